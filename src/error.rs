@@ -1,0 +1,127 @@
+//! The one error type of the library. Every error a user can cause says where and why.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A position in an input file, for error messages: `file:line:column`, or a byte offset
+/// for binary formats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// The file's path as the user gave it.
+    pub file: String,
+    /// 1-based line (0 for binary inputs).
+    pub line: u64,
+    /// 1-based column (for binary inputs: the byte offset).
+    pub column: u64,
+    /// The rule broken, in a few words (`syntax`, `unknown communicator`, `time goes backwards`, …).
+    pub rule: String,
+    /// What was wrong, and what was expected.
+    pub message: String,
+    /// The offending text (the line), shown under the message with a caret.
+    pub text: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: byte {}: {}: {}", self.file, self.column, self.rule, self.message)?;
+        } else {
+            write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.rule, self.message)?;
+        }
+        if !self.text.is_empty() {
+            let caret = " ".repeat(self.column.saturating_sub(1) as usize);
+            write!(f, "\n    {}\n    {}^", self.text, caret)?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything that can go wrong in mtfdb.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// An input file broke the format or a metamodel rule; the import was rejected.
+    #[error("{0}")]
+    Input(Box<InputError>),
+    /// The database could not be used (wrong format version, locked, not a database, …).
+    #[error("database {}: {message}", path.display())]
+    Database {
+        /// The database path.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// Stored data failed a check (checksum, decoding): the database is damaged.
+    #[error("corrupt database: {0}")]
+    Corrupt(String),
+    /// The storage engine reported an error (disk full, I/O).
+    #[error("storage error: {0}")]
+    Storage(String),
+    /// No trace by that name.
+    #[error("no trace named {name:?} in the database{}", list_names(available))]
+    NoSuchTrace {
+        /// The name asked for.
+        name: String,
+        /// The traces that do exist.
+        available: Vec<String>,
+    },
+    /// A trace by that name exists already.
+    #[error("a trace named {0:?} already exists (drop it first, or import under another --name)")]
+    TraceExists(String),
+    /// A request that cannot be carried out as asked (bad argument).
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn list_names(names: &[String]) -> String {
+    if names.is_empty() {
+        " (it holds none)".to_string()
+    } else {
+        format!(" (it holds: {})", names.join(", "))
+    }
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// An [`Error::Input`].
+    pub fn input(
+        file: impl Into<String>,
+        line: u64,
+        column: u64,
+        rule: impl Into<String>,
+        message: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Error {
+        Error::Input(Box::new(InputError {
+            file: file.into(),
+            line,
+            column,
+            rule: rule.into(),
+            message: message.into(),
+            text: text.into(),
+        }))
+    }
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Error {
+        match e {
+            sled::Error::Corruption { .. } => Error::Corrupt(e.to_string()),
+            other => Error::Storage(other.to_string()),
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T> = std::result::Result<T, Error>;

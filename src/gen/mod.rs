@@ -1,0 +1,1 @@
+//! Deterministic generators of MTF traces of real application shapes.

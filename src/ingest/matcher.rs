@@ -1,0 +1,1 @@
+//! Message, request and collective matching.

@@ -1,0 +1,29 @@
+//! Ingest: turn a source file into a stream of MTF model items.
+//!
+//! Every reader (MTF text, later OTF2, DUMPI, Paraver) parses its format, checks the
+//! metamodel's structural rules ([`validate`]) and hands what it read to an [`EventSink`].
+//! Nothing here knows the store or the query language.
+
+pub mod matcher;
+pub mod mtf_text;
+pub mod validate;
+
+use crate::error::Result;
+use crate::model::{Operation, RoutineEvent, StrId, TraceHeader};
+
+/// The receiver of a parsed trace. A source calls, in this order: [`EventSink::header`] once,
+/// then [`EventSink::string`], [`EventSink::operation`] and [`EventSink::routine`] in any
+/// interleaving (a string is defined before the first item that uses its id; each rank's own
+/// items come in time order), then [`EventSink::finish`] once.
+pub trait EventSink {
+    /// The declarations: scenario, trace, processors, processes, communicators.
+    fn header(&mut self, header: &TraceHeader) -> Result<()>;
+    /// Defines string `id` (a datatype, routine or MPI call name); ids are dense from 0.
+    fn string(&mut self, id: StrId, text: &str) -> Result<()>;
+    /// One MPI operation.
+    fn operation(&mut self, op: &Operation) -> Result<()>;
+    /// A routine enter or leave.
+    fn routine(&mut self, event: &RoutineEvent) -> Result<()>;
+    /// The end of the trace.
+    fn finish(&mut self) -> Result<()>;
+}

@@ -1,0 +1,1 @@
+//! The MTF text format, version 1.

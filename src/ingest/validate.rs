@@ -1,0 +1,1 @@
+//! Structural validation of the metamodel constraints.

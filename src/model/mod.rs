@@ -1,0 +1,421 @@
+//! The MTF metamodel as plain data (digest `SEEDS-THESIS.md` §1.2, Appendix A of the MTF paper).
+//!
+//! The metamodel's classes map onto these types:
+//!
+//! | metamodel class | here |
+//! |---|---|
+//! | Scenario, Trace | [`TraceHeader`] (scenario description, trace name, comments) |
+//! | ProcessTrace | the operations and routine calls of one [`Process`] |
+//! | MsgTrace | the trace's [`Message`]s and [`CollectiveInstance`]s |
+//! | Processor, Process, Communicator | [`Processor`], [`Process`], [`Communicator`] |
+//! | TraceableUnit, RoutineCall | [`RoutineCall`] (and [`RoutineEvent`] for enter/leave) |
+//! | MPOperation and its subclasses | [`Operation`] with an [`OpKind`] |
+//! | CollectiveData | the `send_bytes`/`recv_bytes`/`root` fields of a collective [`Operation`] |
+//! | Message, MessageLink | [`Message`] (one per matched send/receive pair; the link is its two op ids) |
+//! | Wait/Test links | [`RequestLink`] |
+//! | TracePattern, CommPattern, RoutinePattern, PatternOccurrence | [`TracePattern`], [`PatternOccurrence`] |
+//! | Edge (compaction DAG) | [`Edge`], [`EdgeType`] |
+//!
+//! Conventions: ranks are world ranks (`MPI_COMM_WORLD`), counted from 0; times are integer
+//! nanoseconds; sizes are bytes.
+
+mod kind;
+
+pub use kind::{OpClass, OpKind, OTHER_CODE_BASE};
+
+use serde::{Deserialize, Serialize};
+
+/// A world rank (rank in `MPI_COMM_WORLD`), counted from 0.
+pub type Rank = u32;
+/// A communicator id, as declared by the trace.
+pub type CommId = u32;
+/// A time in integer nanoseconds.
+pub type Time = u64;
+/// An id in the trace's string table (datatype names, routine names, other MPI call names).
+pub type StrId = u32;
+/// A dense operation id within one trace.
+pub type OpId = u64;
+/// A request handle as recorded by the tracer (unique per rank while in flight).
+pub type RequestId = u64;
+
+/// Tag value recorded for a receive posted with `MPI_ANY_TAG` whose actual tag is unknown.
+pub const ANY_TAG: i32 = -1;
+
+/// A machine (node) that runs processes: the metamodel's `Processor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Processor {
+    /// The processor's id, as declared.
+    pub id: u32,
+    /// The machine or node name.
+    pub name: String,
+}
+
+/// An MPI process: the metamodel's `Process`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    /// The world rank.
+    pub rank: Rank,
+    /// A human-readable name (`P0`, or the tracer's location name).
+    pub name: String,
+    /// The processor (node) it ran on, if known.
+    pub processor: Option<u32>,
+}
+
+/// An MPI communicator with its members as world ranks: the metamodel's `Communicator`.
+/// The i-th member is the process with rank i *within this communicator*.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Communicator {
+    /// The communicator's id, as declared.
+    pub id: CommId,
+    /// Its name (`C1`, `MPI_COMM_WORLD`, …).
+    pub name: String,
+    /// World ranks of its members, in communicator-rank order.
+    pub members: Vec<Rank>,
+}
+
+impl Communicator {
+    /// The world rank of the process whose rank in this communicator is `local`.
+    pub fn world_rank(&self, local: u32) -> Option<Rank> {
+        self.members.get(local as usize).copied()
+    }
+
+    /// Whether a world rank is a member.
+    pub fn contains(&self, rank: Rank) -> bool {
+        self.members.contains(&rank)
+    }
+}
+
+/// Everything declared before the events: the metamodel's Scenario and Trace with their
+/// processors, processes and communicators.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceHeader {
+    /// The scenario description (program, input data, …).
+    pub scenario: String,
+    /// The trace's name as recorded in the file.
+    pub trace_name: String,
+    /// Free-form comments.
+    pub comments: String,
+    /// Processors (nodes).
+    pub processors: Vec<Processor>,
+    /// Processes, one per world rank, ordered by rank and numbered 0..n.
+    pub processes: Vec<Process>,
+    /// Communicators.
+    pub communicators: Vec<Communicator>,
+}
+
+impl TraceHeader {
+    /// The communicator with this id.
+    pub fn communicator(&self, id: CommId) -> Option<&Communicator> {
+        self.communicators.iter().find(|c| c.id == id)
+    }
+}
+
+/// Flags of an [`Operation`].
+pub mod flags {
+    /// The receive (or probe) was posted with `MPI_ANY_SOURCE`; `source` is the actual source.
+    pub const ANY_SOURCE: u8 = 1;
+    /// The receive (or probe) was posted with `MPI_ANY_TAG`; `recv_tag` is the actual tag.
+    pub const ANY_TAG: u8 = 2;
+    /// A Test or Probe that found nothing (the metamodel's `Flag` = false).
+    pub const NOT_COMPLETED: u8 = 4;
+}
+
+/// One MPI call of one process: the metamodel's `MPOperation` with the fields of all its
+/// subclasses. Fields that a kind does not use are `None` / 0.
+///
+/// Point-to-point fields are split by direction so that `MPI_Sendrecv` fits: a send uses
+/// `dest`, `send_tag`, `send_bytes`; a receive uses `source`, `recv_tag`, `recv_bytes`.
+/// A collective uses `root`, `send_bytes` and `recv_bytes` (the metamodel's `CollectiveData`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    /// World rank of the process that performed it.
+    pub rank: Rank,
+    /// The thread (OTF2 location) within the process, 0 for single-threaded sources.
+    pub thread: u32,
+    /// Start time (ns).
+    pub start: Time,
+    /// End time (ns), at least `start`.
+    pub end: Time,
+    /// What the call is.
+    pub kind: OpKind,
+    /// The communicator it ran on.
+    pub comm: Option<CommId>,
+    /// Destination world rank of a send.
+    pub dest: Option<Rank>,
+    /// Source world rank of a receive or probe (the actual source for `MPI_ANY_SOURCE`).
+    pub source: Option<Rank>,
+    /// Tag of a send.
+    pub send_tag: Option<i32>,
+    /// Tag of a receive or probe (the actual tag for `MPI_ANY_TAG`).
+    pub recv_tag: Option<i32>,
+    /// Bytes sent (point-to-point payload, or a collective's send size).
+    pub send_bytes: u64,
+    /// Bytes received (point-to-point payload, or a collective's receive size).
+    pub recv_bytes: u64,
+    /// The datatype name, interned.
+    pub datatype: Option<StrId>,
+    /// World rank of a rooted collective's root.
+    pub root: Option<Rank>,
+    /// The request a non-blocking call created.
+    pub request: Option<RequestId>,
+    /// The requests a Wait/Test variant completed.
+    pub completes: Vec<RequestId>,
+    /// [`flags`] bits.
+    pub flags: u8,
+    /// Nesting depth in the routine call tree (0 when the call is at top level).
+    pub depth: u16,
+}
+
+impl Operation {
+    /// An operation of `kind` by `rank` over `[start, end]` with every other field empty.
+    pub fn new(rank: Rank, kind: OpKind, start: Time, end: Time) -> Operation {
+        Operation {
+            rank,
+            thread: 0,
+            start,
+            end,
+            kind,
+            comm: None,
+            dest: None,
+            source: None,
+            send_tag: None,
+            recv_tag: None,
+            send_bytes: 0,
+            recv_bytes: 0,
+            datatype: None,
+            root: None,
+            request: None,
+            completes: Vec::new(),
+            flags: 0,
+            depth: 0,
+        }
+    }
+}
+
+/// Entering or leaving a (user or MPI) routine; the source of routine calls and of the
+/// nesting depth of operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutineEvent {
+    /// World rank.
+    pub rank: Rank,
+    /// Thread within the process.
+    pub thread: u32,
+    /// Time (ns).
+    pub time: Time,
+    /// The routine's interned name.
+    pub routine: StrId,
+    /// True for enter, false for leave.
+    pub enter: bool,
+}
+
+/// A completed routine call: the metamodel's `RoutineCall` (routineCallName, nestingLevel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoutineCall {
+    /// World rank.
+    pub rank: Rank,
+    /// Thread within the process.
+    pub thread: u32,
+    /// The routine's interned name.
+    pub routine: StrId,
+    /// Nesting level: 0 for an outermost call.
+    pub depth: u16,
+    /// Enter time (ns).
+    pub start: Time,
+    /// Leave time (ns).
+    pub end: Time,
+}
+
+/// A matched point-to-point message: the metamodel's `Message` merged from a send and the
+/// receive that matched it (its `MessageLink` is the pair of op ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Sender world rank.
+    pub sender: Rank,
+    /// Receiver world rank.
+    pub receiver: Rank,
+    /// Communicator.
+    pub comm: CommId,
+    /// Tag.
+    pub tag: i32,
+    /// Payload in bytes (as sent).
+    pub bytes: u64,
+    /// Start time of the send operation.
+    pub send_time: Time,
+    /// End time of the receive operation.
+    pub recv_time: Time,
+    /// The sending operation.
+    pub send_op: OpId,
+    /// The receiving operation.
+    pub recv_op: OpId,
+}
+
+/// A non-blocking operation linked to the Wait/Test that completed its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestLink {
+    /// The operation that created the request (Isend, Irecv, Ibcast, …).
+    pub request_op: OpId,
+    /// The Wait/Test variant that completed it.
+    pub completion_op: OpId,
+}
+
+/// One instance of a collective: the i-th call of the same operation on the same communicator
+/// by each of its members.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectiveInstance {
+    /// The (blocking form of the) collective operation.
+    pub kind: OpKind,
+    /// The communicator.
+    pub comm: CommId,
+    /// The root's world rank, for rooted collectives.
+    pub root: Option<Rank>,
+    /// The member operations, in the order they were seen.
+    pub ops: Vec<OpId>,
+    /// Earliest start among the members.
+    pub start: Time,
+    /// Latest end among the members.
+    pub end: Time,
+    /// Total bytes sent by the members (sum of their `send_bytes`).
+    pub send_bytes: u64,
+    /// Total bytes received by the members.
+    pub recv_bytes: u64,
+}
+
+/// The kind of a compaction-DAG edge (metamodel class `Edge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EdgeType {
+    /// A plain sequence edge.
+    Seq,
+    /// A collapsed recursion chain.
+    Rec,
+    /// A repeated sequence of several siblings.
+    Fseq,
+}
+
+/// An edge of the compacted call tree: the parent's `repeat` instances of `children`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edge {
+    /// What the edge collapses.
+    pub edge_type: EdgeType,
+    /// How many callee instances the edge stands for.
+    pub repeat: u32,
+    /// The children's node ids (more than one only for `Fseq`).
+    pub children: Vec<u32>,
+}
+
+/// Whether a pattern is made of communication (messages, collectives) or routine calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PatternKind {
+    /// `CommPattern`: references messages and collective data only.
+    Communication,
+    /// `RoutinePattern`: references routine calls only.
+    Routine,
+}
+
+/// A labelled pattern of a trace (metamodel `TracePattern`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracePattern {
+    /// Pattern id within its trace.
+    pub id: u32,
+    /// Communication or routine pattern.
+    pub kind: PatternKind,
+    /// The label an engineer gave it, or the detector's rendering of its event sequence.
+    pub description: String,
+    /// Its occurrences.
+    pub occurrences: Vec<PatternOccurrence>,
+}
+
+/// One occurrence of a pattern: the traceable units (operations) it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternOccurrence {
+    /// The operations of the occurrence.
+    pub ops: Vec<OpId>,
+}
+
+/// Something a real trace does that MPI's rules say should not happen, but that tracers do
+/// record (a truncated run, a lost event). Anomalies are imported, counted and listed; they
+/// never reject a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Anomaly {
+    /// A send with no matching receive by the end of the trace.
+    UnmatchedSend {
+        /// The send operation.
+        op: OpId,
+        /// Sender.
+        rank: Rank,
+        /// Intended receiver.
+        dest: Rank,
+        /// Communicator.
+        comm: CommId,
+        /// Tag.
+        tag: i32,
+    },
+    /// A receive with no matching send by the end of the trace.
+    UnmatchedReceive {
+        /// The receive operation.
+        op: OpId,
+        /// Receiver.
+        rank: Rank,
+        /// Source it received from (or expected to).
+        source: Rank,
+        /// Communicator.
+        comm: CommId,
+        /// Tag.
+        tag: i32,
+    },
+    /// A non-blocking operation whose request no Wait/Test completed.
+    RequestNeverCompleted {
+        /// The operation that created the request.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The request id.
+        request: RequestId,
+    },
+    /// A Wait/Test that names a request no earlier operation of its process created.
+    UnknownRequest {
+        /// The Wait/Test.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The request id.
+        request: RequestId,
+    },
+    /// A collective instance that not every member of the communicator took part in.
+    IncompleteCollective {
+        /// The collective.
+        kind: OpKind,
+        /// The communicator.
+        comm: CommId,
+        /// Members that called it.
+        present: u32,
+        /// Members of the communicator.
+        expected: u32,
+    },
+    /// A process that never called `MPI_Finalize` (nor `MPI_Abort`).
+    MissingFinalize {
+        /// The process.
+        rank: Rank,
+    },
+    /// A routine entered but never left by the end of its process; closed at its last time.
+    UnclosedRoutine {
+        /// The process.
+        rank: Rank,
+        /// The routine's interned name.
+        routine: StrId,
+    },
+}
+
+impl Anomaly {
+    /// A short, stable name of the anomaly's kind, for counting.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Anomaly::UnmatchedSend { .. } => "send never received",
+            Anomaly::UnmatchedReceive { .. } => "receive never matched",
+            Anomaly::RequestNeverCompleted { .. } => "request never completed",
+            Anomaly::UnknownRequest { .. } => "completion of an unknown request",
+            Anomaly::IncompleteCollective { .. } => "incomplete collective",
+            Anomaly::MissingFinalize { .. } => "missing MPI_Finalize",
+            Anomaly::UnclosedRoutine { .. } => "routine never left",
+        }
+    }
+}
