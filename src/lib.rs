@@ -15,10 +15,13 @@
 //! # Ok::<(), mtfdb::Error>(())
 //! ```
 
+pub mod database;
 pub mod error;
 pub mod gen;
 pub mod ingest;
 pub mod model;
+pub mod import;
 pub mod store;
 
+pub use database::{Database, SourceFormat, Trace, TraceInfo};
 pub use error::{Error, InputError, Result};

@@ -1,1 +1,498 @@
-//! The store.
+//! The store: every sled call of mtfdb lives here, behind [`Store`], [`TraceWriter`] and
+//! [`TraceReader`], so another engine could replace sled without touching ingest or query.
+//!
+//! Layout. The default tree holds `format_version` and `catalog` (the list of traces). Each
+//! trace lives in its own tree `trace/<id>`:
+//!
+//! | key | value |
+//! |---|---|
+//! | `meta` | [`TraceMeta`]: declarations, strings, chunk directory, summary |
+//! | `o` chunk | operation chunk (one location's rows) |
+//! | `m` chunk, `l` chunk, `c` chunk, `r` chunk | messages, request links, collective instances, routine calls |
+//! | `a` chunk | anomalies |
+//! | `i` dim value chunk | roaring bitmap of the ids in that chunk with that value |
+//!
+//! Chunk numbers and values are big-endian so that keys sort numerically. An import writes
+//! into a new tree and becomes visible in one step: the catalog entry turning `Ready`.
+//! Trees of imports that never finished are dropped on the next open.
+
+pub mod catalog;
+pub mod codec;
+pub mod tables;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use roaring::RoaringBitmap;
+
+pub use catalog::{
+    Catalog, CatalogEntry, OpChunkInfo, TraceMeta, TraceState, TraceSummary, FORMAT_VERSION,
+};
+use codec::{seal, unseal};
+use tables::Columns;
+
+use crate::error::{Error, Result};
+use crate::model::Anomaly;
+
+const KEY_VERSION: &[u8] = b"format_version";
+const KEY_CATALOG: &[u8] = b"catalog";
+const KEY_META: &[u8] = b"meta";
+
+/// Which table a chunk belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// Operations.
+    Operations,
+    /// Matched messages.
+    Messages,
+    /// Request links.
+    Links,
+    /// Collective instances.
+    Collectives,
+    /// Routine calls.
+    Routines,
+}
+
+impl Table {
+    fn prefix(self) -> u8 {
+        match self {
+            Table::Operations => b'o',
+            Table::Messages => b'm',
+            Table::Links => b'l',
+            Table::Collectives => b'c',
+            Table::Routines => b'r',
+        }
+    }
+
+    /// Number of fixed columns of this table's chunks.
+    pub fn columns(self) -> usize {
+        match self {
+            Table::Operations => tables::op_col::COUNT,
+            Table::Messages => tables::msg_col::COUNT,
+            Table::Links => tables::link_col::COUNT,
+            Table::Collectives => tables::coll_col::COUNT,
+            Table::Routines => tables::routine_col::COUNT,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Table::Operations => "operation",
+            Table::Messages => "message",
+            Table::Links => "request-link",
+            Table::Collectives => "collective",
+            Table::Routines => "routine-call",
+        }
+    }
+}
+
+/// A dimension the store keeps a bitmap index on. Operation indexes hold operation ids,
+/// message indexes hold message ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum IndexDim {
+    /// Operations by world rank.
+    Process = 0,
+    /// Operations by communicator id.
+    Comm = 1,
+    /// Operations by kind code ([`crate::model::OpKind::code`]).
+    Kind = 2,
+    /// Operations by peer world rank (destination, source or root).
+    Peer = 3,
+    /// Messages by sender.
+    MessageSender = 4,
+    /// Messages by receiver.
+    MessageReceiver = 5,
+    /// Messages by communicator.
+    MessageComm = 6,
+}
+
+fn chunk_key(prefix: u8, chunk: u32) -> [u8; 5] {
+    let mut k = [prefix, 0, 0, 0, 0];
+    k[1..].copy_from_slice(&chunk.to_be_bytes());
+    k
+}
+
+fn index_prefix(dim: IndexDim, value: u32) -> [u8; 6] {
+    let mut k = [b'i', dim as u8, 0, 0, 0, 0];
+    k[2..].copy_from_slice(&value.to_be_bytes());
+    k
+}
+
+fn index_key(dim: IndexDim, value: u32, chunk: u32) -> [u8; 10] {
+    let mut k = [0u8; 10];
+    k[..6].copy_from_slice(&index_prefix(dim, value));
+    k[6..].copy_from_slice(&chunk.to_be_bytes());
+    k
+}
+
+fn tree_name(id: u64) -> String {
+    format!("trace/{id}")
+}
+
+fn encode_meta<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut out = bincode::serde::encode_to_vec(value, bincode::config::standard())
+        .expect("metadata always serializes");
+    seal(&mut out);
+    out
+}
+
+fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    let body = unseal(bytes, what)?;
+    bincode::serde::decode_from_slice(body, bincode::config::standard())
+        .map(|(v, _)| v)
+        .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
+}
+
+/// Compresses a serialized bitmap; indexes of regular traces shrink many times.
+fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(bitmap.serialized_size());
+    bitmap.serialize_into(&mut raw).expect("writing to a Vec cannot fail");
+    let mut out = zstd::bulk::compress(&raw, 1).expect("zstd compresses in memory");
+    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    seal(&mut out);
+    out
+}
+
+fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
+    let body = unseal(bytes, what)?;
+    if body.len() < 4 {
+        return Err(Error::Corrupt(format!("{what} is truncated")));
+    }
+    let (packed, len) = body.split_at(body.len() - 4);
+    let raw_len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    let raw = zstd::bulk::decompress(packed, raw_len)
+        .map_err(|e| Error::Corrupt(format!("{what} does not decompress: {e}")))?;
+    RoaringBitmap::deserialize_from(&raw[..])
+        .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
+}
+
+/// A database: a sled directory holding many traces.
+pub struct Store {
+    db: sled::Db,
+    path: PathBuf,
+    catalog_lock: Mutex<()>,
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`, checks its format version and removes what
+    /// interrupted imports left behind.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let db_error = |message: String| Error::Database { path: path.clone(), message };
+        if path.is_file() {
+            return Err(db_error(
+                "is a file, not an mtfdb database (a database is a directory)".into(),
+            ));
+        }
+        let db = sled::Config::new()
+            .path(&path)
+            .cache_capacity(64 * 1024 * 1024)
+            .mode(sled::Mode::HighThroughput)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
+                    db_error("is in use by another mtfdb process".into())
+                }
+                sled::Error::Io(io) => db_error(format!("cannot be opened: {io}")),
+                other => db_error(format!("is not a readable mtfdb database: {other}")),
+            })?;
+        match db.get(KEY_VERSION)? {
+            Some(v) => {
+                let version = <[u8; 4]>::try_from(v.as_ref())
+                    .map(u32::from_le_bytes)
+                    .map_err(|_| db_error("has a damaged format version".into()))?;
+                if version != FORMAT_VERSION {
+                    return Err(db_error(format!(
+                        "was written with storage format version {version}, but this mtfdb reads version {FORMAT_VERSION}; \
+                         re-import its traces with a matching mtfdb"
+                    )));
+                }
+            }
+            None => {
+                if !db.is_empty() || db.tree_names().len() > 1 {
+                    return Err(db_error(
+                        "is a sled database but not an mtfdb one (no format version)".into(),
+                    ));
+                }
+                db.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes())?;
+                db.insert(KEY_CATALOG, encode_meta(&Catalog::default()))?;
+                db.flush()?;
+            }
+        }
+        let store = Store { db, path, catalog_lock: Mutex::new(()) };
+        store.clean_up_interrupted_imports()?;
+        Ok(store)
+    }
+
+    /// The database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the catalog.
+    pub fn catalog(&self) -> Result<Catalog> {
+        let bytes = self
+            .db
+            .get(KEY_CATALOG)?
+            .ok_or_else(|| Error::Corrupt("the catalog is missing".into()))?;
+        decode_meta(&bytes, "the catalog")
+    }
+
+    fn write_catalog(&self, catalog: &Catalog) -> Result<()> {
+        self.db.insert(KEY_CATALOG, encode_meta(catalog))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn update_catalog<T>(&self, f: impl FnOnce(&mut Catalog) -> Result<T>) -> Result<T> {
+        let _guard = self.catalog_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut catalog = self.catalog()?;
+        let out = f(&mut catalog)?;
+        self.write_catalog(&catalog)?;
+        Ok(out)
+    }
+
+    /// Drops the trees of imports that did not finish, and trees no catalog entry names.
+    fn clean_up_interrupted_imports(&self) -> Result<()> {
+        let catalog = self.catalog()?;
+        let ready: Vec<String> = catalog
+            .traces
+            .iter()
+            .filter(|e| e.state == TraceState::Ready)
+            .map(|e| tree_name(e.id))
+            .collect();
+        for name in self.db.tree_names() {
+            let name_str = String::from_utf8_lossy(&name).to_string();
+            if name_str.starts_with("trace/") && !ready.contains(&name_str) {
+                self.db.drop_tree(&name)?;
+            }
+        }
+        if catalog.traces.iter().any(|e| e.state != TraceState::Ready) {
+            self.update_catalog(|c| {
+                c.traces.retain(|e| e.state == TraceState::Ready);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The ready traces' entries, by name.
+    pub fn ready_traces(&self) -> Result<Vec<CatalogEntry>> {
+        let mut v: Vec<CatalogEntry> = self
+            .catalog()?
+            .traces
+            .into_iter()
+            .filter(|e| e.state == TraceState::Ready)
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(v)
+    }
+
+    /// Opens a ready trace for reading.
+    pub fn reader(&self, name: &str) -> Result<TraceReader> {
+        let traces = self.ready_traces()?;
+        let entry = traces.iter().find(|e| e.name == name).ok_or_else(|| Error::NoSuchTrace {
+            name: name.to_string(),
+            available: traces.iter().map(|e| e.name.clone()).collect(),
+        })?;
+        let tree = self.db.open_tree(tree_name(entry.id))?;
+        let what = format!("the metadata of trace {name:?}");
+        let meta_bytes = tree
+            .get(KEY_META)?
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        let meta: TraceMeta = decode_meta(&meta_bytes, &what)?;
+        Ok(TraceReader { tree, meta })
+    }
+
+    /// Starts importing a trace called `name`: invisible until [`TraceWriter::commit`].
+    pub fn begin_import(&self, name: &str) -> Result<TraceWriter<'_>> {
+        if name.is_empty() {
+            return Err(Error::Usage("a trace name cannot be empty".into()));
+        }
+        let id = self.update_catalog(|c| {
+            if c.traces.iter().any(|e| e.name == name && e.state == TraceState::Ready) {
+                return Err(Error::TraceExists(name.to_string()));
+            }
+            let id = c.next_id;
+            c.next_id += 1;
+            c.traces.push(CatalogEntry { id, name: name.to_string(), state: TraceState::Importing });
+            Ok(id)
+        })?;
+        let tree = self.db.open_tree(tree_name(id))?;
+        Ok(TraceWriter { store: self, tree, id, name: name.to_string(), done: false })
+    }
+
+    /// Removes a trace: it disappears in one step, then its data is dropped.
+    pub fn drop_trace(&self, name: &str) -> Result<()> {
+        let id = self.update_catalog(|c| {
+            let pos = c
+                .traces
+                .iter()
+                .position(|e| e.name == name && e.state == TraceState::Ready)
+                .ok_or_else(|| Error::NoSuchTrace {
+                    name: name.to_string(),
+                    available: c
+                        .traces
+                        .iter()
+                        .filter(|e| e.state == TraceState::Ready)
+                        .map(|e| e.name.clone())
+                        .collect(),
+                })?;
+            Ok(c.traces.remove(pos).id)
+        })?;
+        self.db.drop_tree(tree_name(id))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Bytes the database occupies on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.db.size_on_disk()?)
+    }
+}
+
+/// Writes one trace's data during an import. Dropped without [`TraceWriter::commit`], it
+/// removes what it wrote; if the process dies instead, the next open does.
+pub struct TraceWriter<'a> {
+    store: &'a Store,
+    tree: sled::Tree,
+    id: u64,
+    name: String,
+    done: bool,
+}
+
+impl TraceWriter<'_> {
+    /// The name the trace will have.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Stores chunk `chunk` of `table`.
+    pub fn put_chunk(&self, table: Table, chunk: u32, columns: &Columns) -> Result<()> {
+        self.put_encoded_chunk(table, chunk, columns.encode())
+    }
+
+    /// Stores an already encoded chunk (see [`Columns::encode`]).
+    pub fn put_encoded_chunk(&self, table: Table, chunk: u32, bytes: Vec<u8>) -> Result<()> {
+        self.tree.insert(chunk_key(table.prefix(), chunk), bytes)?;
+        Ok(())
+    }
+
+    /// Stores the index bitmap of `value` on `dim` for one chunk.
+    pub fn put_index(&self, dim: IndexDim, value: u32, chunk: u32, ids: &RoaringBitmap) -> Result<()> {
+        self.put_encoded_index(dim, value, chunk, encode_bitmap(ids))
+    }
+
+    /// Stores an index bitmap already encoded with [`encode_index_bitmap`].
+    pub fn put_encoded_index(&self, dim: IndexDim, value: u32, chunk: u32, bytes: Vec<u8>) -> Result<()> {
+        self.tree.insert(index_key(dim, value, chunk), bytes)?;
+        Ok(())
+    }
+
+    /// Stores a chunk of anomalies.
+    pub fn put_anomalies(&self, chunk: u32, anomalies: &[Anomaly]) -> Result<()> {
+        self.tree.insert(chunk_key(b'a', chunk), encode_meta(&anomalies))?;
+        Ok(())
+    }
+
+    /// Makes the trace visible: writes its metadata, flushes everything to disk, then flips
+    /// its catalog entry to ready in one atomic write.
+    pub fn commit(mut self, meta: &TraceMeta) -> Result<u64> {
+        self.tree.insert(KEY_META, encode_meta(meta))?;
+        self.tree.flush()?;
+        let id = self.id;
+        self.store.update_catalog(|c| {
+            let entry = c
+                .traces
+                .iter_mut()
+                .find(|e| e.id == id)
+                .ok_or_else(|| Error::Corrupt("an import's catalog entry vanished".into()))?;
+            entry.state = TraceState::Ready;
+            Ok(())
+        })?;
+        self.done = true;
+        Ok(id)
+    }
+}
+
+impl Drop for TraceWriter<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // Best effort: if this fails too (disk full), the next open cleans up.
+        let id = self.id;
+        let _ = self.store.db.drop_tree(tree_name(id));
+        let _ = self.store.update_catalog(|c| {
+            c.traces.retain(|e| e.id != id);
+            Ok(())
+        });
+    }
+}
+
+/// Encodes an index bitmap for [`TraceWriter::put_encoded_index`] (lets callers encode in
+/// parallel).
+pub fn encode_index_bitmap(ids: &RoaringBitmap) -> Vec<u8> {
+    encode_bitmap(ids)
+}
+
+/// Reads one ready trace.
+pub struct TraceReader {
+    tree: sled::Tree,
+    meta: TraceMeta,
+}
+
+impl TraceReader {
+    /// The trace's metadata.
+    pub fn meta(&self) -> &TraceMeta {
+        &self.meta
+    }
+
+    /// Reads chunk `chunk` of `table`, verifying its checksum.
+    pub fn chunk(&self, table: Table, chunk: u32) -> Result<Columns> {
+        let what = format!("{} chunk {chunk} of trace {:?}", table.name(), self.meta.name);
+        let bytes = self
+            .tree
+            .get(chunk_key(table.prefix(), chunk))?
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        Columns::decode(&bytes, table.columns(), &what)
+    }
+
+    /// The ids with `value` on `dim` (the union of its per-chunk bitmaps).
+    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        for kv in self.tree.scan_prefix(index_prefix(dim, value)) {
+            let (key, bytes) = kv?;
+            let what = format!("index {dim:?}={value} ({} bytes key) of trace {:?}", key.len(), self.meta.name);
+            out |= decode_bitmap(&bytes, &what)?;
+        }
+        Ok(out)
+    }
+
+    /// Every anomaly recorded at import.
+    pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
+        let mut out = Vec::new();
+        for chunk in 0..self.meta.anomaly_chunks {
+            let what = format!("anomaly chunk {chunk} of trace {:?}", self.meta.name);
+            let bytes = self
+                .tree
+                .get(chunk_key(b'a', chunk))?
+                .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+            out.extend(decode_meta::<Vec<Anomaly>>(&bytes, &what)?);
+        }
+        Ok(out)
+    }
+
+    /// Bytes of this trace's keys and values (its share of the database, before sled's own
+    /// overhead).
+    pub fn stored_bytes(&self) -> Result<u64> {
+        let mut total = 0u64;
+        for kv in self.tree.iter() {
+            let (k, v) = kv?;
+            total += (k.len() + v.len()) as u64;
+        }
+        Ok(total)
+    }
+}

@@ -1,0 +1,322 @@
+//! The public face of the library: [`Database`] (many traces in one directory) and
+//! [`Trace`] (one imported trace, read through its column chunks and indexes).
+
+use std::path::{Path, PathBuf};
+
+use roaring::RoaringBitmap;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::import::run_import;
+use crate::ingest::mtf_text;
+use crate::model::{
+    Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
+    TraceHeader,
+};
+use crate::store::tables::{self, split_id};
+use crate::store::{IndexDim, OpChunkInfo, Store, Table, TraceMeta, TraceReader, TraceSummary};
+
+/// The source formats mtfdb reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SourceFormat {
+    /// The MTF text format, version 1 (`grammar/mtf.ebnf`).
+    MtfText,
+}
+
+impl SourceFormat {
+    /// The short name used on the command line (`--format mtf`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::MtfText => "mtf",
+        }
+    }
+
+    /// Parses a `--format` argument.
+    pub fn from_name(name: &str) -> Result<SourceFormat> {
+        match name.to_ascii_lowercase().as_str() {
+            "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
+            other => Err(Error::Usage(format!(
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text)"
+            ))),
+        }
+    }
+
+    /// Recognizes a source by its content.
+    pub fn detect(path: &Path) -> Result<SourceFormat> {
+        if path.is_dir() {
+            return Err(Error::Usage(format!(
+                "{}: is a directory; this mtfdb imports MTF text files (OTF2 archives are not supported yet)",
+                path.display()
+            )));
+        }
+        let mut head = [0u8; 4096];
+        let n = {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            f.read(&mut head).map_err(|e| Error::io(path, e))?
+        };
+        let text = String::from_utf8_lossy(&head[..n]);
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'));
+        match first {
+            Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
+            _ => Err(Error::Usage(format!(
+                "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`); \
+                 use --format to force one",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// A trace as listed by [`Database::traces`].
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// Its name.
+    pub name: String,
+    /// The file it was imported from.
+    pub source: String,
+    /// The source format.
+    pub format: String,
+    /// Number of processes.
+    pub processes: usize,
+    /// The counts.
+    pub summary: TraceSummary,
+}
+
+/// An mtfdb database: a directory holding any number of imported traces.
+///
+/// ```no_run
+/// let db = mtfdb::Database::open("traces.mtfdb")?;
+/// let info = db.import("wrf16.mtf", Some("wrf16"))?;
+/// println!("{} messages", info.summary.messages);
+/// # Ok::<(), mtfdb::Error>(())
+/// ```
+pub struct Database {
+    store: Store,
+}
+
+impl Database {
+    /// Opens the database at `path`, creating it if absent. Refuses a database of another
+    /// storage format version, and removes what interrupted imports left behind.
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database { store: Store::open(path)? })
+    }
+
+    /// The database's directory.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// Imports the trace at `path` (format detected from its content) under `name`, or under
+    /// the file's stem when `name` is `None`. The trace becomes visible only when the whole
+    /// import succeeded; on any error nothing of it remains.
+    pub fn import(&self, path: impl AsRef<Path>, name: Option<&str>) -> Result<TraceInfo> {
+        let path = path.as_ref();
+        let format = SourceFormat::detect(path)?;
+        self.import_as(path, name, format)
+    }
+
+    /// Imports the trace at `path`, read as `format`.
+    pub fn import_as(&self, path: impl AsRef<Path>, name: Option<&str>, format: SourceFormat) -> Result<TraceInfo> {
+        let path = path.as_ref();
+        if !path.exists() {
+            return Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")));
+        }
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => default_trace_name(path),
+        };
+        let writer = self.store.begin_import(&name)?;
+        let source = path.display().to_string();
+        let meta = run_import(writer, &source, format.name(), |sink| match format {
+            SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
+        })?;
+        Ok(info_of(&meta))
+    }
+
+    /// The traces the database holds, by name.
+    pub fn traces(&self) -> Result<Vec<TraceInfo>> {
+        self.store
+            .ready_traces()?
+            .iter()
+            .map(|e| Ok(info_of(self.store.reader(&e.name)?.meta())))
+            .collect()
+    }
+
+    /// Opens the trace called `name`.
+    pub fn trace(&self, name: &str) -> Result<Trace> {
+        Ok(Trace { reader: self.store.reader(name)? })
+    }
+
+    /// Removes the trace called `name`.
+    pub fn drop_trace(&self, name: &str) -> Result<()> {
+        self.store.drop_trace(name)
+    }
+
+    /// Bytes the whole database occupies on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        self.store.size_on_disk()
+    }
+}
+
+fn default_trace_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "trace".to_string())
+}
+
+fn info_of(meta: &TraceMeta) -> TraceInfo {
+    TraceInfo {
+        name: meta.name.clone(),
+        source: meta.source.clone(),
+        format: meta.format.clone(),
+        processes: meta.header.processes.len(),
+        summary: meta.summary.clone(),
+    }
+}
+
+/// One imported trace.
+pub struct Trace {
+    reader: TraceReader,
+}
+
+impl Trace {
+    fn meta(&self) -> &TraceMeta {
+        self.reader.meta()
+    }
+
+    /// The trace's name.
+    pub fn name(&self) -> &str {
+        &self.meta().name
+    }
+
+    /// Its listing: name, source and counts.
+    pub fn info(&self) -> TraceInfo {
+        info_of(self.meta())
+    }
+
+    /// The counts computed at import.
+    pub fn summary(&self) -> &TraceSummary {
+        &self.meta().summary
+    }
+
+    /// Declarations: scenario, processors, processes, communicators.
+    pub fn header(&self) -> &TraceHeader {
+        &self.meta().header
+    }
+
+    /// The string table entry `id` (a datatype, routine or MPI call name).
+    pub fn string(&self, id: u32) -> Option<&str> {
+        self.meta().strings.get(id as usize).map(String::as_str)
+    }
+
+    /// The display name of an operation kind (its MPI name, or its `Other` name).
+    pub fn kind_name(&self, kind: crate::model::OpKind) -> String {
+        match kind {
+            crate::model::OpKind::Other(id) => self.string(id).unwrap_or("?").to_string(),
+            k => k.mpi_name().unwrap_or("?").to_string(),
+        }
+    }
+
+    /// The operation chunks, in chunk order.
+    pub fn op_chunks(&self) -> &[OpChunkInfo] {
+        &self.meta().op_chunks
+    }
+
+    /// Bytes of the trace's stored keys and values (chunks, indexes and metadata).
+    pub fn stored_bytes(&self) -> Result<u64> {
+        self.reader.stored_bytes()
+    }
+
+    /// The operations of one chunk, with their ids.
+    pub fn chunk_operations(&self, info: &OpChunkInfo) -> Result<Vec<(OpId, Operation)>> {
+        let cols = self.reader.chunk(Table::Operations, info.chunk)?;
+        let ops = tables::read_operations(&cols, info.rank, info.thread)?;
+        Ok(ops
+            .into_iter()
+            .enumerate()
+            .map(|(row, op)| (u64::from(tables::row_id(info.chunk, row)), op))
+            .collect())
+    }
+
+    /// Every operation of `rank` (all its threads), in time order per thread.
+    pub fn process_operations(&self, rank: Rank) -> Result<Vec<(OpId, Operation)>> {
+        let mut out = Vec::new();
+        for info in self.op_chunks().iter().filter(|c| c.rank == rank) {
+            out.extend(self.chunk_operations(info)?);
+        }
+        Ok(out)
+    }
+
+    /// The operations whose ids are in `ids` (from an index or a view), in id order.
+    pub fn operations(&self, ids: &RoaringBitmap) -> Result<Vec<(OpId, Operation)>> {
+        let mut out = Vec::with_capacity(ids.len() as usize);
+        let mut current: Option<(u32, Vec<Operation>)> = None;
+        for id in ids {
+            let (chunk, row) = split_id(id);
+            if current.as_ref().map(|c| c.0) != Some(chunk) {
+                let info = self
+                    .op_chunks()
+                    .binary_search_by_key(&chunk, |c| c.chunk)
+                    .map(|i| self.op_chunks()[i])
+                    .map_err(|_| Error::Usage(format!("operation id {id} is not in trace {:?}", self.name())))?;
+                let cols = self.reader.chunk(Table::Operations, chunk)?;
+                current = Some((chunk, tables::read_operations(&cols, info.rank, info.thread)?));
+            }
+            let ops = &current.as_ref().expect("loaded").1;
+            let op = ops
+                .get(row)
+                .ok_or_else(|| Error::Usage(format!("operation id {id} is not in trace {:?}", self.name())))?;
+            out.push((u64::from(id), op.clone()));
+        }
+        Ok(out)
+    }
+
+    /// The operation ids indexed under `value` on `dim` (also message ids for the message
+    /// dimensions).
+    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
+        self.reader.index(dim, value)
+    }
+
+    fn table_rows<T>(&self, table: Table, chunks: u32, read: impl Fn(&tables::Columns) -> Result<Vec<T>>) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        for chunk in 0..chunks {
+            out.extend(read(&self.reader.chunk(table, chunk)?)?);
+        }
+        Ok(out)
+    }
+
+    /// Every matched message, in matching order (message id = position).
+    pub fn messages(&self) -> Result<Vec<Message>> {
+        self.table_rows(Table::Messages, self.meta().message_chunks, |c| Ok(tables::read_messages(c)))
+    }
+
+    /// Every request link (non-blocking operation → the Wait/Test that completed it).
+    pub fn request_links(&self) -> Result<Vec<RequestLink>> {
+        self.table_rows(Table::Links, self.meta().link_chunks, |c| Ok(tables::read_links(c)))
+    }
+
+    /// Every collective instance.
+    pub fn collective_instances(&self) -> Result<Vec<CollectiveInstance>> {
+        self.table_rows(Table::Collectives, self.meta().collective_chunks, tables::read_collectives)
+    }
+
+    /// Every routine call.
+    pub fn routine_calls(&self) -> Result<Vec<RoutineCall>> {
+        self.table_rows(Table::Routines, self.meta().routine_chunks, |c| Ok(tables::read_routines(c)))
+    }
+
+    /// Every anomaly recorded at import.
+    pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
+        self.reader.anomalies()
+    }
+}
+
+/// The default database path: `MTFDB_DB`, else `./mtfdb.db`.
+pub fn default_database_path() -> PathBuf {
+    std::env::var_os("MTFDB_DB").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("mtfdb.db"))
+}

@@ -1,0 +1,557 @@
+//! The import pipeline: a source's [`EventSink`] stream → routine nesting, matching → column
+//! chunks and bitmap indexes in the store, committed in one atomic step.
+//!
+//! Memory is bounded: each location (rank, thread) buffers at most one open chunk, the total
+//! of buffered rows is capped (the largest buffer is flushed early when the cap is reached),
+//! and the matcher holds only in-flight items. Encoding and writing chunks happens on a
+//! second thread, fed through a bounded channel.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::ingest::matcher::{MatchSink, Matcher};
+use crate::ingest::EventSink;
+use crate::model::{
+    Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
+    RoutineEvent, StrId, Time, TraceHeader,
+};
+use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
+use crate::store::{
+    encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
+};
+
+/// Rows buffered across all open operation chunks before the largest is flushed early.
+const MAX_BUFFERED_ROWS: usize = 2 * CHUNK_ROWS * 8;
+/// Anomalies per stored anomaly chunk.
+const ANOMALY_CHUNK: usize = 65_536;
+
+/// A unit of work for the writer thread.
+enum Job {
+    Ops { chunk: u32, rank: Rank, cols: Columns },
+    Messages { chunk: u32, cols: Columns },
+    Table { table: Table, chunk: u32, cols: Columns },
+    Anomalies { chunk: u32, anomalies: Vec<Anomaly> },
+}
+
+/// Encodes chunks and their index bitmaps and writes them; runs on its own thread.
+fn write_jobs(writer: &TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
+    for job in jobs {
+        match job {
+            Job::Ops { chunk, rank, cols } => {
+                for (dim, value, ids) in op_chunk_indexes(chunk, rank, &cols) {
+                    writer.put_encoded_index(dim, value, chunk, encode_index_bitmap(&ids))?;
+                }
+                writer.put_encoded_chunk(Table::Operations, chunk, cols.encode())?;
+            }
+            Job::Messages { chunk, cols } => {
+                for (dim, value, ids) in message_chunk_indexes(chunk, &cols) {
+                    writer.put_encoded_index(dim, value, chunk, encode_index_bitmap(&ids))?;
+                }
+                writer.put_encoded_chunk(Table::Messages, chunk, cols.encode())?;
+            }
+            Job::Table { table, chunk, cols } => writer.put_chunk(table, chunk, &cols)?,
+            Job::Anomalies { chunk, anomalies } => writer.put_anomalies(chunk, &anomalies)?,
+        }
+    }
+    Ok(())
+}
+
+/// Groups a column's rows by value into bitmaps of ids; `value_of` maps a cell to the indexed
+/// value (None: not indexed).
+fn group_rows(
+    chunk: u32,
+    rows: usize,
+    groups: &mut HashMap<u32, RoaringBitmap>,
+    mut value_of: impl FnMut(usize) -> Option<u32>,
+) {
+    let mut run_value = None;
+    let mut run_start = 0usize;
+    // Rows of equal value often come in runs; insert each run as a range.
+    let close = |value: Option<u32>, from: usize, to: usize, groups: &mut HashMap<u32, RoaringBitmap>| {
+        if let Some(v) = value {
+            groups.entry(v).or_default().insert_range(row_id(chunk, from)..row_id(chunk, to - 1) + 1);
+        }
+    };
+    for r in 0..rows {
+        let v = value_of(r);
+        if v != run_value {
+            if r > run_start {
+                close(run_value, run_start, r, groups);
+            }
+            run_value = v;
+            run_start = r;
+        }
+    }
+    if rows > run_start {
+        close(run_value, run_start, rows, groups);
+    }
+}
+
+fn opt_value(cell: u64) -> Option<u32> {
+    cell.checked_sub(1).map(|v| v as u32)
+}
+
+/// The index bitmaps of one operation chunk: process, communicator, kind and peer.
+fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+    use tables::op_col::*;
+    let mut out = Vec::new();
+    let mut all = RoaringBitmap::new();
+    if cols.rows > 0 {
+        all.insert_range(row_id(chunk, 0)..row_id(chunk, cols.rows - 1) + 1);
+    }
+    out.push((IndexDim::Process, rank, all));
+    let c = &cols.cols;
+    let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
+        let mut groups = HashMap::new();
+        group_rows(chunk, cols.rows, &mut groups, f);
+        let mut g: Vec<_> = groups.into_iter().collect();
+        g.sort_by_key(|(v, _)| *v);
+        out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
+    };
+    by(IndexDim::Comm, &|r| opt_value(c[COMM][r]));
+    by(IndexDim::Kind, &|r| Some(c[KIND][r] as u32));
+    // A row's peers: destination, source, root (a Sendrecv has two).
+    let mut peers: HashMap<u32, RoaringBitmap> = HashMap::new();
+    for col in [DEST, SOURCE, ROOT] {
+        let mut groups = HashMap::new();
+        group_rows(chunk, cols.rows, &mut groups, |r| opt_value(c[col][r]));
+        for (v, ids) in groups {
+            *peers.entry(v).or_default() |= ids;
+        }
+    }
+    let mut peers: Vec<_> = peers.into_iter().collect();
+    peers.sort_by_key(|(v, _)| *v);
+    out.extend(peers.into_iter().map(|(v, ids)| (IndexDim::Peer, v, ids)));
+    out
+}
+
+/// The index bitmaps of one message chunk: sender, receiver, communicator.
+fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+    use tables::msg_col::*;
+    let mut out = Vec::new();
+    for (dim, col) in [
+        (IndexDim::MessageSender, SENDER),
+        (IndexDim::MessageReceiver, RECEIVER),
+        (IndexDim::MessageComm, COMM),
+    ] {
+        let mut groups = HashMap::new();
+        group_rows(chunk, cols.rows, &mut groups, |r| Some(cols.cols[col][r] as u32));
+        let mut g: Vec<_> = groups.into_iter().collect();
+        g.sort_by_key(|(v, _)| *v);
+        out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
+    }
+    out
+}
+
+/// A chunk being filled for one location.
+struct OpenChunk {
+    chunk: u32,
+    cols: Columns,
+    first_row: u64,
+    first_start: Time,
+    last_start: Time,
+    max_end: Time,
+}
+
+/// One (rank, thread) stream: its open chunk and its routine stack.
+struct Location {
+    rank: Rank,
+    thread: u32,
+    rows: u64,
+    open: Option<OpenChunk>,
+    stack: Vec<(StrId, Time)>,
+    last_time: Time,
+}
+
+/// The index of `(rank, thread)` among `locations[rank]`, creating the location if new.
+fn locate(locations: &mut [Vec<Location>], rank: Rank, thread: u32) -> Result<usize> {
+    let by_rank = locations
+        .get_mut(rank as usize)
+        .ok_or_else(|| Error::Usage(format!("rank {rank} is not a declared process")))?;
+    Ok(match by_rank.iter().position(|l| l.thread == thread) {
+        Some(p) => p,
+        None => {
+            by_rank.push(Location { rank, thread, rows: 0, open: None, stack: Vec::new(), last_time: 0 });
+            by_rank.len() - 1
+        }
+    })
+}
+
+/// A table of derived rows (messages, links, …) filled in order and cut into chunks.
+struct ChunkedTable {
+    table: Table,
+    cols: Columns,
+    next_chunk: u32,
+}
+
+impl ChunkedTable {
+    fn new(table: Table) -> ChunkedTable {
+        ChunkedTable { table, cols: Columns::new(table.columns()), next_chunk: 0 }
+    }
+
+    /// Hands the filled chunk to the writer when full (or when `force`d and non-empty).
+    fn flush_if(&mut self, force: bool, jobs: &SyncSender<Job>) -> Result<()> {
+        if self.cols.rows == 0 || (!force && self.cols.rows < CHUNK_ROWS) {
+            return Ok(());
+        }
+        let cols = std::mem::replace(&mut self.cols, Columns::new(self.table.columns()));
+        let chunk = self.next_chunk;
+        self.next_chunk += 1;
+        let job = match self.table {
+            Table::Messages => Job::Messages { chunk, cols },
+            table => Job::Table { table, chunk, cols },
+        };
+        jobs.send(job).map_err(|_| writer_gone())
+    }
+}
+
+fn writer_gone() -> Error {
+    Error::Storage("the chunk writer stopped early".into())
+}
+
+/// What the matcher produces, turned into stored rows.
+struct Derived {
+    jobs: SyncSender<Job>,
+    messages: ChunkedTable,
+    links: ChunkedTable,
+    collectives: ChunkedTable,
+    message_count: u64,
+    message_bytes: u64,
+    link_count: u64,
+    collective_count: u64,
+    anomalies: Vec<Anomaly>,
+    anomaly_chunks: u32,
+    anomaly_counts: HashMap<&'static str, u64>,
+}
+
+impl Derived {
+    fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
+        *self.anomaly_counts.entry(a.kind_name()).or_default() += 1;
+        self.anomalies.push(a);
+        if self.anomalies.len() >= ANOMALY_CHUNK {
+            self.flush_anomalies()?;
+        }
+        Ok(())
+    }
+
+    fn flush_anomalies(&mut self) -> Result<()> {
+        if self.anomalies.is_empty() {
+            return Ok(());
+        }
+        let anomalies = std::mem::take(&mut self.anomalies);
+        let chunk = self.anomaly_chunks;
+        self.anomaly_chunks += 1;
+        self.jobs.send(Job::Anomalies { chunk, anomalies }).map_err(|_| writer_gone())
+    }
+}
+
+impl MatchSink for Derived {
+    fn message(&mut self, m: &Message) -> Result<()> {
+        self.message_count += 1;
+        self.message_bytes += m.bytes;
+        tables::push_message(&mut self.messages.cols, m);
+        self.messages.flush_if(false, &self.jobs)
+    }
+
+    fn request_link(&mut self, l: &RequestLink) -> Result<()> {
+        self.link_count += 1;
+        tables::push_link(&mut self.links.cols, l);
+        self.links.flush_if(false, &self.jobs)
+    }
+
+    fn collective(&mut self, c: &CollectiveInstance) -> Result<()> {
+        self.collective_count += 1;
+        tables::push_collective(&mut self.collectives.cols, c);
+        self.collectives.flush_if(false, &self.jobs)
+    }
+
+    fn anomaly(&mut self, a: &Anomaly) -> Result<()> {
+        self.record_anomaly(a.clone())
+    }
+}
+
+/// The [`EventSink`] that imports a trace into the store.
+pub struct Importer {
+    meta: TraceMeta,
+    matcher: Option<Matcher>,
+    derived: Derived,
+    /// Locations by rank, then by thread (usually one).
+    locations: Vec<Vec<Location>>,
+    op_chunks: Vec<OpChunkInfo>,
+    next_chunk: u32,
+    buffered_rows: usize,
+    kind_counts: HashMap<OpKind, u64>,
+    routines: ChunkedTable,
+    routine_count: u64,
+    operations: u64,
+    first_time: Option<Time>,
+    last_time: Option<Time>,
+    /// Reused for the operation with its nesting depth filled in.
+    scratch: Option<Operation>,
+}
+
+impl Importer {
+    fn new(name: &str, source: &str, format: &str, jobs: SyncSender<Job>) -> Importer {
+        Importer {
+            meta: TraceMeta {
+                name: name.to_string(),
+                source: source.to_string(),
+                format: format.to_string(),
+                ..TraceMeta::default()
+            },
+            matcher: None,
+            derived: Derived {
+                jobs,
+                messages: ChunkedTable::new(Table::Messages),
+                links: ChunkedTable::new(Table::Links),
+                collectives: ChunkedTable::new(Table::Collectives),
+                message_count: 0,
+                message_bytes: 0,
+                link_count: 0,
+                collective_count: 0,
+                anomalies: Vec::new(),
+                anomaly_chunks: 0,
+                anomaly_counts: HashMap::new(),
+            },
+            locations: Vec::new(),
+            op_chunks: Vec::new(),
+            next_chunk: 0,
+            buffered_rows: 0,
+            kind_counts: HashMap::new(),
+            routines: ChunkedTable::new(Table::Routines),
+            routine_count: 0,
+            operations: 0,
+            first_time: None,
+            last_time: None,
+            scratch: None,
+        }
+    }
+
+    fn note_time(&mut self, start: Time, end: Time) {
+        self.first_time = Some(self.first_time.map_or(start, |t| t.min(start)));
+        self.last_time = Some(self.last_time.map_or(end, |t| t.max(end)));
+    }
+
+    /// Sends a location's open chunk to the writer.
+    fn flush_location(&mut self, rank: Rank, idx: usize) -> Result<()> {
+        let loc = &mut self.locations[rank as usize][idx];
+        let Some(open) = loc.open.take() else { return Ok(()) };
+        self.buffered_rows -= open.cols.rows;
+        self.op_chunks.push(OpChunkInfo {
+            chunk: open.chunk,
+            rank: loc.rank,
+            thread: loc.thread,
+            first_row: open.first_row,
+            rows: open.cols.rows as u32,
+            first_start: open.first_start,
+            last_start: open.last_start,
+            max_end: open.max_end,
+        });
+        self.derived
+            .jobs
+            .send(Job::Ops { chunk: open.chunk, rank: loc.rank, cols: open.cols })
+            .map_err(|_| writer_gone())
+    }
+
+    /// Flushes the location with the most buffered rows, to keep memory bounded.
+    fn flush_largest(&mut self) -> Result<()> {
+        let mut best: Option<(usize, Rank, usize)> = None;
+        for (rank, threads) in self.locations.iter().enumerate() {
+            for (i, loc) in threads.iter().enumerate() {
+                let rows = loc.open.as_ref().map_or(0, |o| o.cols.rows);
+                if rows > best.map_or(0, |b| b.0) {
+                    best = Some((rows, rank as Rank, i));
+                }
+            }
+        }
+        match best {
+            Some((_, rank, i)) => self.flush_location(rank, i),
+            None => Ok(()),
+        }
+    }
+
+    fn finish_import(mut self) -> Result<TraceMeta> {
+        // Routines never left are closed at their location's last time.
+        for rank in 0..self.locations.len() {
+            for i in 0..self.locations[rank].len() {
+                let loc = &mut self.locations[rank][i];
+                let (r, t, last) = (loc.rank, loc.thread, loc.last_time);
+                let open: Vec<_> = loc.stack.drain(..).collect();
+                for (depth, (routine, start)) in open.into_iter().enumerate().rev() {
+                    let call = RoutineCall { rank: r, thread: t, routine, depth: depth as u16, start, end: last };
+                    self.push_routine(&call)?;
+                    self.derived.record_anomaly(Anomaly::UnclosedRoutine { rank: r, routine })?;
+                }
+                self.flush_location(rank as Rank, i)?;
+            }
+        }
+        if let Some(matcher) = self.matcher.take() {
+            matcher.finish(&mut self.derived)?;
+        }
+        let d = &mut self.derived;
+        for table in [&mut d.messages, &mut d.links, &mut d.collectives, &mut self.routines] {
+            table.flush_if(true, &d.jobs)?;
+        }
+        d.flush_anomalies()?;
+        self.op_chunks.sort_by_key(|c| c.chunk);
+        let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
+        by_kind.sort();
+        let mut anomalies: Vec<(String, u64)> =
+            d.anomaly_counts.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        anomalies.sort();
+        let mut meta = self.meta;
+        meta.op_chunks = self.op_chunks;
+        meta.message_chunks = d.messages.next_chunk;
+        meta.link_chunks = d.links.next_chunk;
+        meta.collective_chunks = d.collectives.next_chunk;
+        meta.routine_chunks = self.routines.next_chunk;
+        meta.anomaly_chunks = d.anomaly_chunks;
+        meta.summary = TraceSummary {
+            operations: self.operations,
+            by_kind,
+            messages: d.message_count,
+            message_bytes: d.message_bytes,
+            collective_instances: d.collective_count,
+            request_links: d.link_count,
+            routine_calls: self.routine_count,
+            anomalies,
+            first_time: self.first_time,
+            last_time: self.last_time,
+        };
+        Ok(meta)
+    }
+
+    fn push_routine(&mut self, call: &RoutineCall) -> Result<()> {
+        self.routine_count += 1;
+        tables::push_routine(&mut self.routines.cols, call);
+        self.routines.flush_if(false, &self.derived.jobs)
+    }
+}
+
+impl EventSink for Importer {
+    fn header(&mut self, header: &TraceHeader) -> Result<()> {
+        self.meta.header = header.clone();
+        self.locations = (0..header.processes.len()).map(|_| Vec::new()).collect();
+        self.matcher = Some(Matcher::new(header));
+        Ok(())
+    }
+
+    fn string(&mut self, id: StrId, text: &str) -> Result<()> {
+        let id = id as usize;
+        if self.meta.strings.len() <= id {
+            self.meta.strings.resize(id + 1, String::new());
+        }
+        self.meta.strings[id] = text.to_string();
+        Ok(())
+    }
+
+    fn operation(&mut self, op: &Operation) -> Result<()> {
+        self.note_time(op.start, op.end);
+        *self.kind_counts.entry(op.kind).or_default() += 1;
+        self.operations += 1;
+        let idx = locate(&mut self.locations, op.rank, op.thread)?;
+        let next_chunk = &mut self.next_chunk;
+        let loc = &mut self.locations[op.rank as usize][idx];
+        let depth = loc.stack.len() as u16;
+        loc.last_time = loc.last_time.max(op.end);
+        if loc.open.is_none() {
+            if *next_chunk == u32::from(u16::MAX) + 1 {
+                return Err(Error::Usage(
+                    "the trace has more than 2^32 operations, more than one trace can hold".into(),
+                ));
+            }
+            loc.open = Some(OpenChunk {
+                chunk: *next_chunk,
+                cols: Columns::new(tables::op_col::COUNT),
+                first_row: loc.rows,
+                first_start: op.start,
+                last_start: op.start,
+                max_end: op.end,
+            });
+            *next_chunk += 1;
+        }
+        let open = loc.open.as_mut().expect("just opened");
+        let id = u64::from(row_id(open.chunk, open.cols.rows));
+        let mut scratch = self.scratch.take().unwrap_or_else(|| op.clone());
+        scratch.clone_from(op);
+        scratch.depth = depth;
+        tables::push_operation(&mut open.cols, &scratch);
+        open.last_start = op.start;
+        open.max_end = open.max_end.max(op.end);
+        loc.rows += 1;
+        let full = open.cols.rows == CHUNK_ROWS;
+        let rank = loc.rank;
+        self.buffered_rows += 1;
+        if let Some(m) = self.matcher.as_mut() {
+            m.operation(id, &scratch, &mut self.derived)?;
+        }
+        self.scratch = Some(scratch);
+        if full {
+            self.flush_location(rank, idx)?;
+        } else if self.buffered_rows >= MAX_BUFFERED_ROWS {
+            self.flush_largest()?;
+        }
+        Ok(())
+    }
+
+    fn routine(&mut self, event: &RoutineEvent) -> Result<()> {
+        let idx = locate(&mut self.locations, event.rank, event.thread)?;
+        let loc = &mut self.locations[event.rank as usize][idx];
+        loc.last_time = loc.last_time.max(event.time);
+        if event.enter {
+            loc.stack.push((event.routine, event.time));
+            return Ok(());
+        }
+        let (rank, thread) = (loc.rank, loc.thread);
+        // Validation guarantees a leave matches the innermost enter.
+        if let Some((routine, start)) = loc.stack.pop() {
+            let depth = loc.stack.len() as u16;
+            self.note_time(start, event.time);
+            let call = RoutineCall { rank, thread, routine, depth, start, end: event.time };
+            self.push_routine(&call)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `parse` (which feeds an [`Importer`]) and stores the result through `writer`,
+/// committing only if everything succeeded. Returns the committed metadata.
+pub fn run_import(
+    writer: TraceWriter<'_>,
+    source: &str,
+    format: &str,
+    parse: impl FnOnce(&mut Importer) -> Result<()>,
+) -> Result<TraceMeta> {
+    let name = writer.name().to_string();
+    let (tx, rx) = sync_channel::<Job>(8);
+    let meta = std::thread::scope(|s| {
+        let writer_ref = &writer;
+        let handle = s.spawn(move || write_jobs(writer_ref, rx));
+        let parsed = {
+            let mut importer = Importer::new(&name, source, format, tx);
+            match parse(&mut importer) {
+                Ok(()) => importer.finish_import(),
+                Err(e) => Err(e),
+            }
+            // The importer, and with it the channel's sender, is dropped here: the writer drains.
+        };
+        let written = handle
+            .join()
+            .unwrap_or_else(|_| Err(Error::Storage("the chunk writer panicked".into())));
+        // A writer failure (disk full) is the root cause of any "writer stopped" parse error.
+        match (parsed, written) {
+            (_, Err(e)) => Err(e),
+            (Err(e), Ok(())) => Err(e),
+            (Ok(meta), Ok(())) => Ok(meta),
+        }
+    })?;
+    writer.commit(&meta)?;
+    Ok(meta)
+}

@@ -1,0 +1,127 @@
+//! The catalog: which traces a database holds and in what state, and each trace's metadata
+//! (declarations, string table, chunk directory, summary counts).
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{OpKind, Rank, Time, TraceHeader};
+
+/// The on-disk format version this build reads and writes. Bump it whenever a stored layout
+/// changes; a database of another version is refused on open with a clear message.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Whether a trace is visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceState {
+    /// Being imported: invisible, and removed on the next open if the import died.
+    Importing,
+    /// Complete and visible.
+    Ready,
+}
+
+/// One trace in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    /// The trace's id: names its sled tree.
+    pub id: u64,
+    /// The name users refer to it by.
+    pub name: String,
+    /// Visible or not.
+    pub state: TraceState,
+}
+
+/// The list of traces; stored under one key, so that changing it is one atomic step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Every trace, ready or being imported.
+    pub traces: Vec<CatalogEntry>,
+    /// The next trace id to hand out.
+    pub next_id: u64,
+}
+
+/// One chunk of operations: rows `first_row..first_row + rows` of one location
+/// (rank, thread), in time order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpChunkInfo {
+    /// Chunk number: the high 16 bits of its operations' ids.
+    pub chunk: u32,
+    /// The process.
+    pub rank: Rank,
+    /// The thread within the process.
+    pub thread: u32,
+    /// Index of the chunk's first row among its location's operations.
+    pub first_row: u64,
+    /// Number of rows.
+    pub rows: u32,
+    /// Start time of the first row.
+    pub first_start: Time,
+    /// Start time of the last row.
+    pub last_start: Time,
+    /// Latest end time of any row.
+    pub max_end: Time,
+}
+
+/// Counts a user wants to see first; computed during import.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// Operations stored.
+    pub operations: u64,
+    /// Operations by kind, in kind order.
+    pub by_kind: Vec<(OpKind, u64)>,
+    /// Matched point-to-point messages.
+    pub messages: u64,
+    /// Their total payload in bytes.
+    pub message_bytes: u64,
+    /// Collective instances (complete and partial).
+    pub collective_instances: u64,
+    /// Non-blocking operations linked to the Wait/Test that completed them.
+    pub request_links: u64,
+    /// Routine calls (enter/leave pairs).
+    pub routine_calls: u64,
+    /// Anomalies by kind (send never received, …).
+    pub anomalies: Vec<(String, u64)>,
+    /// Earliest start time, if any event.
+    pub first_time: Option<Time>,
+    /// Latest end time, if any event.
+    pub last_time: Option<Time>,
+}
+
+impl TraceSummary {
+    /// The number of anomalies of a kind ([`crate::model::Anomaly::kind_name`]).
+    pub fn anomaly_count(&self, kind: &str) -> u64 {
+        self.anomalies.iter().find(|(k, _)| k == kind).map_or(0, |(_, n)| *n)
+    }
+
+    /// The number of operations of a kind.
+    pub fn kind_count(&self, kind: OpKind) -> u64 {
+        self.by_kind.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n)
+    }
+}
+
+/// Everything about a trace except its rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// The name users refer to it by.
+    pub name: String,
+    /// The file it was imported from.
+    pub source: String,
+    /// The source's format (`mtf`, …).
+    pub format: String,
+    /// Declarations: scenario, processors, processes, communicators.
+    pub header: TraceHeader,
+    /// The string table (datatype, routine and other MPI call names), by id.
+    pub strings: Vec<String>,
+    /// The operation chunks, in chunk-number order.
+    pub op_chunks: Vec<OpChunkInfo>,
+    /// Number of message chunks (message `i` is in chunk `i >> 16`).
+    pub message_chunks: u32,
+    /// Number of request-link chunks.
+    pub link_chunks: u32,
+    /// Number of collective-instance chunks.
+    pub collective_chunks: u32,
+    /// Number of routine-call chunks.
+    pub routine_chunks: u32,
+    /// Number of anomaly chunks.
+    pub anomaly_chunks: u32,
+    /// The counts.
+    pub summary: TraceSummary,
+}

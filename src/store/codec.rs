@@ -1,0 +1,308 @@
+//! The column codec: each column of a chunk is encoded on its own with whichever of a few
+//! lightweight encodings is smallest (constant, dictionary bit-packing, delta varints, plain
+//! varints), then zstd-compressed when that helps. A chunk ends with a CRC-32 of its bytes,
+//! verified on every read.
+
+use crate::error::{Error, Result};
+
+/// Appends `v` as a LEB128 varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint at `*pos`, advancing it.
+pub fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
+    let mut v: u64 = 0;
+    let mut shift = 0u32;
+    loop {
+        let Some(&b) = buf.get(*pos) else {
+            return Err(corrupt("varint runs past the end of its column"));
+        };
+        *pos += 1;
+        if shift >= 64 {
+            return Err(corrupt("varint longer than 64 bits"));
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+        shift += 7;
+    }
+}
+
+/// Maps a signed value onto an unsigned one so that small magnitudes stay small.
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The inverse of [`zigzag`].
+pub fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corrupt(what.to_string())
+}
+
+const ENC_CONST: u8 = 0;
+const ENC_DICT: u8 = 1;
+const ENC_DELTA: u8 = 2;
+const ENC_PLAIN: u8 = 3;
+/// Set on the encoding byte when the payload after it is zstd-compressed.
+const ZSTD_FLAG: u8 = 0x80;
+/// Columns smaller than this are never worth a zstd frame.
+const ZSTD_MIN_LEN: usize = 64;
+const ZSTD_LEVEL: i32 = 1;
+
+/// Encodes a column of `values` (its length is known to the reader) and appends it to `out`
+/// as `varint(len) bytes`.
+pub fn encode_column(values: &[u64], out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    encode_body(values, &mut body);
+    if body.len() >= ZSTD_MIN_LEN {
+        if let Ok(packed) = zstd::bulk::compress(&body[1..], ZSTD_LEVEL) {
+            if packed.len() + 5 < body.len() - 1 {
+                let mut framed = Vec::with_capacity(packed.len() + 6);
+                framed.push(body[0] | ZSTD_FLAG);
+                put_varint(&mut framed, (body.len() - 1) as u64);
+                framed.extend_from_slice(&packed);
+                body = framed;
+            }
+        }
+    }
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(&body);
+}
+
+/// Decodes the column at `*pos` holding `rows` values, advancing `pos`.
+pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64>> {
+    let len = get_varint(buf, pos)? as usize;
+    let end = pos
+        .checked_add(len)
+        .filter(|&e| e <= buf.len())
+        .ok_or_else(|| corrupt("column runs past the end of its chunk"))?;
+    let body = &buf[*pos..end];
+    *pos = end;
+    let (&enc, rest) = body
+        .split_first()
+        .ok_or_else(|| corrupt("empty column"))?;
+    if enc & ZSTD_FLAG != 0 {
+        let mut p = 0;
+        let raw_len = get_varint(rest, &mut p)? as usize;
+        let raw = zstd::bulk::decompress(&rest[p..], raw_len)
+            .map_err(|e| Error::Corrupt(format!("column does not decompress: {e}")))?;
+        decode_body(enc & !ZSTD_FLAG, &raw, rows)
+    } else {
+        decode_body(enc, rest, rows)
+    }
+}
+
+fn encode_body(values: &[u64], out: &mut Vec<u8>) {
+    let Some(&first) = values.first() else {
+        out.push(ENC_CONST);
+        put_varint(out, 0);
+        return;
+    };
+    if values.iter().all(|&v| v == first) {
+        out.push(ENC_CONST);
+        put_varint(out, first);
+        return;
+    }
+    let mut candidates: Vec<Vec<u8>> = Vec::with_capacity(3);
+    if let Some(dict) = encode_dict(values) {
+        candidates.push(dict);
+    }
+    let mut delta = vec![ENC_DELTA];
+    let mut prev = 0u64;
+    for &v in values {
+        put_varint(&mut delta, zigzag(v.wrapping_sub(prev) as i64));
+        prev = v;
+    }
+    candidates.push(delta);
+    let mut plain = vec![ENC_PLAIN];
+    for &v in values {
+        put_varint(&mut plain, v);
+    }
+    candidates.push(plain);
+    let best = candidates
+        .into_iter()
+        .min_by_key(|c| c.len())
+        .expect("at least two candidates");
+    out.extend_from_slice(&best);
+}
+
+/// Dictionary encoding for columns of at most 16 distinct values: the dictionary, then each
+/// row's code bit-packed in 1, 2 or 4 bits.
+fn encode_dict(values: &[u64]) -> Option<Vec<u8>> {
+    let mut dict: Vec<u64> = Vec::new();
+    for &v in values {
+        if !dict.contains(&v) {
+            if dict.len() == 16 {
+                return None;
+            }
+            dict.push(v);
+        }
+    }
+    let bits = match dict.len() {
+        0..=2 => 1,
+        3..=4 => 2,
+        _ => 4,
+    };
+    let mut out = vec![ENC_DICT, dict.len() as u8];
+    for &d in &dict {
+        put_varint(&mut out, d);
+    }
+    let per_byte = 8 / bits;
+    for group in values.chunks(per_byte) {
+        let mut byte = 0u8;
+        for (i, v) in group.iter().enumerate() {
+            let code = dict.iter().position(|d| d == v).expect("value in dictionary") as u8;
+            byte |= code << (i * bits);
+        }
+        out.push(byte);
+    }
+    Some(out)
+}
+
+fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(rows);
+    match enc {
+        ENC_CONST => {
+            let v = get_varint(body, &mut pos)?;
+            out.resize(rows, v);
+        }
+        ENC_DICT => {
+            let n = *body.first().ok_or_else(|| corrupt("empty dictionary"))? as usize;
+            pos = 1;
+            let mut dict = Vec::with_capacity(n);
+            for _ in 0..n {
+                dict.push(get_varint(body, &mut pos)?);
+            }
+            let bits = match n {
+                0..=2 => 1,
+                3..=4 => 2,
+                _ => 4,
+            };
+            let per_byte = 8 / bits;
+            let mask = (1u8 << bits) - 1;
+            let packed = &body[pos..];
+            if packed.len() < rows.div_ceil(per_byte) {
+                return Err(corrupt("dictionary column is short"));
+            }
+            for r in 0..rows {
+                let code = (packed[r / per_byte] >> ((r % per_byte) * bits)) & mask;
+                let v = *dict
+                    .get(code as usize)
+                    .ok_or_else(|| corrupt("dictionary code out of range"))?;
+                out.push(v);
+            }
+        }
+        ENC_DELTA => {
+            let mut prev = 0u64;
+            for _ in 0..rows {
+                prev = prev.wrapping_add(unzigzag(get_varint(body, &mut pos)?) as u64);
+                out.push(prev);
+            }
+        }
+        ENC_PLAIN => {
+            for _ in 0..rows {
+                out.push(get_varint(body, &mut pos)?);
+            }
+        }
+        other => return Err(Error::Corrupt(format!("unknown column encoding {other}"))),
+    }
+    Ok(out)
+}
+
+/// Appends the CRC-32 of everything in `buf` so far.
+pub fn seal(buf: &mut Vec<u8>) {
+    let crc = crc32fast::hash(buf);
+    buf.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// Verifies and strips the CRC-32 that [`seal`] appended; `what` names the value for the error.
+pub fn unseal<'a>(buf: &'a [u8], what: &str) -> Result<&'a [u8]> {
+    if buf.len() < 4 {
+        return Err(Error::Corrupt(format!("{what} is truncated")));
+    }
+    let (body, tail) = buf.split_at(buf.len() - 4);
+    let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+    if crc32fast::hash(body) != stored {
+        return Err(Error::Corrupt(format!("{what} fails its checksum")));
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(values: &[u64]) -> usize {
+        let mut buf = Vec::new();
+        encode_column(values, &mut buf);
+        let mut pos = 0;
+        let back = decode_column(&buf, &mut pos, values.len()).unwrap();
+        assert_eq!(back, values);
+        assert_eq!(pos, buf.len());
+        buf.len()
+    }
+
+    #[test]
+    fn constant_column_is_a_few_bytes() {
+        assert!(round_trip(&vec![42u64; 65_536]) <= 4);
+    }
+
+    #[test]
+    fn dictionary_column_packs_codes() {
+        let values: Vec<u64> = (0..1000u64).map(|i| [7, 9, 11][(i % 3) as usize]).collect();
+        let len = round_trip(&values);
+        assert!(len <= 1000 / 4 + 16, "{len}");
+    }
+
+    #[test]
+    fn increasing_times_use_deltas() {
+        let values: Vec<u64> = (0..10_000u64).map(|i| 1_000_000_000 + i * 1_000 + (i * 7919 % 13)).collect();
+        let len = round_trip(&values);
+        assert!(len < 10_000 * 2 + 16, "{len}");
+    }
+
+    #[test]
+    fn extremes_round_trip() {
+        round_trip(&[]);
+        round_trip(&[u64::MAX, 0, u64::MAX, 1, 5]);
+        round_trip(&(0..17u64).collect::<Vec<_>>());
+        round_trip(&(0..100u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn zigzag_round_trips() {
+        for v in [0i64, 1, -1, i64::MAX, i64::MIN, 123_456, -987_654] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+
+    #[test]
+    fn checksum_detects_a_flipped_bit() {
+        let mut buf = b"some chunk bytes".to_vec();
+        seal(&mut buf);
+        assert_eq!(unseal(&buf, "chunk").unwrap(), b"some chunk bytes");
+        buf[3] ^= 1;
+        let err = unseal(&buf, "chunk 7 of trace wrf16").unwrap_err();
+        assert_eq!(err.to_string(), "corrupt database: chunk 7 of trace wrf16 fails its checksum");
+    }
+
+    #[test]
+    fn truncated_column_is_an_error_not_a_panic() {
+        let mut buf = Vec::new();
+        encode_column(&(0..1000u64).map(|i| i * i).collect::<Vec<_>>(), &mut buf);
+        for cut in [1, 2, buf.len() / 2, buf.len() - 1] {
+            let mut pos = 0;
+            assert!(decode_column(&buf[..cut], &mut pos, 1000).is_err());
+        }
+    }
+}

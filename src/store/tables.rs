@@ -1,0 +1,431 @@
+//! The stored tables, each a sequence of column chunks of at most [`CHUNK_ROWS`] rows:
+//! operations (one location's rows per chunk), messages, request links, collective instances
+//! and routine calls. A chunk is a [`Columns`]: fixed `u64` columns plus one optional
+//! variable-length list column, encoded column by column by [`codec`](super::codec).
+
+use super::codec::{decode_column, encode_column, get_varint, put_varint, seal, unseal, unzigzag, zigzag};
+use crate::error::{Error, Result};
+use crate::model::{
+    CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
+};
+
+/// The most rows one chunk holds: one roaring container's worth, so that the high 16 bits of
+/// an id name its chunk and the low 16 bits its row.
+pub const CHUNK_ROWS: usize = 1 << 16;
+
+const CHUNK_FORMAT: u8 = 1;
+
+/// The id of row `row` of chunk `chunk`.
+pub fn row_id(chunk: u32, row: usize) -> u32 {
+    (chunk << 16) | row as u32
+}
+
+/// The chunk and row an id names.
+pub fn split_id(id: u32) -> (u32, usize) {
+    (id >> 16, (id & 0xffff) as usize)
+}
+
+/// One chunk of a table in column form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Columns {
+    /// Number of rows.
+    pub rows: usize,
+    /// The fixed columns, each `rows` long.
+    pub cols: Vec<Vec<u64>>,
+    /// The list column's values, flattened; each row's length is in the column `list_len_col`.
+    pub list: Vec<u64>,
+}
+
+impl Columns {
+    /// An empty chunk of `ncols` columns.
+    pub fn new(ncols: usize) -> Columns {
+        Columns { rows: 0, cols: vec![Vec::new(); ncols], list: Vec::new() }
+    }
+
+    /// Removes every row, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.rows = 0;
+        self.cols.iter_mut().for_each(Vec::clear);
+        self.list.clear();
+    }
+
+    /// Encodes the chunk, sealed with a checksum.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![CHUNK_FORMAT];
+        put_varint(&mut out, self.rows as u64);
+        put_varint(&mut out, self.cols.len() as u64);
+        put_varint(&mut out, self.list.len() as u64);
+        for col in &self.cols {
+            encode_column(col, &mut out);
+        }
+        encode_column(&self.list, &mut out);
+        seal(&mut out);
+        out
+    }
+
+    /// Decodes a chunk of `ncols` columns; `what` names it in errors.
+    pub fn decode(bytes: &[u8], ncols: usize, what: &str) -> Result<Columns> {
+        let body = unseal(bytes, what)?;
+        let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
+        if body.first() != Some(&CHUNK_FORMAT) {
+            return Err(bad("unknown chunk format"));
+        }
+        let mut pos = 1;
+        let rows = get_varint(body, &mut pos)? as usize;
+        let n = get_varint(body, &mut pos)? as usize;
+        let list_len = get_varint(body, &mut pos)? as usize;
+        if n != ncols || rows > CHUNK_ROWS {
+            return Err(bad("unexpected shape"));
+        }
+        let mut cols = Vec::with_capacity(n);
+        for _ in 0..n {
+            cols.push(decode_column(body, &mut pos, rows)?);
+        }
+        let list = decode_column(body, &mut pos, list_len)?;
+        Ok(Columns { rows, cols, list })
+    }
+}
+
+/// `None` as 0, `Some(v)` as `v + 1`.
+fn opt(v: Option<u32>) -> u64 {
+    v.map_or(0, |v| u64::from(v) + 1)
+}
+
+fn unopt(v: u64) -> Option<u32> {
+    v.checked_sub(1).map(|v| v as u32)
+}
+
+/// `None` as 0, `Some(t)` as `zigzag(t) + 1`.
+fn opt_tag(v: Option<i32>) -> u64 {
+    v.map_or(0, |t| zigzag(i64::from(t)) + 1)
+}
+
+fn unopt_tag(v: u64) -> Option<i32> {
+    v.checked_sub(1).map(|v| unzigzag(v) as i32)
+}
+
+fn kind_of(code: u64) -> Result<OpKind> {
+    u32::try_from(code)
+        .ok()
+        .and_then(OpKind::from_code)
+        .ok_or_else(|| Error::Corrupt(format!("unknown operation code {code}")))
+}
+
+/// Column layout of an operation chunk. Rank and thread are the chunk's (one location per
+/// chunk); the end time is stored as a duration.
+pub mod op_col {
+    pub const START: usize = 0;
+    pub const DURATION: usize = 1;
+    pub const KIND: usize = 2;
+    pub const COMM: usize = 3;
+    pub const DEST: usize = 4;
+    pub const SOURCE: usize = 5;
+    pub const SEND_TAG: usize = 6;
+    pub const RECV_TAG: usize = 7;
+    pub const SEND_BYTES: usize = 8;
+    pub const RECV_BYTES: usize = 9;
+    pub const DATATYPE: usize = 10;
+    pub const ROOT: usize = 11;
+    pub const REQUEST: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const DEPTH: usize = 14;
+    /// Number of requests each row completes (the list column holds them).
+    pub const COMPLETES: usize = 15;
+    pub const COUNT: usize = 16;
+}
+
+/// Appends an operation as a row of an operation chunk.
+pub fn push_operation(c: &mut Columns, op: &Operation) {
+    use op_col::*;
+    let cols = &mut c.cols;
+    cols[START].push(op.start);
+    cols[DURATION].push(op.end.saturating_sub(op.start));
+    cols[KIND].push(u64::from(op.kind.code()));
+    cols[COMM].push(opt(op.comm));
+    cols[DEST].push(opt(op.dest));
+    cols[SOURCE].push(opt(op.source));
+    cols[SEND_TAG].push(opt_tag(op.send_tag));
+    cols[RECV_TAG].push(opt_tag(op.recv_tag));
+    cols[SEND_BYTES].push(op.send_bytes);
+    cols[RECV_BYTES].push(op.recv_bytes);
+    cols[DATATYPE].push(opt(op.datatype));
+    cols[ROOT].push(opt(op.root));
+    cols[REQUEST].push(op.request.map_or(0, |r| r.wrapping_add(1)));
+    cols[FLAGS].push(u64::from(op.flags));
+    cols[DEPTH].push(u64::from(op.depth));
+    cols[COMPLETES].push(op.completes.len() as u64);
+    c.list.extend_from_slice(&op.completes);
+    c.rows += 1;
+}
+
+/// Reads every row of an operation chunk of location (`rank`, `thread`).
+pub fn read_operations(c: &Columns, rank: Rank, thread: u32) -> Result<Vec<Operation>> {
+    use op_col::*;
+    let col = |i: usize, r: usize| c.cols[i][r];
+    let mut list_pos = 0usize;
+    let mut out = Vec::with_capacity(c.rows);
+    for r in 0..c.rows {
+        let n = col(COMPLETES, r) as usize;
+        let completes = c
+            .list
+            .get(list_pos..list_pos + n)
+            .ok_or_else(|| Error::Corrupt("request list column is short".into()))?
+            .to_vec();
+        list_pos += n;
+        let start = col(START, r);
+        out.push(Operation {
+            rank,
+            thread,
+            start,
+            end: start.saturating_add(col(DURATION, r)),
+            kind: kind_of(col(KIND, r))?,
+            comm: unopt(col(COMM, r)),
+            dest: unopt(col(DEST, r)),
+            source: unopt(col(SOURCE, r)),
+            send_tag: unopt_tag(col(SEND_TAG, r)),
+            recv_tag: unopt_tag(col(RECV_TAG, r)),
+            send_bytes: col(SEND_BYTES, r),
+            recv_bytes: col(RECV_BYTES, r),
+            datatype: unopt(col(DATATYPE, r)),
+            root: unopt(col(ROOT, r)),
+            request: col(REQUEST, r).checked_sub(1),
+            completes,
+            flags: col(FLAGS, r) as u8,
+            depth: col(DEPTH, r) as u16,
+        });
+    }
+    Ok(out)
+}
+
+/// Column layout of a message chunk. The receive time is stored relative to the send time.
+pub mod msg_col {
+    pub const SENDER: usize = 0;
+    pub const RECEIVER: usize = 1;
+    pub const COMM: usize = 2;
+    pub const TAG: usize = 3;
+    pub const BYTES: usize = 4;
+    pub const SEND_TIME: usize = 5;
+    pub const RECV_DELAY: usize = 6;
+    pub const SEND_OP: usize = 7;
+    pub const RECV_OP: usize = 8;
+    pub const COUNT: usize = 9;
+}
+
+/// Appends a message row.
+pub fn push_message(c: &mut Columns, m: &Message) {
+    use msg_col::*;
+    let cols = &mut c.cols;
+    cols[SENDER].push(u64::from(m.sender));
+    cols[RECEIVER].push(u64::from(m.receiver));
+    cols[COMM].push(u64::from(m.comm));
+    cols[TAG].push(zigzag(i64::from(m.tag)));
+    cols[BYTES].push(m.bytes);
+    cols[SEND_TIME].push(m.send_time);
+    cols[RECV_DELAY].push(zigzag(m.recv_time.wrapping_sub(m.send_time) as i64));
+    cols[SEND_OP].push(m.send_op);
+    cols[RECV_OP].push(m.recv_op);
+    c.rows += 1;
+}
+
+/// Reads every row of a message chunk.
+pub fn read_messages(c: &Columns) -> Vec<Message> {
+    use msg_col::*;
+    (0..c.rows)
+        .map(|r| {
+            let col = |i: usize| c.cols[i][r];
+            Message {
+                sender: col(SENDER) as Rank,
+                receiver: col(RECEIVER) as Rank,
+                comm: col(COMM) as u32,
+                tag: unzigzag(col(TAG)) as i32,
+                bytes: col(BYTES),
+                send_time: col(SEND_TIME),
+                recv_time: col(SEND_TIME).wrapping_add(unzigzag(col(RECV_DELAY)) as u64),
+                send_op: col(SEND_OP),
+                recv_op: col(RECV_OP),
+            }
+        })
+        .collect()
+}
+
+/// Column layout of a request-link chunk.
+pub mod link_col {
+    pub const REQUEST_OP: usize = 0;
+    pub const COMPLETION_OP: usize = 1;
+    pub const COUNT: usize = 2;
+}
+
+/// Appends a request link row.
+pub fn push_link(c: &mut Columns, l: &RequestLink) {
+    c.cols[link_col::REQUEST_OP].push(l.request_op);
+    c.cols[link_col::COMPLETION_OP].push(l.completion_op);
+    c.rows += 1;
+}
+
+/// Reads every row of a request-link chunk.
+pub fn read_links(c: &Columns) -> Vec<RequestLink> {
+    (0..c.rows)
+        .map(|r| RequestLink {
+            request_op: c.cols[link_col::REQUEST_OP][r],
+            completion_op: c.cols[link_col::COMPLETION_OP][r],
+        })
+        .collect()
+}
+
+/// Column layout of a collective-instance chunk; the list column holds member op ids.
+pub mod coll_col {
+    pub const KIND: usize = 0;
+    pub const COMM: usize = 1;
+    pub const ROOT: usize = 2;
+    pub const START: usize = 3;
+    pub const END: usize = 4;
+    pub const SEND_BYTES: usize = 5;
+    pub const RECV_BYTES: usize = 6;
+    pub const MEMBERS: usize = 7;
+    pub const COUNT: usize = 8;
+}
+
+/// Appends a collective instance row.
+pub fn push_collective(c: &mut Columns, ci: &CollectiveInstance) {
+    use coll_col::*;
+    let cols = &mut c.cols;
+    cols[KIND].push(u64::from(ci.kind.code()));
+    cols[COMM].push(u64::from(ci.comm));
+    cols[ROOT].push(opt(ci.root));
+    cols[START].push(ci.start);
+    cols[END].push(ci.end);
+    cols[SEND_BYTES].push(ci.send_bytes);
+    cols[RECV_BYTES].push(ci.recv_bytes);
+    cols[MEMBERS].push(ci.ops.len() as u64);
+    c.list.extend_from_slice(&ci.ops);
+    c.rows += 1;
+}
+
+/// Reads every row of a collective-instance chunk.
+pub fn read_collectives(c: &Columns) -> Result<Vec<CollectiveInstance>> {
+    use coll_col::*;
+    let mut pos = 0usize;
+    let mut out = Vec::with_capacity(c.rows);
+    for r in 0..c.rows {
+        let col = |i: usize| c.cols[i][r];
+        let n = col(MEMBERS) as usize;
+        let ops = c
+            .list
+            .get(pos..pos + n)
+            .ok_or_else(|| Error::Corrupt("collective member column is short".into()))?
+            .to_vec();
+        pos += n;
+        out.push(CollectiveInstance {
+            kind: kind_of(col(KIND))?,
+            comm: col(COMM) as u32,
+            root: unopt(col(ROOT)),
+            ops,
+            start: col(START),
+            end: col(END),
+            send_bytes: col(SEND_BYTES),
+            recv_bytes: col(RECV_BYTES),
+        });
+    }
+    Ok(out)
+}
+
+/// Column layout of a routine-call chunk.
+pub mod routine_col {
+    pub const RANK: usize = 0;
+    pub const THREAD: usize = 1;
+    pub const ROUTINE: usize = 2;
+    pub const DEPTH: usize = 3;
+    pub const START: usize = 4;
+    pub const DURATION: usize = 5;
+    pub const COUNT: usize = 6;
+}
+
+/// Appends a routine call row.
+pub fn push_routine(c: &mut Columns, rc: &RoutineCall) {
+    use routine_col::*;
+    let cols = &mut c.cols;
+    cols[RANK].push(u64::from(rc.rank));
+    cols[THREAD].push(u64::from(rc.thread));
+    cols[ROUTINE].push(u64::from(rc.routine));
+    cols[DEPTH].push(u64::from(rc.depth));
+    cols[START].push(rc.start);
+    cols[DURATION].push(rc.end.saturating_sub(rc.start));
+    c.rows += 1;
+}
+
+/// Reads every row of a routine-call chunk.
+pub fn read_routines(c: &Columns) -> Vec<RoutineCall> {
+    use routine_col::*;
+    (0..c.rows)
+        .map(|r| {
+            let col = |i: usize| c.cols[i][r];
+            RoutineCall {
+                rank: col(RANK) as Rank,
+                thread: col(THREAD) as u32,
+                routine: col(ROUTINE) as u32,
+                depth: col(DEPTH) as u16,
+                start: col(START),
+                end: col(START).saturating_add(col(DURATION)),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::flags;
+
+    fn sample_op(i: u64) -> Operation {
+        let mut op = Operation::new(3, OpKind::Isend, 1000 + i * 10, 1005 + i * 10);
+        op.comm = Some((i % 2) as u32);
+        op.dest = Some((i % 5) as u32);
+        op.send_tag = Some(if i % 7 == 0 { -1 } else { (i % 3) as i32 });
+        op.send_bytes = 8 * i;
+        op.datatype = Some(2);
+        op.request = Some(i);
+        if i % 4 == 0 {
+            op.kind = OpKind::Waitall;
+            op.completes = vec![i, i + 1, i + 2];
+            op.flags = flags::NOT_COMPLETED;
+        }
+        op.depth = (i % 4) as u16;
+        op
+    }
+
+    #[test]
+    fn operation_chunk_round_trips_column_by_column() {
+        let mut c = Columns::new(op_col::COUNT);
+        let ops: Vec<Operation> = (0..CHUNK_ROWS as u64).map(sample_op).collect();
+        for op in &ops {
+            push_operation(&mut c, op);
+        }
+        let bytes = c.encode();
+        let back = Columns::decode(&bytes, op_col::COUNT, "test chunk").unwrap();
+        assert_eq!(back, c);
+        let read = read_operations(&back, 3, 0).unwrap();
+        assert_eq!(read.len(), CHUNK_ROWS);
+        assert_eq!(read, ops);
+    }
+
+    #[test]
+    fn ids_name_chunk_and_row() {
+        assert_eq!(row_id(3, 17), 3 * 65_536 + 17);
+        assert_eq!(split_id(row_id(65_535, 65_535)), (65_535, 65_535));
+    }
+
+    #[test]
+    fn a_damaged_chunk_is_refused() {
+        let mut c = Columns::new(msg_col::COUNT);
+        push_message(
+            &mut c,
+            &Message { sender: 1, receiver: 2, comm: 0, tag: 5, bytes: 64, send_time: 10, recv_time: 7, send_op: 1, recv_op: 2 },
+        );
+        let mut bytes = c.encode();
+        assert_eq!(read_messages(&Columns::decode(&bytes, msg_col::COUNT, "m").unwrap())[0].recv_time, 7);
+        let last = bytes.len() - 6;
+        bytes[last] ^= 0x40;
+        let err = Columns::decode(&bytes, msg_col::COUNT, "message chunk 0").unwrap_err();
+        assert!(err.to_string().contains("message chunk 0 fails its checksum"), "{err}");
+    }
+}
