@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::import::run_import;
+use crate::import::{run_import, Importer};
 use crate::ingest::mtf_text;
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -134,6 +134,37 @@ impl Database {
         let meta = run_import(writer, &source, format.name(), |sink| match format {
             SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
         })?;
+        Ok(info_of(&meta))
+    }
+
+    /// Imports a trace produced by code rather than read from a file: `produce` feeds the
+    /// [`Importer`] (an [`EventSink`](crate::ingest::EventSink)) a header, operations and
+    /// routine events. Atomic like [`Database::import`]: an error from `produce` leaves nothing.
+    ///
+    /// ```no_run
+    /// use mtfdb::ingest::EventSink;
+    /// use mtfdb::model::{Communicator, OpKind, Operation, Process, TraceHeader};
+    /// let db = mtfdb::Database::open("traces.mtfdb")?;
+    /// db.import_events("tiny", |sink| {
+    ///     let header = TraceHeader {
+    ///         processes: (0..2).map(|rank| Process { rank, name: format!("P{rank}"), processor: None }).collect(),
+    ///         communicators: vec![Communicator { id: 0, name: "C1".into(), members: vec![0, 1] }],
+    ///         ..TraceHeader::default()
+    ///     };
+    ///     sink.header(&header)?;
+    ///     let mut send = Operation::new(0, OpKind::Send, 10, 20);
+    ///     (send.comm, send.dest, send.send_tag, send.send_bytes) = (Some(0), Some(1), Some(7), 64);
+    ///     sink.operation(&send)?;
+    ///     let mut recv = Operation::new(1, OpKind::Recv, 12, 30);
+    ///     (recv.comm, recv.source, recv.recv_tag, recv.recv_bytes) = (Some(0), Some(0), Some(7), 64);
+    ///     sink.operation(&recv)?;
+    ///     sink.finish()
+    /// })?;
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn import_events(&self, name: &str, produce: impl FnOnce(&mut Importer) -> Result<()>) -> Result<TraceInfo> {
+        let writer = self.store.begin_import(name)?;
+        let meta = run_import(writer, "(generated in memory)", "events", produce)?;
         Ok(info_of(&meta))
     }
 

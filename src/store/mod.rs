@@ -192,8 +192,11 @@ impl Store {
             .flush_every_ms(None)
             .open()
             .map_err(|e| match e {
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
-                    db_error("is in use by another mtfdb process".into())
+                sled::Error::Io(io)
+                    if io.kind() == std::io::ErrorKind::WouldBlock
+                        || io.to_string().contains("could not acquire lock") =>
+                {
+                    db_error("is in use by another process (only one may open a database at a time)".into())
                 }
                 sled::Error::Io(io) => db_error(format!("cannot be opened: {io}")),
                 other => db_error(format!("is not a readable mtfdb database: {other}")),

@@ -1,0 +1,273 @@
+//! The store: round trips across chunk boundaries, indexes, atomic imports, format versions,
+//! corruption detection, dropping traces.
+
+use mtfdb::ingest::EventSink;
+use mtfdb::model::{flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader};
+use mtfdb::store::IndexDim;
+use mtfdb::{Database, Error};
+
+/// Opens a database with sled directly (no background flusher, so dropping it releases the lock).
+fn raw_sled(path: &std::path::Path) -> sled::Db {
+    sled::Config::new().path(path).flush_every_ms(None).open().unwrap()
+}
+
+fn header(ranks: u32) -> TraceHeader {
+    TraceHeader {
+        scenario: "store test".into(),
+        trace_name: "t".into(),
+        comments: String::new(),
+        processors: vec![Processor { id: 0, name: "node0".into() }],
+        processes: (0..ranks).map(|rank| Process { rank, name: format!("P{rank}"), processor: Some(0) }).collect(),
+        communicators: vec![
+            Communicator { id: 0, name: "C1".into(), members: (0..ranks).collect() },
+            Communicator { id: 7, name: "odd".into(), members: (0..ranks).filter(|r| r % 2 == 1).collect() },
+        ],
+    }
+}
+
+/// Rank 0's i-th operation: a mix of kinds and every field, deterministic.
+fn rank0_op(i: u64) -> Operation {
+    let t = 1_000 + i * 100;
+    let mut op = match i % 5 {
+        0 => {
+            let mut o = Operation::new(0, OpKind::Isend, t, t + 7);
+            o.comm = Some(0);
+            o.dest = Some(1 + (i % 3) as u32);
+            o.send_tag = Some((i % 4) as i32);
+            o.send_bytes = 8 * (i % 1000);
+            o.datatype = Some(0);
+            o.request = Some(i);
+            o
+        }
+        1 => {
+            let mut o = Operation::new(0, OpKind::Waitall, t, t + 50);
+            o.completes = vec![i - 1, i + 1_000_000];
+            o
+        }
+        2 => {
+            let mut o = Operation::new(0, OpKind::Bcast, t, t + 20);
+            o.comm = Some(0);
+            o.root = Some(0);
+            o.send_bytes = 4096;
+            o
+        }
+        3 => {
+            let mut o = Operation::new(0, OpKind::Testany, t, t + 1);
+            o.flags = flags::NOT_COMPLETED;
+            o
+        }
+        _ => {
+            let mut o = Operation::new(0, OpKind::Other(1), t, t);
+            o.comm = Some(0);
+            o
+        }
+    };
+    op.depth = 1;
+    op
+}
+
+const RANK0_OPS: u64 = 150_000;
+
+fn import_sample(db: &Database, name: &str) -> mtfdb::TraceInfo {
+    db.import_events(name, |sink| {
+        sink.header(&header(4))?;
+        sink.string(0, "MPI_DOUBLE")?;
+        sink.string(1, "MPI_Pcontrol")?;
+        sink.string(2, "solve")?;
+        sink.routine(&RoutineEvent { rank: 0, thread: 0, time: 0, routine: 2, enter: true })?;
+        for i in 0..RANK0_OPS {
+            sink.operation(&rank0_op(i))?;
+        }
+        sink.routine(&RoutineEvent { rank: 0, thread: 0, time: 1_000 + RANK0_OPS * 100, routine: 2, enter: false })?;
+        let mut recv = Operation::new(3, OpKind::Recv, 5, 9);
+        (recv.comm, recv.source, recv.recv_tag, recv.recv_bytes) = (Some(7), Some(1), Some(3), 12);
+        sink.operation(&recv)?;
+        sink.finish()
+    })
+    .unwrap()
+}
+
+#[test]
+fn operations_round_trip_across_chunk_boundaries_column_by_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let info = import_sample(&db, "sample");
+    assert_eq!(info.summary.operations, RANK0_OPS + 1);
+    let trace = db.trace("sample").unwrap();
+    // 150,000 rows of rank 0 make chunks of 65,536 + 65,536 + 18,928.
+    let rows: Vec<u32> = trace.op_chunks().iter().filter(|c| c.rank == 0).map(|c| c.rows).collect();
+    assert_eq!(rows, vec![65_536, 65_536, 18_928]);
+    let stored = trace.process_operations(0).unwrap();
+    assert_eq!(stored.len() as u64, RANK0_OPS);
+    for (i, (_, op)) in stored.iter().enumerate() {
+        let expected = rank0_op(i as u64);
+        assert_eq!(op.start, expected.start, "start of row {i}");
+        assert_eq!(op.end, expected.end, "end of row {i}");
+        assert_eq!(op.kind, expected.kind, "kind of row {i}");
+        assert_eq!(op.comm, expected.comm, "comm of row {i}");
+        assert_eq!(op.dest, expected.dest, "dest of row {i}");
+        assert_eq!(op.send_tag, expected.send_tag, "tag of row {i}");
+        assert_eq!(op.send_bytes, expected.send_bytes, "bytes of row {i}");
+        assert_eq!(op.datatype, expected.datatype, "datatype of row {i}");
+        assert_eq!(op.root, expected.root, "root of row {i}");
+        assert_eq!(op.request, expected.request, "request of row {i}");
+        assert_eq!(op.completes, expected.completes, "completes of row {i}");
+        assert_eq!(op.flags, expected.flags, "flags of row {i}");
+        assert_eq!(op.depth, 1, "nesting depth of row {i} (inside solve)");
+        assert_eq!(op, &expected);
+    }
+    let rank3 = trace.process_operations(3).unwrap();
+    assert_eq!(rank3.len(), 1);
+    assert_eq!(rank3[0].1.source, Some(1));
+    assert_eq!(trace.string(1), Some("MPI_Pcontrol"));
+    assert_eq!(trace.kind_name(OpKind::Other(1)), "MPI_Pcontrol");
+}
+
+#[test]
+fn indexes_select_exactly_the_matching_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import_sample(&db, "sample");
+    let trace = db.trace("sample").unwrap();
+    let isends = trace.index(IndexDim::Kind, OpKind::Isend.code()).unwrap();
+    assert_eq!(isends.len(), RANK0_OPS / 5);
+    assert_eq!(trace.summary().kind_count(OpKind::Isend), RANK0_OPS / 5);
+    for (_, op) in trace.operations(&isends).unwrap() {
+        assert_eq!(op.kind, OpKind::Isend);
+    }
+    // Peer 2: Isends with dest 2 (i % 5 == 0 and i % 3 == 1).
+    let to2 = trace.index(IndexDim::Peer, 2).unwrap();
+    let expected = (0..RANK0_OPS).filter(|i| i % 5 == 0 && i % 3 == 1).count() as u64;
+    assert_eq!(to2.len(), expected);
+    // Peer 0: Bcasts rooted at 0.
+    assert_eq!(trace.index(IndexDim::Peer, 0).unwrap().len(), RANK0_OPS / 5);
+    // Communicator 7 holds only rank 3's receive; communicator 0 the rest that name one.
+    assert_eq!(trace.index(IndexDim::Comm, 7).unwrap().len(), 1);
+    assert_eq!(trace.index(IndexDim::Comm, 0).unwrap().len(), 3 * RANK0_OPS / 5);
+    assert_eq!(trace.index(IndexDim::Process, 0).unwrap().len(), RANK0_OPS);
+    assert_eq!(trace.index(IndexDim::Process, 3).unwrap().len(), 1);
+    assert!(trace.index(IndexDim::Process, 2).unwrap().is_empty());
+}
+
+#[test]
+fn a_failed_import_leaves_nothing_and_keeps_earlier_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Database::open(&path).unwrap();
+    import_sample(&db, "first");
+    let err = db
+        .import_events("broken", |sink| {
+            sink.header(&header(2))?;
+            for i in 0..100_000 {
+                sink.operation(&rank0_op(i))?;
+            }
+            Err(Error::Usage("input ended half-way".into()))
+        })
+        .unwrap_err();
+    assert_eq!(err.to_string(), "input ended half-way");
+    let names: Vec<String> = db.traces().unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["first".to_string()]);
+    assert!(matches!(db.trace("broken"), Err(Error::NoSuchTrace { .. })));
+    drop(db);
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.trace("first").unwrap().summary().operations, RANK0_OPS + 1);
+    // The name is free again.
+    import_sample(&db, "broken");
+}
+
+#[test]
+fn many_traces_drop_and_duplicate_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import_sample(&db, "a");
+    import_sample(&db, "b");
+    let err = db.import_events("a", |s| s.finish()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a trace named \"a\" already exists (drop it first, or import under another --name)"
+    );
+    db.drop_trace("a").unwrap();
+    let names: Vec<String> = db.traces().unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["b".to_string()]);
+    let err = db.drop_trace("a").unwrap_err();
+    assert_eq!(err.to_string(), "no trace named \"a\" in the database (it holds: b)");
+    assert_eq!(db.trace("b").unwrap().process_operations(0).unwrap().len() as u64, RANK0_OPS);
+}
+
+#[test]
+fn a_database_of_another_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    drop(Database::open(&path).unwrap());
+    {
+        let raw = raw_sled(&path);
+        raw.insert("format_version", &999u32.to_le_bytes()).unwrap();
+        raw.flush().unwrap();
+    }
+    let err = Database::open(&path).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "database {}: was written with storage format version 999, but this mtfdb reads version 1; \
+             re-import its traces with a matching mtfdb",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_database_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let _first = Database::open(&path).unwrap();
+    let err = Database::open(&path).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        format!("database {}: is in use by another process (only one may open a database at a time)", path.display())
+    );
+}
+
+#[test]
+fn a_file_or_foreign_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "hello").unwrap();
+    let err = Database::open(&file).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        format!("database {}: is a file, not an mtfdb database (a database is a directory)", file.display())
+    );
+    let foreign = dir.path().join("foreign");
+    {
+        let raw = raw_sled(&foreign);
+        raw.insert("users", "x").unwrap();
+        raw.flush().unwrap();
+    }
+    let err = Database::open(&foreign).err().expect("refused");
+    assert!(err.to_string().ends_with("is a sled database but not an mtfdb one (no format version)"), "{err}");
+}
+
+#[test]
+fn a_damaged_chunk_is_reported_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    import_sample(&Database::open(&path).unwrap(), "sample");
+    {
+        let raw = raw_sled(&path);
+        let tree = raw.open_tree("trace/0").unwrap();
+        let key = [b'o', 0, 0, 0, 1];
+        let mut value = tree.get(key).unwrap().unwrap().to_vec();
+        let mid = value.len() / 2;
+        value[mid] ^= 0x10;
+        tree.insert(key, value).unwrap();
+        raw.flush().unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let trace = db.trace("sample").unwrap();
+    let err = trace.process_operations(0).unwrap_err();
+    let _still_open = &db;
+    assert_eq!(
+        err.to_string(),
+        "corrupt database: operation chunk 1 of trace \"sample\" fails its checksum"
+    );
+}
