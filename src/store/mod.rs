@@ -34,6 +34,7 @@ use tables::Columns;
 use crate::error::{Error, Result};
 use crate::model::Anomaly;
 
+const SEGMENT: usize = 512 << 10;
 const KEY_VERSION: &[u8] = b"format_version";
 const KEY_CATALOG: &[u8] = b"catalog";
 const KEY_META: &[u8] = b"meta";
@@ -188,8 +189,9 @@ impl Store {
         let db = sled::Config::new()
             .path(&path)
             .cache_capacity(64 * 1024 * 1024)
+            .segment_size(SEGMENT)
             .mode(sled::Mode::HighThroughput)
-            .flush_every_ms(None)
+            .flush_every_ms(Some(200))
             .open()
             .map_err(|e| match e {
                 sled::Error::Io(io)
