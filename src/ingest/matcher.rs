@@ -1,1 +1,0 @@
-//! Message, request and collective matching.
