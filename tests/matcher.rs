@@ -723,3 +723,116 @@ fn long_ping_pong_stays_bounded_and_drains_to_zero() {
     assert_eq!(stats.peak_in_flight, 2);
     assert_eq!(stats.operations, 6 * n + 2);
 }
+
+mod interleavings {
+    //! However the ranks' streams interleave, the matcher pairs the same sends and receives,
+    //! links every request and completes every collective.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// One step of the plan: a message (src, dst, tag, nonblocking) or a world barrier.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Msg(Rank, Rank, i32, bool),
+        Barrier,
+    }
+
+    fn step(n: u32) -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => (0..n, 0..n, 0..3i32, any::<bool>()).prop_map(|(s, d, t, nb)| Step::Msg(s, d, t, nb)),
+            1 => Just(Step::Barrier),
+        ]
+    }
+
+    /// A planned operation: (op, plan step, is the send side).
+    type Planned = (Operation, usize, bool);
+
+    fn programs(n: u32, plan: &[Step]) -> Vec<Vec<Planned>> {
+        let mut progs: Vec<Vec<Planned>> = vec![Vec::new(); n as usize];
+        for (j, s) in plan.iter().enumerate() {
+            let t = j as Time * 10;
+            match *s {
+                Step::Msg(src, dst, tag, nb) => {
+                    let mut snd = send(src, dst, tag, j as u64, t, t + 1);
+                    if nb {
+                        snd.kind = OpKind::Isend;
+                        snd.request = Some(1);
+                    }
+                    progs[src as usize].push((snd, j, true));
+                    if nb {
+                        let w = completion(src, OpKind::Wait, &[1], t + 2);
+                        progs[src as usize].push((w, j, false));
+                    }
+                    let mut rcv = recv(dst, src, tag, j as u64, t + 3, t + 4);
+                    if nb {
+                        rcv.kind = OpKind::Irecv;
+                        rcv.request = Some(2);
+                    }
+                    progs[dst as usize].push((rcv, j, false));
+                    if nb {
+                        let w = completion(dst, OpKind::Waitany, &[2], t + 5);
+                        progs[dst as usize].push((w, j, false));
+                    }
+                }
+                Step::Barrier => {
+                    for r in 0..n {
+                        progs[r as usize].push((
+                            coll(r, OpKind::Barrier, WORLD, None, t),
+                            j,
+                            false,
+                        ));
+                    }
+                }
+            }
+        }
+        progs
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn any_interleaving_gives_the_planned_matching(
+            plan in prop::collection::vec(step(4), 0..60),
+            choices in prop::collection::vec(any::<u32>(), 0..400),
+        ) {
+            let n = 4;
+            let progs = programs(n, &plan);
+            let mut run = Run::new(&header(n, &[]));
+            let mut cursor = vec![0usize; n as usize];
+            let mut send_of = vec![None; plan.len()];
+            let mut recv_of = vec![None; plan.len()];
+            let mut choice = choices.iter();
+            loop {
+                let live: Vec<usize> = (0..n as usize).filter(|&r| cursor[r] < progs[r].len()).collect();
+                if live.is_empty() {
+                    break;
+                }
+                let r = live[*choice.next().unwrap_or(&0) as usize % live.len()];
+                let (op, j, is_send) = progs[r][cursor[r]].clone();
+                cursor[r] += 1;
+                let p2p = op.kind.is_send() || op.kind.is_receive();
+                let id = run.op(op);
+                if p2p {
+                    if is_send { send_of[j] = Some(id) } else { recv_of[j] = Some(id) }
+                }
+            }
+            prop_assert_eq!(run.matcher.in_flight(), 0);
+            run.finalize_all(n);
+            let (log, stats) = run.finish();
+            prop_assert!(log.anomalies.is_empty(), "{:?}", log.anomalies);
+            let got: BTreeSet<(OpId, OpId, u64)> =
+                log.messages.iter().map(|m| (m.send_op, m.recv_op, m.bytes)).collect();
+            let want: BTreeSet<(OpId, OpId, u64)> = (0..plan.len())
+                .filter_map(|j| Some((send_of[j]?, recv_of[j]?, j as u64)))
+                .collect();
+            prop_assert_eq!(got, want);
+            let nonblocking = plan.iter().filter(|s| matches!(s, Step::Msg(_, _, _, true))).count();
+            let barriers = plan.iter().filter(|s| matches!(s, Step::Barrier)).count();
+            prop_assert_eq!(stats.request_links, 2 * nonblocking as u64);
+            prop_assert_eq!(stats.collectives_complete, barriers as u64);
+            prop_assert!(log.collectives.iter().all(|c| c.ops.len() == n as usize));
+        }
+    }
+}

@@ -36,10 +36,9 @@ use crate::model::{
 };
 
 use collective::{Collectives, Placed, Refused};
-use hash::FxHashMap;
 use p2p::{Channel, P2p, Waiting};
 
-pub use hash::FxHasher;
+pub use hash::{FxHashMap, FxHasher};
 
 /// The receiver of what the [`Matcher`] finds.
 pub trait MatchSink {
