@@ -197,7 +197,7 @@ impl Matcher {
         }
         if kind.is_completion() {
             self.complete(id, op, out)?;
-        } else if kind == OpKind::RequestFree && op.flags & flags::NOT_COMPLETED == 0 {
+        } else if kind == OpKind::RequestFree {
             for r in &op.completes {
                 self.requests.remove(&(op.rank, *r));
             }
