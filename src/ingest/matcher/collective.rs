@@ -1,0 +1,223 @@
+//! Collective instances: the i-th call of the same collective kind on the same communicator
+//! by each member forms instance i.
+//!
+//! Per (communicator, kind) a *series* counts the calls of each member and keeps the open
+//! (partial) instances in a deque, oldest first. Instance i completes when the last member
+//! makes its (i+1)-th call; since every member makes its i-th call before its (i+1)-th,
+//! instance i always completes before instance i+1, so a completed instance is always the
+//! front of its deque and instances are emitted in index order within their series.
+//! Blocking and non-blocking forms (`Bcast`, `Ibcast`) are separate series.
+
+use std::collections::VecDeque;
+
+use super::hash::FxHashMap;
+use crate::model::{CollectiveInstance, CommId, Communicator, OpId, Operation, Rank};
+
+/// How a communicator's world ranks map to member indexes.
+#[derive(Debug)]
+struct CommInfo {
+    size: u32,
+    /// World rank r is member r (`MPI_COMM_WORLD` and its duplicates).
+    identity: bool,
+    /// World rank → index in `members`, when not the identity.
+    local: FxHashMap<Rank, u32>,
+}
+
+impl CommInfo {
+    fn new(c: &Communicator) -> CommInfo {
+        let identity = c.members.iter().enumerate().all(|(i, &r)| r as usize == i);
+        let local = if identity {
+            FxHashMap::default()
+        } else {
+            c.members
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| (r, i as u32))
+                .collect()
+        };
+        CommInfo {
+            size: c.members.len() as u32,
+            identity,
+            local,
+        }
+    }
+
+    #[inline]
+    fn local(&self, rank: Rank) -> Option<u32> {
+        if self.identity {
+            (rank < self.size).then_some(rank)
+        } else {
+            self.local.get(&rank).copied()
+        }
+    }
+}
+
+/// The calls of one collective kind on one communicator.
+#[derive(Debug)]
+struct Series {
+    /// Calls made so far by each member.
+    calls: Vec<u64>,
+    /// Index of the front instance of `open`.
+    base: u64,
+    /// Partial instances, oldest first.
+    open: VecDeque<CollectiveInstance>,
+}
+
+/// Why a collective call could not be placed in an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The operation names no communicator, or one the header does not declare.
+    UnknownComm,
+    /// The calling rank is not a member of the communicator.
+    NotMember,
+}
+
+/// What a call did.
+#[derive(Debug)]
+pub(super) enum Placed {
+    /// Added to a partial instance (new or existing).
+    Partial {
+        /// The instance's root disagreed with this call's root.
+        root_mismatch: bool,
+    },
+    /// The call completed the instance, returned here to be emitted and then handed back
+    /// with [`Collectives::recycle`].
+    Complete {
+        instance: CollectiveInstance,
+        root_mismatch: bool,
+    },
+}
+
+/// A partial instance left at the end, with the size of its communicator.
+#[derive(Debug)]
+pub(super) struct Partial {
+    pub instance: CollectiveInstance,
+    pub expected: u32,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Collectives {
+    comms: FxHashMap<CommId, CommInfo>,
+    series: FxHashMap<(CommId, u32), Series>,
+    open: usize,
+    pool: Vec<Vec<OpId>>,
+}
+
+/// Emptied member lists kept for reuse.
+const POOL_LIMIT: usize = 64;
+
+impl Collectives {
+    pub fn new(comms: &[Communicator]) -> Collectives {
+        Collectives {
+            comms: comms.iter().map(|c| (c.id, CommInfo::new(c))).collect(),
+            ..Collectives::default()
+        }
+    }
+
+    /// Partial instances currently held.
+    pub fn open(&self) -> usize {
+        self.open
+    }
+
+    /// Places one collective call.
+    pub fn call(&mut self, id: OpId, op: &Operation) -> Result<Placed, Refused> {
+        let comm = op.comm.ok_or(Refused::UnknownComm)?;
+        let info = self.comms.get(&comm).ok_or(Refused::UnknownComm)?;
+        let member = info.local(op.rank).ok_or(Refused::NotMember)? as usize;
+        let size = info.size;
+        let series = self
+            .series
+            .entry((comm, op.kind.code()))
+            .or_insert_with(|| Series {
+                calls: vec![0; size as usize],
+                base: 0,
+                open: VecDeque::new(),
+            });
+        let index = series.calls[member];
+        series.calls[member] += 1;
+        let pos = (index - series.base) as usize;
+        let opened = pos == series.open.len();
+        if opened {
+            let mut ops = self.pool.pop().unwrap_or_default();
+            ops.push(id);
+            series.open.push_back(CollectiveInstance {
+                kind: op.kind,
+                comm,
+                root: op.root,
+                ops,
+                start: op.start,
+                end: op.end,
+                send_bytes: op.send_bytes,
+                recv_bytes: op.recv_bytes,
+            });
+            self.open += 1;
+        } else {
+            let inst = &mut series.open[pos];
+            inst.ops.push(id);
+            inst.start = inst.start.min(op.start);
+            inst.end = inst.end.max(op.end);
+            inst.send_bytes += op.send_bytes;
+            inst.recv_bytes += op.recv_bytes;
+        }
+        let inst = &mut series.open[pos];
+        let root_mismatch = match (inst.root, op.root) {
+            (Some(first), Some(this)) => first != this,
+            (None, Some(this)) => {
+                inst.root = Some(this);
+                false
+            }
+            _ => false,
+        };
+        if inst.ops.len() as u32 == size {
+            debug_assert_eq!(pos, 0, "instances complete in index order");
+            let instance = series
+                .open
+                .remove(pos)
+                .expect("the completed instance is present");
+            if pos == 0 {
+                series.base += 1;
+            }
+            self.open -= 1;
+            Ok(Placed::Complete {
+                instance,
+                root_mismatch,
+            })
+        } else {
+            Ok(Placed::Partial { root_mismatch })
+        }
+    }
+
+    /// Takes back an emitted instance's member list for reuse.
+    pub fn recycle(&mut self, instance: CollectiveInstance) {
+        if self.pool.len() < POOL_LIMIT {
+            let mut ops = instance.ops;
+            ops.clear();
+            self.pool.push(ops);
+        }
+    }
+
+    /// Every partial instance, ordered by communicator, kind code and instance index.
+    pub fn drain(&mut self) -> Vec<Partial> {
+        let mut keys: Vec<(CommId, u32)> = self
+            .series
+            .iter()
+            .filter(|(_, s)| !s.open.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        let mut out = Vec::with_capacity(self.open);
+        for key in keys {
+            let expected = self.comms.get(&key.0).map_or(0, |c| c.size);
+            if let Some(series) = self.series.get_mut(&key) {
+                out.extend(
+                    series
+                        .open
+                        .drain(..)
+                        .map(|instance| Partial { instance, expected }),
+                );
+            }
+        }
+        self.open = 0;
+        out
+    }
+}

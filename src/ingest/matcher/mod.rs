@@ -1,0 +1,550 @@
+//! Message, request and collective matching, streaming.
+//!
+//! The importer numbers operations densely and feeds them to a [`Matcher`] one by one in file
+//! order: the events of different ranks interleave arbitrarily, each rank's own events come in
+//! time order. The matcher emits to a [`MatchSink`], as soon as they are known:
+//!
+//! - a [`Message`] per matched send/receive pair, by MPI's non-overtaking rule: per
+//!   (communicator, source, destination, tag) the k-th send matches the k-th receive. A
+//!   wildcard receive (`ANY_SOURCE`/`ANY_TAG`) is matched by the actual source and tag its
+//!   `source`/`recv_tag` hold. `Sendrecv` is a send (first) and a receive. The message's
+//!   `bytes` are the send's, `send_time` the send's start, `recv_time` the receive's end.
+//! - a [`RequestLink`] per request a Wait/Test variant completes. A non-blocking call opens
+//!   request `(rank, request)`; a completion closes each request in `completes`, unless it
+//!   carries the `NOT_COMPLETED` flag (a Test that found nothing). `MPI_Request_free` closes
+//!   the requests it lists without a link.
+//! - a [`CollectiveInstance`] per collective instance, when its last member calls: the i-th
+//!   call of a collective kind on a communicator by each member forms instance i. Blocking
+//!   and non-blocking forms are separate (`Bcast` and `Ibcast` never share an instance), and
+//!   the instance's `kind` is the kind the members called. Instances of one (communicator,
+//!   kind) are emitted in index order; across series, in completion order.
+//! - an [`Anomaly`] for what MPI's rules say cannot happen (see [`Matcher::finish`]).
+//!
+//! Memory follows the number of items in flight (waiting sends and receives, open requests,
+//! partial collective instances), not the length of the trace; see [`Matcher::in_flight`].
+//! Per-operation work is O(1) amortized (a hash lookup or two, no allocation in the steady
+//! state).
+
+mod collective;
+mod hash;
+mod p2p;
+
+use crate::error::Result;
+use crate::model::{
+    flags, Anomaly, CollectiveInstance, Message, OpId, OpKind, Operation, Rank, RequestId,
+    RequestLink, Time, TraceHeader, ANY_TAG,
+};
+
+use collective::{Collectives, Placed, Refused};
+use p2p::{Channel, P2p, Waiting};
+
+pub use hash::{FxHashMap, FxHasher};
+
+/// The receiver of what the [`Matcher`] finds.
+pub trait MatchSink {
+    /// A matched send/receive pair.
+    fn message(&mut self, m: &Message) -> Result<()>;
+    /// A non-blocking operation and the Wait/Test that completed it.
+    fn request_link(&mut self, l: &RequestLink) -> Result<()>;
+    /// A collective instance, complete or (at the end) partial.
+    fn collective(&mut self, c: &CollectiveInstance) -> Result<()>;
+    /// Something MPI's rules say should not happen.
+    fn anomaly(&mut self, a: &Anomaly) -> Result<()>;
+}
+
+/// A [`MatchSink`] that keeps everything in memory, in emission order (for tests and small
+/// traces).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchLog {
+    /// Messages.
+    pub messages: Vec<Message>,
+    /// Request links.
+    pub links: Vec<RequestLink>,
+    /// Collective instances.
+    pub collectives: Vec<CollectiveInstance>,
+    /// Anomalies.
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl MatchSink for MatchLog {
+    fn message(&mut self, m: &Message) -> Result<()> {
+        self.messages.push(*m);
+        Ok(())
+    }
+
+    fn request_link(&mut self, l: &RequestLink) -> Result<()> {
+        self.links.push(*l);
+        Ok(())
+    }
+
+    fn collective(&mut self, c: &CollectiveInstance) -> Result<()> {
+        self.collectives.push(c.clone());
+        Ok(())
+    }
+
+    fn anomaly(&mut self, a: &Anomaly) -> Result<()> {
+        self.anomalies.push(a.clone());
+        Ok(())
+    }
+}
+
+/// What the matcher did, returned by [`Matcher::finish`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchStats {
+    /// Operations fed in.
+    pub operations: u64,
+    /// Messages emitted.
+    pub messages: u64,
+    /// Total payload of the messages (send side), in bytes.
+    pub message_bytes: u64,
+    /// Request links emitted.
+    pub request_links: u64,
+    /// Collective instances that every member took part in.
+    pub collectives_complete: u64,
+    /// Collective instances left partial at the end (each also an `IncompleteCollective`).
+    pub collectives_partial: u64,
+    /// Sends never received (`UnmatchedSend`).
+    pub unmatched_sends: u64,
+    /// Receives never matched (`UnmatchedReceive`).
+    pub unmatched_receives: u64,
+    /// Requests no Wait/Test completed (`RequestNeverCompleted`), including a request whose
+    /// handle a later call of the same rank reused while it was still open.
+    pub requests_never_completed: u64,
+    /// Completions of requests that were not open (`UnknownRequest`).
+    pub unknown_requests: u64,
+    /// Collective calls whose root differed from the instance's first root (the first is kept).
+    pub root_mismatches: u64,
+    /// Wait/Test operations that started before the operation whose request they completed
+    /// (metamodel constraint 5). Counted only: the model has no anomaly variant for it yet.
+    pub wait_before_start: u64,
+    /// Processes that called neither `MPI_Finalize` nor `MPI_Abort` (`MissingFinalize`).
+    pub missing_finalize: u64,
+    /// Point-to-point operations that could not be matched because a field is missing: no
+    /// communicator, no peer (e.g. `MPI_PROC_NULL`), no tag, or a wildcard the tracer did
+    /// not resolve (`ANY_SOURCE` without a source, `ANY_TAG` with tag `ANY_TAG`). A `Sendrecv`
+    /// counts once per unusable side. No anomaly is emitted for them.
+    pub unmatchable_p2p: u64,
+    /// Collective calls on no communicator, an undeclared one, or one the caller is not a
+    /// member of. They join no instance.
+    pub unmatchable_collectives: u64,
+    /// The most items ever in flight at once (see [`Matcher::in_flight`]).
+    pub peak_in_flight: u64,
+}
+
+/// An open request.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    op: OpId,
+    start: Time,
+}
+
+/// The streaming matcher. See the [module documentation](self).
+#[derive(Debug)]
+pub struct Matcher {
+    p2p: P2p,
+    requests: FxHashMap<(Rank, RequestId), Open>,
+    collectives: Collectives,
+    /// Per world rank: declared in the header, and finalized (or aborted).
+    declared: Vec<bool>,
+    finalized: Vec<bool>,
+    stats: MatchStats,
+}
+
+impl Matcher {
+    /// A matcher for a trace with this header (its communicators define collective
+    /// membership, its processes who must finalize).
+    pub fn new(header: &TraceHeader) -> Matcher {
+        let n = header
+            .processes
+            .iter()
+            .map(|p| p.rank as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut declared = vec![false; n];
+        for p in &header.processes {
+            declared[p.rank as usize] = true;
+        }
+        Matcher {
+            p2p: P2p::default(),
+            requests: FxHashMap::default(),
+            collectives: Collectives::new(&header.communicators),
+            declared,
+            finalized: vec![false; n],
+            stats: MatchStats::default(),
+        }
+    }
+
+    /// Items currently held: sends and receives waiting for their other side, open
+    /// requests and partial collective instances.
+    pub fn in_flight(&self) -> usize {
+        self.p2p.waiting() + self.requests.len() + self.collectives.open()
+    }
+
+    /// The counters so far (final ones come from [`Matcher::finish`]).
+    pub fn stats(&self) -> &MatchStats {
+        &self.stats
+    }
+
+    /// Feeds one operation; `id` is its dense operation id.
+    pub fn operation(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        self.stats.operations += 1;
+        let kind = op.kind;
+        if kind.is_send() {
+            self.send(id, op, out)?;
+        }
+        if kind.is_receive() {
+            self.receive(id, op, out)?;
+        }
+        if kind.is_completion() {
+            self.complete(id, op, out)?;
+        } else if kind == OpKind::RequestFree {
+            for r in &op.completes {
+                self.requests.remove(&(op.rank, *r));
+            }
+        }
+        if kind.is_collective() {
+            self.collective(id, op, out)?;
+        }
+        if let Some(r) = op.request {
+            let open = Open {
+                op: id,
+                start: op.start,
+            };
+            if let Some(old) = self.requests.insert((op.rank, r), open) {
+                self.stats.requests_never_completed += 1;
+                out.anomaly(&Anomaly::RequestNeverCompleted {
+                    op: old.op,
+                    rank: op.rank,
+                    request: r,
+                })?;
+            }
+        }
+        if matches!(kind, OpKind::Finalize | OpKind::Abort) {
+            if let Some(f) = self.finalized.get_mut(op.rank as usize) {
+                *f = true;
+            }
+        }
+        let now = self.in_flight() as u64;
+        if now > self.stats.peak_in_flight {
+            self.stats.peak_in_flight = now;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        let (Some(comm), Some(dest), Some(tag)) = (op.comm, op.dest, op.send_tag) else {
+            self.stats.unmatchable_p2p += 1;
+            return Ok(());
+        };
+        let channel = Channel {
+            comm,
+            source: op.rank,
+            dest,
+            tag,
+        };
+        let me = Waiting {
+            op: id,
+            time: op.start,
+            bytes: op.send_bytes,
+        };
+        if let Some(m) = self.p2p.arrive(channel, true, me) {
+            self.emit_message(&m, out)?;
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        let (Some(comm), Some(source), Some(tag)) = (op.comm, op.source, op.recv_tag) else {
+            self.stats.unmatchable_p2p += 1;
+            return Ok(());
+        };
+        if tag == ANY_TAG && op.flags & flags::ANY_TAG != 0 {
+            self.stats.unmatchable_p2p += 1;
+            return Ok(());
+        }
+        let channel = Channel {
+            comm,
+            source,
+            dest: op.rank,
+            tag,
+        };
+        let me = Waiting {
+            op: id,
+            time: op.end,
+            bytes: op.recv_bytes,
+        };
+        if let Some(m) = self.p2p.arrive(channel, false, me) {
+            self.emit_message(&m, out)?;
+        }
+        Ok(())
+    }
+
+    fn emit_message(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
+        self.stats.messages += 1;
+        self.stats.message_bytes += m.bytes;
+        out.message(m)
+    }
+
+    fn complete(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        if op.flags & flags::NOT_COMPLETED != 0 {
+            return Ok(());
+        }
+        for &r in &op.completes {
+            match self.requests.remove(&(op.rank, r)) {
+                Some(open) => {
+                    if op.start < open.start {
+                        self.stats.wait_before_start += 1;
+                    }
+                    self.stats.request_links += 1;
+                    out.request_link(&RequestLink {
+                        request_op: open.op,
+                        completion_op: id,
+                    })?;
+                }
+                None => {
+                    self.stats.unknown_requests += 1;
+                    out.anomaly(&Anomaly::UnknownRequest {
+                        op: id,
+                        rank: op.rank,
+                        request: r,
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn collective(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        match self.collectives.call(id, op) {
+            Err(Refused::UnknownComm | Refused::NotMember) => {
+                self.stats.unmatchable_collectives += 1;
+            }
+            Ok(Placed::Partial { root_mismatch, .. }) => {
+                self.stats.root_mismatches += root_mismatch as u64;
+            }
+            Ok(Placed::Complete {
+                instance,
+                root_mismatch,
+            }) => {
+                self.stats.root_mismatches += root_mismatch as u64;
+                self.stats.collectives_complete += 1;
+                let r = out.collective(&instance);
+                self.collectives.recycle(instance);
+                r?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the trace: emits what is left, as anomalies, in this order —
+    /// `UnmatchedSend` / `UnmatchedReceive` for every waiting send and receive (by op id);
+    /// `RequestNeverCompleted` for every open request (by op id); every partial collective
+    /// instance, each followed by its `IncompleteCollective` (by communicator id, kind code,
+    /// instance index); `MissingFinalize` for every declared process that called neither
+    /// `MPI_Finalize` nor `MPI_Abort` (by rank). Returns the counters.
+    pub fn finish(mut self, out: &mut impl MatchSink) -> Result<MatchStats> {
+        for left in self.p2p.drain() {
+            let c = left.channel;
+            let op = left.waiting.op;
+            if left.is_send {
+                self.stats.unmatched_sends += 1;
+                out.anomaly(&Anomaly::UnmatchedSend {
+                    op,
+                    rank: c.source,
+                    dest: c.dest,
+                    comm: c.comm,
+                    tag: c.tag,
+                })?;
+            } else {
+                self.stats.unmatched_receives += 1;
+                out.anomaly(&Anomaly::UnmatchedReceive {
+                    op,
+                    rank: c.dest,
+                    source: c.source,
+                    comm: c.comm,
+                    tag: c.tag,
+                })?;
+            }
+        }
+
+        let mut open: Vec<(OpId, Rank, RequestId)> = self
+            .requests
+            .drain()
+            .map(|((rank, request), o)| (o.op, rank, request))
+            .collect();
+        open.sort_unstable();
+        for (op, rank, request) in open {
+            self.stats.requests_never_completed += 1;
+            out.anomaly(&Anomaly::RequestNeverCompleted { op, rank, request })?;
+        }
+
+        for partial in self.collectives.drain() {
+            self.stats.collectives_partial += 1;
+            let i = &partial.instance;
+            out.collective(i)?;
+            out.anomaly(&Anomaly::IncompleteCollective {
+                kind: i.kind,
+                comm: i.comm,
+                present: i.ops.len() as u32,
+                expected: partial.expected,
+            })?;
+        }
+
+        for (rank, (&declared, &done)) in self.declared.iter().zip(&self.finalized).enumerate() {
+            if declared && !done {
+                self.stats.missing_finalize += 1;
+                out.anomaly(&Anomaly::MissingFinalize { rank: rank as Rank })?;
+            }
+        }
+        Ok(self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Communicator, Process};
+
+    fn header(n: u32) -> TraceHeader {
+        TraceHeader {
+            processes: (0..n)
+                .map(|rank| Process {
+                    rank,
+                    name: format!("P{rank}"),
+                    processor: None,
+                })
+                .collect(),
+            communicators: vec![Communicator {
+                id: 0,
+                name: "MPI_COMM_WORLD".into(),
+                members: (0..n).collect(),
+            }],
+            ..TraceHeader::default()
+        }
+    }
+
+    fn send(rank: Rank, dest: Rank, tag: i32, t: Time) -> Operation {
+        let mut op = Operation::new(rank, OpKind::Send, t, t + 1);
+        op.comm = Some(0);
+        op.dest = Some(dest);
+        op.send_tag = Some(tag);
+        op.send_bytes = 8;
+        op
+    }
+
+    fn recv(rank: Rank, source: Rank, tag: i32, t: Time) -> Operation {
+        let mut op = Operation::new(rank, OpKind::Recv, t, t + 1);
+        op.comm = Some(0);
+        op.source = Some(source);
+        op.recv_tag = Some(tag);
+        op.recv_bytes = 8;
+        op
+    }
+
+    #[test]
+    fn in_flight_counts_every_kind_of_item() {
+        let mut m = Matcher::new(&header(2));
+        let mut log = MatchLog::default();
+        m.operation(0, &send(0, 1, 1, 0), &mut log).unwrap();
+        let mut irecv = recv(1, 0, 9, 1);
+        irecv.kind = OpKind::Irecv;
+        irecv.request = Some(7);
+        m.operation(1, &irecv, &mut log).unwrap();
+        let mut barrier = Operation::new(0, OpKind::Barrier, 2, 3);
+        barrier.comm = Some(0);
+        m.operation(2, &barrier, &mut log).unwrap();
+        // send 0 and irecv 1 wait, request 7 is open, the barrier instance is partial.
+        assert_eq!(m.in_flight(), 4);
+        assert_eq!(m.stats().peak_in_flight, 4);
+    }
+
+    #[test]
+    fn missing_fields_are_counted_not_matched() {
+        let mut m = Matcher::new(&header(2));
+        let mut log = MatchLog::default();
+        let mut proc_null = send(0, 1, 1, 0);
+        proc_null.dest = None;
+        m.operation(0, &proc_null, &mut log).unwrap();
+        let mut unresolved = recv(1, 0, ANY_TAG, 0);
+        unresolved.flags = flags::ANY_TAG;
+        m.operation(1, &unresolved, &mut log).unwrap();
+        let mut no_comm = Operation::new(1, OpKind::Barrier, 0, 1);
+        no_comm.comm = None;
+        m.operation(2, &no_comm, &mut log).unwrap();
+        assert_eq!(m.in_flight(), 0);
+        let stats = m.finish(&mut log).unwrap();
+        assert_eq!(stats.unmatchable_p2p, 2);
+        assert_eq!(stats.unmatchable_collectives, 1);
+        assert_eq!(log.anomalies.len(), 2); // the two missing finalizes only
+    }
+
+    #[test]
+    fn reused_open_request_reports_the_lost_one() {
+        let mut m = Matcher::new(&header(1));
+        let mut log = MatchLog::default();
+        let mut a = send(0, 0, 1, 0);
+        a.kind = OpKind::Isend;
+        a.request = Some(5);
+        m.operation(0, &a, &mut log).unwrap();
+        m.operation(1, &a, &mut log).unwrap();
+        assert_eq!(
+            log.anomalies,
+            vec![Anomaly::RequestNeverCompleted {
+                op: 0,
+                rank: 0,
+                request: 5
+            }]
+        );
+        assert_eq!(m.in_flight(), 3); // two waiting sends, one open request
+    }
+
+    #[test]
+    fn request_free_closes_without_link() {
+        let mut m = Matcher::new(&header(1));
+        let mut log = MatchLog::default();
+        let mut a = send(0, 0, 1, 0);
+        a.kind = OpKind::Isend;
+        a.request = Some(5);
+        m.operation(0, &a, &mut log).unwrap();
+        let mut free = Operation::new(0, OpKind::RequestFree, 1, 2);
+        free.completes = vec![5];
+        m.operation(1, &free, &mut log).unwrap();
+        assert_eq!(m.in_flight(), 1);
+        assert!(log.links.is_empty());
+    }
+
+    #[test]
+    fn wait_before_request_start_is_counted() {
+        let mut m = Matcher::new(&header(1));
+        let mut log = MatchLog::default();
+        let mut a = recv(0, 0, 1, 10);
+        a.kind = OpKind::Irecv;
+        a.request = Some(1);
+        m.operation(0, &a, &mut log).unwrap();
+        let mut w = Operation::new(0, OpKind::Wait, 5, 20);
+        w.completes = vec![1];
+        m.operation(1, &w, &mut log).unwrap();
+        assert_eq!(m.stats().wait_before_start, 1);
+        assert_eq!(
+            log.links,
+            vec![RequestLink {
+                request_op: 0,
+                completion_op: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn self_sendrecv_matches_itself() {
+        let mut m = Matcher::new(&header(1));
+        let mut log = MatchLog::default();
+        let mut op = send(0, 0, 3, 4);
+        op.kind = OpKind::Sendrecv;
+        op.source = Some(0);
+        op.recv_tag = Some(3);
+        m.operation(0, &op, &mut log).unwrap();
+        assert_eq!(log.messages.len(), 1);
+        assert_eq!((log.messages[0].send_op, log.messages[0].recv_op), (0, 0));
+        assert_eq!(m.in_flight(), 0);
+    }
+}
