@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::import::{run_import, Importer};
+use crate::import::{run_import, ImportSink};
 use crate::ingest::mtf_text;
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -138,7 +138,7 @@ impl Database {
     }
 
     /// Imports a trace produced by code rather than read from a file: `produce` feeds the
-    /// [`Importer`] (an [`EventSink`](crate::ingest::EventSink)) a header, operations and
+    /// [`ImportSink`] (an [`EventSink`](crate::ingest::EventSink)) a header, operations and
     /// routine events. Atomic like [`Database::import`]: an error from `produce` leaves nothing.
     ///
     /// ```no_run
@@ -162,7 +162,7 @@ impl Database {
     /// })?;
     /// # Ok::<(), mtfdb::Error>(())
     /// ```
-    pub fn import_events(&self, name: &str, produce: impl FnOnce(&mut Importer) -> Result<()>) -> Result<TraceInfo> {
+    pub fn import_events(&self, name: &str, produce: impl FnOnce(&mut ImportSink) -> Result<()>) -> Result<TraceInfo> {
         let writer = self.store.begin_import(name)?;
         let meta = run_import(writer, "(generated in memory)", "events", produce)?;
         Ok(info_of(&meta))

@@ -209,7 +209,7 @@ impl ChunkedTable {
 }
 
 fn writer_gone() -> Error {
-    Error::Storage("the chunk writer stopped early".into())
+    pipeline_stopped()
 }
 
 /// What the matcher produces, turned into stored rows.
@@ -273,8 +273,8 @@ impl MatchSink for Derived {
     }
 }
 
-/// The [`EventSink`] that imports a trace into the store.
-pub struct Importer {
+/// Turns the event stream into stored rows: nesting depth, matching, chunking.
+struct Importer {
     meta: TraceMeta,
     matcher: Option<Matcher>,
     derived: Derived,
@@ -521,35 +521,165 @@ impl EventSink for Importer {
     }
 }
 
-/// Runs `parse` (which feeds an [`Importer`]) and stores the result through `writer`,
-/// committing only if everything succeeded. Returns the committed metadata.
+/// Items per batch handed from the parsing thread to the importing thread.
+const BATCH_ITEMS: usize = 4096;
+/// Batches in flight between the two (bounds memory).
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// One item of a batch, in stream order; operations live in the batch's reusable slots.
+enum Entry {
+    Header(Box<TraceHeader>),
+    String(StrId, String),
+    Operation(usize),
+    Routine(RoutineEvent),
+}
+
+/// A run of items from the source. Operation slots are reused from batch to batch, so that
+/// copying an operation (and its `completes` list) into a slot does not allocate.
+#[derive(Default)]
+struct Batch {
+    entries: Vec<Entry>,
+    ops: Vec<Operation>,
+    used_ops: usize,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.used_ops = 0;
+    }
+}
+
+/// Marks a stage that stopped only because another stage failed; the other's error wins.
+const PIPELINE_STOPPED: &str = "import pipeline stopped";
+
+fn pipeline_stopped() -> Error {
+    Error::Storage(PIPELINE_STOPPED.into())
+}
+
+fn is_pipeline_stopped(e: &Error) -> bool {
+    matches!(e, Error::Storage(m) if m == PIPELINE_STOPPED)
+}
+
+/// The [`EventSink`] a source writes into during an import. It batches what it receives and
+/// hands it to the importing thread, so that parsing and importing run on two cores.
+pub struct ImportSink {
+    batch: Batch,
+    full: SyncSender<Batch>,
+    empty: Receiver<Batch>,
+}
+
+impl ImportSink {
+    fn push(&mut self, entry: Entry) -> Result<()> {
+        self.batch.entries.push(entry);
+        if self.batch.entries.len() >= BATCH_ITEMS {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<()> {
+        let next = match self.empty.try_recv() {
+            Ok(mut b) => {
+                b.clear();
+                b
+            }
+            Err(_) => Batch::default(),
+        };
+        let full = std::mem::replace(&mut self.batch, next);
+        self.full.send(full).map_err(|_| pipeline_stopped())
+    }
+}
+
+impl EventSink for ImportSink {
+    fn header(&mut self, header: &TraceHeader) -> Result<()> {
+        self.push(Entry::Header(Box::new(header.clone())))
+    }
+
+    fn string(&mut self, id: StrId, text: &str) -> Result<()> {
+        self.push(Entry::String(id, text.to_string()))
+    }
+
+    fn operation(&mut self, op: &Operation) -> Result<()> {
+        let b = &mut self.batch;
+        if b.used_ops < b.ops.len() {
+            b.ops[b.used_ops].clone_from(op);
+        } else {
+            b.ops.push(op.clone());
+        }
+        b.used_ops += 1;
+        let slot = b.used_ops - 1;
+        self.push(Entry::Operation(slot))
+    }
+
+    fn routine(&mut self, event: &RoutineEvent) -> Result<()> {
+        self.push(Entry::Routine(*event))
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Applies batches to the importer until the parsing side hangs up.
+fn import_batches(mut importer: Importer, batches: Receiver<Batch>, recycle: SyncSender<Batch>) -> Result<TraceMeta> {
+    for batch in batches {
+        for entry in &batch.entries {
+            match entry {
+                Entry::Header(h) => importer.header(h)?,
+                Entry::String(id, text) => importer.string(*id, text)?,
+                Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
+                Entry::Routine(ev) => importer.routine(ev)?,
+            }
+        }
+        // The parser may have gone already; then the batch is simply dropped.
+        let _ = recycle.try_send(batch);
+    }
+    importer.finish_import()
+}
+
+/// Runs `parse`, which feeds an [`ImportSink`], and stores what it produced through `writer`:
+/// parsing, importing (nesting, matching, chunking) and writing (encoding, indexing, sled) run
+/// on three threads joined by bounded channels. Commits only if every stage succeeded, and
+/// returns the committed metadata. The first real error wins over the stages it stopped.
 pub fn run_import(
     writer: TraceWriter<'_>,
     source: &str,
     format: &str,
-    parse: impl FnOnce(&mut Importer) -> Result<()>,
+    parse: impl FnOnce(&mut ImportSink) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
-    let (tx, rx) = sync_channel::<Job>(8);
+    let (job_tx, job_rx) = sync_channel::<Job>(8);
+    let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+    let (empty_tx, empty_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
     let meta = std::thread::scope(|s| {
         let writer_ref = &writer;
-        let handle = s.spawn(move || write_jobs(writer_ref, rx));
+        let write_stage = s.spawn(move || write_jobs(writer_ref, job_rx));
+        let importer = Importer::new(&name, source, format, job_tx);
+        let import_stage = s.spawn(move || import_batches(importer, full_rx, empty_tx));
         let parsed = {
-            let mut importer = Importer::new(&name, source, format, tx);
-            match parse(&mut importer) {
-                Ok(()) => importer.finish_import(),
-                Err(e) => Err(e),
-            }
-            // The importer, and with it the channel's sender, is dropped here: the writer drains.
+            let mut sink = ImportSink { batch: Batch::default(), full: full_tx, empty: empty_rx };
+            parse(&mut sink).and_then(|_| sink.send())
+            // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };
-        let written = handle
+        let imported = import_stage
+            .join()
+            .unwrap_or_else(|_| Err(Error::Storage("the import stage panicked".into())));
+        let written = write_stage
             .join()
             .unwrap_or_else(|_| Err(Error::Storage("the chunk writer panicked".into())));
-        // A writer failure (disk full) is the root cause of any "writer stopped" parse error.
-        match (parsed, written) {
-            (_, Err(e)) => Err(e),
-            (Err(e), Ok(())) => Err(e),
-            (Ok(meta), Ok(())) => Ok(meta),
+        match (parsed, imported, written) {
+            (Ok(()), Ok(meta), Ok(())) => Ok(meta),
+            (p, i, w) => {
+                let errors = [p.err(), i.err(), w.err()];
+                let mut errors = errors.into_iter().flatten();
+                let first = errors.next().expect("some stage failed");
+                Err(if is_pipeline_stopped(&first) {
+                    errors.find(|e| !is_pipeline_stopped(e)).unwrap_or(first)
+                } else {
+                    first
+                })
+            }
         }
     })?;
     writer.commit(&meta)?;
