@@ -71,14 +71,28 @@ impl Program for Ring {
             g.compute(p, COMPUTE);
             g.enter(p, self.exchange)?;
             let left = self.left(p);
-            g.recv(p, left, 0, RING_BYTES, self.double, self.sent[left as usize])?;
+            g.recv(
+                p,
+                left,
+                0,
+                RING_BYTES,
+                self.double,
+                self.sent[left as usize],
+            )?;
             self.sent[p as usize] = g.send(p, self.right(p), 0, RING_BYTES, self.double)?;
             g.leave(p, self.exchange)?;
         }
         // Even positions receive last.
         for p in (0..n).step_by(2) {
             let left = self.left(p);
-            g.recv(p, left, 0, RING_BYTES, self.double, self.sent[left as usize])?;
+            g.recv(
+                p,
+                left,
+                0,
+                RING_BYTES,
+                self.double,
+                self.sent[left as usize],
+            )?;
             g.leave(p, self.exchange)?;
         }
         g.enter_all(self.reduce)?;

@@ -23,7 +23,10 @@ impl Grid {
             }
             d += 1;
         }
-        Grid { nx: n / ny.max(1), ny }
+        Grid {
+            nx: n / ny.max(1),
+            ny,
+        }
     }
 
     /// `(x, y)` of a position.
