@@ -31,7 +31,7 @@ impl SplitMix64 {
 
 /// A seeded random permutation of `0..n` (Fisher-Yates).
 pub(crate) fn permutation(n: u32, seed: u64) -> Vec<u32> {
-    let mut rng = SplitMix64::new(seed ^ 0x5EED_0F_5A_u64.rotate_left(17));
+    let mut rng = SplitMix64::new(seed ^ 0x5EED_0F5A_u64.rotate_left(17));
     let mut perm: Vec<u32> = (0..n).collect();
     for i in (1..perm.len()).rev() {
         let j = rng.below(i as u64 + 1) as usize;

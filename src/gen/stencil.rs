@@ -150,12 +150,7 @@ impl Program for Stencil2d {
                 members: &self.world,
                 root: Some(0),
                 datatype: self.float,
-                sizes: &|local| {
-                    (
-                        if local == 0 { total } else { 0 },
-                        scatterv_bytes(local),
-                    )
-                },
+                sizes: &|local| (if local == 0 { total } else { 0 }, scatterv_bytes(local)),
             })?;
         }
         g.leave_all(self.io)

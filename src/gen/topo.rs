@@ -18,7 +18,7 @@ impl Grid {
         let mut ny = 1;
         let mut d = 1u32;
         while u64::from(d) * u64::from(d) <= u64::from(n) {
-            if n % d == 0 {
+            if n.is_multiple_of(d) {
                 ny = d;
             }
             d += 1;
@@ -167,9 +167,8 @@ mod tests {
         // Table 5 of the logicalization paper: rank 0 of 16 has E=1, W=3, S=4, N=12, SW=7, NE=13.
         assert_eq!(bt_neighbours(4, 0), [1, 3, 4, 12, 7, 13]);
         for p in 0..16 {
-            let nb = bt_neighbours(4, p);
-            for d in 0..6 {
-                assert_eq!(bt_neighbours(4, nb[d])[d ^ 1], p, "opposite directions");
+            for (d, &q) in bt_neighbours(4, p).iter().enumerate() {
+                assert_eq!(bt_neighbours(4, q)[d ^ 1], p, "opposite directions");
             }
         }
     }
