@@ -161,9 +161,11 @@ fn check(config: &GenConfig, c: &Collect, truth: &GroundTruth) {
     assert!(open.is_empty(), "requests never completed: {}", open.len());
 
     // Messages: FIFO per (comm, source, dest, tag); causality of each receive.
-    let mut sends: HashMap<(u32, Rank, Rank, i32), VecDeque<&Operation>> = HashMap::new();
-    let mut recvs: Vec<&Operation> = Vec::new();
-    for op in &ops {
+    // Partners are close in the stream: within one iteration's worth of operations.
+    let near = ops.len() / config.iterations.max(1) as usize;
+    let mut sends: HashMap<(u32, Rank, Rank, i32), VecDeque<(usize, &Operation)>> = HashMap::new();
+    let mut recvs: Vec<(usize, &Operation)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
         if op.kind.is_send() {
             let key = (
                 op.comm.unwrap(),
@@ -171,24 +173,28 @@ fn check(config: &GenConfig, c: &Collect, truth: &GroundTruth) {
                 op.dest.unwrap(),
                 op.send_tag.unwrap(),
             );
-            sends.entry(key).or_default().push_back(op);
+            sends.entry(key).or_default().push_back((i, op));
         }
         if op.kind.is_receive() {
-            recvs.push(op);
+            recvs.push((i, op));
         }
     }
     let mut pairs: BTreeMap<(Rank, Rank), (u64, u64)> = BTreeMap::new();
-    for recv in recvs {
+    for (at, recv) in recvs {
         let key = (
             recv.comm.unwrap(),
             recv.source.unwrap(),
             recv.rank,
             recv.recv_tag.unwrap(),
         );
-        let send = sends
+        let (sent_at, send) = sends
             .get_mut(&key)
             .and_then(|q| q.pop_front())
             .unwrap_or_else(|| panic!("receive without a send: {recv:?}"));
+        assert!(
+            at.abs_diff(sent_at) <= near,
+            "partners far apart in the stream"
+        );
         assert_eq!(send.send_bytes, recv.recv_bytes);
         let done = match recv.request {
             Some(req) => completed_at[&(recv.rank, req)],
