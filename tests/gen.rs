@@ -78,6 +78,9 @@ impl Collect {
     }
 }
 
+/// (communicator, source, destination, tag): MPI's non-overtaking order holds per key.
+type MessageKey = (u32, Rank, Rank, i32);
+
 fn config(scenario: Scenario, ranks: u32, iterations: u32) -> GenConfig {
     GenConfig::new(scenario, ranks, iterations)
 }
@@ -163,7 +166,7 @@ fn check(config: &GenConfig, c: &Collect, truth: &GroundTruth) {
     // Messages: FIFO per (comm, source, dest, tag); causality of each receive.
     // Partners are close in the stream: within one iteration's worth of operations.
     let near = ops.len() / config.iterations.max(1) as usize;
-    let mut sends: HashMap<(u32, Rank, Rank, i32), VecDeque<(usize, &Operation)>> = HashMap::new();
+    let mut sends: HashMap<MessageKey, VecDeque<(usize, &Operation)>> = HashMap::new();
     let mut recvs: Vec<(usize, &Operation)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         if op.kind.is_send() {
