@@ -323,6 +323,7 @@ fn check(config: &GenConfig, c: &Collect, truth: &GroundTruth) {
         .max()
         .unwrap();
     assert_eq!((truth.first_time, truth.last_time), (first, end));
+    assert_eq!(first, 0, "times count from the trace's first event");
     let mut perm = truth.permutation.clone();
     perm.sort_unstable();
     assert_eq!(perm, (0..n).collect::<Vec<_>>());

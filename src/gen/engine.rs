@@ -197,10 +197,15 @@ impl<'s> Gen<'s> {
         self.rng.below(max + 1)
     }
 
-    /// Staggers the start clocks over `0..=spread` ns.
+    /// Staggers the start clocks over `0..=spread` ns, the earliest at 0 (times count from
+    /// the trace's first event).
     pub(crate) fn start_clocks(&mut self, spread: Time) {
         for p in 0..self.n as usize {
             self.clock[p] = self.jitter(spread);
+        }
+        let earliest = self.clock.iter().copied().min().unwrap_or(0);
+        for c in &mut self.clock {
+            *c -= earliest;
         }
     }
 
