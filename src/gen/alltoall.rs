@@ -1,0 +1,77 @@
+//! `alltoall`: FFT-like transposes.
+//!
+//! Per iteration and rank: compute 500 µs; `transpose { Alltoall on C1, [`BLOCK_BYTES`] per
+//! pair, so each member sends and receives n blocks }`; `checksum { Allreduce of 16 bytes
+//! on C1 }`.
+
+use super::engine::{Collective, Gen};
+use super::Program;
+use crate::error::Result;
+use crate::model::{OpKind, StrId, Time};
+
+/// Bytes each rank sends to each rank in an Alltoall (512 doubles).
+pub(crate) const BLOCK_BYTES: u64 = 4_096;
+/// Bytes of the checksum Allreduce (one double complex).
+pub(crate) const CHECKSUM_BYTES: u64 = 16;
+const COMPUTE: Time = 500_000;
+
+pub(crate) struct Alltoall {
+    n: u32,
+    world: Vec<u32>,
+    transpose: StrId,
+    checksum: StrId,
+    double: StrId,
+}
+
+impl Alltoall {
+    pub(crate) fn new(n: u32) -> Alltoall {
+        Alltoall {
+            n,
+            world: Vec::new(),
+            transpose: 0,
+            checksum: 0,
+            double: 0,
+        }
+    }
+}
+
+impl Program for Alltoall {
+    fn topology(&self) -> String {
+        format!("complete graph of {}", self.n)
+    }
+
+    fn prepare(&mut self, g: &mut Gen<'_>) -> Result<()> {
+        self.transpose = g.intern("transpose")?;
+        self.checksum = g.intern("checksum")?;
+        self.double = g.intern("MPI_DOUBLE")?;
+        self.world = g.world_members().to_vec();
+        Ok(())
+    }
+
+    fn iteration(&mut self, g: &mut Gen<'_>, _i: u32) -> Result<()> {
+        for p in 0..self.n {
+            g.compute(p, COMPUTE);
+            g.enter(p, self.transpose)?;
+        }
+        let total = u64::from(self.n) * BLOCK_BYTES;
+        g.collective(&Collective {
+            kind: OpKind::Alltoall,
+            comm: 0,
+            members: &self.world,
+            root: None,
+            datatype: self.double,
+            sizes: &|_| (total, total),
+        })?;
+        g.leave_all(self.transpose)?;
+        g.enter_all(self.checksum)?;
+        g.collective(&Collective {
+            kind: OpKind::Allreduce,
+            comm: 0,
+            members: &self.world,
+            root: None,
+            datatype: self.double,
+            sizes: &|_| (CHECKSUM_BYTES, CHECKSUM_BYTES),
+        })?;
+        g.leave_all(self.checksum)
+    }
+}

@@ -1,0 +1,547 @@
+//! The emitting engine shared by every scenario: per-rank clocks, the timing model, one
+//! reusable [`Operation`] buffer, and the ground-truth tallies kept as events go out.
+//!
+//! Scenarios address processes by *logical position* (their place in the topology); the
+//! engine maps a position to its world rank through the permutation when it emits.
+//!
+//! Timing model (integer ns): a call costs [`CALL`] plus up to 100 ns of jitter; a message
+//! arrives [`LATENCY`] plus `bytes / BYTES_PER_NS` after its send started; a receive (or the
+//! Wait of an Irecv) ends no earlier than 100 ns after the arrival; a blocking collective ends
+//! after its last member entered, plus `LATENCY * ceil(log2 members)` plus the largest
+//! member buffer over the bandwidth; computation advances a clock by its base plus up to 1/16
+//! of it in jitter. Every clock only moves forward, so each rank's events go out in time order.
+
+use std::collections::BTreeMap;
+
+use super::rng::SplitMix64;
+use super::truth::{GroundTruth, PairTruth, RankTruth};
+use crate::error::Result;
+use crate::ingest::EventSink;
+use crate::model::{
+    CommId, OpKind, Operation, Rank, RequestId, RoutineEvent, StrId, Time, TraceHeader,
+};
+
+/// One-way latency of a message (ns).
+pub(crate) const LATENCY: Time = 1_500;
+/// Bandwidth in bytes per ns (5 GB/s).
+pub(crate) const BYTES_PER_NS: u64 = 5;
+/// Base cost of any MPI call (ns).
+pub(crate) const CALL: Time = 250;
+/// Time between a routine event and the next event of the same rank (ns).
+const ROUTINE_STEP: Time = 15;
+
+/// The operation kinds the generators emit; tallies are kept per kind in this order.
+pub(crate) const KINDS: [OpKind; 13] = [
+    OpKind::Init,
+    OpKind::Finalize,
+    OpKind::Send,
+    OpKind::Recv,
+    OpKind::Isend,
+    OpKind::Irecv,
+    OpKind::Wait,
+    OpKind::Waitall,
+    OpKind::Bcast,
+    OpKind::Gather,
+    OpKind::Scatterv,
+    OpKind::Allreduce,
+    OpKind::Alltoall,
+];
+const NKINDS: usize = KINDS.len() + 1;
+
+fn slot(kind: OpKind) -> usize {
+    match kind {
+        OpKind::Init => 0,
+        OpKind::Finalize => 1,
+        OpKind::Send => 2,
+        OpKind::Recv => 3,
+        OpKind::Isend => 4,
+        OpKind::Irecv => 5,
+        OpKind::Wait => 6,
+        OpKind::Waitall => 7,
+        OpKind::Bcast => 8,
+        OpKind::Gather => 9,
+        OpKind::Scatterv => 10,
+        OpKind::Allreduce => 11,
+        OpKind::Alltoall => 12,
+        _ => KINDS.len(),
+    }
+}
+
+fn kind_name(i: usize) -> String {
+    KINDS
+        .get(i)
+        .and_then(|k| k.mpi_name())
+        .unwrap_or("other")
+        .to_string()
+}
+
+/// Tallies of one world rank.
+#[derive(Debug, Clone)]
+struct RankAcc {
+    kinds: [u64; NKINDS],
+    routine_calls: u64,
+    sent_messages: u64,
+    sent_bytes: u64,
+    recv_messages: u64,
+    recv_bytes: u64,
+    coll_send_bytes: u64,
+    coll_recv_bytes: u64,
+    first: Time,
+    last: Time,
+}
+
+impl Default for RankAcc {
+    fn default() -> RankAcc {
+        RankAcc {
+            kinds: [0; NKINDS],
+            routine_calls: 0,
+            sent_messages: 0,
+            sent_bytes: 0,
+            recv_messages: 0,
+            recv_bytes: 0,
+            coll_send_bytes: 0,
+            coll_recv_bytes: 0,
+            first: Time::MAX,
+            last: 0,
+        }
+    }
+}
+
+/// A blocking collective to emit: every member enters at its own clock and leaves after the
+/// last one entered.
+pub(crate) struct Collective<'a> {
+    /// The collective.
+    pub kind: OpKind,
+    /// Its communicator.
+    pub comm: CommId,
+    /// Logical positions of the members, in communicator-rank order.
+    pub members: &'a [u32],
+    /// The root's communicator rank, for rooted collectives.
+    pub root: Option<u32>,
+    /// The datatype's string id.
+    pub datatype: StrId,
+    /// `(send_bytes, recv_bytes)` of the member with this communicator rank.
+    pub sizes: &'a dyn Fn(u32) -> (u64, u64),
+}
+
+/// The engine. See the module documentation.
+pub(crate) struct Gen<'s> {
+    sink: &'s mut dyn EventSink,
+    n: u32,
+    perm: Vec<Rank>,
+    world_members: Vec<u32>,
+    clock: Vec<Time>,
+    next_request: Vec<RequestId>,
+    rng: SplitMix64,
+    op: Operation,
+    strings: Vec<String>,
+    acc: Vec<RankAcc>,
+    pairs: Vec<Vec<PairTruth>>,
+    instances: [u64; NKINDS],
+    routine_events: u64,
+}
+
+impl<'s> Gen<'s> {
+    /// An engine over `perm.len()` ranks; `perm[position]` is the position's world rank.
+    pub(crate) fn new(sink: &'s mut dyn EventSink, perm: Vec<Rank>, seed: u64) -> Gen<'s> {
+        let n = perm.len() as u32;
+        let mut world_members = vec![0u32; perm.len()];
+        for (pos, &w) in perm.iter().enumerate() {
+            world_members[w as usize] = pos as u32;
+        }
+        Gen {
+            sink,
+            n,
+            perm,
+            world_members,
+            clock: vec![0; n as usize],
+            next_request: vec![1; n as usize],
+            rng: SplitMix64::new(seed),
+            op: Operation::new(0, OpKind::Init, 0, 0),
+            strings: Vec::new(),
+            acc: vec![RankAcc::default(); n as usize],
+            pairs: vec![Vec::new(); n as usize],
+            instances: [0; NKINDS],
+            routine_events: 0,
+        }
+    }
+
+    /// Number of ranks.
+    pub(crate) fn ranks(&self) -> u32 {
+        self.n
+    }
+
+    /// The logical positions of world ranks 0..n, i.e. the members of `C1` in
+    /// communicator-rank order.
+    pub(crate) fn world_members(&self) -> &[u32] {
+        &self.world_members
+    }
+
+    /// Sends the header.
+    pub(crate) fn header(&mut self, header: &TraceHeader) -> Result<()> {
+        self.sink.header(header)
+    }
+
+    /// The id of `text` in the string table, defining it first if it is new.
+    pub(crate) fn intern(&mut self, text: &str) -> Result<StrId> {
+        if let Some(i) = self.strings.iter().position(|s| s == text) {
+            return Ok(i as StrId);
+        }
+        let id = self.strings.len() as StrId;
+        self.sink.string(id, text)?;
+        self.strings.push(text.to_string());
+        Ok(id)
+    }
+
+    fn jitter(&mut self, max: u64) -> u64 {
+        self.rng.below(max + 1)
+    }
+
+    /// Staggers the start clocks over `0..=spread` ns, the earliest at 0 (times count from
+    /// the trace's first event).
+    pub(crate) fn start_clocks(&mut self, spread: Time) {
+        for p in 0..self.n as usize {
+            self.clock[p] = self.jitter(spread);
+        }
+        let earliest = self.clock.iter().copied().min().unwrap_or(0);
+        for c in &mut self.clock {
+            *c -= earliest;
+        }
+    }
+
+    /// Position `p` computes for `base` ns plus up to `base / 16` of jitter.
+    pub(crate) fn compute(&mut self, p: u32, base: Time) {
+        let j = self.jitter(base / 16);
+        self.clock[p as usize] += base + j;
+    }
+
+    fn routine(&mut self, p: u32, routine: StrId, enter: bool) -> Result<()> {
+        let world = self.perm[p as usize];
+        let time = self.clock[p as usize];
+        let acc = &mut self.acc[world as usize];
+        acc.first = acc.first.min(time);
+        acc.last = acc.last.max(time);
+        if enter {
+            acc.routine_calls += 1;
+        }
+        self.routine_events += 1;
+        self.clock[p as usize] = time + ROUTINE_STEP;
+        self.sink.routine(&RoutineEvent {
+            rank: world,
+            thread: 0,
+            time,
+            routine,
+            enter,
+        })
+    }
+
+    /// Position `p` enters `routine`.
+    pub(crate) fn enter(&mut self, p: u32, routine: StrId) -> Result<()> {
+        self.routine(p, routine, true)
+    }
+
+    /// Position `p` leaves `routine`.
+    pub(crate) fn leave(&mut self, p: u32, routine: StrId) -> Result<()> {
+        self.routine(p, routine, false)
+    }
+
+    /// Every position enters `routine`.
+    pub(crate) fn enter_all(&mut self, routine: StrId) -> Result<()> {
+        for p in 0..self.n {
+            self.enter(p, routine)?;
+        }
+        Ok(())
+    }
+
+    /// Every position leaves `routine`.
+    pub(crate) fn leave_all(&mut self, routine: StrId) -> Result<()> {
+        for p in 0..self.n {
+            self.leave(p, routine)?;
+        }
+        Ok(())
+    }
+
+    fn cost(&mut self) -> Time {
+        CALL + self.jitter(100)
+    }
+
+    /// When a message of `bytes` sent at `sent_at` has arrived.
+    pub(crate) fn arrival(sent_at: Time, bytes: u64) -> Time {
+        sent_at + LATENCY + bytes / BYTES_PER_NS
+    }
+
+    /// Resets the operation buffer for an operation of position `p`.
+    fn begin(&mut self, p: u32, kind: OpKind, start: Time, end: Time) {
+        let op = &mut self.op;
+        op.rank = self.perm[p as usize];
+        op.thread = 0;
+        op.start = start;
+        op.end = end;
+        op.kind = kind;
+        op.comm = None;
+        op.dest = None;
+        op.source = None;
+        op.send_tag = None;
+        op.recv_tag = None;
+        op.send_bytes = 0;
+        op.recv_bytes = 0;
+        op.datatype = None;
+        op.root = None;
+        op.request = None;
+        op.completes.clear();
+        op.flags = 0;
+        op.depth = 0;
+        self.clock[p as usize] = end;
+    }
+
+    /// Tallies the operation buffer and hands it to the sink.
+    fn emit(&mut self) -> Result<()> {
+        let op = &self.op;
+        let acc = &mut self.acc[op.rank as usize];
+        acc.kinds[slot(op.kind)] += 1;
+        acc.first = acc.first.min(op.start);
+        acc.last = acc.last.max(op.end);
+        if op.kind.is_send() {
+            acc.sent_messages += 1;
+            acc.sent_bytes += op.send_bytes;
+            if let Some(dest) = op.dest {
+                let pairs = &mut self.pairs[op.rank as usize];
+                match pairs.iter_mut().find(|pt| pt.receiver == dest) {
+                    Some(pt) => {
+                        pt.messages += 1;
+                        pt.bytes += op.send_bytes;
+                    }
+                    None => pairs.push(PairTruth {
+                        sender: op.rank,
+                        receiver: dest,
+                        messages: 1,
+                        bytes: op.send_bytes,
+                    }),
+                }
+            }
+        }
+        if op.kind.is_receive() {
+            acc.recv_messages += 1;
+            acc.recv_bytes += op.recv_bytes;
+        }
+        if op.kind.is_collective() {
+            acc.coll_send_bytes += op.send_bytes;
+            acc.coll_recv_bytes += op.recv_bytes;
+        }
+        self.sink.operation(&self.op)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn point_to_point(
+        &mut self,
+        p: u32,
+        kind: OpKind,
+        end: Time,
+        peer: u32,
+        tag: i32,
+        bytes: u64,
+        datatype: StrId,
+    ) {
+        let start = self.clock[p as usize];
+        self.begin(p, kind, start, end);
+        let peer = self.perm[peer as usize];
+        let op = &mut self.op;
+        op.comm = Some(0);
+        op.datatype = Some(datatype);
+        if kind.is_send() {
+            op.dest = Some(peer);
+            op.send_tag = Some(tag);
+            op.send_bytes = bytes;
+        } else {
+            op.source = Some(peer);
+            op.recv_tag = Some(tag);
+            op.recv_bytes = bytes;
+        }
+    }
+
+    /// A blocking (eager) `MPI_Send` on `C1` from `p` to `to`; returns its start time.
+    pub(crate) fn send(
+        &mut self,
+        p: u32,
+        to: u32,
+        tag: i32,
+        bytes: u64,
+        datatype: StrId,
+    ) -> Result<Time> {
+        let start = self.clock[p as usize];
+        let end = start + self.cost() + bytes / (4 * BYTES_PER_NS);
+        self.point_to_point(p, OpKind::Send, end, to, tag, bytes, datatype);
+        self.emit()?;
+        Ok(start)
+    }
+
+    /// A blocking `MPI_Recv` on `C1` by `p` of the message `from` sent at `sent_at`.
+    pub(crate) fn recv(
+        &mut self,
+        p: u32,
+        from: u32,
+        tag: i32,
+        bytes: u64,
+        datatype: StrId,
+        sent_at: Time,
+    ) -> Result<()> {
+        let start = self.clock[p as usize];
+        let end = (start + self.cost()).max(Self::arrival(sent_at, bytes) + 100);
+        self.point_to_point(p, OpKind::Recv, end, from, tag, bytes, datatype);
+        self.emit()
+    }
+
+    fn next_request(&mut self, p: u32) -> RequestId {
+        let r = self.next_request[p as usize];
+        self.next_request[p as usize] = r + 1;
+        r
+    }
+
+    /// An `MPI_Isend` on `C1`; returns its request and start time.
+    pub(crate) fn isend(
+        &mut self,
+        p: u32,
+        to: u32,
+        tag: i32,
+        bytes: u64,
+        datatype: StrId,
+    ) -> Result<(RequestId, Time)> {
+        let start = self.clock[p as usize];
+        let end = start + self.cost();
+        let request = self.next_request(p);
+        self.point_to_point(p, OpKind::Isend, end, to, tag, bytes, datatype);
+        self.op.request = Some(request);
+        self.emit()?;
+        Ok((request, start))
+    }
+
+    /// An `MPI_Irecv` on `C1`; returns its request.
+    pub(crate) fn irecv(
+        &mut self,
+        p: u32,
+        from: u32,
+        tag: i32,
+        bytes: u64,
+        datatype: StrId,
+    ) -> Result<RequestId> {
+        let start = self.clock[p as usize];
+        let end = start + self.cost();
+        let request = self.next_request(p);
+        self.point_to_point(p, OpKind::Irecv, end, from, tag, bytes, datatype);
+        self.op.request = Some(request);
+        self.emit()?;
+        Ok(request)
+    }
+
+    /// An `MPI_Wait` (one request) or `MPI_Waitall` (several) by `p` that cannot end before
+    /// `ready` (the arrival of the awaited messages).
+    pub(crate) fn wait(&mut self, p: u32, requests: &[RequestId], ready: Time) -> Result<()> {
+        let kind = if requests.len() == 1 {
+            OpKind::Wait
+        } else {
+            OpKind::Waitall
+        };
+        let start = self.clock[p as usize];
+        let end = (start + self.cost()).max(ready + 100);
+        self.begin(p, kind, start, end);
+        self.op.completes.extend_from_slice(requests);
+        self.emit()
+    }
+
+    /// A synchronizing environment call of every rank (`MPI_Init`, `MPI_Finalize`).
+    pub(crate) fn environment(&mut self, kind: OpKind) -> Result<()> {
+        let last = self.clock.iter().copied().max().unwrap_or(0);
+        let cost = 20 * CALL;
+        for p in 0..self.n {
+            let start = self.clock[p as usize];
+            let end = last + cost + self.jitter(200);
+            self.begin(p, kind, start, end);
+            self.emit()?;
+        }
+        Ok(())
+    }
+
+    /// A blocking collective; counts one instance.
+    pub(crate) fn collective(&mut self, c: &Collective<'_>) -> Result<()> {
+        let mut last = 0;
+        let mut biggest = 0;
+        for (local, &p) in c.members.iter().enumerate() {
+            last = last.max(self.clock[p as usize]);
+            let (s, r) = (c.sizes)(local as u32);
+            biggest = biggest.max(s).max(r);
+        }
+        let steps = u64::from(usize::BITS - c.members.len().saturating_sub(1).leading_zeros());
+        let cost = CALL + LATENCY * steps + biggest / BYTES_PER_NS;
+        let root = c
+            .root
+            .map(|local| self.perm[c.members[local as usize] as usize]);
+        for (local, &p) in c.members.iter().enumerate() {
+            let start = self.clock[p as usize];
+            let end = last + cost + self.jitter(200);
+            let (send_bytes, recv_bytes) = (c.sizes)(local as u32);
+            self.begin(p, c.kind, start, end);
+            let op = &mut self.op;
+            op.comm = Some(c.comm);
+            op.datatype = Some(c.datatype);
+            op.root = root;
+            op.send_bytes = send_bytes;
+            op.recv_bytes = recv_bytes;
+            self.emit()?;
+        }
+        self.instances[slot(c.kind)] += 1;
+        Ok(())
+    }
+
+    /// Ends the trace and returns the ground truth tallied on the way.
+    pub(crate) fn finish(self, mut truth: GroundTruth) -> Result<GroundTruth> {
+        self.sink.finish()?;
+        let mut ops_by_kind = BTreeMap::new();
+        let mut per_rank = Vec::with_capacity(self.acc.len());
+        for (rank, a) in self.acc.iter().enumerate() {
+            let mut kinds = BTreeMap::new();
+            for (i, &count) in a.kinds.iter().enumerate() {
+                if count > 0 {
+                    kinds.insert(kind_name(i), count);
+                    *ops_by_kind.entry(kind_name(i)).or_insert(0) += count;
+                }
+            }
+            per_rank.push(RankTruth {
+                rank: rank as Rank,
+                operations: a.kinds.iter().sum(),
+                ops_by_kind: kinds,
+                routine_calls: a.routine_calls,
+                p2p_sent_messages: a.sent_messages,
+                p2p_sent_bytes: a.sent_bytes,
+                p2p_recv_messages: a.recv_messages,
+                p2p_recv_bytes: a.recv_bytes,
+                coll_send_bytes: a.coll_send_bytes,
+                coll_recv_bytes: a.coll_recv_bytes,
+                first_time: if a.first == Time::MAX { 0 } else { a.first },
+                last_time: a.last,
+            });
+        }
+        let mut pairs: Vec<PairTruth> = self.pairs.into_iter().flatten().collect();
+        pairs.sort_by_key(|pt| (pt.sender, pt.receiver));
+        truth.operations = per_rank.iter().map(|r| r.operations).sum();
+        truth.routine_events = self.routine_events;
+        truth.routine_calls = per_rank.iter().map(|r| r.routine_calls).sum();
+        truth.events = truth.operations + truth.routine_events;
+        truth.strings = self.strings.len() as u32;
+        truth.ops_by_kind = ops_by_kind;
+        truth.messages = pairs.iter().map(|pt| pt.messages).sum();
+        truth.message_bytes = pairs.iter().map(|pt| pt.bytes).sum();
+        truth.pairs = pairs;
+        truth.collectives = self
+            .instances
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (kind_name(i), c))
+            .collect();
+        truth.first_time = per_rank.iter().map(|r| r.first_time).min().unwrap_or(0);
+        truth.last_time = per_rank.iter().map(|r| r.last_time).max().unwrap_or(0);
+        truth.per_rank = per_rank;
+        truth.permutation = self.perm;
+        Ok(truth)
+    }
+}
