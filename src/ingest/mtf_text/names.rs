@@ -108,7 +108,7 @@ mod tests {
         for &k in OpKind::ALL {
             let name = k.mpi_name().unwrap();
             assert_eq!(kind_from_name(name.as_bytes()), Some(k));
-            assert_eq!(kind_from_name(name[4..].as_bytes()), Some(k));
+            assert_eq!(kind_from_name(&name.as_bytes()[4..]), Some(k));
             assert_eq!(kind_from_name(name.to_uppercase().as_bytes()), Some(k));
             assert_eq!(kind_from_name(name[4..].to_lowercase().as_bytes()), Some(k));
         }
