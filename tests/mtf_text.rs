@@ -523,6 +523,11 @@ fn crlf_line_endings() {
 }
 
 #[test]
+fn byte_order_mark() {
+    assert_eq!(parse_ok(&format!("\u{feff}{SMALL}")), parse_ok(SMALL));
+}
+
+#[test]
 fn final_line_without_newline() {
     let text = SMALL.trim_end_matches('\n');
     let (c, stats) = parse(text).unwrap();

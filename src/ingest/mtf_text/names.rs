@@ -1,7 +1,6 @@
 //! Names shared by the parser and the writer: which bytes make a bare name, the MPI call
 //! name table, and a fast hasher for the parser's string interning.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
@@ -59,19 +58,40 @@ impl Hasher for QuickHasher {
 
 pub(crate) type QuickBuild = BuildHasherDefault<QuickHasher>;
 
-/// The longest MPI call name (without `MPI_`) the table holds, in bytes.
-const MAX_KIND_NAME: usize = 32;
+/// The longest call name (with `MPI_`) that can name a fixed kind, in bytes.
+const MAX_KIND_NAME: usize = 36;
 
-fn kind_table() -> &'static HashMap<Box<[u8]>, OpKind, QuickBuild> {
-    static TABLE: OnceLock<HashMap<Box<[u8]>, OpKind, QuickBuild>> = OnceLock::new();
+/// Slots of the open-addressing table of fixed kinds (a power of two, under half full).
+const KIND_SLOTS: usize = 256;
+
+#[inline]
+fn name_hash(key: &[u8]) -> usize {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in key {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h ^ (h >> 15)) as usize
+}
+
+/// Every fixed kind by its lower-case name without `MPI_`, in an open-addressing table.
+/// A slot of the kind table: a lower-case name and its kind.
+type KindSlot = Option<(&'static [u8], OpKind)>;
+
+fn kind_table() -> &'static [KindSlot] {
+    static TABLE: OnceLock<Vec<KindSlot>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        OpKind::ALL
-            .iter()
-            .map(|&k| {
-                let bare = &k.mpi_name().expect("fixed kinds have names")[4..];
-                (bare.to_ascii_lowercase().into_bytes().into_boxed_slice(), k)
-            })
-            .collect()
+        let mut table = vec![None; KIND_SLOTS];
+        for &k in OpKind::ALL {
+            let bare = &k.mpi_name().expect("fixed kinds have names")[4..];
+            let lower: &'static [u8] =
+                Box::leak(bare.to_ascii_lowercase().into_bytes().into_boxed_slice());
+            let mut i = name_hash(lower) & (KIND_SLOTS - 1);
+            while table[i].is_some() {
+                i = (i + 1) & (KIND_SLOTS - 1);
+            }
+            table[i] = Some((lower, k));
+        }
+        table
     })
 }
 
@@ -79,8 +99,8 @@ fn kind_table() -> &'static HashMap<Box<[u8]>, OpKind, QuickBuild> {
 /// `None` for names that are no fixed kind (they become `OpKind::Other`).
 #[inline]
 pub(crate) fn kind_from_name(name: &[u8]) -> Option<OpKind> {
-    let mut lower = [0u8; MAX_KIND_NAME + 4];
-    if name.len() > lower.len() {
+    let mut lower = [0u8; MAX_KIND_NAME];
+    if name.len() > MAX_KIND_NAME {
         return None;
     }
     for (d, s) in lower.iter_mut().zip(name) {
@@ -90,7 +110,15 @@ pub(crate) fn kind_from_name(name: &[u8]) -> Option<OpKind> {
     if key.starts_with(b"mpi_") {
         key = &key[4..];
     }
-    kind_table().get(key).copied()
+    let table = kind_table();
+    let mut i = name_hash(key) & (KIND_SLOTS - 1);
+    loop {
+        match table[i] {
+            None => return None,
+            Some((n, k)) if n == key => return Some(k),
+            Some(_) => i = (i + 1) & (KIND_SLOTS - 1),
+        }
+    }
 }
 
 /// Whether a string given as the name of an `Other` call would be read back as a fixed kind

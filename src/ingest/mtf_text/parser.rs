@@ -436,10 +436,14 @@ impl LineParser {
     fn line<S: EventSink + ?Sized>(&mut self, raw: &[u8], sink: &mut S) -> Result<()> {
         self.ctx.line_no += 1;
         self.stats.lines += 1;
-        let line = match raw.last() {
+        let mut line = match raw.last() {
             Some(b'\r') => &raw[..raw.len() - 1],
             _ => raw,
         };
+        if self.ctx.line_no == 1 {
+            // A UTF-8 byte order mark, as some editors write.
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
         if self.phase == Phase::Events {
             if let Some(b) = line.first() {
                 if b.is_ascii_digit() {
