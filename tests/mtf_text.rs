@@ -861,3 +861,193 @@ fn any_source_receives_and_threads_are_accepted() {
     assert_eq!(c.ops[2].depth, 1);
     assert_eq!(c.ops[3].depth, 0);
 }
+
+// ---------------------------------------------------------------------------------------
+// Property: any valid trace survives write → parse exactly
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn arb_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[A-Za-z_][A-Za-z0-9_:<>]{0,12}",
+            any::<String>().prop_map(|s| s.chars().take(10).collect()),
+            Just("MPI_Send".to_string()),
+            Just("isend".to_string()),
+            Just("enter".to_string()),
+            Just("12".to_string()),
+            Just(String::new()),
+            Just("a \"b\" \\ c # d = e, f\r\n\tg".to_string()),
+        ]
+    }
+
+    #[derive(Debug, Clone)]
+    struct ArbOp {
+        rank: u32,
+        thread: u32,
+        gap: u64,
+        dur: u64,
+        kind: usize,
+        name: String,
+        dt: Option<String>,
+        dest: Option<u32>,
+        source: Option<u32>,
+        tags: (Option<i32>, Option<i32>),
+        bytes: (u64, u64),
+        req: Option<u64>,
+        done: Vec<u64>,
+        flags: u8,
+    }
+
+    fn arb_op() -> impl Strategy<Value = ArbOp> {
+        (
+            (
+                0u32..4,
+                prop_oneof![Just(0u32), 0u32..3, Just(u32::MAX)],
+                0u64..1000,
+                any::<u32>(),
+                0usize..8,
+            ),
+            (
+                arb_name(),
+                proptest::option::of(arb_name()),
+                proptest::option::of(0u32..4),
+                proptest::option::of(0u32..4),
+            ),
+            (
+                proptest::option::of(any::<i32>()),
+                proptest::option::of(any::<i32>()),
+                any::<u64>(),
+                0u64..100,
+            ),
+            (
+                proptest::option::of(any::<u64>()),
+                proptest::collection::vec(any::<u64>(), 0..4),
+                0u8..8,
+            ),
+        )
+            .prop_map(
+                |(
+                    (rank, thread, gap, dur, kind),
+                    (name, dt, dest, source),
+                    (t1, t2, b, rb),
+                    (req, done, flags),
+                )| ArbOp {
+                    rank,
+                    thread,
+                    gap,
+                    dur: dur.into(),
+                    kind,
+                    name,
+                    dt,
+                    dest,
+                    source,
+                    tags: (t1, t2),
+                    bytes: (b, rb),
+                    req,
+                    done,
+                    flags,
+                },
+            )
+    }
+
+    fn build(ops: &[ArbOp], names: &[String]) -> Collect {
+        let n = 4;
+        let mut c = Collect {
+            header: Some(TraceHeader {
+                scenario: names[0].clone(),
+                trace_name: names[1].clone(),
+                comments: names[2].clone(),
+                processors: vec![Processor {
+                    id: 1,
+                    name: names[3].clone(),
+                }],
+                processes: (0..n)
+                    .map(|r| Process {
+                        rank: r,
+                        name: names[(r as usize + 4) % names.len()].clone(),
+                        processor: Some(1),
+                    })
+                    .collect(),
+                communicators: vec![Communicator {
+                    id: 0,
+                    name: names[5 % names.len()].clone(),
+                    members: vec![3, 1, 0, 2],
+                }],
+            }),
+            ..Collect::default()
+        };
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut intern = |c: &mut Collect, s: &str| -> u32 {
+            if let Some(&id) = ids.get(s) {
+                return id;
+            }
+            let id = c.strings.len() as u32;
+            ids.insert(s.to_string(), id);
+            c.strings.push(s.to_string());
+            c.order.push(Item::Str(id));
+            id
+        };
+        let kinds = [
+            OpKind::Init,
+            OpKind::Wait,
+            OpKind::Send,
+            OpKind::Recv,
+            OpKind::Allreduce,
+            OpKind::Bcast,
+            OpKind::Iprobe,
+        ];
+        let mut clock = 0u64;
+        for a in ops {
+            clock += a.gap;
+            let kind = match kinds.get(a.kind) {
+                Some(&k) => k,
+                None => OpKind::Other(intern(&mut c, &a.name)),
+            };
+            let mut op = Operation::new(a.rank, kind, clock, clock + a.dur);
+            op.thread = a.thread;
+            op.comm = Some(0);
+            op.dest = a.dest;
+            op.source = a.source;
+            op.send_tag = a.tags.0;
+            op.recv_tag = a.tags.1;
+            op.send_bytes = a.bytes.0;
+            op.recv_bytes = a.bytes.1;
+            op.datatype = a.dt.as_deref().map(|d| intern(&mut c, d));
+            op.request = a.req;
+            op.completes = a.done.clone();
+            op.flags = a.flags;
+            if kind == OpKind::Send && op.dest.is_none() {
+                op.dest = Some(a.rank);
+            }
+            if kind == OpKind::Recv && op.source.is_none() && op.flags & flags::ANY_SOURCE == 0 {
+                op.source = Some(0);
+            }
+            if kind == OpKind::Bcast {
+                op.root = Some(a.dest.unwrap_or(2));
+            }
+            c.order.push(Item::Op(c.ops.len()));
+            c.ops.push(op);
+        }
+        c
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+        #[test]
+        fn write_then_parse_is_exact(ops in proptest::collection::vec(arb_op(), 0..40), names in proptest::collection::vec(arb_name(), 6..8)) {
+            let original = build(&ops, &names);
+            let text = write(&original);
+            let parsed = match parse(&text) {
+                Ok((c, _)) => c,
+                Err(e) => return Err(TestCaseError::fail(format!("{e}\n{text}"))),
+            };
+            prop_assert_eq!(&parsed.header, &original.header);
+            prop_assert_eq!(&parsed.strings, &original.strings);
+            prop_assert_eq!(&parsed.ops, &original.ops);
+            prop_assert_eq!(&parsed.order, &original.order);
+        }
+    }
+}
