@@ -730,6 +730,10 @@ fn syntax_errors_say_what_was_expected() {
         "t.mtf:9:19: syntax: expected a request id in done=, found \",2\""
     );
     assert_eq!(
+        event_error("0 1 5 Send c=0 to=1 dt= b=1\n"),
+        "t.mtf:9:24: syntax: expected a datatype name after dt=, found a space"
+    );
+    assert_eq!(
         event_error("0 1 5 Test flag=2\n"),
         "t.mtf:9:17: syntax: expected 0 or 1 after flag=, found \"2\""
     );

@@ -165,7 +165,10 @@ fn found(at: &[u8]) -> String {
         .iter()
         .position(|&b| b == b' ' || b == b'\t')
         .unwrap_or(at.len());
-    let token = &at[..len.clamp(1, 40)];
+    if len == 0 {
+        return "a space".to_string();
+    }
+    let token = &at[..len.min(40)];
     format!("{:?}", String::from_utf8_lossy(token))
 }
 
@@ -949,8 +952,14 @@ impl LineParser {
                     r
                 }
                 12 => {
-                    let (r, bare) = name(v, &mut self.scratch)
-                        .map_err(|(at, e)| self.ctx.expected(line, at, e))?;
+                    let (r, bare) = name(v, &mut self.scratch).map_err(|(at, e)| {
+                        let what = if e == "a name" {
+                            "a datatype name after dt="
+                        } else {
+                            e
+                        };
+                        self.ctx.expected(line, at, what)
+                    })?;
                     let id = self.intern(line, v, bare, SLOT_DATATYPE, sink)?;
                     self.op.datatype = Some(id);
                     r
