@@ -6,6 +6,30 @@
 //! message. Each reader maps the field to a position in its own input (a column of a text
 //! line, a byte offset of a binary record) and reports an [`crate::Error::input`].
 //!
+//! The rules, by the short name a [`Violation`] carries:
+//!
+//! | rule | broken when |
+//! |---|---|
+//! | `duplicate declaration` | a processor id, process rank or communicator id is declared twice |
+//! | `ranks not contiguous` | the process ranks are not exactly 0..n-1 |
+//! | `processes out of order` | the header's processes are not listed in rank order |
+//! | `unknown processor` | a process runs on an undeclared processor |
+//! | `empty communicator` | a communicator has no members |
+//! | `unknown rank` | an item's rank, a peer, a root or a communicator member is no declared process |
+//! | `duplicate member` | a communicator lists a rank twice |
+//! | `end before start` | an operation ends before it starts |
+//! | `time goes backwards` | a start (or routine time) precedes the previous one of its rank and thread |
+//! | `unknown communicator` | an operation names an undeclared communicator |
+//! | `not a member` | an operation's rank is not a member of its communicator |
+//! | `missing communicator` | a send, receive or collective names no communicator |
+//! | `missing destination` / `missing source` | a send without a destination, a receive without a source (a receive posted with `MPI_ANY_SOURCE` may lack the actual source) |
+//! | `peer not in communicator` | a destination or source is not a member of the communicator |
+//! | `unexpected root` | a root on an operation that has none (Table 3.1, rules 11-12) |
+//! | `missing root` | a rooted collective (Bcast, Gather(v), Scatter(v), Reduce, and their I-forms) without a root |
+//! | `root not in communicator` | the root is not a member of the communicator |
+//! | `bytes on a barrier` | a Barrier or Ibarrier carries bytes (Table 3.1, rule 8) |
+//! | `unbalanced leave` | a routine leave that does not match the innermost routine entered |
+//!
 //! The rules checked here reject an import. Anomalies that real tracers do record (a send
 //! never received, a missing `MPI_Finalize`, a request never completed) are not checked here:
 //! the matcher counts them.
