@@ -1076,3 +1076,75 @@ impl LineParser {
         Ok(self.stats)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn found_describes_the_token() {
+        assert_eq!(found(b""), "end of line");
+        assert_eq!(found(b" x"), "a space");
+        assert_eq!(found(b"abc def"), "\"abc\"");
+        assert_eq!(found(&[b'z'; 100]), format!("\"{}\"", "z".repeat(40)));
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        let line = "process 0 \"naïve\" on x".as_bytes();
+        let offset = line.len() - 1;
+        assert_eq!(char_column(line, offset), 22);
+        assert_eq!(char_column(line, 0), 1);
+    }
+
+    #[test]
+    fn names_bare_and_quoted() {
+        let mut scratch = Vec::new();
+        let (rest, bare) = name(b"MPI_INT b=1", &mut scratch).unwrap();
+        assert_eq!((rest, bare), (&b" b=1"[..], Some(&b"MPI_INT"[..])));
+        let (rest, bare) = name(br#""a \"q\" \\ \n\r\t#=," x"#, &mut scratch).unwrap();
+        assert_eq!((rest, bare), (&b" x"[..], None));
+        assert_eq!(scratch, b"a \"q\" \\ \n\r\t#=,");
+        assert_eq!(
+            name(b"\"open", &mut scratch).unwrap_err().1,
+            "a closing '\"' for this string"
+        );
+        assert_eq!(
+            name(br#""\x""#, &mut scratch).unwrap_err().1,
+            "an escape (\\\" \\\\ \\n \\r \\t)"
+        );
+        assert_eq!(
+            name(b"\"a\"b", &mut scratch).unwrap_err().1,
+            "a space after the closing quote"
+        );
+        assert_eq!(name(b"a=b", &mut scratch).unwrap_err().1, "a name");
+    }
+
+    #[test]
+    fn interner_assigns_dense_ids_and_reports_new_names_once() {
+        let mut i = Interner::new();
+        assert_eq!(
+            i.intern(b"MPI_INT", SLOT_DATATYPE),
+            Ok((0, Some("MPI_INT")))
+        );
+        assert_eq!(i.intern(b"MPI_INT", SLOT_DATATYPE), Ok((0, None)));
+        assert_eq!(i.intern(b"main", SLOT_ROUTINE), Ok((1, Some("main"))));
+        assert_eq!(i.intern(b"MPI_INT", SLOT_ROUTINE), Ok((0, None)));
+        assert_eq!(i.intern(b"", SLOT_OTHER), Ok((2, Some(""))));
+        assert_eq!(i.intern(b"", SLOT_OTHER), Ok((2, None)));
+        assert_eq!(i.intern(b"\xff", SLOT_OTHER), Err(()));
+    }
+
+    #[test]
+    fn numbers_end_at_token_boundaries() {
+        assert_eq!(uint_u64(b"12 x"), Some((&b" x"[..], 12)));
+        assert_eq!(uint_u64(b"12#c"), Some((&b"#c"[..], 12)));
+        assert_eq!(uint_u64(b"12x"), None);
+        assert_eq!(uint_u64(b"18446744073709551616"), None);
+        assert_eq!(uint_u32(b"4294967296"), None);
+        assert_eq!(int_i32(b"-2147483648"), Some((&b""[..], i32::MIN)));
+        assert_eq!(routine_keyword(b"enter x"), Some(true));
+        assert_eq!(routine_keyword(b"leave"), Some(false));
+        assert_eq!(routine_keyword(b"entering x"), None);
+    }
+}

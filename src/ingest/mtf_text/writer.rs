@@ -369,3 +369,40 @@ impl<W: Write> EventSink for MtfWriter<W> {
         self.out.flush().map_err(|e| Error::io(&self.name, e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut b = Vec::new();
+        f(&mut b);
+        String::from_utf8(b).unwrap()
+    }
+
+    #[test]
+    fn integers() {
+        for v in [0, 7, 10, 99, 100, 101, 12345, 1_000_000_007, u64::MAX] {
+            assert_eq!(text(|b| push_u64(b, v)), v.to_string());
+        }
+        for v in [0, -1, 42, i32::MIN, i32::MAX] {
+            assert_eq!(text(|b| push_i32(b, v)), v.to_string());
+        }
+    }
+
+    #[test]
+    fn member_runs() {
+        assert_eq!(text(|b| push_members(b, &[0, 1, 2, 3])), "0-3");
+        assert_eq!(text(|b| push_members(b, &[0, 1, 5, 4, 3, 9])), "0,1,5-3,9");
+        assert_eq!(text(|b| push_members(b, &[2, 4, 6, 7, 8])), "2,4,6-8");
+        assert_eq!(text(|b| push_members(b, &[7])), "7");
+        assert_eq!(text(|b| push_members(b, &[])), "");
+    }
+
+    #[test]
+    fn names_are_quoted_only_when_needed() {
+        assert_eq!(text(|b| push_name(b, "MPI_INT")), "MPI_INT");
+        assert_eq!(text(|b| push_name(b, "")), "\"\"");
+        assert_eq!(text(|b| push_name(b, "a b\"c\\\n")), r#""a b\"c\\\n""#);
+    }
+}
