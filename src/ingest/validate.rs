@@ -693,6 +693,22 @@ mod tests {
             "duplicate member"
         );
         let mut h = header(4);
+        h.communicators[1].members.clear();
+        let v = Validator::check_header(&h).unwrap_err();
+        assert_eq!((v.rule, v.field), ("empty communicator", Field::CommId(1)));
+        assert_eq!(v.message, "communicator 7 (pair) has no members");
+        let mut h = header(4);
+        h.processes.swap(0, 2);
+        let v = Validator::check_header(&h).unwrap_err();
+        assert_eq!(
+            (v.rule, v.field),
+            ("processes out of order", Field::ProcessRank(0))
+        );
+        assert_eq!(
+            v.message,
+            "process rank 2 is listed at position 0; processes must be listed in rank order"
+        );
+        let mut h = header(4);
         h.processes[1].processor = Some(3);
         let v = Validator::check_header(&h).unwrap_err();
         assert_eq!(
