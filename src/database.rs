@@ -115,6 +115,7 @@ impl Database {
     /// import succeeded; on any error nothing of it remains.
     pub fn import(&self, path: impl AsRef<Path>, name: Option<&str>) -> Result<TraceInfo> {
         let path = path.as_ref();
+        require_exists(path)?;
         let format = SourceFormat::detect(path)?;
         self.import_as(path, name, format)
     }
@@ -122,9 +123,7 @@ impl Database {
     /// Imports the trace at `path`, read as `format`.
     pub fn import_as(&self, path: impl AsRef<Path>, name: Option<&str>, format: SourceFormat) -> Result<TraceInfo> {
         let path = path.as_ref();
-        if !path.exists() {
-            return Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")));
-        }
+        require_exists(path)?;
         let name = match name {
             Some(n) => n.to_string(),
             None => default_trace_name(path),
@@ -190,6 +189,14 @@ impl Database {
     /// Bytes the whole database occupies on disk.
     pub fn size_on_disk(&self) -> Result<u64> {
         self.store.size_on_disk()
+    }
+}
+
+fn require_exists(path: &Path) -> Result<()> {
+    if path.exists() {
+        Ok(())
+    } else {
+        Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))
     }
 }
 

@@ -1,0 +1,229 @@
+//! Text rendering of `mtfdb traces` and `mtfdb info`.
+
+use std::fmt::Write;
+
+use mtfdb::model::{Anomaly, Rank};
+use mtfdb::{Result, Trace, TraceInfo};
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Nanoseconds as seconds with microsecond precision.
+fn seconds(ns: u64) -> String {
+    format!("{:.6} s", ns as f64 / 1e9)
+}
+
+/// Bytes in a human unit.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {} ({} B)", UNITS[unit], thousands(n))
+    }
+}
+
+/// Ranks as compact ranges: `0-3,5,7-9`.
+pub fn rank_ranges(ranks: &[Rank]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j > i {
+            let _ = write!(out, "{}-{}", ranks[i], ranks[j]);
+        } else {
+            let _ = write!(out, "{}", ranks[i]);
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// The `mtfdb traces` listing.
+pub fn traces_table(traces: &[TraceInfo]) -> String {
+    if traces.is_empty() {
+        return "no traces (import one with `mtfdb import FILE`)\n".to_string();
+    }
+    let mut rows = vec![[
+        "name".to_string(),
+        "processes".to_string(),
+        "operations".to_string(),
+        "messages".to_string(),
+        "format".to_string(),
+        "source".to_string(),
+    ]];
+    for t in traces {
+        rows.push([
+            t.name.clone(),
+            thousands(t.processes as u64),
+            thousands(t.summary.operations),
+            thousands(t.summary.messages),
+            t.format.clone(),
+            t.source.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+/// How many rows of a per-process listing are shown before it is elided.
+const MAX_LISTED: usize = 32;
+
+/// The `mtfdb info NAME` report.
+pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
+    let info = trace.info();
+    let header = trace.header();
+    let s = &info.summary;
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "trace {}  (imported from {}, format {})", info.name, info.source, info.format);
+    if !header.scenario.is_empty() {
+        let _ = writeln!(w, "scenario: {}", header.scenario);
+    }
+    if !header.comments.is_empty() {
+        let _ = writeln!(w, "comments: {}", header.comments);
+    }
+    match (s.first_time, s.last_time) {
+        (Some(a), Some(b)) => {
+            let _ = writeln!(w, "time span: {} to {} ({})", seconds(a), seconds(b), seconds(b - a));
+        }
+        _ => {
+            let _ = writeln!(w, "time span: no events");
+        }
+    }
+
+    let _ = writeln!(w, "\nprocessors: {}", header.processors.len());
+    for p in header.processors.iter().take(MAX_LISTED) {
+        let ranks: Vec<Rank> = header.processes.iter().filter(|q| q.processor == Some(p.id)).map(|q| q.rank).collect();
+        let _ = writeln!(w, "  {:<4} {:<16} ranks {}", p.id, p.name, rank_ranges(&ranks));
+    }
+    elide(w, header.processors.len());
+
+    let _ = writeln!(w, "\nprocesses: {}", header.processes.len());
+    let ops_per_rank = ops_per_rank(trace, header.processes.len());
+    for p in header.processes.iter().take(MAX_LISTED) {
+        let node = p
+            .processor
+            .and_then(|id| header.processors.iter().find(|q| q.id == id))
+            .map_or("-", |q| q.name.as_str());
+        let _ = writeln!(
+            w,
+            "  rank {:<5} {:<12} on {:<16} {:>12} operations",
+            p.rank,
+            p.name,
+            node,
+            thousands(ops_per_rank[p.rank as usize])
+        );
+    }
+    elide(w, header.processes.len());
+
+    let _ = writeln!(w, "\ncommunicators: {}", header.communicators.len());
+    for c in &header.communicators {
+        let _ = writeln!(w, "  {} (id {}): {} members: {}", c.name, c.id, c.members.len(), rank_ranges(&c.members));
+    }
+
+    let _ = writeln!(w, "\noperations: {}", thousands(s.operations));
+    for (kind, n) in &s.by_kind {
+        let _ = writeln!(w, "  {:<28} {:>14}", trace.kind_name(*kind), thousands(*n));
+    }
+    let _ = writeln!(w, "\nmessages (matched send/receive pairs): {}, {}", thousands(s.messages), bytes(s.message_bytes));
+    let _ = writeln!(w, "collective instances: {}", thousands(s.collective_instances));
+    let _ = writeln!(w, "requests completed by a Wait/Test: {}", thousands(s.request_links));
+    let _ = writeln!(w, "routine calls: {}", thousands(s.routine_calls));
+    let _ = writeln!(
+        w,
+        "unmatched operations: {} sends never received, {} receives never matched",
+        thousands(s.anomaly_count("send never received")),
+        thousands(s.anomaly_count("receive never matched"))
+    );
+    if s.anomalies.is_empty() {
+        let _ = writeln!(w, "anomalies: none");
+    } else {
+        let _ = writeln!(w, "anomalies:");
+        for (kind, n) in &s.anomalies {
+            let _ = writeln!(w, "  {:<34} {:>10}", kind, thousands(*n));
+        }
+        let list = trace.anomalies()?;
+        let shown = if all_anomalies { list.len() } else { list.len().min(10) };
+        for a in &list[..shown] {
+            let _ = writeln!(w, "  - {}", describe(trace, a));
+        }
+        if shown < list.len() {
+            let _ = writeln!(w, "  … {} more (mtfdb info {} --anomalies lists them all)", list.len() - shown, info.name);
+        }
+    }
+    let stored = trace.stored_bytes()?;
+    let per_op = if s.operations > 0 { stored as f64 / s.operations as f64 } else { 0.0 };
+    let _ = writeln!(w, "\non disk: {} ({per_op:.2} bytes per operation, indexes included)", bytes(stored));
+    Ok(out)
+}
+
+fn elide(w: &mut String, n: usize) {
+    if n > MAX_LISTED {
+        let _ = writeln!(w, "  … and {} more", n - MAX_LISTED);
+    }
+}
+
+fn ops_per_rank(trace: &Trace, ranks: usize) -> Vec<u64> {
+    let mut v = vec![0u64; ranks];
+    for c in trace.op_chunks() {
+        if let Some(n) = v.get_mut(c.rank as usize) {
+            *n += u64::from(c.rows);
+        }
+    }
+    v
+}
+
+/// One anomaly in words.
+fn describe(trace: &Trace, a: &Anomaly) -> String {
+    match a {
+        Anomaly::UnmatchedSend { op, rank, dest, comm, tag } => {
+            format!("operation {op}: send from rank {rank} to rank {dest} (communicator {comm}, tag {tag}) was never received")
+        }
+        Anomaly::UnmatchedReceive { op, rank, source, comm, tag } => {
+            format!("operation {op}: receive by rank {rank} from rank {source} (communicator {comm}, tag {tag}) matched no send")
+        }
+        Anomaly::RequestNeverCompleted { op, rank, request } => {
+            format!("operation {op}: request {request} of rank {rank} was never completed by a Wait or Test")
+        }
+        Anomaly::UnknownRequest { op, rank, request } => {
+            format!("operation {op}: rank {rank} completed request {request}, which it never created")
+        }
+        Anomaly::IncompleteCollective { kind, comm, present, expected } => format!(
+            "{} on communicator {comm}: only {present} of {expected} members took part",
+            trace.kind_name(*kind)
+        ),
+        Anomaly::MissingFinalize { rank } => format!("rank {rank} never called MPI_Finalize"),
+        Anomaly::UnclosedRoutine { rank, routine } => format!(
+            "rank {rank}: routine {} was entered but never left (closed at the rank's last event)",
+            trace.string(*routine).unwrap_or("?")
+        ),
+    }
+}

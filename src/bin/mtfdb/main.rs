@@ -1,0 +1,165 @@
+//! The `mtfdb` command: import MPI traces into a database and inspect them.
+
+mod info;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use mtfdb::database::default_database_path;
+use mtfdb::gen::{generate, GenConfig, Scenario};
+use mtfdb::ingest::mtf_text::MtfWriter;
+use mtfdb::{Database, Error, SourceFormat};
+
+/// mtfdb: an embedded query database for MPI communication traces.
+#[derive(Parser)]
+#[command(name = "mtfdb", version, about)]
+struct Cli {
+    /// The database directory [default: $MTFDB_DB, else ./mtfdb.db]
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a synthetic MTF text trace of a real application shape.
+    Gen {
+        /// stencil2d, ring, sweep, lu, bt, cg or alltoall
+        scenario: Scenario,
+        /// Number of MPI processes
+        #[arg(long, default_value_t = 16)]
+        ranks: u32,
+        /// Number of solver iterations
+        #[arg(long, default_value_t = 10)]
+        iterations: u32,
+        /// Seed of the timing jitter (and of --shuffle-ranks)
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Renumber ranks randomly (the topology stays, the numbering is scrambled)
+        #[arg(long)]
+        shuffle_ranks: bool,
+        /// Where to write the trace
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Also write the generator's ground truth (messages per pair, bytes per rank) as JSON
+        #[arg(long, value_name = "FILE")]
+        truth: Option<PathBuf>,
+    },
+    /// Import a trace file into the database.
+    Import {
+        /// The trace file
+        file: PathBuf,
+        /// The trace's name in the database [default: the file's stem]
+        #[arg(long)]
+        name: Option<String>,
+        /// Force the source format instead of detecting it (mtf)
+        #[arg(long)]
+        format: Option<String>,
+        /// Also print the import's peak memory (resident set size)
+        #[arg(long)]
+        stats: bool,
+    },
+    /// List the traces in the database.
+    Traces,
+    /// Show what a trace holds: processes, communicators, operations, messages, anomalies.
+    Info {
+        /// The trace's name
+        name: String,
+        /// List every anomaly, not only their counts
+        #[arg(long)]
+        anomalies: bool,
+    },
+    /// Remove a trace from the database.
+    Drop {
+        /// The trace's name
+        name: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The process's peak resident set size, from `/proc/self/status` (Linux).
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn open_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
+    Database::open(cli_db.unwrap_or_else(default_database_path))
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Gen { scenario, ranks, iterations, seed, shuffle_ranks, output, truth } => {
+            let config = GenConfig { scenario, ranks, iterations, seed, shuffle_ranks };
+            let mut writer = MtfWriter::create(&output)?;
+            let ground_truth = generate(&config, &mut writer)?;
+            writer.into_inner()?;
+            if let Some(path) = truth {
+                let json = serde_json::to_string_pretty(&ground_truth).expect("ground truth serializes");
+                std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
+            }
+            println!(
+                "wrote {} ({} operations and {} routine events: {} ranks, {} iterations of {})",
+                output.display(),
+                ground_truth.operations,
+                ground_truth.routine_events,
+                ranks,
+                iterations,
+                scenario
+            );
+        }
+        Command::Import { file, name, format, stats } => {
+            let db = open_db(cli.db)?;
+            let started = std::time::Instant::now();
+            let info = match format {
+                Some(f) => db.import_as(&file, name.as_deref(), SourceFormat::from_name(&f)?)?,
+                None => db.import(&file, name.as_deref())?,
+            };
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "imported {} as {:?}: {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)",
+                file.display(),
+                info.name,
+                info.summary.operations,
+                info.summary.messages,
+                info.summary.collective_instances,
+                secs,
+                info.summary.operations as f64 / secs.max(1e-9)
+            );
+            if stats {
+                match peak_memory_kib() {
+                    Some(kib) => println!("peak memory: {kib} KiB"),
+                    None => println!("peak memory: unknown on this system"),
+                }
+            }
+        }
+        Command::Traces => {
+            let db = open_db(cli.db)?;
+            print!("{}", info::traces_table(&db.traces()?));
+        }
+        Command::Info { name, anomalies } => {
+            let db = open_db(cli.db)?;
+            let trace = db.trace(&name)?;
+            print!("{}", info::render(&trace, anomalies)?);
+        }
+        Command::Drop { name } => {
+            let db = open_db(cli.db)?;
+            db.drop_trace(&name)?;
+            println!("dropped trace {name:?}");
+        }
+    }
+    Ok(())
+}
