@@ -536,6 +536,10 @@ fn root_mismatch_keeps_the_first_root_and_is_counted() {
     assert_eq!(log.collectives.len(), 1);
     assert_eq!(log.collectives[0].root, Some(0));
     assert_eq!(stats.root_mismatches, 1);
+    assert_eq!(
+        log.anomalies,
+        vec![Anomaly::RootMismatch { op: 1, rank: 1, kind: OpKind::Bcast, comm: WORLD }]
+    );
 }
 
 #[test]

@@ -262,7 +262,7 @@ pub struct RequestLink {
 /// by each of its members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectiveInstance {
-    /// The (blocking form of the) collective operation.
+    /// The collective as called (`Ibcast` instances are kept apart from `Bcast` ones).
     pub kind: OpKind,
     /// The communicator.
     pub comm: CommId,
@@ -391,6 +391,35 @@ pub enum Anomaly {
         /// Members of the communicator.
         expected: u32,
     },
+    /// A Wait/Test that started before the operation whose request it completed
+    /// (Table 3.1, rule 5).
+    WaitBeforeRequest {
+        /// The Wait/Test.
+        op: OpId,
+        /// The operation that created the request.
+        request_op: OpId,
+        /// Their process.
+        rank: Rank,
+    },
+    /// A wildcard receive whose actual source or tag the tracer did not record: it cannot
+    /// be matched to a send.
+    UnresolvedWildcard {
+        /// The receive.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+    },
+    /// A member of a collective instance named a different root than the first member did.
+    RootMismatch {
+        /// The member's operation.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The collective.
+        kind: OpKind,
+        /// The communicator.
+        comm: CommId,
+    },
     /// A process that never called `MPI_Finalize` (nor `MPI_Abort`).
     MissingFinalize {
         /// The process.
@@ -414,6 +443,9 @@ impl Anomaly {
             Anomaly::RequestNeverCompleted { .. } => "request never completed",
             Anomaly::UnknownRequest { .. } => "completion of an unknown request",
             Anomaly::IncompleteCollective { .. } => "incomplete collective",
+            Anomaly::WaitBeforeRequest { .. } => "wait started before its request",
+            Anomaly::UnresolvedWildcard { .. } => "wildcard receive never resolved",
+            Anomaly::RootMismatch { .. } => "collective root mismatch",
             Anomaly::MissingFinalize { .. } => "missing MPI_Finalize",
             Anomaly::UnclosedRoutine { .. } => "routine never left",
         }

@@ -220,6 +220,16 @@ fn describe(trace: &Trace, a: &Anomaly) -> String {
             "{} on communicator {comm}: only {present} of {expected} members took part",
             trace.kind_name(*kind)
         ),
+        Anomaly::WaitBeforeRequest { op, request_op, rank } => {
+            format!("operation {op}: rank {rank} waited before operation {request_op} created the request")
+        }
+        Anomaly::UnresolvedWildcard { op, rank } => {
+            format!("operation {op}: wildcard receive by rank {rank} has no recorded source or tag; it cannot be matched")
+        }
+        Anomaly::RootMismatch { op, rank, kind, comm } => format!(
+            "operation {op}: rank {rank} named a different root for {} on communicator {comm} than the other members",
+            trace.kind_name(*kind)
+        ),
         Anomaly::MissingFinalize { rank } => format!("rank {rank} never called MPI_Finalize"),
         Anomaly::UnclosedRoutine { rank, routine } => format!(
             "rank {rank}: routine {} was entered but never left (closed at the rank's last event)",

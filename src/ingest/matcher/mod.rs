@@ -256,11 +256,14 @@ impl Matcher {
     fn receive(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
         let (Some(comm), Some(source), Some(tag)) = (op.comm, op.source, op.recv_tag) else {
             self.stats.unmatchable_p2p += 1;
+            if op.flags & (flags::ANY_SOURCE | flags::ANY_TAG) != 0 {
+                return out.anomaly(&Anomaly::UnresolvedWildcard { op: id, rank: op.rank });
+            }
             return Ok(());
         };
         if tag == ANY_TAG && op.flags & flags::ANY_TAG != 0 {
             self.stats.unmatchable_p2p += 1;
-            return Ok(());
+            return out.anomaly(&Anomaly::UnresolvedWildcard { op: id, rank: op.rank });
         }
         let channel = Channel {
             comm,
@@ -294,6 +297,11 @@ impl Matcher {
                 Some(open) => {
                     if op.start < open.start {
                         self.stats.wait_before_start += 1;
+                        out.anomaly(&Anomaly::WaitBeforeRequest {
+                            op: id,
+                            request_op: open.op,
+                            rank: op.rank,
+                        })?;
                     }
                     self.stats.request_links += 1;
                     out.request_link(&RequestLink {
@@ -320,13 +328,13 @@ impl Matcher {
                 self.stats.unmatchable_collectives += 1;
             }
             Ok(Placed::Partial { root_mismatch, .. }) => {
-                self.stats.root_mismatches += root_mismatch as u64;
+                self.root_mismatch(id, op, root_mismatch, out)?;
             }
             Ok(Placed::Complete {
                 instance,
                 root_mismatch,
             }) => {
-                self.stats.root_mismatches += root_mismatch as u64;
+                self.root_mismatch(id, op, root_mismatch, out)?;
                 self.stats.collectives_complete += 1;
                 let r = out.collective(&instance);
                 self.collectives.recycle(instance);
@@ -334,6 +342,19 @@ impl Matcher {
             }
         }
         Ok(())
+    }
+
+    fn root_mismatch(&mut self, id: OpId, op: &Operation, mismatch: bool, out: &mut impl MatchSink) -> Result<()> {
+        if !mismatch {
+            return Ok(());
+        }
+        self.stats.root_mismatches += 1;
+        out.anomaly(&Anomaly::RootMismatch {
+            op: id,
+            rank: op.rank,
+            kind: op.kind,
+            comm: op.comm.unwrap_or_default(),
+        })
     }
 
     /// Ends the trace: emits what is left, as anomalies, in this order —
@@ -475,7 +496,9 @@ mod tests {
         let stats = m.finish(&mut log).unwrap();
         assert_eq!(stats.unmatchable_p2p, 2);
         assert_eq!(stats.unmatchable_collectives, 1);
-        assert_eq!(log.anomalies.len(), 2); // the two missing finalizes only
+        // The unresolved wildcard, then the two missing finalizes.
+        assert_eq!(log.anomalies.len(), 3);
+        assert_eq!(log.anomalies[0], Anomaly::UnresolvedWildcard { op: 1, rank: 1 });
     }
 
     #[test]
@@ -525,6 +548,10 @@ mod tests {
         w.completes = vec![1];
         m.operation(1, &w, &mut log).unwrap();
         assert_eq!(m.stats().wait_before_start, 1);
+        assert_eq!(
+            log.anomalies,
+            vec![Anomaly::WaitBeforeRequest { op: 1, request_op: 0, rank: 0 }]
+        );
         assert_eq!(
             log.links,
             vec![RequestLink {
