@@ -23,7 +23,11 @@ fn dir_size(path: &Path) -> u64 {
     if let Ok(entries) = std::fs::read_dir(path) {
         for e in entries.flatten() {
             let m = e.metadata().unwrap();
-            total += if m.is_dir() { dir_size(&e.path()) } else { m.len() };
+            total += if m.is_dir() {
+                dir_size(&e.path())
+            } else {
+                m.len()
+            };
         }
     }
     total
@@ -48,12 +52,19 @@ fn scan_lines(path: &Path) -> (u64, f64) {
 fn main() {
     let sizes: Vec<u64> = std::env::var("MTFDB_BENCH_EVENTS")
         .ok()
-        .map(|s| s.split(',').map(|x| x.trim().parse().expect("event counts")).collect())
+        .map(|s| {
+            s.split(',')
+                .map(|x| x.trim().parse().expect("event counts"))
+                .collect()
+        })
         .unwrap_or_else(|| vec![10_000_000, 50_000_000]);
     let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
     std::fs::create_dir_all(&data).unwrap();
     let exe = env!("CARGO_BIN_EXE_mtfdb");
-    println!("import benchmark: stencil2d, {RANKS} ranks, on {} cores", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "import benchmark: stencil2d, {RANKS} ranks, on {} cores",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     println!(
         "{:>11} {:>9} {:>10} {:>10} {:>12} {:>8} {:>12} {:>10}",
         "events", "file MiB", "scan s", "import s", "events/s", "ratio", "bytes/event", "peak MiB"
@@ -74,15 +85,32 @@ fn main() {
         let _ = std::fs::remove_dir_all(&db);
         let started = Instant::now();
         let out = Command::new(exe)
-            .args(["--db", db.to_str().unwrap(), "import", file.to_str().unwrap(), "--name", "bench", "--stats"])
+            .args([
+                "--db",
+                db.to_str().unwrap(),
+                "import",
+                file.to_str().unwrap(),
+                "--name",
+                "bench",
+                "--stats",
+            ])
             .output()
             .unwrap();
         let import_secs = started.elapsed().as_secs_f64();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "import failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "import failed: {}{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        );
         let peak_kib: u64 = stdout
             .lines()
-            .find_map(|l| l.strip_prefix("peak memory: ").and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse().ok()))
+            .find_map(|l| {
+                l.strip_prefix("peak memory: ")
+                    .and_then(|r| r.split_whitespace().next())
+                    .and_then(|v| v.parse().ok())
+            })
             .expect("import --stats reports peak memory in KiB");
         let on_disk = dir_size(&db);
         println!(

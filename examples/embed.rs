@@ -8,16 +8,24 @@ use mtfdb::store::IndexDim;
 use mtfdb::Database;
 
 fn main() -> Result<(), mtfdb::Error> {
-    let trace_file = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf").to_string());
+    let trace_file = std::env::args().nth(1).unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/traces/stencil2d-16.mtf"
+        )
+        .to_string()
+    });
     let dir = std::env::temp_dir().join(format!("mtfdb-embed-{}", std::process::id()));
     let db = Database::open(&dir)?;
 
     let info = db.import(&trace_file, Some("wrf16"))?;
     println!(
         "imported {:?}: {} processes, {} operations, {} messages ({} bytes)",
-        info.name, info.processes, info.summary.operations, info.summary.messages, info.summary.message_bytes
+        info.name,
+        info.processes,
+        info.summary.operations,
+        info.summary.messages,
+        info.summary.message_bytes
     );
 
     for t in db.traces()? {
@@ -26,15 +34,28 @@ fn main() -> Result<(), mtfdb::Error> {
 
     let trace = db.trace("wrf16")?;
     for comm in &trace.header().communicators {
-        println!("communicator {} (id {}) has {} members", comm.name, comm.id, comm.members.len());
+        println!(
+            "communicator {} (id {}) has {} members",
+            comm.name,
+            comm.id,
+            comm.members.len()
+        );
     }
     // The bitmap indexes answer "which operations …" without reading any rows.
     let isends = trace.index(IndexDim::Kind, OpKind::Isend.code())?;
     let rank5 = trace.index(IndexDim::Process, 5)?;
     let rank5_isends = &isends & &rank5;
-    println!("rank 5 posted {} of the trace's {} MPI_Isend calls", rank5_isends.len(), isends.len());
+    println!(
+        "rank 5 posted {} of the trace's {} MPI_Isend calls",
+        rank5_isends.len(),
+        isends.len()
+    );
     // Then read just those rows.
-    let total: u64 = trace.operations(&rank5_isends)?.iter().map(|(_, op)| op.send_bytes).sum();
+    let total: u64 = trace
+        .operations(&rank5_isends)?
+        .iter()
+        .map(|(_, op)| op.send_bytes)
+        .sum();
     println!("rank 5 sent {total} bytes with MPI_Isend");
 
     // Messages are matched send/receive pairs.

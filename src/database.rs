@@ -102,7 +102,9 @@ impl Database {
     /// Opens the database at `path`, creating it if absent. Refuses a database of another
     /// storage format version, and removes what interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database { store: Store::open(path)? })
+        Ok(Database {
+            store: Store::open(path)?,
+        })
     }
 
     /// The database's directory.
@@ -121,7 +123,12 @@ impl Database {
     }
 
     /// Imports the trace at `path`, read as `format`.
-    pub fn import_as(&self, path: impl AsRef<Path>, name: Option<&str>, format: SourceFormat) -> Result<TraceInfo> {
+    pub fn import_as(
+        &self,
+        path: impl AsRef<Path>,
+        name: Option<&str>,
+        format: SourceFormat,
+    ) -> Result<TraceInfo> {
         let path = path.as_ref();
         require_exists(path)?;
         let name = match name {
@@ -161,7 +168,11 @@ impl Database {
     /// })?;
     /// # Ok::<(), mtfdb::Error>(())
     /// ```
-    pub fn import_events(&self, name: &str, produce: impl FnOnce(&mut ImportSink) -> Result<()>) -> Result<TraceInfo> {
+    pub fn import_events(
+        &self,
+        name: &str,
+        produce: impl FnOnce(&mut ImportSink) -> Result<()>,
+    ) -> Result<TraceInfo> {
         let writer = self.store.begin_import(name)?;
         let meta = run_import(writer, "(generated in memory)", "events", produce)?;
         Ok(info_of(&meta))
@@ -178,7 +189,9 @@ impl Database {
 
     /// Opens the trace called `name`.
     pub fn trace(&self, name: &str) -> Result<Trace> {
-        Ok(Trace { reader: self.store.reader(name)? })
+        Ok(Trace {
+            reader: self.store.reader(name)?,
+        })
     }
 
     /// Removes the trace called `name`.
@@ -196,7 +209,10 @@ fn require_exists(path: &Path) -> Result<()> {
     if path.exists() {
         Ok(())
     } else {
-        Err(Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))
+        Err(Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        ))
     }
 }
 
@@ -301,14 +317,25 @@ impl Trace {
                     .op_chunks()
                     .binary_search_by_key(&chunk, |c| c.chunk)
                     .map(|i| self.op_chunks()[i])
-                    .map_err(|_| Error::Usage(format!("operation id {id} is not in trace {:?}", self.name())))?;
+                    .map_err(|_| {
+                        Error::Usage(format!(
+                            "operation id {id} is not in trace {:?}",
+                            self.name()
+                        ))
+                    })?;
                 let cols = self.reader.chunk(Table::Operations, chunk)?;
-                current = Some((chunk, tables::read_operations(&cols, info.rank, info.thread)?));
+                current = Some((
+                    chunk,
+                    tables::read_operations(&cols, info.rank, info.thread)?,
+                ));
             }
             let ops = &current.as_ref().expect("loaded").1;
-            let op = ops
-                .get(row)
-                .ok_or_else(|| Error::Usage(format!("operation id {id} is not in trace {:?}", self.name())))?;
+            let op = ops.get(row).ok_or_else(|| {
+                Error::Usage(format!(
+                    "operation id {id} is not in trace {:?}",
+                    self.name()
+                ))
+            })?;
             out.push((u64::from(id), op.clone()));
         }
         Ok(out)
@@ -320,7 +347,12 @@ impl Trace {
         self.reader.index(dim, value)
     }
 
-    fn table_rows<T>(&self, table: Table, chunks: u32, read: impl Fn(&tables::Columns) -> Result<Vec<T>>) -> Result<Vec<T>> {
+    fn table_rows<T>(
+        &self,
+        table: Table,
+        chunks: u32,
+        read: impl Fn(&tables::Columns) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
         let mut out = Vec::new();
         for chunk in 0..chunks {
             out.extend(read(&self.reader.chunk(table, chunk)?)?);
@@ -330,22 +362,32 @@ impl Trace {
 
     /// Every matched message, in matching order (message id = position).
     pub fn messages(&self) -> Result<Vec<Message>> {
-        self.table_rows(Table::Messages, self.meta().message_chunks, |c| Ok(tables::read_messages(c)))
+        self.table_rows(Table::Messages, self.meta().message_chunks, |c| {
+            Ok(tables::read_messages(c))
+        })
     }
 
     /// Every request link (non-blocking operation → the Wait/Test that completed it).
     pub fn request_links(&self) -> Result<Vec<RequestLink>> {
-        self.table_rows(Table::Links, self.meta().link_chunks, |c| Ok(tables::read_links(c)))
+        self.table_rows(Table::Links, self.meta().link_chunks, |c| {
+            Ok(tables::read_links(c))
+        })
     }
 
     /// Every collective instance.
     pub fn collective_instances(&self) -> Result<Vec<CollectiveInstance>> {
-        self.table_rows(Table::Collectives, self.meta().collective_chunks, tables::read_collectives)
+        self.table_rows(
+            Table::Collectives,
+            self.meta().collective_chunks,
+            tables::read_collectives,
+        )
     }
 
     /// Every routine call.
     pub fn routine_calls(&self) -> Result<Vec<RoutineCall>> {
-        self.table_rows(Table::Routines, self.meta().routine_chunks, |c| Ok(tables::read_routines(c)))
+        self.table_rows(Table::Routines, self.meta().routine_chunks, |c| {
+            Ok(tables::read_routines(c))
+        })
     }
 
     /// Every anomaly recorded at import.
@@ -356,5 +398,7 @@ impl Trace {
 
 /// The default database path: `MTFDB_DB`, else `./mtfdb.db`.
 pub fn default_database_path() -> PathBuf {
-    std::env::var_os("MTFDB_DB").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("mtfdb.db"))
+    std::env::var_os("MTFDB_DB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("mtfdb.db"))
 }

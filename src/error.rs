@@ -24,9 +24,17 @@ pub struct InputError {
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
-            write!(f, "{}: byte {}: {}: {}", self.file, self.column, self.rule, self.message)?;
+            write!(
+                f,
+                "{}: byte {}: {}: {}",
+                self.file, self.column, self.rule, self.message
+            )?;
         } else {
-            write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.rule, self.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {}: {}",
+                self.file, self.line, self.column, self.rule, self.message
+            )?;
         }
         if !self.text.is_empty() {
             let caret = " ".repeat(self.column.saturating_sub(1) as usize);
@@ -91,7 +99,10 @@ fn list_names(names: &[String]) -> String {
 impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// An [`Error::Input`].

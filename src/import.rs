@@ -30,14 +30,28 @@ const ANOMALY_CHUNK: usize = 65_536;
 
 /// A unit of work for the writer thread.
 enum Job {
-    Ops { chunk: u32, rank: Rank, cols: Columns },
-    Messages { chunk: u32, cols: Columns },
-    Table { table: Table, chunk: u32, cols: Columns },
-    Anomalies { chunk: u32, anomalies: Vec<Anomaly> },
+    Ops {
+        chunk: u32,
+        rank: Rank,
+        cols: Columns,
+    },
+    Messages {
+        chunk: u32,
+        cols: Columns,
+    },
+    Table {
+        table: Table,
+        chunk: u32,
+        cols: Columns,
+    },
+    Anomalies {
+        chunk: u32,
+        anomalies: Vec<Anomaly>,
+    },
 }
 
 /// Encodes chunks and their index bitmaps and writes them; runs on its own thread.
-fn write_jobs(writer: &TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
+fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
     for job in jobs {
         match job {
             Job::Ops { chunk, rank, cols } => {
@@ -70,11 +84,15 @@ fn group_rows(
     let mut run_value = None;
     let mut run_start = 0usize;
     // Rows of equal value often come in runs; insert each run as a range.
-    let close = |value: Option<u32>, from: usize, to: usize, groups: &mut HashMap<u32, RoaringBitmap>| {
-        if let Some(v) = value {
-            groups.entry(v).or_default().insert_range(row_id(chunk, from)..row_id(chunk, to - 1) + 1);
-        }
-    };
+    let close =
+        |value: Option<u32>, from: usize, to: usize, groups: &mut HashMap<u32, RoaringBitmap>| {
+            if let Some(v) = value {
+                groups
+                    .entry(v)
+                    .or_default()
+                    .insert_range(row_id(chunk, from)..row_id(chunk, to - 1) + 1);
+            }
+        };
     for r in 0..rows {
         let v = value_of(r);
         if v != run_value {
@@ -138,7 +156,9 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
         (IndexDim::MessageComm, COMM),
     ] {
         let mut groups = HashMap::new();
-        group_rows(chunk, cols.rows, &mut groups, |r| Some(cols.cols[col][r] as u32));
+        group_rows(chunk, cols.rows, &mut groups, |r| {
+            Some(cols.cols[col][r] as u32)
+        });
         let mut g: Vec<_> = groups.into_iter().collect();
         g.sort_by_key(|(v, _)| *v);
         out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
@@ -174,7 +194,14 @@ fn locate(locations: &mut [Vec<Location>], rank: Rank, thread: u32) -> Result<us
     Ok(match by_rank.iter().position(|l| l.thread == thread) {
         Some(p) => p,
         None => {
-            by_rank.push(Location { rank, thread, rows: 0, open: None, stack: Vec::new(), last_time: 0 });
+            by_rank.push(Location {
+                rank,
+                thread,
+                rows: 0,
+                open: None,
+                stack: Vec::new(),
+                last_time: 0,
+            });
             by_rank.len() - 1
         }
     })
@@ -189,7 +216,11 @@ struct ChunkedTable {
 
 impl ChunkedTable {
     fn new(table: Table) -> ChunkedTable {
-        ChunkedTable { table, cols: Columns::new(table.columns()), next_chunk: 0 }
+        ChunkedTable {
+            table,
+            cols: Columns::new(table.columns()),
+            next_chunk: 0,
+        }
     }
 
     /// Hands the filled chunk to the writer when full (or when `force`d and non-empty).
@@ -244,7 +275,9 @@ impl Derived {
         let anomalies = std::mem::take(&mut self.anomalies);
         let chunk = self.anomaly_chunks;
         self.anomaly_chunks += 1;
-        self.jobs.send(Job::Anomalies { chunk, anomalies }).map_err(|_| writer_gone())
+        self.jobs
+            .send(Job::Anomalies { chunk, anomalies })
+            .map_err(|_| writer_gone())
     }
 }
 
@@ -338,7 +371,9 @@ impl Importer {
     /// Sends a location's open chunk to the writer.
     fn flush_location(&mut self, rank: Rank, idx: usize) -> Result<()> {
         let loc = &mut self.locations[rank as usize][idx];
-        let Some(open) = loc.open.take() else { return Ok(()) };
+        let Some(open) = loc.open.take() else {
+            return Ok(());
+        };
         self.buffered_rows -= open.cols.rows;
         self.op_chunks.push(OpChunkInfo {
             chunk: open.chunk,
@@ -352,7 +387,11 @@ impl Importer {
         });
         self.derived
             .jobs
-            .send(Job::Ops { chunk: open.chunk, rank: loc.rank, cols: open.cols })
+            .send(Job::Ops {
+                chunk: open.chunk,
+                rank: loc.rank,
+                cols: open.cols,
+            })
             .map_err(|_| writer_gone())
     }
 
@@ -381,9 +420,17 @@ impl Importer {
                 let (r, t, last) = (loc.rank, loc.thread, loc.last_time);
                 let open: Vec<_> = loc.stack.drain(..).collect();
                 for (depth, (routine, start)) in open.into_iter().enumerate().rev() {
-                    let call = RoutineCall { rank: r, thread: t, routine, depth: depth as u16, start, end: last };
+                    let call = RoutineCall {
+                        rank: r,
+                        thread: t,
+                        routine,
+                        depth: depth as u16,
+                        start,
+                        end: last,
+                    };
                     self.push_routine(&call)?;
-                    self.derived.record_anomaly(Anomaly::UnclosedRoutine { rank: r, routine })?;
+                    self.derived
+                        .record_anomaly(Anomaly::UnclosedRoutine { rank: r, routine })?;
                 }
                 self.flush_location(rank as Rank, i)?;
             }
@@ -392,15 +439,23 @@ impl Importer {
             matcher.finish(&mut self.derived)?;
         }
         let d = &mut self.derived;
-        for table in [&mut d.messages, &mut d.links, &mut d.collectives, &mut self.routines] {
+        for table in [
+            &mut d.messages,
+            &mut d.links,
+            &mut d.collectives,
+            &mut self.routines,
+        ] {
             table.flush_if(true, &d.jobs)?;
         }
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
         let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
         by_kind.sort();
-        let mut anomalies: Vec<(String, u64)> =
-            d.anomaly_counts.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        let mut anomalies: Vec<(String, u64)> = d
+            .anomaly_counts
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect();
         anomalies.sort();
         let mut meta = self.meta;
         meta.op_chunks = self.op_chunks;
@@ -510,7 +565,14 @@ impl EventSink for Importer {
         if let Some((routine, start)) = loc.stack.pop() {
             let depth = loc.stack.len() as u16;
             self.note_time(start, event.time);
-            let call = RoutineCall { rank, thread, routine, depth, start, end: event.time };
+            let call = RoutineCall {
+                rank,
+                thread,
+                routine,
+                depth,
+                start,
+                end: event.time,
+            };
             self.push_routine(&call)?;
         }
         Ok(())
@@ -622,7 +684,11 @@ impl EventSink for ImportSink {
 }
 
 /// Applies batches to the importer until the parsing side hangs up.
-fn import_batches(mut importer: Importer, batches: Receiver<Batch>, recycle: SyncSender<Batch>) -> Result<TraceMeta> {
+fn import_batches(
+    mut importer: Importer,
+    batches: Receiver<Batch>,
+    recycle: SyncSender<Batch>,
+) -> Result<TraceMeta> {
     for batch in batches {
         for entry in &batch.entries {
             match entry {
@@ -652,13 +718,18 @@ pub fn run_import(
     let (job_tx, job_rx) = sync_channel::<Job>(8);
     let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
+    let mut writer = writer;
     let meta = std::thread::scope(|s| {
-        let writer_ref = &writer;
+        let writer_ref = &mut writer;
         let write_stage = s.spawn(move || write_jobs(writer_ref, job_rx));
         let importer = Importer::new(&name, source, format, job_tx);
         let import_stage = s.spawn(move || import_batches(importer, full_rx, empty_tx));
         let parsed = {
-            let mut sink = ImportSink { batch: Batch::default(), full: full_tx, empty: empty_rx };
+            let mut sink = ImportSink {
+                batch: Batch::default(),
+                full: full_tx,
+                empty: empty_rx,
+            };
             parse(&mut sink).and_then(|_| sink.send())
             // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };

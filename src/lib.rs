@@ -18,9 +18,9 @@
 pub mod database;
 pub mod error;
 pub mod gen;
+pub mod import;
 pub mod ingest;
 pub mod model;
-pub mod import;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};

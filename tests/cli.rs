@@ -26,7 +26,12 @@ fn stderr(o: &Output) -> String {
 }
 
 fn ok(o: Output) -> String {
-    assert!(o.status.success(), "mtfdb failed:\n{}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "mtfdb failed:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     stdout(&o)
 }
 
@@ -39,13 +44,31 @@ fn gen_import_traces_info_drop() {
     let t = trace.to_str().unwrap();
     let out = ok(mtfdb(
         &db,
-        &["gen", "stencil2d", "--ranks", "16", "--iterations", "50", "-o", t, "--truth", truth.to_str().unwrap()],
+        &[
+            "gen",
+            "stencil2d",
+            "--ranks",
+            "16",
+            "--iterations",
+            "50",
+            "-o",
+            t,
+            "--truth",
+            truth.to_str().unwrap(),
+        ],
     ));
     assert!(out.starts_with(&format!("wrote {t} (")), "{out}");
-    let truth: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&truth).unwrap()).unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&truth).unwrap()).unwrap();
 
     let out = ok(mtfdb(&db, &["import", t, "--name", "wrf16"]));
-    assert!(out.starts_with(&format!("imported {t} as \"wrf16\": {} operations, {} messages", truth["operations"], truth["messages"])), "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "imported {t} as \"wrf16\": {} operations, {} messages",
+            truth["operations"], truth["messages"]
+        )),
+        "{out}"
+    );
 
     let out = ok(mtfdb(&db, &["traces"]));
     let lines: Vec<&str> = out.lines().collect();
@@ -58,27 +81,57 @@ fn gen_import_traces_info_drop() {
     assert!(info.contains("processes: 16\n"), "{info}");
     assert!(info.contains("processors: 4\n"), "{info}");
     assert!(info.contains("  C1 (id 0): 16 members: 0-15\n"), "{info}");
-    assert!(info.contains("messages (matched send/receive pairs): 2,400, "), "{info}");
+    assert!(
+        info.contains("messages (matched send/receive pairs): 2,400, "),
+        "{info}"
+    );
     let isends = truth["ops_by_kind"]["MPI_Isend"].as_u64().unwrap();
     assert_eq!(isends, 2400);
-    assert!(info.contains(&format!("  {:<28} {:>14}\n", "MPI_Isend", "2,400")), "{info}");
-    assert!(info.contains("unmatched operations: 0 sends never received, 0 receives never matched\n"), "{info}");
+    assert!(
+        info.contains(&format!("  {:<28} {:>14}\n", "MPI_Isend", "2,400")),
+        "{info}"
+    );
+    assert!(
+        info.contains("unmatched operations: 0 sends never received, 0 receives never matched\n"),
+        "{info}"
+    );
     assert!(info.contains("anomalies: none\n"), "{info}");
     assert!(info.contains("\non disk: "), "{info}");
 
     let out = mtfdb(&db, &["info", "nope"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stderr(&out), "error: no trace named \"nope\" in the database (it holds: wrf16)\n");
+    assert_eq!(
+        stderr(&out),
+        "error: no trace named \"nope\" in the database (it holds: wrf16)\n"
+    );
 
-    assert_eq!(ok(mtfdb(&db, &["drop", "wrf16"])), "dropped trace \"wrf16\"\n");
-    assert_eq!(ok(mtfdb(&db, &["traces"])), "no traces (import one with `mtfdb import FILE`)\n");
+    assert_eq!(
+        ok(mtfdb(&db, &["drop", "wrf16"])),
+        "dropped trace \"wrf16\"\n"
+    );
+    assert_eq!(
+        ok(mtfdb(&db, &["traces"])),
+        "no traces (import one with `mtfdb import FILE`)\n"
+    );
 }
 
 #[test]
 fn the_database_path_comes_from_db_then_mtfdb_db_then_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("ring.mtf");
-    ok(mtfdb(&dir.path().join("x"), &["gen", "ring", "--ranks", "4", "--iterations", "3", "-o", trace.to_str().unwrap()]));
+    ok(mtfdb(
+        &dir.path().join("x"),
+        &[
+            "gen",
+            "ring",
+            "--ranks",
+            "4",
+            "--iterations",
+            "3",
+            "-o",
+            trace.to_str().unwrap(),
+        ],
+    ));
     let from_env = dir.path().join("env.mtfdb");
     let o = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
         .args(["import", trace.to_str().unwrap()])
@@ -95,7 +148,10 @@ fn the_database_path_comes_from_db_then_mtfdb_db_then_the_current_directory() {
         .output()
         .unwrap();
     ok(o);
-    assert!(Database::open(dir.path().join("mtfdb.db")).unwrap().trace("here").is_ok());
+    assert!(Database::open(dir.path().join("mtfdb.db"))
+        .unwrap()
+        .trace("here")
+        .is_ok());
 }
 
 #[test]
@@ -105,7 +161,10 @@ fn user_errors_exit_non_zero_with_a_clear_message() {
     let missing = dir.path().join("missing.mtf");
     let o = mtfdb(&db, &["import", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), format!("error: {}: no such file\n", missing.display()));
+    assert_eq!(
+        stderr(&o),
+        format!("error: {}: no such file\n", missing.display())
+    );
 
     let bad = dir.path().join("bad.mtf");
     std::fs::write(
@@ -116,12 +175,28 @@ fn user_errors_exit_non_zero_with_a_clear_message() {
     let o = mtfdb(&db, &["import", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.starts_with(&format!("error: {}:6:", bad.display())), "{err}");
+    assert!(
+        err.starts_with(&format!("error: {}:6:", bad.display())),
+        "{err}"
+    );
     assert!(err.contains("unknown communicator"), "{err}");
     // Nothing of the rejected trace is visible.
-    assert_eq!(ok(mtfdb(&db, &["traces"])), "no traces (import one with `mtfdb import FILE`)\n");
+    assert_eq!(
+        ok(mtfdb(&db, &["traces"])),
+        "no traces (import one with `mtfdb import FILE`)\n"
+    );
 
-    let o = mtfdb(&db, &["gen", "bt", "--ranks", "10", "-o", dir.path().join("bt.mtf").to_str().unwrap()]);
+    let o = mtfdb(
+        &db,
+        &[
+            "gen",
+            "bt",
+            "--ranks",
+            "10",
+            "-o",
+            dir.path().join("bt.mtf").to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
 }
@@ -132,11 +207,43 @@ fn an_import_killed_half_way_leaves_no_trace_and_keeps_the_earlier_ones() {
     let db = dir.path().join("db");
     let small = dir.path().join("small.mtf");
     let big = dir.path().join("big.mtf");
-    ok(mtfdb(&db, &["gen", "ring", "--ranks", "8", "--iterations", "20", "-o", small.to_str().unwrap()]));
+    ok(mtfdb(
+        &db,
+        &[
+            "gen",
+            "ring",
+            "--ranks",
+            "8",
+            "--iterations",
+            "20",
+            "-o",
+            small.to_str().unwrap(),
+        ],
+    ));
     // Large enough that the import takes well over a second.
-    ok(mtfdb(&db, &["gen", "stencil2d", "--ranks", "64", "--iterations", "2000", "-o", big.to_str().unwrap()]));
-    ok(mtfdb(&db, &["import", small.to_str().unwrap(), "--name", "kept"]));
-    let kept_before = Database::open(&db).unwrap().trace("kept").unwrap().info().summary;
+    ok(mtfdb(
+        &db,
+        &[
+            "gen",
+            "stencil2d",
+            "--ranks",
+            "64",
+            "--iterations",
+            "2000",
+            "-o",
+            big.to_str().unwrap(),
+        ],
+    ));
+    ok(mtfdb(
+        &db,
+        &["import", small.to_str().unwrap(), "--name", "kept"],
+    ));
+    let kept_before = Database::open(&db)
+        .unwrap()
+        .trace("kept")
+        .unwrap()
+        .info()
+        .summary;
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
         .arg("--db")
@@ -145,26 +252,38 @@ fn an_import_killed_half_way_leaves_no_trace_and_keeps_the_earlier_ones() {
         .spawn()
         .unwrap();
     // Kill it once it has written chunks of its own (the database grows), well before the end.
-    let size = |p: &Path| -> u64 {
-        walk(p)
-    };
+    let size = |p: &Path| -> u64 { walk(p) };
     let before = size(&db);
     let started = Instant::now();
     while size(&db) < before + 4 * 1024 * 1024 && started.elapsed() < Duration::from_secs(60) {
-        assert!(child.try_wait().unwrap().is_none(), "the import finished before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the import finished before it could be killed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap();
     child.wait().unwrap();
 
     let reopened = Database::open(&db).unwrap();
-    let names: Vec<String> = reopened.traces().unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = reopened
+        .traces()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     assert_eq!(names, vec!["kept".to_string()]);
     assert_eq!(reopened.trace("kept").unwrap().info().summary, kept_before);
-    assert_eq!(reopened.trace("kept").unwrap().messages().unwrap().len() as u64, kept_before.messages);
+    assert_eq!(
+        reopened.trace("kept").unwrap().messages().unwrap().len() as u64,
+        kept_before.messages
+    );
     drop(reopened);
     // The name is free and a complete import works.
-    ok(mtfdb(&db, &["import", small.to_str().unwrap(), "--name", "killed"]));
+    ok(mtfdb(
+        &db,
+        &["import", small.to_str().unwrap(), "--name", "killed"],
+    ));
 }
 
 fn walk(p: &Path) -> u64 {
@@ -176,4 +295,56 @@ fn walk(p: &Path) -> u64 {
         }
     }
     total
+}
+
+#[test]
+fn info_counts_and_lists_the_anomalies_real_traces_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let file = dir.path().join("truncated.mtf");
+    // Rank 1 never receives the second send, never completes its Irecv, and never finalizes.
+    std::fs::write(
+        &file,
+        "MTF 1\nprocess 0 P0\nprocess 1 P1\ncommunicator 0 C1 0-1\n\
+         0 0 5 Init\n1 0 5 Init\n\
+         0 10 20 Send c=0 to=1 tag=1 b=64\n1 12 30 Recv c=0 from=0 rtag=1 rb=64\n\
+         0 40 50 Send c=0 to=1 tag=1 b=64\n\
+         1 45 46 Irecv c=0 from=0 rtag=9 rb=8 req=3\n\
+         0 90 99 Finalize\n",
+    )
+    .unwrap();
+    ok(mtfdb(&db, &["import", file.to_str().unwrap()]));
+    let info = ok(mtfdb(&db, &["info", "truncated"]));
+    assert!(
+        info.contains("messages (matched send/receive pairs): 1, 64 B\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("unmatched operations: 1 sends never received, 1 receives never matched\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("  missing MPI_Finalize                        1\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("  request never completed                     1\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("  - rank 1 never called MPI_Finalize\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("send from rank 0 to rank 1 (communicator 0, tag 1) was never received"),
+        "{info}"
+    );
+    assert!(
+        info.contains("receive by rank 1 from rank 0 (communicator 0, tag 9) matched no send"),
+        "{info}"
+    );
+    assert!(
+        info.contains("request 3 of rank 1 was never completed by a Wait or Test"),
+        "{info}"
+    );
 }

@@ -43,34 +43,82 @@ fn check_against_truth(trace: &Trace, truth: &GroundTruth) {
     let s = trace.summary();
     let label = &truth.trace_name;
     assert_eq!(s.operations, truth.operations, "{label}: operations");
-    let by_kind: BTreeMap<String, u64> = s.by_kind.iter().map(|(k, n)| (trace.kind_name(*k), *n)).collect();
+    let by_kind: BTreeMap<String, u64> = s
+        .by_kind
+        .iter()
+        .map(|(k, n)| (trace.kind_name(*k), *n))
+        .collect();
     assert_eq!(by_kind, truth.ops_by_kind, "{label}: operations by kind");
     assert_eq!(s.messages, truth.messages, "{label}: messages");
-    assert_eq!(s.message_bytes, truth.message_bytes, "{label}: message bytes");
-    let expected_pairs: BTreeMap<(Rank, Rank), (u64, u64)> =
-        truth.pairs.iter().map(|p| ((p.sender, p.receiver), (p.messages, p.bytes))).collect();
-    assert_eq!(stored_pairs(trace), expected_pairs, "{label}: messages per pair");
-    assert_eq!(s.collective_instances, truth.collectives.values().sum::<u64>(), "{label}: collective instances");
+    assert_eq!(
+        s.message_bytes, truth.message_bytes,
+        "{label}: message bytes"
+    );
+    let expected_pairs: BTreeMap<(Rank, Rank), (u64, u64)> = truth
+        .pairs
+        .iter()
+        .map(|p| ((p.sender, p.receiver), (p.messages, p.bytes)))
+        .collect();
+    assert_eq!(
+        stored_pairs(trace),
+        expected_pairs,
+        "{label}: messages per pair"
+    );
+    assert_eq!(
+        s.collective_instances,
+        truth.collectives.values().sum::<u64>(),
+        "{label}: collective instances"
+    );
     let mut instances: BTreeMap<String, u64> = BTreeMap::new();
     for c in trace.collective_instances().unwrap() {
-        assert_eq!(c.ops.len(), trace.header().communicator(c.comm).unwrap().members.len(), "{label}: complete instance");
+        assert_eq!(
+            c.ops.len(),
+            trace.header().communicator(c.comm).unwrap().members.len(),
+            "{label}: complete instance"
+        );
         *instances.entry(trace.kind_name(c.kind)).or_default() += 1;
     }
     assert_eq!(instances, truth.collectives, "{label}: instances by kind");
-    assert_eq!(s.routine_calls, truth.routine_calls, "{label}: routine calls");
-    assert!(s.anomalies.is_empty(), "{label}: anomalies {:?}", s.anomalies);
+    assert_eq!(
+        s.routine_calls, truth.routine_calls,
+        "{label}: routine calls"
+    );
+    assert!(
+        s.anomalies.is_empty(),
+        "{label}: anomalies {:?}",
+        s.anomalies
+    );
     assert_eq!(s.first_time, Some(truth.first_time), "{label}: first time");
     assert_eq!(s.last_time, Some(truth.last_time), "{label}: last time");
     let ranks = truth.ranks as usize;
     let (fan_out, fan_in) = stored_fans(trace, ranks);
     for r in &truth.per_rank {
-        assert_eq!(fan_out[r.rank as usize], r.fan_out(), "{label}: fan-out of rank {}", r.rank);
-        assert_eq!(fan_in[r.rank as usize], r.fan_in(), "{label}: fan-in of rank {}", r.rank);
+        assert_eq!(
+            fan_out[r.rank as usize],
+            r.fan_out(),
+            "{label}: fan-out of rank {}",
+            r.rank
+        );
+        assert_eq!(
+            fan_in[r.rank as usize],
+            r.fan_in(),
+            "{label}: fan-in of rank {}",
+            r.rank
+        );
         let indexed = trace.index(IndexDim::Process, r.rank).unwrap().len();
-        assert_eq!(indexed, r.operations, "{label}: process index of rank {}", r.rank);
+        assert_eq!(
+            indexed, r.operations,
+            "{label}: process index of rank {}",
+            r.rank
+        );
     }
     // Every non-blocking request is linked to the Wait that completed it.
-    let nonblocking: u64 = s.by_kind.iter().filter(|(k, _)| k.is_nonblocking()).map(|(_, n)| n).sum();
+    let nonblocking: u64 = s
+        .by_kind
+        .iter()
+        .filter(|(k, _)| k.is_nonblocking())
+        .map(|(_, n)| n)
+        .sum();
     assert_eq!(s.request_links, nonblocking, "{label}: request links");
 }
 
@@ -90,7 +138,13 @@ fn every_scenario_imports_to_its_ground_truth() {
     let db = Database::open(dir.path().join("db")).unwrap();
     for scenario in Scenario::ALL {
         for shuffle in [false, true] {
-            let config = GenConfig { scenario, ranks: 16, iterations: 9, seed: 7, shuffle_ranks: shuffle };
+            let config = GenConfig {
+                scenario,
+                ranks: 16,
+                iterations: 9,
+                seed: 7,
+                shuffle_ranks: shuffle,
+            };
             let name = format!("{scenario}-{shuffle}");
             let truth = import_scenario(&db, &config, &name);
             check_against_truth(&db.trace(&name).unwrap(), &truth);
@@ -110,8 +164,16 @@ fn stencil2d_16_has_the_wrf_counts_of_table_3_8() {
     let waits = trace.index(IndexDim::Kind, OpKind::Wait.code()).unwrap();
     for (rank, neighbours) in [(0u32, 2u64), (1, 3), (5, 4), (15, 2)] {
         let mine = trace.index(IndexDim::Process, rank).unwrap();
-        assert_eq!((&isends & &mine).len(), neighbours * 40, "Isends of rank {rank}");
-        assert_eq!((&waits & &mine).len(), 2 * neighbours * 40, "Waits of rank {rank}");
+        assert_eq!(
+            (&isends & &mine).len(),
+            neighbours * 40,
+            "Isends of rank {rank}"
+        );
+        assert_eq!(
+            (&waits & &mine).len(),
+            2 * neighbours * 40,
+            "Waits of rank {rank}"
+        );
     }
     assert_eq!(trace.summary().messages, 48 * 40);
     check_against_truth(&trace, &truth);
@@ -127,4 +189,28 @@ fn a_trace_larger_than_a_chunk_per_rank_matches_across_chunks() {
     let trace = db.trace("big").unwrap();
     assert!(trace.op_chunks().iter().filter(|c| c.rank == 0).count() >= 2);
     check_against_truth(&trace, &truth);
+}
+
+#[test]
+fn every_scenario_imported_from_mtf_text_gives_its_ground_truth() {
+    use mtfdb::ingest::mtf_text::MtfWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    for scenario in Scenario::ALL {
+        let config = GenConfig {
+            scenario,
+            ranks: 16,
+            iterations: 7,
+            seed: 11,
+            shuffle_ranks: true,
+        };
+        let file = dir.path().join(format!("{scenario}.mtf"));
+        let mut writer = MtfWriter::create(&file).unwrap();
+        let truth = generate(&config, &mut writer).unwrap();
+        writer.into_inner().unwrap();
+        let info = db.import(&file, None).unwrap();
+        assert_eq!(info.name, scenario.to_string());
+        assert_eq!(info.format, "mtf");
+        check_against_truth(&db.trace(&info.name).unwrap(), &truth);
+    }
 }

@@ -538,7 +538,12 @@ fn root_mismatch_keeps_the_first_root_and_is_counted() {
     assert_eq!(stats.root_mismatches, 1);
     assert_eq!(
         log.anomalies,
-        vec![Anomaly::RootMismatch { op: 1, rank: 1, kind: OpKind::Bcast, comm: WORLD }]
+        vec![Anomaly::RootMismatch {
+            op: 1,
+            rank: 1,
+            kind: OpKind::Bcast,
+            comm: WORLD
+        }]
     );
 }
 

@@ -2,13 +2,19 @@
 //! corruption detection, dropping traces.
 
 use mtfdb::ingest::EventSink;
-use mtfdb::model::{flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader};
+use mtfdb::model::{
+    flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader,
+};
 use mtfdb::store::IndexDim;
 use mtfdb::{Database, Error};
 
 /// Opens a database with sled directly (no background flusher, so dropping it releases the lock).
 fn raw_sled(path: &std::path::Path) -> sled::Db {
-    sled::Config::new().path(path).flush_every_ms(None).open().unwrap()
+    sled::Config::new()
+        .path(path)
+        .flush_every_ms(None)
+        .open()
+        .unwrap()
 }
 
 fn header(ranks: u32) -> TraceHeader {
@@ -16,11 +22,28 @@ fn header(ranks: u32) -> TraceHeader {
         scenario: "store test".into(),
         trace_name: "t".into(),
         comments: String::new(),
-        processors: vec![Processor { id: 0, name: "node0".into() }],
-        processes: (0..ranks).map(|rank| Process { rank, name: format!("P{rank}"), processor: Some(0) }).collect(),
+        processors: vec![Processor {
+            id: 0,
+            name: "node0".into(),
+        }],
+        processes: (0..ranks)
+            .map(|rank| Process {
+                rank,
+                name: format!("P{rank}"),
+                processor: Some(0),
+            })
+            .collect(),
         communicators: vec![
-            Communicator { id: 0, name: "C1".into(), members: (0..ranks).collect() },
-            Communicator { id: 7, name: "odd".into(), members: (0..ranks).filter(|r| r % 2 == 1).collect() },
+            Communicator {
+                id: 0,
+                name: "C1".into(),
+                members: (0..ranks).collect(),
+            },
+            Communicator {
+                id: 7,
+                name: "odd".into(),
+                members: (0..ranks).filter(|r| r % 2 == 1).collect(),
+            },
         ],
     }
 }
@@ -74,11 +97,23 @@ fn import_sample(db: &Database, name: &str) -> mtfdb::TraceInfo {
         sink.string(0, "MPI_DOUBLE")?;
         sink.string(1, "MPI_Pcontrol")?;
         sink.string(2, "solve")?;
-        sink.routine(&RoutineEvent { rank: 0, thread: 0, time: 0, routine: 2, enter: true })?;
+        sink.routine(&RoutineEvent {
+            rank: 0,
+            thread: 0,
+            time: 0,
+            routine: 2,
+            enter: true,
+        })?;
         for i in 0..RANK0_OPS {
             sink.operation(&rank0_op(i))?;
         }
-        sink.routine(&RoutineEvent { rank: 0, thread: 0, time: 1_000 + RANK0_OPS * 100, routine: 2, enter: false })?;
+        sink.routine(&RoutineEvent {
+            rank: 0,
+            thread: 0,
+            time: 1_000 + RANK0_OPS * 100,
+            routine: 2,
+            enter: false,
+        })?;
         let mut recv = Operation::new(3, OpKind::Recv, 5, 9);
         (recv.comm, recv.source, recv.recv_tag, recv.recv_bytes) = (Some(7), Some(1), Some(3), 12);
         sink.operation(&recv)?;
@@ -95,7 +130,12 @@ fn operations_round_trip_across_chunk_boundaries_column_by_column() {
     assert_eq!(info.summary.operations, RANK0_OPS + 1);
     let trace = db.trace("sample").unwrap();
     // 150,000 rows of rank 0 make chunks of 65,536 + 65,536 + 18,928.
-    let rows: Vec<u32> = trace.op_chunks().iter().filter(|c| c.rank == 0).map(|c| c.rows).collect();
+    let rows: Vec<u32> = trace
+        .op_chunks()
+        .iter()
+        .filter(|c| c.rank == 0)
+        .map(|c| c.rows)
+        .collect();
     assert_eq!(rows, vec![65_536, 65_536, 18_928]);
     let stored = trace.process_operations(0).unwrap();
     assert_eq!(stored.len() as u64, RANK0_OPS);
@@ -143,7 +183,10 @@ fn indexes_select_exactly_the_matching_operations() {
     assert_eq!(trace.index(IndexDim::Peer, 0).unwrap().len(), RANK0_OPS / 5);
     // Communicator 7 holds only rank 3's receive; communicator 0 the rest that name one.
     assert_eq!(trace.index(IndexDim::Comm, 7).unwrap().len(), 1);
-    assert_eq!(trace.index(IndexDim::Comm, 0).unwrap().len(), 3 * RANK0_OPS / 5);
+    assert_eq!(
+        trace.index(IndexDim::Comm, 0).unwrap().len(),
+        3 * RANK0_OPS / 5
+    );
     assert_eq!(trace.index(IndexDim::Process, 0).unwrap().len(), RANK0_OPS);
     assert_eq!(trace.index(IndexDim::Process, 3).unwrap().len(), 1);
     assert!(trace.index(IndexDim::Process, 2).unwrap().is_empty());
@@ -170,7 +213,10 @@ fn a_failed_import_leaves_nothing_and_keeps_earlier_traces() {
     assert!(matches!(db.trace("broken"), Err(Error::NoSuchTrace { .. })));
     drop(db);
     let db = Database::open(&path).unwrap();
-    assert_eq!(db.trace("first").unwrap().summary().operations, RANK0_OPS + 1);
+    assert_eq!(
+        db.trace("first").unwrap().summary().operations,
+        RANK0_OPS + 1
+    );
     // The name is free again.
     import_sample(&db, "broken");
 }
@@ -190,8 +236,14 @@ fn many_traces_drop_and_duplicate_names() {
     let names: Vec<String> = db.traces().unwrap().into_iter().map(|t| t.name).collect();
     assert_eq!(names, vec!["b".to_string()]);
     let err = db.drop_trace("a").unwrap_err();
-    assert_eq!(err.to_string(), "no trace named \"a\" in the database (it holds: b)");
-    assert_eq!(db.trace("b").unwrap().process_operations(0).unwrap().len() as u64, RANK0_OPS);
+    assert_eq!(
+        err.to_string(),
+        "no trace named \"a\" in the database (it holds: b)"
+    );
+    assert_eq!(
+        db.trace("b").unwrap().process_operations(0).unwrap().len() as u64,
+        RANK0_OPS
+    );
 }
 
 #[test]
@@ -223,7 +275,10 @@ fn a_database_in_use_is_refused() {
     let err = Database::open(&path).err().expect("refused");
     assert_eq!(
         err.to_string(),
-        format!("database {}: is in use by another process (only one may open a database at a time)", path.display())
+        format!(
+            "database {}: is in use by another process (only one may open a database at a time)",
+            path.display()
+        )
     );
 }
 
@@ -235,7 +290,10 @@ fn a_file_or_foreign_database_is_refused() {
     let err = Database::open(&file).err().expect("refused");
     assert_eq!(
         err.to_string(),
-        format!("database {}: is a file, not an mtfdb database (a database is a directory)", file.display())
+        format!(
+            "database {}: is a file, not an mtfdb database (a database is a directory)",
+            file.display()
+        )
     );
     let foreign = dir.path().join("foreign");
     {
@@ -244,7 +302,11 @@ fn a_file_or_foreign_database_is_refused() {
         raw.flush().unwrap();
     }
     let err = Database::open(&foreign).err().expect("refused");
-    assert!(err.to_string().ends_with("is a sled database but not an mtfdb one (no format version)"), "{err}");
+    assert!(
+        err.to_string()
+            .ends_with("is a sled database but not an mtfdb one (no format version)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -168,7 +168,15 @@ impl OpKind {
         use OpKind::*;
         matches!(
             self,
-            Send | Bsend | Ssend | Rsend | Isend | Ibsend | Issend | Irsend | Sendrecv | SendrecvReplace
+            Send | Bsend
+                | Ssend
+                | Rsend
+                | Isend
+                | Ibsend
+                | Issend
+                | Irsend
+                | Sendrecv
+                | SendrecvReplace
         )
     }
 

@@ -88,12 +88,18 @@ pub struct TraceSummary {
 impl TraceSummary {
     /// The number of anomalies of a kind ([`crate::model::Anomaly::kind_name`]).
     pub fn anomaly_count(&self, kind: &str) -> u64 {
-        self.anomalies.iter().find(|(k, _)| k == kind).map_or(0, |(_, n)| *n)
+        self.anomalies
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// The number of operations of a kind.
     pub fn kind_count(&self, kind: OpKind) -> u64 {
-        self.by_kind.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n)
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| *n)
     }
 }
 

@@ -87,9 +87,7 @@ pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64
         .ok_or_else(|| corrupt("column runs past the end of its chunk"))?;
     let body = &buf[*pos..end];
     *pos = end;
-    let (&enc, rest) = body
-        .split_first()
-        .ok_or_else(|| corrupt("empty column"))?;
+    let (&enc, rest) = body.split_first().ok_or_else(|| corrupt("empty column"))?;
     if enc & ZSTD_FLAG != 0 {
         let mut p = 0;
         let raw_len = get_varint(rest, &mut p)? as usize;
@@ -160,7 +158,10 @@ fn encode_dict(values: &[u64]) -> Option<Vec<u8>> {
     for group in values.chunks(per_byte) {
         let mut byte = 0u8;
         for (i, v) in group.iter().enumerate() {
-            let code = dict.iter().position(|d| d == v).expect("value in dictionary") as u8;
+            let code = dict
+                .iter()
+                .position(|d| d == v)
+                .expect("value in dictionary") as u8;
             byte |= code << (i * bits);
         }
         out.push(byte);
@@ -266,7 +267,9 @@ mod tests {
 
     #[test]
     fn increasing_times_use_deltas() {
-        let values: Vec<u64> = (0..10_000u64).map(|i| 1_000_000_000 + i * 1_000 + (i * 7919 % 13)).collect();
+        let values: Vec<u64> = (0..10_000u64)
+            .map(|i| 1_000_000_000 + i * 1_000 + (i * 7919 % 13))
+            .collect();
         let len = round_trip(&values);
         assert!(len < 10_000 * 2 + 16, "{len}");
     }
@@ -276,7 +279,11 @@ mod tests {
         round_trip(&[]);
         round_trip(&[u64::MAX, 0, u64::MAX, 1, 5]);
         round_trip(&(0..17u64).collect::<Vec<_>>());
-        round_trip(&(0..100u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect::<Vec<_>>());
+        round_trip(
+            &(0..100u64)
+                .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .collect::<Vec<_>>(),
+        );
     }
 
     #[test]
@@ -293,7 +300,10 @@ mod tests {
         assert_eq!(unseal(&buf, "chunk").unwrap(), b"some chunk bytes");
         buf[3] ^= 1;
         let err = unseal(&buf, "chunk 7 of trace wrf16").unwrap_err();
-        assert_eq!(err.to_string(), "corrupt database: chunk 7 of trace wrf16 fails its checksum");
+        assert_eq!(
+            err.to_string(),
+            "corrupt database: chunk 7 of trace wrf16 fails its checksum"
+        );
     }
 
     #[test]

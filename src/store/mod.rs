@@ -21,7 +21,9 @@ pub mod codec;
 pub mod tables;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use roaring::RoaringBitmap;
 
@@ -34,7 +36,11 @@ use tables::Columns;
 use crate::error::{Error, Result};
 use crate::model::Anomaly;
 
+/// sled's log segment size (its default).
 const SEGMENT: usize = 512 << 10;
+/// sled's page cache, counted the way sled counts (by on-disk size, which understates memory
+/// two to three times); queries decode whole chunks, so a large cache buys little.
+const CACHE_BYTES: u64 = 16 * 1024 * 1024;
 const KEY_VERSION: &[u8] = b"format_version";
 const KEY_CATALOG: &[u8] = b"catalog";
 const KEY_META: &[u8] = b"meta";
@@ -148,7 +154,9 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
 /// Compresses a serialized bitmap; indexes of regular traces shrink many times.
 fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
     let mut raw = Vec::with_capacity(bitmap.serialized_size());
-    bitmap.serialize_into(&mut raw).expect("writing to a Vec cannot fail");
+    bitmap
+        .serialize_into(&mut raw)
+        .expect("writing to a Vec cannot fail");
     let mut out = zstd::bulk::compress(&raw, 1).expect("zstd compresses in memory");
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
     seal(&mut out);
@@ -170,9 +178,62 @@ fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
 
 /// A database: a sled directory holding many traces.
 pub struct Store {
-    db: sled::Db,
+    /// The open sled database. Replaced (closed and reopened) by
+    /// [`TraceWriter::relieve_memory`]; everyone else takes a handle per call.
+    db: RwLock<Option<sled::Db>>,
     path: PathBuf,
     catalog_lock: Mutex<()>,
+    /// Live [`TraceReader`]s: while any exists, the database is never reopened under it.
+    readers: Arc<AtomicUsize>,
+}
+
+/// sled keeps every page it wrote in memory when the page is stored as a blob (its cache
+/// counts a blob by the size of its pointer), so a long import would grow without bound.
+/// Closing and reopening the database releases them.
+fn open_sled(path: &Path) -> std::result::Result<sled::Db, sled::Error> {
+    sled::Config::new()
+        .path(path)
+        .cache_capacity(CACHE_BYTES)
+        .segment_size(SEGMENT)
+        .mode(sled::Mode::HighThroughput)
+        .flush_every_ms(Some(200))
+        .open()
+}
+
+/// Hands memory freed by the closed database back to the operating system. glibc keeps freed
+/// heap pages otherwise, and the process's resident size would still grow with the trace.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_freed_memory() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: malloc_trim only returns free heap memory to the system; it has no
+    // preconditions and does not touch live allocations.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_freed_memory() {}
+
+/// Opens sled, retrying briefly while a just-closed handle's background flusher lets go of
+/// the directory's lock.
+fn reopen_sled(path: &Path) -> Result<sled::Db> {
+    let mut last = None;
+    for _ in 0..100 {
+        match open_sled(path) {
+            Ok(db) => return Ok(db),
+            Err(e) => {
+                last = Some(e);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    Err(Error::Storage(format!(
+        "could not reopen the database during an import: {}",
+        last.map_or_else(String::new, |e| e.to_string())
+    )))
 }
 
 impl Store {
@@ -180,29 +241,27 @@ impl Store {
     /// interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        let db_error = |message: String| Error::Database { path: path.clone(), message };
+        let db_error = |message: String| Error::Database {
+            path: path.clone(),
+            message,
+        };
         if path.is_file() {
             return Err(db_error(
                 "is a file, not an mtfdb database (a database is a directory)".into(),
             ));
         }
-        let db = sled::Config::new()
-            .path(&path)
-            .cache_capacity(64 * 1024 * 1024)
-            .segment_size(SEGMENT)
-            .mode(sled::Mode::HighThroughput)
-            .flush_every_ms(Some(200))
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io)
-                    if io.kind() == std::io::ErrorKind::WouldBlock
-                        || io.to_string().contains("could not acquire lock") =>
-                {
-                    db_error("is in use by another process (only one may open a database at a time)".into())
-                }
-                sled::Error::Io(io) => db_error(format!("cannot be opened: {io}")),
-                other => db_error(format!("is not a readable mtfdb database: {other}")),
-            })?;
+        let db = open_sled(&path).map_err(|e| match e {
+            sled::Error::Io(io)
+                if io.kind() == std::io::ErrorKind::WouldBlock
+                    || io.to_string().contains("could not acquire lock") =>
+            {
+                db_error(
+                    "is in use by another process (only one may open a database at a time)".into(),
+                )
+            }
+            sled::Error::Io(io) => db_error(format!("cannot be opened: {io}")),
+            other => db_error(format!("is not a readable mtfdb database: {other}")),
+        })?;
         match db.get(KEY_VERSION)? {
             Some(v) => {
                 let version = <[u8; 4]>::try_from(v.as_ref())
@@ -226,9 +285,23 @@ impl Store {
                 db.flush()?;
             }
         }
-        let store = Store { db, path, catalog_lock: Mutex::new(()) };
+        let store = Store {
+            db: RwLock::new(Some(db)),
+            path,
+            catalog_lock: Mutex::new(()),
+            readers: Arc::new(AtomicUsize::new(0)),
+        };
         store.clean_up_interrupted_imports()?;
         Ok(store)
+    }
+
+    /// A handle on the open sled database.
+    fn db(&self) -> sled::Db {
+        self.db
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .expect("the database is open outside a reopen")
     }
 
     /// The database's path.
@@ -239,15 +312,16 @@ impl Store {
     /// Reads the catalog.
     pub fn catalog(&self) -> Result<Catalog> {
         let bytes = self
-            .db
+            .db()
             .get(KEY_CATALOG)?
             .ok_or_else(|| Error::Corrupt("the catalog is missing".into()))?;
         decode_meta(&bytes, "the catalog")
     }
 
     fn write_catalog(&self, catalog: &Catalog) -> Result<()> {
-        self.db.insert(KEY_CATALOG, encode_meta(catalog))?;
-        self.db.flush()?;
+        let db = self.db();
+        db.insert(KEY_CATALOG, encode_meta(catalog))?;
+        db.flush()?;
         Ok(())
     }
 
@@ -268,10 +342,11 @@ impl Store {
             .filter(|e| e.state == TraceState::Ready)
             .map(|e| tree_name(e.id))
             .collect();
-        for name in self.db.tree_names() {
+        let db = self.db();
+        for name in db.tree_names() {
             let name_str = String::from_utf8_lossy(&name).to_string();
             if name_str.starts_with("trace/") && !ready.contains(&name_str) {
-                self.db.drop_tree(&name)?;
+                db.drop_tree(&name)?;
             }
         }
         if catalog.traces.iter().any(|e| e.state != TraceState::Ready) {
@@ -298,17 +373,25 @@ impl Store {
     /// Opens a ready trace for reading.
     pub fn reader(&self, name: &str) -> Result<TraceReader> {
         let traces = self.ready_traces()?;
-        let entry = traces.iter().find(|e| e.name == name).ok_or_else(|| Error::NoSuchTrace {
-            name: name.to_string(),
-            available: traces.iter().map(|e| e.name.clone()).collect(),
-        })?;
-        let tree = self.db.open_tree(tree_name(entry.id))?;
+        let entry = traces
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| Error::NoSuchTrace {
+                name: name.to_string(),
+                available: traces.iter().map(|e| e.name.clone()).collect(),
+            })?;
+        let tree = self.db().open_tree(tree_name(entry.id))?;
         let what = format!("the metadata of trace {name:?}");
         let meta_bytes = tree
             .get(KEY_META)?
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
         let meta: TraceMeta = decode_meta(&meta_bytes, &what)?;
-        Ok(TraceReader { tree, meta })
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        Ok(TraceReader {
+            tree,
+            meta,
+            _live: ReaderCount(self.readers.clone()),
+        })
     }
 
     /// Starts importing a trace called `name`: invisible until [`TraceWriter::commit`].
@@ -317,16 +400,30 @@ impl Store {
             return Err(Error::Usage("a trace name cannot be empty".into()));
         }
         let id = self.update_catalog(|c| {
-            if c.traces.iter().any(|e| e.name == name && e.state == TraceState::Ready) {
+            if c.traces
+                .iter()
+                .any(|e| e.name == name && e.state == TraceState::Ready)
+            {
                 return Err(Error::TraceExists(name.to_string()));
             }
             let id = c.next_id;
             c.next_id += 1;
-            c.traces.push(CatalogEntry { id, name: name.to_string(), state: TraceState::Importing });
+            c.traces.push(CatalogEntry {
+                id,
+                name: name.to_string(),
+                state: TraceState::Importing,
+            });
             Ok(id)
         })?;
-        let tree = self.db.open_tree(tree_name(id))?;
-        Ok(TraceWriter { store: self, tree, id, name: name.to_string(), done: false })
+        let tree = self.db().open_tree(tree_name(id))?;
+        Ok(TraceWriter {
+            store: self,
+            tree: Some(tree),
+            id,
+            name: name.to_string(),
+            done: false,
+            written: 0,
+        })
     }
 
     /// Removes a trace: it disappears in one step, then its data is dropped.
@@ -347,14 +444,15 @@ impl Store {
                 })?;
             Ok(c.traces.remove(pos).id)
         })?;
-        self.db.drop_tree(tree_name(id))?;
-        self.db.flush()?;
+        let db = self.db();
+        db.drop_tree(tree_name(id))?;
+        db.flush()?;
         Ok(())
     }
 
     /// Bytes the database occupies on disk.
     pub fn size_on_disk(&self) -> Result<u64> {
-        Ok(self.db.size_on_disk()?)
+        Ok(self.db().size_on_disk()?)
     }
 }
 
@@ -362,11 +460,17 @@ impl Store {
 /// removes what it wrote; if the process dies instead, the next open does.
 pub struct TraceWriter<'a> {
     store: &'a Store,
-    tree: sled::Tree,
+    /// `None` only inside [`TraceWriter::relieve_memory`].
+    tree: Option<sled::Tree>,
     id: u64,
     name: String,
     done: bool,
+    /// Bytes written since the database was last reopened.
+    written: u64,
 }
+
+/// Bytes an import writes before it reopens the database to release sled's memory.
+const REOPEN_EVERY: u64 = 32 * 1024 * 1024;
 
 impl TraceWriter<'_> {
     /// The name the trace will have.
@@ -374,39 +478,86 @@ impl TraceWriter<'_> {
         &self.name
     }
 
+    fn tree(&self) -> &sled::Tree {
+        self.tree
+            .as_ref()
+            .expect("the trace's tree is open outside a reopen")
+    }
+
+    fn insert(&mut self, key: &[u8], value: Vec<u8>) -> Result<()> {
+        self.written += value.len() as u64;
+        self.tree().insert(key, value)?;
+        if self.written >= REOPEN_EVERY {
+            self.relieve_memory()?;
+        }
+        Ok(())
+    }
+
+    /// Closes and reopens the database so that sled lets go of the pages this import wrote
+    /// (it would otherwise keep them all in memory). Skipped while a [`TraceReader`] is alive
+    /// in this process, since its handle would keep the database open. Returns whether it
+    /// reopened.
+    pub fn relieve_memory(&mut self) -> Result<bool> {
+        self.written = 0;
+        if self.store.readers.load(Ordering::SeqCst) > 0 {
+            return Ok(false);
+        }
+        let mut slot = self.store.db.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(tree) = self.tree.take() {
+            tree.flush()?;
+        }
+        if let Some(db) = slot.take() {
+            db.flush()?;
+        }
+        let db = reopen_sled(&self.store.path)?;
+        release_freed_memory();
+        self.tree = Some(db.open_tree(tree_name(self.id))?);
+        *slot = Some(db);
+        Ok(true)
+    }
+
     /// Stores chunk `chunk` of `table`.
-    pub fn put_chunk(&self, table: Table, chunk: u32, columns: &Columns) -> Result<()> {
+    pub fn put_chunk(&mut self, table: Table, chunk: u32, columns: &Columns) -> Result<()> {
         self.put_encoded_chunk(table, chunk, columns.encode())
     }
 
     /// Stores an already encoded chunk (see [`Columns::encode`]).
-    pub fn put_encoded_chunk(&self, table: Table, chunk: u32, bytes: Vec<u8>) -> Result<()> {
-        self.tree.insert(chunk_key(table.prefix(), chunk), bytes)?;
-        Ok(())
+    pub fn put_encoded_chunk(&mut self, table: Table, chunk: u32, bytes: Vec<u8>) -> Result<()> {
+        self.insert(&chunk_key(table.prefix(), chunk), bytes)
     }
 
     /// Stores the index bitmap of `value` on `dim` for one chunk.
-    pub fn put_index(&self, dim: IndexDim, value: u32, chunk: u32, ids: &RoaringBitmap) -> Result<()> {
+    pub fn put_index(
+        &mut self,
+        dim: IndexDim,
+        value: u32,
+        chunk: u32,
+        ids: &RoaringBitmap,
+    ) -> Result<()> {
         self.put_encoded_index(dim, value, chunk, encode_bitmap(ids))
     }
 
     /// Stores an index bitmap already encoded with [`encode_index_bitmap`].
-    pub fn put_encoded_index(&self, dim: IndexDim, value: u32, chunk: u32, bytes: Vec<u8>) -> Result<()> {
-        self.tree.insert(index_key(dim, value, chunk), bytes)?;
-        Ok(())
+    pub fn put_encoded_index(
+        &mut self,
+        dim: IndexDim,
+        value: u32,
+        chunk: u32,
+        bytes: Vec<u8>,
+    ) -> Result<()> {
+        self.insert(&index_key(dim, value, chunk), bytes)
     }
 
     /// Stores a chunk of anomalies.
-    pub fn put_anomalies(&self, chunk: u32, anomalies: &[Anomaly]) -> Result<()> {
-        self.tree.insert(chunk_key(b'a', chunk), encode_meta(&anomalies))?;
-        Ok(())
+    pub fn put_anomalies(&mut self, chunk: u32, anomalies: &[Anomaly]) -> Result<()> {
+        self.insert(&chunk_key(b'a', chunk), encode_meta(&anomalies))
     }
 
     /// Makes the trace visible: writes its metadata, flushes everything to disk, then flips
     /// its catalog entry to ready in one atomic write.
     pub fn commit(mut self, meta: &TraceMeta) -> Result<u64> {
-        self.tree.insert(KEY_META, encode_meta(meta))?;
-        self.tree.flush()?;
+        self.tree().insert(KEY_META, encode_meta(meta))?;
+        self.tree().flush()?;
         let id = self.id;
         self.store.update_catalog(|c| {
             let entry = c
@@ -429,7 +580,7 @@ impl Drop for TraceWriter<'_> {
         }
         // Best effort: if this fails too (disk full), the next open cleans up.
         let id = self.id;
-        let _ = self.store.db.drop_tree(tree_name(id));
+        let _ = self.store.db().drop_tree(tree_name(id));
         let _ = self.store.update_catalog(|c| {
             c.traces.retain(|e| e.id != id);
             Ok(())
@@ -443,10 +594,20 @@ pub fn encode_index_bitmap(ids: &RoaringBitmap) -> Vec<u8> {
     encode_bitmap(ids)
 }
 
+/// Decrements the store's count of live readers when a reader goes.
+struct ReaderCount(Arc<AtomicUsize>);
+
+impl Drop for ReaderCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Reads one ready trace.
 pub struct TraceReader {
     tree: sled::Tree,
     meta: TraceMeta,
+    _live: ReaderCount,
 }
 
 impl TraceReader {
@@ -457,7 +618,11 @@ impl TraceReader {
 
     /// Reads chunk `chunk` of `table`, verifying its checksum.
     pub fn chunk(&self, table: Table, chunk: u32) -> Result<Columns> {
-        let what = format!("{} chunk {chunk} of trace {:?}", table.name(), self.meta.name);
+        let what = format!(
+            "{} chunk {chunk} of trace {:?}",
+            table.name(),
+            self.meta.name
+        );
         let bytes = self
             .tree
             .get(chunk_key(table.prefix(), chunk))?
@@ -470,7 +635,11 @@ impl TraceReader {
         let mut out = RoaringBitmap::new();
         for kv in self.tree.scan_prefix(index_prefix(dim, value)) {
             let (key, bytes) = kv?;
-            let what = format!("index {dim:?}={value} ({} bytes key) of trace {:?}", key.len(), self.meta.name);
+            let what = format!(
+                "index {dim:?}={value} ({} bytes key) of trace {:?}",
+                key.len(),
+                self.meta.name
+            );
             out |= decode_bitmap(&bytes, &what)?;
         }
         Ok(out)

@@ -3,7 +3,9 @@
 //! and routine calls. A chunk is a [`Columns`]: fixed `u64` columns plus one optional
 //! variable-length list column, encoded column by column by [`codec`](super::codec).
 
-use super::codec::{decode_column, encode_column, get_varint, put_varint, seal, unseal, unzigzag, zigzag};
+use super::codec::{
+    decode_column, encode_column, get_varint, put_varint, seal, unseal, unzigzag, zigzag,
+};
 use crate::error::{Error, Result};
 use crate::model::{
     CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
@@ -39,7 +41,11 @@ pub struct Columns {
 impl Columns {
     /// An empty chunk of `ncols` columns.
     pub fn new(ncols: usize) -> Columns {
-        Columns { rows: 0, cols: vec![Vec::new(); ncols], list: Vec::new() }
+        Columns {
+            rows: 0,
+            cols: vec![Vec::new(); ncols],
+            list: Vec::new(),
+        }
     }
 
     /// Removes every row, keeping the allocations.
@@ -380,11 +386,11 @@ mod tests {
         let mut op = Operation::new(3, OpKind::Isend, 1000 + i * 10, 1005 + i * 10);
         op.comm = Some((i % 2) as u32);
         op.dest = Some((i % 5) as u32);
-        op.send_tag = Some(if i % 7 == 0 { -1 } else { (i % 3) as i32 });
+        op.send_tag = Some(if i.is_multiple_of(7) { -1 } else { (i % 3) as i32 });
         op.send_bytes = 8 * i;
         op.datatype = Some(2);
         op.request = Some(i);
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             op.kind = OpKind::Waitall;
             op.completes = vec![i, i + 1, i + 2];
             op.flags = flags::NOT_COMPLETED;
@@ -419,13 +425,30 @@ mod tests {
         let mut c = Columns::new(msg_col::COUNT);
         push_message(
             &mut c,
-            &Message { sender: 1, receiver: 2, comm: 0, tag: 5, bytes: 64, send_time: 10, recv_time: 7, send_op: 1, recv_op: 2 },
+            &Message {
+                sender: 1,
+                receiver: 2,
+                comm: 0,
+                tag: 5,
+                bytes: 64,
+                send_time: 10,
+                recv_time: 7,
+                send_op: 1,
+                recv_op: 2,
+            },
         );
         let mut bytes = c.encode();
-        assert_eq!(read_messages(&Columns::decode(&bytes, msg_col::COUNT, "m").unwrap())[0].recv_time, 7);
+        assert_eq!(
+            read_messages(&Columns::decode(&bytes, msg_col::COUNT, "m").unwrap())[0].recv_time,
+            7
+        );
         let last = bytes.len() - 6;
         bytes[last] ^= 0x40;
         let err = Columns::decode(&bytes, msg_col::COUNT, "message chunk 0").unwrap_err();
-        assert!(err.to_string().contains("message chunk 0 fails its checksum"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("message chunk 0 fails its checksum"),
+            "{err}"
+        );
     }
 }

@@ -10,7 +10,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -84,10 +84,16 @@ pub fn traces_table(traces: &[TraceInfo]) -> String {
             t.source.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for row in rows {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
     out
@@ -103,7 +109,11 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     let s = &info.summary;
     let mut out = String::new();
     let w = &mut out;
-    let _ = writeln!(w, "trace {}  (imported from {}, format {})", info.name, info.source, info.format);
+    let _ = writeln!(
+        w,
+        "trace {}  (imported from {}, format {})",
+        info.name, info.source, info.format
+    );
     if !header.scenario.is_empty() {
         let _ = writeln!(w, "scenario: {}", header.scenario);
     }
@@ -112,7 +122,13 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     }
     match (s.first_time, s.last_time) {
         (Some(a), Some(b)) => {
-            let _ = writeln!(w, "time span: {} to {} ({})", seconds(a), seconds(b), seconds(b - a));
+            let _ = writeln!(
+                w,
+                "time span: {} to {} ({})",
+                seconds(a),
+                seconds(b),
+                seconds(b - a)
+            );
         }
         _ => {
             let _ = writeln!(w, "time span: no events");
@@ -121,8 +137,19 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
 
     let _ = writeln!(w, "\nprocessors: {}", header.processors.len());
     for p in header.processors.iter().take(MAX_LISTED) {
-        let ranks: Vec<Rank> = header.processes.iter().filter(|q| q.processor == Some(p.id)).map(|q| q.rank).collect();
-        let _ = writeln!(w, "  {:<4} {:<16} ranks {}", p.id, p.name, rank_ranges(&ranks));
+        let ranks: Vec<Rank> = header
+            .processes
+            .iter()
+            .filter(|q| q.processor == Some(p.id))
+            .map(|q| q.rank)
+            .collect();
+        let _ = writeln!(
+            w,
+            "  {:<4} {:<16} ranks {}",
+            p.id,
+            p.name,
+            rank_ranges(&ranks)
+        );
     }
     elide(w, header.processors.len());
 
@@ -146,16 +173,36 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
 
     let _ = writeln!(w, "\ncommunicators: {}", header.communicators.len());
     for c in &header.communicators {
-        let _ = writeln!(w, "  {} (id {}): {} members: {}", c.name, c.id, c.members.len(), rank_ranges(&c.members));
+        let _ = writeln!(
+            w,
+            "  {} (id {}): {} members: {}",
+            c.name,
+            c.id,
+            c.members.len(),
+            rank_ranges(&c.members)
+        );
     }
 
     let _ = writeln!(w, "\noperations: {}", thousands(s.operations));
     for (kind, n) in &s.by_kind {
         let _ = writeln!(w, "  {:<28} {:>14}", trace.kind_name(*kind), thousands(*n));
     }
-    let _ = writeln!(w, "\nmessages (matched send/receive pairs): {}, {}", thousands(s.messages), bytes(s.message_bytes));
-    let _ = writeln!(w, "collective instances: {}", thousands(s.collective_instances));
-    let _ = writeln!(w, "requests completed by a Wait/Test: {}", thousands(s.request_links));
+    let _ = writeln!(
+        w,
+        "\nmessages (matched send/receive pairs): {}, {}",
+        thousands(s.messages),
+        bytes(s.message_bytes)
+    );
+    let _ = writeln!(
+        w,
+        "collective instances: {}",
+        thousands(s.collective_instances)
+    );
+    let _ = writeln!(
+        w,
+        "requests completed by a Wait/Test: {}",
+        thousands(s.request_links)
+    );
     let _ = writeln!(w, "routine calls: {}", thousands(s.routine_calls));
     let _ = writeln!(
         w,
@@ -171,17 +218,34 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
             let _ = writeln!(w, "  {:<34} {:>10}", kind, thousands(*n));
         }
         let list = trace.anomalies()?;
-        let shown = if all_anomalies { list.len() } else { list.len().min(10) };
+        let shown = if all_anomalies {
+            list.len()
+        } else {
+            list.len().min(10)
+        };
         for a in &list[..shown] {
             let _ = writeln!(w, "  - {}", describe(trace, a));
         }
         if shown < list.len() {
-            let _ = writeln!(w, "  … {} more (mtfdb info {} --anomalies lists them all)", list.len() - shown, info.name);
+            let _ = writeln!(
+                w,
+                "  … {} more (mtfdb info {} --anomalies lists them all)",
+                list.len() - shown,
+                info.name
+            );
         }
     }
     let stored = trace.stored_bytes()?;
-    let per_op = if s.operations > 0 { stored as f64 / s.operations as f64 } else { 0.0 };
-    let _ = writeln!(w, "\non disk: {} ({per_op:.2} bytes per operation, indexes included)", bytes(stored));
+    let per_op = if s.operations > 0 {
+        stored as f64 / s.operations as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        w,
+        "\non disk: {} ({per_op:.2} bytes per operation, indexes included)",
+        bytes(stored)
+    );
     Ok(out)
 }
 

@@ -60,6 +60,9 @@ enum Command {
         /// Also print the import's peak memory (resident set size)
         #[arg(long)]
         stats: bool,
+        /// Then show what the trace holds, as `mtfdb info` does
+        #[arg(long)]
+        info: bool,
     },
     /// List the traces in the database.
     Traces,
@@ -102,13 +105,28 @@ fn open_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Gen { scenario, ranks, iterations, seed, shuffle_ranks, output, truth } => {
-            let config = GenConfig { scenario, ranks, iterations, seed, shuffle_ranks };
+        Command::Gen {
+            scenario,
+            ranks,
+            iterations,
+            seed,
+            shuffle_ranks,
+            output,
+            truth,
+        } => {
+            let config = GenConfig {
+                scenario,
+                ranks,
+                iterations,
+                seed,
+                shuffle_ranks,
+            };
             let mut writer = MtfWriter::create(&output)?;
             let ground_truth = generate(&config, &mut writer)?;
             writer.into_inner()?;
             if let Some(path) = truth {
-                let json = serde_json::to_string_pretty(&ground_truth).expect("ground truth serializes");
+                let json =
+                    serde_json::to_string_pretty(&ground_truth).expect("ground truth serializes");
                 std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
             }
             println!(
@@ -121,7 +139,13 @@ fn run(cli: Cli) -> Result<(), Error> {
                 scenario
             );
         }
-        Command::Import { file, name, format, stats } => {
+        Command::Import {
+            file,
+            name,
+            format,
+            stats,
+            info: show_info,
+        } => {
             let db = open_db(cli.db)?;
             let started = std::time::Instant::now();
             let info = match format {
@@ -144,6 +168,10 @@ fn run(cli: Cli) -> Result<(), Error> {
                     Some(kib) => println!("peak memory: {kib} KiB"),
                     None => println!("peak memory: unknown on this system"),
                 }
+            }
+            if show_info {
+                println!();
+                print!("{}", info::render(&db.trace(&info.name)?, false)?);
             }
         }
         Command::Traces => {

@@ -257,13 +257,19 @@ impl Matcher {
         let (Some(comm), Some(source), Some(tag)) = (op.comm, op.source, op.recv_tag) else {
             self.stats.unmatchable_p2p += 1;
             if op.flags & (flags::ANY_SOURCE | flags::ANY_TAG) != 0 {
-                return out.anomaly(&Anomaly::UnresolvedWildcard { op: id, rank: op.rank });
+                return out.anomaly(&Anomaly::UnresolvedWildcard {
+                    op: id,
+                    rank: op.rank,
+                });
             }
             return Ok(());
         };
         if tag == ANY_TAG && op.flags & flags::ANY_TAG != 0 {
             self.stats.unmatchable_p2p += 1;
-            return out.anomaly(&Anomaly::UnresolvedWildcard { op: id, rank: op.rank });
+            return out.anomaly(&Anomaly::UnresolvedWildcard {
+                op: id,
+                rank: op.rank,
+            });
         }
         let channel = Channel {
             comm,
@@ -344,7 +350,13 @@ impl Matcher {
         Ok(())
     }
 
-    fn root_mismatch(&mut self, id: OpId, op: &Operation, mismatch: bool, out: &mut impl MatchSink) -> Result<()> {
+    fn root_mismatch(
+        &mut self,
+        id: OpId,
+        op: &Operation,
+        mismatch: bool,
+        out: &mut impl MatchSink,
+    ) -> Result<()> {
         if !mismatch {
             return Ok(());
         }
@@ -498,7 +510,10 @@ mod tests {
         assert_eq!(stats.unmatchable_collectives, 1);
         // The unresolved wildcard, then the two missing finalizes.
         assert_eq!(log.anomalies.len(), 3);
-        assert_eq!(log.anomalies[0], Anomaly::UnresolvedWildcard { op: 1, rank: 1 });
+        assert_eq!(
+            log.anomalies[0],
+            Anomaly::UnresolvedWildcard { op: 1, rank: 1 }
+        );
     }
 
     #[test]
@@ -550,7 +565,11 @@ mod tests {
         assert_eq!(m.stats().wait_before_start, 1);
         assert_eq!(
             log.anomalies,
-            vec![Anomaly::WaitBeforeRequest { op: 1, request_op: 0, rank: 0 }]
+            vec![Anomaly::WaitBeforeRequest {
+                op: 1,
+                request_op: 0,
+                rank: 0
+            }]
         );
         assert_eq!(
             log.links,
