@@ -333,3 +333,57 @@ fn a_damaged_chunk_is_reported_not_misread() {
         "corrupt database: operation chunk 1 of trace \"sample\" fails its checksum"
     );
 }
+
+#[test]
+fn reopening_the_database_mid_import_keeps_everything_written() {
+    use mtfdb::store::tables::{push_operation, Columns};
+    use mtfdb::store::{Store, Table, TraceMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("db")).unwrap();
+    let chunk_of = |chunk: u32| {
+        let mut c = Columns::new(Table::Operations.columns());
+        for i in 0..1000u64 {
+            push_operation(&mut c, &rank0_op(u64::from(chunk) * 1000 + i));
+        }
+        c
+    };
+    let mut writer = store.begin_import("t").unwrap();
+    for chunk in 0..10 {
+        writer
+            .put_chunk(Table::Operations, chunk, &chunk_of(chunk))
+            .unwrap();
+        if chunk == 4 {
+            assert!(
+                writer.relieve_memory().unwrap(),
+                "nothing else holds the database: it reopens"
+            );
+        }
+    }
+    writer
+        .commit(&TraceMeta {
+            name: "t".into(),
+            ..TraceMeta::default()
+        })
+        .unwrap();
+    let reader = store.reader("t").unwrap();
+    for chunk in 0..10 {
+        assert_eq!(
+            reader.chunk(Table::Operations, chunk).unwrap(),
+            chunk_of(chunk),
+            "chunk {chunk}"
+        );
+    }
+    // While a reader is alive its handle would keep the old database open: no reopen.
+    let mut second = store.begin_import("u").unwrap();
+    assert!(!second.relieve_memory().unwrap());
+    drop(reader);
+    assert!(second.relieve_memory().unwrap());
+    drop(second);
+    let names: Vec<String> = store
+        .ready_traces()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["t".to_string()]);
+}

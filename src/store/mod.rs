@@ -217,6 +217,23 @@ fn release_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn release_freed_memory() {}
 
+/// Fills the rest of sled's active log segment with small records in a scratch tree, so
+/// that the segment is sealed before the database closes: sled deletes the blob files that
+/// newer writes replaced only when the segment holding the replacement is sealed, and
+/// forgets them if the database closes first.
+fn seal_active_segment(db: &sled::Db) -> Result<()> {
+    const FILLER_TREE: &str = "~filler";
+    let filler = db.open_tree(FILLER_TREE)?;
+    let record = vec![0u8; 1024];
+    for i in 0..(SEGMENT / 1024 + 64) as u32 {
+        filler.insert(i.to_be_bytes(), record.clone())?;
+    }
+    filler.flush()?;
+    drop(filler);
+    db.drop_tree(FILLER_TREE)?;
+    Ok(())
+}
+
 /// Opens sled, retrying briefly while a just-closed handle's background flusher lets go of
 /// the directory's lock.
 fn reopen_sled(path: &Path) -> Result<sled::Db> {
@@ -507,6 +524,7 @@ impl TraceWriter<'_> {
             tree.flush()?;
         }
         if let Some(db) = slot.take() {
+            seal_active_segment(&db)?;
             db.flush()?;
         }
         let db = reopen_sled(&self.store.path)?;

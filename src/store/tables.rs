@@ -386,7 +386,11 @@ mod tests {
         let mut op = Operation::new(3, OpKind::Isend, 1000 + i * 10, 1005 + i * 10);
         op.comm = Some((i % 2) as u32);
         op.dest = Some((i % 5) as u32);
-        op.send_tag = Some(if i.is_multiple_of(7) { -1 } else { (i % 3) as i32 });
+        op.send_tag = Some(if i.is_multiple_of(7) {
+            -1
+        } else {
+            (i % 3) as i32
+        });
         op.send_bytes = 8 * i;
         op.datatype = Some(2);
         op.request = Some(i);
