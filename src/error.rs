@@ -129,8 +129,27 @@ impl From<sled::Error> for Error {
     fn from(e: sled::Error) -> Error {
         match e {
             sled::Error::Corruption { .. } => Error::Corrupt(e.to_string()),
+            sled::Error::Io(io) => Error::Storage(format!(
+                "writing or reading the database failed: {}",
+                os_message(&io)
+            )),
             other => Error::Storage(other.to_string()),
         }
+    }
+}
+
+/// An I/O error in words ("No space left on device (os error 28)"); sled wraps the
+/// operating system's error so that its own display shows only the debug form.
+fn os_message(io: &std::io::Error) -> String {
+    if let Some(code) = io.raw_os_error() {
+        return std::io::Error::from_raw_os_error(code).to_string();
+    }
+    let text = io.to_string();
+    if text.starts_with("Os {") {
+        // sled re-wraps the OS error as its debug text; its kind still says what happened.
+        io.kind().to_string()
+    } else {
+        text
     }
 }
 

@@ -612,6 +612,16 @@ impl Batch {
     }
 }
 
+/// Says that a storage failure (disk full, I/O error) ended the import without harm.
+fn abandoned(e: Error) -> Error {
+    match e {
+        Error::Storage(m) => Error::Storage(format!(
+            "{m}; the import was abandoned and nothing of it was kept (the other traces are untouched)"
+        )),
+        other => other,
+    }
+}
+
 /// Marks a stage that stopped only because another stage failed; the other's error wins.
 const PIPELINE_STOPPED: &str = "import pipeline stopped";
 
@@ -752,7 +762,8 @@ pub fn run_import(
                 })
             }
         }
-    })?;
-    writer.commit(&meta)?;
+    })
+    .map_err(abandoned)?;
+    writer.commit(&meta).map_err(abandoned)?;
     Ok(meta)
 }

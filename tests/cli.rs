@@ -348,3 +348,76 @@ fn info_counts_and_lists_the_anomalies_real_traces_have() {
         "{info}"
     );
 }
+
+#[test]
+fn an_import_that_runs_out_of_space_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let small = dir.path().join("small.mtf");
+    let big = dir.path().join("big.mtf");
+    ok(mtfdb(
+        &db,
+        &[
+            "gen",
+            "ring",
+            "--ranks",
+            "4",
+            "--iterations",
+            "10",
+            "-o",
+            small.to_str().unwrap(),
+        ],
+    ));
+    ok(mtfdb(
+        &db,
+        &[
+            "gen",
+            "stencil2d",
+            "--ranks",
+            "64",
+            "--iterations",
+            "1000",
+            "-o",
+            big.to_str().unwrap(),
+        ],
+    ));
+    ok(mtfdb(
+        &db,
+        &["import", small.to_str().unwrap(), "--name", "kept"],
+    ));
+    // A file-size limit makes every write past 4 MiB fail as a full disk would (the signal
+    // that would kill the process is ignored, so the write returns an error instead).
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 4096; exec '{}' --db '{}' import '{}' --name full",
+        env!("CARGO_BIN_EXE_mtfdb"),
+        db.display(),
+        big.display()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: storage error: writing or reading the database failed: file too large; "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.trim_end().ends_with(
+            "the import was abandoned and nothing of it was kept (the other traces are untouched)"
+        ),
+        "{err}"
+    );
+    let reopened = Database::open(&db).unwrap();
+    let names: Vec<String> = reopened
+        .traces()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, vec!["kept".to_string()]);
+    assert_eq!(
+        reopened.trace("kept").unwrap().messages().unwrap().len() as u64,
+        4 * 10
+    );
+}
