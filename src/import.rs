@@ -73,38 +73,39 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
     Ok(())
 }
 
-/// Groups a column's rows by value into bitmaps of ids; `value_of` maps a cell to the indexed
-/// value (None: not indexed).
+/// Groups a chunk's rows by the value `value_of` gives each (None: not indexed) into
+/// bitmaps of ids, merged into `groups`.
 fn group_rows(
     chunk: u32,
     rows: usize,
     groups: &mut HashMap<u32, RoaringBitmap>,
     mut value_of: impl FnMut(usize) -> Option<u32>,
 ) {
-    let mut run_value = None;
-    let mut run_start = 0usize;
-    // Rows of equal value often come in runs; insert each run as a range.
-    let close =
-        |value: Option<u32>, from: usize, to: usize, groups: &mut HashMap<u32, RoaringBitmap>| {
-            if let Some(v) = value {
-                groups
-                    .entry(v)
-                    .or_default()
-                    .insert_range(row_id(chunk, from)..row_id(chunk, to - 1) + 1);
+    // Ids are collected in ascending order per value, then built into bitmaps in one go
+    // (inserting run by run into an array container shifts it every time).
+    let mut ids: HashMap<u32, u32> = HashMap::new();
+    let mut last: Option<(u32, usize)> = None;
+    let mut lists: Vec<Vec<u32>> = Vec::new();
+    for r in 0..rows {
+        let Some(v) = value_of(r) else { continue };
+        let slot = match last {
+            Some((lv, slot)) if lv == v => slot,
+            _ => {
+                let next = lists.len();
+                let slot = *ids.entry(v).or_insert_with(|| next as u32) as usize;
+                if slot == lists.len() {
+                    lists.push(Vec::new());
+                }
+                last = Some((v, slot));
+                slot
             }
         };
-    for r in 0..rows {
-        let v = value_of(r);
-        if v != run_value {
-            if r > run_start {
-                close(run_value, run_start, r, groups);
-            }
-            run_value = v;
-            run_start = r;
-        }
+        lists[slot].push(row_id(chunk, r));
     }
-    if rows > run_start {
-        close(run_value, run_start, rows, groups);
+    for (v, slot) in ids {
+        let list = std::mem::take(&mut lists[slot as usize]);
+        let bitmap = RoaringBitmap::from_sorted_iter(list).expect("row ids ascend");
+        *groups.entry(v).or_default() |= bitmap;
     }
 }
 
@@ -508,6 +509,7 @@ impl EventSink for Importer {
         *self.kind_counts.entry(op.kind).or_default() += 1;
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
+        let processes = self.locations.len();
         let next_chunk = &mut self.next_chunk;
         let loc = &mut self.locations[op.rank as usize][idx];
         let depth = loc.stack.len() as u16;
@@ -518,9 +520,12 @@ impl EventSink for Importer {
                     "the trace has more than 2^32 operations, more than one trace can hold".into(),
                 ));
             }
+            // Room for a whole chunk when the row cap allows it for every process: growing
+            // sixteen columns row by row would copy each of them many times over.
+            let room = (MAX_BUFFERED_ROWS / processes.max(1)).clamp(1024, CHUNK_ROWS);
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
-                cols: Columns::new(tables::op_col::COUNT),
+                cols: Columns::with_capacity(tables::op_col::COUNT, room),
                 first_row: loc.rows,
                 first_start: op.start,
                 last_start: op.start,

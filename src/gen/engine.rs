@@ -272,25 +272,7 @@ impl<'s> Gen<'s> {
 
     /// Resets the operation buffer for an operation of position `p`.
     fn begin(&mut self, p: u32, kind: OpKind, start: Time, end: Time) {
-        let op = &mut self.op;
-        op.rank = self.perm[p as usize];
-        op.thread = 0;
-        op.start = start;
-        op.end = end;
-        op.kind = kind;
-        op.comm = None;
-        op.dest = None;
-        op.source = None;
-        op.send_tag = None;
-        op.recv_tag = None;
-        op.send_bytes = 0;
-        op.recv_bytes = 0;
-        op.datatype = None;
-        op.root = None;
-        op.request = None;
-        op.completes.clear();
-        op.flags = 0;
-        op.depth = 0;
+        self.op.reset(self.perm[p as usize], kind, start, end);
         self.clock[p as usize] = end;
     }
 

@@ -126,7 +126,7 @@ pub mod flags {
 /// Point-to-point fields are split by direction so that `MPI_Sendrecv` fits: a send uses
 /// `dest`, `send_tag`, `send_bytes`; a receive uses `source`, `recv_tag`, `recv_bytes`.
 /// A collective uses `root`, `send_bytes` and `recv_bytes` (the metamodel's `CollectiveData`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
     /// World rank of the process that performed it.
     pub rank: Rank,
@@ -189,6 +189,50 @@ impl Operation {
             flags: 0,
             depth: 0,
         }
+    }
+}
+
+impl Clone for Operation {
+    fn clone(&self) -> Operation {
+        let mut op = Operation::new(self.rank, self.kind, self.start, self.end);
+        op.clone_from(self);
+        op
+    }
+
+    /// Copies field by field, reusing the allocation of `completes` (sources and the import
+    /// pipeline copy millions of operations into reused buffers).
+    fn clone_from(&mut self, o: &Operation) {
+        self.rank = o.rank;
+        self.thread = o.thread;
+        self.start = o.start;
+        self.end = o.end;
+        self.kind = o.kind;
+        self.comm = o.comm;
+        self.dest = o.dest;
+        self.source = o.source;
+        self.send_tag = o.send_tag;
+        self.recv_tag = o.recv_tag;
+        self.send_bytes = o.send_bytes;
+        self.recv_bytes = o.recv_bytes;
+        self.datatype = o.datatype;
+        self.root = o.root;
+        self.request = o.request;
+        self.completes.clone_from(&o.completes);
+        self.flags = o.flags;
+        self.depth = o.depth;
+    }
+}
+
+impl Operation {
+    /// Makes this an operation of `kind` by `rank` over `[start, end]` with every other
+    /// field empty, keeping the allocation of `completes` (for sources that reuse one buffer).
+    pub fn reset(&mut self, rank: Rank, kind: OpKind, start: Time, end: Time) {
+        let mut completes = std::mem::take(&mut self.completes);
+        completes.clear();
+        *self = Operation {
+            completes,
+            ..Operation::new(rank, kind, start, end)
+        };
     }
 }
 

@@ -99,74 +99,103 @@ pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64
     }
 }
 
+/// Bytes of `v` as a LEB128 varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bits per code of a dictionary of `n` entries.
+fn dict_bits(n: usize) -> usize {
+    match n {
+        0..=2 => 1,
+        3..=4 => 2,
+        _ => 4,
+    }
+}
+
+/// Encodes a column with whichever encoding is smallest; sizes are computed in one pass and
+/// only the winner is written.
 fn encode_body(values: &[u64], out: &mut Vec<u8>) {
     let Some(&first) = values.first() else {
         out.push(ENC_CONST);
         put_varint(out, 0);
         return;
     };
-    if values.iter().all(|&v| v == first) {
+    let mut dict: Vec<u64> = Vec::with_capacity(16);
+    dict.push(first);
+    let mut dict_ok = true;
+    let (mut delta_len, mut plain_len) = (0usize, 0usize);
+    let mut prev = 0u64;
+    let mut last = first;
+    for &v in values {
+        // Equal neighbours are common; only a new value needs the dictionary scan.
+        if dict_ok && v != last && !dict.contains(&v) {
+            if dict.len() == 16 {
+                dict_ok = false;
+            } else {
+                dict.push(v);
+            }
+        }
+        last = v;
+        delta_len += varint_len(zigzag(v.wrapping_sub(prev) as i64));
+        plain_len += varint_len(v);
+        prev = v;
+    }
+    if dict_ok && dict.len() == 1 {
         out.push(ENC_CONST);
         put_varint(out, first);
         return;
     }
-    let mut candidates: Vec<Vec<u8>> = Vec::with_capacity(3);
-    if let Some(dict) = encode_dict(values) {
-        candidates.push(dict);
+    let dict_len = if dict_ok {
+        2 + dict.iter().map(|&d| varint_len(d)).sum::<usize>()
+            + values.len().div_ceil(8 / dict_bits(dict.len()))
+    } else {
+        usize::MAX
+    };
+    if dict_len <= delta_len && dict_len <= plain_len {
+        encode_dict(values, &dict, out);
+    } else if delta_len <= plain_len {
+        out.reserve(delta_len + 1);
+        out.push(ENC_DELTA);
+        let mut prev = 0u64;
+        for &v in values {
+            put_varint(out, zigzag(v.wrapping_sub(prev) as i64));
+            prev = v;
+        }
+    } else {
+        out.reserve(plain_len + 1);
+        out.push(ENC_PLAIN);
+        for &v in values {
+            put_varint(out, v);
+        }
     }
-    let mut delta = vec![ENC_DELTA];
-    let mut prev = 0u64;
-    for &v in values {
-        put_varint(&mut delta, zigzag(v.wrapping_sub(prev) as i64));
-        prev = v;
-    }
-    candidates.push(delta);
-    let mut plain = vec![ENC_PLAIN];
-    for &v in values {
-        put_varint(&mut plain, v);
-    }
-    candidates.push(plain);
-    let best = candidates
-        .into_iter()
-        .min_by_key(|c| c.len())
-        .expect("at least two candidates");
-    out.extend_from_slice(&best);
 }
 
 /// Dictionary encoding for columns of at most 16 distinct values: the dictionary, then each
 /// row's code bit-packed in 1, 2 or 4 bits.
-fn encode_dict(values: &[u64]) -> Option<Vec<u8>> {
-    let mut dict: Vec<u64> = Vec::new();
-    for &v in values {
-        if !dict.contains(&v) {
-            if dict.len() == 16 {
-                return None;
-            }
-            dict.push(v);
-        }
-    }
-    let bits = match dict.len() {
-        0..=2 => 1,
-        3..=4 => 2,
-        _ => 4,
-    };
-    let mut out = vec![ENC_DICT, dict.len() as u8];
-    for &d in &dict {
-        put_varint(&mut out, d);
+fn encode_dict(values: &[u64], dict: &[u64], out: &mut Vec<u8>) {
+    let bits = dict_bits(dict.len());
+    out.push(ENC_DICT);
+    out.push(dict.len() as u8);
+    for &d in dict {
+        put_varint(out, d);
     }
     let per_byte = 8 / bits;
+    let (mut last, mut last_code) = (dict[0], 0u8);
     for group in values.chunks(per_byte) {
         let mut byte = 0u8;
-        for (i, v) in group.iter().enumerate() {
-            let code = dict
-                .iter()
-                .position(|d| d == v)
-                .expect("value in dictionary") as u8;
-            byte |= code << (i * bits);
+        for (i, &v) in group.iter().enumerate() {
+            if v != last {
+                last = v;
+                last_code = dict
+                    .iter()
+                    .position(|&d| d == v)
+                    .expect("value in dictionary") as u8;
+            }
+            byte |= last_code << (i * bits);
         }
         out.push(byte);
     }
-    Some(out)
 }
 
 fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
@@ -184,11 +213,7 @@ fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
             for _ in 0..n {
                 dict.push(get_varint(body, &mut pos)?);
             }
-            let bits = match n {
-                0..=2 => 1,
-                3..=4 => 2,
-                _ => 4,
-            };
+            let bits = dict_bits(n);
             let per_byte = 8 / bits;
             let mask = (1u8 << bits) - 1;
             let packed = &body[pos..];
@@ -266,6 +291,12 @@ mod tests {
     }
 
     #[test]
+    fn dictionary_keeps_a_first_value_that_never_comes_back() {
+        round_trip(&[5, 1, 1, 2, 2, 1, 2, 2, 2, 1]);
+        round_trip(&[9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
     fn increasing_times_use_deltas() {
         let values: Vec<u64> = (0..10_000u64)
             .map(|i| 1_000_000_000 + i * 1_000 + (i * 7919 % 13))
@@ -284,6 +315,19 @@ mod tests {
                 .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
                 .collect::<Vec<_>>(),
         );
+    }
+
+    proptest::proptest! {
+        /// Any column, of any mix of runs, small domains and wide values, decodes to itself.
+        #[test]
+        fn any_column_round_trips(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![0u64..4, 0u64..20, proptest::num::u64::ANY],
+                0..600,
+            ),
+        ) {
+            round_trip(&values);
+        }
     }
 
     #[test]

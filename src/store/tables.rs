@@ -48,6 +48,15 @@ impl Columns {
         }
     }
 
+    /// An empty chunk of `ncols` columns with room for `rows` rows (and as many list values).
+    pub fn with_capacity(ncols: usize, rows: usize) -> Columns {
+        Columns {
+            rows: 0,
+            cols: vec![Vec::with_capacity(rows); ncols],
+            list: Vec::with_capacity(rows),
+        }
+    }
+
     /// Removes every row, keeping the allocations.
     pub fn clear(&mut self) {
         self.rows = 0;

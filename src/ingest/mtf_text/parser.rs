@@ -826,27 +826,8 @@ impl LineParser {
             Some(k) => k,
             None => OpKind::Other(self.intern(line, s, bare, SLOT_OTHER, sink)?),
         };
-        {
-            let op = &mut self.op;
-            op.rank = rank;
-            op.thread = thread;
-            op.start = start;
-            op.end = end;
-            op.kind = kind;
-            op.comm = None;
-            op.dest = None;
-            op.source = None;
-            op.send_tag = None;
-            op.recv_tag = None;
-            op.send_bytes = 0;
-            op.recv_bytes = 0;
-            op.datatype = None;
-            op.root = None;
-            op.request = None;
-            op.completes.clear();
-            op.flags = 0;
-            op.depth = 0;
-        }
+        self.op.reset(rank, kind, start, end);
+        self.op.thread = thread;
         loop {
             let t = skip_space(s);
             if t.is_empty() || t[0] == b'#' {
