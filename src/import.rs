@@ -588,6 +588,9 @@ impl EventSink for Importer {
     }
 }
 
+/// Chunks waiting for the writer (each up to a few MiB): a small queue keeps memory flat
+/// while the writer pauses to reopen the database.
+const JOBS_IN_FLIGHT: usize = 2;
 /// Items per batch handed from the parsing thread to the importing thread.
 const BATCH_ITEMS: usize = 4096;
 /// Batches in flight between the two (bounds memory).
@@ -730,7 +733,7 @@ pub fn run_import(
     parse: impl FnOnce(&mut ImportSink) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
-    let (job_tx, job_rx) = sync_channel::<Job>(8);
+    let (job_tx, job_rx) = sync_channel::<Job>(JOBS_IN_FLIGHT);
     let (full_tx, full_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = sync_channel::<Batch>(BATCHES_IN_FLIGHT + 2);
     let mut writer = writer;
