@@ -5,7 +5,7 @@
 //! validated, matched (messages, requests, collective instances) and stored in sled as
 //! checksummed column chunks with roaring bitmap indexes.
 //!
-//! ```ignore
+//! ```no_run
 //! use mtfdb::Database;
 //! let db = Database::open("traces.mtfdb")?;
 //! db.import("wrf16.mtf", Some("wrf16"))?;
