@@ -23,8 +23,9 @@ use crate::store::{
     encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
 };
 
-/// Rows buffered across all open operation chunks before the largest is flushed early.
-const MAX_BUFFERED_ROWS: usize = 2 * CHUNK_ROWS * 8;
+/// Rows buffered across all open operation chunks before the largest is flushed early
+/// (about 70 MiB of columns; more buys no compression and costs memory).
+const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 8;
 /// Anomalies per stored anomaly chunk.
 const ANOMALY_CHUNK: usize = 65_536;
 

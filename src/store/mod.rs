@@ -487,7 +487,7 @@ pub struct TraceWriter<'a> {
 }
 
 /// Bytes an import writes before it reopens the database to release sled's memory.
-const REOPEN_EVERY: u64 = 32 * 1024 * 1024;
+const REOPEN_EVERY: u64 = 16 * 1024 * 1024;
 
 impl TraceWriter<'_> {
     /// The name the trace will have.
