@@ -251,11 +251,12 @@ fn an_import_killed_half_way_leaves_no_trace_and_keeps_the_earlier_ones() {
         .args(["import", big.to_str().unwrap(), "--name", "killed"])
         .spawn()
         .unwrap();
-    // Kill it once it has written chunks of its own (the database grows), well before the end.
+    // Kill it once it has written many chunks of its own (the database has grown by more than
+    // sled's preallocation), well before the end.
     let size = |p: &Path| -> u64 { walk(p) };
     let before = size(&db);
     let started = Instant::now();
-    while size(&db) < before + 4 * 1024 * 1024 && started.elapsed() < Duration::from_secs(60) {
+    while size(&db) < before + 12 * 1024 * 1024 && started.elapsed() < Duration::from_secs(60) {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the import finished before it could be killed"
@@ -264,6 +265,30 @@ fn an_import_killed_half_way_leaves_no_trace_and_keeps_the_earlier_ones() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+
+    // The killed import left its half-written tree behind, invisible; opening cleans it up.
+    let trees = |db: &Path| -> Vec<String> {
+        let raw = sled::Config::new()
+            .path(db)
+            .flush_every_ms(None)
+            .open()
+            .unwrap();
+        raw.tree_names()
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).to_string())
+            .collect()
+    };
+    assert!(
+        trees(&db).contains(&"trace/1".to_string()),
+        "{:?}",
+        trees(&db)
+    );
+    drop(Database::open(&db).unwrap());
+    assert!(
+        !trees(&db).iter().any(|t| t == "trace/1"),
+        "{:?}",
+        trees(&db)
+    );
 
     let reopened = Database::open(&db).unwrap();
     let names: Vec<String> = reopened
