@@ -81,7 +81,26 @@ enum Command {
     },
 }
 
+/// glibc gives every thread its own heap arena, and an import's three threads each keep their
+/// own high-water mark, so the resident size crept up with the trace although the heap did not
+/// grow. Two arenas keep it flat at no measurable cost in speed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn limit_malloc_arenas() {
+    extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_ARENA_MAX: i32 = -8;
+    // SAFETY: mallopt only tunes the allocator; it is called before any other thread exists.
+    unsafe {
+        mallopt(M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn limit_malloc_arenas() {}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
