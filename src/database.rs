@@ -360,6 +360,19 @@ impl Trace {
         Ok(out)
     }
 
+    /// The number of message chunks (message `i` is row `i & 0xffff` of chunk `i >> 16`).
+    pub fn message_chunk_count(&self) -> u32 {
+        self.meta().message_chunks
+    }
+
+    /// The messages of one chunk, in matching order: read a large trace chunk by chunk
+    /// rather than whole.
+    pub fn message_chunk(&self, chunk: u32) -> Result<Vec<Message>> {
+        Ok(tables::read_messages(
+            &self.reader.chunk(Table::Messages, chunk)?,
+        ))
+    }
+
     /// Every matched message, in matching order (message id = position).
     pub fn messages(&self) -> Result<Vec<Message>> {
         self.table_rows(Table::Messages, self.meta().message_chunks, |c| {

@@ -15,12 +15,14 @@
 //! # Ok::<(), mtfdb::Error>(())
 //! ```
 
+pub mod analysis;
 pub mod database;
 pub mod error;
 pub mod gen;
 pub mod import;
 pub mod ingest;
 pub mod model;
+pub mod query;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};

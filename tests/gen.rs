@@ -398,15 +398,19 @@ fn gen_stencil2d_16_has_the_wrf_shape() {
     let r0 = &truth.per_rank[0];
     assert_eq!(r0.p2p_sent_bytes, 16 * (61_440 + 81_920));
     assert_eq!(r0.p2p_recv_bytes, 16 * (61_440 + 81_920));
-    // Root of C1's collectives: setup Bcast 40 B + 16 Bcasts of 1 KiB + its own 4 Gather
-    // blocks + 2 Scatterv sends of the sum of the counts (16 ranks: 4 x (1024+1280+1536+1792)).
+    // Root of C1's collectives: the setup Bcast of 40 B and 16 Bcasts of 1 KiB sent to all 16
+    // members (Score-P's count), its own 4 Gather blocks, and 2 Scatterv sends of the sum of
+    // the counts (16 ranks: 4 x (1024+1280+1536+1792)).
     let scatter_sum: u64 = 4 * (1024 + 1280 + 1536 + 1792);
     assert_eq!(
         r0.coll_send_bytes,
-        40 + 16 * 1024 + 4 * 4096 + 2 * scatter_sum
+        16 * 40 + 16 * 16 * 1024 + 4 * 4096 + 2 * scatter_sum
     );
-    // It receives 16 blocks per Gather and its own Scatterv share.
-    assert_eq!(r0.coll_recv_bytes, 4 * 16 * 4096 + 2 * 1024);
+    // It receives every Bcast like everyone, 16 blocks per Gather and its own Scatterv share.
+    assert_eq!(
+        r0.coll_recv_bytes,
+        40 + 16 * 1024 + 4 * 16 * 4096 + 2 * 1024
+    );
     assert_eq!(r0.fan_out(), r0.p2p_sent_bytes + r0.coll_send_bytes);
     let r5 = &truth.per_rank[5];
     assert_eq!(r5.coll_send_bytes, 4 * 4096);
@@ -543,7 +547,7 @@ fn gen_alltoall_instances() {
     assert_eq!(truth.messages, 0);
     for r in &truth.per_rank {
         assert_eq!(r.count(OpKind::Alltoall), u64::from(k));
-        let own_bcast = if r.rank == 0 { (40, 0) } else { (0, 40) };
+        let own_bcast = if r.rank == 0 { (6 * 40, 40) } else { (0, 40) };
         assert_eq!(
             r.coll_send_bytes,
             own_bcast.0 + u64::from(k) * (6 * 4096 + 16)

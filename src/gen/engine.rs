@@ -124,6 +124,17 @@ pub(crate) struct Collective<'a> {
     pub sizes: &'a dyn Fn(u32) -> (u64, u64),
 }
 
+/// `(send, receive)` bytes of a Bcast of `bytes` for the member with communicator rank `local`,
+/// counted as Score-P records them: the root sends the buffer to all `members` (itself
+/// included) and, like everyone, receives it, so a Bcast's bytes sent and received balance.
+pub(crate) fn bcast_sizes(local: u32, root: u32, members: usize, bytes: u64) -> (u64, u64) {
+    if local == root {
+        (members as u64 * bytes, bytes)
+    } else {
+        (0, bytes)
+    }
+}
+
 /// The engine. See the module documentation.
 pub(crate) struct Gen<'s> {
     sink: &'s mut dyn EventSink,

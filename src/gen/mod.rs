@@ -19,8 +19,9 @@
 //! The world communicator is id 0 named `C1` with members 0..n. Processes are `P<rank>`,
 //! four per processor `node<i>`.
 //!
-//! Collective byte counts follow the buffers of the MPI call: a Bcast root sends the buffer
-//! and the others receive it; every Gather member sends its block and the root receives
+//! Collective byte counts are those Score-P records, so that bytes sent and received balance
+//! over a collective: a Bcast root sends the buffer to every member (itself included) and
+//! every member receives it; every Gather member sends its block and the root receives
 //! n blocks; a Scatterv root sends the sum of the counts and every member (root included)
 //! receives its own; Allreduce sends and receives the buffer; Alltoall sends and receives
 //! n blocks.
@@ -356,13 +357,7 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
         members: &world,
         root: Some(0),
         datatype: int,
-        sizes: &|local| {
-            if local == 0 {
-                (SETUP_BCAST_BYTES, 0)
-            } else {
-                (0, SETUP_BCAST_BYTES)
-            }
-        },
+        sizes: &|local| engine::bcast_sizes(local, 0, world.len(), SETUP_BCAST_BYTES),
     })?;
     g.leave_all(setup)?;
 

@@ -6,7 +6,7 @@
 //! East-west halos are [`EW_BYTES`], north-south halos [`NS_BYTES`] of MPI_FLOAT. The tag of
 //! a message is its direction of travel (0 east, 1 west, 2 south, 3 north).
 
-use super::engine::{Collective, Gen, BYTES_PER_NS};
+use super::engine::{bcast_sizes, Collective, Gen, BYTES_PER_NS};
 use super::topo::Grid;
 use super::Program;
 use crate::error::Result;
@@ -123,13 +123,7 @@ impl Program for Stencil2d {
             members: &self.world,
             root: Some(0),
             datatype: self.float,
-            sizes: &|local| {
-                if local == 0 {
-                    (BCAST_BYTES, 0)
-                } else {
-                    (0, BCAST_BYTES)
-                }
-            },
+            sizes: &|local| bcast_sizes(local, 0, self.world.len(), BCAST_BYTES),
         })?;
         if i % 4 == 3 {
             let total = u64::from(n) * GATHER_BYTES;

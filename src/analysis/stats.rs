@@ -1,0 +1,327 @@
+//! Statistics of the MTF paper: fan-in and fan-out per process, the per-process operation
+//! table (the paper's Table 6), the communication matrix, message-size histograms and the time
+//! each process spends inside MPI. Each reads the trace chunk by chunk, so memory does not
+//! grow with the trace.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::Result;
+use crate::model::{Message, OpKind, Rank};
+use crate::query::{ResultSet, Value};
+use crate::Trace;
+
+/// What a process's fan-in and fan-out are made of.
+///
+/// The MTF paper defines fan-out (bytes sent) as the bytes of the messages a process sent plus
+/// the send sizes of its collective calls, and fan-in (bytes received) likewise with messages
+/// received and collective receive sizes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessTraffic {
+    /// The process.
+    pub rank: Rank,
+    /// Bytes of the point-to-point messages it sent.
+    pub p2p_sent_bytes: u64,
+    /// Bytes of the point-to-point messages it received.
+    pub p2p_recv_bytes: u64,
+    /// Send sizes of its collective calls.
+    pub coll_send_bytes: u64,
+    /// Receive sizes of its collective calls.
+    pub coll_recv_bytes: u64,
+    /// Messages it sent.
+    pub messages_sent: u64,
+    /// Messages it received.
+    pub messages_received: u64,
+    /// Distinct processes it sent messages to.
+    pub receivers: u32,
+    /// Distinct processes it received messages from.
+    pub senders: u32,
+}
+
+impl ProcessTraffic {
+    /// Bytes sent: messages plus collective send sizes.
+    pub fn fan_out(&self) -> u64 {
+        self.p2p_sent_bytes + self.coll_send_bytes
+    }
+
+    /// Bytes received: messages plus collective receive sizes.
+    pub fn fan_in(&self) -> u64 {
+        self.p2p_recv_bytes + self.coll_recv_bytes
+    }
+}
+
+/// Calls `f` with every matched message, one stored chunk at a time.
+fn for_each_message(trace: &Trace, mut f: impl FnMut(&Message)) -> Result<()> {
+    for chunk in 0..trace.message_chunk_count() {
+        for m in &trace.message_chunk(chunk)? {
+            f(m);
+        }
+    }
+    Ok(())
+}
+
+/// Fan-in and fan-out of every process, by rank.
+pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
+    let n = trace.header().processes.len();
+    let mut traffic: Vec<ProcessTraffic> = (0..n as Rank)
+        .map(|rank| ProcessTraffic {
+            rank,
+            ..ProcessTraffic::default()
+        })
+        .collect();
+    let mut receivers: Vec<BTreeSet<Rank>> = vec![BTreeSet::new(); n];
+    let mut senders: Vec<BTreeSet<Rank>> = vec![BTreeSet::new(); n];
+    for_each_message(trace, |m| {
+        if let Some(t) = traffic.get_mut(m.sender as usize) {
+            t.p2p_sent_bytes += m.bytes;
+            t.messages_sent += 1;
+            receivers[m.sender as usize].insert(m.receiver);
+        }
+        if let Some(t) = traffic.get_mut(m.receiver as usize) {
+            t.p2p_recv_bytes += m.bytes;
+            t.messages_received += 1;
+            senders[m.receiver as usize].insert(m.sender);
+        }
+    })?;
+    for info in trace.op_chunks() {
+        let Some(t) = traffic.get_mut(info.rank as usize) else {
+            continue;
+        };
+        for (_, op) in trace.chunk_operations(info)? {
+            if op.kind.is_collective() {
+                t.coll_send_bytes += op.send_bytes;
+                t.coll_recv_bytes += op.recv_bytes;
+            }
+        }
+    }
+    for (t, (r, s)) in traffic.iter_mut().zip(receivers.iter().zip(&senders)) {
+        t.receivers = r.len() as u32;
+        t.senders = s.len() as u32;
+    }
+    Ok(traffic)
+}
+
+/// Which way a fan table looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Bytes received (fan-in).
+    In,
+    /// Bytes sent (fan-out).
+    Out,
+}
+
+/// The fan-in or fan-out table of `ranks`: bytes, how they split between messages and
+/// collectives, message counts and distinct partners.
+pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Direction) -> ResultSet {
+    let mut r = match direction {
+        Direction::In => ResultSet::new([
+            "rank",
+            "fan_in_bytes",
+            "message_bytes",
+            "collective_bytes",
+            "messages",
+            "senders",
+        ]),
+        Direction::Out => ResultSet::new([
+            "rank",
+            "fan_out_bytes",
+            "message_bytes",
+            "collective_bytes",
+            "messages",
+            "receivers",
+        ]),
+    };
+    for &rank in ranks {
+        let Some(t) = traffic.get(rank as usize) else {
+            continue;
+        };
+        let row = match direction {
+            Direction::In => vec![
+                rank.into(),
+                t.fan_in().into(),
+                t.p2p_recv_bytes.into(),
+                t.coll_recv_bytes.into(),
+                t.messages_received.into(),
+                t.senders.into(),
+            ],
+            Direction::Out => vec![
+                rank.into(),
+                t.fan_out().into(),
+                t.p2p_sent_bytes.into(),
+                t.coll_send_bytes.into(),
+                t.messages_sent.into(),
+                t.receivers.into(),
+            ],
+        };
+        r.push(row);
+    }
+    r
+}
+
+/// The per-process statistics table (the MTF paper's Table 6): one row per process with the
+/// count of each operation kind present in the trace, bytes sent and bytes received, then a
+/// totals row.
+pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
+    let traffic = process_traffic(trace)?;
+    let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
+    let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
+    let wanted: BTreeSet<Rank> = ranks.iter().copied().collect();
+    for info in trace
+        .op_chunks()
+        .iter()
+        .filter(|c| wanted.contains(&c.rank))
+    {
+        let per = counts.entry(info.rank).or_default();
+        for (_, op) in trace.chunk_operations(info)? {
+            *per.entry(op.kind).or_default() += 1;
+        }
+    }
+    let mut columns = vec!["rank".to_string()];
+    columns.extend(kinds.iter().map(|k| trace.kind_name(*k)));
+    columns.extend(["bytes_sent".to_string(), "bytes_received".to_string()]);
+    let mut r = ResultSet::new(columns);
+    let mut totals = vec![0u64; kinds.len() + 2];
+    for &rank in ranks {
+        let Some(t) = traffic.get(rank as usize) else {
+            continue;
+        };
+        let per = counts.get(&rank);
+        let mut row: Vec<Value> = vec![rank.into()];
+        for (i, k) in kinds.iter().enumerate() {
+            let n = per.and_then(|p| p.get(k)).copied().unwrap_or(0);
+            totals[i] += n;
+            row.push(n.into());
+        }
+        totals[kinds.len()] += t.fan_out();
+        totals[kinds.len() + 1] += t.fan_in();
+        row.push(t.fan_out().into());
+        row.push(t.fan_in().into());
+        r.push(row);
+    }
+    let mut total_row: Vec<Value> = vec!["total".into()];
+    total_row.extend(totals.into_iter().map(Value::from));
+    r.push(total_row);
+    Ok(r)
+}
+
+/// What a communication matrix counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatrixOf {
+    /// Bytes per sender → receiver.
+    Bytes,
+    /// Messages per sender → receiver.
+    Count,
+}
+
+/// The communication matrix of `messages` over `ranks`: one row per sender, one column per
+/// receiver.
+pub fn communication_matrix<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+    ranks: &[Rank],
+    of: MatrixOf,
+) -> ResultSet {
+    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
+    for m in messages {
+        if let (Some(&s), Some(&d)) = (index.get(&m.sender), index.get(&m.receiver)) {
+            cells[s][d] += match of {
+                MatrixOf::Bytes => m.bytes,
+                MatrixOf::Count => 1,
+            };
+        }
+    }
+    let mut columns = vec!["sender".to_string()];
+    columns.extend(ranks.iter().map(|r| r.to_string()));
+    let mut r = ResultSet::new(columns);
+    for (i, &rank) in ranks.iter().enumerate() {
+        let mut row: Vec<Value> = vec![rank.into()];
+        row.extend(cells[i].iter().map(|&v| Value::from(v)));
+        r.push(row);
+    }
+    r
+}
+
+/// How a histogram cuts its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bins {
+    /// `n` bins of equal width between the smallest and largest value.
+    Linear(u32),
+    /// Powers of two: [0,1), [1,2), [2,4), [4,8), …
+    Log2,
+}
+
+/// A histogram of `sizes`: one row per bin with its bounds (`low` inclusive, `high` exclusive)
+/// and count. Empty bins are kept, so the shape reads true.
+pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
+    let mut r = ResultSet::new(["low", "high", "count"]);
+    let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
+        return r;
+    };
+    match bins {
+        Bins::Log2 => {
+            let bucket = |v: u64| {
+                if v == 0 {
+                    0
+                } else {
+                    64 - v.leading_zeros() as usize
+                }
+            };
+            let mut counts = vec![0u64; bucket(max) + 1];
+            for &v in sizes {
+                counts[bucket(v)] += 1;
+            }
+            for (b, &n) in counts.iter().enumerate().skip(bucket(min)) {
+                let (low, high) = if b == 0 {
+                    (0, 1)
+                } else {
+                    (1u64 << (b - 1), 1u64 << b.min(63))
+                };
+                r.push(vec![low.into(), high.into(), n.into()]);
+            }
+        }
+        Bins::Linear(n) => {
+            let n = u64::from(n.max(1));
+            let width = ((max - min) / n + 1).max(1);
+            let mut counts = vec![0u64; n as usize];
+            for &v in sizes {
+                counts[(((v - min) / width) as usize).min(n as usize - 1)] += 1;
+            }
+            for (b, &c) in counts.iter().enumerate() {
+                let low = min + b as u64 * width;
+                r.push(vec![low.into(), (low + width).into(), c.into()]);
+            }
+        }
+    }
+    r
+}
+
+/// Time each process spent inside MPI calls: the sum of its operations' durations, their
+/// number, and the share of the process's time span.
+pub fn mpi_time(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
+    let mut r = ResultSet::new(["rank", "mpi_time_ns", "calls", "span_ns", "mpi_share"]);
+    for &rank in ranks {
+        let (mut busy, mut calls) = (0u64, 0u64);
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
+            first = first.min(info.first_start);
+            last = last.max(info.max_end);
+            for (_, op) in trace.chunk_operations(info)? {
+                busy += op.end - op.start;
+                calls += 1;
+            }
+        }
+        let span = last.saturating_sub(first.min(last));
+        let share = if span > 0 {
+            busy as f64 / span as f64
+        } else {
+            0.0
+        };
+        r.push(vec![
+            rank.into(),
+            busy.into(),
+            calls.into(),
+            span.into(),
+            share.into(),
+        ]);
+    }
+    Ok(r)
+}

@@ -1,0 +1,272 @@
+//! Query results: a typed [`ResultSet`] that prints as an aligned table, CSV or JSON.
+
+use std::fmt::Write;
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+/// One cell of a result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// No value (a field the row's kind does not have).
+    Null,
+    /// A whole number (ranks, counts, bytes, nanoseconds).
+    Int(i64),
+    /// A measured or averaged quantity.
+    Float(f64),
+    /// A name.
+    Text(String),
+}
+
+impl Value {
+    /// The value as text, as a table or CSV shows it.
+    pub fn render(&self) -> String {
+        match self {
+            Value::Null => String::new(),
+            Value::Int(v) => v.to_string(),
+            Value::Float(v) => {
+                if v.fract() == 0.0 && v.abs() < 1e15 {
+                    format!("{v:.1}")
+                } else {
+                    format!("{v:.6}").trim_end_matches('0').to_string()
+                }
+            }
+            Value::Text(s) => s.clone(),
+        }
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(self, Value::Int(_) | Value::Float(_))
+    }
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(i64::from(v))
+    }
+}
+
+impl From<i32> for Value {
+    fn from(v: i32) -> Value {
+        Value::Int(i64::from(v))
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Float(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// The rows a query returned, with named columns.
+///
+/// ```
+/// use mtfdb::query::{ResultSet, Value};
+/// let mut r = ResultSet::new(["rank", "bytes"]);
+/// r.push(vec![Value::Int(0), Value::Int(4096)]);
+/// assert_eq!(r.to_csv(), "rank,bytes\n0,4096\n");
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultSet {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, each as long as `columns`.
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl ResultSet {
+    /// An empty result with these columns.
+    pub fn new<S: Into<String>>(columns: impl IntoIterator<Item = S>) -> ResultSet {
+        ResultSet {
+            columns: columns.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row; it must have one value per column.
+    pub fn push(&mut self, row: Vec<Value>) {
+        debug_assert_eq!(row.len(), self.columns.len(), "row width");
+        self.rows.push(row);
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The index of a column by name (case-insensitive).
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))
+    }
+
+    /// An aligned text table: numbers right-aligned, text left-aligned.
+    pub fn to_table(&self) -> String {
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(Value::render).collect())
+            .collect();
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|c| {
+                cells
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([self.columns[c].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let numeric: Vec<bool> = (0..self.columns.len())
+            .map(|c| self.rows.iter().any(|r| r[c].is_numeric()))
+            .collect();
+        let mut out = String::new();
+        let line = |out: &mut String, vals: &[String]| {
+            let parts: Vec<String> = vals
+                .iter()
+                .enumerate()
+                .map(|(c, v)| {
+                    if numeric[c] {
+                        format!("{v:>w$}", w = widths[c])
+                    } else {
+                        format!("{v:<w$}", w = widths[c])
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+        };
+        line(&mut out, &self.columns);
+        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        let _ = writeln!(out, "{}", rule.join("  "));
+        for row in &cells {
+            line(&mut out, row);
+        }
+        out
+    }
+
+    /// CSV with a header line (RFC 4180 quoting).
+    pub fn to_csv(&self) -> String {
+        let quote = |s: &str| {
+            if s.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        };
+        let mut out = String::new();
+        let header: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
+        let _ = writeln!(out, "{}", header.join(","));
+        for row in &self.rows {
+            let cells: Vec<String> = row.iter().map(|v| quote(&v.render())).collect();
+            let _ = writeln!(out, "{}", cells.join(","));
+        }
+        out
+    }
+
+    /// A JSON array of objects, one per row, keyed by column name.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a result set always serializes")
+    }
+}
+
+impl Serialize for ResultSet {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Row<'a>(&'a [String], &'a [Value]);
+        impl Serialize for Row<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(self.0.len()))?;
+                for (k, v) in self.0.iter().zip(self.1) {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+        let mut seq = s.serialize_seq(Some(self.rows.len()))?;
+        for row in &self.rows {
+            seq.serialize_element(&Row(&self.columns, row))?;
+        }
+        seq.end()
+    }
+}
+
+impl<'a> IntoIterator for &'a ResultSet {
+    type Item = &'a Vec<Value>;
+    type IntoIter = std::slice::Iter<'a, Vec<Value>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ResultSet {
+        let mut r = ResultSet::new(["rank", "name", "bytes"]);
+        r.push(vec![Value::Int(0), "P0".into(), Value::Int(123_456)]);
+        r.push(vec![Value::Int(12), "P,12".into(), Value::Null]);
+        r
+    }
+
+    #[test]
+    fn table_aligns_numbers_right_and_text_left() {
+        assert_eq!(
+            sample().to_table(),
+            "rank  name   bytes\n----  ----  ------\n   0  P0    123456\n  12  P,12\n"
+        );
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        assert_eq!(
+            sample().to_csv(),
+            "rank,name,bytes\n0,P0,123456\n12,\"P,12\",\n"
+        );
+    }
+
+    #[test]
+    fn json_is_an_array_of_objects() {
+        let v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        assert_eq!(v[0]["bytes"], 123_456);
+        assert_eq!(v[1]["name"], "P,12");
+        assert!(v[1]["bytes"].is_null());
+    }
+
+    #[test]
+    fn floats_render_compactly() {
+        assert_eq!(Value::Float(2.0).render(), "2.0");
+        assert_eq!(Value::Float(0.125).render(), "0.125");
+        assert_eq!(Value::Float(1.0 / 3.0).render(), "0.333333");
+    }
+}
