@@ -126,8 +126,8 @@ fn the_statistics_table_has_the_shape_of_the_papers_table_6() {
     let totals = &t.rows[16];
     assert_eq!(totals[0], Value::Text("total".into()));
     let sum = |c: usize| (0..16).map(|r| int(&t.rows[r][c])).sum::<i64>();
-    for c in 1..t.columns.len() {
-        assert_eq!(int(&totals[c]), sum(c), "total of {}", t.columns[c]);
+    for (c, total) in totals.iter().enumerate().skip(1) {
+        assert_eq!(int(total), sum(c), "total of {}", t.columns[c]);
     }
     // Bytes sent and received balance, as in Table 6.
     let (sent, received) = (col("bytes_sent"), col("bytes_received"));
