@@ -14,7 +14,9 @@ use crate::model::{
     TraceHeader,
 };
 use crate::store::tables::{self, split_id};
-use crate::store::{IndexDim, OpChunkInfo, Store, Table, TraceMeta, TraceReader, TraceSummary};
+use crate::store::{
+    IndexDim, OpChunkInfo, Store, StoredView, Table, TraceMeta, TraceReader, TraceSummary,
+};
 
 /// The source formats mtfdb reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -371,6 +373,77 @@ impl Trace {
         Ok(tables::read_messages(
             &self.reader.chunk(Table::Messages, chunk)?,
         ))
+    }
+
+    /// The messages whose ids are in `ids`, with their ids, in id order.
+    pub fn messages_by_id(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+        let mut out = Vec::with_capacity(ids.len() as usize);
+        let mut current: Option<(u32, Vec<Message>)> = None;
+        for id in ids {
+            let (chunk, row) = split_id(id);
+            if current.as_ref().map(|c| c.0) != Some(chunk) {
+                if chunk >= self.meta().message_chunks {
+                    return Err(Error::Usage(format!(
+                        "message id {id} is not in trace {:?}",
+                        self.name()
+                    )));
+                }
+                current = Some((chunk, self.message_chunk(chunk)?));
+            }
+            let m = current
+                .as_ref()
+                .expect("loaded")
+                .1
+                .get(row)
+                .copied()
+                .ok_or_else(|| {
+                    Error::Usage(format!("message id {id} is not in trace {:?}", self.name()))
+                })?;
+            out.push((id, m));
+        }
+        Ok(out)
+    }
+
+    /// The ids of every operation.
+    pub fn all_operation_ids(&self) -> RoaringBitmap {
+        let mut ids = RoaringBitmap::new();
+        for c in self.op_chunks() {
+            if c.rows > 0 {
+                ids.insert_range(
+                    tables::row_id(c.chunk, 0)..=tables::row_id(c.chunk, c.rows as usize - 1),
+                );
+            }
+        }
+        ids
+    }
+
+    /// The ids of every message (`0..messages`, chunk-addressed like operations).
+    pub fn all_message_ids(&self) -> RoaringBitmap {
+        let mut ids = RoaringBitmap::new();
+        if self.summary().messages > 0 {
+            ids.insert_range(0..self.summary().messages as u32);
+        }
+        ids
+    }
+
+    /// Stores (or replaces) a view of this trace.
+    pub fn put_view(&self, name: &str, view: &StoredView) -> Result<()> {
+        self.reader.put_view(name, view)
+    }
+
+    /// The view `name` of this trace, if any.
+    pub fn view(&self, name: &str) -> Result<Option<StoredView>> {
+        self.reader.view(name)
+    }
+
+    /// Removes a view; false if there was none.
+    pub fn drop_view(&self, name: &str) -> Result<bool> {
+        self.reader.drop_view(name)
+    }
+
+    /// Every view of this trace, by name.
+    pub fn views(&self) -> Result<Vec<(String, StoredView)>> {
+        self.reader.views()
     }
 
     /// Every matched message, in matching order (message id = position).

@@ -83,6 +83,9 @@ pub enum Error {
     /// A trace by that name exists already.
     #[error("a trace named {0:?} already exists (drop it first, or import under another --name)")]
     TraceExists(String),
+    /// The user cancelled the running statement (Ctrl-C).
+    #[error("cancelled")]
+    Cancelled,
     /// A request that cannot be carried out as asked (bad argument).
     #[error("{0}")]
     Usage(String),

@@ -446,3 +446,104 @@ fn an_import_that_runs_out_of_space_fails_cleanly() {
         4 * 10
     );
 }
+
+#[test]
+fn query_prints_tables_csv_and_json_and_picks_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
+    ok(mtfdb(&db, &["import", example, "--name", "wrf16"]));
+    let csv = ok(mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT ALL MESSAGES BETWEEN PROCESS(1,2) IN COMM(C1)",
+            "--format",
+            "csv",
+        ],
+    ));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "id,sender,receiver,comm,tag,size,send_time_ns,recv_time_ns"
+    );
+    assert_eq!(lines.len(), 1 + 60, "30 iterations, one message each way");
+    let json = ok(mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT FAN_IN FOR ALL PROCESSES",
+            "--trace",
+            "wrf16",
+            "--format",
+            "json",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 16);
+    assert_eq!(v[5]["senders"], 4, "rank 5 is inside the 4x4 grid");
+    let table = ok(mtfdb(
+        &db,
+        &["query", "SELECT BROADCAST FOR PROCESS(1) IN COMM(C1)"],
+    ));
+    assert!(table.ends_with("(31 rows)\n"), "{table}");
+
+    let o = mtfdb(&db, &["query", "SELECT BROADCAST FOR PROCES(1)"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: at column 22: expected a process selector after FOR, found \"PROCES\"\n  SELECT BROADCAST FOR PROCES(1)\n                       ^\n"
+    );
+    ok(mtfdb(&db, &["import", example, "--name", "again"]));
+    let o = mtfdb(&db, &["query", "SELECT FAN_IN"]);
+    assert_eq!(
+        stderr(&o),
+        "error: the database holds several traces; choose one with --trace NAME or USE TRACE name: again, wrf16\n"
+    );
+}
+
+#[test]
+fn demo_runs_the_papers_queries_and_a_piped_script_runs_in_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let out = ok(mtfdb(&db, &["demo"]));
+    for q in [
+        "SELECT ALL MESSAGES IN COMM(C1)",
+        "SELECT ALL MESSAGES BETWEEN PROCESS(1,2) IN COMM(C1)",
+        "SELECT POINT_TO_POINT_OPERATIONS BETWEEN PROCESS(1,2) IN COMM(C1)",
+        "SELECT COLLECTIVE_OPERATIONS AMONG ALL PROCESSES IN COMM(C1)",
+        "SELECT BROADCAST FOR PROCESS(1) IN COMM(C1)",
+        "SELECT STATISTICS FOR ALL PROCESSES",
+    ] {
+        assert!(out.contains(q), "demo shows {q}:\n{out}");
+    }
+    assert!(
+        out.contains("(17 rows)"),
+        "the statistics table has 16 processes and a totals row"
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(&db)
+        .arg("repl")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b".mode csv\nSELECT COUNT(*)\n  FROM MESSAGES WHERE SIZE > 64 KiB;\nCREATE VIEW r0 AS SELECT OPERATIONS FOR PROCESS(0);\nSHOW VIEWS;\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("count(*)\n720\nview,rows\nr0,"), "{text}");
+    assert!(text.contains("\nname,rows,of,definition\nr0,"), "{text}");
+}

@@ -612,6 +612,52 @@ pub fn encode_index_bitmap(ids: &RoaringBitmap) -> Vec<u8> {
     encode_bitmap(ids)
 }
 
+const VIEW_PREFIX: &[u8] = b"v/";
+
+fn view_key(name: &str) -> Vec<u8> {
+    let mut k = VIEW_PREFIX.to_vec();
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// A named selection kept with its trace: the ids it selected and what it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredView {
+    /// True when the ids are message ids, false for operation ids.
+    pub messages: bool,
+    /// The statement that defined it, as canonical query text.
+    pub definition: String,
+    /// The selected ids.
+    pub ids: RoaringBitmap,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ViewRecord {
+    messages: bool,
+    definition: String,
+    bitmap: Vec<u8>,
+}
+
+impl From<&StoredView> for ViewRecord {
+    fn from(v: &StoredView) -> ViewRecord {
+        ViewRecord {
+            messages: v.messages,
+            definition: v.definition.clone(),
+            bitmap: encode_bitmap(&v.ids),
+        }
+    }
+}
+
+impl ViewRecord {
+    fn into_view(self, what: &str) -> Result<StoredView> {
+        Ok(StoredView {
+            messages: self.messages,
+            definition: self.definition,
+            ids: decode_bitmap(&self.bitmap, what)?,
+        })
+    }
+}
+
 /// Decrements the store's count of live readers when a reader goes.
 struct ReaderCount(Arc<AtomicUsize>);
 
@@ -659,6 +705,47 @@ impl TraceReader {
                 self.meta.name
             );
             out |= decode_bitmap(&bytes, &what)?;
+        }
+        Ok(out)
+    }
+
+    /// Stores (or replaces) the view `name`: a selection's ids and the statement that made it.
+    pub fn put_view(&self, name: &str, view: &StoredView) -> Result<()> {
+        self.tree
+            .insert(view_key(name), encode_meta(&ViewRecord::from(view)))?;
+        self.tree.flush()?;
+        Ok(())
+    }
+
+    /// The view `name`, if there is one.
+    pub fn view(&self, name: &str) -> Result<Option<StoredView>> {
+        let what = format!("view {name:?} of trace {:?}", self.meta.name);
+        match self.tree.get(view_key(name))? {
+            Some(bytes) => Ok(Some(
+                decode_meta::<ViewRecord>(&bytes, &what)?.into_view(&what)?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes the view `name`; false if there was none.
+    pub fn drop_view(&self, name: &str) -> Result<bool> {
+        let existed = self.tree.remove(view_key(name))?.is_some();
+        self.tree.flush()?;
+        Ok(existed)
+    }
+
+    /// Every view of the trace, by name.
+    pub fn views(&self) -> Result<Vec<(String, StoredView)>> {
+        let mut out = Vec::new();
+        for kv in self.tree.scan_prefix(VIEW_PREFIX) {
+            let (k, v) = kv?;
+            let name = String::from_utf8_lossy(&k[VIEW_PREFIX.len()..]).to_string();
+            let what = format!("view {name:?} of trace {:?}", self.meta.name);
+            out.push((
+                name,
+                decode_meta::<ViewRecord>(&v, &what)?.into_view(&what)?,
+            ));
         }
         Ok(out)
     }

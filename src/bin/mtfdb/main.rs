@@ -1,6 +1,8 @@
 //! The `mtfdb` command: import MPI traces into a database and inspect them.
 
+mod demo;
 mod info;
+mod repl;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +11,48 @@ use clap::{Parser, Subcommand};
 use mtfdb::database::default_database_path;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
+use mtfdb::query::{ResultSet, Session};
 use mtfdb::{Database, Error, SourceFormat};
+
+/// How a result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// An aligned table with the row count.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+impl OutputFormat {
+    fn parse(s: &str) -> Result<OutputFormat, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "table" => Ok(OutputFormat::Table),
+            "csv" => Ok(OutputFormat::Csv),
+            "json" => Ok(OutputFormat::Json),
+            other => Err(Error::Usage(format!(
+                "unknown output format {other:?}; use table, csv or json"
+            ))),
+        }
+    }
+
+    /// The result as this format prints it.
+    pub fn render(self, r: &ResultSet) -> String {
+        match self {
+            OutputFormat::Table => {
+                format!(
+                    "{}({} row{})\n",
+                    r.to_table(),
+                    r.len(),
+                    if r.len() == 1 { "" } else { "s" }
+                )
+            }
+            OutputFormat::Csv => r.to_csv(),
+            OutputFormat::Json => format!("{}\n", r.to_json()),
+        }
+    }
+}
 
 /// mtfdb: an embedded query database for MPI communication traces.
 #[derive(Parser)]
@@ -73,6 +116,26 @@ enum Command {
         /// List every anomaly, not only their counts
         #[arg(long)]
         anomalies: bool,
+    },
+    /// Run one query and print its result.
+    Query {
+        /// The statement, e.g. "SELECT FAN_IN FOR ALL PROCESSES"
+        statement: String,
+        /// The trace to query [default: the only one in the database]
+        #[arg(long)]
+        trace: Option<String>,
+        /// How to print the result: table, csv or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// Import the bundled example into a fresh database, run the MTF paper's example queries,
+    /// then open the shell when standard input is a terminal.
+    Demo,
+    /// The interactive shell (or run a script piped on standard input).
+    Repl {
+        /// The trace to query [default: the only one in the database]
+        #[arg(long)]
+        trace: Option<String>,
     },
     /// Remove a trace from the database.
     Drop {
@@ -202,6 +265,21 @@ fn run(cli: Cli) -> Result<(), Error> {
             let trace = db.trace(&name)?;
             print!("{}", info::render(&trace, anomalies)?);
         }
+        Command::Query {
+            statement,
+            trace,
+            format,
+        } => {
+            let format = OutputFormat::parse(&format)?;
+            let mut session = Session::new(open_db(cli.db)?);
+            if let Some(t) = trace {
+                session.use_trace(&t)?;
+            }
+            let result = session.run(&statement)?;
+            print!("{}", format.render(&result));
+        }
+        Command::Demo => demo::run(cli.db)?,
+        Command::Repl { trace } => repl::run(open_db(cli.db)?, trace.as_deref())?,
         Command::Drop { name } => {
             let db = open_db(cli.db)?;
             db.drop_trace(&name)?;

@@ -1,0 +1,435 @@
+//! `mtfdb repl`: the interactive shell. Statements end with `;` and may span lines; lines
+//! starting with `.` are meta commands. History is kept across sessions; Tab completes
+//! keywords, MPI operation names, communicator, view and trace names; Ctrl-C stops the running
+//! query, not the session. Without a terminal on standard input it runs the script it is given.
+
+use std::borrow::Cow;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Context, Editor, Helper};
+
+use mtfdb::model::OpKind;
+use mtfdb::query::{parse_script, query_error, Session};
+use mtfdb::{Database, Error};
+
+use crate::OutputFormat;
+
+/// Rows a table shows before it is cut, with a note saying how many were left out.
+const MAX_TABLE_ROWS: usize = 200;
+
+const KEYWORDS: &[&str] = &[
+    "SELECT",
+    "ALL",
+    "MESSAGES",
+    "POINT_TO_POINT_OPERATIONS",
+    "SENDS",
+    "RECEIVES",
+    "COLLECTIVE_OPERATIONS",
+    "OPERATIONS",
+    "BROADCAST",
+    "BARRIER",
+    "GATHER",
+    "SCATTER",
+    "REDUCE",
+    "ALLREDUCE",
+    "ALLGATHER",
+    "ALLTOALL",
+    "SCAN",
+    "REDUCE_SCATTER",
+    "BETWEEN",
+    "AMONG",
+    "FOR",
+    "PROCESS",
+    "PROCESSES",
+    "IN",
+    "COMM",
+    "WORLD",
+    "VIEW",
+    "TIME",
+    "AND",
+    "OR",
+    "NOT",
+    "WHERE",
+    "SIZE",
+    "TAG",
+    "SENDER",
+    "RECEIVER",
+    "DURATION",
+    "PEER",
+    "ROOT",
+    "FAN_IN",
+    "FAN_OUT",
+    "STATISTICS",
+    "COMMUNICATION",
+    "MATRIX",
+    "OF",
+    "BYTES",
+    "COUNT",
+    "HISTOGRAM",
+    "BINS",
+    "LOG2",
+    "MPI",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "FROM",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "ASC",
+    "DESC",
+    "LIMIT",
+    "EXPLAIN",
+    "SHOW",
+    "TRACES",
+    "COMMUNICATORS",
+    "VIEWS",
+    "USE",
+    "TRACE",
+    "CREATE",
+    "DROP",
+    "AS",
+    "KiB",
+    "MiB",
+    "GiB",
+    "ms",
+    "us",
+    "ns",
+];
+
+const META: &[&str] = &[
+    ".help", ".open", ".import", ".traces", ".use", ".mode", ".timer", ".quit", ".exit",
+];
+
+const HELP: &str = "\
+Statements end with ';' and may span lines. Examples:
+  SELECT ALL MESSAGES BETWEEN PROCESS(1,2) IN COMM(C1);
+  SELECT COLLECTIVE_OPERATIONS AMONG ALL PROCESSES IN COMM(C1) LIMIT 20;
+  SELECT MPI_Isend FOR PROCESSES(3-6) BETWEEN TIME 10 ms AND 20 ms WHERE SIZE > 64 KiB;
+  SELECT FAN_IN FOR ALL PROCESSES ORDER BY fan_in_bytes DESC;
+  SELECT STATISTICS FOR ALL PROCESSES;
+  SELECT COMMUNICATION MATRIX OF COUNT;
+  SELECT COUNT(*), SUM(SIZE) FROM MESSAGES GROUP BY PROCESS;
+  CREATE VIEW big AS SELECT ALL MESSAGES WHERE SIZE >= 1 MiB;   SELECT COUNT(*) FROM MESSAGES IN VIEW big;
+  EXPLAIN SELECT BROADCAST FOR PROCESS(1);
+  SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS;   USE TRACE name;
+Meta commands:
+  .help                 this text
+  .open PATH            open another database
+  .import FILE [NAME]   import a trace file
+  .traces               list the traces
+  .use NAME             query trace NAME
+  .mode table|csv|json  how results print
+  .timer on|off         show each statement's time
+  .quit                 leave (also Ctrl-D)
+";
+
+/// Completion and multi-line input.
+struct ReplHelper {
+    words: Vec<String>,
+}
+
+impl Completer for ReplHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let start = line[..pos]
+            .rfind(|c: char| c.is_whitespace() || c == '(' || c == ',')
+            .map_or(0, |i| i + 1);
+        let prefix = &line[start..pos];
+        if prefix.is_empty() {
+            return Ok((start, Vec::new()));
+        }
+        let mut out: Vec<Pair> = self
+            .words
+            .iter()
+            .filter(|w| w.len() >= prefix.len() && w[..prefix.len()].eq_ignore_ascii_case(prefix))
+            .map(|w| Pair {
+                display: w.clone(),
+                replacement: w.clone(),
+            })
+            .collect();
+        out.dedup_by(|a, b| a.display == b.display);
+        Ok((start, out))
+    }
+}
+
+impl Hinter for ReplHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ReplHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+
+impl Validator for ReplHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        let input = ctx.input().trim();
+        if input.is_empty() || input.starts_with('.') || input.ends_with(';') {
+            Ok(ValidationResult::Valid(None))
+        } else {
+            Ok(ValidationResult::Incomplete)
+        }
+    }
+}
+
+impl Helper for ReplHelper {}
+
+/// The shell's state: the session and how results print.
+struct Shell {
+    session: Session,
+    mode: OutputFormat,
+    timer: bool,
+}
+
+impl Shell {
+    /// Words Tab completes: keywords, MPI names, and the names in the database.
+    fn words(&self) -> Vec<String> {
+        let mut words: Vec<String> = KEYWORDS.iter().map(|s| s.to_string()).collect();
+        words.extend(META.iter().map(|s| s.to_string()));
+        words.extend(
+            OpKind::ALL
+                .iter()
+                .filter_map(|k| k.mpi_name())
+                .map(str::to_string),
+        );
+        if let Ok(traces) = self.session.database().traces() {
+            for t in traces {
+                if let Ok(trace) = self.session.database().trace(&t.name) {
+                    words.extend(trace.header().communicators.iter().map(|c| c.name.clone()));
+                    words.extend(
+                        trace
+                            .views()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(n, _)| n),
+                    );
+                }
+                words.push(t.name);
+            }
+        }
+        words.sort();
+        words.dedup();
+        words
+    }
+
+    /// Runs one meta command; false when the shell should end.
+    fn meta(&mut self, line: &str) -> Result<bool, Error> {
+        let mut parts = line.split_whitespace();
+        let cmd = parts.next().unwrap_or("");
+        let args: Vec<&str> = parts.collect();
+        match (cmd, args.as_slice()) {
+            (".quit" | ".exit", _) => return Ok(false),
+            (".help", _) => print!("{HELP}"),
+            (".open", [path]) => {
+                self.session = Session::new(Database::open(path)?);
+                println!("opened {path}");
+            }
+            (".import", [file]) | (".import", [file, _]) => {
+                let name = args.get(1).copied();
+                let info = self.session.database().import(file, name)?;
+                println!(
+                    "imported {file} as {:?}: {} operations, {} messages",
+                    info.name, info.summary.operations, info.summary.messages
+                );
+            }
+            (".traces", []) => self.statement("SHOW TRACES")?,
+            (".use", [name]) => {
+                self.session.use_trace(name)?;
+                println!("using trace {name}");
+            }
+            (".mode", [m]) => {
+                self.mode = match *m {
+                    "table" => OutputFormat::Table,
+                    "csv" => OutputFormat::Csv,
+                    "json" => OutputFormat::Json,
+                    other => {
+                        return Err(Error::Usage(format!(
+                            "unknown mode {other:?}; use table, csv or json"
+                        )))
+                    }
+                }
+            }
+            (".timer", [on]) => {
+                self.timer = match *on {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        return Err(Error::Usage(format!(
+                            ".timer takes on or off, not {other:?}"
+                        )))
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::Usage(format!(
+                    "unknown or malformed meta command {line:?}; .help lists them"
+                )))
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs the statements of `text` and prints each result.
+    fn statement(&mut self, text: &str) -> Result<(), Error> {
+        let statements = parse_script(text).map_err(query_error)?;
+        for (stmt, _) in statements {
+            let started = Instant::now();
+            let result = self.session.execute(&stmt)?;
+            let elapsed = started.elapsed();
+            if self.mode == OutputFormat::Table && result.len() > MAX_TABLE_ROWS {
+                let mut shown = result.clone();
+                shown.rows.truncate(MAX_TABLE_ROWS);
+                print!("{}", shown.to_table());
+                println!(
+                    "… {} more rows not shown (add LIMIT, or .mode csv to print them all)",
+                    result.len() - MAX_TABLE_ROWS
+                );
+                println!("({} rows)", result.len());
+            } else {
+                print!("{}", self.mode.render(&result));
+            }
+            if self.timer {
+                println!("time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Shell {
+    /// Runs a script in order: meta lines as they come, statements as each `;` completes one.
+    /// An error is reported and the script goes on; it then ends with the first error.
+    fn script(&mut self, script: &str) -> Result<(), Error> {
+        let mut first_error: Option<Error> = None;
+        let mut pending = String::new();
+        let report = |r: Result<(), Error>, first_error: &mut Option<Error>| {
+            if let Err(e) = r {
+                eprintln!("error: {e}");
+                first_error.get_or_insert(e);
+            }
+        };
+        for line in script.lines() {
+            if pending.trim().is_empty() && line.trim_start().starts_with('.') {
+                let r = self.meta(line.trim()).map(|_| ());
+                report(r, &mut first_error);
+                continue;
+            }
+            pending.push_str(line);
+            pending.push('\n');
+            if pending.trim_end().ends_with(';') {
+                let r = self.statement(&pending);
+                report(r, &mut first_error);
+                pending.clear();
+            }
+        }
+        if !pending.trim().is_empty() {
+            let r = self.statement(&pending);
+            report(r, &mut first_error);
+        }
+        match first_error {
+            Some(_) => Err(Error::Usage(
+                "the script stopped with errors (reported above)".into(),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+fn history_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".mtfdb_history"))
+}
+
+/// Runs the shell on `db` (interactive on a terminal, a script otherwise).
+pub fn run(db: Database, trace: Option<&str>) -> Result<(), Error> {
+    let mut session = Session::new(db);
+    if let Some(t) = trace {
+        session.use_trace(t)?;
+    }
+    run_session(session)
+}
+
+/// Runs the shell on an open session.
+pub fn run_session(session: Session) -> Result<(), Error> {
+    let mut shell = Shell {
+        session,
+        mode: OutputFormat::Table,
+        timer: true,
+    };
+    if !std::io::stdin().is_terminal() {
+        shell.timer = false;
+        let mut script = String::new();
+        std::io::stdin()
+            .read_to_string(&mut script)
+            .map_err(|e| Error::io("<stdin>", e))?;
+        return shell.script(&script);
+    }
+    // Ctrl-C while a statement runs cancels it; at the prompt the editor handles it.
+    let cancel = shell.session.cancel_flag();
+    let _ = ctrlc::set_handler(move || cancel.store(true, std::sync::atomic::Ordering::Relaxed));
+
+    let mut editor: Editor<ReplHelper, DefaultHistory> =
+        Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
+    editor.set_helper(Some(ReplHelper {
+        words: shell.words(),
+    }));
+    let history = history_path();
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    println!(
+        "mtfdb {} — statements end with ';', .help for help, .quit to leave",
+        env!("CARGO_PKG_VERSION")
+    );
+    loop {
+        match editor.readline("mtfdb> ") {
+            Ok(line) => {
+                let line = line.trim().to_string();
+                if line.is_empty() {
+                    continue;
+                }
+                let _ = editor.add_history_entry(line.as_str());
+                let outcome = if line.starts_with('.') {
+                    shell.meta(&line)
+                } else {
+                    shell.statement(&line).map(|_| true)
+                };
+                match outcome {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => eprintln!("error: {e}"),
+                }
+                if let Some(h) = editor.helper_mut() {
+                    h.words = shell.words();
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(Error::Usage(format!("reading input failed: {e}"))),
+        }
+    }
+    if let Some(h) = &history {
+        let _ = editor.save_history(h);
+    }
+    Ok(())
+}

@@ -1,0 +1,1150 @@
+//! The planner and executor: a parsed [`Statement`] becomes bitmap algebra over the store's
+//! indexes (process, communicator, kind, peer; sender, receiver, communicator for messages),
+//! chunk pruning by time, and only then a fetch of the surviving rows, which are filtered by
+//! what no index answers (time overlap, `WHERE`), then aggregated, ordered and limited.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use super::ast::{
+    Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, Measure,
+    OrderColumn, ProcessSelector, Scope, Select, SelectBody, Selection, ShowWhat, Statement,
+    Statistic, Target, TimeWindow, Within,
+};
+use super::result::{ResultSet, Value};
+use crate::analysis::stats;
+use crate::error::{Error, Result};
+use crate::model::{CommId, Message, OpKind, Operation, Rank};
+use crate::store::tables::row_id;
+use crate::store::{IndexDim, StoredView};
+use crate::{Database, Trace};
+
+fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
+}
+
+/// One step of a plan, as `EXPLAIN` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanStep {
+    /// What the step does.
+    pub step: String,
+    /// Rows the step keeps, as the bitmaps say (before rows are read).
+    pub estimated: u64,
+    /// Rows that survive it once read (`None` for steps answered by bitmaps alone).
+    pub actual: Option<u64>,
+}
+
+/// What a selection evaluates to: operation or message ids, and the plan that found them.
+struct Selected {
+    messages: bool,
+    ids: RoaringBitmap,
+    plan: Vec<PlanStep>,
+}
+
+/// Runs statements against one trace.
+pub struct Engine<'a> {
+    trace: &'a Trace,
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// A row of a selection, read from the store.
+enum Row {
+    Op(u64, Operation),
+    Msg(u32, Message),
+}
+
+impl<'a> Engine<'a> {
+    /// An engine over `trace`.
+    pub fn new(trace: &'a Trace) -> Engine<'a> {
+        Engine {
+            trace,
+            cancel: None,
+        }
+    }
+
+    /// An engine that stops with [`Error::Cancelled`] once `flag` is set (checked between
+    /// chunks), so that Ctrl-C in the REPL stops the query, not the session.
+    pub fn with_cancel(trace: &'a Trace, flag: &'a AtomicBool) -> Engine<'a> {
+        Engine {
+            trace,
+            cancel: Some(flag),
+        }
+    }
+
+    fn check_cancel(&self) -> Result<()> {
+        match self.cancel {
+            Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+            _ => Ok(()),
+        }
+    }
+
+    /// The communicator a query names.
+    pub fn comm(&self, c: &CommRef) -> Result<CommId> {
+        let comms = &self.trace.header().communicators;
+        let found = match c {
+            CommRef::Id(id) => comms.iter().find(|k| k.id == *id),
+            CommRef::Name(name) => comms.iter().find(|k| &k.name == name),
+            CommRef::World => {
+                let n = self.trace.header().processes.len();
+                comms
+                    .iter()
+                    .find(|k| k.name == "MPI_COMM_WORLD")
+                    .or_else(|| {
+                        comms.iter().find(|k| {
+                            k.members.len() == n
+                                && k.members.iter().enumerate().all(|(i, r)| *r as usize == i)
+                        })
+                    })
+            }
+        };
+        found.map(|k| k.id).ok_or_else(|| {
+            let names: Vec<String> = comms
+                .iter()
+                .map(|k| format!("{} (id {})", k.name, k.id))
+                .collect();
+            usage(format!(
+                "no communicator {} in trace {:?}; it has: {}",
+                describe_comm(c),
+                self.trace.name(),
+                names.join(", ")
+            ))
+        })
+    }
+
+    /// The world ranks a selector names, sorted and distinct.
+    pub fn ranks(&self, s: &ProcessSelector) -> Result<Vec<Rank>> {
+        let n = self.trace.header().processes.len() as Rank;
+        let mut out: Vec<Rank> = match s {
+            ProcessSelector::Process(r) => vec![*r],
+            ProcessSelector::List(ranges) => ranges.iter().flat_map(|r| r.first..=r.last).collect(),
+            ProcessSelector::All => (0..n).collect(),
+            ProcessSelector::InComm(c) => {
+                let id = self.comm(c)?;
+                self.trace
+                    .header()
+                    .communicator(id)
+                    .map(|k| k.members.clone())
+                    .unwrap_or_default()
+            }
+        };
+        out.sort_unstable();
+        out.dedup();
+        if let Some(bad) = out.iter().find(|r| **r >= n) {
+            return Err(usage(format!(
+                "process {bad} is not in trace {:?}, whose ranks are 0-{}",
+                self.trace.name(),
+                n.saturating_sub(1)
+            )));
+        }
+        Ok(out)
+    }
+
+    fn union(&self, dim: IndexDim, values: impl IntoIterator<Item = u32>) -> Result<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        for v in values {
+            out |= self.trace.index(dim, v)?;
+        }
+        Ok(out)
+    }
+
+    /// The operation kinds a target selects, among those the trace has.
+    fn kinds(&self, target: Target) -> Vec<OpKind> {
+        self.trace
+            .summary()
+            .by_kind
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| match target {
+                Target::Messages | Target::Operations => true,
+                Target::PointToPoint => k.is_send() || k.is_receive(),
+                Target::Sends => k.is_send(),
+                Target::Receives => k.is_receive(),
+                Target::Collectives => k.is_collective(),
+                Target::Operation(want) => *k == want,
+            })
+            .collect()
+    }
+
+    /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
+    /// read yet.
+    fn select_ids(&self, sel: &Selection) -> Result<Selected> {
+        let messages = sel.target == Target::Messages;
+        let mut plan = Vec::new();
+        let mut ids = if messages {
+            self.trace.all_message_ids()
+        } else {
+            self.trace.all_operation_ids()
+        };
+        plan.push(PlanStep {
+            step: if messages {
+                "all messages (ids 0..n)".into()
+            } else {
+                "all operations (chunk ranges)".into()
+            },
+            estimated: ids.len(),
+            actual: None,
+        });
+        if !messages && sel.target != Target::Operations {
+            let kinds = self.kinds(sel.target);
+            let names: Vec<String> = kinds.iter().map(|k| self.trace.kind_name(*k)).collect();
+            ids &= self.union(IndexDim::Kind, kinds.iter().map(|k| k.code()))?;
+            plan.push(PlanStep {
+                step: format!(
+                    "AND kind index [{}]",
+                    if names.is_empty() {
+                        "none in trace".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        if let Some(scope) = &sel.filter.scope {
+            let (bits, what) = self.scope_bitmap(scope, messages)?;
+            ids &= bits;
+            plan.push(PlanStep {
+                step: format!("AND {what}"),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        for w in &sel.filter.within {
+            match w {
+                Within::Comm(c) => {
+                    let id = self.comm(c)?;
+                    let dim = if messages { IndexDim::MessageComm } else { IndexDim::Comm };
+                    ids &= self.trace.index(dim, id)?;
+                    plan.push(PlanStep { step: format!("AND {dim:?} index [{id}]"), estimated: ids.len(), actual: None });
+                }
+                Within::View(name) => {
+                    let view = self.view(name)?;
+                    if view.messages != messages {
+                        return Err(usage(format!(
+                            "view {name:?} holds {}, but this query selects {}",
+                            if view.messages { "messages" } else { "operations" },
+                            if messages { "messages" } else { "operations" }
+                        )));
+                    }
+                    ids &= &view.ids;
+                    plan.push(PlanStep { step: format!("AND view {name}"), estimated: ids.len(), actual: None });
+                }
+                Within::Phase(_) | Within::Pattern(_) => {
+                    return Err(usage(
+                        "IN PHASE and IN PATTERN need phase and pattern detection, which this mtfdb does not have yet",
+                    ))
+                }
+            }
+        }
+        if let (Some(w), false) = (sel.filter.time, messages) {
+            // Chunks entirely outside the window go without being read.
+            for c in self.trace.op_chunks() {
+                if c.rows > 0 && (c.first_start > w.end || c.max_end < w.start) {
+                    ids.remove_range(row_id(c.chunk, 0)..=row_id(c.chunk, c.rows as usize - 1));
+                }
+            }
+            plan.push(PlanStep {
+                step: format!("prune chunks outside {} ns .. {} ns", w.start, w.end),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        Ok(Selected {
+            messages,
+            ids,
+            plan,
+        })
+    }
+
+    fn scope_bitmap(&self, scope: &Scope, messages: bool) -> Result<(RoaringBitmap, String)> {
+        let (own, other) = if messages {
+            (IndexDim::MessageSender, IndexDim::MessageReceiver)
+        } else {
+            (IndexDim::Process, IndexDim::Peer)
+        };
+        Ok(match scope {
+            Scope::Between(a, b) => {
+                self.ranks(&ProcessSelector::List(vec![
+                    super::ast::RankRange::single(*a),
+                    super::ast::RankRange::single(*b),
+                ]))?;
+                let ab = self.trace.index(own, *a)? & self.trace.index(other, *b)?;
+                let ba = self.trace.index(own, *b)? & self.trace.index(other, *a)?;
+                (
+                    ab | ba,
+                    format!(
+                        "({own:?}[{a}] AND {other:?}[{b}]) OR ({own:?}[{b}] AND {other:?}[{a}])"
+                    ),
+                )
+            }
+            Scope::For(s) => {
+                let ranks = self.ranks(s)?;
+                let mut bits = self.union(own, ranks.iter().copied())?;
+                if messages {
+                    bits |= self.union(other, ranks.iter().copied())?;
+                    (bits, format!("sender or receiver in {}", rank_list(&ranks)))
+                } else {
+                    (bits, format!("Process index {}", rank_list(&ranks)))
+                }
+            }
+            Scope::Among(s) => {
+                let ranks = self.ranks(s)?;
+                let bits = self.union(own, ranks.iter().copied())?;
+                if messages {
+                    let recv = self.union(other, ranks.iter().copied())?;
+                    (
+                        bits & recv,
+                        format!("sender and receiver in {}", rank_list(&ranks)),
+                    )
+                } else {
+                    (
+                        bits,
+                        format!(
+                            "Process index {} (peers checked on read)",
+                            rank_list(&ranks)
+                        ),
+                    )
+                }
+            }
+        })
+    }
+
+    fn view(&self, name: &str) -> Result<StoredView> {
+        self.trace.view(name)?.ok_or_else(|| {
+            let names: Vec<String> = self
+                .trace
+                .views()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect();
+            usage(format!(
+                "no view named {name:?} in trace {:?}{}",
+                self.trace.name(),
+                if names.is_empty() {
+                    " (it has none)".to_string()
+                } else {
+                    format!(" (it has: {})", names.join(", "))
+                }
+            ))
+        })
+    }
+
+    /// Reads the selected rows and keeps those the indexes could not decide: time overlap,
+    /// peers within an AMONG set, and the WHERE predicate.
+    fn rows(&self, sel: &Selection, selected: &mut Selected) -> Result<Vec<Row>> {
+        let among: Option<Vec<Rank>> = match &sel.filter.scope {
+            Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
+            _ => None,
+        };
+        let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        // Rows are read chunk by chunk (a roaring container is a chunk), checking for Ctrl-C.
+        let mut read: Vec<Row> = Vec::new();
+        let mut chunk_ids = RoaringBitmap::new();
+        let mut current_chunk = None;
+        let flush = |ids: &mut RoaringBitmap, read: &mut Vec<Row>| -> Result<()> {
+            self.check_cancel()?;
+            if selected.messages {
+                read.extend(
+                    self.trace
+                        .messages_by_id(ids)?
+                        .into_iter()
+                        .map(|(id, m)| Row::Msg(id, m)),
+                );
+            } else {
+                read.extend(
+                    self.trace
+                        .operations(ids)?
+                        .into_iter()
+                        .map(|(id, o)| Row::Op(id, o)),
+                );
+            }
+            ids.clear();
+            Ok(())
+        };
+        for id in &selected.ids {
+            if current_chunk != Some(id >> 16) && !chunk_ids.is_empty() {
+                flush(&mut chunk_ids, &mut read)?;
+            }
+            current_chunk = Some(id >> 16);
+            chunk_ids.insert(id);
+        }
+        if !chunk_ids.is_empty() {
+            flush(&mut chunk_ids, &mut read)?;
+        }
+        let kept: Vec<Row> = read
+            .into_iter()
+            .filter(|row| {
+                sel.filter.time.is_none_or(|w| overlaps(row, w))
+                    && among.as_ref().is_none_or(|set| peers_within(row, set))
+                    && sel
+                        .filter
+                        .predicate
+                        .as_ref()
+                        .is_none_or(|p| eval(p, row, &comm_ids))
+            })
+            .collect();
+        selected.plan.push(PlanStep {
+            step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
+            estimated: selected.ids.len(),
+            actual: Some(kept.len() as u64),
+        });
+        Ok(kept)
+    }
+
+    /// Communicator names in a predicate, resolved once.
+    fn predicate_comms(&self, p: Option<&Expr>) -> Result<BTreeMap<String, CommId>> {
+        let mut out = BTreeMap::new();
+        fn walk(e: &Expr, out: &mut Vec<CommRef>) {
+            match e {
+                Expr::Compare(Comparison {
+                    value: super::ast::Value::Comm(c),
+                    ..
+                }) => out.push(c.clone()),
+                Expr::Compare(_) => {}
+                Expr::And(a, b) | Expr::Or(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                Expr::Not(a) => walk(a, out),
+            }
+        }
+        let mut refs = Vec::new();
+        if let Some(p) = p {
+            walk(p, &mut refs);
+        }
+        for c in refs {
+            out.insert(describe_comm(&c), self.comm(&c)?);
+        }
+        Ok(out)
+    }
+
+    fn rows_result(&self, rows: &[Row], messages: bool) -> ResultSet {
+        if messages {
+            let mut r = ResultSet::new([
+                "id",
+                "sender",
+                "receiver",
+                "comm",
+                "tag",
+                "size",
+                "send_time_ns",
+                "recv_time_ns",
+            ]);
+            for row in rows {
+                if let Row::Msg(id, m) = row {
+                    r.push(vec![
+                        (*id).into(),
+                        m.sender.into(),
+                        m.receiver.into(),
+                        self.comm_name(m.comm).into(),
+                        m.tag.into(),
+                        m.bytes.into(),
+                        m.send_time.into(),
+                        m.recv_time.into(),
+                    ]);
+                }
+            }
+            r
+        } else {
+            let mut r = ResultSet::new([
+                "id",
+                "rank",
+                "thread",
+                "operation",
+                "start_ns",
+                "end_ns",
+                "duration_ns",
+                "comm",
+                "peer",
+                "tag",
+                "bytes_sent",
+                "bytes_received",
+                "root",
+            ]);
+            for row in rows {
+                if let Row::Op(id, o) = row {
+                    r.push(vec![
+                        (*id).into(),
+                        o.rank.into(),
+                        o.thread.into(),
+                        self.trace.kind_name(o.kind).into(),
+                        o.start.into(),
+                        o.end.into(),
+                        (o.end - o.start).into(),
+                        o.comm.map(|c| self.comm_name(c)).into(),
+                        o.dest.or(o.source).into(),
+                        o.send_tag.or(o.recv_tag).into(),
+                        o.send_bytes.into(),
+                        o.recv_bytes.into(),
+                        o.root.into(),
+                    ]);
+                }
+            }
+            r
+        }
+    }
+
+    fn comm_name(&self, id: CommId) -> String {
+        self.trace
+            .header()
+            .communicator(id)
+            .map_or_else(|| id.to_string(), |c| c.name.clone())
+    }
+
+    /// Runs a SELECT (or plans it, for EXPLAIN).
+    pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
+        let (result, plan) = match &s.body {
+            SelectBody::Rows(sel) => {
+                let mut selected = self.select_ids(sel)?;
+                let rows = self.rows(sel, &mut selected)?;
+                (self.rows_result(&rows, selected.messages), selected.plan)
+            }
+            SelectBody::Aggregate {
+                aggregates,
+                selection,
+                group_by,
+            } => {
+                let mut selected = self.select_ids(selection)?;
+                let rows = self.rows(selection, &mut selected)?;
+                (self.aggregate(&rows, aggregates, group_by), selected.plan)
+            }
+            SelectBody::Statistic {
+                statistic,
+                target,
+                filter,
+            } => self.statistic(*statistic, *target, filter)?,
+        };
+        if explain {
+            let mut r = ResultSet::new(["step", "plan", "estimated_rows", "actual_rows"]);
+            for (i, p) in plan.iter().enumerate() {
+                r.push(vec![
+                    ((i + 1) as u64).into(),
+                    p.step.clone().into(),
+                    p.estimated.into(),
+                    p.actual.into(),
+                ]);
+            }
+            return Ok(r);
+        }
+        order_and_limit(result, s)
+    }
+
+    fn aggregate(
+        &self,
+        rows: &[Row],
+        aggregates: &[Aggregate],
+        group_by: &[GroupKey],
+    ) -> ResultSet {
+        let mut columns: Vec<String> = group_by
+            .iter()
+            .map(|k| k.to_string().to_lowercase())
+            .collect();
+        columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
+        let mut groups: BTreeMap<Vec<GroupValue>, Vec<Acc>> = BTreeMap::new();
+        for row in rows {
+            let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
+            let accs = groups
+                .entry(key)
+                .or_insert_with(|| vec![Acc::default(); aggregates.len()]);
+            for (acc, a) in accs.iter_mut().zip(aggregates) {
+                let v = match a {
+                    Aggregate::Count => 0,
+                    Aggregate::Sum(m)
+                    | Aggregate::Avg(m)
+                    | Aggregate::Min(m)
+                    | Aggregate::Max(m) => measure(row, *m),
+                };
+                acc.add(v);
+            }
+        }
+        if groups.is_empty() && group_by.is_empty() {
+            groups.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
+        }
+        let mut r = ResultSet::new(columns);
+        for (key, accs) in groups {
+            let mut row: Vec<Value> = key.into_iter().map(GroupValue::into_value).collect();
+            row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
+            r.push(row);
+        }
+        r
+    }
+
+    fn group_value(&self, row: &Row, key: GroupKey) -> GroupValue {
+        match (row, key) {
+            (Row::Op(_, o), GroupKey::Process) => GroupValue::Int(i64::from(o.rank)),
+            (Row::Msg(_, m), GroupKey::Process) => GroupValue::Int(i64::from(m.sender)),
+            (Row::Op(_, o), GroupKey::Peer) => o
+                .dest
+                .or(o.source)
+                .map_or(GroupValue::None, |p| GroupValue::Int(i64::from(p))),
+            (Row::Msg(_, m), GroupKey::Peer) => GroupValue::Int(i64::from(m.receiver)),
+            (Row::Op(_, o), GroupKey::Operation) => GroupValue::Text(self.trace.kind_name(o.kind)),
+            (Row::Msg(..), GroupKey::Operation) => GroupValue::Text("message".into()),
+            (Row::Op(_, o), GroupKey::Tag) => o
+                .send_tag
+                .or(o.recv_tag)
+                .map_or(GroupValue::None, |t| GroupValue::Int(i64::from(t))),
+            (Row::Msg(_, m), GroupKey::Tag) => GroupValue::Int(i64::from(m.tag)),
+            (Row::Op(_, o), GroupKey::Comm) => o
+                .comm
+                .map_or(GroupValue::None, |c| GroupValue::Text(self.comm_name(c))),
+            (Row::Msg(_, m), GroupKey::Comm) => GroupValue::Text(self.comm_name(m.comm)),
+        }
+    }
+
+    fn statistic(
+        &self,
+        statistic: Statistic,
+        target: Option<Target>,
+        filter: &Filter,
+    ) -> Result<(ResultSet, Vec<PlanStep>)> {
+        let all: Vec<Rank> = (0..self.trace.header().processes.len() as Rank).collect();
+        let fixed_ranks = |name: &str| -> Result<Vec<Rank>> {
+            if !filter.within.is_empty() || filter.time.is_some() || filter.predicate.is_some() {
+                return Err(usage(format!(
+                    "{name} is computed per process over the whole trace; it takes FOR or AMONG a set of processes only"
+                )));
+            }
+            match &filter.scope {
+                None => Ok(all.clone()),
+                Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s),
+                Some(Scope::Between(a, b)) => self.ranks(&ProcessSelector::List(vec![
+                    super::ast::RankRange::single(*a),
+                    super::ast::RankRange::single(*b),
+                ])),
+            }
+        };
+        let plan_of = |what: &str, n: usize| {
+            vec![PlanStep {
+                step: what.to_string(),
+                estimated: n as u64,
+                actual: Some(n as u64),
+            }]
+        };
+        Ok(match statistic {
+            Statistic::FanIn | Statistic::FanOut => {
+                let ranks = fixed_ranks(if statistic == Statistic::FanIn {
+                    "FAN_IN"
+                } else {
+                    "FAN_OUT"
+                })?;
+                let traffic = stats::process_traffic(self.trace)?;
+                let dir = if statistic == Statistic::FanIn {
+                    stats::Direction::In
+                } else {
+                    stats::Direction::Out
+                };
+                let r = stats::fan_table(&traffic, &ranks, dir);
+                let n = r.len();
+                (
+                    r,
+                    plan_of("scan messages and collective operations per process", n),
+                )
+            }
+            Statistic::Statistics => {
+                let ranks = fixed_ranks("STATISTICS")?;
+                let r = stats::statistics_table(self.trace, &ranks)?;
+                let n = r.len();
+                (
+                    r,
+                    plan_of(
+                        "count operations per process and kind; bytes per process",
+                        n,
+                    ),
+                )
+            }
+            Statistic::MpiTime => {
+                let ranks = fixed_ranks("MPI TIME")?;
+                let r = stats::mpi_time(self.trace, &ranks)?;
+                let n = r.len();
+                (r, plan_of("sum operation durations per process", n))
+            }
+            Statistic::Matrix(of) => {
+                let sel = Selection {
+                    target: target.unwrap_or(Target::Messages),
+                    filter: filter.clone(),
+                };
+                if sel.target != Target::Messages {
+                    return Err(usage("a COMMUNICATION MATRIX is computed over messages"));
+                }
+                let mut selected = self.select_ids(&sel)?;
+                let rows = self.rows(&sel, &mut selected)?;
+                let messages: Vec<Message> = rows
+                    .into_iter()
+                    .filter_map(|r| {
+                        if let Row::Msg(_, m) = r {
+                            Some(m)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                let ranks = match &filter.scope {
+                    Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,
+                    _ => all.clone(),
+                };
+                let of = match of {
+                    super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
+                    super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
+                };
+                (
+                    stats::communication_matrix(&messages, &ranks, of),
+                    selected.plan,
+                )
+            }
+            Statistic::Histogram { of, bins } => {
+                let sel = Selection {
+                    target: target.unwrap_or(Target::Messages),
+                    filter: filter.clone(),
+                };
+                let mut selected = self.select_ids(&sel)?;
+                let rows = self.rows(&sel, &mut selected)?;
+                let values: Vec<u64> = rows.iter().map(|r| measure(r, of)).collect();
+                let bins = match bins {
+                    Bins::Log2 => stats::Bins::Log2,
+                    Bins::Count(n) => stats::Bins::Linear(n),
+                };
+                (stats::size_histogram(&values, bins), selected.plan)
+            }
+        })
+    }
+
+    /// Evaluates a selection to the ids a view stores.
+    pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
+        let mut selected = self.select_ids(sel)?;
+        let rows = self.rows(sel, &mut selected)?;
+        let mut ids = RoaringBitmap::new();
+        for r in &rows {
+            match r {
+                Row::Op(id, _) => ids.insert(*id as u32),
+                Row::Msg(id, _) => ids.insert(*id),
+            };
+        }
+        Ok(StoredView {
+            messages: selected.messages,
+            definition: format!("SELECT {sel}"),
+            ids,
+        })
+    }
+}
+
+/// A syntax error as the crate's error: "at column 22: expected …" with the statement and a
+/// caret (the CLI adds its own "error: ").
+pub fn query_error(e: super::QueryError) -> Error {
+    let text = e.to_string();
+    Error::Usage(
+        text.strip_prefix("error ")
+            .map_or(text.clone(), str::to_string),
+    )
+}
+
+fn describe_comm(c: &CommRef) -> String {
+    match c {
+        CommRef::Name(n) => n.clone(),
+        CommRef::Id(id) => id.to_string(),
+        CommRef::World => "WORLD".into(),
+    }
+}
+
+fn rank_list(ranks: &[Rank]) -> String {
+    if ranks.len() > 8 {
+        format!("[{} ranks]", ranks.len())
+    } else {
+        format!("{ranks:?}")
+    }
+}
+
+fn overlaps(row: &Row, w: TimeWindow) -> bool {
+    let (start, end) = match row {
+        Row::Op(_, o) => (o.start, o.end),
+        Row::Msg(_, m) => (m.send_time, m.recv_time.max(m.send_time)),
+    };
+    start <= w.end && end >= w.start
+}
+
+/// For AMONG on operations: a point-to-point operation's peers must be in the set too.
+fn peers_within(row: &Row, set: &[Rank]) -> bool {
+    match row {
+        Row::Op(_, o) => [o.dest, o.source]
+            .iter()
+            .flatten()
+            .all(|p| set.binary_search(p).is_ok()),
+        Row::Msg(..) => true,
+    }
+}
+
+fn measure(row: &Row, m: Measure) -> u64 {
+    match (row, m) {
+        (Row::Op(_, o), Measure::Size) => o.send_bytes.max(o.recv_bytes),
+        (Row::Op(_, o), Measure::Duration) => o.end - o.start,
+        (Row::Msg(_, msg), Measure::Size) => msg.bytes,
+        (Row::Msg(_, msg), Measure::Duration) => msg.recv_time.saturating_sub(msg.send_time),
+    }
+}
+
+/// A field's value on a row; `None` when the row has no such field (then a comparison fails,
+/// except `!=`, which holds).
+fn field(row: &Row, f: Field) -> Option<i64> {
+    match row {
+        Row::Op(_, o) => match f {
+            Field::Size => Some(o.send_bytes.max(o.recv_bytes) as i64),
+            Field::Tag => o.send_tag.or(o.recv_tag).map(i64::from),
+            Field::Sender => {
+                if o.kind.is_send() {
+                    Some(i64::from(o.rank))
+                } else {
+                    o.source.map(i64::from)
+                }
+            }
+            Field::Receiver => {
+                if o.kind.is_send() {
+                    o.dest.map(i64::from)
+                } else if o.kind.is_receive() {
+                    Some(i64::from(o.rank))
+                } else {
+                    None
+                }
+            }
+            Field::Duration => Some((o.end - o.start) as i64),
+            Field::Peer => o.dest.or(o.source).map(i64::from),
+            Field::Root => o.root.map(i64::from),
+            Field::Comm => o.comm.map(i64::from),
+        },
+        Row::Msg(_, m) => match f {
+            Field::Size => Some(m.bytes as i64),
+            Field::Tag => Some(i64::from(m.tag)),
+            Field::Sender => Some(i64::from(m.sender)),
+            Field::Receiver | Field::Peer => Some(i64::from(m.receiver)),
+            Field::Duration => Some(m.recv_time.saturating_sub(m.send_time) as i64),
+            Field::Root => None,
+            Field::Comm => Some(i64::from(m.comm)),
+        },
+    }
+}
+
+fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
+    match e {
+        Expr::And(a, b) => eval(a, row, comms) && eval(b, row, comms),
+        Expr::Or(a, b) => eval(a, row, comms) || eval(b, row, comms),
+        Expr::Not(a) => !eval(a, row, comms),
+        Expr::Compare(c) => {
+            let right = match &c.value {
+                super::ast::Value::Number(n) => *n as i64,
+                super::ast::Value::Comm(cr) => i64::from(comms[&describe_comm(cr)]),
+            };
+            match field(row, c.field) {
+                Some(left) => c.op.holds(left, right),
+                None => c.op == CmpOp::Ne,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupValue {
+    None,
+    Int(i64),
+    Text(String),
+}
+
+impl GroupValue {
+    fn into_value(self) -> Value {
+        match self {
+            GroupValue::None => Value::Null,
+            GroupValue::Int(i) => Value::Int(i),
+            GroupValue::Text(s) => Value::Text(s),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    count: u64,
+    sum: u128,
+    min: Option<u64>,
+    max: Option<u64>,
+}
+
+impl Acc {
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+    }
+
+    fn value(&self, a: Aggregate) -> Value {
+        match a {
+            Aggregate::Count => self.count.into(),
+            Aggregate::Sum(_) => Value::Int(i64::try_from(self.sum).unwrap_or(i64::MAX)),
+            Aggregate::Avg(_) => {
+                if self.count == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(self.sum as f64 / self.count as f64)
+                }
+            }
+            Aggregate::Min(_) => self.min.into(),
+            Aggregate::Max(_) => self.max.into(),
+        }
+    }
+}
+
+fn order_and_limit(mut r: ResultSet, s: &Select) -> Result<ResultSet> {
+    if !s.order_by.is_empty() {
+        let mut keys = Vec::new();
+        for k in &s.order_by {
+            let col = match &k.column {
+                OrderColumn::Name(n) => r.column(n),
+                OrderColumn::Aggregate(a) => r.column(&a.to_string()),
+                OrderColumn::Position(p) => (*p as usize)
+                    .checked_sub(1)
+                    .filter(|i| *i < r.columns.len()),
+            }
+            .ok_or_else(|| {
+                usage(format!(
+                    "ORDER BY {}: the result has no such column; its columns are {}",
+                    k.column_text(),
+                    r.columns.join(", ")
+                ))
+            })?;
+            keys.push((col, k.descending));
+        }
+        r.rows.sort_by(|a, b| {
+            for &(c, desc) in &keys {
+                let o = compare_values(&a[c], &b[c]);
+                let o = if desc { o.reverse() } else { o };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    if let Some(n) = s.limit {
+        r.rows.truncate(n as usize);
+    }
+    Ok(r)
+}
+
+fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        (Value::Int(x), Value::Float(y)) => (*x as f64).partial_cmp(y).unwrap_or(Ordering::Equal),
+        (Value::Float(x), Value::Int(y)) => x.partial_cmp(&(*y as f64)).unwrap_or(Ordering::Equal),
+        (Value::Text(x), Value::Text(y)) => x.cmp(y),
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::Text(_), _) => Ordering::Greater,
+        (_, Value::Text(_)) => Ordering::Less,
+    }
+}
+
+impl super::ast::OrderKey {
+    fn column_text(&self) -> String {
+        match &self.column {
+            OrderColumn::Name(n) => n.clone(),
+            OrderColumn::Aggregate(a) => a.to_string(),
+            OrderColumn::Position(p) => p.to_string(),
+        }
+    }
+}
+
+/// A user's conversation with a database: the current trace, and statements run one by one.
+///
+/// ```no_run
+/// let db = mtfdb::Database::open("traces.mtfdb")?;
+/// let mut session = mtfdb::query::Session::new(db);
+/// let fan_in = session.run("SELECT FAN_IN FOR ALL PROCESSES")?;
+/// print!("{}", fan_in.to_table());
+/// # Ok::<(), mtfdb::Error>(())
+/// ```
+pub struct Session {
+    db: Database,
+    current: Option<String>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Session {
+    /// A session on `db`, with no trace chosen yet (a query then uses the only trace).
+    pub fn new(db: Database) -> Session {
+        Session {
+            db,
+            current: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The flag that cancels the running statement when set (it is cleared when the next
+    /// statement starts).
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Chooses the trace later statements query.
+    pub fn use_trace(&mut self, name: &str) -> Result<()> {
+        self.db.trace(name)?;
+        self.current = Some(name.to_string());
+        Ok(())
+    }
+
+    /// The trace statements query: the chosen one, else the only one.
+    pub fn current_trace(&self) -> Result<String> {
+        if let Some(t) = &self.current {
+            return Ok(t.clone());
+        }
+        let traces = self.db.traces()?;
+        match traces.len() {
+            1 => Ok(traces[0].name.clone()),
+            0 => Err(usage("the database holds no traces; import one first (mtfdb import FILE)")),
+            _ => Err(usage(format!(
+                "the database holds several traces; choose one with --trace NAME or USE TRACE name: {}",
+                traces.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+
+    /// Parses and runs one statement, returning its result.
+    pub fn run(&mut self, text: &str) -> Result<ResultSet> {
+        let stmt = super::parse_statement(text).map_err(query_error)?;
+        self.execute(&stmt)
+    }
+
+    /// Runs a parsed statement.
+    pub fn execute(&mut self, stmt: &Statement) -> Result<ResultSet> {
+        self.cancel.store(false, Ordering::Relaxed);
+        let cancel = self.cancel.clone();
+        let out = match stmt {
+            Statement::UseTrace(name) => {
+                self.use_trace(name)?;
+                let mut r = ResultSet::new(["trace"]);
+                r.push(vec![name.clone().into()]);
+                r
+            }
+            Statement::Show(ShowWhat::Traces) => {
+                let mut r = ResultSet::new([
+                    "name",
+                    "processes",
+                    "operations",
+                    "messages",
+                    "format",
+                    "source",
+                ]);
+                for t in self.db.traces()? {
+                    r.push(vec![
+                        t.name.into(),
+                        (t.processes as u64).into(),
+                        t.summary.operations.into(),
+                        t.summary.messages.into(),
+                        t.format.into(),
+                        t.source.into(),
+                    ]);
+                }
+                r
+            }
+            Statement::Show(what) => self.show(*what)?,
+            Statement::Select(s) => {
+                let trace = self.db.trace(&self.current_trace()?)?;
+                Engine::with_cancel(&trace, &cancel).select(s, false)?
+            }
+            Statement::Explain(s) => {
+                let trace = self.db.trace(&self.current_trace()?)?;
+                Engine::with_cancel(&trace, &cancel).select(s, true)?
+            }
+            Statement::CreateView { name, selection } => {
+                let trace = self.db.trace(&self.current_trace()?)?;
+                let view = Engine::new(&trace).view_ids(selection)?;
+                trace.put_view(name, &view)?;
+                let mut r = ResultSet::new(["view", "rows"]);
+                r.push(vec![name.clone().into(), view.ids.len().into()]);
+                r
+            }
+            Statement::DropView(name) => {
+                let trace = self.db.trace(&self.current_trace()?)?;
+                if !trace.drop_view(name)? {
+                    return Err(usage(format!(
+                        "no view named {name:?} in trace {:?}",
+                        trace.name()
+                    )));
+                }
+                let mut r = ResultSet::new(["dropped view"]);
+                r.push(vec![name.clone().into()]);
+                r
+            }
+        };
+        Ok(out)
+    }
+
+    fn show(&self, what: ShowWhat) -> Result<ResultSet> {
+        let trace = self.db.trace(&self.current_trace()?)?;
+        let h = trace.header();
+        Ok(match what {
+            ShowWhat::Traces => unreachable!("handled without a trace"),
+            ShowWhat::Processes => {
+                let mut counts = vec![0u64; h.processes.len()];
+                for c in trace.op_chunks() {
+                    counts[c.rank as usize] += u64::from(c.rows);
+                }
+                let mut r = ResultSet::new(["rank", "name", "processor", "operations"]);
+                for p in &h.processes {
+                    let node = p
+                        .processor
+                        .and_then(|id| h.processors.iter().find(|q| q.id == id))
+                        .map(|q| q.name.clone());
+                    r.push(vec![
+                        p.rank.into(),
+                        p.name.clone().into(),
+                        node.into(),
+                        counts[p.rank as usize].into(),
+                    ]);
+                }
+                r
+            }
+            ShowWhat::Communicators => {
+                let mut r = ResultSet::new(["id", "name", "size", "members"]);
+                for c in &h.communicators {
+                    let members: Vec<String> = c.members.iter().map(|m| m.to_string()).collect();
+                    r.push(vec![
+                        c.id.into(),
+                        c.name.clone().into(),
+                        (c.members.len() as u64).into(),
+                        members.join(",").into(),
+                    ]);
+                }
+                r
+            }
+            ShowWhat::Operations => {
+                let mut r = ResultSet::new(["operation", "count"]);
+                for (k, n) in &trace.summary().by_kind {
+                    r.push(vec![trace.kind_name(*k).into(), (*n).into()]);
+                }
+                r
+            }
+            ShowWhat::Views => {
+                let mut r = ResultSet::new(["name", "rows", "of", "definition"]);
+                for (name, v) in trace.views()? {
+                    r.push(vec![
+                        name.into(),
+                        v.ids.len().into(),
+                        if v.messages { "messages" } else { "operations" }.into(),
+                        v.definition.into(),
+                    ]);
+                }
+                r
+            }
+        })
+    }
+}
