@@ -21,6 +21,7 @@ pub mod gen;
 pub mod import;
 pub mod ingest;
 pub mod model;
+pub mod query;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};

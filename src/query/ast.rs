@@ -1,0 +1,788 @@
+//! The query language's abstract syntax tree: what [`parse_statement`](super::parse_statement)
+//! produces and what the planner consumes. The grammar is in `grammar/query.ebnf`.
+//!
+//! Conventions, the same as the model's: ranks are world ranks counted from 0, times and
+//! durations are integer nanoseconds, sizes are bytes. Names of communicators, views and traces
+//! are kept exactly as written (they are case-sensitive); keywords are not kept.
+//!
+//! Every type prints as canonical query text ([`fmt::Display`]), and parsing that text gives the
+//! same tree back.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{CommId, OpKind, Rank, Time};
+
+/// One statement of the language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Statement {
+    /// `SELECT …`: a selection, an aggregate or a statistic.
+    Select(Select),
+    /// `EXPLAIN SELECT …`: show the plan of the query instead of running it.
+    Explain(Select),
+    /// `SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS`.
+    Show(ShowWhat),
+    /// `USE TRACE name`: the trace later statements query.
+    UseTrace(String),
+    /// `CREATE VIEW name AS SELECT <target> <filters>`: store the selection as a view.
+    CreateView {
+        /// The view's name, as written.
+        name: String,
+        /// The selection the view stores.
+        selection: Selection,
+    },
+    /// `DROP VIEW name`.
+    DropView(String),
+}
+
+/// What `SHOW` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShowWhat {
+    /// `SHOW TRACES`: the traces in the database.
+    Traces,
+    /// `SHOW PROCESSES`: the processes of the current trace.
+    Processes,
+    /// `SHOW COMMUNICATORS`: the communicators of the current trace.
+    Communicators,
+    /// `SHOW OPERATIONS`: the operation kinds present in the current trace, with counts.
+    Operations,
+    /// `SHOW VIEWS`: the views of the current trace.
+    Views,
+}
+
+/// A `SELECT` statement: what it computes, then its ordering and limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Select {
+    /// What the query returns.
+    pub body: SelectBody,
+    /// `ORDER BY k1 [ASC|DESC], k2 …`; empty when absent.
+    pub order_by: Vec<OrderKey>,
+    /// `LIMIT n`.
+    pub limit: Option<u64>,
+}
+
+/// The three shapes of a `SELECT`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelectBody {
+    /// `SELECT <target> <filters>`: the matching rows (messages or operations).
+    Rows(Selection),
+    /// `SELECT COUNT(*), SUM(SIZE) [FROM] <target> <filters> [GROUP BY …]`.
+    Aggregate {
+        /// The aggregates, in the order written (never empty).
+        aggregates: Vec<Aggregate>,
+        /// The rows they aggregate.
+        selection: Selection,
+        /// `GROUP BY k1, k2 …`; empty for one row over the whole selection.
+        group_by: Vec<GroupKey>,
+    },
+    /// `SELECT FAN_IN …`, `SELECT COMMUNICATION MATRIX …` and the other statistics.
+    Statistic {
+        /// Which statistic.
+        statistic: Statistic,
+        /// The rows it is computed over, when the statistic takes one (`COMMUNICATION MATRIX` and
+        /// `HISTOGRAM` only; `None` means their default, all messages). The fixed statistics
+        /// (`FAN_IN`, `FAN_OUT`, `STATISTICS`, `MPI TIME`) never have one.
+        target: Option<Target>,
+        /// Scope, `IN` clauses, time window and `WHERE`.
+        filter: Filter,
+    },
+}
+
+/// A target and the clauses that narrow it: the unit a view stores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// What kind of rows.
+    pub target: Target,
+    /// Which of them.
+    pub filter: Filter,
+}
+
+/// The clauses that may follow a target, in any order. All present clauses must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Filter {
+    /// `BETWEEN PROCESS(a,b)`, `AMONG …` or `FOR …`; at most one.
+    pub scope: Option<Scope>,
+    /// `IN COMM(c)`, `IN VIEW v`, `IN PHASE n`, `IN PATTERN n`, in the order written; all apply.
+    pub within: Vec<Within>,
+    /// `BETWEEN TIME a AND b`.
+    pub time: Option<TimeWindow>,
+    /// `WHERE …`.
+    pub predicate: Option<Expr>,
+}
+
+impl Filter {
+    /// True when no clause is present.
+    pub fn is_empty(&self) -> bool {
+        self.scope.is_none()
+            && self.within.is_empty()
+            && self.time.is_none()
+            && self.predicate.is_none()
+    }
+}
+
+/// What a query selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Target {
+    /// `[ALL] MESSAGES`: matched point-to-point messages (one row per send/receive pair).
+    Messages,
+    /// `POINT_TO_POINT_OPERATIONS`: every send and receive operation.
+    PointToPoint,
+    /// `SENDS`: every sending operation (`MPI_Send`, `MPI_Isend`, …, `MPI_Sendrecv`).
+    Sends,
+    /// `RECEIVES`: every receiving operation (`MPI_Recv`, `MPI_Irecv`, `MPI_Sendrecv`, …).
+    Receives,
+    /// `COLLECTIVE_OPERATIONS`: every collective operation, blocking or not.
+    Collectives,
+    /// One operation kind: `BROADCAST`, `GATHER`, … or any MPI name such as `MPI_Isend`.
+    /// The parser never produces `OpKind::Other`.
+    Operation(OpKind),
+    /// `OPERATIONS`: every operation.
+    Operations,
+}
+
+/// Which processes a scope names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProcessSelector {
+    /// `PROCESS(n)`: world rank n.
+    Process(Rank),
+    /// `PROCESSES(3-6)`, `PROCESSES(1,4,7)`, `PROCESSES(1,3-5)` (also `PROCESS(1,2)`): the union
+    /// of the ranges, in the order written (duplicates and overlaps are kept as written).
+    List(Vec<RankRange>),
+    /// `ALL PROCESSES`.
+    All,
+    /// `PROCESSES IN COMM(c)`: the members of a communicator.
+    InComm(CommRef),
+}
+
+/// An inclusive range of world ranks, `first <= last`; a single rank has `first == last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RankRange {
+    /// The first rank.
+    pub first: Rank,
+    /// The last rank (included).
+    pub last: Rank,
+}
+
+impl RankRange {
+    /// The range holding one rank.
+    pub fn single(rank: Rank) -> RankRange {
+        RankRange {
+            first: rank,
+            last: rank,
+        }
+    }
+}
+
+/// A communicator as a query names it: `COMM(C1)`, `COMM(3)`, `COMM(WORLD)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CommRef {
+    /// By name, as written (case-sensitive): `COMM(C1)`, `COMM('my comm')`.
+    Name(String),
+    /// By the id the trace declares: `COMM(3)`.
+    Id(CommId),
+    /// `COMM(WORLD)` or `COMM(MPI_COMM_WORLD)` (either case).
+    World,
+}
+
+/// The scope of a query: whose messages or operations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scope {
+    /// `BETWEEN PROCESS(a,b)`: messages (or operations) between the two ranks, both directions.
+    Between(Rank, Rank),
+    /// `AMONG <selector>`: messages whose sender and receiver are both in the set (operations of
+    /// the set, for operation targets).
+    Among(ProcessSelector),
+    /// `FOR <selector>`: operations performed by the set (messages sent or received by it).
+    For(ProcessSelector),
+}
+
+/// One `IN …` clause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Within {
+    /// `IN COMM(c)`: operations and messages on that communicator.
+    Comm(CommRef),
+    /// `IN VIEW name`: rows of a stored view.
+    View(String),
+    /// `IN PHASE n`: rows of an execution phase (phase detection).
+    Phase(u32),
+    /// `IN PATTERN n`: rows of a communication pattern's occurrences (pattern detection).
+    Pattern(u32),
+}
+
+/// `BETWEEN TIME a AND b`, in nanoseconds from the trace's start; `start <= end`. Rows overlapping
+/// the window are the planner's to define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TimeWindow {
+    /// The window's start, in nanoseconds.
+    pub start: Time,
+    /// The window's end, in nanoseconds.
+    pub end: Time,
+}
+
+/// A `WHERE` condition. Precedence when parsing: `NOT` binds tighter than `AND`, which binds
+/// tighter than `OR`; `AND` and `OR` group from the left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expr {
+    /// `field op value`.
+    Compare(Comparison),
+    /// `a AND b`.
+    And(Box<Expr>, Box<Expr>),
+    /// `a OR b`.
+    Or(Box<Expr>, Box<Expr>),
+    /// `NOT a`.
+    Not(Box<Expr>),
+}
+
+/// `SIZE > 1 KiB`, `TAG = 7`, `COMM = C1`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The field compared.
+    pub field: Field,
+    /// The comparison.
+    pub op: CmpOp,
+    /// The value: [`Value::Comm`] for [`Field::Comm`], [`Value::Number`] for every other field.
+    pub value: Value,
+}
+
+/// A field a `WHERE` condition can test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Field {
+    /// `SIZE`: bytes (a message's size; an operation's send or receive size).
+    Size,
+    /// `TAG`: the message tag.
+    Tag,
+    /// `SENDER`: the sending world rank.
+    Sender,
+    /// `RECEIVER`: the receiving world rank.
+    Receiver,
+    /// `DURATION`: nanoseconds (an operation's end minus start; a message's receive end minus
+    /// send start is the planner's choice).
+    Duration,
+    /// `PEER`: the other rank of a point-to-point operation.
+    Peer,
+    /// `ROOT`: the root rank of a rooted collective.
+    Root,
+    /// `COMM`: the communicator.
+    Comm,
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CmpOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `=`
+    Eq,
+    /// `!=` (also written `<>`)
+    Ne,
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+}
+
+impl CmpOp {
+    /// The operator's text.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Ge => ">=",
+            CmpOp::Gt => ">",
+        }
+    }
+
+    /// Whether `left op right` holds.
+    pub fn holds<T: PartialOrd>(self, left: T, right: T) -> bool {
+        match self {
+            CmpOp::Lt => left < right,
+            CmpOp::Le => left <= right,
+            CmpOp::Eq => left == right,
+            CmpOp::Ne => left != right,
+            CmpOp::Ge => left >= right,
+            CmpOp::Gt => left > right,
+        }
+    }
+}
+
+/// The right-hand side of a comparison, already in base units.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Value {
+    /// Bytes for `SIZE`, nanoseconds for `DURATION`, a world rank for `SENDER`, `RECEIVER`,
+    /// `PEER` and `ROOT`, the tag for `TAG`.
+    Number(u64),
+    /// A communicator, for `COMM`.
+    Comm(CommRef),
+}
+
+/// An aggregate column: `COUNT(*)`, `SUM(SIZE)`, `AVG(DURATION)`, …
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Aggregate {
+    /// `COUNT(*)`: the number of rows.
+    Count,
+    /// `SUM(m)`.
+    Sum(Measure),
+    /// `AVG(m)`.
+    Avg(Measure),
+    /// `MIN(m)`.
+    Min(Measure),
+    /// `MAX(m)`.
+    Max(Measure),
+}
+
+/// What an aggregate or a histogram measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Measure {
+    /// `SIZE`, in bytes.
+    Size,
+    /// `DURATION`, in nanoseconds.
+    Duration,
+}
+
+/// A `GROUP BY` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum GroupKey {
+    /// `PROCESS`: the rank performing the operation (the sender, for messages).
+    Process,
+    /// `PEER`: the other rank (the receiver, for messages).
+    Peer,
+    /// `OPERATION`: the operation kind.
+    Operation,
+    /// `TAG`.
+    Tag,
+    /// `COMM`: the communicator.
+    Comm,
+}
+
+/// A statistic statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Statistic {
+    /// `FAN_IN`: bytes received per process (message bytes plus collective receive sizes).
+    FanIn,
+    /// `FAN_OUT`: bytes sent per process (message bytes plus collective send sizes).
+    FanOut,
+    /// `STATISTICS`: one row per process with the count of each operation kind, bytes sent and
+    /// received, and a totals row (the MTF paper's Table 6).
+    Statistics,
+    /// `COMMUNICATION MATRIX [OF BYTES | OF COUNT]`; bytes when not written.
+    Matrix(MatrixMeasure),
+    /// `HISTOGRAM OF SIZE|DURATION [BINS n | LOG2]`.
+    Histogram {
+        /// What is binned.
+        of: Measure,
+        /// How.
+        bins: Bins,
+    },
+    /// `MPI TIME`: time inside MPI per process.
+    MpiTime,
+}
+
+/// What a communication matrix cell holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MatrixMeasure {
+    /// `OF BYTES` (the default).
+    Bytes,
+    /// `OF COUNT`: messages.
+    Count,
+}
+
+/// How a histogram bins its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Bins {
+    /// `LOG2` (also the default when neither is written): powers of two.
+    Log2,
+    /// `BINS n`: n equal-width bins between the minimum and the maximum; n >= 1.
+    Count(u32),
+}
+
+/// An `ORDER BY` key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderKey {
+    /// The column.
+    pub column: OrderColumn,
+    /// `DESC` (`ASC` is the default).
+    pub descending: bool,
+}
+
+/// A column to order by; the planner checks it names a column of the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OrderColumn {
+    /// A column by name, lower-cased (`ORDER BY SIZE` gives `size`, `ORDER BY bytes_sent` gives
+    /// `bytes_sent`).
+    Name(String),
+    /// An aggregate of the statement: `ORDER BY SUM(SIZE)`.
+    Aggregate(Aggregate),
+    /// A 1-based column position: `ORDER BY 2`.
+    Position(u32),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical text.
+
+/// Prints a name bare when it reads back as the same name, quoted otherwise.
+pub(crate) struct NameText<'a>(pub &'a str);
+
+impl fmt::Display for NameText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        if super::parser::is_bare_name(s) {
+            f.write_str(s)
+        } else if s.contains('\'') {
+            write!(f, "\"{s}\"")
+        } else {
+            write!(f, "'{s}'")
+        }
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Select(s) => write!(f, "{s}"),
+            Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
+            Statement::Show(w) => write!(f, "SHOW {w}"),
+            Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),
+            Statement::CreateView { name, selection } => {
+                write!(f, "CREATE VIEW {} AS SELECT {selection}", NameText(name))
+            }
+            Statement::DropView(name) => write!(f, "DROP VIEW {}", NameText(name)),
+        }
+    }
+}
+
+impl fmt::Display for ShowWhat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ShowWhat::Traces => "TRACES",
+            ShowWhat::Processes => "PROCESSES",
+            ShowWhat::Communicators => "COMMUNICATORS",
+            ShowWhat::Operations => "OPERATIONS",
+            ShowWhat::Views => "VIEWS",
+        })
+    }
+}
+
+impl fmt::Display for Select {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SELECT {}", self.body)?;
+        for (i, key) in self.order_by.iter().enumerate() {
+            f.write_str(if i == 0 { " ORDER BY " } else { ", " })?;
+            write!(f, "{key}")?;
+        }
+        if let Some(n) = self.limit {
+            write!(f, " LIMIT {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for SelectBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectBody::Rows(selection) => write!(f, "{selection}"),
+            SelectBody::Aggregate {
+                aggregates,
+                selection,
+                group_by,
+            } => {
+                for (i, a) in aggregates.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                write!(f, " FROM {selection}")?;
+                for (i, key) in group_by.iter().enumerate() {
+                    f.write_str(if i == 0 { " GROUP BY " } else { ", " })?;
+                    write!(f, "{key}")?;
+                }
+                Ok(())
+            }
+            SelectBody::Statistic {
+                statistic,
+                target,
+                filter,
+            } => {
+                write!(f, "{statistic}")?;
+                if let Some(t) = target {
+                    write!(f, " FROM {t}")?;
+                }
+                write!(f, "{filter}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.target, self.filter)
+    }
+}
+
+/// Each present clause, with a leading space.
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(scope) = &self.scope {
+            write!(f, " {scope}")?;
+        }
+        for w in &self.within {
+            write!(f, " {w}")?;
+        }
+        if let Some(t) = &self.time {
+            write!(f, " {t}")?;
+        }
+        if let Some(p) = &self.predicate {
+            write!(f, " WHERE {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Messages => f.write_str("ALL MESSAGES"),
+            Target::PointToPoint => f.write_str("POINT_TO_POINT_OPERATIONS"),
+            Target::Sends => f.write_str("SENDS"),
+            Target::Receives => f.write_str("RECEIVES"),
+            Target::Collectives => f.write_str("COLLECTIVE_OPERATIONS"),
+            Target::Operations => f.write_str("OPERATIONS"),
+            Target::Operation(k) => match k.mpi_name() {
+                Some(name) => f.write_str(name),
+                None => write!(f, "{k:?}"),
+            },
+        }
+    }
+}
+
+impl fmt::Display for RankRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.first == self.last {
+            write!(f, "{}", self.first)
+        } else {
+            write!(f, "{}-{}", self.first, self.last)
+        }
+    }
+}
+
+impl fmt::Display for ProcessSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcessSelector::Process(r) => write!(f, "PROCESS({r})"),
+            ProcessSelector::List(ranges) => {
+                f.write_str("PROCESSES(")?;
+                for (i, r) in ranges.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{r}")?;
+                }
+                f.write_str(")")
+            }
+            ProcessSelector::All => f.write_str("ALL PROCESSES"),
+            ProcessSelector::InComm(c) => write!(f, "PROCESSES IN {c}"),
+        }
+    }
+}
+
+impl fmt::Display for CommRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommRef::Name(n) => write!(f, "COMM({})", NameText(n)),
+            CommRef::Id(id) => write!(f, "COMM({id})"),
+            CommRef::World => f.write_str("COMM(WORLD)"),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Between(a, b) => write!(f, "BETWEEN PROCESS({a},{b})"),
+            Scope::Among(s) => write!(f, "AMONG {s}"),
+            Scope::For(s) => write!(f, "FOR {s}"),
+        }
+    }
+}
+
+impl fmt::Display for Within {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Within::Comm(c) => write!(f, "IN {c}"),
+            Within::View(v) => write!(f, "IN VIEW {}", NameText(v)),
+            Within::Phase(n) => write!(f, "IN PHASE {n}"),
+            Within::Pattern(n) => write!(f, "IN PATTERN {n}"),
+        }
+    }
+}
+
+/// Prints nanoseconds with the largest unit that divides them exactly.
+pub(crate) struct TimeText(pub Time);
+
+impl fmt::Display for TimeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+            if ns != 0 && ns % scale == 0 {
+                return write!(f, "{} {unit}", ns / scale);
+            }
+        }
+        write!(f, "{ns} ns")
+    }
+}
+
+/// Prints bytes with the largest binary unit that divides them exactly.
+pub(crate) struct SizeText(pub u64);
+
+impl fmt::Display for SizeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (unit, scale) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+            if b != 0 && b % scale == 0 {
+                return write!(f, "{} {unit}", b / scale);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+impl fmt::Display for TimeWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "BETWEEN TIME {} AND {}",
+            TimeText(self.start),
+            TimeText(self.end)
+        )
+    }
+}
+
+impl Expr {
+    fn fmt_operand(&self, f: &mut fmt::Formatter<'_>, parenthesize: bool) -> fmt::Result {
+        if parenthesize {
+            write!(f, "({self})")
+        } else {
+            write!(f, "{self}")
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Compare(c) => write!(f, "{c}"),
+            Expr::And(l, r) => {
+                l.fmt_operand(f, matches!(**l, Expr::Or(..)))?;
+                f.write_str(" AND ")?;
+                r.fmt_operand(f, matches!(**r, Expr::Or(..) | Expr::And(..)))
+            }
+            Expr::Or(l, r) => {
+                l.fmt_operand(f, false)?;
+                f.write_str(" OR ")?;
+                r.fmt_operand(f, matches!(**r, Expr::Or(..)))
+            }
+            Expr::Not(e) => {
+                f.write_str("NOT ")?;
+                e.fmt_operand(f, matches!(**e, Expr::Or(..) | Expr::And(..)))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Comparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ", self.field, self.op.symbol())?;
+        match (&self.value, self.field) {
+            (Value::Number(n), Field::Size) => write!(f, "{}", SizeText(*n)),
+            (Value::Number(n), Field::Duration) => write!(f, "{}", TimeText(*n)),
+            (Value::Number(n), _) => write!(f, "{n}"),
+            (Value::Comm(CommRef::Name(n)), _) => write!(f, "{}", NameText(n)),
+            (Value::Comm(CommRef::Id(id)), _) => write!(f, "{id}"),
+            (Value::Comm(CommRef::World), _) => f.write_str("WORLD"),
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Field::Size => "SIZE",
+            Field::Tag => "TAG",
+            Field::Sender => "SENDER",
+            Field::Receiver => "RECEIVER",
+            Field::Duration => "DURATION",
+            Field::Peer => "PEER",
+            Field::Root => "ROOT",
+            Field::Comm => "COMM",
+        })
+    }
+}
+
+impl fmt::Display for Measure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Measure::Size => "SIZE",
+            Measure::Duration => "DURATION",
+        })
+    }
+}
+
+impl fmt::Display for Aggregate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Aggregate::Count => f.write_str("COUNT(*)"),
+            Aggregate::Sum(m) => write!(f, "SUM({m})"),
+            Aggregate::Avg(m) => write!(f, "AVG({m})"),
+            Aggregate::Min(m) => write!(f, "MIN({m})"),
+            Aggregate::Max(m) => write!(f, "MAX({m})"),
+        }
+    }
+}
+
+impl fmt::Display for GroupKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GroupKey::Process => "PROCESS",
+            GroupKey::Peer => "PEER",
+            GroupKey::Operation => "OPERATION",
+            GroupKey::Tag => "TAG",
+            GroupKey::Comm => "COMM",
+        })
+    }
+}
+
+impl fmt::Display for Statistic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statistic::FanIn => f.write_str("FAN_IN"),
+            Statistic::FanOut => f.write_str("FAN_OUT"),
+            Statistic::Statistics => f.write_str("STATISTICS"),
+            Statistic::Matrix(MatrixMeasure::Bytes) => f.write_str("COMMUNICATION MATRIX OF BYTES"),
+            Statistic::Matrix(MatrixMeasure::Count) => f.write_str("COMMUNICATION MATRIX OF COUNT"),
+            Statistic::Histogram { of, bins } => match bins {
+                Bins::Log2 => write!(f, "HISTOGRAM OF {of} LOG2"),
+                Bins::Count(n) => write!(f, "HISTOGRAM OF {of} BINS {n}"),
+            },
+            Statistic::MpiTime => f.write_str("MPI TIME"),
+        }
+    }
+}
+
+impl fmt::Display for OrderKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.column {
+            OrderColumn::Name(n) => write!(f, "{}", NameText(n))?,
+            OrderColumn::Aggregate(a) => write!(f, "{a}")?,
+            OrderColumn::Position(p) => write!(f, "{p}")?,
+        }
+        if self.descending {
+            f.write_str(" DESC")?;
+        }
+        Ok(())
+    }
+}

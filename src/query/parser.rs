@@ -1,0 +1,1171 @@
+//! The parser: text to [`Statement`]. Tokens come from the nom lexer (`lexer.rs`); the
+//! statement grammar (`grammar/query.ebnf`) is a recursive descent over them, so that every error
+//! names the exact column, what was expected there and what was found, in the user's words.
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use super::ast::*;
+use super::lexer::{tokenize, Kind, Token};
+use crate::model::OpKind;
+
+/// A statement that does not parse: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryError {
+    /// 1-based line within [`QueryError::statement`].
+    pub line: usize,
+    /// 1-based column (in characters) within that line.
+    pub column: usize,
+    /// What was expected and what was found.
+    pub message: String,
+    /// The statement's text, as given to [`parse_statement`] (for [`parse_script`]: the failing
+    /// statement, without the text around it).
+    pub statement: String,
+}
+
+impl std::error::Error for QueryError {}
+
+/// ```text
+/// error at column 22: expected a process selector after FOR, found "PROCES"
+///   SELECT BROADCAST FOR PROCES(1)
+///                        ^
+/// ```
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines: Vec<&str> = self.statement.lines().collect();
+        if lines.len() > 1 {
+            write!(
+                f,
+                "error at line {}, column {}: {}",
+                self.line, self.column, self.message
+            )?;
+        } else {
+            write!(f, "error at column {}: {}", self.column, self.message)?;
+        }
+        if let Some(text) = lines.get(self.line.saturating_sub(1)) {
+            // Tabs stay tabs under the text, so the caret lines up in any terminal.
+            let pad: String = text
+                .chars()
+                .take(self.column.saturating_sub(1))
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            let short = self
+                .column
+                .saturating_sub(1)
+                .saturating_sub(pad.chars().count());
+            write!(f, "\n  {text}\n  {pad}{}^", " ".repeat(short))?;
+        }
+        Ok(())
+    }
+}
+
+impl QueryError {
+    /// The error for byte offset `at` of `text`.
+    fn at(text: &str, at: usize, message: String) -> QueryError {
+        let before = &text[..at.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].trim_end_matches('\r').chars().count() + 1;
+        QueryError {
+            line,
+            column,
+            message,
+            statement: text.trim_end_matches(['\n', '\r']).to_string(),
+        }
+    }
+}
+
+/// Parses one statement. A single trailing `;` is allowed.
+///
+/// ```
+/// use mtfdb::query::{parse_statement, Statement, SelectBody, Target, Scope, ProcessSelector};
+/// let Statement::Select(s) = parse_statement("SELECT BROADCAST FOR PROCESS(1)").unwrap() else {
+///     unreachable!()
+/// };
+/// let SelectBody::Rows(sel) = s.body else { unreachable!() };
+/// assert_eq!(sel.target, Target::Operation(mtfdb::model::OpKind::Bcast));
+/// assert_eq!(sel.filter.scope, Some(Scope::For(ProcessSelector::Process(1))));
+/// ```
+pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
+    let tokens = tokenize(text).map_err(|e| QueryError::at(text, e.at, e.message))?;
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        end: 0,
+    };
+    p.end = p.tokens.last().map_or(text.len(), |t| t.end);
+    let result = p.statement().and_then(|s| {
+        p.eat_symbol(";");
+        if p.peek().is_some() {
+            p.trailing()?;
+        }
+        Ok(s)
+    });
+    result.map_err(|f| QueryError::at(text, f.at, f.message))
+}
+
+/// Parses a script: statements separated by `;` (outside quotes and `--` comments). Returns each
+/// statement with the byte range of its text in `script` (trimmed, without the `;`). Empty
+/// statements and statements of comments only are skipped. The first error stops the parse; its
+/// line and column count within that statement's text.
+pub fn parse_script(script: &str) -> Result<Vec<(Statement, Range<usize>)>, QueryError> {
+    let mut out = Vec::new();
+    for range in split_statements(script) {
+        let piece = &script[range.clone()];
+        if piece.trim().is_empty() {
+            continue;
+        }
+        let start = range.start + (piece.len() - piece.trim_start().len());
+        let end = range.start + piece.trim_end().len();
+        let text = &script[start..end];
+        match tokenize(text) {
+            Ok(t) if t.is_empty() => continue,
+            _ => {}
+        }
+        out.push((parse_statement(text)?, start..end));
+    }
+    Ok(out)
+}
+
+/// Byte ranges of the pieces of `script` between `;`s outside quotes and comments.
+fn split_statements(script: &str) -> Vec<Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut prev = '\0';
+    for (i, c) in script.char_indices() {
+        if comment {
+            if c == '\n' {
+                comment = false;
+            }
+        } else if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+        } else if c == '\'' || c == '"' {
+            quote = Some(c);
+        } else if c == '-' && prev == '-' {
+            comment = true;
+        } else if c == ';' {
+            pieces.push(start..i);
+            start = i + 1;
+        }
+        prev = if c == '-' && prev == '-' { '\0' } else { c };
+    }
+    pieces.push(start..script.len());
+    pieces
+}
+
+/// True when `name` reads back as that same name without quotes.
+pub(crate) fn is_bare_name(name: &str) -> bool {
+    matches!(tokenize(name).as_deref(), Ok([t]) if t.kind == Kind::Word && t.text == name)
+        && !name.eq_ignore_ascii_case("WORLD")
+        && !name.eq_ignore_ascii_case("MPI_COMM_WORLD")
+}
+
+/// A parse failure at a byte offset.
+struct Fail {
+    at: usize,
+    message: String,
+}
+
+type PResult<T> = Result<T, Fail>;
+
+/// Words that end a value: a word after a number is a unit unless it is one of these.
+const CLAUSE_WORDS: &[&str] = &[
+    "AND", "OR", "NOT", "IN", "FOR", "AMONG", "BETWEEN", "WHERE", "GROUP", "ORDER", "LIMIT",
+    "FROM", "ASC", "DESC",
+];
+
+const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
+     COLLECTIVE_OPERATIONS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
+
+const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+];
+
+const TIME_UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+];
+
+struct Parser<'a> {
+    tokens: Vec<Token<'a>>,
+    pos: usize,
+    /// Byte offset just past the last token: where "end of statement" is reported.
+    end: usize,
+}
+
+impl<'a> Parser<'a> {
+    // ---- token helpers ----------------------------------------------------------------------
+
+    fn peek(&self) -> Option<Token<'a>> {
+        self.tokens.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, n: usize) -> Option<Token<'a>> {
+        self.tokens.get(self.pos + n).copied()
+    }
+
+    fn is_keyword(&self, kw: &str) -> bool {
+        self.peek().is_some_and(|t| t.is_keyword(kw))
+    }
+
+    fn is_symbol(&self, s: &str) -> bool {
+        self.peek().is_some_and(|t| t.is_symbol(s))
+    }
+
+    fn eat_keyword(&mut self, kw: &str) -> bool {
+        let yes = self.is_keyword(kw);
+        if yes {
+            self.pos += 1;
+        }
+        yes
+    }
+
+    fn eat_symbol(&mut self, s: &str) -> bool {
+        let yes = self.is_symbol(s);
+        if yes {
+            self.pos += 1;
+        }
+        yes
+    }
+
+    fn bump(&mut self) -> Token<'a> {
+        let t = self.tokens[self.pos];
+        self.pos += 1;
+        t
+    }
+
+    /// Where the current token starts (or the end of the statement).
+    fn here(&self) -> usize {
+        self.peek().map_or(self.end, |t| t.start)
+    }
+
+    /// The current token as the user wrote it, for messages.
+    fn found(&self) -> String {
+        match self.peek() {
+            None => "end of statement".to_string(),
+            Some(t) if t.kind == Kind::Quoted => format!("'{}'", t.text),
+            Some(t) => format!("\"{}\"", t.text),
+        }
+    }
+
+    fn fail<T>(&self, message: String) -> PResult<T> {
+        Err(Fail {
+            at: self.here(),
+            message,
+        })
+    }
+
+    fn fail_at<T>(&self, at: usize, message: String) -> PResult<T> {
+        Err(Fail { at, message })
+    }
+
+    /// `expected {what}, found …` at the current token.
+    fn expected<T>(&self, what: &str) -> PResult<T> {
+        self.fail(format!("expected {what}, found {}", self.found()))
+    }
+
+    fn expect_keyword(&mut self, kw: &str, context: &str) -> PResult<()> {
+        if self.eat_keyword(kw) {
+            Ok(())
+        } else {
+            self.expected(&format!("{kw} {context}"))
+        }
+    }
+
+    fn expect_symbol(&mut self, s: &str, context: &str) -> PResult<()> {
+        if self.eat_symbol(s) {
+            Ok(())
+        } else {
+            self.expected(&format!("\"{s}\" {context}"))
+        }
+    }
+
+    /// A whole number token; `what` names it in messages (`LIMIT needs a whole number`).
+    fn whole_number(&mut self, what: &str) -> PResult<u64> {
+        match self.peek() {
+            Some(t) if t.kind == Kind::Number && !t.text.contains('.') => {
+                let n = t
+                    .text
+                    .parse::<u64>()
+                    .or_else(|_| self.fail(format!("number too large: \"{}\"", t.text)))?;
+                self.pos += 1;
+                Ok(n)
+            }
+            _ => self.fail(format!(
+                "{what} needs a whole number, found {}",
+                self.found()
+            )),
+        }
+    }
+
+    fn small_number(&mut self, what: &str) -> PResult<u32> {
+        let at = self.here();
+        let n = self.whole_number(what)?;
+        u32::try_from(n).or_else(|_| self.fail_at(at, format!("{what} is too large: {n}")))
+    }
+
+    /// A name: a bare word or a quoted name.
+    fn name(&mut self, what: &str) -> PResult<String> {
+        match self.peek() {
+            Some(t) if matches!(t.kind, Kind::Word | Kind::Quoted) => {
+                self.pos += 1;
+                Ok(t.text.to_string())
+            }
+            _ => self.expected(what),
+        }
+    }
+
+    /// Reports tokens left after a complete statement.
+    fn trailing(&self) -> PResult<()> {
+        let t = self.peek().expect("a token");
+        let clause = ["BETWEEN", "AMONG", "FOR", "IN", "WHERE", "GROUP"]
+            .iter()
+            .find(|k| t.is_keyword(k));
+        match clause {
+            Some(k) if self.pos > 0 && self.after_order_or_limit() => {
+                self.fail(format!("{k} must come before ORDER BY and LIMIT"))
+            }
+            _ if t.is_keyword("ORDER") && self.after_limit() => {
+                self.fail("ORDER BY must come before LIMIT".to_string())
+            }
+            _ => self.fail(format!("unexpected {} after the statement", self.found())),
+        }
+    }
+
+    fn after_order_or_limit(&self) -> bool {
+        self.tokens[..self.pos]
+            .iter()
+            .any(|t| t.is_keyword("ORDER") || t.is_keyword("LIMIT"))
+    }
+
+    fn after_limit(&self) -> bool {
+        self.tokens[..self.pos]
+            .iter()
+            .any(|t| t.is_keyword("LIMIT"))
+    }
+
+    // ---- statements -------------------------------------------------------------------------
+
+    fn statement(&mut self) -> PResult<Statement> {
+        if self.eat_keyword("SELECT") {
+            Ok(Statement::Select(self.select(true)?))
+        } else if self.eat_keyword("EXPLAIN") {
+            self.expect_keyword("SELECT", "after EXPLAIN")?;
+            Ok(Statement::Explain(self.select(true)?))
+        } else if self.eat_keyword("SHOW") {
+            let what = [
+                ("TRACES", ShowWhat::Traces),
+                ("PROCESSES", ShowWhat::Processes),
+                ("COMMUNICATORS", ShowWhat::Communicators),
+                ("OPERATIONS", ShowWhat::Operations),
+                ("VIEWS", ShowWhat::Views),
+            ]
+            .into_iter()
+            .find(|(k, _)| self.is_keyword(k));
+            match what {
+                Some((_, w)) => {
+                    self.pos += 1;
+                    Ok(Statement::Show(w))
+                }
+                None => self
+                    .expected("TRACES, PROCESSES, COMMUNICATORS, OPERATIONS or VIEWS after SHOW"),
+            }
+        } else if self.eat_keyword("USE") {
+            self.expect_keyword("TRACE", "after USE")?;
+            Ok(Statement::UseTrace(
+                self.name("a trace name after USE TRACE")?,
+            ))
+        } else if self.eat_keyword("CREATE") {
+            self.expect_keyword("VIEW", "after CREATE")?;
+            let name = self.name("a view name after CREATE VIEW")?;
+            self.expect_keyword("AS", "after the view name")?;
+            self.expect_keyword("SELECT", "after AS")?;
+            let at = self.here();
+            let select = self.select(false)?;
+            match select.body {
+                SelectBody::Rows(selection) => Ok(Statement::CreateView { name, selection }),
+                _ => self.fail_at(
+                    at,
+                    "a view stores a selection: CREATE VIEW … AS SELECT <target> …, \
+                     not an aggregate or a statistic"
+                        .to_string(),
+                ),
+            }
+        } else if self.eat_keyword("DROP") {
+            self.expect_keyword("VIEW", "after DROP")?;
+            Ok(Statement::DropView(
+                self.name("a view name after DROP VIEW")?,
+            ))
+        } else {
+            self.expected("a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW)")
+        }
+    }
+
+    /// Everything after `SELECT`. `full` allows ORDER BY and LIMIT (not in a view).
+    fn select(&mut self, full: bool) -> PResult<Select> {
+        let body = if self.at_aggregate() {
+            let mut aggregates = vec![self.aggregate()?];
+            while self.eat_symbol(",") {
+                if !self.at_aggregate() {
+                    return self
+                        .expected("an aggregate (COUNT(*), SUM, AVG, MIN, MAX) after \",\"");
+                }
+                aggregates.push(self.aggregate()?);
+            }
+            let after = if self.eat_keyword("FROM") {
+                "after FROM"
+            } else {
+                "after the aggregates"
+            };
+            let target = self.target(after)?;
+            let mut group_by = Vec::new();
+            let filter = self.filter(Some(&mut group_by))?;
+            SelectBody::Aggregate {
+                aggregates,
+                selection: Selection { target, filter },
+                group_by,
+            }
+        } else if let Some(statistic) = self.statistic()? {
+            let target = match statistic {
+                Statistic::Matrix(_) | Statistic::Histogram { .. } => {
+                    if self.eat_keyword("FROM") {
+                        Some(self.target("after FROM")?)
+                    } else if self.at_target() {
+                        Some(self.target("")?)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            let filter = self.filter(None)?;
+            SelectBody::Statistic {
+                statistic,
+                target,
+                filter,
+            }
+        } else {
+            let target = self.target("after SELECT")?;
+            let filter = self.filter(None)?;
+            SelectBody::Rows(Selection { target, filter })
+        };
+        let mut select = Select {
+            body,
+            order_by: Vec::new(),
+            limit: None,
+        };
+        if !full {
+            if self.is_keyword("ORDER") || self.is_keyword("LIMIT") {
+                return self.fail("a view cannot have ORDER BY or LIMIT".to_string());
+            }
+            return Ok(select);
+        }
+        if self.eat_keyword("ORDER") {
+            self.expect_keyword("BY", "after ORDER")?;
+            loop {
+                select.order_by.push(self.order_key()?);
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+        }
+        if self.eat_keyword("LIMIT") {
+            select.limit = Some(self.whole_number("LIMIT")?);
+        }
+        Ok(select)
+    }
+
+    // ---- targets ----------------------------------------------------------------------------
+
+    /// The target a word names, if any: `Err` for a word that looks like an operation but is not.
+    fn target_word(t: Token<'_>) -> Option<Result<Target, String>> {
+        if t.kind != Kind::Word {
+            return None;
+        }
+        let w = t.text;
+        let fixed = [
+            ("MESSAGES", Target::Messages),
+            ("POINT_TO_POINT_OPERATIONS", Target::PointToPoint),
+            ("SENDS", Target::Sends),
+            ("RECEIVES", Target::Receives),
+            ("COLLECTIVE_OPERATIONS", Target::Collectives),
+            ("OPERATIONS", Target::Operations),
+            ("BROADCAST", Target::Operation(OpKind::Bcast)),
+        ];
+        if let Some((_, target)) = fixed.iter().find(|(k, _)| w.eq_ignore_ascii_case(k)) {
+            return Some(Ok(*target));
+        }
+        if w.len() > 4 && w[..4].eq_ignore_ascii_case("MPI_") {
+            return Some(match OpKind::from_mpi_name(&format!("MPI_{}", &w[4..])) {
+                Some(k) => Ok(Target::Operation(k)),
+                None => Err(format!("unknown MPI operation \"{w}\"")),
+            });
+        }
+        match OpKind::from_mpi_name(w) {
+            Some(k) if k.is_collective() => Some(Ok(Target::Operation(k))),
+            Some(k) => Some(Err(format!(
+                "\"{w}\" is not a target; write {} for that operation",
+                k.mpi_name().unwrap_or("its MPI name")
+            ))),
+            None => None,
+        }
+    }
+
+    fn at_target(&self) -> bool {
+        let t = if self.is_keyword("ALL") {
+            self.peek_at(1)
+        } else {
+            self.peek()
+        };
+        t.and_then(Self::target_word).is_some()
+    }
+
+    fn target(&mut self, after: &str) -> PResult<Target> {
+        let all = self.eat_keyword("ALL");
+        match self.peek().and_then(Self::target_word) {
+            Some(Ok(t)) => {
+                self.pos += 1;
+                Ok(t)
+            }
+            Some(Err(message)) => self.fail(message),
+            None if all => self.expected(&format!("what to select after ALL ({TARGET_HELP})")),
+            None if after.is_empty() => self.expected(&format!("what to select ({TARGET_HELP})")),
+            None => self.expected(&format!("what to select {after} ({TARGET_HELP})")),
+        }
+    }
+
+    // ---- aggregates -------------------------------------------------------------------------
+
+    fn at_aggregate(&self) -> bool {
+        ["COUNT", "SUM", "AVG", "MIN", "MAX"]
+            .iter()
+            .any(|k| self.is_keyword(k))
+            && self.peek_at(1).is_some_and(|t| t.is_symbol("("))
+    }
+
+    fn aggregate(&mut self) -> PResult<Aggregate> {
+        let name = self.bump().text.to_ascii_uppercase();
+        self.bump(); // "("
+        let agg = if name == "COUNT" {
+            if !self.eat_symbol("*") {
+                return self.fail(format!("COUNT takes *: COUNT(*), found {}", self.found()));
+            }
+            Aggregate::Count
+        } else {
+            let measure = if self.eat_keyword("SIZE") {
+                Measure::Size
+            } else if self.eat_keyword("DURATION") {
+                Measure::Duration
+            } else {
+                return self.fail(format!(
+                    "{name} needs SIZE or DURATION, found {}",
+                    self.found()
+                ));
+            };
+            match name.as_str() {
+                "SUM" => Aggregate::Sum(measure),
+                "AVG" => Aggregate::Avg(measure),
+                "MIN" => Aggregate::Min(measure),
+                _ => Aggregate::Max(measure),
+            }
+        };
+        self.expect_symbol(")", &format!("to close {name}("))?;
+        Ok(agg)
+    }
+
+    // ---- statistics -------------------------------------------------------------------------
+
+    fn statistic(&mut self) -> PResult<Option<Statistic>> {
+        let stat = if self.eat_keyword("FAN_IN") || self.eat_keyword("FAN-IN") {
+            Statistic::FanIn
+        } else if self.eat_keyword("FAN_OUT") || self.eat_keyword("FAN-OUT") {
+            Statistic::FanOut
+        } else if self.eat_keyword("STATISTICS") {
+            Statistic::Statistics
+        } else if self.eat_keyword("COMMUNICATION") {
+            self.expect_keyword("MATRIX", "after COMMUNICATION")?;
+            let mut measure = MatrixMeasure::Bytes;
+            if self.eat_keyword("OF") {
+                if self.eat_keyword("BYTES") {
+                    measure = MatrixMeasure::Bytes;
+                } else if self.eat_keyword("COUNT") {
+                    measure = MatrixMeasure::Count;
+                } else {
+                    return self.expected("BYTES or COUNT after COMMUNICATION MATRIX OF");
+                }
+            }
+            Statistic::Matrix(measure)
+        } else if self.eat_keyword("HISTOGRAM") {
+            self.expect_keyword("OF", "after HISTOGRAM")?;
+            let of = if self.eat_keyword("SIZE") {
+                Measure::Size
+            } else if self.eat_keyword("DURATION") {
+                Measure::Duration
+            } else {
+                return self.expected("SIZE or DURATION after HISTOGRAM OF");
+            };
+            let bins = if self.eat_keyword("LOG2") {
+                Bins::Log2
+            } else if self.eat_keyword("BINS") {
+                let at = self.here();
+                let n = self.small_number("BINS")?;
+                if n == 0 {
+                    return self.fail_at(at, "BINS needs at least 1 bin, found 0".to_string());
+                }
+                Bins::Count(n)
+            } else {
+                Bins::Log2
+            };
+            Statistic::Histogram { of, bins }
+        } else if self.is_keyword("MPI") && self.peek_at(1).is_some_and(|t| t.is_keyword("TIME")) {
+            self.pos += 2;
+            Statistic::MpiTime
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(stat))
+    }
+
+    // ---- clauses ----------------------------------------------------------------------------
+
+    /// Scope, `IN`, time window and `WHERE` in any order (and `GROUP BY` where `group_by` is
+    /// given), each at most once except `IN`.
+    fn filter(&mut self, mut group_by: Option<&mut Vec<GroupKey>>) -> PResult<Filter> {
+        let mut filter = Filter::default();
+        loop {
+            let at = self.here();
+            if self.is_keyword("BETWEEN") {
+                let next = self.peek_at(1);
+                if next.is_some_and(|t| t.is_keyword("TIME")) {
+                    if filter.time.is_some() {
+                        return self.fail("only one time window may be given".to_string());
+                    }
+                    self.pos += 2;
+                    filter.time = Some(self.time_window()?);
+                } else if next.is_some_and(|t| t.is_keyword("PROCESS") || t.is_keyword("PROCESSES"))
+                {
+                    self.no_second_scope(&filter)?;
+                    self.pos += 1;
+                    filter.scope = Some(self.between()?);
+                } else {
+                    self.pos += 1;
+                    return self.expected("PROCESS(a,b) or TIME after BETWEEN");
+                }
+            } else if self.is_keyword("AMONG") || self.is_keyword("FOR") {
+                self.no_second_scope(&filter)?;
+                let kw = self.bump().text.to_ascii_uppercase();
+                let selector = self.selector(&kw)?;
+                filter.scope = Some(if kw == "FOR" {
+                    Scope::For(selector)
+                } else {
+                    Scope::Among(selector)
+                });
+            } else if self.eat_keyword("IN") {
+                filter.within.push(self.within()?);
+            } else if self.is_keyword("WHERE") {
+                if filter.predicate.is_some() {
+                    return self.fail(
+                        "only one WHERE may be given; join conditions with AND or OR".into(),
+                    );
+                }
+                self.pos += 1;
+                filter.predicate = Some(self.or_expr("after WHERE")?);
+            } else if self.is_keyword("GROUP") {
+                let Some(keys) = group_by.as_deref_mut() else {
+                    return self.fail(
+                        "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …"
+                            .to_string(),
+                    );
+                };
+                if !keys.is_empty() {
+                    return self.fail("only one GROUP BY may be given".to_string());
+                }
+                self.pos += 1;
+                self.expect_keyword("BY", "after GROUP")?;
+                loop {
+                    keys.push(self.group_key()?);
+                    if !self.eat_symbol(",") {
+                        break;
+                    }
+                }
+            } else {
+                return Ok(filter);
+            }
+            debug_assert!(self.here() > at || self.peek().is_none());
+        }
+    }
+
+    fn no_second_scope(&self, filter: &Filter) -> PResult<()> {
+        if filter.scope.is_some() {
+            return self.fail(format!(
+                "a query takes one scope (BETWEEN PROCESS, AMONG or FOR), found a second: {}",
+                self.found()
+            ));
+        }
+        Ok(())
+    }
+
+    fn group_key(&mut self) -> PResult<GroupKey> {
+        let key = [
+            ("PROCESS", GroupKey::Process),
+            ("PEER", GroupKey::Peer),
+            ("OPERATION", GroupKey::Operation),
+            ("TAG", GroupKey::Tag),
+            ("COMM", GroupKey::Comm),
+        ]
+        .into_iter()
+        .find(|(k, _)| self.is_keyword(k));
+        match key {
+            Some((_, k)) => {
+                self.pos += 1;
+                Ok(k)
+            }
+            None => self.expected("PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY"),
+        }
+    }
+
+    fn order_key(&mut self) -> PResult<OrderKey> {
+        let column = if self.at_aggregate() {
+            OrderColumn::Aggregate(self.aggregate()?)
+        } else {
+            match self.peek() {
+                Some(t) if t.kind == Kind::Number => {
+                    let at = self.here();
+                    let n = self.small_number("a column position")?;
+                    if n == 0 {
+                        return self.fail_at(at, "column positions count from 1".to_string());
+                    }
+                    OrderColumn::Position(n)
+                }
+                Some(t) if matches!(t.kind, Kind::Word | Kind::Quoted) => {
+                    self.pos += 1;
+                    OrderColumn::Name(t.text.to_ascii_lowercase())
+                }
+                _ => return self.expected("a column to order by"),
+            }
+        };
+        let descending = if self.eat_keyword("DESC") {
+            true
+        } else {
+            self.eat_keyword("ASC");
+            false
+        };
+        Ok(OrderKey { column, descending })
+    }
+
+    // ---- processes and communicators --------------------------------------------------------
+
+    fn selector(&mut self, after: &str) -> PResult<ProcessSelector> {
+        if self.is_keyword("PROCESS") {
+            let kw = "PROCESS";
+            self.pos += 1;
+            self.expect_symbol("(", "after PROCESS")?;
+            let ranges = self.rank_list(kw)?;
+            Ok(match ranges.as_slice() {
+                [r] if r.first == r.last => ProcessSelector::Process(r.first),
+                _ => ProcessSelector::List(ranges),
+            })
+        } else if self.eat_keyword("PROCESSES") {
+            if self.eat_symbol("(") {
+                Ok(ProcessSelector::List(self.rank_list("PROCESSES")?))
+            } else if self.eat_keyword("IN") {
+                if !self.is_keyword("COMM") {
+                    return self.expected("COMM(…) after PROCESSES IN");
+                }
+                Ok(ProcessSelector::InComm(self.comm()?))
+            } else {
+                self.expected("\"(\" or IN COMM(…) after PROCESSES")
+            }
+        } else if self.eat_keyword("ALL") {
+            self.expect_keyword("PROCESSES", "after ALL")?;
+            Ok(ProcessSelector::All)
+        } else {
+            self.expected(&format!("a process selector after {after}"))
+        }
+    }
+
+    fn rank(&mut self, opener: &str) -> PResult<u32> {
+        match self.peek() {
+            Some(t) if t.kind == Kind::Number && t.text.contains('.') => self.fail(format!(
+                "a process rank is a whole number, found \"{}\"",
+                t.text
+            )),
+            Some(t) if t.kind == Kind::Number => match t.text.parse::<u32>() {
+                Ok(n) => {
+                    self.pos += 1;
+                    Ok(n)
+                }
+                Err(_) => self.fail(format!("process rank too large: \"{}\"", t.text)),
+            },
+            _ => self.expected(&format!("a process rank (a whole number) in {opener}(")),
+        }
+    }
+
+    /// `a[-b] {, a[-b]} )`, after the opening parenthesis.
+    fn rank_list(&mut self, opener: &str) -> PResult<Vec<RankRange>> {
+        let mut ranges = Vec::new();
+        loop {
+            let at = self.here();
+            let first = self.rank(opener)?;
+            let mut last = first;
+            if self.eat_symbol("-") {
+                last = self.rank(opener)?;
+                if last < first {
+                    return self
+                        .fail_at(at, format!("a range must go up: {opener}({first}-{last})"));
+                }
+            }
+            ranges.push(RankRange { first, last });
+            if !self.eat_symbol(",") {
+                break;
+            }
+        }
+        self.expect_symbol(")", &format!("to close {opener}("))?;
+        Ok(ranges)
+    }
+
+    /// `PROCESS(a,b)` after BETWEEN (also `PROCESSES(a,b)`).
+    fn between(&mut self) -> PResult<Scope> {
+        let kw = self.bump().text.to_ascii_uppercase();
+        self.expect_symbol("(", &format!("after {kw}"))?;
+        let a = self.rank(&kw)?;
+        if !self.eat_symbol(",") {
+            return self.expected(&format!("\",\" and a second process: BETWEEN {kw}(a,b)"));
+        }
+        let b = self.rank(&kw)?;
+        self.expect_symbol(")", &format!("to close {kw}("))?;
+        Ok(Scope::Between(a, b))
+    }
+
+    /// `COMM(x)`.
+    fn comm(&mut self) -> PResult<CommRef> {
+        self.expect_keyword("COMM", "")?;
+        self.expect_symbol("(", "after COMM")?;
+        let comm = self.comm_value("in COMM(")?;
+        self.expect_symbol(")", "to close COMM(")?;
+        Ok(comm)
+    }
+
+    /// A communicator's name, id, or `WORLD`.
+    fn comm_value(&mut self, context: &str) -> PResult<CommRef> {
+        match self.peek() {
+            Some(t) if t.kind == Kind::Word => {
+                self.pos += 1;
+                Ok(
+                    if t.text.eq_ignore_ascii_case("WORLD")
+                        || t.text.eq_ignore_ascii_case("MPI_COMM_WORLD")
+                    {
+                        CommRef::World
+                    } else {
+                        CommRef::Name(t.text.to_string())
+                    },
+                )
+            }
+            Some(t) if t.kind == Kind::Quoted => {
+                self.pos += 1;
+                Ok(CommRef::Name(t.text.to_string()))
+            }
+            Some(t) if t.kind == Kind::Number => {
+                Ok(CommRef::Id(self.small_number("a communicator id")?))
+            }
+            _ => self.expected(&format!("a communicator name or number {context}")),
+        }
+    }
+
+    fn within(&mut self) -> PResult<Within> {
+        if self.is_keyword("COMM") {
+            Ok(Within::Comm(self.comm()?))
+        } else if self.eat_keyword("VIEW") {
+            Ok(Within::View(self.name("a view name after IN VIEW")?))
+        } else if self.eat_keyword("PHASE") {
+            Ok(Within::Phase(self.small_number("PHASE")?))
+        } else if self.eat_keyword("PATTERN") {
+            Ok(Within::Pattern(self.small_number("PATTERN")?))
+        } else {
+            self.expected("COMM(…), VIEW, PHASE or PATTERN after IN")
+        }
+    }
+
+    // ---- numbers with units -----------------------------------------------------------------
+
+    /// A number and its optional unit from `units`; `default` scales a number without one.
+    /// Gives the value in base units (bytes or nanoseconds).
+    fn quantity(
+        &mut self,
+        what: &str,
+        after: &str,
+        units: &[(&str, u64)],
+        default: u64,
+        unit_help: &str,
+    ) -> PResult<u64> {
+        let Some(num) = self.peek().filter(|t| t.kind == Kind::Number) else {
+            return self.expected(&format!("{what} {after}"));
+        };
+        self.pos += 1;
+        let mut scale = default;
+        let mut unit_text = "";
+        if let Some(t) = self.peek() {
+            if t.kind == Kind::Word && !CLAUSE_WORDS.iter().any(|k| t.is_keyword(k)) {
+                match units.iter().find(|(u, _)| *u == t.text) {
+                    Some((u, s)) => {
+                        scale = *s;
+                        unit_text = u;
+                        self.pos += 1;
+                    }
+                    None => {
+                        return self.fail(format!(
+                            "unknown {what_unit}\"{}\" ({unit_help})",
+                            t.text,
+                            what_unit = if units == TIME_UNITS {
+                                "time unit "
+                            } else {
+                                "unit "
+                            }
+                        ))
+                    }
+                }
+            }
+        }
+        let shown = if unit_text.is_empty() {
+            num.text.to_string()
+        } else {
+            format!("{} {unit_text}", num.text)
+        };
+        match scaled(num.text, scale) {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(())) => self.fail_at(
+                num.start,
+                format!(
+                    "{what} is not a whole number of {}: \"{shown}\"",
+                    base_unit(units)
+                ),
+            ),
+            None => self.fail_at(num.start, format!("number too large: \"{shown}\"")),
+        }
+    }
+
+    fn time(&mut self, after: &str) -> PResult<u64> {
+        self.quantity(
+            "a time",
+            after,
+            TIME_UNITS,
+            1_000_000_000,
+            "use ns, us, ms, s",
+        )
+    }
+
+    /// After `BETWEEN TIME`: `a AND b` or `(a, b)`.
+    fn time_window(&mut self) -> PResult<TimeWindow> {
+        let at = self.here();
+        let (start, end) = if self.eat_symbol("(") {
+            let start = self.time("after BETWEEN TIME(")?;
+            self.expect_symbol(",", "between the two times")?;
+            let end = self.time("after \",\"")?;
+            self.expect_symbol(")", "to close TIME(")?;
+            (start, end)
+        } else {
+            let start = self.time("after BETWEEN TIME")?;
+            self.expect_keyword("AND", "between the two times")?;
+            let end = self.time("after AND")?;
+            (start, end)
+        };
+        if end < start {
+            return self.fail_at(
+                at,
+                format!(
+                    "a time window must go forward: {} is after {}",
+                    TimeText(start),
+                    TimeText(end)
+                ),
+            );
+        }
+        Ok(TimeWindow { start, end })
+    }
+
+    // ---- predicates -------------------------------------------------------------------------
+
+    fn or_expr(&mut self, after: &str) -> PResult<Expr> {
+        let mut left = self.and_expr(after)?;
+        while self.eat_keyword("OR") {
+            let right = self.and_expr("after OR")?;
+            left = Expr::Or(Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn and_expr(&mut self, after: &str) -> PResult<Expr> {
+        let mut left = self.unary(after)?;
+        while self.eat_keyword("AND") {
+            let right = self.unary("after AND")?;
+            left = Expr::And(Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn unary(&mut self, after: &str) -> PResult<Expr> {
+        if self.eat_keyword("NOT") {
+            Ok(Expr::Not(Box::new(self.unary("after NOT")?)))
+        } else if self.eat_symbol("(") {
+            let e = self.or_expr("after \"(\"")?;
+            self.expect_symbol(")", "to close \"(\"")?;
+            Ok(e)
+        } else {
+            Ok(Expr::Compare(self.comparison(after)?))
+        }
+    }
+
+    fn comparison(&mut self, after: &str) -> PResult<Comparison> {
+        let field = [
+            ("SIZE", Field::Size),
+            ("TAG", Field::Tag),
+            ("SENDER", Field::Sender),
+            ("RECEIVER", Field::Receiver),
+            ("DURATION", Field::Duration),
+            ("PEER", Field::Peer),
+            ("ROOT", Field::Root),
+            ("COMM", Field::Comm),
+        ]
+        .into_iter()
+        .find(|(k, _)| self.is_keyword(k));
+        let Some((_, field)) = field else {
+            return self.expected(&format!(
+                "a condition {after} (on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT or COMM)"
+            ));
+        };
+        self.pos += 1;
+        let op = match self
+            .peek()
+            .filter(|t| t.kind == Kind::Symbol)
+            .map(|t| t.text)
+        {
+            Some("<") => CmpOp::Lt,
+            Some("<=") => CmpOp::Le,
+            Some("=") => CmpOp::Eq,
+            Some("!=") | Some("<>") => CmpOp::Ne,
+            Some(">=") => CmpOp::Ge,
+            Some(">") => CmpOp::Gt,
+            _ => {
+                return self.expected(&format!("a comparison (<, <=, =, !=, >=, >) after {field}"))
+            }
+        };
+        let op_token = self.bump();
+        let op_text = op_token.text;
+        let after_op = format!("after {field} {op_text}");
+        let value = match field {
+            Field::Size => Value::Number(self.quantity(
+                "a size",
+                &after_op,
+                SIZE_UNITS,
+                1,
+                "use B, KiB, MiB, GiB, KB, MB, GB",
+            )?),
+            Field::Duration => Value::Number(self.time(&after_op)?),
+            Field::Comm => {
+                if !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                    return self.fail_at(
+                        op_token.start,
+                        "COMM can only be compared with = or !=".to_string(),
+                    );
+                }
+                Value::Comm(self.comm_value(&after_op)?)
+            }
+            _ => {
+                let n = self.whole_number(&field.to_string())?;
+                if let Some(t) = self.peek().filter(|t| {
+                    t.kind == Kind::Word && !CLAUSE_WORDS.iter().any(|k| t.is_keyword(k))
+                }) {
+                    return self.fail(format!(
+                        "{field} takes a plain number, found unit \"{}\"",
+                        t.text
+                    ));
+                }
+                Value::Number(n)
+            }
+        };
+        Ok(Comparison { field, op, value })
+    }
+}
+
+/// The base unit's name, for messages.
+fn base_unit(units: &[(&str, u64)]) -> &'static str {
+    if units == TIME_UNITS {
+        "nanoseconds"
+    } else {
+        "bytes"
+    }
+}
+
+/// `text` (digits with an optional fraction) times `scale`: `None` on overflow, `Some(Err)` when
+/// the result is not a whole number.
+fn scaled(text: &str, scale: u64) -> Option<Result<u64, ()>> {
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    let frac = frac.trim_end_matches('0');
+    let int: u128 = int.parse().ok()?;
+    let whole = int.checked_mul(scale as u128)?;
+    if frac.is_empty() {
+        return u64::try_from(whole).ok().map(Ok);
+    }
+    if frac.len() > 30 {
+        return Some(Err(()));
+    }
+    let digits: u128 = frac.parse().ok()?;
+    let denom = 10u128.pow(frac.len() as u32);
+    let num = digits.checked_mul(scale as u128)?;
+    if num % denom != 0 {
+        return Some(Err(()));
+    }
+    let total = whole.checked_add(num / denom)?;
+    u64::try_from(total).ok().map(Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling_is_exact() {
+        assert_eq!(scaled("1.2", 1_000_000_000), Some(Ok(1_200_000_000)));
+        assert_eq!(scaled("0.5", 1_000_000_000), Some(Ok(500_000_000)));
+        assert_eq!(scaled("1.5", 1024), Some(Ok(1536)));
+        assert_eq!(scaled("0.1", 1), Some(Err(())));
+        assert_eq!(scaled("0.10", 10), Some(Ok(1)));
+        assert_eq!(scaled("18446744073709551615", 1), Some(Ok(u64::MAX)));
+        assert_eq!(scaled("18446744073709551616", 1), None);
+        assert_eq!(scaled("20000000000", 1_000_000_000), None);
+    }
+
+    #[test]
+    fn script_splitting_respects_quotes_and_comments() {
+        let s = "SELECT ALL MESSAGES; -- a; comment\nUSE TRACE 'a;b';;\n";
+        assert_eq!(split_statements(s).len(), 4);
+        let parsed = parse_script(s).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(&s[parsed[0].1.clone()], "SELECT ALL MESSAGES");
+        assert_eq!(&s[parsed[1].1.clone()], "-- a; comment\nUSE TRACE 'a;b'");
+        assert_eq!(parsed[1].0, Statement::UseTrace("a;b".into()));
+    }
+
+    #[test]
+    fn bare_names() {
+        assert!(is_bare_name("C1"));
+        assert!(is_bare_name("wrf-16"));
+        assert!(!is_bare_name("world"));
+        assert!(!is_bare_name("16procs"));
+        assert!(!is_bare_name("a b"));
+        assert!(!is_bare_name(""));
+    }
+}
