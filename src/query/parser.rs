@@ -919,7 +919,7 @@ impl<'a> Parser<'a> {
         let mut scale = default;
         let mut unit_text = "";
         if let Some(t) = self.peek() {
-            if t.kind == Kind::Word && !CLAUSE_WORDS.iter().any(|k| t.is_keyword(k)) {
+            if is_unit_candidate(num, t) {
                 match units.iter().find(|(u, _)| *u == t.text) {
                     Some((u, s)) => {
                         scale = *s;
@@ -1085,9 +1085,8 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 let n = self.whole_number(&field.to_string())?;
-                if let Some(t) = self.peek().filter(|t| {
-                    t.kind == Kind::Word && !CLAUSE_WORDS.iter().any(|k| t.is_keyword(k))
-                }) {
+                let num = self.tokens[self.pos - 1];
+                if let Some(t) = self.peek().filter(|t| is_unit_candidate(num, *t)) {
                     return self.fail(format!(
                         "{field} takes a plain number, found unit \"{}\"",
                         t.text
@@ -1098,6 +1097,22 @@ impl<'a> Parser<'a> {
         };
         Ok(Comparison { field, op, value })
     }
+}
+
+/// Words read as a unit after a number even when a space separates them, so that a wrong unit
+/// is reported as one (`SIZE > 10 kb`). Any word written right after a number (`10kb`) is a
+/// unit too.
+const UNIT_LIKE: &[&str] = &[
+    "b", "byte", "bytes", "k", "kb", "kib", "m", "mb", "mib", "g", "gb", "gib", "t", "tb", "tib",
+    "ns", "us", "ms", "s", "sec", "secs", "second", "seconds", "nsec", "usec", "msec", "min",
+    "mins", "minute", "minutes", "h", "hr", "hour", "hours",
+];
+
+/// True when the word `t` after the number `num` is meant as the number's unit.
+fn is_unit_candidate(num: Token<'_>, t: Token<'_>) -> bool {
+    t.kind == Kind::Word
+        && !CLAUSE_WORDS.iter().any(|k| t.is_keyword(k))
+        && (t.start == num.end || UNIT_LIKE.iter().any(|u| t.text.eq_ignore_ascii_case(u)))
 }
 
 /// The base unit's name, for messages.
