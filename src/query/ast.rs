@@ -628,7 +628,7 @@ impl fmt::Display for TimeText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
         for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns != 0 && ns % scale == 0 {
+            if ns != 0 && ns.is_multiple_of(scale) {
                 return write!(f, "{} {unit}", ns / scale);
             }
         }
@@ -643,7 +643,7 @@ impl fmt::Display for SizeText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (unit, scale) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if b != 0 && b % scale == 0 {
+            if b != 0 && b.is_multiple_of(scale) {
                 return write!(f, "{} {unit}", b / scale);
             }
         }
