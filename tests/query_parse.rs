@@ -951,3 +951,324 @@ fn error_display_puts_a_caret_under_the_column() {
         format!("  {}^", " ".repeat(25))
     );
 }
+
+// ---- properties -----------------------------------------------------------------------------------
+
+mod properties {
+    use mtfdb::model::OpKind;
+    use mtfdb::query::*;
+    use proptest::prelude::*;
+
+    /// Names as users write them: bare words (any case) and quoted names with spaces or `;`.
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[A-Za-z_][A-Za-z0-9_]{0,8}",
+            "[A-Za-z0-9 ;.-]{0,8}",
+            Just("WORLD".to_string()),
+            Just("select".to_string()),
+        ]
+    }
+
+    fn comm() -> impl Strategy<Value = CommRef> {
+        prop_oneof![
+            Just(CommRef::World),
+            (0..1000u32).prop_map(CommRef::Id),
+            name().prop_map(CommRef::Name),
+        ]
+    }
+
+    fn selector() -> impl Strategy<Value = ProcessSelector> {
+        let range = (0..64u32, 0..8u32).prop_map(|(first, n)| RankRange {
+            first,
+            last: first + n,
+        });
+        prop_oneof![
+            (0..64u32).prop_map(ProcessSelector::Process),
+            prop::collection::vec(range, 1..4).prop_map(ProcessSelector::List),
+            Just(ProcessSelector::All),
+            comm().prop_map(ProcessSelector::InComm),
+        ]
+    }
+
+    fn scope() -> impl Strategy<Value = Scope> {
+        prop_oneof![
+            (0..64u32, 0..64u32).prop_map(|(a, b)| Scope::Between(a, b)),
+            selector().prop_map(Scope::Among),
+            selector().prop_map(Scope::For),
+        ]
+    }
+
+    fn within() -> impl Strategy<Value = Within> {
+        prop_oneof![
+            comm().prop_map(Within::Comm),
+            name().prop_map(Within::View),
+            any::<u32>().prop_map(Within::Phase),
+            any::<u32>().prop_map(Within::Pattern),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = CmpOp> {
+        prop_oneof![
+            Just(CmpOp::Lt),
+            Just(CmpOp::Le),
+            Just(CmpOp::Eq),
+            Just(CmpOp::Ne),
+            Just(CmpOp::Ge),
+            Just(CmpOp::Gt),
+        ]
+    }
+
+    /// Numbers that print with and without units.
+    fn number() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            any::<u64>(),
+            0..5000u64,
+            (0..5000u64).prop_map(|n| n << 10),
+            (0..5000u64).prop_map(|n| n * 1_000_000),
+        ]
+    }
+
+    fn comparison() -> impl Strategy<Value = Expr> {
+        let numeric = prop_oneof![
+            Just(Field::Size),
+            Just(Field::Tag),
+            Just(Field::Sender),
+            Just(Field::Receiver),
+            Just(Field::Duration),
+            Just(Field::Peer),
+            Just(Field::Root),
+        ];
+        prop_oneof![
+            (numeric, op(), number()).prop_map(|(field, op, n)| Expr::Compare(Comparison {
+                field,
+                op,
+                value: Value::Number(n)
+            })),
+            (prop::bool::ANY, comm()).prop_map(|(eq, c)| Expr::Compare(Comparison {
+                field: Field::Comm,
+                op: if eq { CmpOp::Eq } else { CmpOp::Ne },
+                value: Value::Comm(c)
+            })),
+        ]
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        comparison().prop_recursive(4, 24, 2, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::And(a.into(), b.into())),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Or(a.into(), b.into())),
+                inner.prop_map(|a| Expr::Not(a.into())),
+            ]
+        })
+    }
+
+    fn target() -> impl Strategy<Value = Target> {
+        prop_oneof![
+            Just(Target::Messages),
+            Just(Target::PointToPoint),
+            Just(Target::Sends),
+            Just(Target::Receives),
+            Just(Target::Collectives),
+            Just(Target::Operations),
+            prop::sample::select(OpKind::ALL).prop_map(Target::Operation),
+        ]
+    }
+
+    fn filter() -> impl Strategy<Value = Filter> {
+        (
+            prop::option::of(scope()),
+            prop::collection::vec(within(), 0..3),
+            prop::option::of((any::<u64>(), any::<u64>(), 0..4usize)),
+            prop::option::of(expr()),
+        )
+            .prop_map(|(scope, within, time, predicate)| Filter {
+                scope,
+                within,
+                time: time.map(|(a, b, unit)| {
+                    // Some windows in round units, some arbitrary.
+                    let scale = [1, 1_000, 1_000_000, 1_000_000_000][unit];
+                    let (a, b) = ((a % 100_000) * scale, (b % 100_000) * scale);
+                    TimeWindow {
+                        start: a.min(b),
+                        end: a.max(b),
+                    }
+                }),
+                predicate,
+            })
+    }
+
+    fn selection() -> impl Strategy<Value = Selection> {
+        (target(), filter()).prop_map(|(target, filter)| Selection { target, filter })
+    }
+
+    fn aggregate() -> impl Strategy<Value = Aggregate> {
+        let m = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        prop_oneof![
+            Just(Aggregate::Count),
+            m.clone().prop_map(Aggregate::Sum),
+            m.clone().prop_map(Aggregate::Avg),
+            m.clone().prop_map(Aggregate::Min),
+            m.prop_map(Aggregate::Max),
+        ]
+    }
+
+    fn body() -> impl Strategy<Value = SelectBody> {
+        let group = prop::sample::select(vec![
+            GroupKey::Process,
+            GroupKey::Peer,
+            GroupKey::Operation,
+            GroupKey::Tag,
+            GroupKey::Comm,
+        ]);
+        let measure = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        let bins = prop_oneof![Just(Bins::Log2), (1..1000u32).prop_map(Bins::Count)];
+        let statistic = prop_oneof![
+            Just(Statistic::FanIn),
+            Just(Statistic::FanOut),
+            Just(Statistic::Statistics),
+            Just(Statistic::MpiTime),
+            Just(Statistic::Matrix(MatrixMeasure::Bytes)),
+            Just(Statistic::Matrix(MatrixMeasure::Count)),
+            (measure, bins).prop_map(|(of, bins)| Statistic::Histogram { of, bins }),
+        ];
+        prop_oneof![
+            selection().prop_map(SelectBody::Rows),
+            (
+                prop::collection::vec(aggregate(), 1..4),
+                selection(),
+                prop::collection::vec(group, 0..3)
+            )
+                .prop_map(|(aggregates, selection, group_by)| SelectBody::Aggregate {
+                    aggregates,
+                    selection,
+                    group_by
+                }),
+            (statistic, prop::option::of(target()), filter()).prop_map(
+                |(statistic, target, filter)| SelectBody::Statistic {
+                    statistic,
+                    target: match statistic {
+                        Statistic::Matrix(_) | Statistic::Histogram { .. } => target,
+                        _ => None,
+                    },
+                    filter
+                }
+            ),
+        ]
+    }
+
+    fn select() -> impl Strategy<Value = Select> {
+        let column = prop_oneof![
+            "[a-z_][a-z0-9_]{0,8}".prop_map(OrderColumn::Name),
+            aggregate().prop_map(OrderColumn::Aggregate),
+            (1..20u32).prop_map(OrderColumn::Position),
+        ];
+        let key = (column, prop::bool::ANY)
+            .prop_map(|(column, descending)| OrderKey { column, descending });
+        (
+            body(),
+            prop::collection::vec(key, 0..3),
+            prop::option::of(any::<u64>()),
+        )
+            .prop_map(|(body, order_by, limit)| Select {
+                body,
+                order_by,
+                limit,
+            })
+    }
+
+    fn statement() -> impl Strategy<Value = Statement> {
+        prop_oneof![
+            4 => select().prop_map(Statement::Select),
+            1 => select().prop_map(Statement::Explain),
+            1 => prop::sample::select(vec![
+                ShowWhat::Traces,
+                ShowWhat::Processes,
+                ShowWhat::Communicators,
+                ShowWhat::Operations,
+                ShowWhat::Views
+            ])
+            .prop_map(Statement::Show),
+            1 => name().prop_map(Statement::UseTrace),
+            1 => (name(), selection())
+                .prop_map(|(name, selection)| Statement::CreateView { name, selection }),
+            1 => name().prop_map(Statement::DropView),
+        ]
+    }
+
+    /// Token soup from the language's own words, to reach deep error paths.
+    fn soup() -> impl Strategy<Value = String> {
+        let words = prop::sample::select(vec![
+            "SELECT",
+            "ALL",
+            "MESSAGES",
+            "BETWEEN",
+            "PROCESS",
+            "PROCESSES",
+            "(",
+            ")",
+            ",",
+            "-",
+            "1",
+            "2.5",
+            "IN",
+            "COMM",
+            "C1",
+            "TIME",
+            "AND",
+            "OR",
+            "NOT",
+            "WHERE",
+            "SIZE",
+            ">",
+            "<=",
+            "KiB",
+            "ms",
+            "kb",
+            "FOR",
+            "AMONG",
+            "COUNT",
+            "(*)",
+            "GROUP",
+            "BY",
+            "ORDER",
+            "LIMIT",
+            "FAN_IN",
+            "HISTOGRAM",
+            "OF",
+            "BINS",
+            "'q'",
+            "\n",
+            "--",
+            ";",
+            "é",
+            "MPI_X",
+        ]);
+        prop::collection::vec(words, 0..14).prop_map(|w| w.join(" "))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+
+        #[test]
+        fn display_then_parse_gives_the_same_tree(ast in statement()) {
+            let text = ast.to_string();
+            match parse_statement(&text) {
+                Ok(back) => prop_assert_eq!(back, ast, "{}", text),
+                Err(e) => prop_assert!(false, "canonical text does not parse:\n{}", e),
+            }
+        }
+
+        #[test]
+        fn any_input_gives_a_tree_or_a_located_error(text in prop_oneof![soup(), "\\PC{0,40}"]) {
+            if let Err(e) = parse_statement(&text) {
+                let lines: Vec<&str> = e.statement.lines().collect();
+                prop_assert!(e.line >= 1 && e.column >= 1);
+                prop_assert!(e.line <= lines.len().max(1));
+                let width = lines.get(e.line - 1).map_or(0, |l| l.chars().count());
+                prop_assert!(e.column <= width + 1, "{:?}: {}", text, e);
+                prop_assert!(!e.message.contains("Tag") && !e.message.contains("nom"));
+                let _ = e.to_string();
+            }
+        }
+    }
+}

@@ -95,7 +95,7 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         pos: 0,
         end: 0,
     };
-    p.end = p.tokens.last().map_or(text.len(), |t| t.end);
+    p.end = p.tokens.last().map_or(0, |t| t.end);
     let result = p.statement().and_then(|s| {
         p.eat_symbol(";");
         if p.peek().is_some() {
