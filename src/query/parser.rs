@@ -902,56 +902,36 @@ impl<'a> Parser<'a> {
 
     // ---- numbers with units -----------------------------------------------------------------
 
-    /// A number and its optional unit from `units`; `default` scales a number without one.
-    /// Gives the value in base units (bytes or nanoseconds).
-    fn quantity(
-        &mut self,
-        what: &str,
-        after: &str,
-        units: &[(&str, u64)],
-        default: u64,
-        unit_help: &str,
-    ) -> PResult<u64> {
+    /// A number and its optional unit, in base units (bytes or nanoseconds); `after` says where
+    /// it was expected, for messages.
+    fn quantity(&mut self, dim: Dimension, after: &str) -> PResult<u64> {
         let Some(num) = self.peek().filter(|t| t.kind == Kind::Number) else {
-            return self.expected(&format!("{what} {after}"));
+            return self.expected(&format!("{} {after}", dim.what()));
         };
         self.pos += 1;
-        let mut scale = default;
-        let mut unit_text = "";
-        if let Some(t) = self.peek() {
-            if is_unit_candidate(num, t) {
-                match units.iter().find(|(u, _)| *u == t.text) {
-                    Some((u, s)) => {
-                        scale = *s;
-                        unit_text = u;
-                        self.pos += 1;
-                    }
-                    None => {
-                        return self.fail(format!(
-                            "unknown {what_unit}\"{}\" ({unit_help})",
-                            t.text,
-                            what_unit = if units == TIME_UNITS {
-                                "time unit "
-                            } else {
-                                "unit "
-                            }
-                        ))
-                    }
-                }
-            }
+        let mut scale = dim.default_scale();
+        let mut shown = num.text.to_string();
+        if let Some(t) = self.peek().filter(|t| is_unit_candidate(num, *t)) {
+            let Some((unit, s)) = dim.units().iter().find(|(u, _)| *u == t.text) else {
+                return self.fail(format!(
+                    "unknown {} \"{}\" ({})",
+                    dim.unit_word(),
+                    t.text,
+                    dim.unit_help()
+                ));
+            };
+            scale = *s;
+            shown = format!("{} {unit}", num.text);
+            self.pos += 1;
         }
-        let shown = if unit_text.is_empty() {
-            num.text.to_string()
-        } else {
-            format!("{} {unit_text}", num.text)
-        };
         match scaled(num.text, scale) {
             Some(Ok(v)) => Ok(v),
             Some(Err(())) => self.fail_at(
                 num.start,
                 format!(
-                    "{what} is not a whole number of {}: \"{shown}\"",
-                    base_unit(units)
+                    "{} is not a whole number of {}: \"{shown}\"",
+                    dim.what(),
+                    dim.base()
                 ),
             ),
             None => self.fail_at(num.start, format!("number too large: \"{shown}\"")),
@@ -959,13 +939,7 @@ impl<'a> Parser<'a> {
     }
 
     fn time(&mut self, after: &str) -> PResult<u64> {
-        self.quantity(
-            "a time",
-            after,
-            TIME_UNITS,
-            1_000_000_000,
-            "use ns, us, ms, s",
-        )
+        self.quantity(Dimension::Time, after)
     }
 
     /// After `BETWEEN TIME`: `a AND b` or `(a, b)`.
@@ -1066,13 +1040,7 @@ impl<'a> Parser<'a> {
         let op_text = op_token.text;
         let after_op = format!("after {field} {op_text}");
         let value = match field {
-            Field::Size => Value::Number(self.quantity(
-                "a size",
-                &after_op,
-                SIZE_UNITS,
-                1,
-                "use B, KiB, MiB, GiB, KB, MB, GB",
-            )?),
+            Field::Size => Value::Number(self.quantity(Dimension::Size, &after_op)?),
             Field::Duration => Value::Number(self.time(&after_op)?),
             Field::Comm => {
                 if !matches!(op, CmpOp::Eq | CmpOp::Ne) {
@@ -1115,12 +1083,56 @@ fn is_unit_candidate(num: Token<'_>, t: Token<'_>) -> bool {
         && (t.start == num.end || UNIT_LIKE.iter().any(|u| t.text.eq_ignore_ascii_case(u)))
 }
 
-/// The base unit's name, for messages.
-fn base_unit(units: &[(&str, u64)]) -> &'static str {
-    if units == TIME_UNITS {
-        "nanoseconds"
-    } else {
-        "bytes"
+/// What a number with a unit measures.
+#[derive(Clone, Copy)]
+enum Dimension {
+    /// Bytes; a plain number is bytes.
+    Size,
+    /// Nanoseconds; a plain number is seconds.
+    Time,
+}
+
+impl Dimension {
+    fn units(self) -> &'static [(&'static str, u64)] {
+        match self {
+            Dimension::Size => SIZE_UNITS,
+            Dimension::Time => TIME_UNITS,
+        }
+    }
+
+    fn default_scale(self) -> u64 {
+        match self {
+            Dimension::Size => 1,
+            Dimension::Time => 1_000_000_000,
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Dimension::Size => "a size",
+            Dimension::Time => "a time",
+        }
+    }
+
+    fn base(self) -> &'static str {
+        match self {
+            Dimension::Size => "bytes",
+            Dimension::Time => "nanoseconds",
+        }
+    }
+
+    fn unit_word(self) -> &'static str {
+        match self {
+            Dimension::Size => "unit",
+            Dimension::Time => "time unit",
+        }
+    }
+
+    fn unit_help(self) -> &'static str {
+        match self {
+            Dimension::Size => "use B, KiB, MiB, GiB, KB, MB, GB",
+            Dimension::Time => "use ns, us, ms, s",
+        }
     }
 }
 
