@@ -1,11 +1,19 @@
-//! The query layer: the language (ast, parser), its results, and the engine that runs it.
+//! The query layer: the language ([`ast`], parsed by [`parse_statement`]; the grammar, with
+//! examples that the tests parse, is `grammar/query.ebnf`), the [`Engine`] that plans and runs
+//! it over the store's bitmap indexes, the [`Session`] that keeps the current trace, and the
+//! typed [`ResultSet`] it returns.
 
 pub mod ast;
 mod engine;
 mod lexer;
-mod parser;
+pub mod parser;
 mod result;
 
+pub use ast::{
+    Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, MatrixMeasure,
+    Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select, SelectBody,
+    Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, Within,
+};
 pub use engine::{query_error, Engine, PlanStep, Session};
 pub use parser::{parse_script, parse_statement, QueryError};
 pub use result::{ResultSet, Value};
