@@ -268,11 +268,17 @@ fn an_import_killed_half_way_leaves_no_trace_and_keeps_the_earlier_ones() {
 
     // The killed import left its half-written tree behind, invisible; opening cleans it up.
     let trees = |db: &Path| -> Vec<String> {
-        let raw = sled::Config::new()
-            .path(db)
-            .flush_every_ms(None)
-            .open()
-            .unwrap();
+        // A database closed a moment ago lets go of its lock when its flusher thread stops.
+        let open = || sled::Config::new().path(db).flush_every_ms(None).open();
+        let mut raw = open();
+        for _ in 0..100 {
+            if raw.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            raw = open();
+        }
+        let raw = raw.unwrap();
         raw.tree_names()
             .iter()
             .map(|n| String::from_utf8_lossy(n).to_string())

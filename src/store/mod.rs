@@ -234,6 +234,26 @@ fn seal_active_segment(db: &sled::Db) -> Result<()> {
     Ok(())
 }
 
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io)
+        if io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock"))
+}
+
+/// Opens sled; if the directory is locked, waits up to a second for the lock: a handle closed
+/// a moment ago in this process lets go of it only when its background flusher stops.
+fn open_sled_waiting(path: &Path) -> std::result::Result<sled::Db, sled::Error> {
+    let mut tries = 0;
+    loop {
+        match open_sled(path) {
+            Err(e) if is_lock_error(&e) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Opens sled, retrying briefly while a just-closed handle's background flusher lets go of
 /// the directory's lock.
 fn reopen_sled(path: &Path) -> Result<sled::Db> {
@@ -267,15 +287,10 @@ impl Store {
                 "is a file, not an mtfdb database (a database is a directory)".into(),
             ));
         }
-        let db = open_sled(&path).map_err(|e| match e {
-            sled::Error::Io(io)
-                if io.kind() == std::io::ErrorKind::WouldBlock
-                    || io.to_string().contains("could not acquire lock") =>
-            {
-                db_error(
-                    "is in use by another process (only one may open a database at a time)".into(),
-                )
-            }
+        let db = open_sled_waiting(&path).map_err(|e| match e {
+            e if is_lock_error(&e) => db_error(
+                "is in use by another process (only one may open a database at a time)".into(),
+            ),
             sled::Error::Io(io) => db_error(format!("cannot be opened: {io}")),
             other => db_error(format!("is not a readable mtfdb database: {other}")),
         })?;
