@@ -292,8 +292,10 @@ fn isend_irecv_waitall_link_every_request() {
     let s_b = run.op(isend(0, 1, 2, 101, 1));
     let r_b = run.op(irecv(1, 0, 2, 100, 0));
     let r_a = run.op(irecv(1, 0, 1, 101, 1));
-    // Both ranks use request ids 100 and 101: requests are per rank.
-    assert_eq!(run.matcher.in_flight(), 4);
+    // Both ranks use request ids 100 and 101: requests are per rank. Four requests are open,
+    // and both matched messages wait for their receives' completion (the receive time), each
+    // receive being tracked until then.
+    assert_eq!(run.matcher.in_flight(), 8);
     let w1 = run.op(completion(1, OpKind::Waitall, &[100, 101], 5));
     let w0 = run.op(completion(0, OpKind::Waitall, &[101, 100], 5));
     run.finalize_all(2);
@@ -305,8 +307,9 @@ fn isend_irecv_waitall_link_every_request() {
     assert_eq!(
         log.messages,
         vec![
-            msg(0, 1, 2, 4, 1, 1, s_b, r_b),
-            msg(0, 1, 1, 4, 0, 2, s_a, r_a)
+            // Received when rank 1's Waitall ended, not when its Irecvs were posted.
+            msg(0, 1, 2, 4, 1, 6, s_b, r_b),
+            msg(0, 1, 1, 4, 0, 6, s_a, r_a)
         ]
     );
     assert!(log.anomalies.is_empty());
@@ -327,11 +330,13 @@ fn waitany_waitsome_and_unsuccessful_tests() {
     let mut testany = completion(0, OpKind::Testany, &[], 4);
     testany.flags = flags::NOT_COMPLETED;
     run.op(testany);
-    // Three receives wait for their sends, three requests are open.
-    assert_eq!(run.matcher.in_flight(), 6);
+    // Three receives wait for their sends, three requests are open, three non-blocking
+    // receives are tracked until they complete.
+    assert_eq!(run.matcher.in_flight(), 9);
     let wany = run.op(completion(0, OpKind::Waitany, &[2], 5));
     let wsome = run.op(completion(0, OpKind::Waitsome, &[3, 1], 6));
-    assert_eq!(run.matcher.in_flight(), 3);
+    // The receives still wait for their sends, each with the time it completed.
+    assert_eq!(run.matcher.in_flight(), 6);
     // A successful Test of a re-used request id links to the new request.
     let d = run.op(irecv(0, 1, 4, 1, 7));
     let test_ok = run.op(completion(0, OpKind::Test, &[1], 8));
@@ -728,8 +733,9 @@ fn long_ping_pong_stays_bounded_and_drains_to_zero() {
     assert_eq!(stats.messages, 2 * n);
     assert_eq!(stats.request_links, 2 * n);
     assert_eq!(stats.message_bytes, 68 * n);
-    // At most an Irecv and its request, or an Isend and its request, are held at once.
-    assert_eq!(stats.peak_in_flight, 2);
+    // At most an Irecv (waiting, tracked until completed) and its request, or an Isend and its
+    // request, are held at once.
+    assert_eq!(stats.peak_in_flight, 3);
     assert_eq!(stats.operations, 6 * n + 2);
 }
 

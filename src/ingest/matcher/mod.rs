@@ -142,6 +142,12 @@ struct Open {
 #[derive(Debug)]
 pub struct Matcher {
     p2p: P2p,
+    /// Non-blocking receives not yet matched and completed: the end of the Wait/Test that
+    /// completed each, once known. A message's receive time is when its data arrived, which for
+    /// an `MPI_Irecv` is the end of the call that completed it, not of the `MPI_Irecv` itself.
+    irecvs: FxHashMap<OpId, Option<Time>>,
+    /// Messages whose non-blocking receive is matched but not yet completed, by receive op.
+    deferred: FxHashMap<OpId, Message>,
     requests: FxHashMap<(Rank, RequestId), Open>,
     collectives: Collectives,
     /// Per world rank: declared in the header, and finalized (or aborted).
@@ -166,6 +172,8 @@ impl Matcher {
         }
         Matcher {
             p2p: P2p::default(),
+            irecvs: FxHashMap::default(),
+            deferred: FxHashMap::default(),
             requests: FxHashMap::default(),
             collectives: Collectives::new(&header.communicators),
             declared,
@@ -177,7 +185,11 @@ impl Matcher {
     /// Items currently held: sends and receives waiting for their other side, open
     /// requests and partial collective instances.
     pub fn in_flight(&self) -> usize {
-        self.p2p.waiting() + self.requests.len() + self.collectives.open()
+        self.p2p.waiting()
+            + self.requests.len()
+            + self.collectives.open()
+            + self.irecvs.len()
+            + self.deferred.len()
     }
 
     /// The counters so far (final ones come from [`Matcher::finish`]).
@@ -282,6 +294,9 @@ impl Matcher {
             time: op.end,
             bytes: op.recv_bytes,
         };
+        if op.request.is_some() && !op.kind.is_send() {
+            self.irecvs.insert(id, None);
+        }
         if let Some(m) = self.p2p.arrive(channel, false, me) {
             self.emit_message(&m, out)?;
         }
@@ -289,6 +304,23 @@ impl Matcher {
     }
 
     fn emit_message(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
+        let mut m = *m;
+        match self.irecvs.get(&m.recv_op) {
+            Some(Some(completed)) => {
+                m.recv_time = *completed;
+                self.irecvs.remove(&m.recv_op);
+            }
+            Some(None) => {
+                // The receive is not complete yet: the message waits for its Wait.
+                self.deferred.insert(m.recv_op, m);
+                return Ok(());
+            }
+            None => {}
+        }
+        self.emit_now(&m, out)
+    }
+
+    fn emit_now(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
         self.stats.messages += 1;
         self.stats.message_bytes += m.bytes;
         out.message(m)
@@ -301,6 +333,18 @@ impl Matcher {
         for &r in &op.completes {
             match self.requests.remove(&(op.rank, r)) {
                 Some(open) => {
+                    if self.irecvs.contains_key(&open.op) {
+                        match self.deferred.remove(&open.op) {
+                            Some(mut m) => {
+                                self.irecvs.remove(&open.op);
+                                m.recv_time = op.end;
+                                self.emit_now(&m, out)?;
+                            }
+                            None => {
+                                self.irecvs.insert(open.op, Some(op.end));
+                            }
+                        }
+                    }
                     if op.start < open.start {
                         self.stats.wait_before_start += 1;
                         out.anomaly(&Anomaly::WaitBeforeRequest {
@@ -376,6 +420,13 @@ impl Matcher {
     /// instance index); `MissingFinalize` for every declared process that called neither
     /// `MPI_Finalize` nor `MPI_Abort` (by rank). Returns the counters.
     pub fn finish(mut self, out: &mut impl MatchSink) -> Result<MatchStats> {
+        // Messages whose receive was never completed keep the receive call's own end time.
+        let mut deferred: Vec<Message> = self.deferred.drain().map(|(_, m)| m).collect();
+        deferred.sort_unstable_by_key(|m| m.recv_op);
+        for m in &deferred {
+            self.emit_now(m, out)?;
+        }
+        self.irecvs.clear();
         for left in self.p2p.drain() {
             let c = left.channel;
             let op = left.waiting.op;
@@ -486,9 +537,43 @@ mod tests {
         let mut barrier = Operation::new(0, OpKind::Barrier, 2, 3);
         barrier.comm = Some(0);
         m.operation(2, &barrier, &mut log).unwrap();
-        // send 0 and irecv 1 wait, request 7 is open, the barrier instance is partial.
-        assert_eq!(m.in_flight(), 4);
-        assert_eq!(m.stats().peak_in_flight, 4);
+        // send 0 and irecv 1 wait, request 7 is open (and its receive awaits completion),
+        // the barrier instance is partial.
+        assert_eq!(m.in_flight(), 5);
+        assert_eq!(m.stats().peak_in_flight, 5);
+    }
+
+    #[test]
+    fn a_nonblocking_receive_is_received_when_its_wait_ends() {
+        // The Irecv is matched first and completed later; then completed before its send shows up.
+        for completed_first in [false, true] {
+            let mut m = Matcher::new(&header(2));
+            let mut log = MatchLog::default();
+            let mut irecv = recv(1, 0, 9, 100);
+            irecv.kind = OpKind::Irecv;
+            irecv.end = 105;
+            irecv.request = Some(3);
+            let mut wait = Operation::new(1, OpKind::Wait, 400, 450);
+            wait.completes = vec![3];
+            m.operation(0, &irecv, &mut log).unwrap();
+            if completed_first {
+                m.operation(1, &wait, &mut log).unwrap();
+                m.operation(2, &send(0, 1, 9, 200), &mut log).unwrap();
+            } else {
+                m.operation(2, &send(0, 1, 9, 200), &mut log).unwrap();
+                assert!(
+                    log.messages.is_empty(),
+                    "the message waits for the receive's completion"
+                );
+                m.operation(1, &wait, &mut log).unwrap();
+            }
+            assert_eq!(log.messages.len(), 1);
+            assert_eq!(
+                (log.messages[0].send_time, log.messages[0].recv_time),
+                (200, 450)
+            );
+            assert_eq!(m.in_flight(), 0, "completed_first={completed_first}");
+        }
     }
 
     #[test]
