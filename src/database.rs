@@ -15,7 +15,8 @@ use crate::model::{
 };
 use crate::store::tables::{self, split_id};
 use crate::store::{
-    IndexDim, OpChunkInfo, Store, StoredView, Table, TraceMeta, TraceReader, TraceSummary,
+    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredView, Table, TraceMeta,
+    TraceReader, TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -278,6 +279,21 @@ impl Trace {
         }
     }
 
+    /// Bytes and message counts per process (by rank), computed at import.
+    pub fn traffic(&self) -> &[RankTraffic] {
+        &self.meta().traffic
+    }
+
+    /// Messages and bytes per communicating (sender, receiver) pair, computed at import.
+    pub fn pairs(&self) -> &[PairTraffic] {
+        &self.meta().pairs
+    }
+
+    /// Per message chunk: earliest send time and latest receive time.
+    pub fn message_chunk_times(&self) -> &[(u64, u64)] {
+        &self.meta().message_chunk_times
+    }
+
     /// The operation chunks, in chunk order.
     pub fn op_chunks(&self) -> &[OpChunkInfo] {
         &self.meta().op_chunks
@@ -341,6 +357,16 @@ impl Trace {
             out.push((u64::from(id), op.clone()));
         }
         Ok(out)
+    }
+
+    /// Like [`Trace::index`], but reading only the given chunks' bitmaps.
+    pub fn index_in_chunks(
+        &self,
+        dim: IndexDim,
+        value: u32,
+        chunks: &[u32],
+    ) -> Result<RoaringBitmap> {
+        self.reader.index_in_chunks(dim, value, chunks)
     }
 
     /// The operation ids indexed under `value` on `dim` (also message ids for the message

@@ -20,7 +20,8 @@ use crate::model::{
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
+    encode_index_bitmap, IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Table, TraceMeta,
+    TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
@@ -258,9 +259,23 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
+    /// Per process traffic, by rank.
+    traffic: Vec<RankTraffic>,
+    /// Messages and bytes per (sender, receiver).
+    pairs: HashMap<(Rank, Rank), (u64, u64)>,
+    /// Earliest send and latest receive of the message chunk being filled, and of those done.
+    chunk_times: Option<(Time, Time)>,
+    message_chunk_times: Vec<(Time, Time)>,
 }
 
 impl Derived {
+    /// Records the time range of the message chunk about to be written.
+    fn close_message_chunk(&mut self) {
+        if let Some(range) = self.chunk_times.take() {
+            self.message_chunk_times.push(range);
+        }
+    }
+
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
         *self.anomaly_counts.entry(a.kind_name()).or_default() += 1;
         self.anomalies.push(a);
@@ -287,7 +302,26 @@ impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
         self.message_count += 1;
         self.message_bytes += m.bytes;
+        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
+            t.p2p_sent_bytes += m.bytes;
+            t.messages_sent += 1;
+        }
+        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
+            t.p2p_recv_bytes += m.bytes;
+            t.messages_received += 1;
+        }
+        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
+        pair.0 += 1;
+        pair.1 += m.bytes;
+        let end = m.recv_time.max(m.send_time);
+        self.chunk_times = Some(match self.chunk_times {
+            Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
+            None => (m.send_time, end),
+        });
         tables::push_message(&mut self.messages.cols, m);
+        if self.messages.cols.rows == CHUNK_ROWS {
+            self.close_message_chunk();
+        }
         self.messages.flush_if(false, &self.jobs)
     }
 
@@ -350,6 +384,10 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::new(),
+                traffic: Vec::new(),
+                pairs: HashMap::new(),
+                chunk_times: None,
+                message_chunk_times: Vec::new(),
             },
             locations: Vec::new(),
             op_chunks: Vec::new(),
@@ -441,6 +479,7 @@ impl Importer {
             matcher.finish(&mut self.derived)?;
         }
         let d = &mut self.derived;
+        d.close_message_chunk();
         for table in [
             &mut d.messages,
             &mut d.links,
@@ -462,6 +501,20 @@ impl Importer {
         let mut meta = self.meta;
         meta.op_chunks = self.op_chunks;
         meta.message_chunks = d.messages.next_chunk;
+        meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
+        meta.traffic = std::mem::take(&mut d.traffic);
+        let mut pairs: Vec<PairTraffic> = d
+            .pairs
+            .drain()
+            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
+                sender,
+                receiver,
+                messages,
+                bytes,
+            })
+            .collect();
+        pairs.sort_by_key(|p| (p.sender, p.receiver));
+        meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
         meta.routine_chunks = self.routines.next_chunk;
@@ -492,6 +545,7 @@ impl EventSink for Importer {
     fn header(&mut self, header: &TraceHeader) -> Result<()> {
         self.meta.header = header.clone();
         self.locations = (0..header.processes.len()).map(|_| Vec::new()).collect();
+        self.derived.traffic = vec![RankTraffic::default(); header.processes.len()];
         self.matcher = Some(Matcher::new(header));
         Ok(())
     }
@@ -508,6 +562,12 @@ impl EventSink for Importer {
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
+        if op.kind.is_collective() {
+            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
+                t.coll_send_bytes += op.send_bytes;
+                t.coll_recv_bytes += op.recv_bytes;
+            }
+        }
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
         let processes = self.locations.len();

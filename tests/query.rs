@@ -264,11 +264,15 @@ fn explain_shows_the_bitmaps_and_the_rows_they_keep() {
         .unwrap();
     let steps: Vec<&str> = r.rows.iter().map(|row| text(&row[1])).collect();
     assert!(steps[0].starts_with("all operations"), "{steps:?}");
-    assert_eq!(steps[1], "AND kind index [MPI_Isend]");
-    assert_eq!(steps[2], "AND Process index [5]");
-    assert_eq!(steps[3], "AND Comm index [0]");
+    assert_eq!(
+        steps[1],
+        "only the 1 chunk the time window and processes can touch"
+    );
+    assert_eq!(steps[2], "AND kind index [MPI_Isend]");
+    assert_eq!(steps[3], "AND Process index [5]");
+    assert_eq!(steps[4], "AND Comm index [0]");
     // Rank 5 is inner (4 neighbours): 120 Isends, of which the 60 north-south ones are 80 KiB.
-    assert_eq!(int(&r.rows[3][2]), 120);
+    assert_eq!(int(&r.rows[4][2]), 120);
     assert_eq!(r.rows.last().unwrap()[3], Value::Int(60));
 }
 

@@ -260,7 +260,7 @@ fn a_database_of_another_format_version_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "database {}: was written with storage format version 999, but this mtfdb reads version 1; \
+            "database {}: was written with storage format version 999, but this mtfdb reads version 2; \
              re-import its traces with a matching mtfdb",
             path.display()
         )

@@ -49,55 +49,59 @@ impl ProcessTraffic {
     }
 }
 
-/// Calls `f` with every matched message, one stored chunk at a time.
-fn for_each_message(trace: &Trace, mut f: impl FnMut(&Message)) -> Result<()> {
-    for chunk in 0..trace.message_chunk_count() {
-        for m in &trace.message_chunk(chunk)? {
-            f(m);
-        }
-    }
-    Ok(())
-}
-
-/// Fan-in and fan-out of every process, by rank.
+/// Fan-in and fan-out of every process, by rank, from the counts kept at import.
 pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
-    let n = trace.header().processes.len();
-    let mut traffic: Vec<ProcessTraffic> = (0..n as Rank)
-        .map(|rank| ProcessTraffic {
-            rank,
-            ..ProcessTraffic::default()
+    let mut traffic: Vec<ProcessTraffic> = trace
+        .traffic()
+        .iter()
+        .enumerate()
+        .map(|(rank, t)| ProcessTraffic {
+            rank: rank as Rank,
+            p2p_sent_bytes: t.p2p_sent_bytes,
+            p2p_recv_bytes: t.p2p_recv_bytes,
+            coll_send_bytes: t.coll_send_bytes,
+            coll_recv_bytes: t.coll_recv_bytes,
+            messages_sent: t.messages_sent,
+            messages_received: t.messages_received,
+            receivers: 0,
+            senders: 0,
         })
         .collect();
-    let mut receivers: Vec<BTreeSet<Rank>> = vec![BTreeSet::new(); n];
-    let mut senders: Vec<BTreeSet<Rank>> = vec![BTreeSet::new(); n];
-    for_each_message(trace, |m| {
-        if let Some(t) = traffic.get_mut(m.sender as usize) {
-            t.p2p_sent_bytes += m.bytes;
-            t.messages_sent += 1;
-            receivers[m.sender as usize].insert(m.receiver);
+    for p in trace.pairs() {
+        if let Some(t) = traffic.get_mut(p.sender as usize) {
+            t.receivers += 1;
         }
-        if let Some(t) = traffic.get_mut(m.receiver as usize) {
-            t.p2p_recv_bytes += m.bytes;
-            t.messages_received += 1;
-            senders[m.receiver as usize].insert(m.sender);
+        if let Some(t) = traffic.get_mut(p.receiver as usize) {
+            t.senders += 1;
         }
-    })?;
-    for info in trace.op_chunks() {
-        let Some(t) = traffic.get_mut(info.rank as usize) else {
-            continue;
-        };
-        for (_, op) in trace.chunk_operations(info)? {
-            if op.kind.is_collective() {
-                t.coll_send_bytes += op.send_bytes;
-                t.coll_recv_bytes += op.recv_bytes;
-            }
-        }
-    }
-    for (t, (r, s)) in traffic.iter_mut().zip(receivers.iter().zip(&senders)) {
-        t.receivers = r.len() as u32;
-        t.senders = s.len() as u32;
     }
     Ok(traffic)
+}
+
+/// The communication matrix of the whole trace, from the pair counts kept at import.
+pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
+    let messages = trace.pairs().iter().map(|p| Message {
+        sender: p.sender,
+        receiver: p.receiver,
+        comm: 0,
+        tag: 0,
+        bytes: p.bytes,
+        send_time: 0,
+        recv_time: 0,
+        send_op: 0,
+        recv_op: 0,
+    });
+    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
+    for (m, p) in messages.zip(trace.pairs()) {
+        if let (Some(&s), Some(&d)) = (index.get(&m.sender), index.get(&m.receiver)) {
+            cells[s][d] += match of {
+                MatrixOf::Bytes => m.bytes,
+                MatrixOf::Count => p.messages,
+            };
+        }
+    }
+    matrix_result(ranks, &cells)
 }
 
 /// Which way a fan table looks.
@@ -229,6 +233,10 @@ pub fn communication_matrix<'a>(
             };
         }
     }
+    matrix_result(ranks, &cells)
+}
+
+fn matrix_result(ranks: &[Rank], cells: &[Vec<u64>]) -> ResultSet {
     let mut columns = vec!["sender".to_string()];
     columns.extend(ranks.iter().map(|r| r.to_string()));
     let mut r = ResultSet::new(columns);

@@ -142,12 +142,55 @@ impl<'a> Engine<'a> {
         Ok(out)
     }
 
-    fn union(&self, dim: IndexDim, values: impl IntoIterator<Item = u32>) -> Result<RoaringBitmap> {
+    /// The union of `dim`'s bitmaps for `values`, reading only `chunks` when given.
+    fn union_in(
+        &self,
+        dim: IndexDim,
+        values: impl IntoIterator<Item = u32>,
+        chunks: Option<&[u32]>,
+    ) -> Result<RoaringBitmap> {
         let mut out = RoaringBitmap::new();
         for v in values {
-            out |= self.trace.index(dim, v)?;
+            out |= match chunks {
+                Some(c) => self.trace.index_in_chunks(dim, v, c)?,
+                None => self.trace.index(dim, v)?,
+            };
         }
         Ok(out)
+    }
+
+    /// The chunks a selection can touch, when its time window or process scope narrows them
+    /// (from the chunk directories, without reading any bitmap); `None` for all.
+    fn candidate_chunks(&self, sel: &Selection, messages: bool) -> Result<Option<Vec<u32>>> {
+        let window = sel.filter.time;
+        if messages {
+            return Ok(window.map(|w| {
+                self.trace
+                    .message_chunk_times()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (lo, hi))| *lo <= w.end && *hi >= w.start)
+                    .map(|(i, _)| i as u32)
+                    .collect()
+            }));
+        }
+        let ranks: Option<Vec<Rank>> = match &sel.filter.scope {
+            Some(Scope::For(s) | Scope::Among(s)) => Some(self.ranks(s)?),
+            Some(Scope::Between(a, b)) => Some(vec![*a, *b]),
+            None => None,
+        };
+        if window.is_none() && ranks.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.trace
+                .op_chunks()
+                .iter()
+                .filter(|c| window.is_none_or(|w| c.first_start <= w.end && c.max_end >= w.start))
+                .filter(|c| ranks.as_ref().is_none_or(|r| r.contains(&c.rank)))
+                .map(|c| c.chunk)
+                .collect(),
+        ))
     }
 
     /// The operation kinds a target selects, among those the trace has.
@@ -187,10 +230,28 @@ impl<'a> Engine<'a> {
             estimated: ids.len(),
             actual: None,
         });
+        let chunks = self.candidate_chunks(sel, messages)?;
+        if let Some(chunks) = &chunks {
+            let mut keep = RoaringBitmap::new();
+            for &c in chunks {
+                keep.insert_range(row_id(c, 0)..=row_id(c, u16::MAX as usize));
+            }
+            ids &= keep;
+            plan.push(PlanStep {
+                step: format!(
+                    "only the {} chunk{} the time window and processes can touch",
+                    chunks.len(),
+                    if chunks.len() == 1 { "" } else { "s" }
+                ),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        let chunks = chunks.as_deref();
         if !messages && sel.target != Target::Operations {
             let kinds = self.kinds(sel.target);
             let names: Vec<String> = kinds.iter().map(|k| self.trace.kind_name(*k)).collect();
-            ids &= self.union(IndexDim::Kind, kinds.iter().map(|k| k.code()))?;
+            ids &= self.union_in(IndexDim::Kind, kinds.iter().map(|k| k.code()), chunks)?;
             plan.push(PlanStep {
                 step: format!(
                     "AND kind index [{}]",
@@ -205,7 +266,7 @@ impl<'a> Engine<'a> {
             });
         }
         if let Some(scope) = &sel.filter.scope {
-            let (bits, what) = self.scope_bitmap(scope, messages)?;
+            let (bits, what) = self.scope_bitmap(scope, messages, chunks)?;
             ids &= bits;
             plan.push(PlanStep {
                 step: format!("AND {what}"),
@@ -218,7 +279,7 @@ impl<'a> Engine<'a> {
                 Within::Comm(c) => {
                     let id = self.comm(c)?;
                     let dim = if messages { IndexDim::MessageComm } else { IndexDim::Comm };
-                    ids &= self.trace.index(dim, id)?;
+                    ids &= self.union_in(dim, [id], chunks)?;
                     plan.push(PlanStep { step: format!("AND {dim:?} index [{id}]"), estimated: ids.len(), actual: None });
                 }
                 Within::View(name) => {
@@ -260,7 +321,13 @@ impl<'a> Engine<'a> {
         })
     }
 
-    fn scope_bitmap(&self, scope: &Scope, messages: bool) -> Result<(RoaringBitmap, String)> {
+    fn scope_bitmap(
+        &self,
+        scope: &Scope,
+        messages: bool,
+        chunks: Option<&[u32]>,
+    ) -> Result<(RoaringBitmap, String)> {
+        let index = |dim: IndexDim, v: u32| self.union_in(dim, [v], chunks);
         let (own, other) = if messages {
             (IndexDim::MessageSender, IndexDim::MessageReceiver)
         } else {
@@ -272,8 +339,8 @@ impl<'a> Engine<'a> {
                     super::ast::RankRange::single(*a),
                     super::ast::RankRange::single(*b),
                 ]))?;
-                let ab = self.trace.index(own, *a)? & self.trace.index(other, *b)?;
-                let ba = self.trace.index(own, *b)? & self.trace.index(other, *a)?;
+                let ab = index(own, *a)? & index(other, *b)?;
+                let ba = index(own, *b)? & index(other, *a)?;
                 (
                     ab | ba,
                     format!(
@@ -283,9 +350,9 @@ impl<'a> Engine<'a> {
             }
             Scope::For(s) => {
                 let ranks = self.ranks(s)?;
-                let mut bits = self.union(own, ranks.iter().copied())?;
+                let mut bits = self.union_in(own, ranks.iter().copied(), chunks)?;
                 if messages {
-                    bits |= self.union(other, ranks.iter().copied())?;
+                    bits |= self.union_in(other, ranks.iter().copied(), chunks)?;
                     (bits, format!("sender or receiver in {}", rank_list(&ranks)))
                 } else {
                     (bits, format!("Process index {}", rank_list(&ranks)))
@@ -293,9 +360,9 @@ impl<'a> Engine<'a> {
             }
             Scope::Among(s) => {
                 let ranks = self.ranks(s)?;
-                let bits = self.union(own, ranks.iter().copied())?;
+                let bits = self.union_in(own, ranks.iter().copied(), chunks)?;
                 if messages {
-                    let recv = self.union(other, ranks.iter().copied())?;
+                    let recv = self.union_in(other, ranks.iter().copied(), chunks)?;
                     (
                         bits & recv,
                         format!("sender and receiver in {}", rank_list(&ranks)),
@@ -663,6 +730,20 @@ impl<'a> Engine<'a> {
                 let r = stats::mpi_time(self.trace, &ranks)?;
                 let n = r.len();
                 (r, plan_of("sum operation durations per process", n))
+            }
+            Statistic::Matrix(of)
+                if filter.is_empty() && target.is_none_or(|t| t == Target::Messages) =>
+            {
+                let of = match of {
+                    super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
+                    super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
+                };
+                let r = stats::trace_matrix(self.trace, &all, of);
+                let n = r.len();
+                (
+                    r,
+                    plan_of("message counts and bytes per pair, kept at import", n),
+                )
             }
             Statistic::Matrix(of) => {
                 let sel = Selection {

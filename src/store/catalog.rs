@@ -7,7 +7,7 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 
 /// The on-disk format version this build reads and writes. Bump it whenever a stored layout
 /// changes; a database of another version is refused on open with a clear message.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Whether a trace is visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +103,36 @@ impl TraceSummary {
     }
 }
 
+/// What one process sent and received, computed at import (fan-in and fan-out without a scan).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankTraffic {
+    /// Bytes of the messages it sent.
+    pub p2p_sent_bytes: u64,
+    /// Bytes of the messages it received.
+    pub p2p_recv_bytes: u64,
+    /// Send sizes of its collective calls.
+    pub coll_send_bytes: u64,
+    /// Receive sizes of its collective calls.
+    pub coll_recv_bytes: u64,
+    /// Messages it sent.
+    pub messages_sent: u64,
+    /// Messages it received.
+    pub messages_received: u64,
+}
+
+/// Messages and bytes from one process to another, computed at import.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairTraffic {
+    /// Sender.
+    pub sender: Rank,
+    /// Receiver.
+    pub receiver: Rank,
+    /// Messages.
+    pub messages: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
 /// Everything about a trace except its rows.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceMeta {
@@ -120,6 +150,13 @@ pub struct TraceMeta {
     pub op_chunks: Vec<OpChunkInfo>,
     /// Number of message chunks (message `i` is in chunk `i >> 16`).
     pub message_chunks: u32,
+    /// Per message chunk: the earliest send time and the latest receive time of its messages,
+    /// so that a time window skips the chunks it cannot touch.
+    pub message_chunk_times: Vec<(Time, Time)>,
+    /// Per process (by rank): message and collective bytes and message counts.
+    pub traffic: Vec<RankTraffic>,
+    /// Messages and bytes per communicating pair, sorted by sender then receiver.
+    pub pairs: Vec<PairTraffic>,
     /// Number of request-link chunks.
     pub link_chunks: u32,
     /// Number of collective-instance chunks.

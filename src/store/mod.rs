@@ -28,7 +28,8 @@ use std::time::Duration;
 use roaring::RoaringBitmap;
 
 pub use catalog::{
-    Catalog, CatalogEntry, OpChunkInfo, TraceMeta, TraceState, TraceSummary, FORMAT_VERSION,
+    Catalog, CatalogEntry, OpChunkInfo, PairTraffic, RankTraffic, TraceMeta, TraceState,
+    TraceSummary, FORMAT_VERSION,
 };
 use codec::{seal, unseal};
 use tables::Columns;
@@ -761,6 +762,27 @@ impl TraceReader {
                 name,
                 decode_meta::<ViewRecord>(&v, &what)?.into_view(&what)?,
             ));
+        }
+        Ok(out)
+    }
+
+    /// The ids with `value` on `dim` within the given chunks only (point reads, for queries
+    /// that already know which chunks they can touch).
+    pub fn index_in_chunks(
+        &self,
+        dim: IndexDim,
+        value: u32,
+        chunks: &[u32],
+    ) -> Result<RoaringBitmap> {
+        let mut out = RoaringBitmap::new();
+        for &chunk in chunks {
+            if let Some(bytes) = self.tree.get(index_key(dim, value, chunk))? {
+                let what = format!(
+                    "index {dim:?}={value} chunk {chunk} of trace {:?}",
+                    self.meta.name
+                );
+                out |= decode_bitmap(&bytes, &what)?;
+            }
         }
         Ok(out)
     }
