@@ -359,6 +359,16 @@ impl Trace {
         Ok(out)
     }
 
+    /// Only the `wanted` columns ([`tables::msg_col`] numbers) of message chunk `chunk`: a scan
+    /// that needs two columns decodes two.
+    pub fn message_columns(
+        &self,
+        chunk: u32,
+        wanted: &[usize],
+    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+        self.reader.chunk_columns(Table::Messages, chunk, wanted)
+    }
+
     /// Like [`Trace::index`], but reading only the given chunks' bitmaps.
     pub fn index_in_chunks(
         &self,

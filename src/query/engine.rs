@@ -575,6 +575,23 @@ impl<'a> Engine<'a> {
                 aggregates,
                 selection,
                 group_by,
+            } if self.is_message_scan(aggregates, selection, group_by) => {
+                let r = self.message_scan_aggregate(aggregates, group_by)?;
+                let n = self.trace.summary().messages;
+                let plan = vec![PlanStep {
+                    step: format!(
+                        "scan only the needed columns of the message chunks ({}), in parallel",
+                        self.trace.message_chunk_count()
+                    ),
+                    estimated: n,
+                    actual: Some(n),
+                }];
+                (r, plan)
+            }
+            SelectBody::Aggregate {
+                aggregates,
+                selection,
+                group_by,
             } => {
                 let mut selected = self.select_ids(selection)?;
                 let rows = self.rows(selection, &mut selected)?;
@@ -639,6 +656,141 @@ impl<'a> Engine<'a> {
             r.push(row);
         }
         r
+    }
+
+    /// Whether an aggregate is a plain scan of all messages that column reads can answer.
+    fn is_message_scan(
+        &self,
+        aggregates: &[Aggregate],
+        selection: &Selection,
+        group_by: &[GroupKey],
+    ) -> bool {
+        selection.target == Target::Messages
+            && selection.filter.is_empty()
+            && !group_by.contains(&GroupKey::Operation)
+            && aggregates.iter().all(|a| {
+                !matches!(
+                    a,
+                    Aggregate::Sum(Measure::Duration)
+                        | Aggregate::Avg(Measure::Duration)
+                        | Aggregate::Min(Measure::Duration)
+                        | Aggregate::Max(Measure::Duration)
+                )
+            })
+    }
+
+    /// Aggregates every message reading only the columns the groups and sizes need, chunk by
+    /// chunk on every core.
+    fn message_scan_aggregate(
+        &self,
+        aggregates: &[Aggregate],
+        group_by: &[GroupKey],
+    ) -> Result<ResultSet> {
+        use crate::store::tables::msg_col;
+        let key_col = |k: &GroupKey| match k {
+            GroupKey::Process => msg_col::SENDER,
+            GroupKey::Peer => msg_col::RECEIVER,
+            GroupKey::Tag => msg_col::TAG,
+            GroupKey::Comm | GroupKey::Operation => msg_col::COMM,
+        };
+        let mut wanted: Vec<usize> = group_by.iter().map(key_col).collect();
+        wanted.push(msg_col::BYTES);
+        let chunks = self.trace.message_chunk_count();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(chunks.max(1) as usize);
+        type Groups = BTreeMap<Vec<u64>, Vec<Acc>>;
+        let partials: Vec<Result<Groups>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let wanted = &wanted;
+                    s.spawn(move || -> Result<Groups> {
+                        let mut groups: Groups = BTreeMap::new();
+                        let mut key = Vec::with_capacity(group_by.len());
+                        for chunk in (t as u32..chunks).step_by(threads) {
+                            self.check_cancel()?;
+                            let (rows, cols) = self.trace.message_columns(chunk, wanted)?;
+                            let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
+                            for r in 0..rows {
+                                key.clear();
+                                key.extend(
+                                    group_by
+                                        .iter()
+                                        .map(|k| cols[key_col(k)].as_ref().expect("decoded")[r]),
+                                );
+                                let accs = match groups.get_mut(&key) {
+                                    Some(a) => a,
+                                    None => groups
+                                        .entry(key.clone())
+                                        .or_insert_with(|| vec![Acc::default(); aggregates.len()]),
+                                };
+                                for acc in accs.iter_mut() {
+                                    acc.add(bytes[r]);
+                                }
+                            }
+                        }
+                        Ok(groups)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Storage("a scan thread panicked".into())))
+                })
+                .collect()
+        });
+        let mut merged: Groups = BTreeMap::new();
+        for part in partials {
+            for (k, accs) in part? {
+                match merged.get_mut(&k) {
+                    Some(into) => into.iter_mut().zip(&accs).for_each(|(a, b)| a.merge(b)),
+                    None => {
+                        merged.insert(k, accs);
+                    }
+                }
+            }
+        }
+        if merged.is_empty() && group_by.is_empty() {
+            merged.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
+        }
+        let mut columns: Vec<String> = group_by
+            .iter()
+            .map(|k| k.to_string().to_lowercase())
+            .collect();
+        columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
+        let mut rows: Vec<Vec<Value>> = merged
+            .into_iter()
+            .map(|(key, accs)| {
+                let mut row: Vec<Value> = key
+                    .iter()
+                    .zip(group_by)
+                    .map(|(&v, k)| match k {
+                        GroupKey::Tag => Value::Int(crate::store::codec::unzigzag(v)),
+                        GroupKey::Comm | GroupKey::Operation => {
+                            Value::Text(self.comm_name(v as CommId))
+                        }
+                        _ => Value::Int(v as i64),
+                    })
+                    .collect();
+                row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
+                row
+            })
+            .collect();
+        // Groups come out in the order of their stored codes; order them by their values.
+        rows.sort_by(|a, b| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| compare_values(x, y))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let mut r = ResultSet::new(columns);
+        for row in rows {
+            r.push(row);
+        }
+        Ok(r)
     }
 
     fn group_value(&self, row: &Row, key: GroupKey) -> GroupValue {
@@ -952,6 +1104,19 @@ struct Acc {
 }
 
 impl Acc {
+    fn merge(&mut self, o: &Acc) {
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = match (self.min, o.min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.max = match (self.max, o.max) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
     fn add(&mut self, v: u64) {
         self.count += 1;
         self.sum += u128::from(v);

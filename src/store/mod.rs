@@ -766,6 +766,25 @@ impl TraceReader {
         Ok(out)
     }
 
+    /// Only the `wanted` columns of chunk `chunk` of `table` (see [`tables::decode_columns`]).
+    pub fn chunk_columns(
+        &self,
+        table: Table,
+        chunk: u32,
+        wanted: &[usize],
+    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+        let what = format!(
+            "{} chunk {chunk} of trace {:?}",
+            table.name(),
+            self.meta.name
+        );
+        let bytes = self
+            .tree
+            .get(chunk_key(table.prefix(), chunk))?
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        tables::decode_columns(&bytes, table.columns(), wanted, &what)
+    }
+
     /// The ids with `value` on `dim` within the given chunks only (point reads, for queries
     /// that already know which chunks they can touch).
     pub fn index_in_chunks(

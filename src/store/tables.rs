@@ -101,6 +101,42 @@ impl Columns {
     }
 }
 
+/// Decodes only the `wanted` columns of a chunk (the others are skipped by their length), for
+/// scans that need two columns of nine. Returns the row count and, per column, its values if
+/// wanted.
+pub fn decode_columns(
+    bytes: &[u8],
+    ncols: usize,
+    wanted: &[usize],
+    what: &str,
+) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+    let body = unseal(bytes, what)?;
+    let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
+    if body.first() != Some(&CHUNK_FORMAT) {
+        return Err(bad("unknown chunk format"));
+    }
+    let mut pos = 1;
+    let rows = get_varint(body, &mut pos)? as usize;
+    let n = get_varint(body, &mut pos)? as usize;
+    let _list_len = get_varint(body, &mut pos)?;
+    if n != ncols || rows > CHUNK_ROWS {
+        return Err(bad("unexpected shape"));
+    }
+    let mut out = vec![None; n];
+    for (i, slot) in out.iter_mut().enumerate() {
+        if wanted.contains(&i) {
+            *slot = Some(decode_column(body, &mut pos, rows)?);
+        } else {
+            let len = get_varint(body, &mut pos)? as usize;
+            pos = pos
+                .checked_add(len)
+                .filter(|&e| e <= body.len())
+                .ok_or_else(|| bad("column runs past the end"))?;
+        }
+    }
+    Ok((rows, out))
+}
+
 /// `None` as 0, `Some(v)` as `v + 1`.
 fn opt(v: Option<u32>) -> u64 {
     v.map_or(0, |v| u64::from(v) + 1)
