@@ -711,7 +711,7 @@ impl<'a> Engine<'a> {
                             self.check_cancel()?;
                             let (rows, cols) = self.trace.message_columns(chunk, wanted)?;
                             let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
-                            for r in 0..rows {
+                            for (r, &size) in bytes.iter().enumerate().take(rows) {
                                 key.clear();
                                 key.extend(
                                     group_by
@@ -725,7 +725,7 @@ impl<'a> Engine<'a> {
                                         .or_insert_with(|| vec![Acc::default(); aggregates.len()]),
                                 };
                                 for acc in accs.iter_mut() {
-                                    acc.add(bytes[r]);
+                                    acc.add(size);
                                 }
                             }
                         }
