@@ -181,6 +181,16 @@ impl Database {
         Ok(info_of(&meta))
     }
 
+    /// The names of the traces the database holds, sorted (without reading their metadata).
+    pub fn trace_names(&self) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .ready_traces()?
+            .into_iter()
+            .map(|e| e.name)
+            .collect())
+    }
+
     /// The traces the database holds, by name.
     pub fn traces(&self) -> Result<Vec<TraceInfo>> {
         self.store
@@ -413,9 +423,25 @@ impl Trace {
 
     /// The messages whose ids are in `ids`, with their ids, in id order.
     pub fn messages_by_id(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
-        let mut out = Vec::with_capacity(ids.len() as usize);
-        let mut current: Option<(u32, Vec<Message>)> = None;
-        for id in ids {
+        self.read_messages(ids, true)
+    }
+
+    /// Like [`Trace::messages_by_id`] but without reading the two operation-id columns, the
+    /// costliest to decode: `send_op` and `recv_op` are 0 in what it returns. For queries, which
+    /// show messages without their operations.
+    pub fn messages_by_id_without_ops(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+        self.read_messages(ids, false)
+    }
+
+    fn read_messages(&self, ids: &RoaringBitmap, with_ops: bool) -> Result<Vec<(u32, Message)>> {
+        use tables::msg_col::*;
+        let wanted: Vec<usize> = (0..COUNT)
+            .filter(|&c| with_ops || (c != SEND_OP && c != RECV_OP))
+            .collect();
+        let ids: Vec<u32> = ids.iter().collect();
+        let mut out = Vec::with_capacity(ids.len());
+        let mut current: Option<(u32, usize, Vec<Option<Vec<u64>>>)> = None;
+        for (i, &id) in ids.iter().enumerate() {
             let (chunk, row) = split_id(id);
             if current.as_ref().map(|c| c.0) != Some(chunk) {
                 if chunk >= self.meta().message_chunks {
@@ -424,18 +450,41 @@ impl Trace {
                         self.name()
                     )));
                 }
-                current = Some((chunk, self.message_chunk(chunk)?));
+                // Columns are read from their start, but only as far as the last row wanted.
+                let last = ids[i..]
+                    .iter()
+                    .take_while(|&&x| x >> 16 == chunk)
+                    .last()
+                    .map_or(0, |&x| split_id(x).1);
+                let (rows, cols) =
+                    self.reader
+                        .chunk_column_prefixes(Table::Messages, chunk, &wanted, last + 1)?;
+                current = Some((chunk, rows, cols));
             }
-            let m = current
-                .as_ref()
-                .expect("loaded")
-                .1
-                .get(row)
-                .copied()
-                .ok_or_else(|| {
-                    Error::Usage(format!("message id {id} is not in trace {:?}", self.name()))
-                })?;
-            out.push((id, m));
+            let (_, rows, cols) = current.as_ref().expect("loaded");
+            if row >= *rows {
+                return Err(Error::Usage(format!(
+                    "message id {id} is not in trace {:?}",
+                    self.name()
+                )));
+            }
+            let col = |c: usize| cols[c].as_ref().map_or(0, |v| v[row]);
+            let send_time = col(SEND_TIME);
+            out.push((
+                id,
+                Message {
+                    sender: col(SENDER) as Rank,
+                    receiver: col(RECEIVER) as Rank,
+                    comm: col(COMM) as u32,
+                    tag: crate::store::codec::unzigzag(col(TAG)) as i32,
+                    bytes: col(BYTES),
+                    send_time,
+                    recv_time: send_time
+                        .wrapping_add(crate::store::codec::unzigzag(col(RECV_DELAY)) as u64),
+                    send_op: col(SEND_OP),
+                    recv_op: col(RECV_OP),
+                },
+            ));
         }
         Ok(out)
     }

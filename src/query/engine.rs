@@ -418,7 +418,7 @@ impl<'a> Engine<'a> {
             if selected.messages {
                 read.extend(
                     self.trace
-                        .messages_by_id(ids)?
+                        .messages_by_id_without_ops(ids)?
                         .into_iter()
                         .map(|(id, m)| Row::Msg(id, m)),
                 );
@@ -1217,6 +1217,8 @@ pub struct Session {
     db: Database,
     current: Option<String>,
     cancel: Arc<AtomicBool>,
+    /// The trace last queried, kept open (its metadata decoded) between statements.
+    open: Option<Trace>,
 }
 
 impl Session {
@@ -1226,6 +1228,7 @@ impl Session {
             db,
             current: None,
             cancel: Arc::new(AtomicBool::new(false)),
+            open: None,
         }
     }
 
@@ -1242,9 +1245,24 @@ impl Session {
 
     /// Chooses the trace later statements query.
     pub fn use_trace(&mut self, name: &str) -> Result<()> {
-        self.db.trace(name)?;
+        self.open = Some(self.db.trace(name)?);
         self.current = Some(name.to_string());
         Ok(())
+    }
+
+    /// Lets go of the trace kept open between statements (an import in this process can then
+    /// release sled's memory as it goes).
+    pub fn close_trace(&mut self) {
+        self.open = None;
+    }
+
+    /// The current trace, opened once and kept while it stays current.
+    fn trace(&mut self) -> Result<&Trace> {
+        let name = self.current_trace()?;
+        if self.open.as_ref().is_none_or(|t| t.name() != name) {
+            self.open = Some(self.db.trace(&name)?);
+        }
+        Ok(self.open.as_ref().expect("just opened"))
     }
 
     /// The trace statements query: the chosen one, else the only one.
@@ -1252,13 +1270,13 @@ impl Session {
         if let Some(t) = &self.current {
             return Ok(t.clone());
         }
-        let traces = self.db.traces()?;
+        let traces = self.db.trace_names()?;
         match traces.len() {
-            1 => Ok(traces[0].name.clone()),
+            1 => Ok(traces[0].clone()),
             0 => Err(usage("the database holds no traces; import one first (mtfdb import FILE)")),
             _ => Err(usage(format!(
                 "the database holds several traces; choose one with --trace NAME or USE TRACE name: {}",
-                traces.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                traces.join(", ")
             ))),
         }
     }
@@ -1303,12 +1321,12 @@ impl Session {
             }
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
-                let trace = self.db.trace(&self.current_trace()?)?;
-                Engine::with_cancel(&trace, &cancel).select(s, false)?
+                let trace = self.trace()?;
+                Engine::with_cancel(trace, &cancel).select(s, false)?
             }
             Statement::Explain(s) => {
-                let trace = self.db.trace(&self.current_trace()?)?;
-                Engine::with_cancel(&trace, &cancel).select(s, true)?
+                let trace = self.trace()?;
+                Engine::with_cancel(trace, &cancel).select(s, true)?
             }
             Statement::CreateView { name, selection } => {
                 let trace = self.db.trace(&self.current_trace()?)?;

@@ -34,6 +34,24 @@ pub fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
     }
 }
 
+/// [`get_varint`] with a fast path for the one- and two-byte values that make up most columns.
+#[inline(always)]
+fn next_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
+    if let Some(&b0) = buf.get(*pos) {
+        if b0 < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b0));
+        }
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 < 0x80 {
+                *pos += 2;
+                return Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7));
+            }
+        }
+    }
+    get_varint(buf, pos)
+}
+
 /// Maps a signed value onto an unsigned one so that small magnitudes stay small.
 pub fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
@@ -58,6 +76,13 @@ const ZSTD_FLAG: u8 = 0x80;
 const ZSTD_MIN_LEN: usize = 64;
 const ZSTD_LEVEL: i32 = 1;
 
+thread_local! {
+    /// One zstd decompression context per thread: creating one per column costs more than
+    /// decompressing a small column.
+    static DECOMPRESSOR: std::cell::RefCell<zstd::bulk::Decompressor<'static>> =
+        std::cell::RefCell::new(zstd::bulk::Decompressor::new().expect("zstd allocates a context"));
+}
+
 /// Encodes a column of `values` (its length is known to the reader) and appends it to `out`
 /// as `varint(len) bytes`.
 pub fn encode_column(values: &[u64], out: &mut Vec<u8>) {
@@ -80,6 +105,19 @@ pub fn encode_column(values: &[u64], out: &mut Vec<u8>) {
 
 /// Decodes the column at `*pos` holding `rows` values, advancing `pos`.
 pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64>> {
+    decode_column_prefix(buf, pos, rows, rows)
+}
+
+/// Decodes only the first `take` of the column's `rows` values (a delta column must be read
+/// from its start, but a reader that needs rows up to some row can stop there), advancing
+/// `pos` past the whole column.
+pub fn decode_column_prefix(
+    buf: &[u8],
+    pos: &mut usize,
+    rows: usize,
+    take: usize,
+) -> Result<Vec<u64>> {
+    let take = take.min(rows);
     let len = get_varint(buf, pos)? as usize;
     let end = pos
         .checked_add(len)
@@ -91,11 +129,12 @@ pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64
     if enc & ZSTD_FLAG != 0 {
         let mut p = 0;
         let raw_len = get_varint(rest, &mut p)? as usize;
-        let raw = zstd::bulk::decompress(&rest[p..], raw_len)
+        let raw = DECOMPRESSOR
+            .with(|d| d.borrow_mut().decompress(&rest[p..], raw_len))
             .map_err(|e| Error::Corrupt(format!("column does not decompress: {e}")))?;
-        decode_body(enc & !ZSTD_FLAG, &raw, rows)
+        decode_body(enc & !ZSTD_FLAG, &raw, rows, take)
     } else {
-        decode_body(enc, rest, rows)
+        decode_body(enc, rest, rows, take)
     }
 }
 
@@ -198,13 +237,13 @@ fn encode_dict(values: &[u64], dict: &[u64], out: &mut Vec<u8>) {
     }
 }
 
-fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
+fn decode_body(enc: u8, body: &[u8], rows: usize, take: usize) -> Result<Vec<u64>> {
     let mut pos = 0;
-    let mut out = Vec::with_capacity(rows);
+    let mut out = Vec::with_capacity(take);
     match enc {
         ENC_CONST => {
             let v = get_varint(body, &mut pos)?;
-            out.resize(rows, v);
+            out.resize(take, v);
         }
         ENC_DICT => {
             let n = *body.first().ok_or_else(|| corrupt("empty dictionary"))? as usize;
@@ -220,7 +259,7 @@ fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
             if packed.len() < rows.div_ceil(per_byte) {
                 return Err(corrupt("dictionary column is short"));
             }
-            for r in 0..rows {
+            for r in 0..take {
                 let code = (packed[r / per_byte] >> ((r % per_byte) * bits)) & mask;
                 let v = *dict
                     .get(code as usize)
@@ -230,14 +269,14 @@ fn decode_body(enc: u8, body: &[u8], rows: usize) -> Result<Vec<u64>> {
         }
         ENC_DELTA => {
             let mut prev = 0u64;
-            for _ in 0..rows {
-                prev = prev.wrapping_add(unzigzag(get_varint(body, &mut pos)?) as u64);
+            for _ in 0..take {
+                prev = prev.wrapping_add(unzigzag(next_varint(body, &mut pos)?) as u64);
                 out.push(prev);
             }
         }
         ENC_PLAIN => {
-            for _ in 0..rows {
-                out.push(get_varint(body, &mut pos)?);
+            for _ in 0..take {
+                out.push(next_varint(body, &mut pos)?);
             }
         }
         other => return Err(Error::Corrupt(format!("unknown column encoding {other}"))),
@@ -325,8 +364,15 @@ mod tests {
                 proptest::prop_oneof![0u64..4, 0u64..20, proptest::num::u64::ANY],
                 0..600,
             ),
+            take in 0usize..700,
         ) {
             round_trip(&values);
+            let mut buf = Vec::new();
+            encode_column(&values, &mut buf);
+            let mut pos = 0;
+            let prefix = decode_column_prefix(&buf, &mut pos, values.len(), take).unwrap();
+            proptest::prop_assert_eq!(&prefix[..], &values[..take.min(values.len())]);
+            proptest::prop_assert_eq!(pos, buf.len());
         }
     }
 

@@ -773,6 +773,18 @@ impl TraceReader {
         chunk: u32,
         wanted: &[usize],
     ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+        self.chunk_column_prefixes(table, chunk, wanted, usize::MAX)
+    }
+
+    /// [`TraceReader::chunk_columns`] decoding only rows `0..take`; the row count returned is
+    /// the chunk's, the columns hold `min(take, rows)` values.
+    pub fn chunk_column_prefixes(
+        &self,
+        table: Table,
+        chunk: u32,
+        wanted: &[usize],
+        take: usize,
+    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
         let what = format!(
             "{} chunk {chunk} of trace {:?}",
             table.name(),
@@ -782,7 +794,7 @@ impl TraceReader {
             .tree
             .get(chunk_key(table.prefix(), chunk))?
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
-        tables::decode_columns(&bytes, table.columns(), wanted, &what)
+        tables::decode_column_prefixes(&bytes, table.columns(), wanted, take, &what)
     }
 
     /// The ids with `value` on `dim` within the given chunks only (point reads, for queries

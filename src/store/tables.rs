@@ -4,7 +4,8 @@
 //! variable-length list column, encoded column by column by [`codec`](super::codec).
 
 use super::codec::{
-    decode_column, encode_column, get_varint, put_varint, seal, unseal, unzigzag, zigzag,
+    decode_column, decode_column_prefix, encode_column, get_varint, put_varint, seal, unseal,
+    unzigzag, zigzag,
 };
 use crate::error::{Error, Result};
 use crate::model::{
@@ -110,6 +111,17 @@ pub fn decode_columns(
     wanted: &[usize],
     what: &str,
 ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+    decode_column_prefixes(bytes, ncols, wanted, usize::MAX, what)
+}
+
+/// [`decode_columns`] that decodes only rows `0..take` of each wanted column.
+pub fn decode_column_prefixes(
+    bytes: &[u8],
+    ncols: usize,
+    wanted: &[usize],
+    take: usize,
+    what: &str,
+) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
     let body = unseal(bytes, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
     if body.first() != Some(&CHUNK_FORMAT) {
@@ -125,7 +137,7 @@ pub fn decode_columns(
     let mut out = vec![None; n];
     for (i, slot) in out.iter_mut().enumerate() {
         if wanted.contains(&i) {
-            *slot = Some(decode_column(body, &mut pos, rows)?);
+            *slot = Some(decode_column_prefix(body, &mut pos, rows, take)?);
         } else {
             let len = get_varint(body, &mut pos)? as usize;
             pos = pos
@@ -280,23 +292,24 @@ pub fn push_message(c: &mut Columns, m: &Message) {
 
 /// Reads every row of a message chunk.
 pub fn read_messages(c: &Columns) -> Vec<Message> {
+    (0..c.rows).map(|r| read_message(c, r)).collect()
+}
+
+/// Reads row `r` of a message chunk.
+pub fn read_message(c: &Columns, r: usize) -> Message {
     use msg_col::*;
-    (0..c.rows)
-        .map(|r| {
-            let col = |i: usize| c.cols[i][r];
-            Message {
-                sender: col(SENDER) as Rank,
-                receiver: col(RECEIVER) as Rank,
-                comm: col(COMM) as u32,
-                tag: unzigzag(col(TAG)) as i32,
-                bytes: col(BYTES),
-                send_time: col(SEND_TIME),
-                recv_time: col(SEND_TIME).wrapping_add(unzigzag(col(RECV_DELAY)) as u64),
-                send_op: col(SEND_OP),
-                recv_op: col(RECV_OP),
-            }
-        })
-        .collect()
+    let col = |i: usize| c.cols[i][r];
+    Message {
+        sender: col(SENDER) as Rank,
+        receiver: col(RECEIVER) as Rank,
+        comm: col(COMM) as u32,
+        tag: unzigzag(col(TAG)) as i32,
+        bytes: col(BYTES),
+        send_time: col(SEND_TIME),
+        recv_time: col(SEND_TIME).wrapping_add(unzigzag(col(RECV_DELAY)) as u64),
+        send_op: col(SEND_OP),
+        recv_op: col(RECV_OP),
+    }
 }
 
 /// Column layout of a request-link chunk.

@@ -247,6 +247,7 @@ impl Shell {
             }
             (".import", [file]) | (".import", [file, _]) => {
                 let name = args.get(1).copied();
+                self.session.close_trace();
                 let info = self.session.database().import(file, name)?;
                 println!(
                     "imported {file} as {:?}: {} operations, {} messages",
