@@ -371,11 +371,7 @@ impl Trace {
 
     /// Only the `wanted` columns ([`tables::msg_col`] numbers) of message chunk `chunk`: a scan
     /// that needs two columns decodes two.
-    pub fn message_columns(
-        &self,
-        chunk: u32,
-        wanted: &[usize],
-    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+    pub fn message_columns(&self, chunk: u32, wanted: &[usize]) -> Result<tables::DecodedColumns> {
         self.reader.chunk_columns(Table::Messages, chunk, wanted)
     }
 
@@ -440,7 +436,7 @@ impl Trace {
             .collect();
         let ids: Vec<u32> = ids.iter().collect();
         let mut out = Vec::with_capacity(ids.len());
-        let mut current: Option<(u32, usize, Vec<Option<Vec<u64>>>)> = None;
+        let mut current: Option<(u32, tables::DecodedColumns)> = None;
         for (i, &id) in ids.iter().enumerate() {
             let (chunk, row) = split_id(id);
             if current.as_ref().map(|c| c.0) != Some(chunk) {
@@ -459,9 +455,9 @@ impl Trace {
                 let (rows, cols) =
                     self.reader
                         .chunk_column_prefixes(Table::Messages, chunk, &wanted, last + 1)?;
-                current = Some((chunk, rows, cols));
+                current = Some((chunk, (rows, cols)));
             }
-            let (_, rows, cols) = current.as_ref().expect("loaded");
+            let (_, (rows, cols)) = current.as_ref().expect("loaded");
             if row >= *rows {
                 return Err(Error::Usage(format!(
                     "message id {id} is not in trace {:?}",

@@ -17,6 +17,7 @@ use super::ast::{
 use super::result::{ResultSet, Value};
 use crate::analysis::stats;
 use crate::error::{Error, Result};
+use crate::ingest::matcher::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank};
 use crate::store::tables::row_id;
 use crate::store::{IndexDim, StoredView};
@@ -705,30 +706,54 @@ impl<'a> Engine<'a> {
                 .map(|t| {
                     let wanted = &wanted;
                     s.spawn(move || -> Result<Groups> {
-                        let mut groups: Groups = BTreeMap::new();
+                        // Up to two keys pack into one u128: a hash lookup per row (with the
+                        // previous row's group tried first) instead of a tree of vectors.
+                        let mut slots: FxHashMap<u128, usize> = FxHashMap::default();
+                        let mut keys: Vec<Vec<u64>> = Vec::new();
+                        let mut accs: Vec<Vec<Acc>> = Vec::new();
+                        let mut last: Option<(u128, usize)> = None;
                         let mut key = Vec::with_capacity(group_by.len());
                         for chunk in (t as u32..chunks).step_by(threads) {
                             self.check_cancel()?;
                             let (rows, cols) = self.trace.message_columns(chunk, wanted)?;
                             let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
+                            let key_cols: Vec<&Vec<u64>> = group_by
+                                .iter()
+                                .map(|k| cols[key_col(k)].as_ref().expect("decoded"))
+                                .collect();
                             for (r, &size) in bytes.iter().enumerate().take(rows) {
                                 key.clear();
-                                key.extend(
-                                    group_by
-                                        .iter()
-                                        .map(|k| cols[key_col(k)].as_ref().expect("decoded")[r]),
-                                );
-                                let accs = match groups.get_mut(&key) {
-                                    Some(a) => a,
-                                    None => groups
-                                        .entry(key.clone())
-                                        .or_insert_with(|| vec![Acc::default(); aggregates.len()]),
+                                key.extend(key_cols.iter().map(|c| c[r]));
+                                let code = match key.as_slice() {
+                                    [] => 0,
+                                    [a] => u128::from(*a),
+                                    [a, b] => (u128::from(*a) << 64) | u128::from(*b),
+                                    _ => u128::MAX,
                                 };
-                                for acc in accs.iter_mut() {
+                                let slot = match last {
+                                    Some((c, slot)) if c == code && key.len() <= 2 => slot,
+                                    _ if key.len() > 2 => match keys.iter().position(|k| *k == key)
+                                    {
+                                        Some(i) => i,
+                                        None => {
+                                            keys.push(key.clone());
+                                            accs.push(vec![Acc::default(); aggregates.len()]);
+                                            keys.len() - 1
+                                        }
+                                    },
+                                    _ => *slots.entry(code).or_insert_with(|| {
+                                        keys.push(key.clone());
+                                        accs.push(vec![Acc::default(); aggregates.len()]);
+                                        keys.len() - 1
+                                    }),
+                                };
+                                last = Some((code, slot));
+                                for acc in accs[slot].iter_mut() {
                                     acc.add(size);
                                 }
                             }
                         }
+                        let groups: Groups = keys.into_iter().zip(accs).collect();
                         Ok(groups)
                     })
                 })

@@ -772,7 +772,7 @@ impl TraceReader {
         table: Table,
         chunk: u32,
         wanted: &[usize],
-    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+    ) -> Result<tables::DecodedColumns> {
         self.chunk_column_prefixes(table, chunk, wanted, usize::MAX)
     }
 
@@ -784,7 +784,7 @@ impl TraceReader {
         chunk: u32,
         wanted: &[usize],
         take: usize,
-    ) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+    ) -> Result<tables::DecodedColumns> {
         let what = format!(
             "{} chunk {chunk} of trace {:?}",
             table.name(),

@@ -102,6 +102,9 @@ impl Columns {
     }
 }
 
+/// A chunk's row count and, per column, its values when they were decoded.
+pub type DecodedColumns = (usize, Vec<Option<Vec<u64>>>);
+
 /// Decodes only the `wanted` columns of a chunk (the others are skipped by their length), for
 /// scans that need two columns of nine. Returns the row count and, per column, its values if
 /// wanted.
@@ -110,7 +113,7 @@ pub fn decode_columns(
     ncols: usize,
     wanted: &[usize],
     what: &str,
-) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+) -> Result<DecodedColumns> {
     decode_column_prefixes(bytes, ncols, wanted, usize::MAX, what)
 }
 
@@ -121,7 +124,7 @@ pub fn decode_column_prefixes(
     wanted: &[usize],
     take: usize,
     what: &str,
-) -> Result<(usize, Vec<Option<Vec<u64>>>)> {
+) -> Result<DecodedColumns> {
     let body = unseal(bytes, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
     if body.first() != Some(&CHUNK_FORMAT) {
