@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
 use super::ast::{
@@ -697,75 +698,58 @@ impl<'a> Engine<'a> {
         let mut wanted: Vec<usize> = group_by.iter().map(key_col).collect();
         wanted.push(msg_col::BYTES);
         let chunks = self.trace.message_chunk_count();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(chunks.max(1) as usize);
         type Groups = BTreeMap<Vec<u64>, Vec<Acc>>;
-        let partials: Vec<Result<Groups>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let wanted = &wanted;
-                    s.spawn(move || -> Result<Groups> {
-                        // Up to two keys pack into one u128: a hash lookup per row (with the
-                        // previous row's group tried first) instead of a tree of vectors.
-                        let mut slots: FxHashMap<u128, usize> = FxHashMap::default();
-                        let mut keys: Vec<Vec<u64>> = Vec::new();
-                        let mut accs: Vec<Vec<Acc>> = Vec::new();
-                        let mut last: Option<(u128, usize)> = None;
-                        let mut key = Vec::with_capacity(group_by.len());
-                        for chunk in (t as u32..chunks).step_by(threads) {
-                            self.check_cancel()?;
-                            let (rows, cols) = self.trace.message_columns(chunk, wanted)?;
-                            let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
-                            let key_cols: Vec<&Vec<u64>> = group_by
-                                .iter()
-                                .map(|k| cols[key_col(k)].as_ref().expect("decoded"))
-                                .collect();
-                            for (r, &size) in bytes.iter().enumerate().take(rows) {
-                                key.clear();
-                                key.extend(key_cols.iter().map(|c| c[r]));
-                                let code = match key.as_slice() {
-                                    [] => 0,
-                                    [a] => u128::from(*a),
-                                    [a, b] => (u128::from(*a) << 64) | u128::from(*b),
-                                    _ => u128::MAX,
-                                };
-                                let slot = match last {
-                                    Some((c, slot)) if c == code && key.len() <= 2 => slot,
-                                    _ if key.len() > 2 => match keys.iter().position(|k| *k == key)
-                                    {
-                                        Some(i) => i,
-                                        None => {
-                                            keys.push(key.clone());
-                                            accs.push(vec![Acc::default(); aggregates.len()]);
-                                            keys.len() - 1
-                                        }
-                                    },
-                                    _ => *slots.entry(code).or_insert_with(|| {
-                                        keys.push(key.clone());
-                                        accs.push(vec![Acc::default(); aggregates.len()]);
-                                        keys.len() - 1
-                                    }),
-                                };
-                                last = Some((code, slot));
-                                for acc in accs[slot].iter_mut() {
-                                    acc.add(size);
-                                }
+        // Chunks are scanned in parallel (rayon), each into its own groups, merged at the end.
+        let scan_chunk = |chunk: u32| -> Result<Groups> {
+            // Up to two keys pack into one u128: a hash lookup per row (with the
+            // previous row's group tried first) instead of a tree of vectors.
+            let mut slots: FxHashMap<u128, usize> = FxHashMap::default();
+            let mut keys: Vec<Vec<u64>> = Vec::new();
+            let mut accs: Vec<Vec<Acc>> = Vec::new();
+            let mut last: Option<(u128, usize)> = None;
+            let mut key = Vec::with_capacity(group_by.len());
+            {
+                self.check_cancel()?;
+                let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
+                let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
+                let key_cols: Vec<&Vec<u64>> = group_by
+                    .iter()
+                    .map(|k| cols[key_col(k)].as_ref().expect("decoded"))
+                    .collect();
+                for (r, &size) in bytes.iter().enumerate().take(rows) {
+                    key.clear();
+                    key.extend(key_cols.iter().map(|c| c[r]));
+                    let code = match key.as_slice() {
+                        [] => 0,
+                        [a] => u128::from(*a),
+                        [a, b] => (u128::from(*a) << 64) | u128::from(*b),
+                        _ => u128::MAX,
+                    };
+                    let slot = match last {
+                        Some((c, slot)) if c == code && key.len() <= 2 => slot,
+                        _ if key.len() > 2 => match keys.iter().position(|k| *k == key) {
+                            Some(i) => i,
+                            None => {
+                                keys.push(key.clone());
+                                accs.push(vec![Acc::default(); aggregates.len()]);
+                                keys.len() - 1
                             }
-                        }
-                        let groups: Groups = keys.into_iter().zip(accs).collect();
-                        Ok(groups)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Storage("a scan thread panicked".into())))
-                })
-                .collect()
-        });
+                        },
+                        _ => *slots.entry(code).or_insert_with(|| {
+                            keys.push(key.clone());
+                            accs.push(vec![Acc::default(); aggregates.len()]);
+                            keys.len() - 1
+                        }),
+                    };
+                    last = Some((code, slot));
+                    for acc in accs[slot].iter_mut() {
+                        acc.add(size);
+                    }
+                }
+            }
+            Ok(keys.into_iter().zip(accs).collect())
+        };
+        let partials: Vec<Result<Groups>> = (0..chunks).into_par_iter().map(scan_chunk).collect();
         let mut merged: Groups = BTreeMap::new();
         for part in partials {
             for (k, accs) in part? {

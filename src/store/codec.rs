@@ -259,12 +259,20 @@ fn decode_body(enc: u8, body: &[u8], rows: usize, take: usize) -> Result<Vec<u64
             if packed.len() < rows.div_ceil(per_byte) {
                 return Err(corrupt("dictionary column is short"));
             }
-            for r in 0..take {
-                let code = (packed[r / per_byte] >> ((r % per_byte) * bits)) & mask;
-                let v = *dict
-                    .get(code as usize)
-                    .ok_or_else(|| corrupt("dictionary code out of range"))?;
-                out.push(v);
+            // Every code a byte can hold maps to a value, or to None for a damaged column.
+            let table: Vec<Option<u64>> =
+                (0..=mask as usize).map(|c| dict.get(c).copied()).collect();
+            'bytes: for &byte in &packed[..take.div_ceil(per_byte)] {
+                for j in 0..per_byte {
+                    if out.len() == take {
+                        break 'bytes;
+                    }
+                    let code = (byte >> (j * bits)) & mask;
+                    out.push(
+                        table[code as usize]
+                            .ok_or_else(|| corrupt("dictionary code out of range"))?,
+                    );
+                }
             }
         }
         ENC_DELTA => {
