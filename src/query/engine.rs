@@ -700,54 +700,67 @@ impl<'a> Engine<'a> {
         let chunks = self.trace.message_chunk_count();
         type Groups = BTreeMap<Vec<u64>, Vec<Acc>>;
         // Chunks are scanned in parallel (rayon), each into its own groups, merged at the end.
+        // Every aggregate of this path measures SIZE, so one accumulator per group serves them
+        // all; it is copied per aggregate at the end.
         let scan_chunk = |chunk: u32| -> Result<Groups> {
-            // Up to two keys pack into one u128: a hash lookup per row (with the
-            // previous row's group tried first) instead of a tree of vectors.
-            let mut slots: FxHashMap<u128, usize> = FxHashMap::default();
-            let mut keys: Vec<Vec<u64>> = Vec::new();
-            let mut accs: Vec<Vec<Acc>> = Vec::new();
-            let mut last: Option<(u128, usize)> = None;
-            let mut key = Vec::with_capacity(group_by.len());
-            {
-                self.check_cancel()?;
-                let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
-                let bytes = cols[msg_col::BYTES].as_ref().expect("decoded");
-                let key_cols: Vec<&Vec<u64>> = group_by
-                    .iter()
-                    .map(|k| cols[key_col(k)].as_ref().expect("decoded"))
-                    .collect();
-                for (r, &size) in bytes.iter().enumerate().take(rows) {
+            self.check_cancel()?;
+            let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
+            let bytes = &cols[msg_col::BYTES].as_ref().expect("decoded")[..rows];
+            let key_cols: Vec<&[u64]> = group_by
+                .iter()
+                .map(|k| &cols[key_col(k)].as_ref().expect("decoded")[..rows])
+                .collect();
+            // Keys are small integers (ranks, tags, communicator ids) in practice: index a dense
+            // table by their mixed-radix code when it stays small, else hash the key.
+            let radix: Vec<u64> = key_cols
+                .iter()
+                .map(|c| c.iter().copied().max().unwrap_or(0) + 1)
+                .collect();
+            let space = radix
+                .iter()
+                .try_fold(1u64, |acc, r| acc.checked_mul(*r))
+                .filter(|s| *s <= 1 << 16);
+            let mut groups: Groups = BTreeMap::new();
+            if let Some(space) = space {
+                let mut dense = vec![Acc::default(); space as usize];
+                for (r, &size) in bytes.iter().enumerate() {
+                    let mut code = 0u64;
+                    for (c, rad) in key_cols.iter().zip(&radix) {
+                        code = code * rad + c[r];
+                    }
+                    dense[code as usize].add(size);
+                }
+                for (code, acc) in dense.into_iter().enumerate().filter(|(_, a)| a.count > 0) {
+                    let mut key = vec![0u64; radix.len()];
+                    let mut rest = code as u64;
+                    for i in (0..radix.len()).rev() {
+                        key[i] = rest % radix[i];
+                        rest /= radix[i];
+                    }
+                    groups.insert(key, vec![acc; aggregates.len()]);
+                }
+            } else {
+                let mut hashed: FxHashMap<Vec<u64>, Acc> = FxHashMap::default();
+                let mut key = Vec::with_capacity(key_cols.len());
+                for (r, &size) in bytes.iter().enumerate() {
                     key.clear();
                     key.extend(key_cols.iter().map(|c| c[r]));
-                    let code = match key.as_slice() {
-                        [] => 0,
-                        [a] => u128::from(*a),
-                        [a, b] => (u128::from(*a) << 64) | u128::from(*b),
-                        _ => u128::MAX,
-                    };
-                    let slot = match last {
-                        Some((c, slot)) if c == code && key.len() <= 2 => slot,
-                        _ if key.len() > 2 => match keys.iter().position(|k| *k == key) {
-                            Some(i) => i,
-                            None => {
-                                keys.push(key.clone());
-                                accs.push(vec![Acc::default(); aggregates.len()]);
-                                keys.len() - 1
-                            }
-                        },
-                        _ => *slots.entry(code).or_insert_with(|| {
-                            keys.push(key.clone());
-                            accs.push(vec![Acc::default(); aggregates.len()]);
-                            keys.len() - 1
-                        }),
-                    };
-                    last = Some((code, slot));
-                    for acc in accs[slot].iter_mut() {
-                        acc.add(size);
+                    match hashed.get_mut(&key) {
+                        Some(acc) => acc.add(size),
+                        None => {
+                            let mut acc = Acc::default();
+                            acc.add(size);
+                            hashed.insert(key.clone(), acc);
+                        }
                     }
                 }
+                groups.extend(
+                    hashed
+                        .into_iter()
+                        .map(|(k, acc)| (k, vec![acc; aggregates.len()])),
+                );
             }
-            Ok(keys.into_iter().zip(accs).collect())
+            Ok(groups)
         };
         let partials: Vec<Result<Groups>> = (0..chunks).into_par_iter().map(scan_chunk).collect();
         let mut merged: Groups = BTreeMap::new();
@@ -1104,33 +1117,40 @@ impl GroupValue {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Acc {
     count: u64,
     sum: u128,
-    min: Option<u64>,
-    max: Option<u64>,
+    /// Meaningful only when `count > 0`.
+    min: u64,
+    max: u64,
+}
+
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc {
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
 }
 
 impl Acc {
     fn merge(&mut self, o: &Acc) {
         self.count += o.count;
         self.sum += o.sum;
-        self.min = match (self.min, o.min) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.max = match (self.max, o.max) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
     }
 
+    #[inline]
     fn add(&mut self, v: u64) {
         self.count += 1;
         self.sum += u128::from(v);
-        self.min = Some(self.min.map_or(v, |m| m.min(v)));
-        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
     }
 
     fn value(&self, a: Aggregate) -> Value {
@@ -1144,8 +1164,8 @@ impl Acc {
                     Value::Float(self.sum as f64 / self.count as f64)
                 }
             }
-            Aggregate::Min(_) => self.min.into(),
-            Aggregate::Max(_) => self.max.into(),
+            Aggregate::Min(_) => (self.count > 0).then_some(self.min).into(),
+            Aggregate::Max(_) => (self.count > 0).then_some(self.max).into(),
         }
     }
 }
