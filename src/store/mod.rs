@@ -503,7 +503,7 @@ pub struct TraceWriter<'a> {
 }
 
 /// Bytes an import writes before it reopens the database to release sled's memory.
-const REOPEN_EVERY: u64 = 16 * 1024 * 1024;
+const REOPEN_EVERY: u64 = 32 * 1024 * 1024;
 
 impl TraceWriter<'_> {
     /// The name the trace will have.
@@ -698,6 +698,12 @@ impl TraceReader {
 
     /// Reads chunk `chunk` of `table`, verifying its checksum.
     pub fn chunk(&self, table: Table, chunk: u32) -> Result<Columns> {
+        let (what, bytes) = self.chunk_bytes(table, chunk)?;
+        Columns::decode(&bytes, table.columns(), &what)
+    }
+
+    /// A chunk's stored bytes, and its name for error messages.
+    fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(String, sled::IVec)> {
         let what = format!(
             "{} chunk {chunk} of trace {:?}",
             table.name(),
@@ -707,7 +713,7 @@ impl TraceReader {
             .tree
             .get(chunk_key(table.prefix(), chunk))?
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
-        Columns::decode(&bytes, table.columns(), &what)
+        Ok((what, bytes))
     }
 
     /// The ids with `value` on `dim` (the union of its per-chunk bitmaps).
@@ -785,15 +791,7 @@ impl TraceReader {
         wanted: &[usize],
         take: usize,
     ) -> Result<tables::DecodedColumns> {
-        let what = format!(
-            "{} chunk {chunk} of trace {:?}",
-            table.name(),
-            self.meta.name
-        );
-        let bytes = self
-            .tree
-            .get(chunk_key(table.prefix(), chunk))?
-            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        let (what, bytes) = self.chunk_bytes(table, chunk)?;
         tables::decode_column_prefixes(&bytes, table.columns(), wanted, take, &what)
     }
 

@@ -81,18 +81,8 @@ impl Columns {
 
     /// Decodes a chunk of `ncols` columns; `what` names it in errors.
     pub fn decode(bytes: &[u8], ncols: usize, what: &str) -> Result<Columns> {
-        let body = unseal(bytes, what)?;
-        let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
-        if body.first() != Some(&CHUNK_FORMAT) {
-            return Err(bad("unknown chunk format"));
-        }
-        let mut pos = 1;
-        let rows = get_varint(body, &mut pos)? as usize;
-        let n = get_varint(body, &mut pos)? as usize;
-        let list_len = get_varint(body, &mut pos)? as usize;
-        if n != ncols || rows > CHUNK_ROWS {
-            return Err(bad("unexpected shape"));
-        }
+        let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
+        let n = ncols;
         let mut cols = Vec::with_capacity(n);
         for _ in 0..n {
             cols.push(decode_column(body, &mut pos, rows)?);
@@ -100,6 +90,28 @@ impl Columns {
         let list = decode_column(body, &mut pos, list_len)?;
         Ok(Columns { rows, cols, list })
     }
+}
+
+/// Checks a chunk's checksum and header: returns its body, the position of its first column,
+/// its row count and the length of its list column.
+fn chunk_header<'a>(
+    bytes: &'a [u8],
+    ncols: usize,
+    what: &str,
+) -> Result<(&'a [u8], usize, usize, usize)> {
+    let body = unseal(bytes, what)?;
+    let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
+    if body.first() != Some(&CHUNK_FORMAT) {
+        return Err(bad("unknown chunk format"));
+    }
+    let mut pos = 1;
+    let rows = get_varint(body, &mut pos)? as usize;
+    let n = get_varint(body, &mut pos)? as usize;
+    let list_len = get_varint(body, &mut pos)? as usize;
+    if n != ncols || rows > CHUNK_ROWS {
+        return Err(bad("unexpected shape"));
+    }
+    Ok((body, pos, rows, list_len))
 }
 
 /// A chunk's row count and, per column, its values when they were decoded.
@@ -125,19 +137,9 @@ pub fn decode_column_prefixes(
     take: usize,
     what: &str,
 ) -> Result<DecodedColumns> {
-    let body = unseal(bytes, what)?;
+    let (body, mut pos, rows, _list_len) = chunk_header(bytes, ncols, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
-    if body.first() != Some(&CHUNK_FORMAT) {
-        return Err(bad("unknown chunk format"));
-    }
-    let mut pos = 1;
-    let rows = get_varint(body, &mut pos)? as usize;
-    let n = get_varint(body, &mut pos)? as usize;
-    let _list_len = get_varint(body, &mut pos)?;
-    if n != ncols || rows > CHUNK_ROWS {
-        return Err(bad("unexpected shape"));
-    }
-    let mut out = vec![None; n];
+    let mut out = vec![None; ncols];
     for (i, slot) in out.iter_mut().enumerate() {
         if wanted.contains(&i) {
             *slot = Some(decode_column_prefix(body, &mut pos, rows, take)?);
