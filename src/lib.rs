@@ -19,6 +19,7 @@ pub mod analysis;
 pub mod database;
 pub mod error;
 pub mod gen;
+pub mod hash;
 pub mod import;
 pub mod ingest;
 pub mod model;

@@ -18,7 +18,7 @@ use super::ast::{
 use super::result::{ResultSet, Value};
 use crate::analysis::stats;
 use crate::error::{Error, Result};
-use crate::ingest::matcher::FxHashMap;
+use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank};
 use crate::store::tables::row_id;
 use crate::store::{IndexDim, StoredView};

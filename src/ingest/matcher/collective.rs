@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use super::hash::FxHashMap;
+use crate::hash::FxHashMap;
 use crate::model::{CollectiveInstance, CommId, Communicator, OpId, Operation, Rank};
 
 /// How a communicator's world ranks map to member indexes.

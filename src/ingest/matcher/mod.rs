@@ -26,7 +26,7 @@
 //! state).
 
 mod collective;
-mod hash;
+
 mod p2p;
 
 use crate::error::Result;
@@ -38,7 +38,7 @@ use crate::model::{
 use collective::{Collectives, Placed, Refused};
 use p2p::{Channel, P2p, Waiting};
 
-pub use hash::{FxHashMap, FxHasher};
+pub use crate::hash::{FxHashMap, FxHasher};
 
 /// The receiver of what the [`Matcher`] finds.
 pub trait MatchSink {

@@ -9,7 +9,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
-use super::hash::FxHashMap;
+use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpId, Rank, Time};
 
 /// Emptied queue buffers kept for reuse; more than this are freed.

@@ -1,4 +1,5 @@
-//! A small, fast, non-cryptographic hasher for the matcher's integer keys.
+//! A small, fast, non-cryptographic hasher for the integer keys of the matcher and the query
+//! engine.
 //!
 //! The matcher's maps are keyed by a few integers (communicator, ranks, tag, request id)
 //! chosen by the tracer, not by an adversary, so std's DoS-resistant SipHash is wasted
