@@ -26,7 +26,6 @@
 //! state).
 
 mod collective;
-
 mod p2p;
 
 use crate::error::Result;
