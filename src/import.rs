@@ -6,7 +6,7 @@
 //! and the matcher holds only in-flight items. Encoding and writing chunks happens on a
 //! second thread, fed through a bounded channel.
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
@@ -85,7 +85,7 @@ fn group_rows(
 ) {
     // Ids are collected in ascending order per value, then built into bitmaps in one go
     // (inserting run by run into an array container shifts it every time).
-    let mut ids: HashMap<u32, u32> = HashMap::new();
+    let mut ids: HashMap<u32, u32> = HashMap::default();
     let mut last: Option<(u32, usize)> = None;
     let mut lists: Vec<Vec<u32>> = Vec::new();
     for r in 0..rows {
@@ -126,7 +126,7 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
     out.push((IndexDim::Process, rank, all));
     let c = &cols.cols;
     let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
-        let mut groups = HashMap::new();
+        let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, f);
         let mut g: Vec<_> = groups.into_iter().collect();
         g.sort_by_key(|(v, _)| *v);
@@ -135,9 +135,9 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
     by(IndexDim::Comm, &|r| opt_value(c[COMM][r]));
     by(IndexDim::Kind, &|r| Some(c[KIND][r] as u32));
     // A row's peers: destination, source, root (a Sendrecv has two).
-    let mut peers: HashMap<u32, RoaringBitmap> = HashMap::new();
+    let mut peers: HashMap<u32, RoaringBitmap> = HashMap::default();
     for col in [DEST, SOURCE, ROOT] {
-        let mut groups = HashMap::new();
+        let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, |r| opt_value(c[col][r]));
         for (v, ids) in groups {
             *peers.entry(v).or_default() |= ids;
@@ -158,7 +158,7 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
         (IndexDim::MessageReceiver, RECEIVER),
         (IndexDim::MessageComm, COMM),
     ] {
-        let mut groups = HashMap::new();
+        let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, |r| {
             Some(cols.cols[col][r] as u32)
         });
@@ -252,8 +252,6 @@ struct Derived {
     messages: ChunkedTable,
     links: ChunkedTable,
     collectives: ChunkedTable,
-    message_count: u64,
-    message_bytes: u64,
     link_count: u64,
     collective_count: u64,
     anomalies: Vec<Anomaly>,
@@ -300,8 +298,6 @@ impl Derived {
 
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        self.message_count += 1;
-        self.message_bytes += m.bytes;
         if let Some(t) = self.traffic.get_mut(m.sender as usize) {
             t.p2p_sent_bytes += m.bytes;
             t.messages_sent += 1;
@@ -358,8 +354,6 @@ struct Importer {
     operations: u64,
     first_time: Option<Time>,
     last_time: Option<Time>,
-    /// Reused for the operation with its nesting depth filled in.
-    scratch: Option<Operation>,
 }
 
 impl Importer {
@@ -377,15 +371,13 @@ impl Importer {
                 messages: ChunkedTable::new(Table::Messages),
                 links: ChunkedTable::new(Table::Links),
                 collectives: ChunkedTable::new(Table::Collectives),
-                message_count: 0,
-                message_bytes: 0,
                 link_count: 0,
                 collective_count: 0,
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
-                anomaly_counts: HashMap::new(),
+                anomaly_counts: HashMap::default(),
                 traffic: Vec::new(),
-                pairs: HashMap::new(),
+                pairs: HashMap::default(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
             },
@@ -393,13 +385,12 @@ impl Importer {
             op_chunks: Vec::new(),
             next_chunk: 0,
             buffered_rows: 0,
-            kind_counts: HashMap::new(),
+            kind_counts: HashMap::default(),
             routines: ChunkedTable::new(Table::Routines),
             routine_count: 0,
             operations: 0,
             first_time: None,
             last_time: None,
-            scratch: None,
         }
     }
 
@@ -522,8 +513,8 @@ impl Importer {
         meta.summary = TraceSummary {
             operations: self.operations,
             by_kind,
-            messages: d.message_count,
-            message_bytes: d.message_bytes,
+            messages: meta.pairs.iter().map(|p| p.messages).sum(),
+            message_bytes: meta.pairs.iter().map(|p| p.bytes).sum(),
             collective_instances: d.collective_count,
             request_links: d.link_count,
             routine_calls: self.routine_count,
@@ -596,10 +587,7 @@ impl EventSink for Importer {
         }
         let open = loc.open.as_mut().expect("just opened");
         let id = u64::from(row_id(open.chunk, open.cols.rows));
-        let mut scratch = self.scratch.take().unwrap_or_else(|| op.clone());
-        scratch.clone_from(op);
-        scratch.depth = depth;
-        tables::push_operation(&mut open.cols, &scratch);
+        tables::push_operation(&mut open.cols, op, depth);
         open.last_start = op.start;
         open.max_end = open.max_end.max(op.end);
         loc.rows += 1;
@@ -607,9 +595,8 @@ impl EventSink for Importer {
         let rank = loc.rank;
         self.buffered_rows += 1;
         if let Some(m) = self.matcher.as_mut() {
-            m.operation(id, &scratch, &mut self.derived)?;
+            m.operation(id, op, &mut self.derived)?;
         }
-        self.scratch = Some(scratch);
         if full {
             self.flush_location(rank, idx)?;
         } else if self.buffered_rows >= MAX_BUFFERED_ROWS {

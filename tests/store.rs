@@ -343,7 +343,8 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
     let chunk_of = |chunk: u32| {
         let mut c = Columns::new(Table::Operations.columns());
         for i in 0..1000u64 {
-            push_operation(&mut c, &rank0_op(u64::from(chunk) * 1000 + i));
+            let op = rank0_op(u64::from(chunk) * 1000 + i);
+            push_operation(&mut c, &op, op.depth);
         }
         c
     };

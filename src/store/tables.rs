@@ -202,8 +202,9 @@ pub mod op_col {
     pub const COUNT: usize = 16;
 }
 
-/// Appends an operation as a row of an operation chunk.
-pub fn push_operation(c: &mut Columns, op: &Operation) {
+/// Appends an operation as a row of an operation chunk, at nesting depth `depth` (the
+/// importer's, from the routine enter/leave events; sources need not fill `op.depth`).
+pub fn push_operation(c: &mut Columns, op: &Operation, depth: u16) {
     use op_col::*;
     let cols = &mut c.cols;
     cols[START].push(op.start);
@@ -220,7 +221,7 @@ pub fn push_operation(c: &mut Columns, op: &Operation) {
     cols[ROOT].push(opt(op.root));
     cols[REQUEST].push(op.request.map_or(0, |r| r.wrapping_add(1)));
     cols[FLAGS].push(u64::from(op.flags));
-    cols[DEPTH].push(u64::from(op.depth));
+    cols[DEPTH].push(u64::from(depth));
     cols[COMPLETES].push(op.completes.len() as u64);
     c.list.extend_from_slice(&op.completes);
     c.rows += 1;
@@ -471,7 +472,7 @@ mod tests {
         let mut c = Columns::new(op_col::COUNT);
         let ops: Vec<Operation> = (0..CHUNK_ROWS as u64).map(sample_op).collect();
         for op in &ops {
-            push_operation(&mut c, op);
+            push_operation(&mut c, op, op.depth);
         }
         let bytes = c.encode();
         let back = Columns::decode(&bytes, op_col::COUNT, "test chunk").unwrap();
