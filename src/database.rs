@@ -304,6 +304,17 @@ impl Trace {
         &self.meta().message_chunk_times
     }
 
+    /// The number of operations of each process, by rank (from the chunk directory).
+    pub fn operations_per_rank(&self) -> Vec<u64> {
+        let mut counts = vec![0u64; self.header().processes.len()];
+        for c in self.op_chunks() {
+            if let Some(n) = counts.get_mut(c.rank as usize) {
+                *n += u64::from(c.rows);
+            }
+        }
+        counts
+    }
+
     /// The operation chunks, in chunk order.
     pub fn op_chunks(&self) -> &[OpChunkInfo] {
         &self.meta().op_chunks

@@ -1,70 +1,41 @@
 //! Statistics of the MTF paper: fan-in and fan-out per process, the per-process operation
 //! table (the paper's Table 6), the communication matrix, message-size histograms and the time
-//! each process spends inside MPI. Each reads the trace chunk by chunk, so memory does not
-//! grow with the trace.
+//! each process spends inside MPI. Fan-in, fan-out and the whole-trace matrix come from the
+//! counts kept at import; the others read the trace chunk by chunk, so memory does not grow
+//! with the trace.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
 use crate::model::{Message, OpKind, Rank};
 use crate::query::{ResultSet, Value};
+use crate::store::RankTraffic;
 use crate::Trace;
 
-/// What a process's fan-in and fan-out are made of.
-///
-/// The MTF paper defines fan-out (bytes sent) as the bytes of the messages a process sent plus
-/// the send sizes of its collective calls, and fan-in (bytes received) likewise with messages
-/// received and collective receive sizes.
+/// A process's traffic as the import counted it, with its number of distinct partners.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessTraffic {
     /// The process.
     pub rank: Rank,
-    /// Bytes of the point-to-point messages it sent.
-    pub p2p_sent_bytes: u64,
-    /// Bytes of the point-to-point messages it received.
-    pub p2p_recv_bytes: u64,
-    /// Send sizes of its collective calls.
-    pub coll_send_bytes: u64,
-    /// Receive sizes of its collective calls.
-    pub coll_recv_bytes: u64,
-    /// Messages it sent.
-    pub messages_sent: u64,
-    /// Messages it received.
-    pub messages_received: u64,
+    /// Message and collective bytes and message counts ([`RankTraffic::fan_in`] and
+    /// [`RankTraffic::fan_out`] as the MTF paper defines them).
+    pub counts: RankTraffic,
     /// Distinct processes it sent messages to.
     pub receivers: u32,
     /// Distinct processes it received messages from.
     pub senders: u32,
 }
 
-impl ProcessTraffic {
-    /// Bytes sent: messages plus collective send sizes.
-    pub fn fan_out(&self) -> u64 {
-        self.p2p_sent_bytes + self.coll_send_bytes
-    }
-
-    /// Bytes received: messages plus collective receive sizes.
-    pub fn fan_in(&self) -> u64 {
-        self.p2p_recv_bytes + self.coll_recv_bytes
-    }
-}
-
 /// Fan-in and fan-out of every process, by rank, from the counts kept at import.
-pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
+pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
     let mut traffic: Vec<ProcessTraffic> = trace
         .traffic()
         .iter()
         .enumerate()
-        .map(|(rank, t)| ProcessTraffic {
+        .map(|(rank, counts)| ProcessTraffic {
             rank: rank as Rank,
-            p2p_sent_bytes: t.p2p_sent_bytes,
-            p2p_recv_bytes: t.p2p_recv_bytes,
-            coll_send_bytes: t.coll_send_bytes,
-            coll_recv_bytes: t.coll_recv_bytes,
-            messages_sent: t.messages_sent,
-            messages_received: t.messages_received,
-            receivers: 0,
-            senders: 0,
+            counts: counts.clone(),
+            ..ProcessTraffic::default()
         })
         .collect();
     for p in trace.pairs() {
@@ -75,33 +46,19 @@ pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
             t.senders += 1;
         }
     }
-    Ok(traffic)
+    traffic
 }
 
 /// The communication matrix of the whole trace, from the pair counts kept at import.
 pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
-    let messages = trace.pairs().iter().map(|p| Message {
-        sender: p.sender,
-        receiver: p.receiver,
-        comm: 0,
-        tag: 0,
-        bytes: p.bytes,
-        send_time: 0,
-        recv_time: 0,
-        send_op: 0,
-        recv_op: 0,
+    let cells = trace.pairs().iter().map(|p| {
+        let value = match of {
+            MatrixOf::Bytes => p.bytes,
+            MatrixOf::Count => p.messages,
+        };
+        (p.sender, p.receiver, value)
     });
-    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
-    for (m, p) in messages.zip(trace.pairs()) {
-        if let (Some(&s), Some(&d)) = (index.get(&m.sender), index.get(&m.receiver)) {
-            cells[s][d] += match of {
-                MatrixOf::Bytes => m.bytes,
-                MatrixOf::Count => p.messages,
-            };
-        }
-    }
-    matrix_result(ranks, &cells)
+    matrix_result(ranks, cells)
 }
 
 /// Which way a fan table looks.
@@ -141,18 +98,18 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
         let row = match direction {
             Direction::In => vec![
                 rank.into(),
-                t.fan_in().into(),
-                t.p2p_recv_bytes.into(),
-                t.coll_recv_bytes.into(),
-                t.messages_received.into(),
+                t.counts.fan_in().into(),
+                t.counts.p2p_recv_bytes.into(),
+                t.counts.coll_recv_bytes.into(),
+                t.counts.messages_received.into(),
                 t.senders.into(),
             ],
             Direction::Out => vec![
                 rank.into(),
-                t.fan_out().into(),
-                t.p2p_sent_bytes.into(),
-                t.coll_send_bytes.into(),
-                t.messages_sent.into(),
+                t.counts.fan_out().into(),
+                t.counts.p2p_sent_bytes.into(),
+                t.counts.coll_send_bytes.into(),
+                t.counts.messages_sent.into(),
                 t.receivers.into(),
             ],
         };
@@ -165,7 +122,7 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
 /// count of each operation kind present in the trace, bytes sent and bytes received, then a
 /// totals row.
 pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
-    let traffic = process_traffic(trace)?;
+    let traffic = process_traffic(trace);
     let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
     let wanted: BTreeSet<Rank> = ranks.iter().copied().collect();
@@ -195,10 +152,10 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
             totals[i] += n;
             row.push(n.into());
         }
-        totals[kinds.len()] += t.fan_out();
-        totals[kinds.len() + 1] += t.fan_in();
-        row.push(t.fan_out().into());
-        row.push(t.fan_in().into());
+        totals[kinds.len()] += t.counts.fan_out();
+        totals[kinds.len() + 1] += t.counts.fan_in();
+        row.push(t.counts.fan_out().into());
+        row.push(t.counts.fan_in().into());
         r.push(row);
     }
     let mut total_row: Vec<Value> = vec!["total".into()];
@@ -223,20 +180,26 @@ pub fn communication_matrix<'a>(
     ranks: &[Rank],
     of: MatrixOf,
 ) -> ResultSet {
-    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
-    for m in messages {
-        if let (Some(&s), Some(&d)) = (index.get(&m.sender), index.get(&m.receiver)) {
-            cells[s][d] += match of {
-                MatrixOf::Bytes => m.bytes,
-                MatrixOf::Count => 1,
-            };
-        }
-    }
-    matrix_result(ranks, &cells)
+    let cells = messages.into_iter().map(|m| {
+        let value = match of {
+            MatrixOf::Bytes => m.bytes,
+            MatrixOf::Count => 1,
+        };
+        (m.sender, m.receiver, value)
+    });
+    matrix_result(ranks, cells)
 }
 
-fn matrix_result(ranks: &[Rank], cells: &[Vec<u64>]) -> ResultSet {
+/// Sums `(sender, receiver, value)` into a matrix over `ranks`: a row per sender, a column per
+/// receiver; pairs outside `ranks` are left out.
+fn matrix_result(ranks: &[Rank], entries: impl Iterator<Item = (Rank, Rank, u64)>) -> ResultSet {
+    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
+    for (sender, receiver, value) in entries {
+        if let (Some(&s), Some(&d)) = (index.get(&sender), index.get(&receiver)) {
+            cells[s][d] += value;
+        }
+    }
     let mut columns = vec!["sender".to_string()];
     columns.extend(ranks.iter().map(|r| r.to_string()));
     let mut r = ResultSet::new(columns);

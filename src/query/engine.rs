@@ -874,7 +874,7 @@ impl<'a> Engine<'a> {
                 } else {
                     "FAN_OUT"
                 })?;
-                let traffic = stats::process_traffic(self.trace)?;
+                let traffic = stats::process_traffic(self.trace);
                 let dir = if statistic == Statistic::FanIn {
                     stats::Direction::In
                 } else {
@@ -1387,10 +1387,7 @@ impl Session {
         Ok(match what {
             ShowWhat::Traces => unreachable!("handled without a trace"),
             ShowWhat::Processes => {
-                let mut counts = vec![0u64; h.processes.len()];
-                for c in trace.op_chunks() {
-                    counts[c.rank as usize] += u64::from(c.rows);
-                }
+                let counts = trace.operations_per_rank();
                 let mut r = ResultSet::new(["rank", "name", "processor", "operations"]);
                 for p in &h.processes {
                     let node = p

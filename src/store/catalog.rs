@@ -120,6 +120,18 @@ pub struct RankTraffic {
     pub messages_received: u64,
 }
 
+impl RankTraffic {
+    /// Bytes sent (fan-out, as the MTF paper defines it): messages plus collective send sizes.
+    pub fn fan_out(&self) -> u64 {
+        self.p2p_sent_bytes + self.coll_send_bytes
+    }
+
+    /// Bytes received (fan-in): messages plus collective receive sizes.
+    pub fn fan_in(&self) -> u64 {
+        self.p2p_recv_bytes + self.coll_recv_bytes
+    }
+}
+
 /// Messages and bytes from one process to another, computed at import.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairTraffic {

@@ -154,7 +154,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     elide(w, header.processors.len());
 
     let _ = writeln!(w, "\nprocesses: {}", header.processes.len());
-    let ops_per_rank = ops_per_rank(trace, header.processes.len());
+    let ops_per_rank = trace.operations_per_rank();
     for p in header.processes.iter().take(MAX_LISTED) {
         let node = p
             .processor
@@ -253,16 +253,6 @@ fn elide(w: &mut String, n: usize) {
     if n > MAX_LISTED {
         let _ = writeln!(w, "  … and {} more", n - MAX_LISTED);
     }
-}
-
-fn ops_per_rank(trace: &Trace, ranks: usize) -> Vec<u64> {
-    let mut v = vec![0u64; ranks];
-    for c in trace.op_chunks() {
-        if let Some(n) = v.get_mut(c.rank as usize) {
-            *n += u64::from(c.rows);
-        }
-    }
-    v
 }
 
 /// One anomaly in words.
