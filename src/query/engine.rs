@@ -991,11 +991,7 @@ impl<'a> Engine<'a> {
 /// A syntax error as the crate's error: "at column 22: expected …" with the statement and a
 /// caret (the CLI adds its own "error: ").
 pub fn query_error(e: super::QueryError) -> Error {
-    let text = e.to_string();
-    Error::Usage(
-        text.strip_prefix("error ")
-            .map_or(text.clone(), str::to_string),
-    )
+    Error::Usage(super::parser::Located(&e).to_string())
 }
 
 fn describe_comm(c: &CommRef) -> String {

@@ -34,24 +34,31 @@ impl std::error::Error for QueryError {}
 /// ```
 impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lines: Vec<&str> = self.statement.lines().collect();
+        write!(f, "error {}", Located(self))
+    }
+}
+
+/// A [`QueryError`] without the leading "error ": `at column 22: expected … found "PROCES"`,
+/// then the statement with a caret (for callers that print their own "error: ").
+pub struct Located<'a>(pub &'a QueryError);
+
+impl fmt::Display for Located<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = self.0;
+        let lines: Vec<&str> = e.statement.lines().collect();
         if lines.len() > 1 {
-            write!(
-                f,
-                "error at line {}, column {}: {}",
-                self.line, self.column, self.message
-            )?;
+            write!(f, "at line {}, column {}: {}", e.line, e.column, e.message)?;
         } else {
-            write!(f, "error at column {}: {}", self.column, self.message)?;
+            write!(f, "at column {}: {}", e.column, e.message)?;
         }
-        if let Some(text) = lines.get(self.line.saturating_sub(1)) {
+        if let Some(text) = lines.get(e.line.saturating_sub(1)) {
             // Tabs stay tabs under the text, so the caret lines up in any terminal.
             let pad: String = text
                 .chars()
-                .take(self.column.saturating_sub(1))
+                .take(e.column.saturating_sub(1))
                 .map(|c| if c == '\t' { '\t' } else { ' ' })
                 .collect();
-            let short = self
+            let short = e
                 .column
                 .saturating_sub(1)
                 .saturating_sub(pad.chars().count());
