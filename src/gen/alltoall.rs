@@ -4,7 +4,7 @@
 //! pair, so each member sends and receives n blocks }`; `checksum { Allreduce of 16 bytes
 //! on C1 }`.
 
-use super::engine::{Collective, Gen};
+use super::engine::Gen;
 use super::Program;
 use crate::error::Result;
 use crate::model::{OpKind, StrId, Time};
@@ -17,7 +17,6 @@ const COMPUTE: Time = 500_000;
 
 pub(crate) struct Alltoall {
     n: u32,
-    world: Vec<u32>,
     transpose: StrId,
     checksum: StrId,
     double: StrId,
@@ -27,7 +26,6 @@ impl Alltoall {
     pub(crate) fn new(n: u32) -> Alltoall {
         Alltoall {
             n,
-            world: Vec::new(),
             transpose: 0,
             checksum: 0,
             double: 0,
@@ -44,7 +42,6 @@ impl Program for Alltoall {
         self.transpose = g.intern("transpose")?;
         self.checksum = g.intern("checksum")?;
         self.double = g.intern("MPI_DOUBLE")?;
-        self.world = g.world_members().to_vec();
         Ok(())
     }
 
@@ -54,24 +51,8 @@ impl Program for Alltoall {
             g.enter(p, self.transpose)?;
         }
         let total = u64::from(self.n) * BLOCK_BYTES;
-        g.collective(&Collective {
-            kind: OpKind::Alltoall,
-            comm: 0,
-            members: &self.world,
-            root: None,
-            datatype: self.double,
-            sizes: &|_| (total, total),
-        })?;
+        g.world_collective(OpKind::Alltoall, None, self.double, &|_| (total, total))?;
         g.leave_all(self.transpose)?;
-        g.enter_all(self.checksum)?;
-        g.collective(&Collective {
-            kind: OpKind::Allreduce,
-            comm: 0,
-            members: &self.world,
-            root: None,
-            datatype: self.double,
-            sizes: &|_| (CHECKSUM_BYTES, CHECKSUM_BYTES),
-        })?;
-        g.leave_all(self.checksum)
+        g.world_allreduce(self.checksum, self.double, CHECKSUM_BYTES)
     }
 }

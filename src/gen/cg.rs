@@ -35,7 +35,6 @@ pub(crate) struct Cg {
     requests: Vec<RequestId>,
     sent: Vec<Time>,
     rows: Vec<Vec<u32>>,
-    world: Vec<u32>,
     conj_grad: StrId,
     norm: StrId,
     double: StrId,
@@ -53,7 +52,6 @@ impl Cg {
             requests: vec![0; n as usize],
             sent: vec![0; n as usize],
             rows,
-            world: Vec::new(),
             conj_grad: 0,
             norm: 0,
             double: 0,
@@ -105,7 +103,6 @@ impl Program for Cg {
         self.conj_grad = g.intern("conj_grad")?;
         self.norm = g.intern("norm")?;
         self.double = g.intern("MPI_DOUBLE")?;
-        self.world = g.world_members().to_vec();
         Ok(())
     }
 
@@ -132,15 +129,6 @@ impl Program for Cg {
             })?;
         }
         g.leave_all(self.conj_grad)?;
-        g.enter_all(self.norm)?;
-        g.collective(&Collective {
-            kind: OpKind::Allreduce,
-            comm: 0,
-            members: &self.world,
-            root: None,
-            datatype: self.double,
-            sizes: &|_| (16, 16),
-        })?;
-        g.leave_all(self.norm)
+        g.world_allreduce(self.norm, self.double, 16)
     }
 }

@@ -182,12 +182,6 @@ impl<'s> Gen<'s> {
         self.n
     }
 
-    /// The logical positions of world ranks 0..n, i.e. the members of `C1` in
-    /// communicator-rank order.
-    pub(crate) fn world_members(&self) -> &[u32] {
-        &self.world_members
-    }
-
     /// Sends the header.
     pub(crate) fn header(&mut self, header: &TraceHeader) -> Result<()> {
         self.sink.header(header)
@@ -455,6 +449,40 @@ impl<'s> Gen<'s> {
     }
 
     /// A blocking collective; counts one instance.
+    /// A collective over the world communicator (id 0, every process).
+    pub(crate) fn world_collective(
+        &mut self,
+        kind: OpKind,
+        root: Option<u32>,
+        datatype: StrId,
+        sizes: &dyn Fn(u32) -> (u64, u64),
+    ) -> Result<()> {
+        // The member list is lent out for the call, which borrows the generator mutably.
+        let world = std::mem::take(&mut self.world_members);
+        let result = self.collective(&Collective {
+            kind,
+            comm: 0,
+            members: &world,
+            root,
+            datatype,
+            sizes,
+        });
+        self.world_members = world;
+        result
+    }
+
+    /// `routine { MPI_Allreduce of bytes on the world communicator }` on every process.
+    pub(crate) fn world_allreduce(
+        &mut self,
+        routine: StrId,
+        datatype: StrId,
+        bytes: u64,
+    ) -> Result<()> {
+        self.enter_all(routine)?;
+        self.world_collective(OpKind::Allreduce, None, datatype, &|_| (bytes, bytes))?;
+        self.leave_all(routine)
+    }
+
     pub(crate) fn collective(&mut self, c: &Collective<'_>) -> Result<()> {
         let mut last = 0;
         let mut biggest = 0;

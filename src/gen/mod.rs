@@ -50,7 +50,7 @@ use crate::ingest::EventSink;
 use crate::model::{
     Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId, TraceHeader,
 };
-use engine::{Collective, Gen};
+use engine::Gen;
 
 /// The largest number of ranks the generators accept.
 pub const MAX_RANKS: u32 = 1 << 20;
@@ -350,14 +350,9 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
     for p in 0..n {
         g.compute(p, SETUP_COMPUTE);
     }
-    let world = g.world_members().to_vec();
-    g.collective(&Collective {
-        kind: OpKind::Bcast,
-        comm: 0,
-        members: &world,
-        root: Some(0),
-        datatype: int,
-        sizes: &|local| engine::bcast_sizes(local, 0, world.len(), SETUP_BCAST_BYTES),
+    let members = n as usize;
+    g.world_collective(OpKind::Bcast, Some(0), int, &|local| {
+        engine::bcast_sizes(local, 0, members, SETUP_BCAST_BYTES)
     })?;
     g.leave_all(setup)?;
 

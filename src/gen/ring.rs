@@ -4,10 +4,10 @@
 //! left; odd positions: Recv left, Send right }` (deadlock-free for any n >= 2) with
 //! [`RING_BYTES`] of MPI_DOUBLE and tag 0; then `reduce { Allreduce of 8 bytes on C1 }`.
 
-use super::engine::{Collective, Gen};
+use super::engine::Gen;
 use super::Program;
 use crate::error::Result;
-use crate::model::{OpKind, StrId, Time};
+use crate::model::{StrId, Time};
 
 /// Bytes of a ring message (1,024 doubles).
 pub(crate) const RING_BYTES: u64 = 8_192;
@@ -18,7 +18,6 @@ const COMPUTE: Time = 100_000;
 pub(crate) struct Ring {
     n: u32,
     sent: Vec<Time>,
-    world: Vec<u32>,
     exchange: StrId,
     reduce: StrId,
     double: StrId,
@@ -29,7 +28,6 @@ impl Ring {
         Ring {
             n,
             sent: vec![0; n as usize],
-            world: Vec::new(),
             exchange: 0,
             reduce: 0,
             double: 0,
@@ -54,7 +52,6 @@ impl Program for Ring {
         self.exchange = g.intern("exchange")?;
         self.reduce = g.intern("reduce")?;
         self.double = g.intern("MPI_DOUBLE")?;
-        self.world = g.world_members().to_vec();
         Ok(())
     }
 
@@ -95,15 +92,6 @@ impl Program for Ring {
             )?;
             g.leave(p, self.exchange)?;
         }
-        g.enter_all(self.reduce)?;
-        g.collective(&Collective {
-            kind: OpKind::Allreduce,
-            comm: 0,
-            members: &self.world,
-            root: None,
-            datatype: self.double,
-            sizes: &|_| (REDUCE_BYTES, REDUCE_BYTES),
-        })?;
-        g.leave_all(self.reduce)
+        g.world_allreduce(self.reduce, self.double, REDUCE_BYTES)
     }
 }

@@ -6,7 +6,7 @@
 //! East-west halos are [`EW_BYTES`], north-south halos [`NS_BYTES`] of MPI_FLOAT. The tag of
 //! a message is its direction of travel (0 east, 1 west, 2 south, 3 north).
 
-use super::engine::{bcast_sizes, Collective, Gen, BYTES_PER_NS};
+use super::engine::{bcast_sizes, Gen, BYTES_PER_NS};
 use super::topo::Grid;
 use super::Program;
 use crate::error::Result;
@@ -42,7 +42,6 @@ pub(crate) struct Stencil2d {
     recv_requests: Vec<[RequestId; 4]>,
     send_requests: Vec<[RequestId; 4]>,
     posted: Vec<[Time; 4]>,
-    world: Vec<u32>,
     exchange: StrId,
     io: StrId,
     float: StrId,
@@ -57,7 +56,6 @@ impl Stencil2d {
             recv_requests: vec![[0; 4]; n as usize],
             send_requests: vec![[0; 4]; n as usize],
             posted: vec![[0; 4]; n as usize],
-            world: Vec::new(),
             exchange: 0,
             io: 0,
             float: 0,
@@ -74,7 +72,6 @@ impl Program for Stencil2d {
         self.exchange = g.intern("exchange")?;
         self.io = g.intern("io")?;
         self.float = g.intern("MPI_FLOAT")?;
-        self.world = g.world_members().to_vec();
         Ok(())
     }
 
@@ -117,34 +114,20 @@ impl Program for Stencil2d {
         }
 
         g.enter_all(self.io)?;
-        g.collective(&Collective {
-            kind: OpKind::Bcast,
-            comm: 0,
-            members: &self.world,
-            root: Some(0),
-            datatype: self.float,
-            sizes: &|local| bcast_sizes(local, 0, self.world.len(), BCAST_BYTES),
+        let members = n as usize;
+        g.world_collective(OpKind::Bcast, Some(0), self.float, &|local| {
+            bcast_sizes(local, 0, members, BCAST_BYTES)
         })?;
         if i % 4 == 3 {
             let total = u64::from(n) * GATHER_BYTES;
-            g.collective(&Collective {
-                kind: OpKind::Gather,
-                comm: 0,
-                members: &self.world,
-                root: Some(0),
-                datatype: self.float,
-                sizes: &|local| (GATHER_BYTES, if local == 0 { total } else { 0 }),
+            g.world_collective(OpKind::Gather, Some(0), self.float, &|local| {
+                (GATHER_BYTES, if local == 0 { total } else { 0 })
             })?;
         }
         if i % 8 == 7 {
             let total: u64 = (0..n).map(scatterv_bytes).sum();
-            g.collective(&Collective {
-                kind: OpKind::Scatterv,
-                comm: 0,
-                members: &self.world,
-                root: Some(0),
-                datatype: self.float,
-                sizes: &|local| (if local == 0 { total } else { 0 }, scatterv_bytes(local)),
+            g.world_collective(OpKind::Scatterv, Some(0), self.float, &|local| {
+                (if local == 0 { total } else { 0 }, scatterv_bytes(local))
             })?;
         }
         g.leave_all(self.io)

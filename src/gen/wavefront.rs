@@ -16,11 +16,11 @@
 //!
 //! Tags: `2 * wavefront + axis` (axis 0 for x, 1 for y).
 
-use super::engine::{Collective, Gen};
+use super::engine::Gen;
 use super::topo::Grid;
 use super::Program;
 use crate::error::Result;
-use crate::model::{OpKind, StrId, Time};
+use crate::model::{StrId, Time};
 
 /// Sweep3D: bytes of an x-direction message (960 doubles).
 pub(crate) const SWEEP_X_BYTES: u64 = 7_680;
@@ -56,7 +56,6 @@ pub(crate) struct Wavefront {
     double: StrId,
     sent_x: Vec<Time>,
     sent_y: Vec<Time>,
-    world: Vec<u32>,
 }
 
 impl Wavefront {
@@ -107,7 +106,6 @@ impl Wavefront {
             double: 0,
             sent_x: vec![0; n as usize],
             sent_y: vec![0; n as usize],
-            world: Vec::new(),
         }
     }
 
@@ -197,7 +195,6 @@ impl Program for Wavefront {
         }
         self.reduce = g.intern(self.reduce_name)?;
         self.double = g.intern("MPI_DOUBLE")?;
-        self.world = g.world_members().to_vec();
         Ok(())
     }
 
@@ -223,16 +220,6 @@ impl Program for Wavefront {
                 }
             }
         }
-        g.enter_all(self.reduce)?;
-        let bytes = self.reduce_bytes;
-        g.collective(&Collective {
-            kind: OpKind::Allreduce,
-            comm: 0,
-            members: &self.world,
-            root: None,
-            datatype: self.double,
-            sizes: &|_| (bytes, bytes),
-        })?;
-        g.leave_all(self.reduce)
+        g.world_allreduce(self.reduce, self.double, self.reduce_bytes)
     }
 }
