@@ -8,13 +8,18 @@ use mtfdb::model::{
 use mtfdb::store::IndexDim;
 use mtfdb::{Database, Error};
 
-/// Opens a database with sled directly (no background flusher, so dropping it releases the lock).
+/// Opens a database with sled directly (no background flusher, so dropping it releases the
+/// lock). A database closed a moment ago lets go of its lock only when its flusher thread
+/// stops, so this waits for it.
 fn raw_sled(path: &std::path::Path) -> sled::Db {
-    sled::Config::new()
-        .path(path)
-        .flush_every_ms(None)
-        .open()
-        .unwrap()
+    let open = || sled::Config::new().path(path).flush_every_ms(None).open();
+    for _ in 0..250 {
+        if let Ok(db) = open() {
+            return db;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    open().unwrap()
 }
 
 fn header(ranks: u32) -> TraceHeader {
