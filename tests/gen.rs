@@ -708,21 +708,3 @@ fn gen_sink_errors_stop_generation() {
     assert!(matches!(err, Error::Storage(_)));
     assert_eq!(sink.0, 100);
 }
-
-/// Run with `cargo test --release --test gen -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn gen_rate_into_null_sink() {
-    for scenario in Scenario::ALL {
-        let ranks = 64;
-        let k = iterations_for_events(scenario, ranks, 10_000_000).unwrap();
-        let t = std::time::Instant::now();
-        let truth = generate(&config(scenario, ranks, k), &mut NullSink).unwrap();
-        let secs = t.elapsed().as_secs_f64();
-        println!(
-            "{scenario:>9} {ranks} ranks {k:>7} iterations: {:>10} events in {secs:.3} s = {:.1} M events/s",
-            truth.events,
-            truth.events as f64 / secs / 1e6
-        );
-    }
-}
