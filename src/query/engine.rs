@@ -116,6 +116,17 @@ impl<'a> Engine<'a> {
         })
     }
 
+    /// The world ranks a scope names (both ranks of `BETWEEN`), sorted, distinct and checked.
+    fn scope_ranks(&self, scope: &Scope) -> Result<Vec<Rank>> {
+        match scope {
+            Scope::For(s) | Scope::Among(s) => self.ranks(s),
+            Scope::Between(a, b) => self.ranks(&ProcessSelector::List(vec![
+                super::ast::RankRange::single(*a),
+                super::ast::RankRange::single(*b),
+            ])),
+        }
+    }
+
     /// The world ranks a selector names, sorted and distinct.
     pub fn ranks(&self, s: &ProcessSelector) -> Result<Vec<Rank>> {
         let n = self.trace.header().processes.len() as Rank;
@@ -176,11 +187,12 @@ impl<'a> Engine<'a> {
                     .collect()
             }));
         }
-        let ranks: Option<Vec<Rank>> = match &sel.filter.scope {
-            Some(Scope::For(s) | Scope::Among(s)) => Some(self.ranks(s)?),
-            Some(Scope::Between(a, b)) => Some(vec![*a, *b]),
-            None => None,
-        };
+        let ranks = sel
+            .filter
+            .scope
+            .as_ref()
+            .map(|s| self.scope_ranks(s))
+            .transpose()?;
         if window.is_none() && ranks.is_none() {
             return Ok(None);
         }
@@ -337,10 +349,7 @@ impl<'a> Engine<'a> {
         };
         Ok(match scope {
             Scope::Between(a, b) => {
-                self.ranks(&ProcessSelector::List(vec![
-                    super::ast::RankRange::single(*a),
-                    super::ast::RankRange::single(*b),
-                ]))?;
+                self.scope_ranks(scope)?;
                 let ab = index(own, *a)? & index(other, *b)?;
                 let ba = index(own, *b)? & index(other, *a)?;
                 (
@@ -853,11 +862,7 @@ impl<'a> Engine<'a> {
             }
             match &filter.scope {
                 None => Ok(all.clone()),
-                Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s),
-                Some(Scope::Between(a, b)) => self.ranks(&ProcessSelector::List(vec![
-                    super::ast::RankRange::single(*a),
-                    super::ast::RankRange::single(*b),
-                ])),
+                Some(scope) => self.scope_ranks(scope),
             }
         };
         let plan_of = |what: &str, n: usize| {
