@@ -2,6 +2,9 @@
 //! counts by kind, matched messages per pair with their bytes, collective instances, routine
 //! calls, fan-in and fan-out per process, time span, and no anomalies.
 
+mod common;
+
+use common::import_generated;
 use std::collections::BTreeMap;
 
 use mtfdb::gen::{generate, GenConfig, GroundTruth, Scenario};
@@ -122,16 +125,6 @@ fn check_against_truth(trace: &Trace, truth: &GroundTruth) {
     assert_eq!(s.request_links, nonblocking, "{label}: request links");
 }
 
-fn import_scenario(db: &Database, config: &GenConfig, name: &str) -> GroundTruth {
-    let mut truth = None;
-    db.import_events(name, |sink| {
-        truth = Some(generate(config, sink)?);
-        Ok(())
-    })
-    .unwrap();
-    truth.unwrap()
-}
-
 #[test]
 fn every_scenario_imports_to_its_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,7 +139,7 @@ fn every_scenario_imports_to_its_ground_truth() {
                 shuffle_ranks: shuffle,
             };
             let name = format!("{scenario}-{shuffle}");
-            let truth = import_scenario(&db, &config, &name);
+            let truth = import_generated(&db, &config, &name);
             check_against_truth(&db.trace(&name).unwrap(), &truth);
         }
     }
@@ -157,7 +150,7 @@ fn every_scenario_imports_to_its_ground_truth() {
 fn stencil2d_16_has_the_wrf_counts_of_table_3_8() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    let truth = import_scenario(&db, &GenConfig::new(Scenario::Stencil2d, 16, 40), "wrf16");
+    let truth = import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 16, 40), "wrf16");
     let trace = db.trace("wrf16").unwrap();
     // A 4x4 grid: corners have 2 neighbours, edges 3, inner ranks 4 (Table 3.8's 2140/3210/4280 Waits).
     let isends = trace.index(IndexDim::Kind, OpKind::Isend.code()).unwrap();
@@ -185,7 +178,7 @@ fn a_trace_larger_than_a_chunk_per_rank_matches_across_chunks() {
     let db = Database::open(dir.path().join("db")).unwrap();
     // 4 ranks x ~9.4 operations x 10,000 iterations: each rank spans two operation chunks.
     let config = GenConfig::new(Scenario::Stencil2d, 4, 10_000);
-    let truth = import_scenario(&db, &config, "big");
+    let truth = import_generated(&db, &config, "big");
     let trace = db.trace("big").unwrap();
     assert!(trace.op_chunks().iter().filter(|c| c.rank == 0).count() >= 2);
     check_against_truth(&trace, &truth);

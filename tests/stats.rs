@@ -2,24 +2,17 @@
 //! fan-in and fan-out, the per-process table (Table 6), the communication matrix, size
 //! histograms and time in MPI.
 
+mod common;
+
+use common::import_generated;
 use mtfdb::analysis::stats::{
     communication_matrix, fan_table, mpi_time, process_traffic, size_histogram, statistics_table,
     Bins, Direction, MatrixOf,
 };
-use mtfdb::gen::{generate, GenConfig, GroundTruth, Scenario};
+use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::model::Rank;
 use mtfdb::query::Value;
 use mtfdb::Database;
-
-fn import(db: &Database, config: &GenConfig, name: &str) -> GroundTruth {
-    let mut truth = None;
-    db.import_events(name, |sink| {
-        truth = Some(generate(config, sink)?);
-        Ok(())
-    })
-    .unwrap();
-    truth.unwrap()
-}
 
 fn int(v: &Value) -> i64 {
     match v {
@@ -40,7 +33,7 @@ fn fan_in_and_fan_out_equal_the_ground_truth_for_every_scenario() {
             seed: 2,
             shuffle_ranks: true,
         };
-        let truth = import(&db, &config, &scenario.to_string());
+        let truth = import_generated(&db, &config, &scenario.to_string());
         let trace = db.trace(&scenario.to_string()).unwrap();
         let traffic = process_traffic(&trace);
         let ranks: Vec<Rank> = (0..16).collect();
@@ -139,7 +132,7 @@ fn the_statistics_table_has_the_shape_of_the_papers_table_6() {
 fn the_communication_matrix_equals_the_pairs_of_the_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    let truth = import(&db, &GenConfig::new(Scenario::Bt, 16, 4), "bt");
+    let truth = import_generated(&db, &GenConfig::new(Scenario::Bt, 16, 4), "bt");
     let trace = db.trace("bt").unwrap();
     let ranks: Vec<Rank> = (0..16).collect();
     let messages = trace.messages().unwrap();
@@ -207,7 +200,7 @@ fn histograms_keep_every_size_in_its_bin() {
 fn mpi_time_sums_the_durations_of_each_process_s_calls() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    import(&db, &GenConfig::new(Scenario::Ring, 4, 10), "ring");
+    import_generated(&db, &GenConfig::new(Scenario::Ring, 4, 10), "ring");
     let trace = db.trace("ring").unwrap();
     let t = mpi_time(&trace, &[0, 3]).unwrap();
     for (row, rank) in t.rows.iter().zip([0u32, 3]) {
