@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::{run_import, ImportSink};
-use crate::ingest::mtf_text;
+use crate::ingest::{mtf_text, otf2};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
@@ -24,6 +24,8 @@ use crate::store::{
 pub enum SourceFormat {
     /// The MTF text format, version 1 (`grammar/mtf.ebnf`).
     MtfText,
+    /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
+    Otf2,
 }
 
 impl SourceFormat {
@@ -31,6 +33,7 @@ impl SourceFormat {
     pub fn name(self) -> &'static str {
         match self {
             SourceFormat::MtfText => "mtf",
+            SourceFormat::Otf2 => "otf2",
         }
     }
 
@@ -38,8 +41,9 @@ impl SourceFormat {
     pub fn from_name(name: &str) -> Result<SourceFormat> {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
+            "otf2" => Ok(SourceFormat::Otf2),
             other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
             ))),
         }
     }
@@ -47,10 +51,13 @@ impl SourceFormat {
     /// Recognizes a source by its content.
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         if path.is_dir() {
-            return Err(Error::Usage(format!(
-                "{}: is a directory; this mtfdb imports MTF text files (OTF2 archives are not supported yet)",
-                path.display()
-            )));
+            return match otf2::find_anchor(path) {
+                Ok(_) => Ok(SourceFormat::Otf2),
+                Err(e) => Err(e),
+            };
+        }
+        if otf2::anchor::looks_like_anchor(path) {
+            return Ok(SourceFormat::Otf2);
         }
         let mut head = [0u8; 4096];
         let n = {
@@ -66,8 +73,8 @@ impl SourceFormat {
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Usage(format!(
-                "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`); \
-                 use --format to force one",
+                "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
+                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
                 path.display()
             ))),
         }
@@ -132,16 +139,29 @@ impl Database {
         name: Option<&str>,
         format: SourceFormat,
     ) -> Result<TraceInfo> {
+        self.import_with_progress(path, name, format, &mut |_| {})
+    }
+
+    /// Imports the trace at `path`, read as `format`, calling `progress` now and then while an
+    /// OTF2 archive is read (locations and events read so far).
+    pub fn import_with_progress(
+        &self,
+        path: impl AsRef<Path>,
+        name: Option<&str>,
+        format: SourceFormat,
+        progress: &mut dyn FnMut(&otf2::Progress),
+    ) -> Result<TraceInfo> {
         let path = path.as_ref();
         require_exists(path)?;
         let name = match name {
             Some(n) => n.to_string(),
-            None => default_trace_name(path),
+            None => default_trace_name(path, format),
         };
         let writer = self.store.begin_import(&name)?;
         let source = path.display().to_string();
         let meta = run_import(writer, &source, format.name(), |sink| match format {
             SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
+            SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
         })?;
         Ok(info_of(&meta))
     }
@@ -229,11 +249,35 @@ fn require_exists(path: &Path) -> Result<()> {
     }
 }
 
-fn default_trace_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "trace".to_string())
+/// The name a trace gets without `--name`: the file's stem; for an OTF2 archive given by its
+/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name.
+fn default_trace_name(path: &Path, format: SourceFormat) -> String {
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let folder_name = |p: &Path| {
+        std::fs::canonicalize(p)
+            .ok()
+            .and_then(|p| p.file_name().map(|s| s.to_string_lossy().to_string()))
+    };
+    let name = match format {
+        SourceFormat::Otf2 if path.is_dir() => folder_name(path),
+        SourceFormat::Otf2 if stem(path).as_deref() == Some("traces") => path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .and_then(folder_name)
+            .or_else(|| stem(path)),
+        _ => stem(path),
+    };
+    name.unwrap_or_else(|| "trace".to_string())
 }
 
 fn info_of(meta: &TraceMeta) -> TraceInfo {

@@ -650,6 +650,7 @@ enum Entry {
     String(StrId, String),
     Operation(usize),
     Routine(RoutineEvent),
+    Anomaly(Anomaly),
 }
 
 /// A run of items from the source. Operation slots are reused from batch to batch, so that
@@ -744,6 +745,10 @@ impl EventSink for ImportSink {
         self.push(Entry::Routine(*event))
     }
 
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        self.push(Entry::Anomaly(anomaly.clone()))
+    }
+
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
@@ -762,6 +767,7 @@ fn import_batches(
                 Entry::String(id, text) => importer.string(*id, text)?,
                 Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
                 Entry::Routine(ev) => importer.routine(ev)?,
+                Entry::Anomaly(a) => importer.derived.record_anomaly(a.clone())?,
             }
         }
         // The parser may have gone already; then the batch is simply dropped.

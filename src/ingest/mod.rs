@@ -6,10 +6,11 @@
 
 pub mod matcher;
 pub mod mtf_text;
+pub mod otf2;
 pub mod validate;
 
 use crate::error::Result;
-use crate::model::{Operation, RoutineEvent, StrId, TraceHeader};
+use crate::model::{Anomaly, Operation, RoutineEvent, StrId, TraceHeader};
 
 /// The receiver of a parsed trace. A source calls, in this order: [`EventSink::header`] once,
 /// then [`EventSink::string`], [`EventSink::operation`] and [`EventSink::routine`] in any
@@ -24,6 +25,12 @@ pub trait EventSink {
     fn operation(&mut self, op: &Operation) -> Result<()>;
     /// A routine enter or leave.
     fn routine(&mut self, event: &RoutineEvent) -> Result<()>;
+    /// Something wrong with the trace that the source found itself (an OTF2 region never
+    /// left, say); the import records it with the anomalies matching finds.
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        let _ = anomaly;
+        Ok(())
+    }
     /// The end of the trace.
     fn finish(&mut self) -> Result<()>;
 }

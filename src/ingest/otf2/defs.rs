@@ -1,0 +1,423 @@
+//! Definitions: the global definitions file (strings, system tree, location groups,
+//! locations, regions, groups, communicators, clock properties) and each location's local
+//! definitions (mapping tables from local to global ids, clock offsets).
+//!
+//! Records of later OTF2 versions append fields at their end; a field missing because the
+//! record is shorter (an older archive) takes OTF2's documented default. Record types not
+//! needed here are skipped by their length.
+
+use std::path::Path;
+
+use super::reader::{ChunkReader, Decoder, Fault, Next};
+use crate::error::Result;
+use crate::hash::FxHashMap;
+
+/// OTF2's "undefined" reference.
+pub const UNDEFINED_U32: u32 = u32::MAX;
+
+/// Region paradigm: MPI.
+pub const PARADIGM_MPI: u8 = 4;
+/// Group type: the locations of a paradigm in rank order (MPI_COMM_WORLD's locations).
+pub const GROUP_COMM_LOCATIONS: u8 = 4;
+/// Group type: a communicator's members as indexes into the COMM_LOCATIONS group.
+pub const GROUP_COMM_GROUP: u8 = 5;
+/// Group type: MPI_COMM_SELF and friends.
+pub const GROUP_COMM_SELF: u8 = 6;
+/// Group type: like COMM_LOCATIONS, with location groups as members (OTF2 3.2).
+pub const GROUP_COMM_LOCATION_GROUPS: u8 = 7;
+/// Group flag: members are already world ranks.
+pub const GROUP_FLAG_GLOBAL_MEMBERS: u32 = 1;
+
+/// Timer properties: the tick rate and the time the trace starts at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockProperties {
+    /// Ticks per second.
+    pub resolution: u64,
+    /// Tick value of the trace's start.
+    pub global_offset: u64,
+    /// Ticks between the first and the last event.
+    pub trace_length: u64,
+}
+
+/// A node of the system tree (machine, node, …).
+#[derive(Debug, Clone)]
+pub struct SystemTreeNode {
+    pub id: u32,
+    /// String id of its name (strings may be defined after their first use).
+    pub name: u32,
+    /// String id of its class (`machine`, `node`, …).
+    pub class: u32,
+    pub parent: u32,
+}
+
+/// A location group: an MPI process.
+#[derive(Debug, Clone)]
+pub struct LocationGroup {
+    pub id: u32,
+    /// String id.
+    pub name: u32,
+    /// 1 for a process.
+    pub kind: u8,
+    pub system_tree_parent: u32,
+}
+
+/// A location: a thread of a process, with its own event file.
+#[derive(Debug, Clone)]
+pub struct Location {
+    pub id: u64,
+    /// String id.
+    pub name: u32,
+    pub kind: u8,
+    pub events: u64,
+    pub group: u32,
+}
+
+/// A code region (function); MPI calls are regions of paradigm MPI.
+#[derive(Debug, Clone)]
+pub struct Region {
+    /// String id.
+    pub name: u32,
+    /// String id.
+    pub canonical_name: u32,
+    pub role: u8,
+    pub paradigm: u8,
+}
+
+/// A group of members (locations, ranks, …).
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub kind: u8,
+    pub paradigm: u8,
+    pub flags: u32,
+    pub members: Vec<u64>,
+}
+
+/// A communicator.
+#[derive(Debug, Clone)]
+pub struct Comm {
+    pub id: u32,
+    /// String id.
+    pub name: u32,
+    pub group: u32,
+    pub parent: u32,
+}
+
+/// Everything the global definitions file declares that mtfdb uses.
+#[derive(Debug, Default)]
+pub struct Definitions {
+    pub clock: Option<ClockProperties>,
+    pub strings: FxHashMap<u32, String>,
+    pub system_tree: Vec<SystemTreeNode>,
+    pub location_groups: Vec<LocationGroup>,
+    pub locations: Vec<Location>,
+    pub regions: FxHashMap<u32, Region>,
+    pub groups: FxHashMap<u32, Group>,
+    pub comms: Vec<Comm>,
+    /// Inter-communicators (not translated: their peers are in the remote group).
+    pub inter_comms: Vec<u32>,
+}
+
+impl Definitions {
+    /// The string with id `id` (empty when undefined).
+    pub fn string(&self, id: u32) -> &str {
+        self.strings.get(&id).map_or("", String::as_str)
+    }
+}
+
+/// A decoding fault with the file offset of the record's body, turned into an input error.
+pub(crate) fn fault_error(r: &ChunkReader, what: &str, f: Fault) -> crate::error::Error {
+    r.error(
+        r.body_offset() + f.at as u64,
+        "corrupt record",
+        format!("{what}: {}", f.what),
+    )
+}
+
+/// Reads the global definitions file.
+pub fn read_global(path: &Path, chunk_size: u64) -> Result<Definitions> {
+    let mut r = ChunkReader::open(path, chunk_size, false)?;
+    let mut defs = Definitions::default();
+    loop {
+        let kind = match r.next()? {
+            Next::End => break,
+            Next::Record { kind, .. } => kind,
+        };
+        let mut d = r.decoder();
+        let result = match kind {
+            5 => read_clock(&mut d, &mut defs),
+            10 => read_string(&mut d, &mut defs),
+            12 => read_system_tree_node(&mut d, &mut defs),
+            13 => read_location_group(&mut d, &mut defs),
+            14 => read_location(&mut d, &mut defs),
+            15 => read_region(&mut d, &mut defs),
+            18 => read_group(&mut d, &mut defs),
+            22 => read_comm(&mut d, &mut defs),
+            43 => d
+                .u32("inter-communicator")
+                .map(|id| defs.inter_comms.push(id)),
+            _ => Ok(()),
+        };
+        result.map_err(|f| fault_error(&r, &global_record_name(kind), f))?;
+    }
+    Ok(defs)
+}
+
+fn global_record_name(kind: u8) -> String {
+    let name = match kind {
+        5 => "ClockProperties",
+        10 => "String",
+        12 => "SystemTreeNode",
+        13 => "LocationGroup",
+        14 => "Location",
+        15 => "Region",
+        18 => "Group",
+        22 => "Comm",
+        43 => "InterComm",
+        _ => return format!("definition record of type {kind}"),
+    };
+    format!("{name} definition")
+}
+
+type Step = std::result::Result<(), Fault>;
+
+fn read_clock(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let resolution = d.u64("timer resolution")?;
+    let global_offset = d.u64("global offset")?;
+    let trace_length = d.u64("trace length")?;
+    if resolution == 0 {
+        return Err(Fault {
+            at: 0,
+            what: "the timer resolution is 0 ticks per second".into(),
+        });
+    }
+    defs.clock = Some(ClockProperties {
+        resolution,
+        global_offset,
+        trace_length,
+    });
+    Ok(())
+}
+
+fn read_string(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("string id")?;
+    let text = d.string("string")?;
+    defs.strings.insert(id, text);
+    Ok(())
+}
+
+fn read_system_tree_node(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("node id")?;
+    let name = d.u32("name")?;
+    let class = d.u32("class name")?;
+    let parent = d.u32("parent")?;
+    defs.system_tree.push(SystemTreeNode {
+        id,
+        name,
+        class,
+        parent,
+    });
+    Ok(())
+}
+
+fn read_location_group(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("location group id")?;
+    let name = d.u32("name")?;
+    let kind = d.u8("location group type")?;
+    let system_tree_parent = d.u32("system tree parent")?;
+    defs.location_groups.push(LocationGroup {
+        id,
+        name,
+        kind,
+        system_tree_parent,
+    });
+    Ok(())
+}
+
+fn read_location(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u64("location id")?;
+    let name = d.u32("name")?;
+    let kind = d.u8("location type")?;
+    let events = d.u64("number of events")?;
+    let group = d.u32("location group")?;
+    defs.locations.push(Location {
+        id,
+        name,
+        kind,
+        events,
+        group,
+    });
+    Ok(())
+}
+
+fn read_region(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("region id")?;
+    let name = d.u32("name")?;
+    let _description = d.u32("description")?;
+    let _region_type = d.u8("region type")?;
+    let _source_file = d.u32("source file")?;
+    let _begin = d.u32("begin line")?;
+    let _end = d.u32("end line")?;
+    // Since OTF2 1.1: canonical name, role, paradigm, flags.
+    let (canonical, role, paradigm) = if d.has_more() {
+        let canonical = d.u32("canonical name")?;
+        let role = d.u8("region role")?;
+        let paradigm = d.u8("paradigm")?;
+        (canonical, role, paradigm)
+    } else {
+        (name, 0, 0)
+    };
+    let region = Region {
+        name,
+        canonical_name: canonical,
+        role,
+        paradigm,
+    };
+    defs.regions.insert(id, region);
+    Ok(())
+}
+
+fn read_group(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("group id")?;
+    let _name = d.u32("name")?;
+    let old_kind = d.u8("group type")?;
+    let n = d.u32("number of members")?;
+    let mut members = Vec::with_capacity((n as usize).min(1 << 20));
+    for _ in 0..n {
+        members.push(d.u64("member")?);
+    }
+    // Since OTF2 1.2: the type, paradigm and flags.
+    let (kind, paradigm, flags) = if d.has_more() {
+        (
+            d.u8("group type")?,
+            d.u8("paradigm")?,
+            d.u32("group flags")?,
+        )
+    } else {
+        (old_kind, 0, 0)
+    };
+    defs.groups.insert(
+        id,
+        Group {
+            kind,
+            paradigm,
+            flags,
+            members,
+        },
+    );
+    Ok(())
+}
+
+fn read_comm(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("communicator id")?;
+    let name = d.u32("name")?;
+    let group = d.u32("group")?;
+    let parent = d.u32("parent")?;
+    defs.comms.push(Comm {
+        id,
+        name,
+        group,
+        parent,
+    });
+    Ok(())
+}
+
+/// The mapping types of local definitions this reader applies.
+pub const MAPPING_STRING: u8 = 0;
+/// Regions.
+pub const MAPPING_REGION: u8 = 3;
+/// Communicators.
+pub const MAPPING_COMM: u8 = 6;
+
+/// One location's local definitions: mapping tables and clock offsets.
+#[derive(Debug, Default)]
+pub struct LocalDefinitions {
+    /// Local to global id, per mapping type (string, region, communicator).
+    pub mappings: FxHashMap<u8, IdMap>,
+    /// `(time, offset)` clock synchronisation points, in ticks.
+    pub clock_offsets: Vec<(u64, i64)>,
+}
+
+/// A mapping from local to global ids.
+#[derive(Debug, Clone)]
+pub enum IdMap {
+    /// `global[local]`.
+    Dense(Vec<u64>),
+    /// `local -> global`.
+    Sparse(FxHashMap<u64, u64>),
+}
+
+impl IdMap {
+    /// The global id of `local` (unmapped ids stay as they are, as OTF2 does).
+    pub fn map(&self, local: u64) -> u64 {
+        match self {
+            IdMap::Dense(v) => v.get(local as usize).copied().unwrap_or(local),
+            IdMap::Sparse(m) => m.get(&local).copied().unwrap_or(local),
+        }
+    }
+}
+
+/// Reads a location's local definitions file (a missing file means no local definitions).
+pub fn read_local(path: &Path, chunk_size: u64) -> Result<LocalDefinitions> {
+    let mut local = LocalDefinitions::default();
+    if !path.exists() {
+        return Ok(local);
+    }
+    let mut r = ChunkReader::open(path, chunk_size, false)?;
+    loop {
+        let kind = match r.next()? {
+            Next::End => break,
+            Next::Record { kind, .. } => kind,
+        };
+        let mut d = r.decoder();
+        let result = match kind {
+            5 => read_mapping(&mut d, &mut local),
+            6 => read_clock_offset(&mut d, &mut local),
+            _ => Ok(()),
+        };
+        let what = if kind == 5 {
+            "MappingTable definition"
+        } else {
+            "ClockOffset definition"
+        };
+        result.map_err(|f| fault_error(&r, what, f))?;
+    }
+    Ok(local)
+}
+
+fn read_mapping(d: &mut Decoder, local: &mut LocalDefinitions) -> Step {
+    let kind = d.u8("mapping type")?;
+    let n = d.u64("map size")?;
+    let mode = d.u8("map mode")?;
+    let map = match mode {
+        0 => {
+            let mut v = Vec::with_capacity((n as usize).min(1 << 20));
+            for _ in 0..n {
+                v.push(d.u64("global id")?);
+            }
+            IdMap::Dense(v)
+        }
+        1 => {
+            let mut m = FxHashMap::default();
+            for _ in 0..n {
+                let l = d.u64("local id")?;
+                m.insert(l, d.u64("global id")?);
+            }
+            IdMap::Sparse(m)
+        }
+        other => {
+            return Err(Fault {
+                at: d.pos() - 1,
+                what: format!("unknown id map mode {other}"),
+            })
+        }
+    };
+    local.mappings.insert(kind, map);
+    Ok(())
+}
+
+fn read_clock_offset(d: &mut Decoder, local: &mut LocalDefinitions) -> Step {
+    let time = d.u64_full("time")?;
+    let offset = d.u64("offset")? as i64;
+    local.clock_offsets.push((time, offset));
+    Ok(())
+}

@@ -1,0 +1,651 @@
+//! OTF2 archives (Score-P's format), read by mtfdb's own code: no OTF2 library is needed.
+//!
+//! An archive is an anchor file (`traces.otf2`, or any name), a global definitions file
+//! beside it (`traces.def`) and a folder (`traces/`) with an event file and an optional local
+//! definitions file per location (thread). The reader
+//!
+//! 1. reads the anchor ([`anchor`]) and the global definitions ([`defs`]);
+//! 2. lays out the MTF trace: location groups become processes with world ranks (the order of
+//!    the MPI `COMM_LOCATIONS` group), locations become their threads, system tree nodes
+//!    become processors, communicators get their members as world ranks;
+//! 3. streams every location's events ([`events`]), converting them to operations and routine
+//!    events ([`convert`]) and merging the locations by time, so that memory stays bounded by
+//!    the number of locations rather than the trace's size;
+//! 4. checks every item with the metamodel's rules ([`crate::ingest::validate`]) and hands it
+//!    to the [`EventSink`].
+//!
+//! OTF2 records the receiver of a send, the sender of a receive and the root of a collective
+//! as ranks within the communicator; they are translated to world ranks here.
+
+pub mod anchor;
+mod convert;
+pub mod defs;
+pub mod events;
+mod reader;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::hash::FxHashMap;
+use crate::ingest::validate::Validator;
+use crate::ingest::EventSink;
+use crate::model::{Communicator, OpKind, Process, Processor, Rank, StrId, TraceHeader};
+
+use anchor::Anchor;
+use convert::{CommRanks, Context, Item, LocationConverter, RegionInfo};
+use defs::Definitions;
+use events::EventStream;
+
+/// How far an OTF2 import has come, for a progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    /// Locations (threads) in the archive.
+    pub locations: u64,
+    /// Locations read to their end.
+    pub locations_done: u64,
+    /// Event records read so far.
+    pub events: u64,
+    /// Event records the archive's definitions announce (0 when unknown).
+    pub events_expected: u64,
+}
+
+/// What a read found, per location.
+#[derive(Debug, Clone, Default)]
+pub struct ReadStats {
+    /// OTF2 version of the archive.
+    pub version: (u8, u8, u8),
+    /// The tool that wrote the archive.
+    pub creator: String,
+    /// Event records read, in all.
+    pub events: u64,
+    /// Per location id: its world rank, thread, and records read by type name (`otf2-print`'s
+    /// names: `ENTER`, `MPI_SEND`, …).
+    pub locations: BTreeMap<u64, LocationStats>,
+}
+
+/// One location's records.
+#[derive(Debug, Clone, Default)]
+pub struct LocationStats {
+    /// World rank of its process.
+    pub rank: Rank,
+    /// Thread index within the process.
+    pub thread: u32,
+    /// Records read by type name.
+    pub records: BTreeMap<&'static str, u64>,
+}
+
+/// Finds the anchor file of the archive at `path`: the file itself, or the one anchor file
+/// in a folder (whatever its name).
+pub fn find_anchor(path: &Path) -> Result<PathBuf> {
+    if !path.is_dir() {
+        return if anchor::looks_like_anchor(path) {
+            Ok(path.to_path_buf())
+        } else {
+            Err(Error::input(
+                path.display().to_string(),
+                0,
+                0,
+                "not an OTF2 anchor file",
+                "the file does not start like an OTF2 anchor file (give the archive's .otf2 file or its folder)",
+                "",
+            ))
+        };
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
+    let mut anchors: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && anchor::looks_like_anchor(p))
+        .collect();
+    anchors.sort();
+    match anchors.len() {
+        1 => Ok(anchors.remove(0)),
+        0 => Err(Error::Usage(format!(
+            "{}: no OTF2 anchor file in this folder (an archive has one, such as traces.otf2)",
+            path.display()
+        ))),
+        _ => Err(Error::Usage(format!(
+            "{}: the folder holds several OTF2 archives ({}); give the anchor file of the one to import",
+            path.display(),
+            anchors
+                .iter()
+                .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Whether `path` is an OTF2 archive (an anchor file, or a folder holding one).
+pub fn is_archive(path: &Path) -> bool {
+    find_anchor(path).is_ok()
+}
+
+/// Reads the OTF2 archive at `path` (its anchor file or folder) into `sink`, calling
+/// `progress` now and then.
+pub fn read_archive(
+    path: &Path,
+    sink: &mut dyn EventSink,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<ReadStats> {
+    let anchor_path = find_anchor(path)?;
+    let anchor = anchor::read(&anchor_path)?;
+    let defs_path = anchor.global_defs_path();
+    if !defs_path.exists() {
+        return Err(Error::io(
+            &defs_path,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the archive's global definitions file is missing",
+            ),
+        ));
+    }
+    let defs = defs::read_global(&defs_path, anchor.def_chunk_size)?;
+    let layout = Layout::new(&anchor, &defs)?;
+    let mut archive = Archive::open(&anchor, &defs, layout)?;
+    archive.run(sink, progress)
+}
+
+/// Where each location goes in the MTF trace.
+struct Layout {
+    header: TraceHeader,
+    /// Location id -> (rank, thread).
+    threads: BTreeMap<u64, (Rank, u32)>,
+    context: Context,
+    /// Region names to define as strings, by string id.
+    strings: Vec<String>,
+}
+
+impl Layout {
+    fn new(anchor: &Anchor, defs: &Definitions) -> Result<Layout> {
+        let defs_file = anchor.global_defs_path().display().to_string();
+        let bad =
+            |message: String| Error::input(defs_file.clone(), 0, 0, "bad definitions", message, "");
+        if defs.clock.is_none() {
+            return Err(bad(
+                "the global definitions have no ClockProperties record (ticks per second are unknown)".into(),
+            ));
+        }
+
+        // World ranks: the MPI COMM_LOCATIONS (or COMM_LOCATION_GROUPS) group's order.
+        let group_of: FxHashMap<u64, u32> =
+            defs.locations.iter().map(|l| (l.id, l.group)).collect();
+        let mut rank_of_group: FxHashMap<u32, Rank> = FxHashMap::default();
+        let mut master: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut world = defs
+            .groups
+            .iter()
+            .filter(|(_, g)| {
+                g.paradigm == defs::PARADIGM_MPI
+                    && (g.kind == defs::GROUP_COMM_LOCATIONS
+                        || g.kind == defs::GROUP_COMM_LOCATION_GROUPS)
+            })
+            .collect::<Vec<_>>();
+        world.sort_by_key(|(id, _)| **id);
+        if let Some((_, g)) = world.first() {
+            for (rank, &member) in g.members.iter().enumerate() {
+                let group = if g.kind == defs::GROUP_COMM_LOCATIONS {
+                    master.insert(
+                        *group_of.get(&member).ok_or_else(|| {
+                            bad(format!("the MPI locations group lists location {member}, which is not defined"))
+                        })?,
+                        member,
+                    );
+                    group_of[&member]
+                } else {
+                    member as u32
+                };
+                if rank_of_group.insert(group, rank as Rank).is_some() {
+                    return Err(bad(format!(
+                        "location group {group} appears twice in the MPI locations group"
+                    )));
+                }
+            }
+        } else {
+            // No MPI group: number the process location groups by id.
+            let mut ids: Vec<u32> = defs
+                .location_groups
+                .iter()
+                .filter(|g| g.kind == 1)
+                .map(|g| g.id)
+                .collect();
+            ids.sort_unstable();
+            for (rank, id) in ids.into_iter().enumerate() {
+                rank_of_group.insert(id, rank as Rank);
+            }
+        }
+        let ranks = rank_of_group.len() as u32;
+        if ranks == 0 {
+            return Err(bad(
+                "the archive defines no MPI processes (location groups)".into(),
+            ));
+        }
+
+        // Threads: the rank's MPI location first, then the others by id.
+        let mut by_group: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for l in &defs.locations {
+            if rank_of_group.contains_key(&l.group) {
+                by_group.entry(l.group).or_default().push(l.id);
+            }
+        }
+        let mut threads = BTreeMap::new();
+        for (group, mut ids) in by_group {
+            ids.sort_by_key(|id| (Some(id) != master.get(&group), *id));
+            for (thread, id) in ids.into_iter().enumerate() {
+                threads.insert(id, (rank_of_group[&group], thread as u32));
+            }
+        }
+
+        // Processors: the system tree node of class "node" above each process (else its parent).
+        let nodes: FxHashMap<u32, &defs::SystemTreeNode> =
+            defs.system_tree.iter().map(|n| (n.id, n)).collect();
+        let node_of = |mut id: u32| -> Option<u32> {
+            let first = id;
+            for _ in 0..64 {
+                let n = nodes.get(&id)?;
+                if defs.string(n.class).eq_ignore_ascii_case("node") {
+                    return Some(id);
+                }
+                if n.parent == defs::UNDEFINED_U32 {
+                    break;
+                }
+                id = n.parent;
+            }
+            nodes.contains_key(&first).then_some(first)
+        };
+        let mut processes: Vec<Process> = Vec::with_capacity(ranks as usize);
+        let mut used_nodes = std::collections::BTreeSet::new();
+        for g in &defs.location_groups {
+            if let Some(&rank) = rank_of_group.get(&g.id) {
+                let processor = node_of(g.system_tree_parent);
+                used_nodes.extend(processor);
+                let name = match defs.string(g.name) {
+                    "" => format!("P{rank}"),
+                    n => n.to_string(),
+                };
+                processes.push(Process {
+                    rank,
+                    name,
+                    processor,
+                });
+            }
+        }
+        processes.sort_by_key(|p| p.rank);
+        if processes.len() as u32 != ranks {
+            return Err(bad(format!(
+                "the MPI locations group names {ranks} processes but {} of them are defined",
+                processes.len()
+            )));
+        }
+        let processors = used_nodes
+            .into_iter()
+            .map(|id| Processor {
+                id,
+                name: match defs.string(nodes[&id].name) {
+                    "" => format!("node {id}"),
+                    n => n.to_string(),
+                },
+            })
+            .collect();
+
+        // Communicators, with members as world ranks.
+        let mut context = Context::default();
+        let mut communicators = Vec::new();
+        let first_self_id = defs.comms.iter().map(|c| c.id + 1).max().unwrap_or(0);
+        let mut has_self = false;
+        for c in &defs.comms {
+            let group = defs.groups.get(&c.group).ok_or_else(|| {
+                bad(format!(
+                    "communicator {} uses group {}, which is not defined",
+                    c.id, c.group
+                ))
+            })?;
+            let name = match defs.string(c.name) {
+                "" => format!("comm {}", c.id),
+                n => n.to_string(),
+            };
+            let members: Vec<Rank> = match group.kind {
+                defs::GROUP_COMM_SELF => {
+                    context.comms.insert(
+                        c.id,
+                        CommRanks::SelfComm {
+                            first_id: first_self_id,
+                        },
+                    );
+                    if !has_self {
+                        has_self = true;
+                        for rank in 0..ranks {
+                            communicators.push(Communicator {
+                                id: first_self_id + rank,
+                                name: format!("{name} of rank {rank}"),
+                                members: vec![rank],
+                            });
+                        }
+                    }
+                    continue;
+                }
+                defs::GROUP_COMM_LOCATIONS | defs::GROUP_COMM_LOCATION_GROUPS => {
+                    (0..group.members.len() as Rank).collect()
+                }
+                _ => group.members.iter().map(|&m| m as Rank).collect(),
+            };
+            if let Some(&bad_rank) = members.iter().find(|&&m| m >= ranks) {
+                return Err(bad(format!(
+                    "communicator {} ({name}) lists rank {bad_rank}, but the trace has {ranks} processes",
+                    c.id
+                )));
+            }
+            let ranks_in_events = if group.flags & defs::GROUP_FLAG_GLOBAL_MEMBERS != 0 {
+                CommRanks::Global { id: c.id }
+            } else {
+                CommRanks::Members {
+                    id: c.id,
+                    members: members.clone(),
+                }
+            };
+            context.comms.insert(c.id, ranks_in_events);
+            communicators.push(Communicator {
+                id: c.id,
+                name,
+                members,
+            });
+        }
+
+        // Regions: MPI calls become operations, the rest routines. Names are the string table.
+        let mut strings: Vec<String> = Vec::new();
+        let mut string_ids: FxHashMap<String, StrId> = FxHashMap::default();
+        let mut intern = |s: &str| -> StrId {
+            if let Some(&id) = string_ids.get(s) {
+                return id;
+            }
+            let id = strings.len() as StrId;
+            strings.push(s.to_string());
+            string_ids.insert(s.to_string(), id);
+            id
+        };
+        let mut region_ids: Vec<_> = defs.regions.keys().copied().collect();
+        region_ids.sort_unstable();
+        for id in region_ids {
+            let r = &defs.regions[&id];
+            let name = match (defs.string(r.canonical_name), defs.string(r.name)) {
+                ("", "") => format!("region {id}"),
+                ("", n) | (n, _) => n.to_string(),
+            };
+            let is_mpi =
+                r.paradigm == defs::PARADIGM_MPI || (r.paradigm == 0 && name.starts_with("MPI_"));
+            let name_id = intern(&name);
+            let mpi =
+                is_mpi.then(|| OpKind::from_mpi_name(&name).unwrap_or(OpKind::Other(name_id)));
+            if let Some(kind) = mpi {
+                context.kind_names.entry(kind).or_insert(name_id);
+            }
+            context
+                .regions
+                .insert(id, RegionInfo { name: name_id, mpi });
+        }
+
+        let header = TraceHeader {
+            scenario: String::new(),
+            trace_name: anchor
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            comments: describe(anchor),
+            processors,
+            processes,
+            communicators,
+        };
+        Ok(Layout {
+            header,
+            threads,
+            context,
+            strings,
+        })
+    }
+}
+
+fn describe(anchor: &Anchor) -> String {
+    let (a, b, c) = anchor.version;
+    let mut s = format!("OTF2 {a}.{b}.{c} archive");
+    if !anchor.creator.is_empty() {
+        s.push_str(&format!(" written by {}", anchor.creator));
+    }
+    if !anchor.machine.is_empty() {
+        s.push_str(&format!(" on {}", anchor.machine));
+    }
+    if !anchor.description.is_empty() {
+        s.push_str(&format!(": {}", anchor.description));
+    }
+    s
+}
+
+/// One location being read.
+struct Location {
+    id: u64,
+    stream: EventStream,
+    convert: LocationConverter,
+    done: bool,
+}
+
+/// The archive being read: its locations and the merge across them.
+struct Archive {
+    version: (u8, u8, u8),
+    creator: String,
+    layout: Layout,
+    locations: Vec<Location>,
+    events_expected: u64,
+    /// The definitions' strings, for the program name of a ProgramBegin record.
+    program_names: FxHashMap<u32, String>,
+}
+
+impl Archive {
+    fn open(anchor: &Anchor, defs: &Definitions, layout: Layout) -> Result<Archive> {
+        let clock = defs.clock.expect("checked by the layout");
+        let mut locations = Vec::with_capacity(layout.threads.len());
+        let mut events_expected = 0u64;
+        for l in &defs.locations {
+            let Some(&(rank, thread)) = layout.threads.get(&l.id) else {
+                continue;
+            };
+            let evt = anchor.event_path(l.id);
+            if !evt.exists() {
+                if l.events == 0 {
+                    continue;
+                }
+                return Err(Error::io(
+                    &evt,
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!(
+                            "the event file of location {} (rank {rank}, thread {thread}) is missing; the definitions announce {} events for it",
+                            l.id, l.events
+                        ),
+                    ),
+                ));
+            }
+            events_expected = events_expected.saturating_add(l.events);
+            let local = defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
+            let stream = EventStream::open(&evt, anchor.event_chunk_size, clock, local)?;
+            locations.push(Location {
+                id: l.id,
+                stream,
+                convert: LocationConverter::new(rank, thread),
+                done: false,
+            });
+        }
+        Ok(Archive {
+            version: anchor.version,
+            creator: anchor.creator.clone(),
+            layout,
+            locations,
+            events_expected,
+            program_names: defs.strings.clone(),
+        })
+    }
+
+    /// Reads location `i` until it has an item ready or ends. Returns the events read.
+    fn fill(&mut self, i: usize) -> Result<u64> {
+        let ctx = &self.layout.context;
+        let loc = &mut self.locations[i];
+        let mut read = 0;
+        while loc.convert.ready.is_empty() && !loc.done {
+            match loc.stream.next()? {
+                Some(event) => {
+                    read += 1;
+                    let (time, offset) = (loc.stream.time, loc.stream.offset);
+                    loc.convert
+                        .event(ctx, event, time, offset)
+                        .map_err(|e| loc.stream.reader().error(offset, e.rule, e.message))?;
+                }
+                None => {
+                    loc.done = true;
+                    let end = loc.stream.reader().len();
+                    loc.convert.finish(ctx, end);
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    fn run(
+        &mut self,
+        sink: &mut dyn EventSink,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<ReadStats> {
+        let mut state = Progress {
+            locations: self.locations.len() as u64,
+            events_expected: self.events_expected,
+            ..Progress::default()
+        };
+        // Prime every location (this also finds the program name of ProgramBegin records).
+        for i in 0..self.locations.len() {
+            state.events += self.fill(i)?;
+        }
+        let mut header = self.layout.header.clone();
+        if let Some(name) = self.locations.iter().find_map(|l| l.convert.program) {
+            header.scenario = self.program_names.get(&name).cloned().unwrap_or_default();
+        }
+        let mut validator = Validator::new(&header).map_err(|v| {
+            Error::input(
+                self.layout.header.trace_name.clone(),
+                0,
+                0,
+                v.rule,
+                v.message,
+                "",
+            )
+        })?;
+        sink.header(&header)?;
+        for (id, s) in self.layout.strings.iter().enumerate() {
+            validator.string(id as StrId, s);
+            sink.string(id as StrId, s)?;
+        }
+
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+        for (i, l) in self.locations.iter().enumerate() {
+            match l.convert.ready.front() {
+                Some((item, _)) => heap.push(Reverse((item.time(), i))),
+                None => state.locations_done += 1,
+            }
+        }
+        let mut next_report = 1u64 << 20;
+        while let Some(Reverse((_, i))) = heap.pop() {
+            // Take this location's items while it stays the earliest.
+            let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
+            loop {
+                let Some((item, offset)) = self.locations[i].convert.ready.pop_front() else {
+                    state.events += self.fill(i)?;
+                    if self.locations[i].convert.ready.is_empty() {
+                        state.locations_done += 1;
+                        break;
+                    }
+                    continue;
+                };
+                self.deliver(item, offset, i, &mut validator, sink)?;
+                match self.locations[i].convert.ready.front() {
+                    Some((next, _)) if next.time() <= bound => continue,
+                    Some((next, _)) => {
+                        heap.push(Reverse((next.time(), i)));
+                        break;
+                    }
+                    None => {
+                        state.events += self.fill(i)?;
+                        match self.locations[i].convert.ready.front() {
+                            Some((next, _)) => {
+                                heap.push(Reverse((next.time(), i)));
+                                break;
+                            }
+                            None => {
+                                state.locations_done += 1;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            if state.events >= next_report {
+                progress(&state);
+                next_report = state.events + (1 << 20);
+            }
+        }
+        progress(&state);
+        sink.finish()?;
+        Ok(self.stats(state.events))
+    }
+
+    fn deliver(
+        &self,
+        item: Item,
+        offset: u64,
+        i: usize,
+        validator: &mut Validator,
+        sink: &mut dyn EventSink,
+    ) -> Result<()> {
+        let reader = self.locations[i].stream.reader();
+        match item {
+            Item::Op(mut op) => {
+                validator
+                    .check_operation(&op)
+                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
+                op.depth = validator.depth(op.rank, op.thread);
+                sink.operation(&op)
+            }
+            Item::Routine(r) => {
+                validator
+                    .check_routine(&r)
+                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
+                sink.routine(&r)
+            }
+            Item::Anomaly(a) => sink.anomaly(&a),
+        }
+    }
+
+    fn stats(&self, events: u64) -> ReadStats {
+        let mut stats = ReadStats {
+            version: self.version,
+            creator: self.creator.clone(),
+            events,
+            locations: BTreeMap::new(),
+        };
+        for l in &self.locations {
+            let (rank, thread) = self.layout.threads[&l.id];
+            let mut records = BTreeMap::new();
+            for (kind, &n) in l.stream.counts.iter().enumerate() {
+                if n > 0 {
+                    *records.entry(events::kind_name(kind as u8)).or_insert(0) += n;
+                }
+            }
+            stats.locations.insert(
+                l.id,
+                LocationStats {
+                    rank,
+                    thread,
+                    records,
+                },
+            );
+        }
+        stats
+    }
+}
