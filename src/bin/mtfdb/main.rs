@@ -2,6 +2,7 @@
 
 mod demo;
 mod info;
+mod progress;
 mod repl;
 
 use std::path::PathBuf;
@@ -90,14 +91,15 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         truth: Option<PathBuf>,
     },
-    /// Import a trace file into the database.
+    /// Import a trace into the database: an MTF text file, or an OTF2 archive (its anchor
+    /// file, such as traces.otf2, or its folder).
     Import {
-        /// The trace file
+        /// The trace file (or OTF2 archive folder)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf)
+        /// Force the source format instead of detecting it (mtf, otf2)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
@@ -230,10 +232,15 @@ fn run(cli: Cli) -> Result<(), Error> {
         } => {
             let db = open_db(cli.db)?;
             let started = std::time::Instant::now();
-            let info = match format {
-                Some(f) => db.import_as(&file, name.as_deref(), SourceFormat::from_name(&f)?)?,
-                None => db.import(&file, name.as_deref())?,
+            let format = match format {
+                Some(f) => SourceFormat::from_name(&f)?,
+                None => SourceFormat::detect(&file)?,
             };
+            let mut bar = progress::ProgressBar::new(started);
+            let imported =
+                db.import_with_progress(&file, name.as_deref(), format, &mut |p| bar.show(p));
+            bar.clear();
+            let info = imported?;
             let secs = started.elapsed().as_secs_f64();
             println!(
                 "imported {} as {:?}: {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)",

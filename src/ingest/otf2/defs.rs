@@ -133,15 +133,22 @@ pub(crate) fn fault_error(r: &ChunkReader, what: &str, f: Fault) -> crate::error
     )
 }
 
-/// Reads the global definitions file.
-pub fn read_global(path: &Path, chunk_size: u64) -> Result<Definitions> {
+/// Reads the global definitions file, which the anchor says holds `announced` records.
+///
+/// A damaged record length makes the reader resume in the middle of other records; the
+/// record count and the string references that would then be off are checked.
+pub fn read_global(path: &Path, chunk_size: u64, announced: u64) -> Result<Definitions> {
     let mut r = ChunkReader::open(path, chunk_size, false)?;
     let mut defs = Definitions::default();
+    let mut records = 0u64;
+    // (record offset, string id, what names it): checked once every string is known.
+    let mut names: Vec<(u64, u32, &'static str)> = Vec::new();
     loop {
-        let kind = match r.next()? {
+        let (kind, offset) = match r.next()? {
             Next::End => break,
-            Next::Record { kind, .. } => kind,
+            Next::Record { kind, offset } => (kind, offset),
         };
+        records += 1;
         let mut d = r.decoder();
         let result = match kind {
             5 => read_clock(&mut d, &mut defs),
@@ -158,6 +165,40 @@ pub fn read_global(path: &Path, chunk_size: u64) -> Result<Definitions> {
             _ => Ok(()),
         };
         result.map_err(|f| fault_error(&r, &global_record_name(kind), f))?;
+        let named = match kind {
+            12 => defs.system_tree.last().map(|n| n.name),
+            13 => defs.location_groups.last().map(|g| g.name),
+            14 => defs.locations.last().map(|l| l.name),
+            22 => defs.comms.last().map(|c| c.name),
+            15 => r
+                .decoder()
+                .u32("region id")
+                .ok()
+                .and_then(|id| defs.regions.get(&id))
+                .map(|region| region.name),
+            _ => None,
+        };
+        if let Some(id) = named {
+            names.push((offset, id, "its name"));
+        }
+    }
+    if announced != 0 && records != announced {
+        return Err(r.error(
+            r.offset(),
+            "corrupt definitions",
+            format!(
+                "the file holds {records} definition records where the anchor file announces {announced} (a damaged record length?)"
+            ),
+        ));
+    }
+    for (offset, id, what) in names {
+        if id != UNDEFINED_U32 && !defs.strings.contains_key(&id) {
+            return Err(r.error(
+                offset,
+                "corrupt definitions",
+                format!("the definition record at byte {offset} gives as {what} string {id}, which is not defined"),
+            ));
+        }
     }
     Ok(defs)
 }

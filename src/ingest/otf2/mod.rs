@@ -141,7 +141,7 @@ pub fn read_archive(
             ),
         ));
     }
-    let defs = defs::read_global(&defs_path, anchor.def_chunk_size)?;
+    let defs = defs::read_global(&defs_path, anchor.def_chunk_size, anchor.global_definitions)?;
     let layout = Layout::new(&anchor, &defs)?;
     let mut archive = Archive::open(&anchor, &defs, layout)?;
     archive.run(sink, progress)
@@ -550,7 +550,7 @@ impl Archive {
                 None => state.locations_done += 1,
             }
         }
-        let mut next_report = 1u64 << 20;
+        let mut next_report = 1u64 << 16;
         while let Some(Reverse((_, i))) = heap.pop() {
             // Take this location's items while it stays the earliest.
             let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
@@ -587,7 +587,7 @@ impl Archive {
             }
             if state.events >= next_report {
                 progress(&state);
-                next_report = state.events + (1 << 20);
+                next_report = state.events + (1 << 16);
             }
         }
         progress(&state);

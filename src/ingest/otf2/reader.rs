@@ -424,7 +424,8 @@ impl ChunkReader {
                         u64::from_le_bytes(b)
                     };
                 }
-                ATTRIBUTE_LIST => {
+                // Definition files have no attribute lists (type 6 is a Paradigm there).
+                ATTRIBUTE_LIST if self.events => {
                     let n = self.record_length(start)?;
                     self.ensure(n, start)?;
                     self.pos += n;
