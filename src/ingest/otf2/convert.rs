@@ -37,10 +37,51 @@ pub(crate) enum CommRanks {
 /// Definitions every location's conversion reads.
 #[derive(Debug, Default)]
 pub(crate) struct Context {
-    pub regions: FxHashMap<u32, RegionInfo>,
-    pub comms: FxHashMap<u32, CommRanks>,
+    pub regions: IdTable<RegionInfo>,
+    pub comms: IdTable<CommRanks>,
     /// The name of each MPI call kind the trace's regions use.
     pub kind_names: FxHashMap<OpKind, StrId>,
+}
+
+/// Definitions by id: a vector for the small dense ids tracers use, a map beyond (looked up
+/// for every Enter, Leave and message, so the common case is an index).
+#[derive(Debug)]
+pub(crate) struct IdTable<T> {
+    dense: Vec<Option<T>>,
+    sparse: FxHashMap<u32, T>,
+}
+
+impl<T> Default for IdTable<T> {
+    fn default() -> Self {
+        IdTable {
+            dense: Vec::new(),
+            sparse: FxHashMap::default(),
+        }
+    }
+}
+
+const DENSE_IDS: u32 = 1 << 16;
+
+impl<T> IdTable<T> {
+    pub fn insert(&mut self, id: u32, value: T) {
+        if id < DENSE_IDS {
+            if self.dense.len() <= id as usize {
+                self.dense.resize_with(id as usize + 1, || None);
+            }
+            self.dense[id as usize] = Some(value);
+        } else {
+            self.sparse.insert(id, value);
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<&T> {
+        if id < DENSE_IDS {
+            self.dense.get(id as usize).and_then(Option::as_ref)
+        } else {
+            self.sparse.get(&id)
+        }
+    }
 }
 
 /// Why an event could not be converted.
@@ -58,7 +99,7 @@ fn fail<T>(rule: &'static str, message: String) -> Converted<T> {
 
 impl Context {
     fn region(&self, id: u32) -> Converted<RegionInfo> {
-        match self.regions.get(&id) {
+        match self.regions.get(id) {
             Some(r) => Ok(*r),
             None => fail("unknown region", format!("region {id} is not defined")),
         }
@@ -67,7 +108,7 @@ impl Context {
     /// The model communicator and the world rank of `local` on OTF2 communicator `comm`, seen
     /// from world rank `me`.
     fn world(&self, comm: u32, local: u32, me: Rank) -> Converted<(CommId, Rank)> {
-        match self.comms.get(&comm) {
+        match self.comms.get(comm) {
             Some(CommRanks::Members { id, members }) => match members.get(local as usize) {
                 Some(&r) => Ok((*id, r)),
                 None => fail(
@@ -97,7 +138,7 @@ impl Context {
     }
 
     fn comm_id(&self, comm: u32, me: Rank) -> Converted<CommId> {
-        match self.comms.get(&comm) {
+        match self.comms.get(comm) {
             Some(CommRanks::Members { id, .. }) | Some(CommRanks::Global { id }) => Ok(*id),
             Some(CommRanks::SelfComm { first_id }) => Ok(first_id + me),
             None => fail(
@@ -108,7 +149,7 @@ impl Context {
     }
 }
 
-/// An item ready for the sink, with the file offset of the record it started at.
+/// An item for the sink.
 #[derive(Debug)]
 pub(crate) enum Item {
     Op(Operation),
@@ -127,10 +168,20 @@ impl Item {
     }
 }
 
+/// A place in a location's output: an item, and whether it is complete. An operation is
+/// built in its place from the Enter of its region on (no copies of it are made).
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub item: Item,
+    /// File offset of the record it started at (for error messages).
+    pub offset: u64,
+    complete: bool,
+}
+
 struct Frame {
     region: u32,
-    /// For an MPI region: the output place reserved for its operation, and the operation.
-    op: Option<(u64, Operation)>,
+    /// For an MPI region: the output place of its operation.
+    seq: Option<u64>,
 }
 
 /// The conversion state of one location.
@@ -138,14 +189,12 @@ pub(crate) struct LocationConverter {
     rank: Rank,
     thread: u32,
     stack: Vec<Frame>,
-    /// Items in start order; `None` is a place reserved for an operation not yet complete.
-    held: VecDeque<Option<(Item, u64)>>,
-    /// Sequence number of `held[0]`.
-    held_base: u64,
-    /// Operations waiting for their completion event, by request id.
-    deferred: FxHashMap<u64, (u64, Operation)>,
-    /// Items ready to leave, with the record offset each started at.
-    pub ready: VecDeque<(Item, u64)>,
+    /// Items in start order; the complete ones at the front are ready to leave.
+    out: VecDeque<Slot>,
+    /// Sequence number of `out[0]`.
+    out_base: u64,
+    /// Operations (by output place) waiting for their completion event, by request id.
+    deferred: FxHashMap<u64, u64>,
     /// The program name of a `ProgramBegin` record.
     pub program: Option<u32>,
     last_time: Time,
@@ -157,13 +206,35 @@ impl LocationConverter {
             rank,
             thread,
             stack: Vec::new(),
-            held: VecDeque::new(),
-            held_base: 0,
+            out: VecDeque::new(),
+            out_base: 0,
             deferred: FxHashMap::default(),
-            ready: VecDeque::new(),
             program: None,
             last_time: 0,
         }
+    }
+
+    /// The next item, if it is complete.
+    #[inline]
+    pub fn ready(&self) -> Option<&Slot> {
+        self.out.front().filter(|s| s.complete)
+    }
+
+    /// Sets the nesting depth of the ready operation.
+    pub fn set_depth(&mut self, depth: u16) {
+        if let Some(Slot {
+            item: Item::Op(op), ..
+        }) = self.out.front_mut()
+        {
+            op.depth = depth;
+        }
+    }
+
+    /// Drops the item [`LocationConverter::ready`] returned.
+    #[inline]
+    pub fn pop(&mut self) {
+        self.out.pop_front();
+        self.out_base += 1;
     }
 
     /// The request id as the model keeps it: unique per process, so threads' ids are kept apart.
@@ -175,52 +246,39 @@ impl LocationConverter {
         }
     }
 
-    fn reserve(&mut self) -> u64 {
-        self.held.push_back(None);
-        self.held_base + self.held.len() as u64 - 1
+    fn push(&mut self, item: Item, offset: u64, complete: bool) -> u64 {
+        self.out.push_back(Slot {
+            item,
+            offset,
+            complete,
+        });
+        self.out_base + self.out.len() as u64 - 1
     }
 
-    fn fill(&mut self, seq: u64, item: Item, offset: u64) {
-        self.held[(seq - self.held_base) as usize] = Some((item, offset));
-        while let Some(Some(_)) = self.held.front() {
-            let done = self.held.pop_front().flatten().expect("checked");
-            self.ready.push_back(done);
-            self.held_base += 1;
+    fn slot(&mut self, seq: u64) -> &mut Slot {
+        &mut self.out[(seq - self.out_base) as usize]
+    }
+
+    fn op(&mut self, seq: u64) -> &mut Operation {
+        match &mut self.slot(seq).item {
+            Item::Op(op) => op,
+            _ => unreachable!("an operation's place holds an operation"),
         }
     }
 
-    fn emit(&mut self, item: Item, offset: u64) {
-        let seq = self.reserve();
-        self.fill(seq, item, offset);
-    }
-
-    /// The innermost open MPI operation, or a new one of `kind` made for an MPI event found
-    /// outside any MPI region (returned with `true`, to be placed right away).
-    fn current_op(&mut self, kind: OpKind, time: Time) -> (&mut Operation, bool) {
-        let open = self.stack.iter().rposition(|f| f.op.is_some());
-        match open {
-            Some(i) => (&mut self.stack[i].op.as_mut().expect("MPI frame").1, false),
-            None => {
-                let mut op = Operation::new(self.rank, kind, time, time);
-                op.thread = self.thread;
-                self.stack.push(Frame {
-                    region: u32::MAX,
-                    op: Some((u64::MAX, op)),
-                });
-                let f = self.stack.last_mut().expect("just pushed");
-                (&mut f.op.as_mut().expect("MPI frame").1, true)
-            }
+    /// The place of the innermost open MPI operation, or of a new one of `kind` made for an
+    /// MPI event found outside any MPI region (complete at once).
+    fn current(&mut self, kind: OpKind, time: Time, offset: u64) -> u64 {
+        match self.stack.iter().rev().find_map(|f| f.seq) {
+            Some(seq) => seq,
+            None => self.new_op(kind, time, offset, true),
         }
     }
 
-    /// Places a standalone operation made by [`LocationConverter::current_op`].
-    fn place_standalone(&mut self, offset: u64) {
-        if let Some(Frame {
-            op: Some((_, op)), ..
-        }) = self.stack.pop()
-        {
-            self.emit(Item::Op(op), offset);
-        }
+    fn new_op(&mut self, kind: OpKind, time: Time, offset: u64, complete: bool) -> u64 {
+        let mut op = Operation::new(self.rank, kind, time, time);
+        op.thread = self.thread;
+        self.push(Item::Op(op), offset, complete)
     }
 
     /// Converts one event at `time` (ns) read at file `offset`.
@@ -232,17 +290,15 @@ impl LocationConverter {
                 let info = ctx.region(region)?;
                 match info.mpi {
                     Some(kind) => {
-                        let seq = self.reserve();
-                        let mut op = Operation::new(self.rank, kind, time, time);
-                        op.thread = self.thread;
+                        let seq = self.new_op(kind, time, offset, false);
                         self.stack.push(Frame {
                             region,
-                            op: Some((seq, op)),
+                            seq: Some(seq),
                         });
                     }
                     None => {
-                        self.stack.push(Frame { region, op: None });
-                        self.emit(self.routine(info.name, time, true), offset);
+                        self.stack.push(Frame { region, seq: None });
+                        self.push(self.routine(info.name, time, true), offset, true);
                     }
                 }
             }
@@ -263,20 +319,20 @@ impl LocationConverter {
                         )
                     }
                 };
-                match frame.op {
-                    Some((seq, mut op)) => {
+                match frame.seq {
+                    Some(seq) => {
+                        let op = self.op(seq);
                         op.end = time;
-                        let awaiting = op.request.filter(|_| awaits_completion(&op));
-                        match awaiting {
+                        match op.request.filter(|_| awaits_completion(op)) {
                             Some(request) => {
-                                self.deferred.insert(request, (seq, op));
+                                self.deferred.insert(request, seq);
                             }
-                            None => self.fill(seq, Item::Op(op), offset),
+                            None => self.slot(seq).complete = true,
                         }
                     }
                     None => {
                         let info = ctx.region(region)?;
-                        self.emit(self.routine(info.name, time, false), offset);
+                        self.push(self.routine(info.name, time, false), offset, true);
                     }
                 }
             }
@@ -303,16 +359,14 @@ impl LocationConverter {
                 } else {
                     OpKind::Send
                 };
-                let (op, standalone) = self.current_op(kind, time);
+                let seq = self.current(kind, time, offset);
+                let op = self.op(seq);
                 op.comm = Some(comm);
                 op.dest = Some(dest);
                 op.send_tag = Some(tag as i32);
                 op.send_bytes = bytes;
                 if request.is_some() {
                     op.request = request;
-                }
-                if standalone {
-                    self.place_standalone(offset);
                 }
             }
             Event::Recv {
@@ -321,24 +375,18 @@ impl LocationConverter {
                 tag,
                 bytes,
             } => {
-                let (op, standalone) = self.current_op(OpKind::Recv, time);
-                set_receive(op, ctx, comm, peer, tag, bytes, me)?;
-                if standalone {
-                    self.place_standalone(offset);
-                }
+                let seq = self.current(OpKind::Recv, time, offset);
+                set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me)?;
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
-                let (op, standalone) = self.current_op(OpKind::Irecv, time);
-                op.request = Some(request);
-                if standalone {
-                    // A request outside MPI_Irecv: keep the operation until its completion.
-                    if let Some(Frame {
-                        op: Some((_, op)), ..
-                    }) = self.stack.pop()
-                    {
-                        let seq = self.reserve();
-                        self.deferred.insert(request, (seq, op));
+                match self.stack.iter().rev().find_map(|f| f.seq) {
+                    Some(seq) => self.op(seq).request = Some(request),
+                    None => {
+                        // A request outside MPI_Irecv: the operation waits for its completion.
+                        let seq = self.new_op(OpKind::Irecv, time, offset, false);
+                        self.op(seq).request = Some(request);
+                        self.deferred.insert(request, seq);
                     }
                 }
             }
@@ -350,12 +398,13 @@ impl LocationConverter {
                 request,
             } => {
                 let request = self.request(request);
-                if let Some((seq, mut irecv)) = self.deferred.remove(&request) {
-                    set_receive(&mut irecv, ctx, comm, peer, tag, bytes, me)?;
-                    self.fill(seq, Item::Op(irecv), offset);
+                if let Some(seq) = self.deferred.remove(&request) {
+                    set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me)?;
+                    self.slot(seq).complete = true;
                     self.complete(request, time, offset);
-                } else if let Some(op) = self.open_op_with_request(request) {
+                } else if let Some(seq) = self.open_op_with_request(request) {
                     // Completed inside the MPI_Irecv region itself.
+                    let op = self.op(seq);
                     set_receive(op, ctx, comm, peer, tag, bytes, me)?;
                     op.request = None;
                     op.kind = OpKind::Recv;
@@ -368,16 +417,14 @@ impl LocationConverter {
                 self.complete(request, time, offset);
             }
             Event::RequestTest(_) => {
-                let (op, standalone) = self.current_op(OpKind::Test, time);
-                op.flags |= flags::NOT_COMPLETED;
-                if standalone {
-                    self.place_standalone(offset);
-                }
+                let seq = self.current(OpKind::Test, time, offset);
+                self.op(seq).flags |= flags::NOT_COMPLETED;
             }
             Event::RequestCancelled(request) => {
                 let request = self.request(request);
-                if let Some((seq, irecv)) = self.deferred.remove(&request) {
-                    self.fill(seq, Item::Op(unresolved(ctx, irecv)), offset);
+                if let Some(seq) = self.deferred.remove(&request) {
+                    unresolved(ctx, self.op(seq));
+                    self.slot(seq).complete = true;
                 }
                 self.complete(request, time, offset);
             }
@@ -389,19 +436,13 @@ impl LocationConverter {
                 received,
                 ..
             } => {
-                let (op, standalone) = self.current_op(OpKind::Barrier, time);
-                set_collective(op, ctx, comm, root, sent, received, me)?;
-                if standalone {
-                    self.place_standalone(offset);
-                }
+                let seq = self.current(OpKind::Barrier, time, offset);
+                set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
             }
             Event::CollectiveRequest(request) => {
                 let request = self.request(request);
-                let (op, standalone) = self.current_op(OpKind::Ibarrier, time);
-                op.request = Some(request);
-                if standalone {
-                    self.place_standalone(offset);
-                }
+                let seq = self.current(OpKind::Ibarrier, time, offset);
+                self.op(seq).request = Some(request);
             }
             Event::CollectiveComplete {
                 comm,
@@ -412,11 +453,11 @@ impl LocationConverter {
                 ..
             } => {
                 let request = self.request(request);
-                if let Some((seq, mut coll)) = self.deferred.remove(&request) {
-                    set_collective(&mut coll, ctx, comm, root, sent, received, me)?;
-                    self.fill(seq, Item::Op(coll), offset);
-                } else if let Some(op) = self.open_op_with_request(request) {
-                    set_collective(op, ctx, comm, root, sent, received, me)?;
+                if let Some(seq) = self.deferred.remove(&request) {
+                    set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
+                    self.slot(seq).complete = true;
+                } else if let Some(seq) = self.open_op_with_request(request) {
+                    set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
                 }
                 self.complete(request, time, offset);
             }
@@ -426,21 +467,16 @@ impl LocationConverter {
         Ok(())
     }
 
-    fn open_op_with_request(&mut self, request: u64) -> Option<&mut Operation> {
-        self.stack
-            .iter_mut()
-            .rev()
-            .filter_map(|f| f.op.as_mut().map(|o| &mut o.1))
-            .find(|op| op.request == Some(request))
+    fn open_op_with_request(&mut self, request: u64) -> Option<u64> {
+        let seqs: Vec<u64> = self.stack.iter().rev().filter_map(|f| f.seq).collect();
+        seqs.into_iter()
+            .find(|&seq| self.op(seq).request == Some(request))
     }
 
     /// Records that the innermost MPI call completed `request` (a Wait or Test variant).
     fn complete(&mut self, request: u64, time: Time, offset: u64) {
-        let (op, standalone) = self.current_op(OpKind::Wait, time);
-        op.completes.push(request);
-        if standalone {
-            self.place_standalone(offset);
-        }
+        let seq = self.current(OpKind::Wait, time, offset);
+        self.op(seq).completes.push(request);
     }
 
     fn routine(&self, name: StrId, time: Time, enter: bool) -> Item {
@@ -459,29 +495,26 @@ impl LocationConverter {
     pub fn finish(&mut self, ctx: &Context, offset: u64) {
         let last = self.last_time;
         while let Some(frame) = self.stack.pop() {
-            if let Some((seq, mut op)) = frame.op {
+            if let Some(seq) = frame.seq {
+                let routine = ctx.regions.get(frame.region).map_or(0, |r| r.name);
+                let anomaly = Item::Anomaly(Anomaly::UnclosedRoutine {
+                    rank: self.rank,
+                    routine,
+                });
+                self.push(anomaly, offset, true);
+                let op = self.op(seq);
                 op.end = last;
-                let routine = ctx.regions.get(&frame.region).map_or(0, |r| r.name);
-                self.ready.push_back((
-                    Item::Anomaly(Anomaly::UnclosedRoutine {
-                        rank: self.rank,
-                        routine,
-                    }),
-                    offset,
-                ));
-                if seq == u64::MAX {
-                    self.emit(Item::Op(op), offset);
-                } else if let Some(request) = op.request.filter(|_| awaits_completion(&op)) {
-                    self.deferred.insert(request, (seq, op));
-                } else {
-                    self.fill(seq, Item::Op(op), offset);
+                match op.request.filter(|_| awaits_completion(op)) {
+                    Some(request) => {
+                        self.deferred.insert(request, seq);
+                    }
+                    None => self.slot(seq).complete = true,
                 }
             }
         }
-        let mut left: Vec<_> = self.deferred.drain().collect();
-        left.sort_by_key(|(_, (seq, _))| *seq);
-        for (_, (seq, op)) in left {
-            self.fill(seq, Item::Op(unresolved(ctx, op)), offset);
+        for (_, seq) in std::mem::take(&mut self.deferred) {
+            unresolved(ctx, self.op(seq));
+            self.slot(seq).complete = true;
         }
     }
 }
@@ -495,7 +528,7 @@ fn awaits_completion(op: &Operation) -> bool {
 /// An operation whose completion never came: a receive of unknown source (an unresolved
 /// wildcard to the matcher); a collective without a communicator is kept as a plain call of
 /// the same name.
-fn unresolved(ctx: &Context, mut op: Operation) -> Operation {
+fn unresolved(ctx: &Context, op: &mut Operation) {
     if op.kind.is_receive() && op.source.is_none() {
         op.flags |= flags::ANY_SOURCE;
     }
@@ -505,7 +538,6 @@ fn unresolved(ctx: &Context, mut op: Operation) -> Operation {
             op.root = None;
         }
     }
-    op
 }
 
 fn set_receive(

@@ -144,6 +144,8 @@ pub(crate) struct Clock {
     /// `(begin, end, offset, slope)` per interval.
     intervals: Vec<(u64, u64, i64, f64)>,
     current: usize,
+    /// The last conversion (events share timestamps).
+    last: Option<(u64, u64)>,
 }
 
 impl Clock {
@@ -161,11 +163,24 @@ impl Clock {
             global_offset: props.global_offset,
             intervals,
             current: 0,
+            last: None,
         }
     }
 
     /// Nanoseconds since the global offset (0 for earlier ticks).
+    #[inline]
     pub fn ns(&mut self, ticks: u64) -> u64 {
+        match self.last {
+            Some((t, ns)) if t == ticks => ns,
+            _ => {
+                let ns = self.convert(ticks);
+                self.last = Some((ticks, ns));
+                ns
+            }
+        }
+    }
+
+    fn convert(&mut self, ticks: u64) -> u64 {
         let corrected = self.correct(ticks);
         let since = corrected.saturating_sub(self.global_offset) as u128;
         if self.resolution == 1_000_000_000 {
@@ -182,6 +197,9 @@ impl Clock {
             self.current += 1;
         }
         let (begin, _, offset, slope) = self.intervals[self.current];
+        if slope == 0.0 {
+            return t.wrapping_add(offset as u64);
+        }
         let diff = if t >= begin {
             (t - begin) as f64
         } else {

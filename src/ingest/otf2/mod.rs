@@ -490,7 +490,7 @@ impl Archive {
         let ctx = &self.layout.context;
         let loc = &mut self.locations[i];
         let mut read = 0;
-        while loc.convert.ready.is_empty() && !loc.done {
+        while loc.convert.ready().is_none() && !loc.done {
             match loc.stream.next()? {
                 Some(event) => {
                     read += 1;
@@ -509,6 +509,15 @@ impl Archive {
         Ok(read)
     }
 
+    /// The time of location `i`'s next item, reading more of it if needed; `None` once it
+    /// has nothing more.
+    fn next_time(&mut self, i: usize, events: &mut u64) -> Result<Option<u64>> {
+        if self.locations[i].convert.ready().is_none() {
+            *events += self.fill(i)?;
+        }
+        Ok(self.locations[i].convert.ready().map(|s| s.item.time()))
+    }
+
     fn run(
         &mut self,
         sink: &mut dyn EventSink,
@@ -520,8 +529,12 @@ impl Archive {
             ..Progress::default()
         };
         // Prime every location (this also finds the program name of ProgramBegin records).
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
         for i in 0..self.locations.len() {
-            state.events += self.fill(i)?;
+            match self.next_time(i, &mut state.events)? {
+                Some(t) => heap.push(Reverse((t, i))),
+                None => state.locations_done += 1,
+            }
         }
         let mut header = self.layout.header.clone();
         if let Some(name) = self.locations.iter().find_map(|l| l.convert.program) {
@@ -543,45 +556,21 @@ impl Archive {
             sink.string(id as StrId, s)?;
         }
 
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-        for (i, l) in self.locations.iter().enumerate() {
-            match l.convert.ready.front() {
-                Some((item, _)) => heap.push(Reverse((item.time(), i))),
-                None => state.locations_done += 1,
-            }
-        }
         let mut next_report = 1u64 << 16;
         while let Some(Reverse((_, i))) = heap.pop() {
             // Take this location's items while it stays the earliest.
             let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
             loop {
-                let Some((item, offset)) = self.locations[i].convert.ready.pop_front() else {
-                    state.events += self.fill(i)?;
-                    if self.locations[i].convert.ready.is_empty() {
-                        state.locations_done += 1;
-                        break;
-                    }
-                    continue;
-                };
-                self.deliver(item, offset, i, &mut validator, sink)?;
-                match self.locations[i].convert.ready.front() {
-                    Some((next, _)) if next.time() <= bound => continue,
-                    Some((next, _)) => {
-                        heap.push(Reverse((next.time(), i)));
+                self.deliver(i, &mut validator, sink)?;
+                match self.next_time(i, &mut state.events)? {
+                    Some(t) if t <= bound => continue,
+                    Some(t) => {
+                        heap.push(Reverse((t, i)));
                         break;
                     }
                     None => {
-                        state.events += self.fill(i)?;
-                        match self.locations[i].convert.ready.front() {
-                            Some((next, _)) => {
-                                heap.push(Reverse((next.time(), i)));
-                                break;
-                            }
-                            None => {
-                                state.locations_done += 1;
-                                break;
-                            }
-                        }
+                        state.locations_done += 1;
+                        break;
                     }
                 }
             }
@@ -595,31 +584,41 @@ impl Archive {
         Ok(self.stats(state.events))
     }
 
+    /// Checks location `i`'s next item (which is ready) and hands it to the sink.
     fn deliver(
-        &self,
-        item: Item,
-        offset: u64,
+        &mut self,
         i: usize,
         validator: &mut Validator,
         sink: &mut dyn EventSink,
     ) -> Result<()> {
-        let reader = self.locations[i].stream.reader();
-        match item {
-            Item::Op(mut op) => {
+        let loc = &mut self.locations[i];
+        let slot = loc.convert.ready().expect("a ready item");
+        let offset = slot.offset;
+        let reader = loc.stream.reader();
+        match &slot.item {
+            Item::Op(op) => {
                 validator
-                    .check_operation(&op)
+                    .check_operation(op)
                     .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                op.depth = validator.depth(op.rank, op.thread);
-                sink.operation(&op)
+                let depth = validator.depth(op.rank, op.thread);
+                if op.depth != depth {
+                    loc.convert.set_depth(depth);
+                }
+                let slot = loc.convert.ready().expect("a ready item");
+                if let Item::Op(op) = &slot.item {
+                    sink.operation(op)?;
+                }
             }
             Item::Routine(r) => {
                 validator
-                    .check_routine(&r)
+                    .check_routine(r)
                     .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                sink.routine(&r)
+                sink.routine(r)?;
             }
-            Item::Anomaly(a) => sink.anomaly(&a),
+            Item::Anomaly(a) => sink.anomaly(a)?,
         }
+        loc.convert.pop();
+        Ok(())
     }
 
     fn stats(&self, events: u64) -> ReadStats {

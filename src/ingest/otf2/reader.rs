@@ -75,19 +75,26 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     fn take(&mut self, n: usize, what: &str) -> std::result::Result<&'a [u8], Fault> {
         if self.data.len() - self.pos < n {
-            return Err(self.fault(format!(
-                "the record ends inside its {what} ({} bytes needed, {} left)",
-                n,
-                self.data.len() - self.pos
-            )));
+            return Err(self.short(n, what));
         }
         let s = &self.data[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    #[cold]
+    fn short(&self, n: usize, what: &str) -> Fault {
+        self.fault(format!(
+            "the record ends inside its {what} ({} bytes needed, {} left)",
+            n,
+            self.data.len() - self.pos
+        ))
+    }
+
+    #[inline]
     pub fn u8(&mut self, what: &str) -> std::result::Result<u8, Fault> {
         Ok(self.take(1, what)?[0])
     }
@@ -113,7 +120,25 @@ impl<'a> Decoder<'a> {
     }
 
     /// A compressed integer of at most `max` bytes.
+    #[inline]
     fn compressed(&mut self, max: u8, what: &str) -> std::result::Result<u64, Fault> {
+        // Fast path: a little-endian value with 8 bytes readable after its size byte.
+        if !self.big {
+            if let Some(&size) = self.data.get(self.pos) {
+                if (1..=max).contains(&size) && self.data.len() - self.pos > 8 {
+                    let b: [u8; 8] = self.data[self.pos + 1..self.pos + 9]
+                        .try_into()
+                        .expect("8 bytes");
+                    let v = u64::from_le_bytes(b);
+                    self.pos += 1 + size as usize;
+                    return Ok(if size == 8 {
+                        v
+                    } else {
+                        v & ((1u64 << (8 * size)) - 1)
+                    });
+                }
+            }
+        }
         let size = self.u8(what)?;
         match size {
             0 => Ok(0),
@@ -140,11 +165,13 @@ impl<'a> Decoder<'a> {
     }
 
     /// A compressed 32-bit integer (`0xff` is `u32::MAX`, OTF2's "undefined").
+    #[inline]
     pub fn u32(&mut self, what: &str) -> std::result::Result<u32, Fault> {
         self.compressed(4, what).map(|v| v as u32)
     }
 
     /// A compressed 64-bit integer (`0xff` is `u64::MAX`).
+    #[inline]
     pub fn u64(&mut self, what: &str) -> std::result::Result<u64, Fault> {
         self.compressed(8, what)
     }
@@ -267,10 +294,16 @@ impl ChunkReader {
     }
 
     /// Makes `n` bytes from the current position available in the window.
+    #[inline]
     fn ensure(&mut self, n: usize, record_start: u64) -> Result<()> {
         if self.buf.len() - self.pos >= n {
             return Ok(());
         }
+        self.refill(n, record_start)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize, record_start: u64) -> Result<()> {
         // Slide the window: drop what was read, then read at least a window's worth.
         self.buf.drain(..self.pos);
         self.buf_off += self.pos as u64;
