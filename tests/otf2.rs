@@ -37,7 +37,13 @@ fn temp_db() -> (tempfile::TempDir, Database) {
 fn all_operations(trace: &mtfdb::Trace) -> Vec<Operation> {
     let mut ops = Vec::new();
     for rank in 0..trace.header().processes.len() as u32 {
-        ops.extend(trace.process_operations(rank).unwrap().into_iter().map(|(_, op)| op));
+        ops.extend(
+            trace
+                .process_operations(rank)
+                .unwrap()
+                .into_iter()
+                .map(|(_, op)| op),
+        );
     }
     ops
 }
@@ -101,8 +107,16 @@ fn fixtures_import_with_their_exact_messages_bytes_and_fan_in_out() {
             ]
             .map(|k| u(&f[k]));
             assert_eq!(got, want, "{name}: traffic of rank {rank}");
-            assert_eq!(t.fan_in(), want[1] + want[3], "{name}: fan-in of rank {rank}");
-            assert_eq!(t.fan_out(), want[0] + want[2], "{name}: fan-out of rank {rank}");
+            assert_eq!(
+                t.fan_in(),
+                want[1] + want[3],
+                "{name}: fan-in of rank {rank}"
+            );
+            assert_eq!(
+                t.fan_out(),
+                want[0] + want[2],
+                "{name}: fan-out of rank {rank}"
+            );
         }
 
         // Operations per MPI call and routine calls.
@@ -119,7 +133,11 @@ fn fixtures_import_with_their_exact_messages_bytes_and_fan_in_out() {
             .collect();
         assert_eq!(by_name, want, "{name}: operations by MPI call");
         let routines = trace.routine_calls().unwrap();
-        assert_eq!(routines.len() as u64, u(&e["routine_calls"]), "{name}: routine calls");
+        assert_eq!(
+            routines.len() as u64,
+            u(&e["routine_calls"]),
+            "{name}: routine calls"
+        );
 
         // Collective instances, one per call across the communicator.
         let mut colls: BTreeMap<String, u64> = BTreeMap::new();
@@ -167,7 +185,10 @@ fn fixtures_import_with_their_exact_messages_bytes_and_fan_in_out() {
             );
         }
 
-        assert!(trace.anomalies().unwrap().is_empty(), "{name}: no anomalies");
+        assert!(
+            trace.anomalies().unwrap().is_empty(),
+            "{name}: no anomalies"
+        );
     }
 }
 
@@ -191,7 +212,10 @@ fn sub_communicator_ranks_become_world_ranks() {
     // rank 1: world rank 2.
     let ops = all_operations(&trace);
     let roots = |kind: OpKind| -> Vec<Option<u32>> {
-        ops.iter().filter(|o| o.kind == kind).map(|o| o.root).collect()
+        ops.iter()
+            .filter(|o| o.kind == kind)
+            .map(|o| o.root)
+            .collect()
     };
     assert!(roots(OpKind::Bcast).iter().all(|r| *r == Some(3)));
     assert!(roots(OpKind::Reduce).iter().all(|r| *r == Some(2)));
@@ -209,7 +233,10 @@ fn sub_communicator_ranks_become_world_ranks() {
         .map(|r| (r.rank, r.thread))
         .collect();
     for rank in 0..4 {
-        assert!(threads.contains(&(rank, 1)), "rank {rank} has a second thread");
+        assert!(
+            threads.contains(&(rank, 1)),
+            "rank {rank} has a second thread"
+        );
     }
 }
 
@@ -256,6 +283,9 @@ fn the_real_score_p_ping_pong_trace_gives_its_known_numbers() {
     assert!(trace.anomalies().unwrap().is_empty());
 }
 
+/// A location id with its world rank and thread.
+type Location = (u64, u32, u32);
+
 /// Counts per location of each record type, as `otf2-print` shows them.
 fn otf2_print_counts(anchor: &Path) -> Option<BTreeMap<(u64, String), u64>> {
     let out = match Command::new("otf2-print").arg(anchor).output() {
@@ -273,7 +303,9 @@ fn otf2_print_counts(anchor: &Path) -> Option<BTreeMap<(u64, String), u64>> {
         let (Some(kind), Some(location)) = (words.next(), words.next()) else {
             continue;
         };
-        let is_record = kind.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit());
+        let is_record = kind
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit());
         if let (true, Ok(location)) = (is_record, location.parse::<u64>()) {
             *counts.entry((location, kind.to_string())).or_default() += 1;
         }
@@ -282,10 +314,7 @@ fn otf2_print_counts(anchor: &Path) -> Option<BTreeMap<(u64, String), u64>> {
 }
 
 /// The records of each type a location must have held for what mtfdb stored of it.
-fn stored_record_counts(
-    ops: &[&Operation],
-    routine_calls: u64,
-) -> BTreeMap<&'static str, u64> {
+fn stored_record_counts(ops: &[&Operation], routine_calls: u64) -> BTreeMap<&'static str, u64> {
     let mut c: BTreeMap<&'static str, u64> = BTreeMap::new();
     let calls = ops.len() as u64 + routine_calls;
     c.insert("ENTER", calls);
@@ -323,7 +352,8 @@ fn stored_record_counts(
 
 #[test]
 fn per_location_record_counts_agree_with_otf2_print() {
-    let mut archives: Vec<(PathBuf, Vec<(u64, u32, u32)>)> = Vec::new();
+    // Each archive with its locations as (location id, rank, thread).
+    let mut archives: Vec<(PathBuf, Vec<Location>)> = Vec::new();
     for name in FIXTURES {
         let e = expected(name);
         let locations = e["locations"]
@@ -416,12 +446,16 @@ fn copy_dir(from: &Path, to: &Path) {
 fn rejected(archive: &Path, needles: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    db.import(fixture("pingpong-isend"), Some("earlier")).unwrap();
+    db.import(fixture("pingpong-isend"), Some("earlier"))
+        .unwrap();
     let before = db.traces().unwrap()[0].summary.clone();
     let err = db.import(archive, Some("damaged")).unwrap_err();
     let message = err.to_string();
     for needle in needles {
-        assert!(message.contains(needle), "{message:?} should mention {needle:?}");
+        assert!(
+            message.contains(needle),
+            "{message:?} should mention {needle:?}"
+        );
     }
     assert!(
         matches!(err, Error::Input(_) | Error::Io { .. }),
@@ -462,7 +496,12 @@ fn a_corrupted_definitions_file_is_refused_with_its_name_and_offset() {
     std::fs::write(&def, &data).unwrap();
     rejected(
         &dir,
-        &["run.def", "byte ", "corrupt definitions", "anchor file announces 108"],
+        &[
+            "run.def",
+            "byte ",
+            "corrupt definitions",
+            "anchor file announces 108",
+        ],
     );
     // A compressed integer whose size byte is impossible: the String record's id.
     let mut data = std::fs::read(fixture("subcomms").join("run.def")).unwrap();
@@ -498,7 +537,13 @@ fn an_unsupported_version_is_refused_with_its_name_and_offset() {
     std::fs::write(&anchor, &data).unwrap();
     rejected(
         &dir,
-        &["run.otf2", "byte 9", "unsupported version", "OTF2 4.2.0", "2.0 to 3.x"],
+        &[
+            "run.otf2",
+            "byte 9",
+            "unsupported version",
+            "OTF2 4.2.0",
+            "2.0 to 3.x",
+        ],
     );
     data[9] = 1;
     std::fs::write(&anchor, &data).unwrap();
@@ -525,5 +570,51 @@ fn the_format_is_detected_from_the_anchor_whatever_its_name() {
         .import_as(&mtf, Some("x"), mtfdb::SourceFormat::Otf2)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("stencil2d-16.mtf") && err.contains("not an OTF2 anchor file"), "{err}");
+    assert!(
+        err.contains("stencil2d-16.mtf") && err.contains("not an OTF2 anchor file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_archive_spanning_many_chunks_reads_every_record() {
+    let have_writer = Command::new("python3")
+        .args(["-c", "import otf2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_writer {
+        eprintln!("skipped: the otf2 Python package is not installed (pip install otf2)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let archive = tmp.path().join("big");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/otf2_gen.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&archive)
+        .args(["--events", "400000", "--ranks", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each location's event file spans several 1 MiB chunks.
+    let evt = std::fs::metadata(archive.join("traces/0.evt"))
+        .unwrap()
+        .len();
+    assert!(evt > 2 << 20, "event file of {evt} bytes");
+
+    let mut sink = mtfdb::gen::NullSink;
+    let stats = mtfdb::ingest::otf2::read_archive(&archive, &mut sink, &mut |_| {}).unwrap();
+    assert_eq!(stats.events, u(&counts["events"]));
+
+    let (_dir, db) = temp_db();
+    let info = db.import(&archive, None).unwrap();
+    assert_eq!(info.name, "big");
+    assert_eq!(info.summary.messages, u(&counts["messages"]));
+    assert_eq!(info.summary.message_bytes, u(&counts["message_bytes"]));
+    assert!(db.trace("big").unwrap().anomalies().unwrap().is_empty());
 }

@@ -305,13 +305,15 @@ impl LocationConverter {
             Event::Leave(region) => {
                 let frame = match self.stack.pop() {
                     Some(f) if f.region == region => f,
-                    Some(f) => return fail(
-                        "unbalanced leave",
-                        format!(
+                    Some(f) => {
+                        return fail(
+                            "unbalanced leave",
+                            format!(
                             "Leave of region {region} while region {} is the innermost one entered",
                             f.region
                         ),
-                    ),
+                        )
+                    }
                     None => {
                         return fail(
                             "unbalanced leave",

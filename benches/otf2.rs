@@ -1,0 +1,163 @@
+//! OTF2 import benchmark: archives of 1M and 10M events written by the official OTF2 library
+//! (`benches/otf2_gen.py`, the `otf2` PyPI package; not committed, written under
+//! `target/bench-data/`), imported with the `mtfdb` binary (parse, convert, match, index,
+//! persist).
+//!
+//! Baseline, measured in the same run on the same archive: `otf2-print archive > /dev/null`
+//! (Debian's `otf2-tools`), the reference reader decoding and printing every record. The ratio
+//! is otf2-print's time over mtfdb's; best of three runs each, as the machine is shared.
+//!
+//! `cargo bench --bench otf2` runs both sizes; `MTFDB_BENCH_EVENTS=2000000` picks others.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const RUNS: usize = 3;
+
+fn require(program: &str, args: &[&str], install: &str) {
+    let ok = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("the OTF2 benchmark needs {program} ({install})");
+        std::process::exit(1);
+    }
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            let m = e.metadata().unwrap();
+            total += if m.is_dir() {
+                dir_size(&e.path())
+            } else {
+                m.len()
+            };
+        }
+    }
+    total
+}
+
+/// Writes (or reuses) an archive of about `events` events; returns its folder and the
+/// generator's counts.
+fn archive(data: &Path, events: u64) -> (PathBuf, serde_json::Value) {
+    let dir = data.join(format!("otf2-{events}"));
+    let counts = dir.join("counts.json");
+    if let Ok(text) = std::fs::read_to_string(&counts) {
+        if let Ok(v) = serde_json::from_str(&text) {
+            return (dir, v);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/otf2_gen.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&dir)
+        .args(["--events", &events.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "otf2_gen.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    std::fs::write(&counts, &line).unwrap();
+    (dir, serde_json::from_str(&line).unwrap())
+}
+
+fn best_of<F: FnMut() -> f64>(mut run: F) -> f64 {
+    (0..RUNS).map(|_| run()).fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    require("python3", &["-c", "import otf2"], "pip install otf2");
+    require("otf2-print", &["--version"], "apt-get install otf2-tools");
+    let sizes: Vec<u64> = std::env::var("MTFDB_BENCH_EVENTS")
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .map(|x| x.trim().parse().expect("event counts"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1_000_000, 10_000_000]);
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
+    std::fs::create_dir_all(&data).unwrap();
+    let exe = env!("CARGO_BIN_EXE_mtfdb");
+    println!(
+        "OTF2 import benchmark: 16 ranks, 2D stencil with Isend/Irecv/Waitall and Allreduce, on {} cores; best of {RUNS}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "{:>11} {:>11} {:>14} {:>10} {:>12} {:>8} {:>10}",
+        "events", "archive MiB", "otf2-print s", "import s", "events/s", "ratio", "peak MiB"
+    );
+    for &events in &sizes {
+        let (dir, counts) = archive(&data, events);
+        let written = counts["events"].as_u64().unwrap();
+        let anchor = dir.join("traces.otf2");
+
+        let print_secs = best_of(|| {
+            let started = Instant::now();
+            let status = Command::new("otf2-print")
+                .arg(&anchor)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "otf2-print failed");
+            started.elapsed().as_secs_f64()
+        });
+
+        let db = data.join(format!("db-otf2-{events}"));
+        let mut peak_kib = 0u64;
+        let import_secs = best_of(|| {
+            let _ = std::fs::remove_dir_all(&db);
+            let started = Instant::now();
+            let out = Command::new(exe)
+                .args(["--db", db.to_str().unwrap(), "import"])
+                .arg(&dir)
+                .args(["--name", "bench", "--stats"])
+                .output()
+                .unwrap();
+            let secs = started.elapsed().as_secs_f64();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "import failed: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // The import found every message the generator wrote.
+            let messages = counts["messages"].as_u64().unwrap();
+            assert!(
+                stdout.contains(&format!(" {messages} messages")),
+                "expected {messages} messages: {stdout}"
+            );
+            let kib: u64 = stdout
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("peak memory: ")
+                        .and_then(|r| r.split_whitespace().next())
+                        .and_then(|v| v.parse().ok())
+                })
+                .expect("import --stats reports peak memory in KiB");
+            peak_kib = peak_kib.max(kib);
+            secs
+        });
+        let _ = std::fs::remove_dir_all(&db);
+        println!(
+            "{:>11} {:>11.0} {:>14.2} {:>10.2} {:>12.0} {:>7.1}x {:>10.0}",
+            written,
+            dir_size(&dir) as f64 / (1 << 20) as f64,
+            print_secs,
+            import_secs,
+            written as f64 / import_secs,
+            print_secs / import_secs,
+            peak_kib as f64 / 1024.0
+        );
+    }
+}
