@@ -50,6 +50,7 @@ impl SourceFormat {
 
     /// Recognizes a source by its content.
     pub fn detect(path: &Path) -> Result<SourceFormat> {
+        require_exists(path)?;
         if path.is_dir() {
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),

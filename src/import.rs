@@ -54,25 +54,88 @@ enum Job {
 
 /// Encodes chunks and their index bitmaps and writes them; runs on its own thread.
 fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
-    for job in jobs {
-        match job {
-            Job::Ops { chunk, rank, cols } => {
-                for (dim, value, ids) in op_chunk_indexes(chunk, rank, &cols) {
-                    writer.put_encoded_index(dim, value, chunk, encode_index_bitmap(&ids))?;
-                }
-                writer.put_encoded_chunk(Table::Operations, chunk, cols.encode())?;
+    use rayon::prelude::*;
+    let mut batch: Vec<Job> = Vec::new();
+    while let Ok(job) = jobs.recv() {
+        // Chunks that queued up meanwhile are encoded together on every core (at the end of
+        // an import, when the other stages are done, that is where the time goes).
+        batch.push(job);
+        while batch.len() < 4 {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
-            Job::Messages { chunk, cols } => {
-                for (dim, value, ids) in message_chunk_indexes(chunk, &cols) {
-                    writer.put_encoded_index(dim, value, chunk, encode_index_bitmap(&ids))?;
+        }
+        let encoded: Vec<Encoded> = if batch.len() > 1 {
+            batch.par_drain(..).map(encode_job).collect()
+        } else {
+            batch.drain(..).map(encode_job).collect()
+        };
+        for job in encoded {
+            match job {
+                Encoded::Chunk {
+                    table,
+                    chunk,
+                    indexes,
+                    bytes,
+                } => {
+                    for (dim, value, index) in indexes {
+                        writer.put_encoded_index(dim, value, chunk, index)?;
+                    }
+                    writer.put_encoded_chunk(table, chunk, bytes)?;
                 }
-                writer.put_encoded_chunk(Table::Messages, chunk, cols.encode())?;
+                Encoded::Table { table, chunk, cols } => writer.put_chunk(table, chunk, &cols)?,
+                Encoded::Anomalies { chunk, anomalies } => {
+                    writer.put_anomalies(chunk, &anomalies)?
+                }
             }
-            Job::Table { table, chunk, cols } => writer.put_chunk(table, chunk, &cols)?,
-            Job::Anomalies { chunk, anomalies } => writer.put_anomalies(chunk, &anomalies)?,
         }
     }
     Ok(())
+}
+
+/// A job with its column chunk and indexes encoded, ready for sled.
+enum Encoded {
+    Chunk {
+        table: Table,
+        chunk: u32,
+        indexes: Vec<(IndexDim, u32, Vec<u8>)>,
+        bytes: Vec<u8>,
+    },
+    Table {
+        table: Table,
+        chunk: u32,
+        cols: Columns,
+    },
+    Anomalies {
+        chunk: u32,
+        anomalies: Vec<Anomaly>,
+    },
+}
+
+fn encode_job(job: Job) -> Encoded {
+    let encode_indexes = |groups: Vec<(IndexDim, u32, RoaringBitmap)>| {
+        groups
+            .into_iter()
+            .map(|(dim, value, ids)| (dim, value, encode_index_bitmap(&ids)))
+            .collect()
+    };
+    match job {
+        Job::Ops { chunk, rank, cols } => Encoded::Chunk {
+            table: Table::Operations,
+            chunk,
+            indexes: encode_indexes(op_chunk_indexes(chunk, rank, &cols)),
+            bytes: cols.encode(),
+        },
+        Job::Messages { chunk, cols } => Encoded::Chunk {
+            table: Table::Messages,
+            chunk,
+            indexes: encode_indexes(message_chunk_indexes(chunk, &cols)),
+            bytes: cols.encode(),
+        },
+        Job::Table { table, chunk, cols } => Encoded::Table { table, chunk, cols },
+        Job::Anomalies { chunk, anomalies } => Encoded::Anomalies { chunk, anomalies },
+    }
 }
 
 /// Groups a chunk's rows by the value `value_of` gives each (None: not indexed) into

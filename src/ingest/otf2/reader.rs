@@ -44,15 +44,25 @@ pub(crate) struct Fault {
 
 /// Decodes the fields of one record (or any slice) of an OTF2 buffer.
 pub(crate) struct Decoder<'a> {
+    /// The record, possibly followed by more bytes of the buffer (never decoded, but they let
+    /// a compressed integer be read with one 8-byte load).
     data: &'a [u8],
+    /// The end of the record in `data`.
+    end: usize,
     pos: usize,
     big: bool,
 }
 
 impl<'a> Decoder<'a> {
     pub fn new(data: &'a [u8], big_endian: bool) -> Decoder<'a> {
+        Decoder::within(data, data.len(), big_endian)
+    }
+
+    /// A decoder of the record `data[..end]`.
+    pub fn within(data: &'a [u8], end: usize, big_endian: bool) -> Decoder<'a> {
         Decoder {
             data,
+            end,
             pos: 0,
             big: big_endian,
         }
@@ -65,7 +75,7 @@ impl<'a> Decoder<'a> {
 
     /// Whether fields remain (records of later OTF2 versions append fields at the end).
     pub fn has_more(&self) -> bool {
-        self.pos < self.data.len()
+        self.pos < self.end
     }
 
     fn fault(&self, what: impl Into<String>) -> Fault {
@@ -77,7 +87,7 @@ impl<'a> Decoder<'a> {
 
     #[inline]
     fn take(&mut self, n: usize, what: &str) -> std::result::Result<&'a [u8], Fault> {
-        if self.data.len() - self.pos < n {
+        if self.end - self.pos < n {
             return Err(self.short(n, what));
         }
         let s = &self.data[self.pos..self.pos + n];
@@ -90,7 +100,7 @@ impl<'a> Decoder<'a> {
         self.fault(format!(
             "the record ends inside its {what} ({} bytes needed, {} left)",
             n,
-            self.data.len() - self.pos
+            self.end - self.pos
         ))
     }
 
@@ -122,23 +132,33 @@ impl<'a> Decoder<'a> {
     /// A compressed integer of at most `max` bytes.
     #[inline]
     fn compressed(&mut self, max: u8, what: &str) -> std::result::Result<u64, Fault> {
-        // Fast path: a little-endian value with 8 bytes readable after its size byte.
-        if !self.big {
-            if let Some(&size) = self.data.get(self.pos) {
-                if (1..=max).contains(&size) && self.data.len() - self.pos > 8 {
-                    let b: [u8; 8] = self.data[self.pos + 1..self.pos + 9]
-                        .try_into()
-                        .expect("8 bytes");
-                    let v = u64::from_le_bytes(b);
-                    self.pos += 1 + size as usize;
-                    return Ok(if size == 8 {
-                        v
-                    } else {
-                        v & ((1u64 << (8 * size)) - 1)
-                    });
-                }
+        // Fast path: a little-endian value inside the record, with 8 bytes readable after its
+        // size byte.
+        if !self.big && self.pos < self.end {
+            let size = self.data[self.pos];
+            if size == 0 {
+                self.pos += 1;
+                return Ok(0);
+            }
+            if size <= max && self.end - self.pos > size as usize && self.data.len() - self.pos > 8
+            {
+                let b: [u8; 8] = self.data[self.pos + 1..self.pos + 9]
+                    .try_into()
+                    .expect("8 bytes");
+                let v = u64::from_le_bytes(b);
+                self.pos += 1 + size as usize;
+                return Ok(if size == 8 {
+                    v
+                } else {
+                    v & ((1u64 << (8 * size)) - 1)
+                });
             }
         }
+        self.compressed_slow(max, what)
+    }
+
+    #[cold]
+    fn compressed_slow(&mut self, max: u8, what: &str) -> std::result::Result<u64, Fault> {
         let size = self.u8(what)?;
         match size {
             0 => Ok(0),
@@ -178,7 +198,7 @@ impl<'a> Decoder<'a> {
 
     /// A NUL-terminated string (invalid UTF-8 is replaced, not refused).
     pub fn string(&mut self, what: &str) -> std::result::Result<String, Fault> {
-        let rest = &self.data[self.pos..];
+        let rest = &self.data[self.pos..self.end];
         match memchr::memchr(0, rest) {
             Some(n) => {
                 let s = String::from_utf8_lossy(&rest[..n]).into_owned();
@@ -368,14 +388,14 @@ impl ChunkReader {
         self.big
     }
 
-    /// The body of the record [`ChunkReader::next`] returned last.
-    pub fn body(&self) -> &[u8] {
-        &self.buf[self.body.0..self.body.1]
-    }
-
     /// A decoder over the body of the last record.
+    #[inline]
     pub fn decoder(&self) -> Decoder<'_> {
-        Decoder::new(self.body(), self.big)
+        Decoder::within(
+            &self.buf[self.body.0..],
+            self.body.1 - self.body.0,
+            self.big,
+        )
     }
 
     /// The file offset of the body of the last record.
@@ -413,7 +433,47 @@ impl ChunkReader {
 
     /// The next record, skipping timestamps (which update [`ChunkReader::time`]), attribute
     /// lists and chunk boundaries.
+    #[inline]
     pub fn next(&mut self) -> Result<Next> {
+        // Fast path: an event record (with its timestamp) whose bytes are all in the window and
+        // in the chunk. Anything else takes the general path below.
+        if self.events && !self.big {
+            let mut p = self.pos;
+            let window = &self.buf[..];
+            let chunk_left = self.chunk_end.saturating_sub(self.buf_off) as usize;
+            let limit = window.len().min(chunk_left);
+            if p + 9 < limit && window[p] == TIMESTAMP {
+                let b: [u8; 8] = window[p + 1..p + 9].try_into().expect("8 bytes");
+                self.time = u64::from_le_bytes(b);
+                p += 9;
+                self.pos = p;
+            }
+            if p + 2 < limit {
+                let kind = window[p];
+                if kind > ATTRIBUTE_LIST {
+                    let (header, n) = if is_singleton(kind) {
+                        match window[p + 1] {
+                            0xff => (1, 1),
+                            s => (1, 1 + s as usize),
+                        }
+                    } else {
+                        (2, window[p + 1] as usize)
+                    };
+                    if !(header == 2 && n == 0xff) && p + header + n <= limit {
+                        self.body = (p + header, p + header + n);
+                        self.pos = p + header + n;
+                        return Ok(Next::Record {
+                            kind,
+                            offset: self.buf_off + p as u64,
+                        });
+                    }
+                }
+            }
+        }
+        self.next_slow()
+    }
+
+    fn next_slow(&mut self) -> Result<Next> {
         loop {
             let start = self.offset();
             if start >= self.chunk_end && self.chunk_end < self.len {
