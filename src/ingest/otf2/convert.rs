@@ -527,18 +527,19 @@ fn awaits_completion(op: &Operation) -> bool {
         || (op.kind.is_collective() && op.comm.is_none())
 }
 
-/// An operation whose completion never came: a receive of unknown source (an unresolved
-/// wildcard to the matcher); a collective without a communicator is kept as a plain call of
-/// the same name.
+/// An operation whose completion never came (cancelled, or never waited for). OTF2 records
+/// the envelope of a non-blocking receive or collective only at completion, so without one
+/// the call is kept as a plain call of the same name, with its request (a receive whose
+/// communicator is known but whose source is not stays a receive: an unresolved wildcard).
 fn unresolved(ctx: &Context, op: &mut Operation) {
-    if op.kind.is_receive() && op.source.is_none() {
-        op.flags |= flags::ANY_SOURCE;
-    }
-    if op.kind.is_collective() && op.comm.is_none() {
+    let no_envelope = op.comm.is_none() && (op.kind.is_receive() || op.kind.is_collective());
+    if no_envelope {
         if let Some(&name) = ctx.kind_names.get(&op.kind) {
             op.kind = OpKind::Other(name);
             op.root = None;
         }
+    } else if op.kind.is_receive() && op.source.is_none() {
+        op.flags |= flags::ANY_SOURCE;
     }
 }
 
