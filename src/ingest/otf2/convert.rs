@@ -198,7 +198,13 @@ pub(crate) struct LocationConverter {
     /// The program name of a `ProgramBegin` record.
     pub program: Option<u32>,
     last_time: Time,
+    /// At most this many items wait behind an operation whose completion has not come.
+    max_held: usize,
 }
+
+/// Items a location may hold behind one incomplete operation before that operation is given
+/// up on (a request never completed would otherwise hold back the rest of its location).
+const MAX_HELD: usize = 1 << 20;
 
 impl LocationConverter {
     pub fn new(rank: Rank, thread: u32) -> LocationConverter {
@@ -211,6 +217,7 @@ impl LocationConverter {
             deferred: FxHashMap::default(),
             program: None,
             last_time: 0,
+            max_held: MAX_HELD,
         }
     }
 
@@ -466,7 +473,26 @@ impl LocationConverter {
             Event::ProgramBegin { name } => self.program = Some(name),
             Event::ProgramEnd | Event::Measurement { .. } | Event::Other => {}
         }
+        if self.out.len() > self.max_held {
+            self.release_front(ctx);
+        }
         Ok(())
+    }
+
+    /// Keeps memory bounded: the operation at the front, if it waits for a completion, is
+    /// placed as never completed, so that the items behind it can leave.
+    fn release_front(&mut self, ctx: &Context) {
+        let front = self.out_base;
+        let waiting = self
+            .deferred
+            .iter()
+            .find(|(_, &seq)| seq == front)
+            .map(|(&request, _)| request);
+        if let Some(request) = waiting {
+            self.deferred.remove(&request);
+            unresolved(ctx, self.op(front));
+            self.slot(front).complete = true;
+        }
     }
 
     fn open_op_with_request(&mut self, request: u64) -> Option<u64> {
@@ -582,4 +608,206 @@ fn set_collective(
     op.send_bytes = sent;
     op.recv_bytes = received;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const USER: u32 = 0;
+    const SEND: u32 = 1;
+    const IRECV: u32 = 2;
+    const WAIT: u32 = 3;
+    const WORLD: u32 = 0;
+    const ODD: u32 = 1;
+
+    /// Regions `f`, MPI_Send, MPI_Irecv, MPI_Wait; communicators world (4 ranks) and "odd"
+    /// (world ranks 3 and 1, in that order).
+    fn context() -> Context {
+        let mut ctx = Context::default();
+        for (id, name, mpi) in [
+            (USER, 0, None),
+            (SEND, 1, Some(OpKind::Send)),
+            (IRECV, 2, Some(OpKind::Irecv)),
+            (WAIT, 3, Some(OpKind::Wait)),
+        ] {
+            ctx.regions.insert(id, RegionInfo { name, mpi });
+            if let Some(kind) = mpi {
+                ctx.kind_names.insert(kind, name);
+            }
+        }
+        ctx.comms.insert(
+            WORLD,
+            CommRanks::Members {
+                id: 0,
+                members: vec![0, 1, 2, 3],
+            },
+        );
+        ctx.comms.insert(
+            ODD,
+            CommRanks::Members {
+                id: 1,
+                members: vec![3, 1],
+            },
+        );
+        ctx
+    }
+
+    fn drain(c: &mut LocationConverter) -> Vec<Item> {
+        let mut items = Vec::new();
+        while c.ready().is_some() {
+            let slot = c.out.pop_front().expect("ready");
+            c.out_base += 1;
+            items.push(slot.item);
+        }
+        items
+    }
+
+    fn run(c: &mut LocationConverter, ctx: &Context, events: &[(Event, Time)]) {
+        for (i, &(e, t)) in events.iter().enumerate() {
+            c.event(ctx, e, t, i as u64).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_nonblocking_receive_gets_its_envelope_at_completion_and_leaves_in_start_order() {
+        let ctx = context();
+        let mut c = LocationConverter::new(1, 0);
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(IRECV), 10),
+                (Event::IrecvRequest(7), 11),
+                (Event::Leave(IRECV), 12),
+                (Event::Enter(USER), 20),
+                (Event::Leave(USER), 30),
+            ],
+        );
+        // The routine waits behind the receive, whose sender is not known yet.
+        assert!(drain(&mut c).is_empty());
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(WAIT), 40),
+                (
+                    Event::Irecv {
+                        peer: 0,
+                        comm: ODD,
+                        tag: 5,
+                        bytes: 64,
+                        request: 7,
+                    },
+                    41,
+                ),
+                (Event::Leave(WAIT), 42),
+            ],
+        );
+        let items = drain(&mut c);
+        let starts: Vec<Time> = items.iter().map(Item::time).collect();
+        assert_eq!(starts, vec![10, 20, 30, 40]);
+        let Item::Op(irecv) = &items[0] else {
+            panic!("{:?}", items[0])
+        };
+        assert_eq!(irecv.kind, OpKind::Irecv);
+        assert_eq!((irecv.start, irecv.end), (10, 12));
+        // Rank 0 of "odd" is world rank 3.
+        assert_eq!((irecv.comm, irecv.source), (Some(1), Some(3)));
+        assert_eq!(
+            (irecv.recv_tag, irecv.recv_bytes, irecv.request),
+            (Some(5), 64, Some(7))
+        );
+        let Item::Op(wait) = &items[3] else {
+            panic!("{:?}", items[3])
+        };
+        assert_eq!(wait.completes, vec![7]);
+    }
+
+    #[test]
+    fn ranks_outside_the_communicator_and_unbalanced_leaves_are_errors() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        c.event(&ctx, Event::Enter(SEND), 1, 0).unwrap();
+        let send = Event::Send {
+            peer: 2,
+            comm: ODD,
+            tag: 0,
+            bytes: 8,
+        };
+        let e = c.event(&ctx, send, 2, 1).unwrap_err();
+        assert_eq!(e.rule, "rank not in communicator");
+        assert_eq!(
+            e.message,
+            "rank 2 is not a rank of communicator 1, which has 2 members"
+        );
+        let e = c.event(&ctx, Event::Leave(USER), 3, 2).unwrap_err();
+        assert_eq!(e.rule, "unbalanced leave");
+    }
+
+    #[test]
+    fn a_call_never_left_is_closed_at_the_last_event_and_reported() {
+        let ctx = context();
+        let mut c = LocationConverter::new(2, 1);
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(SEND), 5),
+                (
+                    Event::Send {
+                        peer: 3,
+                        comm: WORLD,
+                        tag: 1,
+                        bytes: 8,
+                    },
+                    6,
+                ),
+            ],
+        );
+        c.finish(&ctx, 99);
+        let items = drain(&mut c);
+        assert_eq!(items.len(), 2);
+        let Item::Op(send) = &items[0] else {
+            panic!("{:?}", items[0])
+        };
+        assert_eq!(
+            (send.start, send.end, send.dest, send.thread),
+            (5, 6, Some(3), 1)
+        );
+        assert!(matches!(
+            items[1],
+            Item::Anomaly(Anomaly::UnclosedRoutine {
+                rank: 2,
+                routine: 1
+            })
+        ));
+    }
+
+    #[test]
+    fn a_request_never_completed_does_not_hold_back_its_location_forever() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        c.max_held = 8;
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(IRECV), 1),
+                (Event::IrecvRequest(3), 2),
+                (Event::Leave(IRECV), 3),
+            ],
+        );
+        for t in 0..10 {
+            c.event(&ctx, Event::Enter(USER), 10 + 2 * t, 0).unwrap();
+            c.event(&ctx, Event::Leave(USER), 11 + 2 * t, 0).unwrap();
+        }
+        let items = drain(&mut c);
+        assert!(items.len() > 10, "{} items left", items.len());
+        let Item::Op(irecv) = &items[0] else {
+            panic!("{:?}", items[0])
+        };
+        // Without its completion there is no envelope: a plain call of its name, request kept.
+        assert_eq!((irecv.kind, irecv.request), (OpKind::Other(2), Some(3)));
+    }
 }

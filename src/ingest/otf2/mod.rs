@@ -21,6 +21,7 @@ pub mod anchor;
 mod convert;
 pub mod defs;
 pub mod events;
+mod layout;
 mod reader;
 
 use std::cmp::Reverse;
@@ -31,12 +32,13 @@ use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::validate::Validator;
 use crate::ingest::EventSink;
-use crate::model::{Communicator, OpKind, Process, Processor, Rank, StrId, TraceHeader};
+use crate::model::{Rank, StrId};
 
 use anchor::Anchor;
-use convert::{CommRanks, Context, Item, LocationConverter, RegionInfo};
+use convert::{Item, LocationConverter};
 use defs::Definitions;
 use events::EventStream;
+use layout::Layout;
 
 /// How far an OTF2 import has come, for a progress display.
 #[derive(Debug, Clone, Copy, Default)]
@@ -117,11 +119,6 @@ pub fn find_anchor(path: &Path) -> Result<PathBuf> {
     }
 }
 
-/// Whether `path` is an OTF2 archive (an anchor file, or a folder holding one).
-pub fn is_archive(path: &Path) -> bool {
-    find_anchor(path).is_ok()
-}
-
 /// Reads the OTF2 archive at `path` (its anchor file or folder) into `sink`, calling
 /// `progress` now and then.
 pub fn read_archive(
@@ -145,280 +142,6 @@ pub fn read_archive(
     let layout = Layout::new(&anchor, &defs)?;
     let mut archive = Archive::open(&anchor, &defs, layout)?;
     archive.run(sink, progress)
-}
-
-/// Where each location goes in the MTF trace.
-struct Layout {
-    header: TraceHeader,
-    /// Location id -> (rank, thread).
-    threads: BTreeMap<u64, (Rank, u32)>,
-    context: Context,
-    /// Region names to define as strings, by string id.
-    strings: Vec<String>,
-}
-
-impl Layout {
-    fn new(anchor: &Anchor, defs: &Definitions) -> Result<Layout> {
-        let defs_file = anchor.global_defs_path().display().to_string();
-        let bad =
-            |message: String| Error::input(defs_file.clone(), 0, 0, "bad definitions", message, "");
-        if defs.clock.is_none() {
-            return Err(bad(
-                "the global definitions have no ClockProperties record (ticks per second are unknown)".into(),
-            ));
-        }
-
-        // World ranks: the MPI COMM_LOCATIONS (or COMM_LOCATION_GROUPS) group's order.
-        let group_of: FxHashMap<u64, u32> =
-            defs.locations.iter().map(|l| (l.id, l.group)).collect();
-        let mut rank_of_group: FxHashMap<u32, Rank> = FxHashMap::default();
-        let mut master: FxHashMap<u32, u64> = FxHashMap::default();
-        let mut world = defs
-            .groups
-            .iter()
-            .filter(|(_, g)| {
-                g.paradigm == defs::PARADIGM_MPI
-                    && (g.kind == defs::GROUP_COMM_LOCATIONS
-                        || g.kind == defs::GROUP_COMM_LOCATION_GROUPS)
-            })
-            .collect::<Vec<_>>();
-        world.sort_by_key(|(id, _)| **id);
-        if let Some((_, g)) = world.first() {
-            for (rank, &member) in g.members.iter().enumerate() {
-                let group = if g.kind == defs::GROUP_COMM_LOCATIONS {
-                    master.insert(
-                        *group_of.get(&member).ok_or_else(|| {
-                            bad(format!("the MPI locations group lists location {member}, which is not defined"))
-                        })?,
-                        member,
-                    );
-                    group_of[&member]
-                } else {
-                    member as u32
-                };
-                if rank_of_group.insert(group, rank as Rank).is_some() {
-                    return Err(bad(format!(
-                        "location group {group} appears twice in the MPI locations group"
-                    )));
-                }
-            }
-        } else {
-            // No MPI group: number the process location groups by id.
-            let mut ids: Vec<u32> = defs
-                .location_groups
-                .iter()
-                .filter(|g| g.kind == 1)
-                .map(|g| g.id)
-                .collect();
-            ids.sort_unstable();
-            for (rank, id) in ids.into_iter().enumerate() {
-                rank_of_group.insert(id, rank as Rank);
-            }
-        }
-        let ranks = rank_of_group.len() as u32;
-        if ranks == 0 {
-            return Err(bad(
-                "the archive defines no MPI processes (location groups)".into(),
-            ));
-        }
-
-        // Threads: the rank's MPI location first, then the others by id.
-        let mut by_group: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for l in &defs.locations {
-            if rank_of_group.contains_key(&l.group) {
-                by_group.entry(l.group).or_default().push(l.id);
-            }
-        }
-        let mut threads = BTreeMap::new();
-        for (group, mut ids) in by_group {
-            ids.sort_by_key(|id| (Some(id) != master.get(&group), *id));
-            for (thread, id) in ids.into_iter().enumerate() {
-                threads.insert(id, (rank_of_group[&group], thread as u32));
-            }
-        }
-
-        // Processors: the system tree node of class "node" above each process (else its parent).
-        let nodes: FxHashMap<u32, &defs::SystemTreeNode> =
-            defs.system_tree.iter().map(|n| (n.id, n)).collect();
-        let node_of = |mut id: u32| -> Option<u32> {
-            let first = id;
-            for _ in 0..64 {
-                let n = nodes.get(&id)?;
-                if defs.string(n.class).eq_ignore_ascii_case("node") {
-                    return Some(id);
-                }
-                if n.parent == defs::UNDEFINED_U32 {
-                    break;
-                }
-                id = n.parent;
-            }
-            nodes.contains_key(&first).then_some(first)
-        };
-        let mut processes: Vec<Process> = Vec::with_capacity(ranks as usize);
-        let mut used_nodes = std::collections::BTreeSet::new();
-        for g in &defs.location_groups {
-            if let Some(&rank) = rank_of_group.get(&g.id) {
-                let processor = node_of(g.system_tree_parent);
-                used_nodes.extend(processor);
-                let name = match defs.string(g.name) {
-                    "" => format!("P{rank}"),
-                    n => n.to_string(),
-                };
-                processes.push(Process {
-                    rank,
-                    name,
-                    processor,
-                });
-            }
-        }
-        processes.sort_by_key(|p| p.rank);
-        if processes.len() as u32 != ranks {
-            return Err(bad(format!(
-                "the MPI locations group names {ranks} processes but {} of them are defined",
-                processes.len()
-            )));
-        }
-        let processors = used_nodes
-            .into_iter()
-            .map(|id| Processor {
-                id,
-                name: match defs.string(nodes[&id].name) {
-                    "" => format!("node {id}"),
-                    n => n.to_string(),
-                },
-            })
-            .collect();
-
-        // Communicators, with members as world ranks.
-        let mut context = Context::default();
-        let mut communicators = Vec::new();
-        let first_self_id = defs.comms.iter().map(|c| c.id + 1).max().unwrap_or(0);
-        let mut has_self = false;
-        for c in &defs.comms {
-            let group = defs.groups.get(&c.group).ok_or_else(|| {
-                bad(format!(
-                    "communicator {} uses group {}, which is not defined",
-                    c.id, c.group
-                ))
-            })?;
-            let name = match defs.string(c.name) {
-                "" => format!("comm {}", c.id),
-                n => n.to_string(),
-            };
-            let members: Vec<Rank> = match group.kind {
-                defs::GROUP_COMM_SELF => {
-                    context.comms.insert(
-                        c.id,
-                        CommRanks::SelfComm {
-                            first_id: first_self_id,
-                        },
-                    );
-                    if !has_self {
-                        has_self = true;
-                        for rank in 0..ranks {
-                            communicators.push(Communicator {
-                                id: first_self_id + rank,
-                                name: format!("{name} of rank {rank}"),
-                                members: vec![rank],
-                            });
-                        }
-                    }
-                    continue;
-                }
-                defs::GROUP_COMM_LOCATIONS | defs::GROUP_COMM_LOCATION_GROUPS => {
-                    (0..group.members.len() as Rank).collect()
-                }
-                _ => group.members.iter().map(|&m| m as Rank).collect(),
-            };
-            if let Some(&bad_rank) = members.iter().find(|&&m| m >= ranks) {
-                return Err(bad(format!(
-                    "communicator {} ({name}) lists rank {bad_rank}, but the trace has {ranks} processes",
-                    c.id
-                )));
-            }
-            let ranks_in_events = if group.flags & defs::GROUP_FLAG_GLOBAL_MEMBERS != 0 {
-                CommRanks::Global { id: c.id }
-            } else {
-                CommRanks::Members {
-                    id: c.id,
-                    members: members.clone(),
-                }
-            };
-            context.comms.insert(c.id, ranks_in_events);
-            communicators.push(Communicator {
-                id: c.id,
-                name,
-                members,
-            });
-        }
-
-        // Regions: MPI calls become operations, the rest routines. Names are the string table.
-        let mut strings: Vec<String> = Vec::new();
-        let mut string_ids: FxHashMap<String, StrId> = FxHashMap::default();
-        let mut intern = |s: &str| -> StrId {
-            if let Some(&id) = string_ids.get(s) {
-                return id;
-            }
-            let id = strings.len() as StrId;
-            strings.push(s.to_string());
-            string_ids.insert(s.to_string(), id);
-            id
-        };
-        let mut region_ids: Vec<_> = defs.regions.keys().copied().collect();
-        region_ids.sort_unstable();
-        for id in region_ids {
-            let r = &defs.regions[&id];
-            let name = match (defs.string(r.canonical_name), defs.string(r.name)) {
-                ("", "") => format!("region {id}"),
-                ("", n) | (n, _) => n.to_string(),
-            };
-            let is_mpi =
-                r.paradigm == defs::PARADIGM_MPI || (r.paradigm == 0 && name.starts_with("MPI_"));
-            let name_id = intern(&name);
-            let mpi =
-                is_mpi.then(|| OpKind::from_mpi_name(&name).unwrap_or(OpKind::Other(name_id)));
-            if let Some(kind) = mpi {
-                context.kind_names.entry(kind).or_insert(name_id);
-            }
-            context
-                .regions
-                .insert(id, RegionInfo { name: name_id, mpi });
-        }
-
-        let header = TraceHeader {
-            scenario: String::new(),
-            trace_name: anchor
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            comments: describe(anchor),
-            processors,
-            processes,
-            communicators,
-        };
-        Ok(Layout {
-            header,
-            threads,
-            context,
-            strings,
-        })
-    }
-}
-
-fn describe(anchor: &Anchor) -> String {
-    let (a, b, c) = anchor.version;
-    let mut s = format!("OTF2 {a}.{b}.{c} archive");
-    if !anchor.creator.is_empty() {
-        s.push_str(&format!(" written by {}", anchor.creator));
-    }
-    if !anchor.machine.is_empty() {
-        s.push_str(&format!(" on {}", anchor.machine));
-    }
-    if !anchor.description.is_empty() {
-        s.push_str(&format!(": {}", anchor.description));
-    }
-    s
 }
 
 /// One location being read.
