@@ -8,8 +8,10 @@
 //!
 //! `cargo bench --bench import` runs both sizes; `MTFDB_BENCH_EVENTS=1000000,5000000` picks others.
 
+mod common;
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -17,21 +19,6 @@ use mtfdb::gen::{generate, iterations_for_events, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
 
 const RANKS: u32 = 16;
-
-fn dir_size(path: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = std::fs::read_dir(path) {
-        for e in entries.flatten() {
-            let m = e.metadata().unwrap();
-            total += if m.is_dir() {
-                dir_size(&e.path())
-            } else {
-                m.len()
-            };
-        }
-    }
-    total
-}
 
 /// The baseline: read the whole file and count its lines.
 fn scan_lines(path: &Path) -> (u64, f64) {
@@ -50,20 +37,12 @@ fn scan_lines(path: &Path) -> (u64, f64) {
 }
 
 fn main() {
-    let sizes: Vec<u64> = std::env::var("MTFDB_BENCH_EVENTS")
-        .ok()
-        .map(|s| {
-            s.split(',')
-                .map(|x| x.trim().parse().expect("event counts"))
-                .collect()
-        })
-        .unwrap_or_else(|| vec![10_000_000, 50_000_000]);
-    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
-    std::fs::create_dir_all(&data).unwrap();
+    let sizes = common::sizes(&[10_000_000, 50_000_000]);
+    let data = common::data_dir();
     let exe = env!("CARGO_BIN_EXE_mtfdb");
     println!(
         "import benchmark: stencil2d, {RANKS} ranks, on {} cores",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        common::cores()
     );
     println!(
         "{:>11} {:>9} {:>10} {:>10} {:>12} {:>8} {:>12} {:>10}",
@@ -104,15 +83,8 @@ fn main() {
             stdout,
             String::from_utf8_lossy(&out.stderr)
         );
-        let peak_kib: u64 = stdout
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("peak memory: ")
-                    .and_then(|r| r.split_whitespace().next())
-                    .and_then(|v| v.parse().ok())
-            })
-            .expect("import --stats reports peak memory in KiB");
-        let on_disk = dir_size(&db);
+        let peak_kib = common::peak_kib(&stdout);
+        let on_disk = common::dir_size(&db);
         println!(
             "{:>11} {:>9.0} {:>10.2} {:>10.2} {:>12.0} {:>7.1}x {:>12.2} {:>10.0}",
             truth.events,

@@ -9,6 +9,8 @@
 //!
 //! `cargo bench --bench otf2` runs both sizes; `MTFDB_BENCH_EVENTS=2000000` picks others.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -26,21 +28,6 @@ fn require(program: &str, args: &[&str], install: &str) {
         eprintln!("the OTF2 benchmark needs {program} ({install})");
         std::process::exit(1);
     }
-}
-
-fn dir_size(path: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = std::fs::read_dir(path) {
-        for e in entries.flatten() {
-            let m = e.metadata().unwrap();
-            total += if m.is_dir() {
-                dir_size(&e.path())
-            } else {
-                m.len()
-            };
-        }
-    }
-    total
 }
 
 /// Writes (or reuses) an archive of about `events` events; returns its folder and the
@@ -78,20 +65,12 @@ fn best_of<F: FnMut() -> f64>(mut run: F) -> f64 {
 fn main() {
     require("python3", &["-c", "import otf2"], "pip install otf2");
     require("otf2-print", &["--version"], "apt-get install otf2-tools");
-    let sizes: Vec<u64> = std::env::var("MTFDB_BENCH_EVENTS")
-        .ok()
-        .map(|s| {
-            s.split(',')
-                .map(|x| x.trim().parse().expect("event counts"))
-                .collect()
-        })
-        .unwrap_or_else(|| vec![1_000_000, 10_000_000]);
-    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
-    std::fs::create_dir_all(&data).unwrap();
+    let sizes = common::sizes(&[1_000_000, 10_000_000]);
+    let data = common::data_dir();
     let exe = env!("CARGO_BIN_EXE_mtfdb");
     println!(
         "OTF2 import benchmark: 16 ranks, 2D stencil with Isend/Irecv/Waitall and Allreduce, on {} cores; best of {RUNS}",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        common::cores()
     );
     println!(
         "{:>11} {:>11} {:>14} {:>10} {:>12} {:>8} {:>10}",
@@ -137,14 +116,7 @@ fn main() {
                 stdout.contains(&format!(" {messages} messages")),
                 "expected {messages} messages: {stdout}"
             );
-            let kib: u64 = stdout
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("peak memory: ")
-                        .and_then(|r| r.split_whitespace().next())
-                        .and_then(|v| v.parse().ok())
-                })
-                .expect("import --stats reports peak memory in KiB");
+            let kib = common::peak_kib(&stdout);
             peak_kib = peak_kib.max(kib);
             secs
         });
@@ -152,7 +124,7 @@ fn main() {
         println!(
             "{:>11} {:>11.0} {:>14.2} {:>10.2} {:>12.0} {:>7.1}x {:>10.0}",
             written,
-            dir_size(&dir) as f64 / (1 << 20) as f64,
+            common::dir_size(&dir) as f64 / (1 << 20) as f64,
             print_secs,
             import_secs,
             written as f64 / import_secs,

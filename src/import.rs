@@ -84,9 +84,14 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
                     }
                     writer.put_encoded_chunk(table, chunk, bytes)?;
                 }
-                Encoded::Table { table, chunk, cols } => writer.put_chunk(table, chunk, &cols)?,
-                Encoded::Anomalies { chunk, anomalies } => {
+                Encoded::Plain(Job::Table { table, chunk, cols }) => {
+                    writer.put_chunk(table, chunk, &cols)?
+                }
+                Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
                     writer.put_anomalies(chunk, &anomalies)?
+                }
+                Encoded::Plain(Job::Ops { .. } | Job::Messages { .. }) => {
+                    unreachable!("column chunks are encoded")
                 }
             }
         }
@@ -102,15 +107,8 @@ enum Encoded {
         indexes: Vec<(IndexDim, u32, Vec<u8>)>,
         bytes: Vec<u8>,
     },
-    Table {
-        table: Table,
-        chunk: u32,
-        cols: Columns,
-    },
-    Anomalies {
-        chunk: u32,
-        anomalies: Vec<Anomaly>,
-    },
+    /// A table chunk or anomalies, encoded as they are written.
+    Plain(Job),
 }
 
 fn encode_job(job: Job) -> Encoded {
@@ -133,8 +131,7 @@ fn encode_job(job: Job) -> Encoded {
             indexes: encode_indexes(message_chunk_indexes(chunk, &cols)),
             bytes: cols.encode(),
         },
-        Job::Table { table, chunk, cols } => Encoded::Table { table, chunk, cols },
-        Job::Anomalies { chunk, anomalies } => Encoded::Anomalies { chunk, anomalies },
+        job @ (Job::Table { .. } | Job::Anomalies { .. }) => Encoded::Plain(job),
     }
 }
 

@@ -1,0 +1,56 @@
+//! What the import benchmarks share: the sizes to run, where their data goes, and reading the
+//! `mtfdb` binary's report.
+
+use std::path::{Path, PathBuf};
+
+/// Event counts from `MTFDB_BENCH_EVENTS` (comma-separated), else `default`.
+pub fn sizes(default: &[u64]) -> Vec<u64> {
+    std::env::var("MTFDB_BENCH_EVENTS")
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .map(|x| x.trim().parse().expect("event counts"))
+                .collect()
+        })
+        .unwrap_or_else(|| default.to_vec())
+}
+
+/// The folder benchmark inputs are written to (under `target/`, never committed).
+pub fn data_dir() -> PathBuf {
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
+    std::fs::create_dir_all(&data).unwrap();
+    data
+}
+
+/// The number of cores, for the report's first line.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Bytes of every file below `path`.
+pub fn dir_size(path: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            let m = e.metadata().unwrap();
+            total += if m.is_dir() {
+                dir_size(&e.path())
+            } else {
+                m.len()
+            };
+        }
+    }
+    total
+}
+
+/// The peak memory `mtfdb import --stats` printed, in KiB.
+pub fn peak_kib(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("peak memory: ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        })
+        .expect("import --stats reports peak memory in KiB")
+}
