@@ -580,7 +580,16 @@ fn a_corrupted_definitions_file_is_refused_with_its_name_and_offset() {
 fn a_missing_location_file_is_refused_with_its_name() {
     let (_tmp, dir) = copy_fixture("subcomms");
     std::fs::remove_file(dir.join("run/2.evt")).unwrap();
-    rejected(&dir, &["run/2.evt", "event file of location 2", "missing"]);
+    rejected(
+        &dir,
+        &[
+            "run/2.evt",
+            "event file of location 2",
+            "missing",
+            "at byte ",
+            "run.def",
+        ],
+    );
 }
 
 #[test]

@@ -517,19 +517,22 @@ impl LocationConverter {
         })
     }
 
-    /// Closes what the location left open at its end: MPI calls never left end at the last
-    /// timestamp (and are reported), operations never completed are placed as they are.
-    /// Routines never left are closed by the importer, which reports them too.
+    /// Closes what the location left open at its end: regions never left end at the
+    /// location's last timestamp and are reported; operations never completed are placed as
+    /// they are (see [`unresolved`]).
     pub fn finish(&mut self, ctx: &Context, offset: u64) {
         let last = self.last_time;
         while let Some(frame) = self.stack.pop() {
+            let routine = ctx.regions.get(frame.region).map_or(0, |r| r.name);
+            let anomaly = Item::Anomaly(Anomaly::UnclosedRoutine {
+                rank: self.rank,
+                routine,
+            });
+            self.push(anomaly, offset, true);
+            if frame.seq.is_none() {
+                self.push(self.routine(routine, last, false), offset, true);
+            }
             if let Some(seq) = frame.seq {
-                let routine = ctx.regions.get(frame.region).map_or(0, |r| r.name);
-                let anomaly = Item::Anomaly(Anomaly::UnclosedRoutine {
-                    rank: self.rank,
-                    routine,
-                });
-                self.push(anomaly, offset, true);
                 let op = self.op(seq);
                 op.end = last;
                 match op.request.filter(|_| awaits_completion(op)) {
@@ -749,37 +752,54 @@ mod tests {
     fn a_call_never_left_is_closed_at_the_last_event_and_reported() {
         let ctx = context();
         let mut c = LocationConverter::new(2, 1);
+        let send = Event::Send {
+            peer: 3,
+            comm: WORLD,
+            tag: 1,
+            bytes: 8,
+        };
         run(
             &mut c,
             &ctx,
             &[
+                (Event::Enter(USER), 4),
                 (Event::Enter(SEND), 5),
-                (
-                    Event::Send {
-                        peer: 3,
-                        comm: WORLD,
-                        tag: 1,
-                        bytes: 8,
-                    },
-                    6,
-                ),
+                (send, 6),
+                (Event::ProgramEnd, 9),
             ],
         );
         c.finish(&ctx, 99);
         let items = drain(&mut c);
-        assert_eq!(items.len(), 2);
-        let Item::Op(send) = &items[0] else {
-            panic!("{:?}", items[0])
+        assert_eq!(items.len(), 5, "{items:?}");
+        assert!(matches!(
+            items[0],
+            Item::Routine(RoutineEvent {
+                time: 4,
+                enter: true,
+                ..
+            })
+        ));
+        // Both end at the location's last timestamp (its ProgramEnd), and both are reported.
+        let Item::Op(send) = &items[1] else {
+            panic!("{:?}", items[1])
         };
         assert_eq!(
             (send.start, send.end, send.dest, send.thread),
-            (5, 6, Some(3), 1)
+            (5, 9, Some(3), 1)
         );
+        for (item, routine) in [(&items[2], 1), (&items[3], 0)] {
+            assert!(
+                matches!(item, Item::Anomaly(Anomaly::UnclosedRoutine { rank: 2, routine: r }) if *r == routine),
+                "{item:?}"
+            );
+        }
         assert!(matches!(
-            items[1],
-            Item::Anomaly(Anomaly::UnclosedRoutine {
-                rank: 2,
-                routine: 1
+            items[4],
+            Item::Routine(RoutineEvent {
+                time: 9,
+                enter: false,
+                routine: 0,
+                ..
             })
         ));
     }

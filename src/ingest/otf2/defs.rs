@@ -70,6 +70,8 @@ pub struct Location {
     pub kind: u8,
     pub events: u64,
     pub group: u32,
+    /// Byte offset of its definition record in the global definitions file.
+    pub offset: u64,
 }
 
 /// A code region (function); MPI calls are regions of paradigm MPI.
@@ -165,6 +167,11 @@ pub fn read_global(path: &Path, chunk_size: u64, announced: u64) -> Result<Defin
             _ => Ok(()),
         };
         result.map_err(|f| fault_error(&r, &global_record_name(kind), f))?;
+        if kind == 14 {
+            if let Some(l) = defs.locations.last_mut() {
+                l.offset = offset;
+            }
+        }
         let named = match kind {
             12 => defs.system_tree.last().map(|n| n.name),
             13 => defs.location_groups.last().map(|g| g.name),
@@ -286,6 +293,7 @@ fn read_location(d: &mut Decoder, defs: &mut Definitions) -> Step {
         kind,
         events,
         group,
+        offset: 0,
     });
     Ok(())
 }

@@ -182,8 +182,11 @@ impl Archive {
                     std::io::Error::new(
                         std::io::ErrorKind::NotFound,
                         format!(
-                            "the event file of location {} (rank {rank}, thread {thread}) is missing; the definitions announce {} events for it",
-                            l.id, l.events
+                            "the event file of location {} (rank {rank}, thread {thread}) is missing; its definition at byte {} of {} announces {} events",
+                            l.id,
+                            l.offset,
+                            anchor.global_defs_path().display(),
+                            l.events
                         ),
                     ),
                 ));
