@@ -172,7 +172,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     elide(w, header.processes.len());
 
     let _ = writeln!(w, "\ncommunicators: {}", header.communicators.len());
-    for c in &header.communicators {
+    for c in header.communicators.iter().take(MAX_LISTED) {
         let _ = writeln!(
             w,
             "  {} (id {}): {} members: {}",
@@ -182,6 +182,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
             rank_ranges(&c.members)
         );
     }
+    elide(w, header.communicators.len());
 
     let _ = writeln!(w, "\noperations: {}", thousands(s.operations));
     for (kind, n) in &s.by_kind {
