@@ -583,6 +583,21 @@ impl Trace {
         self.reader.views()
     }
 
+    /// Stores an analysis result (see [`crate::analysis::detection`]) under `key`.
+    pub fn put_result<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        self.reader.put_result(key, value)
+    }
+
+    /// The analysis result stored under `key`, if any.
+    pub fn result<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        self.reader.result(key)
+    }
+
+    /// Removes the stored analysis results whose keys start with `prefix`.
+    pub fn drop_results(&self, prefix: &str) -> Result<usize> {
+        self.reader.drop_results(prefix)
+    }
+
     /// Every matched message, in matching order (message id = position).
     pub fn messages(&self) -> Result<Vec<Message>> {
         self.table_rows(Table::Messages, self.meta().message_chunks, |c| {

@@ -79,6 +79,7 @@ impl Program for Bt {
             g.wait(p, &self.requests[pi], ready)?;
             g.leave(p, self.copy_faces)?;
         }
+        g.pattern("copy_faces", n, 12);
         Ok(())
     }
 }

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::rng::SplitMix64;
-use super::truth::{GroundTruth, PairTruth, RankTruth};
+use super::truth::{GroundTruth, PairTruth, PatternTruth, RankTruth};
 use crate::error::Result;
 use crate::ingest::EventSink;
 use crate::model::{
@@ -150,6 +150,7 @@ pub(crate) struct Gen<'s> {
     pairs: Vec<Vec<PairTruth>>,
     instances: [u64; NKINDS],
     routine_events: u64,
+    patterns: std::collections::BTreeMap<String, PatternTruth>,
 }
 
 impl<'s> Gen<'s> {
@@ -174,7 +175,17 @@ impl<'s> Gen<'s> {
             pairs: vec![Vec::new(); n as usize],
             instances: [0; NKINDS],
             routine_events: 0,
+            patterns: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Records one emission of the communication structure `name` across `processes`
+    /// processes, each with at least `min_events` events in it.
+    pub(crate) fn pattern(&mut self, name: &str, processes: u32, min_events: u32) {
+        let p = self.patterns.entry(name.to_string()).or_default();
+        p.processes = processes;
+        p.min_events = min_events;
+        p.occurrences += 1;
     }
 
     /// Number of ranks.
@@ -563,6 +574,7 @@ impl<'s> Gen<'s> {
         truth.last_time = per_rank.iter().map(|r| r.last_time).max().unwrap_or(0);
         truth.per_rank = per_rank;
         truth.permutation = self.perm;
+        truth.patterns = self.patterns;
         Ok(truth)
     }
 }

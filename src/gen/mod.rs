@@ -354,6 +354,7 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
     g.world_collective(OpKind::Bcast, Some(0), int, &|local| {
         engine::bcast_sizes(local, 0, members, SETUP_BCAST_BYTES)
     })?;
+    g.pattern("setup: MPI_Bcast", n, 1);
     g.leave_all(setup)?;
 
     for i in 0..config.iterations {

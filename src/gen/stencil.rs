@@ -113,6 +113,8 @@ impl Program for Stencil2d {
             g.leave(p, self.exchange)?;
         }
 
+        let fewest = self.neighbours.iter().map(|nb| nb.iter().flatten().count());
+        g.pattern("halo exchange", n, 2 * fewest.min().unwrap_or(0) as u32);
         g.enter_all(self.io)?;
         let members = n as usize;
         g.world_collective(OpKind::Bcast, Some(0), self.float, &|local| {
@@ -130,6 +132,12 @@ impl Program for Stencil2d {
                 (if local == 0 { total } else { 0 }, scatterv_bytes(local))
             })?;
         }
+        let io = match (i % 4 == 3, i % 8 == 7) {
+            (_, true) => ("io: MPI_Bcast MPI_Gather MPI_Scatterv", 3),
+            (true, false) => ("io: MPI_Bcast MPI_Gather", 2),
+            _ => ("io: MPI_Bcast", 1),
+        };
+        g.pattern(io.0, n, io.1);
         g.leave_all(self.io)
     }
 }

@@ -69,6 +69,19 @@ impl RankTruth {
     }
 }
 
+/// A communication structure the generator emitted (a halo exchange, one wavefront, an `io`
+/// round of collectives), counted each time it was emitted: what pattern detection must find.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternTruth {
+    /// The processes taking part.
+    pub processes: u32,
+    /// The fewest events (sends, receives, collectives) any of them has in one occurrence; a
+    /// structure of one event per process is no pattern (patterns have at least two events).
+    pub min_events: u32,
+    /// How many times it was emitted.
+    pub occurrences: u64,
+}
+
 /// Everything a generated trace must contain, computed by the generator as it emits.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroundTruth {
@@ -114,6 +127,9 @@ pub struct GroundTruth {
     pub first_time: Time,
     /// Latest event end (ns).
     pub last_time: Time,
+    /// The communication structures emitted, by name (recorded by `stencil2d`, `sweep`, `lu`
+    /// and `bt`, and the setup broadcast of every scenario).
+    pub patterns: BTreeMap<String, PatternTruth>,
 }
 
 impl GroundTruth {

@@ -199,7 +199,29 @@ impl Program for Wavefront {
     }
 
     fn iteration(&mut self, g: &mut Gen<'_>, _i: u32) -> Result<()> {
+        let n = g.ranks();
+        // Every rank has its upstream receives and downstream sends in each block.
+        let grid = self.grid;
+        let fewest = (0..n)
+            .map(|p| {
+                let (x, y) = grid.xy(p);
+                let sides = [x > 0, y > 0, x + 1 < grid.nx, y + 1 < grid.ny];
+                sides.iter().filter(|&&s| s).count() as u32 * BLOCKS
+            })
+            .min()
+            .unwrap_or(0);
+        let shared_name = self.fronts.len() > 1
+            && self
+                .fronts
+                .iter()
+                .all(|f| f.routine_name == self.fronts[0].routine_name);
         for f in 0..self.fronts.len() {
+            let name = if shared_name {
+                format!("{} {}", self.fronts[f].routine_name, f + 1)
+            } else {
+                self.fronts[f].routine_name.to_string()
+            };
+            g.pattern(&name, n, fewest);
             let layers = self.fronts[f].layer_start.len() - 1;
             for step in 0..layers + BLOCKS as usize - 1 {
                 for block in 0..BLOCKS {
@@ -220,6 +242,7 @@ impl Program for Wavefront {
                 }
             }
         }
+        g.pattern(&format!("{}: MPI_Allreduce", self.reduce_name), n, 1);
         g.world_allreduce(self.reduce, self.double, self.reduce_bytes)
     }
 }

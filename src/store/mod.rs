@@ -630,6 +630,14 @@ pub fn encode_index_bitmap(ids: &RoaringBitmap) -> Vec<u8> {
 
 const VIEW_PREFIX: &[u8] = b"v/";
 
+const RESULT_PREFIX: &[u8] = b"r/";
+
+fn result_key(key: &str) -> Vec<u8> {
+    let mut k = RESULT_PREFIX.to_vec();
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
 fn view_key(name: &str) -> Vec<u8> {
     let mut k = VIEW_PREFIX.to_vec();
     k.extend_from_slice(name.as_bytes());
@@ -770,6 +778,35 @@ impl TraceReader {
             ));
         }
         Ok(out)
+    }
+
+    /// Stores (or replaces) an analysis result (patterns, phases) under `key`: a small table
+    /// serialized with its parameters, sealed with a checksum like the catalog.
+    pub fn put_result<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        self.tree.insert(result_key(key), encode_meta(value))?;
+        self.tree.flush()?;
+        Ok(())
+    }
+
+    /// The analysis result stored under `key`, if any.
+    pub fn result<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        let what = format!("stored result {key:?} of trace {:?}", self.meta.name);
+        match self.tree.get(result_key(key))? {
+            Some(bytes) => Ok(Some(decode_meta(&bytes, &what)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes every stored analysis result whose key starts with `prefix`; returns how many.
+    pub fn drop_results(&self, prefix: &str) -> Result<usize> {
+        let mut n = 0;
+        for kv in self.tree.scan_prefix(result_key(prefix)) {
+            let (k, _) = kv?;
+            self.tree.remove(k)?;
+            n += 1;
+        }
+        self.tree.flush()?;
+        Ok(n)
     }
 
     /// Only the `wanted` columns of chunk `chunk` of `table` (see [`tables::decode_columns`]).

@@ -1,0 +1,420 @@
+//! Communication patterns (thesis §2.8, Algorithm 4.7): the occurrences of process patterns on
+//! different processes joined through the messages and collective instances that link their
+//! events. It is connected components (union–find) over the nodes "process-pattern
+//! occurrence" and "lone event" (an event in no occurrence that partners one), with an edge
+//! per matched message and per collective instance. Components with the same shape (the
+//! multiset of (process, process pattern) and (process, lone event)) are occurrences of one
+//! communication pattern.
+
+use roaring::RoaringBitmap;
+
+use super::process_events::{Alphabet, ProcessEvents};
+use crate::hash::FxHashMap;
+use crate::model::{CollectiveInstance, Message, OpId, Rank, Time};
+
+/// One process pattern of one process, with its occurrences as event ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessPatternOccurrences {
+    /// The pattern's symbols.
+    pub symbols: Vec<u32>,
+    /// Each occurrence as `start..end` in the process's event sequence.
+    pub occurrences: Vec<(usize, usize)>,
+}
+
+/// A part of a communication pattern's shape on one process.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ShapePart {
+    /// An occurrence of the process's pattern with these symbols.
+    Pattern(Vec<u32>),
+    /// A single event (in no pattern) partnering one.
+    Event(u32),
+}
+
+/// A communication pattern: a shape and its occurrences.
+#[derive(Debug, Clone)]
+pub struct CommPattern {
+    /// 1-based, in the order of first occurrence.
+    pub id: u32,
+    /// The processes it involves, ascending.
+    pub processes: Vec<Rank>,
+    /// Its parts, by process.
+    pub shape: Vec<(Rank, ShapePart)>,
+    /// Its occurrences, by start time.
+    pub occurrences: Vec<CommOccurrence>,
+}
+
+impl CommPattern {
+    /// The shape in words: `P0: R1 S1 | P1: R0 S0`.
+    pub fn describe(&self, alphabet: &Alphabet) -> String {
+        let parts: Vec<String> = self
+            .shape
+            .iter()
+            .map(|(rank, part)| match part {
+                ShapePart::Pattern(symbols) => format!("P{rank}: {}", alphabet.render(symbols)),
+                ShapePart::Event(s) => format!("P{rank}: {}", alphabet.render(&[*s])),
+            })
+            .collect();
+        parts.join(" | ")
+    }
+
+    /// Events in one occurrence.
+    pub fn events(&self) -> usize {
+        self.shape
+            .iter()
+            .map(|(_, p)| match p {
+                ShapePart::Pattern(s) => s.len(),
+                ShapePart::Event(_) => 1,
+            })
+            .sum()
+    }
+}
+
+/// One occurrence of a communication pattern.
+#[derive(Debug, Clone)]
+pub struct CommOccurrence {
+    /// Start time of its first event.
+    pub start: Time,
+    /// Start time of its last event.
+    pub end: Time,
+    /// The operations of its events.
+    pub ops: RoaringBitmap,
+    /// The messages between its events (message ids).
+    pub messages: RoaringBitmap,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Union–find with path halving.
+struct Components {
+    parent: Vec<u32>,
+}
+
+impl Components {
+    fn new() -> Components {
+        Components { parent: Vec::new() }
+    }
+
+    fn add(&mut self) -> u32 {
+        self.parent.push(self.parent.len() as u32);
+        self.parent.len() as u32 - 1
+    }
+
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            let grand = self.parent[self.parent[x as usize] as usize];
+            self.parent[x as usize] = grand;
+            x = grand;
+        }
+        x
+    }
+
+    fn union(&mut self, a: u32, b: u32) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            self.parent[a.max(b) as usize] = a.min(b);
+        }
+    }
+}
+
+/// What a node stands for.
+#[derive(Clone, Copy)]
+enum Node {
+    /// Occurrence `occurrence` of pattern `pattern` of the process at index `process`.
+    Occurrence {
+        process: u32,
+        pattern: u32,
+        start: u32,
+        end: u32,
+    },
+    /// Event `event` of the process at index `process`.
+    Event { process: u32, event: u32 },
+}
+
+/// Joins process-pattern occurrences into communication patterns. `patterns[i]` are the
+/// patterns of `events[i]`; an event covered by several occurrences belongs to the longest
+/// (occurrences that would share events with a longer one are dropped).
+pub fn assemble(
+    events: &[ProcessEvents],
+    patterns: &[Vec<ProcessPatternOccurrences>],
+    messages: &[Message],
+    collectives: &[CollectiveInstance],
+) -> Vec<CommPattern> {
+    let mut uf = Components::new();
+    let mut nodes: Vec<Node> = Vec::new();
+    // Per process, the node of each event (NONE until known).
+    let mut node_of: Vec<Vec<u32>> = events.iter().map(|e| vec![NONE; e.len()]).collect();
+    for (p, list) in patterns.iter().enumerate() {
+        let mut order: Vec<(usize, usize, usize)> = Vec::new();
+        for (pattern, pp) in list.iter().enumerate() {
+            for &(start, end) in &pp.occurrences {
+                order.push((pattern, start, end));
+            }
+        }
+        order.sort_by_key(|&(_, start, end)| (std::cmp::Reverse(end - start), start));
+        for (pattern, start, end) in order {
+            let covered = &mut node_of[p][start..end];
+            if covered.iter().any(|&n| n != NONE) {
+                continue;
+            }
+            let id = uf.add();
+            nodes.push(Node::Occurrence {
+                process: p as u32,
+                pattern: pattern as u32,
+                start: start as u32,
+                end: end as u32,
+            });
+            covered.fill(id);
+        }
+    }
+    // Where each operation's send, receive and collective event is.
+    let mut send_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
+    let mut recv_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
+    let mut coll_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
+    for (p, e) in events.iter().enumerate() {
+        for i in 0..e.len() {
+            let (op, at) = (e.ops[i], (p as u32, i as u32));
+            // An MPI_Sendrecv gives a send event followed by a receive event of the same op.
+            if i > 0 && e.ops[i - 1] == op {
+                recv_at.insert(op, at);
+            } else if i + 1 < e.len() && e.ops[i + 1] == op {
+                send_at.insert(op, at);
+            } else {
+                send_at.insert(op, at);
+                recv_at.insert(op, at);
+                coll_at.insert(op, at);
+            }
+        }
+    }
+    let mut node = |uf: &mut Components, nodes: &mut Vec<Node>, (p, i): (u32, u32)| -> u32 {
+        let n = node_of[p as usize][i as usize];
+        if n != NONE {
+            return n;
+        }
+        let id = uf.add();
+        nodes.push(Node::Event {
+            process: p,
+            event: i,
+        });
+        node_of[p as usize][i as usize] = id;
+        id
+    };
+    let mut message_nodes: Vec<(u32, u32)> = Vec::with_capacity(messages.len());
+    for (mid, m) in messages.iter().enumerate() {
+        if let (Some(&s), Some(&r)) = (send_at.get(&m.send_op), recv_at.get(&m.recv_op)) {
+            let (a, b) = (node(&mut uf, &mut nodes, s), node(&mut uf, &mut nodes, r));
+            uf.union(a, b);
+            message_nodes.push((mid as u32, a));
+        }
+    }
+    for c in collectives {
+        let mut first: Option<u32> = None;
+        for op in &c.ops {
+            if let Some(&at) = coll_at.get(op) {
+                let n = node(&mut uf, &mut nodes, at);
+                match first {
+                    Some(f) => uf.union(f, n),
+                    None => first = Some(n),
+                }
+            }
+        }
+    }
+
+    // Components holding at least one occurrence are instances of communication patterns.
+    let mut members: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    for n in 0..nodes.len() as u32 {
+        let root = uf.find(n);
+        members.entry(root).or_default().push(n);
+    }
+    let mut by_shape: FxHashMap<Vec<(Rank, ShapePart)>, Vec<CommOccurrence>> = FxHashMap::default();
+    let mut occurrence_of_root: FxHashMap<u32, (Vec<(Rank, ShapePart)>, usize)> =
+        FxHashMap::default();
+    for (root, list) in members {
+        if !list
+            .iter()
+            .any(|&n| matches!(nodes[n as usize], Node::Occurrence { .. }))
+        {
+            continue;
+        }
+        let mut shape = Vec::with_capacity(list.len());
+        let mut occ = CommOccurrence {
+            start: Time::MAX,
+            end: 0,
+            ops: RoaringBitmap::new(),
+            messages: RoaringBitmap::new(),
+        };
+        for &n in &list {
+            let (p, range, part) = match nodes[n as usize] {
+                Node::Occurrence {
+                    process,
+                    pattern,
+                    start,
+                    end,
+                } => (
+                    process as usize,
+                    start as usize..end as usize,
+                    ShapePart::Pattern(
+                        patterns[process as usize][pattern as usize].symbols.clone(),
+                    ),
+                ),
+                Node::Event { process, event } => (
+                    process as usize,
+                    event as usize..event as usize + 1,
+                    ShapePart::Event(events[process as usize].symbols[event as usize]),
+                ),
+            };
+            let e = &events[p];
+            for i in range {
+                occ.ops.insert(e.ops[i] as u32);
+                occ.start = occ.start.min(e.times[i]);
+                occ.end = occ.end.max(e.times[i]);
+            }
+            shape.push((e.rank, part));
+        }
+        shape.sort();
+        let list = by_shape.entry(shape.clone()).or_default();
+        occurrence_of_root.insert(root, (shape, list.len()));
+        list.push(occ);
+    }
+    for (mid, n) in message_nodes {
+        let root = uf.find(n);
+        if let Some((shape, i)) = occurrence_of_root.get(&root) {
+            if let Some(list) = by_shape.get_mut(shape) {
+                list[*i].messages.insert(mid);
+            }
+        }
+    }
+    let mut out: Vec<CommPattern> = by_shape
+        .into_iter()
+        .map(|(shape, mut occurrences)| {
+            occurrences.sort_by_key(|o| (o.start, o.end));
+            let mut processes: Vec<Rank> = shape.iter().map(|(r, _)| *r).collect();
+            processes.dedup();
+            CommPattern {
+                id: 0,
+                processes,
+                shape,
+                occurrences,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (a.occurrences[0].start, &a.shape).cmp(&(b.occurrences[0].start, &b.shape)));
+    for (i, p) in out.iter_mut().enumerate() {
+        p.id = i as u32 + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::process_events::EventKey;
+
+    fn events(
+        rank: Rank,
+        keys: &[EventKey],
+        ops: &[OpId],
+        alphabet: &mut Alphabet,
+    ) -> ProcessEvents {
+        ProcessEvents {
+            rank,
+            symbols: keys.iter().map(|k| alphabet.intern(*k)).collect(),
+            ops: ops.to_vec(),
+            times: ops.iter().map(|&o| o * 10).collect(),
+            blocks: vec![0; keys.len()],
+        }
+    }
+
+    fn message(id: u64, send_op: OpId, recv_op: OpId) -> Message {
+        Message {
+            sender: 0,
+            receiver: 0,
+            comm: 0,
+            tag: id as i32,
+            bytes: 8,
+            send_time: 0,
+            recv_time: 0,
+            send_op,
+            recv_op,
+        }
+    }
+
+    #[test]
+    fn occurrences_joined_by_messages_form_one_pattern_per_shape() {
+        use EventKey::*;
+        let mut a = Alphabet::default();
+        // Two rounds of P0 -> P1 -> P0 (ops 1..), the second on other op ids.
+        let p0 = events(
+            0,
+            &[Send(1), Receive(1), Send(1), Receive(1)],
+            &[1, 2, 3, 4],
+            &mut a,
+        );
+        let p1 = events(
+            1,
+            &[Receive(0), Send(0), Receive(0), Send(0)],
+            &[11, 12, 13, 14],
+            &mut a,
+        );
+        let pat = |s: &ProcessEvents| ProcessPatternOccurrences {
+            symbols: s.symbols[0..2].to_vec(),
+            occurrences: vec![(0, 2), (2, 4)],
+        };
+        let patterns = vec![vec![pat(&p0)], vec![pat(&p1)]];
+        let messages = vec![
+            message(0, 1, 11),
+            message(1, 12, 2),
+            message(2, 3, 13),
+            message(3, 14, 4),
+        ];
+        let found = assemble(&[p0, p1], &patterns, &messages, &[]);
+        assert_eq!(found.len(), 1);
+        let p = &found[0];
+        assert_eq!(
+            (p.id, p.processes.clone(), p.occurrences.len()),
+            (1, vec![0, 1], 2)
+        );
+        assert_eq!(p.describe(&a), "P0: S1 R1 | P1: R0 S0");
+        assert_eq!(
+            p.occurrences[0].ops.iter().collect::<Vec<_>>(),
+            vec![1, 2, 11, 12]
+        );
+        assert_eq!(
+            p.occurrences[1].messages.iter().collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        assert_eq!((p.occurrences[0].start, p.occurrences[0].end), (10, 120));
+    }
+
+    #[test]
+    fn a_lone_partner_event_joins_the_occurrence_it_talks_to() {
+        use EventKey::*;
+        let mut a = Alphabet::default();
+        let p0 = events(
+            0,
+            &[Send(1), Send(2), Send(1), Send(2)],
+            &[1, 2, 3, 4],
+            &mut a,
+        );
+        let p1 = events(1, &[Receive(0), Receive(0)], &[11, 12], &mut a);
+        let p2 = events(2, &[Receive(0), Receive(0)], &[21, 22], &mut a);
+        let patterns = vec![
+            vec![ProcessPatternOccurrences {
+                symbols: p0.symbols[0..2].to_vec(),
+                occurrences: vec![(0, 2), (2, 4)],
+            }],
+            vec![],
+            vec![],
+        ];
+        let messages = vec![
+            message(0, 1, 11),
+            message(1, 2, 21),
+            message(2, 3, 12),
+            message(3, 4, 22),
+        ];
+        let found = assemble(&[p0, p1, p2], &patterns, &messages, &[]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].describe(&a), "P0: S1 S2 | P1: R0 | P2: R0");
+        assert_eq!(found[0].occurrences.len(), 2);
+        assert_eq!(found[0].events(), 4);
+    }
+}

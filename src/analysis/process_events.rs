@@ -1,0 +1,189 @@
+//! Each process's trace as a sequence of communication events, the input of pattern detection
+//! (thesis §2.2): `S<peer>` for a send, `R<peer>` for a receive, a collective by its name (and
+//! root); waits, tests and other calls are not events. With routine delimiters (the thesis's
+//! "routine-call-directed" variant), each event carries the routine call that directly
+//! contains it, and patterns never cross from one such call to another.
+
+use std::fmt;
+
+use crate::error::Result;
+use crate::hash::FxHashMap;
+use crate::model::{OpId, OpKind, Rank, Time};
+use crate::Trace;
+
+/// An event of the pattern alphabet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKey {
+    /// A send to a world rank.
+    Send(Rank),
+    /// A receive from a world rank.
+    Receive(Rank),
+    /// A collective, with its root's world rank when it has one.
+    Collective(OpKind, Option<Rank>),
+}
+
+impl fmt::Display for EventKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EventKey::Send(r) => write!(f, "S{r}"),
+            EventKey::Receive(r) => write!(f, "R{r}"),
+            EventKey::Collective(kind, root) => {
+                f.write_str(kind.mpi_name().unwrap_or("MPI_Other"))?;
+                if let Some(root) = root {
+                    write!(f, "({root})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The symbols of a trace's events: dense ids shared by every process.
+#[derive(Debug, Clone, Default)]
+pub struct Alphabet {
+    keys: Vec<EventKey>,
+    ids: FxHashMap<EventKey, u32>,
+}
+
+impl Alphabet {
+    /// The symbol of `key`, made if new.
+    pub fn intern(&mut self, key: EventKey) -> u32 {
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.keys.len() as u32;
+        self.keys.push(key);
+        self.ids.insert(key, id);
+        id
+    }
+
+    /// The symbol of `key`, if any event has it.
+    pub fn get(&self, key: &EventKey) -> Option<u32> {
+        self.ids.get(key).copied()
+    }
+
+    /// The event a symbol stands for.
+    pub fn key(&self, symbol: u32) -> EventKey {
+        self.keys[symbol as usize]
+    }
+
+    /// `S2 S3 R2`: a symbol sequence in words.
+    pub fn render(&self, symbols: &[u32]) -> String {
+        let words: Vec<String> = symbols.iter().map(|&s| self.key(s).to_string()).collect();
+        words.join(" ")
+    }
+
+    /// Number of distinct symbols.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no event was seen.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// One process's events in time order.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessEvents {
+    /// The world rank.
+    pub rank: Rank,
+    /// Each event's symbol.
+    pub symbols: Vec<u32>,
+    /// Each event's operation (an `MPI_Sendrecv` gives two events of one operation).
+    pub ops: Vec<OpId>,
+    /// Each event's operation start time.
+    pub times: Vec<Time>,
+    /// Each event's block: the routine call that directly contains it (patterns never cross
+    /// blocks), numbered from 0 per process; every event is in block 0 without delimiters.
+    pub blocks: Vec<u32>,
+}
+
+impl ProcessEvents {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// True for a process without communication events.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+}
+
+/// Reads every process's events (`delimiters`: split them by the routine call that directly
+/// contains them).
+pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<ProcessEvents>)> {
+    let mut alphabet = Alphabet::default();
+    let ranks = trace.header().processes.len() as Rank;
+    let calls = if delimiters {
+        trace.routine_calls()?
+    } else {
+        Vec::new()
+    };
+    // Routine calls per (rank, thread) as (start, end), by start time.
+    let mut calls_of: FxHashMap<(Rank, u32), Vec<(Time, Time)>> = FxHashMap::default();
+    for c in &calls {
+        calls_of
+            .entry((c.rank, c.thread))
+            .or_default()
+            .push((c.start, c.end));
+    }
+    for list in calls_of.values_mut() {
+        list.sort_unstable();
+    }
+    let mut out = Vec::with_capacity(ranks as usize);
+    for rank in 0..ranks {
+        let mut ops = trace.process_operations(rank)?;
+        ops.sort_by_key(|(id, op)| (op.start, *id));
+        let mut events = ProcessEvents {
+            rank,
+            ..ProcessEvents::default()
+        };
+        // Per thread: the open routine calls (end, block) and the next call to open.
+        let mut cursors: FxHashMap<u32, (usize, Vec<(Time, u32)>)> = FxHashMap::default();
+        let mut next_block = 1u32;
+        for (id, op) in &ops {
+            let mut keys: [Option<EventKey>; 2] = [None, None];
+            if op.kind.is_send() {
+                keys[0] = op.dest.map(EventKey::Send);
+            }
+            if op.kind.is_receive() {
+                keys[1] = op.source.map(EventKey::Receive);
+            }
+            if op.kind.is_collective() {
+                keys[0] = Some(EventKey::Collective(op.kind, op.root));
+            }
+            if keys.iter().all(Option::is_none) {
+                continue;
+            }
+            let block = match calls_of.get(&(rank, op.thread)) {
+                Some(list) => {
+                    let (next, open) = cursors.entry(op.thread).or_default();
+                    // Open every call that started by now, close those that ended before.
+                    while *next < list.len() && list[*next].0 <= op.start {
+                        let (start, end) = list[*next];
+                        open.retain(|&(e, _)| e >= start);
+                        open.push((end, next_block));
+                        next_block += 1;
+                        *next += 1;
+                    }
+                    open.retain(|&(e, _)| e >= op.start);
+                    // The innermost open call (a call ending exactly at the op's start does
+                    // not contain it unless the op has no duration).
+                    open.last().map_or(0, |&(_, b)| b)
+                }
+                None => 0,
+            };
+            for key in keys.into_iter().flatten() {
+                events.symbols.push(alphabet.intern(key));
+                events.ops.push(*id);
+                events.times.push(op.start);
+                events.blocks.push(block);
+            }
+        }
+        out.push(events);
+    }
+    Ok((alphabet, out))
+}
