@@ -1,4 +1,6 @@
 //! Analyses over stored traces. They read through the same [`Trace`](crate::Trace) API as
-//! queries do, chunk by chunk.
+//! queries do, chunk by chunk; [`phases`] works on a sequence of pattern instances already
+//! extracted.
 
+pub mod phases;
 pub mod stats;
