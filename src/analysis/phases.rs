@@ -570,3 +570,635 @@ impl CompensatedSum {
         self.sum + self.compensation
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn compat() -> Params {
+        Params {
+            s0: 0.0,
+            mode: Mode::ThesisCompat,
+        }
+    }
+
+    fn correct(s0: f64) -> Params {
+        Params {
+            s0,
+            mode: Mode::Correct,
+        }
+    }
+
+    fn chars(text: &str) -> Vec<char> {
+        text.chars().collect()
+    }
+
+    fn root(text: &str, params: &Params) -> PhaseNode {
+        segment(&chars(text), params).root().unwrap().clone()
+    }
+
+    fn ranges(nodes: &[&PhaseNode]) -> Vec<(usize, usize)> {
+        nodes.iter().map(|n| (n.ps, n.pe)).collect()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    /// Rounds to 2 decimals the way the thesis's tables do: a half goes to the even
+    /// neighbour (−0.125 is printed −0.12).
+    fn round2(x: f64) -> f64 {
+        let y = x * 100.0;
+        let floor = y.floor();
+        let r = if (y - floor - 0.5).abs() < 1e-9 {
+            if floor.rem_euclid(2.0) == 0.0 {
+                floor
+            } else {
+                floor + 1.0
+            }
+        } else {
+            y.round()
+        };
+        r / 100.0
+    }
+
+    /// Rounds to 3 decimals (the precision §3.4 of the digest quotes).
+    fn round3(x: f64) -> f64 {
+        (x * 1000.0).round() / 1000.0
+    }
+
+    /// Checks a tree against rows of a thesis table, "S5,1,23,23,0.5,5,0.2,1.53,S3" (id, ps,
+    /// pe, len, D, pc, τ, s, parent), given in id order: the tree's node `j` must be row `j`,
+    /// positions shifted by `offset`, values equal after the tables' rounding.
+    fn matches_table(tree: &PhaseTree, rows: &[&str], offset: usize) -> Result<(), String> {
+        if tree.len() != rows.len() {
+            return Err(format!(
+                "{} nodes, the table has {}",
+                tree.len(),
+                rows.len()
+            ));
+        }
+        let ids: Vec<&str> = rows.iter().map(|r| r.split(',').next().unwrap()).collect();
+        for (node, row) in tree.nodes().iter().zip(rows) {
+            let f: Vec<&str> = row.split(',').collect();
+            let num = |i: usize| f[i].parse::<f64>().unwrap();
+            let pos = |i: usize| f[i].parse::<usize>().unwrap();
+            let s_ok = match (node.s, f[7]) {
+                (None, "-") => true,
+                (Some(s), t) if t != "-" => round2(s) == num(7),
+                _ => false,
+            };
+            let ok = node.ps + offset == pos(1)
+                && node.pe + offset == pos(2)
+                && node.len == pos(3)
+                && round2(node.d) == num(4)
+                && node.pc + offset == pos(5)
+                && round2(node.tau) == num(6)
+                && s_ok
+                && node.parent == ids.iter().position(|id| *id == f[8]);
+            if !ok {
+                return Err(format!("table {row} vs {node:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sequences that reproduce whole subtrees of Tables 5.2 (SMG2000) and 5.8 (NAS BT) in
+    /// thesis-compat mode, found by trying every assignment of symbols to the homogeneous
+    /// blocks the leaves show (the traces themselves are not published), with the rows and
+    /// the offset of the subtree's first position.
+    const THESIS_SUBTREES: &[(&str, &[&str], usize)] = &[
+        (
+            "AABCCBBBBBBBBBBBBDDDDBB",
+            &[
+                "S5,1,23,23,0.5,5,0.2,1.53,S3",
+                "S7,1,5,5,0.92,2,0.23,2.97,S5",
+                "S8,6,23,18,0.44,17,0.23,0.89,S5",
+                "S9,1,2,2,-0.25,1,0.5,-1.5,S7",
+                "S10,3,5,3,0.66,3,0.26,1.49,S7",
+                "S11,3,3,1,0,2,0,-,S10",
+                "S12,4,5,2,-0.25,4,0.5,-1.5,S10",
+                "S13,6,17,12,-0.04,16,0.3,-1.14,S8",
+                "S14,18,23,6,0.79,21,0.22,2.66,S8",
+                "S15,18,21,4,-0.12,20,0.5,-1.25,S14",
+                "S16,22,23,2,-0.25,22,0.5,-1.5,S14",
+            ],
+            0,
+        ),
+        (
+            "AABBCCDDEEAABBCCDDF",
+            &[
+                "S17,24,42,19,0.42,37,0.34,0.25,S6",
+                "S19,24,37,14,0.45,29,0.41,0.11,S17",
+                "S20,38,42,5,0.92,39,0.23,2.97,S17",
+                "S21,24,29,6,0.88,25,0.22,3.08,S19",
+                "S22,30,37,8,0.97,33,0.19,4.18,S19",
+                "S23,24,25,2,-0.25,24,0.5,-1.5,S21",
+                "S24,26,29,4,0.81,27,0.25,2.22,S21",
+                "S25,26,27,2,-0.25,26,0.5,-1.5,S24",
+                "S26,28,29,2,-0.25,28,0.5,-1.5,S24",
+                "S27,30,33,4,0.81,31,0.25,2.22,S22",
+                "S28,34,37,4,0.81,35,0.25,2.22,S22",
+                "S29,30,31,2,-0.25,30,0.5,-1.5,S27",
+                "S30,32,33,2,-0.25,32,0.5,-1.5,S27",
+                "S31,34,35,2,-0.25,34,0.5,-1.5,S28",
+                "S32,36,37,2,-0.25,36,0.5,-1.5,S28",
+                "S33,38,39,2,-0.25,38,0.5,-1.5,S20",
+                "S34,40,42,3,0.75,41,0.26,1.85,S20",
+                "S35,40,41,2,-0.25,40,0.5,-1.5,S34",
+                "S36,42,42,1,0,41,0,-,S34",
+            ],
+            23,
+        ),
+        (
+            "AAAAAABBBBAACCDDEEFFAACCDDEEFF",
+            &[
+                "S39,265,294,30,0.76,276,0.16,3.63,S38",
+                "S41,265,276,12,0.43,270,0.3,0.44,S39",
+                "S42,277,294,18,0.36,280,0.35,0.05,S39",
+                "S43,265,270,6,-0.08,269,0.43,-1.19,S41",
+                "S44,271,276,6,0.79,274,0.22,2.66,S41",
+                "S45,271,274,4,-0.12,273,0.5,-1.25,S44",
+                "S46,275,276,2,-0.25,275,0.5,-1.5,S44",
+                "S47,277,280,4,0.81,278,0.25,2.22,S42",
+                "S48,281,294,14,0.45,286,0.41,0.11,S42",
+                "S49,277,278,2,-0.25,277,0.5,-1.5,S47",
+                "S50,279,280,2,-0.25,279,0.5,-1.5,S47",
+                "S51,281,286,6,0.88,282,0.22,3.08,S48",
+                "S52,287,294,8,0.97,290,0.19,4.18,S48",
+                "S53,281,282,2,-0.25,281,0.5,-1.5,S51",
+                "S54,283,286,4,0.81,284,0.25,2.22,S51",
+                "S55,283,284,2,-0.25,283,0.5,-1.5,S54",
+                "S56,285,286,2,-0.25,285,0.5,-1.5,S54",
+                "S57,287,290,4,0.81,288,0.25,2.22,S52",
+                "S58,291,294,4,0.81,292,0.25,2.22,S52",
+                "S59,287,288,2,-0.25,287,0.5,-1.5,S57",
+                "S60,289,290,2,-0.25,289,0.5,-1.5,S57",
+                "S61,291,292,2,-0.25,291,0.5,-1.5,S58",
+                "S62,293,294,2,-0.25,293,0.5,-1.5,S58",
+            ],
+            264,
+        ),
+        (
+            "ABBB",
+            &[
+                "S64,2062,2065,4,0.58,2062,0.25,1.31,S2",
+                "S65,2062,2062,1,0,2061,0,-,S64",
+                "S66,2063,2065,3,-0.17,2064,0.53,-1.32,S64",
+            ],
+            2061,
+        ),
+        (
+            "AAAAAB",
+            &[
+                "S3,1,6,6,0.57,5,0.22,1.63,S1",
+                "S5,1,5,5,-0.1,4,0.46,-1.22,S3",
+                "S6,6,6,1,0,5,0,-,S3",
+            ],
+            0,
+        ),
+        (
+            "AAABBBCCCDEDF",
+            &[
+                "S8,7434,7446,13,1.03,7439,0.14,6.23,S2",
+                "S9,7434,7439,6,0.84,7436,0.22,2.92,S8",
+                "S10,7440,7446,7,1.01,7442,0.2,4.03,S8",
+                "S11,7434,7436,3,-0.17,7435,0.53,-1.32,S9",
+                "S12,7437,7439,3,-0.17,7438,0.53,-1.32,S9",
+                "S13,7440,7442,3,-0.17,7441,0.53,-1.32,S10",
+                "S14,7443,7446,4,0.69,7445,0.25,1.75,S10",
+                "S15,7443,7445,3,0.21,7443,0.53,-0.6,S14",
+                "S16,7446,7446,1,0,7445,0,-,S14",
+            ],
+            7433,
+        ),
+    ];
+
+    #[test]
+    fn thesis_subtrees_are_reproduced_in_compat_mode_only() {
+        for &(seq, rows, offset) in THESIS_SUBTREES {
+            let tree = segment(&chars(seq), &compat());
+            if let Err(e) = matches_table(&tree, rows, offset) {
+                panic!("{seq}: {e}");
+            }
+            let textbook = segment(&chars(seq), &correct(0.0));
+            assert!(matches_table(&textbook, rows, offset).is_err(), "{seq}");
+        }
+    }
+
+    /// The checks of §3.4: exact closed forms (log2 3 = `l3`, log2 5 = `l5`), the tables'
+    /// 2-decimal values and the digest's 3-decimal ones.
+    #[test]
+    fn compat_values_of_section_3_4() {
+        let l3 = 3f64.log2();
+        let l5 = 5f64.log2();
+        // (sequence, D, cut, τ, s, table D, table τ, table s, 3-decimal D)
+        let cases = [
+            (
+                "AAXYY",
+                l5 - 1.4,
+                2,
+                l5 / 10.0,
+                9.0 - 14.0 / l5,
+                0.92,
+                0.23,
+                2.97,
+                0.922,
+            ),
+            (
+                "XYY",
+                5.0 / 9.0 * l3 - 2.0 / 9.0,
+                1,
+                l3 / 6.0,
+                7.0 / 3.0 - 4.0 / (3.0 * l3),
+                0.66,
+                0.26,
+                1.49,
+                0.658,
+            ),
+            (
+                "AABB",
+                (4.0 - l3) / 3.0,
+                2,
+                0.25,
+                (13.0 - 4.0 * l3) / 3.0,
+                0.81,
+                0.25,
+                2.22,
+                0.805,
+            ),
+            (
+                "ABA",
+                5.0 / 9.0 * l3 - 2.0 / 3.0,
+                1,
+                l3 / 3.0,
+                2.0 / 3.0 - 2.0 / l3,
+                0.21,
+                0.53,
+                -0.6,
+                0.214, // 0.21387…; the digest's "0.213" truncates
+            ),
+            (
+                "ABAZ",
+                1.875 - 0.75 * l3,
+                3,
+                0.25,
+                6.5 - 3.0 * l3,
+                0.69,
+                0.25,
+                1.75,
+                0.686,
+            ),
+        ];
+        for (seq, d, cut, tau, s, td, ttau, ts, d3) in cases {
+            let n = root(seq, &compat());
+            assert!(close(n.d, d), "{seq}: D {} vs {d}", n.d);
+            assert_eq!(n.pc, cut, "{seq}");
+            assert!(close(n.tau, tau), "{seq}: τ {} vs {tau}", n.tau);
+            assert!(close(n.s.unwrap(), s), "{seq}: s {:?} vs {s}", n.s);
+            assert_eq!(
+                (round2(n.d), round2(n.tau), round2(n.s.unwrap())),
+                (td, ttau, ts),
+                "{seq}"
+            );
+            assert_eq!(round3(n.d), d3, "{seq}");
+        }
+        assert_eq!(round3(root("AAXYY", &compat()).tau), 0.232);
+    }
+
+    #[test]
+    fn correct_mode_is_the_textbook_divergence() {
+        let n = root("AABB", &correct(0.0));
+        assert_eq!((n.d, n.pc, n.tau, n.s), (1.0, 2, 0.25, Some(3.0)));
+        // XYY: the right part YY is pure, so D = H = log2 3 − 2/3.
+        let l3 = 3f64.log2();
+        let n = root("XYY", &correct(0.0));
+        assert!(close(n.d, l3 - 2.0 / 3.0) && n.pc == 1);
+        assert!(close(n.s.unwrap(), 6.0 * (l3 - 2.0 / 3.0) / l3 - 1.0));
+    }
+
+    #[test]
+    fn homogeneous_segments() {
+        let table = [(2, -0.25), (3, -0.17), (4, -0.12), (6, -0.08), (12, -0.04)];
+        for (n, table_d) in table {
+            let seq = vec!['A'; n];
+            let l = n as f64;
+            let tree = segment(&seq, &compat());
+            let r = tree.root().unwrap();
+            assert!(close(r.d, -1.0 / (2.0 * l)), "N={n}: {}", r.d);
+            assert_eq!(round2(r.d), table_d, "N={n}");
+            assert_eq!(r.pc, n - 1, "N={n}: one element is left on the right");
+            assert!(close(r.tau, l.log2() / l));
+            assert!(close(r.s.unwrap(), -1.0 - 1.0 / (2.0 * l.log2())));
+            assert_eq!(tree.len(), 1);
+
+            // Textbook: D = 0 at every cut, the first one is kept, s = −1 exactly (K = 2), and
+            // a homogeneous segment is not split even when s0 < s.
+            let tree = segment(&seq, &correct(-10.0));
+            let r = tree.root().unwrap();
+            assert_eq!(
+                (r.d.abs() < 1e-12, r.pc, r.s),
+                (true, 1, Some(-1.0)),
+                "N={n}"
+            );
+            assert!(close(r.tau, l.log2() / l));
+            assert_eq!(tree.len(), 1);
+        }
+        let s: Vec<f64> = [2.0f64, 3.0, 4.0, 6.0, 12.0]
+            .iter()
+            .map(|&l| round2(-1.0 - 1.0 / (2.0 * l.log2())))
+            .collect();
+        assert_eq!(s, vec![-1.5, -1.32, -1.25, -1.19, -1.14]);
+    }
+
+    #[test]
+    fn length_one_and_empty() {
+        let tree = segment(&['Q'], &compat());
+        let r = tree.root().unwrap();
+        assert_eq!(
+            (r.ps, r.pe, r.len, r.d, r.pc, r.tau, r.s),
+            (1, 1, 1, 0.0, 0, 0.0, None)
+        );
+        assert_eq!(ranges(&tree.leaves()), vec![(1, 1)]);
+        let empty = segment::<char>(&[], &compat());
+        assert!(empty.is_empty() && empty.root().is_none() && empty.leaves().is_empty());
+    }
+
+    /// Both children are numbered when their parent is split, then the left subtree comes
+    /// first: Table 5.2's S5..S16 (plain pre-order would number S9 as 2).
+    #[test]
+    fn numbering_follows_the_tables() {
+        let tree = segment(&chars(THESIS_SUBTREES[0].0), &compat());
+        let shape: Vec<(usize, usize, usize, Option<usize>, Option<(usize, usize)>)> = tree
+            .nodes()
+            .iter()
+            .map(|n| (n.id, n.ps, n.pe, n.parent, n.children))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (0, 1, 23, None, Some((1, 2))),
+                (1, 1, 5, Some(0), Some((3, 4))),
+                (2, 6, 23, Some(0), Some((7, 8))),
+                (3, 1, 2, Some(1), None),
+                (4, 3, 5, Some(1), Some((5, 6))),
+                (5, 3, 3, Some(4), None),
+                (6, 4, 5, Some(4), None),
+                (7, 6, 17, Some(2), None),
+                (8, 18, 23, Some(2), Some((9, 10))),
+                (9, 18, 21, Some(8), None),
+                (10, 22, 23, Some(8), None),
+            ]
+        );
+        let leaves: Vec<usize> = tree.leaves().iter().map(|n| n.id).collect();
+        assert_eq!(leaves, vec![3, 5, 6, 7, 9, 10]); // S9 S11 S12 S13 S15 S16
+    }
+
+    /// At s0 = 0.5 the thesis keeps S41 and S42 as leaves under S39 (its list of 14 phases),
+    /// and the S5 subtree unchanged.
+    #[test]
+    fn larger_s0_gives_fewer_leaves() {
+        let coarse = Params {
+            s0: 0.5,
+            mode: Mode::ThesisCompat,
+        };
+        let s39 = segment(&chars(THESIS_SUBTREES[2].0), &coarse);
+        assert_eq!(ranges(&s39.leaves()), vec![(1, 12), (13, 30)]);
+        let s5 = chars(THESIS_SUBTREES[0].0);
+        assert_eq!(segment(&s5, &coarse).leaves().len(), 6);
+        let s17 = segment(&chars(THESIS_SUBTREES[1].0), &coarse);
+        assert_eq!(s17.len(), 1);
+
+        let seq = chars("AABBCCDDEEAABBCCDDFAAAAAABBBBAACCDDEEFFAACCDDEEFFXYXYXYZZZ");
+        for mode in [Mode::Correct, Mode::ThesisCompat] {
+            let counts: Vec<usize> = [-0.5, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 100.0]
+                .iter()
+                .map(|&s0| segment(&seq, &Params { s0, mode }).leaves().len())
+                .collect();
+            assert!(
+                counts.windows(2).all(|w| w[0] >= w[1]),
+                "{mode:?}: {counts:?}"
+            );
+            assert!(counts[0] > counts[counts.len() - 1], "{mode:?}: {counts:?}");
+        }
+    }
+
+    #[test]
+    fn blocks_are_cut_at_their_boundaries() {
+        let mut seq = vec!['A'; 300];
+        seq.extend(std::iter::repeat_n('B', 200));
+        seq.extend((0..300).map(|i| if i % 2 == 0 { 'C' } else { 'D' }));
+        let tree = segment(&seq, &correct(0.0));
+        assert_eq!(
+            ranges(&tree.leaves()),
+            vec![(1, 300), (301, 500), (501, 800)]
+        );
+    }
+
+    /// A deterministic xorshift generator for the larger inputs.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// 100,000 instances, 10 phases of 10,000 drawn at random from 5 symbols each (50 in
+    /// all): the phases are exactly the leaves.
+    #[test]
+    fn random_phases_of_a_large_sequence_are_found() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let seq: Vec<u32> = (0..100_000u32)
+            .map(|i| (i / 10_000) * 5 + rng.below(5) as u32)
+            .collect();
+        let tree = segment(&seq, &correct(0.0));
+        let expected: Vec<(usize, usize)> = (0..10)
+            .map(|p| (p * 10_000 + 1, (p + 1) * 10_000))
+            .collect();
+        assert_eq!(ranges(&tree.leaves()), expected);
+    }
+
+    /// Alternating symbols with s0 = −∞ peel one element per split, so the tree is as deep
+    /// as the sequence is long.
+    #[test]
+    fn a_degenerate_tree_does_not_overflow_the_stack() {
+        let seq: Vec<u8> = (0..10_000).map(|i| (i % 2) as u8).collect();
+        let tree = segment(&seq, &correct(f64::NEG_INFINITY));
+        assert_eq!(tree.leaves().len(), seq.len());
+        let depth = |mut id: usize| {
+            let mut d = 0;
+            while let Some(p) = tree.nodes()[id].parent {
+                id = p;
+                d += 1;
+            }
+            d
+        };
+        let deepest = (0..tree.len()).map(depth).max().unwrap();
+        assert!(deepest > 5_000, "depth {deepest}");
+        let text = render_tree(&tree);
+        assert_eq!(text.lines().count(), tree.len() + 1);
+        assert!(text.contains(" depth=33 "));
+    }
+
+    #[test]
+    fn any_symbol_type_gives_the_same_tree() {
+        let text = "AABCCBBBBBBBBBBBBDDDDBB";
+        let strs: Vec<String> = text.chars().map(|c| format!("pattern {c}")).collect();
+        let nums: Vec<u64> = text.chars().map(|c| 1000 + c as u64).collect();
+        let by_char = segment(&chars(text), &compat());
+        assert_eq!(segment(&strs, &compat()), by_char);
+        assert_eq!(segment(&nums, &compat()), by_char);
+    }
+
+    #[test]
+    fn render_marks_leaves_and_prints_dashes() {
+        let text = render_tree(&segment(&chars("AAB"), &compat()));
+        assert_eq!(
+            text,
+            "phase tree: 3 segments, 2 leaves (mode thesis-compat, s0 0)\n\
+             S0 [1..3] len=3 D=0.752 pc=2 tau=0.264 s=1.845\n  \
+             S1 [1..2] len=2 D=-0.250 pc=1 tau=0.500 s=-1.500 leaf\n  \
+             S2 [3..3] len=1 D=0.000 pc=2 tau=0.000 s=- leaf\n"
+        );
+        assert_eq!(
+            render_tree(&segment::<u8>(&[], &correct(0.5))),
+            "phase tree: 0 segments, 0 leaves (mode correct, s0 0.5)\n"
+        );
+    }
+
+    /// The divergence of every cut computed directly from formulas (5.1)–(5.4), in O(l·k)
+    /// per cut; the first maximum and its value.
+    fn naive_best(seq: &[u8], mode: Mode) -> (usize, f64, Vec<f64>) {
+        fn entropy(part: &[u8], denominator: f64) -> f64 {
+            let mut counts = [0usize; 256];
+            for &x in part {
+                counts[x as usize] += 1;
+            }
+            counts
+                .iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| {
+                    let p = c as f64 / denominator;
+                    -p * p.log2()
+                })
+                .sum()
+        }
+        let n = seq.len();
+        let h = entropy(seq, n as f64);
+        let all: Vec<f64> = (1..n)
+            .map(|i| {
+                let m = (n - i) as f64;
+                let right = match mode {
+                    Mode::Correct => entropy(&seq[i..], m),
+                    Mode::ThesisCompat => entropy(&seq[i..], m + 1.0),
+                };
+                h - i as f64 / n as f64 * entropy(&seq[..i], i as f64) - m / n as f64 * right
+            })
+            .collect();
+        let max = all.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let first = all.iter().position(|&d| d >= max - 1e-9).unwrap();
+        (first + 1, all[first], all)
+    }
+
+    fn mode_strategy() -> impl Strategy<Value = Mode> {
+        prop_oneof![Just(Mode::Correct), Just(Mode::ThesisCompat)]
+    }
+
+    /// Random sequences, some made of runs so that they split deeply.
+    fn sequence_strategy() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(0u8..6, 0..160),
+            proptest::collection::vec((0u8..5, 1usize..12), 0..24).prop_map(|runs| runs
+                .into_iter()
+                .flat_map(|(x, n)| std::iter::repeat_n(x, n))
+                .collect()),
+        ]
+    }
+
+    proptest! {
+        /// Leaves partition the sequence in order, children partition their parent, the
+        /// numbering is the tables' one and a node is split exactly when the rule says so.
+        #[test]
+        fn the_tree_partitions_the_sequence(
+            seq in sequence_strategy(),
+            mode in mode_strategy(),
+            s0 in -2.0f64..4.0,
+        ) {
+            let params = Params { s0, mode };
+            let tree = segment(&seq, &params);
+            prop_assert_eq!(tree.is_empty(), seq.is_empty());
+            if seq.is_empty() {
+                return Ok(());
+            }
+            let mut next = 1;
+            let mut stack = vec![0usize];
+            while let Some(id) = stack.pop() {
+                let n = &tree.nodes()[id];
+                prop_assert_eq!(n.id, id);
+                prop_assert_eq!(n.len, n.pe - n.ps + 1);
+                prop_assert_eq!(n.s.is_none(), n.len == 1);
+                let part = &seq[n.ps - 1..n.pe];
+                let homogeneous = part.iter().all(|&x| x == part[0]);
+                let split = n.len > 1 && !homogeneous && n.s.unwrap() > s0;
+                prop_assert_eq!(n.children.is_some(), split);
+                if let Some((l, r)) = n.children {
+                    prop_assert_eq!((l, r), (next, next + 1));
+                    next += 2;
+                    let (left, right) = (&tree.nodes()[l], &tree.nodes()[r]);
+                    prop_assert_eq!((left.ps, left.pe), (n.ps, n.pc));
+                    prop_assert_eq!((right.ps, right.pe), (n.pc + 1, n.pe));
+                    prop_assert_eq!((left.parent, right.parent), (Some(id), Some(id)));
+                    stack.push(r);
+                    stack.push(l);
+                }
+            }
+            prop_assert_eq!(next, tree.len());
+            prop_assert_eq!(tree.root().unwrap().parent, None);
+            let leaves = tree.leaves();
+            prop_assert_eq!(leaves[0].ps, 1);
+            prop_assert_eq!(leaves[leaves.len() - 1].pe, seq.len());
+            prop_assert!(leaves.windows(2).all(|w| w[1].ps == w[0].pe + 1));
+        }
+
+        /// The one-pass scores agree with the formulas evaluated cut by cut.
+        #[test]
+        fn one_pass_scores_match_the_formulas(
+            seq in sequence_strategy().prop_filter("two symbols at least", |s| s.len() >= 2),
+            mode in mode_strategy(),
+        ) {
+            let tree = segment(&seq, &Params { s0: 0.0, mode });
+            for n in tree.nodes().iter().filter(|n| n.len >= 2) {
+                let (cut, d, all) = naive_best(&seq[n.ps - 1..n.pe], mode);
+                prop_assert!((n.d - d).abs() < 1e-9, "{:?}: {} vs {}", n, n.d, d);
+                let i = n.pc + 1 - n.ps;
+                prop_assert!(i == cut || (all[i - 1] - d).abs() < 1e-9, "{:?} vs cut {}", n, cut);
+                if mode == Mode::Correct {
+                    prop_assert!(n.d >= -1e-12);
+                }
+            }
+        }
+
+        /// Raising s0 only merges phases: every phase boundary at the larger s0 is one at the
+        /// smaller s0.
+        #[test]
+        fn raising_s0_only_merges_phases(
+            seq in sequence_strategy(),
+            mode in mode_strategy(),
+            low in -2.0f64..3.0,
+            raise in 0.0f64..3.0,
+        ) {
+            let bounds = |s0: f64| -> Vec<usize> {
+                segment(&seq, &Params { s0, mode }).leaves().iter().map(|n| n.pe).collect()
+            };
+            let fine = bounds(low);
+            let coarse = bounds(low + raise);
+            prop_assert!(coarse.len() <= fine.len());
+            prop_assert!(coarse.iter().all(|b| fine.contains(b)));
+        }
+    }
+}
