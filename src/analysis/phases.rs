@@ -518,8 +518,9 @@ impl Scorer {
             let right_entropy = match self.mode {
                 Mode::Correct => self.xlog[m] - right_x.value(), // m·H_r
                 Mode::ThesisCompat => {
+                    let log2_m1 = self.xlog[m + 1] / (m + 1) as f64; // log2(m+1), m+1 ≥ 2
                     let m = m as f64;
-                    m * (m * (m + 1.0).log2() - right_x.value()) / (m + 1.0)
+                    m * (m * log2_m1 - right_x.value()) / (m + 1.0)
                 }
             };
             let gain = total_entropy - left_entropy - right_entropy;
@@ -930,7 +931,7 @@ mod tests {
     #[test]
     fn numbering_follows_the_tables() {
         let tree = segment(&chars(THESIS_SUBTREES[0].0), &compat());
-        let shape: Vec<(usize, usize, usize, Option<usize>, Option<(usize, usize)>)> = tree
+        let shape: Vec<_> = tree
             .nodes()
             .iter()
             .map(|n| (n.id, n.ps, n.pe, n.parent, n.children))
