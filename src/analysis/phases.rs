@@ -33,6 +33,10 @@
 //!   tables print it.
 //! - A NaN `s0` splits nothing (`s > NaN` is false).
 //!
+//! [`Mode::ThesisCompat`] reproduces the published tables' arithmetic, which divides the
+//! right part's counts by `l−i+1` (see [`Mode`]); the textbook divergence is the default.
+//! Ordering the instances by start time is the caller's job.
+//!
 //! Cost: the scores of all cuts of a segment take one pass over it (the left part's
 //! `Σ c·log2 c` is kept up to date as the cut moves, the right part's follows from the
 //! segment's totals), so a segmentation costs `O(n · depth)`. The recursion runs on an
@@ -153,6 +157,22 @@ impl PhaseNode {
     /// ```
     pub fn is_leaf(&self) -> bool {
         self.children.is_none()
+    }
+
+    /// A fresh segment with the values of a length-1 leaf; `segment` fills the others in.
+    fn new(id: usize, ps: usize, pe: usize, parent: Option<usize>) -> Self {
+        PhaseNode {
+            id,
+            ps,
+            pe,
+            len: pe - ps + 1,
+            d: 0.0,
+            pc: ps - 1,
+            tau: 0.0,
+            s: None,
+            parent,
+            children: None,
+        }
     }
 }
 
@@ -400,24 +420,6 @@ fn fixed3(x: f64) -> String {
         "0.000".to_string()
     } else {
         text
-    }
-}
-
-impl PhaseNode {
-    /// A fresh segment with the values of a length-1 leaf; `segment` fills the others in.
-    fn new(id: usize, ps: usize, pe: usize, parent: Option<usize>) -> Self {
-        PhaseNode {
-            id,
-            ps,
-            pe,
-            len: pe - ps + 1,
-            d: 0.0,
-            pc: ps - 1,
-            tau: 0.0,
-            s: None,
-            parent,
-            children: None,
-        }
     }
 }
 
