@@ -1,8 +1,9 @@
 //! Analyses over stored traces. They read through the same [`Trace`](crate::Trace) API as
-//! queries do, chunk by chunk; [`phases`] works on a sequence of pattern instances already
-//! extracted.
+//! queries do, chunk by chunk; [`patterns`] and [`phases`] are pure: they work on symbol
+//! sequences that [`process_events`] and [`detection`] read out of a trace.
 
 pub mod comm_patterns;
+pub mod patterns;
 pub mod phases;
 pub mod process_events;
 pub mod stats;
