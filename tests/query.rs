@@ -289,8 +289,9 @@ fn user_errors_name_what_is_wrong() {
             "FAN_IN is computed per process over the whole trace; it takes FOR or AMONG a set of processes only",
         ),
         (
+            // The stencil's iterations are one homogeneous phase.
             "SELECT OPERATIONS IN PHASE 2",
-            "IN PHASE and IN PATTERN need phase and pattern detection, which this mtfdb does not have yet",
+            "no phase 2: the trace has 1 (SELECT PHASES lists them)",
         ),
     ];
     for (query, message) in cases {

@@ -833,8 +833,23 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES LIMIT 2.5", 27, "LIMIT needs a whole number, found \"2.5\"".into()),
         ("SELECT OPERATIONS FOR PROCESSES(6-3)", 33, "a range must go up: PROCESSES(6-3)".into()),
         ("SELECT ALL MESSAGES FOO", 21, "unexpected \"FOO\" after the statement".into()),
-        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW), found end of statement".into()),
-        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW), found \"INSERT\"".into()),
+        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found end of statement".into()),
+        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
+        ("SELECT PATTERNS FOR ALL PROCESSES", 21, "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".into()),
+        ("SELECT PATTERNS PROCESS(1)", 17, "expected FOR after SELECT PATTERNS, found \"PROCESS\"".into()),
+        ("MATCH PATTERN P0: S1", 15, "expected \"(\" after MATCH PATTERN, found \"P0\"".into()),
+        ("MATCH PATTERN (X0: S1)", 16, "expected a process such as P0 in the template, found \"X0\"".into()),
+        ("MATCH PATTERN (P0 S1)", 19, "expected \":\" after P0, found \"S1\"".into()),
+        ("MATCH PATTERN (P0: )", 20, "expected the events of P0 (S<rank>, R<rank> or a collective such as MPI_Bcast(0)), found \")\"".into()),
+        ("MATCH PATTERN (P0: S1; P0: R1)", 24, "P0 appears twice in the template".into()),
+        ("MATCH PATTERN (P0: S1 Q2)", 23, "expected a template event (S<rank>, R<rank> or a collective such as MPI_Bcast(0)), found \"Q2\"".into()),
+        ("MATCH PATTERN (P0: MPI_Send)", 20, "expected a template event (S<rank>, R<rank> or a collective such as MPI_Bcast(0)), found \"MPI_Send\"".into()),
+        ("MATCH PATTERN (P0: MPI_Bcast S1)", 30, "expected \"(\" after MPI_Bcast (its root), found \"S1\"".into()),
+        ("MATCH PATTERN (P0: S1) WITH ERRORS", 35, "WITH ERRORS needs a whole number, found end of statement".into()),
+        ("SELECT PHASES WITH THRESHOLD high", 30, "expected a number after WITH THRESHOLD (such as 0.5), found \"high\"".into()),
+        ("SELECT PHASES WITH THRESHOLD 0.1234", 30, "a threshold has at most three decimals, found 0.1234".into()),
+        ("SHOW PHASE", 11, "expected TREE after SHOW PHASE, found end of statement".into()),
+        ("REFRESH PHASES", 9, "expected PATTERNS after REFRESH, found \"PHASES\"".into()),
         ("SELECT", 7, format!("expected what to select after SELECT ({TARGET_HELP}), found end of statement")),
         ("SELECT ALL PROCESSES", 12, format!("expected what to select after ALL ({TARGET_HELP}), found \"PROCESSES\"")),
         ("SELECT MPI_Foo", 8, "unknown MPI operation \"MPI_Foo\"".into()),
@@ -875,7 +890,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE or DURATION, found \"*\"".into()),
         ("SELECT COUNT(*) FOR ALL PROCESSES", 17, format!("expected what to select after the aggregates ({TARGET_HELP}), found \"FOR\"")),
         ("SELECT COUNT(*), FROM MESSAGES", 18, "expected an aggregate (COUNT(*), SUM, AVG, MIN, MAX) after \",\", found \"FROM\"".into()),
-        ("SHOW TABLES", 6, "expected TRACES, PROCESSES, COMMUNICATORS, OPERATIONS or VIEWS after SHOW, found \"TABLES\"".into()),
+        ("SHOW TABLES", 6, "expected TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLES\"".into()),
         ("USE wrf16", 5, "expected TRACE after USE, found \"wrf16\"".into()),
         ("USE TRACE", 10, "expected a trace name after USE TRACE, found end of statement".into()),
         ("CREATE VIEW v AS SELECT FAN_IN", 25, "a view stores a selection: CREATE VIEW … AS SELECT <target> …, not an aggregate or a statistic".into()),
@@ -1273,4 +1288,62 @@ mod properties {
             }
         }
     }
+}
+
+#[test]
+fn pattern_and_phase_statements_parse() {
+    use mtfdb::query::ast::{Analysis, TemplateEvent, TemplateProcess, Threshold};
+    let analysis = |text: &str| match parse_statement(text).unwrap() {
+        Statement::Analysis(a) => a,
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(
+        analysis("SELECT PATTERNS FOR PROCESS(3)"),
+        Analysis::ProcessPatterns(3)
+    );
+    assert_eq!(
+        analysis("select communication patterns"),
+        Analysis::CommunicationPatterns
+    );
+    assert_eq!(
+        analysis("MATCH PATTERN (P0: S1 S4; P1: R0 S2 MPI_Bcast(0) allreduce) WITH ERRORS 1"),
+        Analysis::Match {
+            template: vec![
+                TemplateProcess {
+                    rank: 0,
+                    events: vec![TemplateEvent::Send(1), TemplateEvent::Send(4)],
+                },
+                TemplateProcess {
+                    rank: 1,
+                    events: vec![
+                        TemplateEvent::Receive(0),
+                        TemplateEvent::Send(2),
+                        TemplateEvent::Collective(OpKind::Bcast, Some(0)),
+                        TemplateEvent::Collective(OpKind::Allreduce, None),
+                    ],
+                },
+            ],
+            errors: 1,
+        }
+    );
+    assert_eq!(analysis("SELECT PHASES"), Analysis::Phases(Threshold(0)));
+    assert_eq!(
+        analysis("SELECT PHASES WITH THRESHOLD 0.5"),
+        Analysis::Phases(Threshold(500))
+    );
+    assert_eq!(
+        analysis("SHOW PHASE TREE WITH THRESHOLD -1.25"),
+        Analysis::PhaseTree(Threshold(-1250))
+    );
+    assert_eq!(analysis("REFRESH PATTERNS"), Analysis::Refresh);
+    // SELECT COMMUNICATION MATRIX is still the statistic.
+    assert!(matches!(
+        parse_statement("SELECT COMMUNICATION MATRIX").unwrap(),
+        Statement::Select(_)
+    ));
+    // A template's ";" does not split a script.
+    let script = parse_script("MATCH PATTERN (P0: S1; P1: R0); SHOW PHASE TREE").unwrap();
+    assert_eq!(script.len(), 2);
+    assert_eq!(script[0].0.to_string(), "MATCH PATTERN (P0: S1; P1: R0)");
+    assert_eq!(script[1].0.to_string(), "SHOW PHASE TREE");
 }

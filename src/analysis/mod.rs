@@ -3,6 +3,7 @@
 //! sequences that [`process_events`] and [`detection`] read out of a trace.
 
 pub mod comm_patterns;
+pub mod detection;
 pub mod patterns;
 pub mod phases;
 pub mod process_events;

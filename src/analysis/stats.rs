@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
-use crate::model::{Message, OpKind, Rank};
+use crate::model::{Message, OpKind, Operation, Rank};
 use crate::query::{ResultSet, Value};
 use crate::store::RankTraffic;
 use crate::Trace;
@@ -123,7 +123,6 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
 /// totals row.
 pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     let traffic = process_traffic(trace);
-    let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
     let wanted: BTreeSet<Rank> = ranks.iter().copied().collect();
     for info in trace
@@ -136,13 +135,48 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
             *per.entry(op.kind).or_default() += 1;
         }
     }
+    let bytes = |rank: Rank| {
+        traffic
+            .get(rank as usize)
+            .map(|t| (t.counts.fan_out(), t.counts.fan_in()))
+    };
+    Ok(statistics_rows(trace, ranks, &counts, bytes))
+}
+
+/// The statistics table over some operations only (those of a phase, a pattern or a time
+/// window): counts per kind, and bytes sent and received as the operations' send and
+/// receive sizes (messages and collective data alike).
+pub fn statistics_table_of(trace: &Trace, ranks: &[Rank], ops: &[Operation]) -> ResultSet {
+    let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
+    let mut sizes: BTreeMap<Rank, (u64, u64)> = BTreeMap::new();
+    for op in ops {
+        *counts
+            .entry(op.rank)
+            .or_default()
+            .entry(op.kind)
+            .or_default() += 1;
+        let s = sizes.entry(op.rank).or_default();
+        s.0 += op.send_bytes;
+        s.1 += op.recv_bytes;
+    }
+    let bytes = |rank: Rank| Some(sizes.get(&rank).copied().unwrap_or_default());
+    statistics_rows(trace, ranks, &counts, bytes)
+}
+
+fn statistics_rows(
+    trace: &Trace,
+    ranks: &[Rank],
+    counts: &BTreeMap<Rank, BTreeMap<OpKind, u64>>,
+    bytes: impl Fn(Rank) -> Option<(u64, u64)>,
+) -> ResultSet {
+    let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
     let mut columns = vec!["rank".to_string()];
     columns.extend(kinds.iter().map(|k| trace.kind_name(*k)));
     columns.extend(["bytes_sent".to_string(), "bytes_received".to_string()]);
     let mut r = ResultSet::new(columns);
     let mut totals = vec![0u64; kinds.len() + 2];
     for &rank in ranks {
-        let Some(t) = traffic.get(rank as usize) else {
+        let Some((sent, received)) = bytes(rank) else {
             continue;
         };
         let per = counts.get(&rank);
@@ -152,16 +186,16 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
             totals[i] += n;
             row.push(n.into());
         }
-        totals[kinds.len()] += t.counts.fan_out();
-        totals[kinds.len() + 1] += t.counts.fan_in();
-        row.push(t.counts.fan_out().into());
-        row.push(t.counts.fan_in().into());
+        totals[kinds.len()] += sent;
+        totals[kinds.len() + 1] += received;
+        row.push(sent.into());
+        row.push(received.into());
         r.push(row);
     }
     let mut total_row: Vec<Value> = vec!["total".into()];
     total_row.extend(totals.into_iter().map(Value::from));
     r.push(total_row);
-    Ok(r)
+    r
 }
 
 /// What a communication matrix counts.

@@ -34,6 +34,67 @@ pub enum Statement {
     },
     /// `DROP VIEW name`.
     DropView(String),
+    /// Pattern and phase detection: `SELECT PATTERNS …`, `SELECT COMMUNICATION PATTERNS`,
+    /// `MATCH PATTERN …`, `SELECT PHASES …`, `SHOW PHASE TREE`, `REFRESH PATTERNS`.
+    Analysis(Analysis),
+}
+
+/// The statements of pattern and phase detection (thesis chapters 4 and 5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Analysis {
+    /// `SELECT PATTERNS FOR PROCESS(n)`: the process patterns of one rank (maximal repeats of its
+    /// event sequence) with their lengths, occurrences and positions.
+    ProcessPatterns(Rank),
+    /// `SELECT COMMUNICATION PATTERNS`: process patterns joined across processes through
+    /// matched messages and collective instances, with their processes and occurrences.
+    CommunicationPatterns,
+    /// `MATCH PATTERN (P0: S1 S4; P1: R0 S2 S5) [WITH ERRORS k]`: where a template occurs,
+    /// with at most `errors` edits per process.
+    Match {
+        /// The template's events, per process.
+        template: Vec<TemplateProcess>,
+        /// The largest edit distance accepted per process (0 when absent).
+        errors: u32,
+    },
+    /// `SELECT PHASES [WITH THRESHOLD s0]`: the leaves of the segmentation tree.
+    Phases(Threshold),
+    /// `SHOW PHASE TREE [WITH THRESHOLD s0]`: the whole segmentation tree.
+    PhaseTree(Threshold),
+    /// `REFRESH PATTERNS`: recompute patterns and phases instead of reading stored results.
+    Refresh,
+}
+
+/// A segmentation threshold `s0` in thousandths (kept exact so statements compare and print
+/// back unchanged); 0 unless `WITH THRESHOLD` says otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Threshold(pub i32);
+
+impl Threshold {
+    /// The threshold as a number.
+    pub fn value(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+}
+
+/// One process of a `MATCH PATTERN` template: `P1: R0 S2 S5`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateProcess {
+    /// The world rank.
+    pub rank: Rank,
+    /// Its events, in order.
+    pub events: Vec<TemplateEvent>,
+}
+
+/// One event of a template, in the alphabet of pattern detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TemplateEvent {
+    /// `S3`: a send to world rank 3.
+    Send(Rank),
+    /// `R0`: a receive from world rank 0.
+    Receive(Rank),
+    /// `MPI_Bcast(0)`, `BROADCAST(0)`, `MPI_Allreduce`: a collective, with its root's world rank
+    /// for rooted ones.
+    Collective(OpKind, Option<Rank>),
 }
 
 /// What `SHOW` lists.
@@ -451,6 +512,73 @@ impl fmt::Display for Statement {
                 write!(f, "CREATE VIEW {} AS SELECT {selection}", NameText(name))
             }
             Statement::DropView(name) => write!(f, "DROP VIEW {}", NameText(name)),
+            Statement::Analysis(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+impl fmt::Display for Analysis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Analysis::ProcessPatterns(rank) => write!(f, "SELECT PATTERNS FOR PROCESS({rank})"),
+            Analysis::CommunicationPatterns => f.write_str("SELECT COMMUNICATION PATTERNS"),
+            Analysis::Match { template, errors } => {
+                f.write_str("MATCH PATTERN (")?;
+                for (i, p) in template.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "P{}:", p.rank)?;
+                    for e in &p.events {
+                        write!(f, " {e}")?;
+                    }
+                }
+                f.write_str(")")?;
+                if *errors > 0 {
+                    write!(f, " WITH ERRORS {errors}")?;
+                }
+                Ok(())
+            }
+            Analysis::Phases(t) => write!(f, "SELECT PHASES{t}"),
+            Analysis::PhaseTree(t) => write!(f, "SHOW PHASE TREE{t}"),
+            Analysis::Refresh => f.write_str("REFRESH PATTERNS"),
+        }
+    }
+}
+
+/// Prints ` WITH THRESHOLD x` (nothing for the default 0).
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0 {
+            return Ok(());
+        }
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let (whole, frac) = (self.0.unsigned_abs() / 1000, self.0.unsigned_abs() % 1000);
+        if frac == 0 {
+            write!(f, " WITH THRESHOLD {sign}{whole}")
+        } else {
+            let frac = format!("{frac:03}");
+            write!(
+                f,
+                " WITH THRESHOLD {sign}{whole}.{}",
+                frac.trim_end_matches('0')
+            )
+        }
+    }
+}
+
+impl fmt::Display for TemplateEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateEvent::Send(r) => write!(f, "S{r}"),
+            TemplateEvent::Receive(r) => write!(f, "R{r}"),
+            TemplateEvent::Collective(kind, root) => {
+                write!(f, "{}", kind.mpi_name().unwrap_or("MPI_Other"))?;
+                if let Some(root) = root {
+                    write!(f, "({root})")?;
+                }
+                Ok(())
+            }
         }
     }
 }

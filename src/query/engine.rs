@@ -15,14 +15,71 @@ use super::ast::{
     OrderColumn, ProcessSelector, Scope, Select, SelectBody, Selection, ShowWhat, Statement,
     Statistic, Target, TimeWindow, Within,
 };
+use super::ast::{Analysis, Threshold};
 use super::result::{ResultSet, Value};
+use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::model::{CommId, Message, OpKind, Operation, Rank};
+use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::store::tables::row_id;
 use crate::store::{IndexDim, StoredView};
 use crate::{Database, Trace};
+
+fn no_pattern(n: u32, count: usize) -> Error {
+    usage(format!(
+        "no communication pattern {n}: the trace has {count} (SELECT COMMUNICATION PATTERNS lists them)"
+    ))
+}
+
+fn phase_params(threshold: Threshold) -> PhaseParams {
+    PhaseParams {
+        threshold: threshold.0,
+        ..PhaseParams::default()
+    }
+}
+
+/// Nanoseconds as seconds.
+fn seconds(ns: Time) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// `1, 5, 8` with at most `max` items, then `… (n in all)`.
+fn list_text<T: std::fmt::Display>(items: &[T], max: usize) -> String {
+    let shown: Vec<String> = items.iter().take(max).map(|x| x.to_string()).collect();
+    let mut s = shown.join(", ");
+    if items.len() > max {
+        s.push_str(&format!(", … ({} in all)", items.len()));
+    }
+    s
+}
+
+/// Ranks as ranges: `0-3,6`.
+fn rank_list_text(ranks: &[Rank]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            ranks[i].to_string()
+        } else {
+            format!("{}-{}", ranks[i], ranks[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut} …")
+}
 
 fn usage(msg: impl Into<String>) -> Error {
     Error::Usage(msg.into())
@@ -227,6 +284,50 @@ impl<'a> Engine<'a> {
 
     /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
     /// read yet.
+    /// The selection with its `IN PHASE n` clauses turned into the phases' time spans
+    /// (intersected with any `BETWEEN TIME`): a phase's rows are those of its time span.
+    fn resolve_phases(&self, sel: &Selection) -> Result<Selection> {
+        let wanted: Vec<u32> = sel
+            .filter
+            .within
+            .iter()
+            .filter_map(|w| match w {
+                Within::Phase(n) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(sel.clone());
+        }
+        let found = detection::phases(self.trace, &PhaseParams::default(), false)?;
+        let mut out = sel.clone();
+        out.filter.within.retain(|w| !matches!(w, Within::Phase(_)));
+        let mut window = sel.filter.time;
+        for n in wanted {
+            let Some(phase) = found.phase(n) else {
+                return Err(usage(format!(
+                    "no phase {n}: the trace has {} (SELECT PHASES lists them)",
+                    found.phases.len()
+                )));
+            };
+            let (start, end) = match window {
+                Some(w) => (w.start.max(phase.start), w.end.min(phase.end)),
+                None => (phase.start, phase.end),
+            };
+            // Disjoint windows select nothing: an empty window just past the trace's end.
+            window = Some(if start <= end {
+                TimeWindow { start, end }
+            } else {
+                TimeWindow {
+                    start: Time::MAX,
+                    end: Time::MAX,
+                }
+            });
+        }
+        out.filter.time = window;
+        Ok(out)
+    }
+
     fn select_ids(&self, sel: &Selection) -> Result<Selected> {
         let messages = sel.target == Target::Messages;
         let mut plan = Vec::new();
@@ -292,26 +393,56 @@ impl<'a> Engine<'a> {
             match w {
                 Within::Comm(c) => {
                     let id = self.comm(c)?;
-                    let dim = if messages { IndexDim::MessageComm } else { IndexDim::Comm };
+                    let dim = if messages {
+                        IndexDim::MessageComm
+                    } else {
+                        IndexDim::Comm
+                    };
                     ids &= self.union_in(dim, [id], chunks)?;
-                    plan.push(PlanStep { step: format!("AND {dim:?} index [{id}]"), estimated: ids.len(), actual: None });
+                    plan.push(PlanStep {
+                        step: format!("AND {dim:?} index [{id}]"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
                 }
                 Within::View(name) => {
                     let view = self.view(name)?;
                     if view.messages != messages {
                         return Err(usage(format!(
                             "view {name:?} holds {}, but this query selects {}",
-                            if view.messages { "messages" } else { "operations" },
+                            if view.messages {
+                                "messages"
+                            } else {
+                                "operations"
+                            },
                             if messages { "messages" } else { "operations" }
                         )));
                     }
                     ids &= &view.ids;
-                    plan.push(PlanStep { step: format!("AND view {name}"), estimated: ids.len(), actual: None });
+                    plan.push(PlanStep {
+                        step: format!("AND view {name}"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
                 }
-                Within::Phase(_) | Within::Pattern(_) => {
-                    return Err(usage(
-                        "IN PHASE and IN PATTERN need phase and pattern detection, which this mtfdb does not have yet",
-                    ))
+                Within::Pattern(n) => {
+                    let found = detection::patterns(self.trace, &PatternParams::default(), false)?;
+                    let Some(p) = found.pattern(*n) else {
+                        return Err(no_pattern(*n, found.patterns.len()));
+                    };
+                    ids &= if messages {
+                        p.message_ids()
+                    } else {
+                        p.op_ids()
+                    };
+                    plan.push(PlanStep {
+                        step: format!("AND pattern {n}'s occurrences"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
+                }
+                Within::Phase(_) => {
+                    // Resolved into the time window before (see `Engine::resolve_phases`).
                 }
             }
         }
@@ -578,6 +709,7 @@ impl<'a> Engine<'a> {
     pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
         let (result, plan) = match &s.body {
             SelectBody::Rows(sel) => {
+                let sel = &self.resolve_phases(sel)?;
                 let mut selected = self.select_ids(sel)?;
                 let rows = self.rows(sel, &mut selected)?;
                 (self.rows_result(&rows, selected.messages), selected.plan)
@@ -604,6 +736,7 @@ impl<'a> Engine<'a> {
                 selection,
                 group_by,
             } => {
+                let selection = &self.resolve_phases(selection)?;
                 let mut selected = self.select_ids(selection)?;
                 let rows = self.rows(selection, &mut selected)?;
                 (self.aggregate(&rows, aggregates, group_by), selected.plan)
@@ -890,6 +1023,34 @@ impl<'a> Engine<'a> {
                 (
                     r,
                     plan_of("scan messages and collective operations per process", n),
+                )
+            }
+            Statistic::Statistics
+                if !filter.within.is_empty()
+                    || filter.time.is_some()
+                    || filter.predicate.is_some() =>
+            {
+                // Over the operations the clauses select (a phase, a pattern, a time window).
+                let ranks = match &filter.scope {
+                    Some(scope) => self.scope_ranks(scope)?,
+                    None => all.clone(),
+                };
+                let sel = self.resolve_phases(&Selection {
+                    target: Target::Operations,
+                    filter: filter.clone(),
+                })?;
+                let mut selected = self.select_ids(&sel)?;
+                let rows = self.rows(&sel, &mut selected)?;
+                let ops: Vec<Operation> = rows
+                    .into_iter()
+                    .filter_map(|r| match r {
+                        Row::Op(_, o) => Some(o),
+                        Row::Msg(..) => None,
+                    })
+                    .collect();
+                (
+                    stats::statistics_table_of(self.trace, &ranks, &ops),
+                    selected.plan,
                 )
             }
             Statistic::Statistics => {
@@ -1366,6 +1527,7 @@ impl Session {
                 r.push(vec![name.clone().into(), view.ids.len().into()]);
                 r
             }
+            Statement::Analysis(a) => self.analysis(a)?,
             Statement::DropView(name) => {
                 let trace = self.db.trace(&self.current_trace()?)?;
                 if !trace.drop_view(name)? {
@@ -1380,6 +1542,139 @@ impl Session {
             }
         };
         Ok(out)
+    }
+
+    /// Pattern and phase statements: results are read from the trace's stored views when
+    /// they were computed before with the same parameters.
+    fn analysis(&mut self, a: &Analysis) -> Result<ResultSet> {
+        let trace = self.trace()?;
+        let params = PatternParams::default();
+        Ok(match a {
+            Analysis::ProcessPatterns(rank) => {
+                let found = detection::patterns(trace, &params, false)?;
+                let Some(p) = found.processes.iter().find(|p| p.rank == *rank) else {
+                    return Err(usage(format!(
+                        "no process {rank}: the trace has ranks 0-{}",
+                        found.processes.len().saturating_sub(1)
+                    )));
+                };
+                let mut r =
+                    ResultSet::new(["pattern", "sequence", "length", "occurrences", "positions"]);
+                for (i, pat) in p.patterns.iter().enumerate() {
+                    r.push(vec![
+                        (i as u64 + 1).into(),
+                        pat.sequence.clone().into(),
+                        pat.length.into(),
+                        (pat.positions.len() as u64).into(),
+                        list_text(&pat.positions, 20).into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::CommunicationPatterns => {
+                let found = detection::patterns(trace, &params, false)?;
+                let mut r = ResultSet::new([
+                    "pattern",
+                    "processes",
+                    "occurrences",
+                    "events",
+                    "messages",
+                    "first_s",
+                    "last_s",
+                    "shape",
+                ]);
+                for p in &found.patterns {
+                    let first = p.occurrences.first().map_or(0, |o| o.0);
+                    let last = p.occurrences.last().map_or(0, |o| o.1);
+                    r.push(vec![
+                        p.id.into(),
+                        rank_list_text(&p.processes).into(),
+                        (p.occurrences.len() as u64).into(),
+                        p.events.into(),
+                        p.message_ids().len().into(),
+                        seconds(first).into(),
+                        seconds(last).into(),
+                        shorten(&p.shape, 200).into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::Match { template, errors } => {
+                let matches = detection::match_template(trace, template, *errors)?;
+                let mut r = ResultSet::new([
+                    "match",
+                    "processes",
+                    "edits",
+                    "start_s",
+                    "end_s",
+                    "operations",
+                ]);
+                for (i, m) in matches.iter().enumerate() {
+                    r.push(vec![
+                        (i as u64 + 1).into(),
+                        rank_list_text(&m.processes).into(),
+                        m.edits.into(),
+                        seconds(m.start).into(),
+                        seconds(m.end).into(),
+                        m.ops.len().into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::Phases(threshold) => {
+                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+                let mut r = ResultSet::new([
+                    "phase",
+                    "node",
+                    "instances",
+                    "start_s",
+                    "end_s",
+                    "duration_s",
+                    "patterns",
+                    "routine",
+                ]);
+                for p in &found.phases {
+                    r.push(vec![
+                        p.number.into(),
+                        format!("S{}", p.node).into(),
+                        format!("{}-{}", p.first, p.last).into(),
+                        seconds(p.start).into(),
+                        seconds(p.end).into(),
+                        seconds(p.end - p.start).into(),
+                        list_text(&p.patterns, 20).into(),
+                        p.routine.clone().into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::PhaseTree(threshold) => {
+                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+                let mut r = ResultSet::new(["segmentation tree"]);
+                for line in found.tree.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
+            Analysis::Refresh => {
+                trace.drop_results("")?;
+                let found = detection::patterns(trace, &params, true)?;
+                let phases = detection::phases(trace, &PhaseParams::default(), false)?;
+                let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
+                r.push(vec![
+                    "communication patterns".into(),
+                    (found.patterns.len() as u64).into(),
+                    found.events.into(),
+                    found.seconds.into(),
+                ]);
+                r.push(vec![
+                    "phases".into(),
+                    (phases.phases.len() as u64).into(),
+                    (phases.nodes.len() as u64).into(),
+                    phases.seconds.into(),
+                ]);
+                r
+            }
+        })
     }
 
     fn show(&self, what: ShowWhat) -> Result<ResultSet> {

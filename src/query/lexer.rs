@@ -19,7 +19,7 @@ pub(crate) enum Kind {
     Number,
     /// A quoted name, `'…'` or `"…"`; the token's text excludes the quotes.
     Quoted,
-    /// Punctuation or an operator: `( ) , - * ; < <= = != <> >= >`.
+    /// Punctuation or an operator: `( ) , - * ; : < <= = != <> >= >`.
     Symbol,
 }
 
@@ -75,7 +75,7 @@ fn symbol(input: &str) -> IResult<&str, &str> {
         tag(">="),
         tag("!="),
         tag("<>"),
-        recognize(one_of("()<>=,-*;")),
+        recognize(one_of("()<>=,-*;:")),
     ))(input)
 }
 

@@ -143,6 +143,8 @@ fn split_statements(script: &str) -> Vec<Range<usize>> {
     let mut quote: Option<char> = None;
     let mut comment = false;
     let mut prev = '\0';
+    // A `;` inside parentheses separates the processes of a MATCH PATTERN template.
+    let mut depth = 0usize;
     for (i, c) in script.char_indices() {
         if comment {
             if c == '\n' {
@@ -156,7 +158,11 @@ fn split_statements(script: &str) -> Vec<Range<usize>> {
             quote = Some(c);
         } else if c == '-' && prev == '-' {
             comment = true;
-        } else if c == ';' {
+        } else if c == '(' {
+            depth += 1;
+        } else if c == ')' {
+            depth = depth.saturating_sub(1);
+        } else if c == ';' && depth == 0 {
             pieces.push(start..i);
             start = i + 1;
         }
@@ -164,6 +170,19 @@ fn split_statements(script: &str) -> Vec<Range<usize>> {
     }
     pieces.push(start..script.len());
     pieces
+}
+
+/// The rank in `S3`, `R12`, `P0` (one of `prefixes`, either case, then digits only).
+fn rank_after(text: &str, prefixes: &[&str]) -> Option<u32> {
+    let (head, digits) = text.split_at_checked(1)?;
+    if !prefixes.iter().any(|p| p.eq_ignore_ascii_case(head)) || digits.is_empty() {
+        return None;
+    }
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// True when `name` reads back as that same name without quotes.
@@ -368,8 +387,30 @@ impl<'a> Parser<'a> {
     // ---- statements -------------------------------------------------------------------------
 
     fn statement(&mut self) -> PResult<Statement> {
-        if self.eat_keyword("SELECT") {
+        if self.is_keyword("SELECT") {
+            if let Some(analysis) = self.analysis_select()? {
+                return Ok(Statement::Analysis(analysis));
+            }
+            self.pos += 1;
             Ok(Statement::Select(self.select(true)?))
+        } else if self.eat_keyword("MATCH") {
+            self.expect_keyword("PATTERN", "after MATCH")?;
+            let template = self.template()?;
+            let errors = if self.eat_keyword("WITH") {
+                self.expect_keyword("ERRORS", "after WITH")?;
+                self.small_number("WITH ERRORS")?
+            } else {
+                0
+            };
+            Ok(Statement::Analysis(Analysis::Match { template, errors }))
+        } else if self.eat_keyword("REFRESH") {
+            self.expect_keyword("PATTERNS", "after REFRESH")?;
+            Ok(Statement::Analysis(Analysis::Refresh))
+        } else if self.is_keyword("SHOW") && self.peek_at(1).is_some_and(|t| t.is_keyword("PHASE"))
+        {
+            self.pos += 2;
+            self.expect_keyword("TREE", "after SHOW PHASE")?;
+            Ok(Statement::Analysis(Analysis::PhaseTree(self.threshold()?)))
         } else if self.eat_keyword("EXPLAIN") {
             self.expect_keyword("SELECT", "after EXPLAIN")?;
             Ok(Statement::Explain(self.select(true)?))
@@ -388,8 +429,9 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     Ok(Statement::Show(w))
                 }
-                None => self
-                    .expected("TRACES, PROCESSES, COMMUNICATORS, OPERATIONS or VIEWS after SHOW"),
+                None => self.expected(
+                    "TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW",
+                ),
             }
         } else if self.eat_keyword("USE") {
             self.expect_keyword("TRACE", "after USE")?;
@@ -418,8 +460,134 @@ impl<'a> Parser<'a> {
                 self.name("a view name after DROP VIEW")?,
             ))
         } else {
-            self.expected("a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW)")
+            self.expected(
+                "a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, \
+                 MATCH PATTERN, REFRESH PATTERNS)",
+            )
         }
+    }
+
+    // ---- pattern and phase statements -------------------------------------------------------
+
+    /// `SELECT PATTERNS FOR PROCESS(n)`, `SELECT COMMUNICATION PATTERNS`, `SELECT PHASES …`; `None`
+    /// (nothing consumed) for any other SELECT.
+    fn analysis_select(&mut self) -> PResult<Option<Analysis>> {
+        let next = self.peek_at(1);
+        let word = |k: &str| next.is_some_and(|t| t.is_keyword(k));
+        if word("PATTERNS") {
+            self.pos += 2;
+            self.expect_keyword("FOR", "after SELECT PATTERNS")?;
+            let at = self.here();
+            match self.selector("after FOR")? {
+                ProcessSelector::Process(rank) => Ok(Some(Analysis::ProcessPatterns(rank))),
+                _ => self.fail_at(
+                    at,
+                    "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".to_string(),
+                ),
+            }
+        } else if word("COMMUNICATION") && self.peek_at(2).is_some_and(|t| t.is_keyword("PATTERNS"))
+        {
+            self.pos += 3;
+            Ok(Some(Analysis::CommunicationPatterns))
+        } else if word("PHASES") {
+            self.pos += 2;
+            Ok(Some(Analysis::Phases(self.threshold()?)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// `[WITH THRESHOLD s0]`, in thousandths.
+    fn threshold(&mut self) -> PResult<Threshold> {
+        if !self.eat_keyword("WITH") {
+            return Ok(Threshold::default());
+        }
+        self.expect_keyword("THRESHOLD", "after WITH")?;
+        let negative = self.eat_symbol("-");
+        let at = self.here();
+        let text = match self.peek() {
+            Some(t) if t.kind == Kind::Number => t.text,
+            _ => return self.expected("a number after WITH THRESHOLD (such as 0.5)"),
+        };
+        let Some(Ok(thousandths)) = scaled(text, 1000) else {
+            return self.fail_at(
+                at,
+                format!("a threshold has at most three decimals, found {text}"),
+            );
+        };
+        if thousandths > i32::MAX as u64 {
+            return self.fail_at(at, format!("the threshold {text} is too large"));
+        }
+        self.pos += 1;
+        let value = thousandths as i32;
+        Ok(Threshold(if negative { -value } else { value }))
+    }
+
+    /// `(P0: S1 S4; P1: R0 S2 S5)`.
+    fn template(&mut self) -> PResult<Vec<TemplateProcess>> {
+        self.expect_symbol("(", "after MATCH PATTERN")?;
+        let mut processes: Vec<TemplateProcess> = Vec::new();
+        loop {
+            let at = self.here();
+            let rank = match self.peek() {
+                Some(t) if t.kind == Kind::Word => rank_after(t.text, &["P"]),
+                _ => None,
+            };
+            let Some(rank) = rank else {
+                return self.expected("a process such as P0 in the template");
+            };
+            if processes.iter().any(|p| p.rank == rank) {
+                return self.fail_at(at, format!("P{rank} appears twice in the template"));
+            }
+            self.pos += 1;
+            self.expect_symbol(":", &format!("after P{rank}"))?;
+            let mut events = Vec::new();
+            while let Some(t) = self.peek().filter(|t| t.kind == Kind::Word) {
+                events.push(self.template_event(t)?);
+            }
+            if events.is_empty() {
+                return self.expected(&format!(
+                    "the events of P{rank} (S<rank>, R<rank> or a collective such as MPI_Bcast(0))"
+                ));
+            }
+            processes.push(TemplateProcess { rank, events });
+            if self.eat_symbol(";") {
+                continue;
+            }
+            self.expect_symbol(")", "after the template's events")?;
+            return Ok(processes);
+        }
+    }
+
+    fn template_event(&mut self, t: Token<'_>) -> PResult<TemplateEvent> {
+        if let Some(r) = rank_after(t.text, &["S"]) {
+            self.pos += 1;
+            return Ok(TemplateEvent::Send(r));
+        }
+        if let Some(r) = rank_after(t.text, &["R"]) {
+            self.pos += 1;
+            return Ok(TemplateEvent::Receive(r));
+        }
+        let kind = match Self::target_word(t) {
+            Some(Ok(Target::Operation(kind))) if kind.is_collective() => kind,
+            _ => {
+                return self.fail(format!(
+                    "expected a template event (S<rank>, R<rank> or a collective such as \
+                     MPI_Bcast(0)), found \"{}\"",
+                    t.text
+                ))
+            }
+        };
+        self.pos += 1;
+        let root = if kind.is_rooted() {
+            self.expect_symbol("(", &format!("after {} (its root)", t.text))?;
+            let root = self.small_number("the root")?;
+            self.expect_symbol(")", "after the root")?;
+            Some(root)
+        } else {
+            None
+        };
+        Ok(TemplateEvent::Collective(kind, root))
     }
 
     /// Everything after `SELECT`. `full` allows ORDER BY and LIMIT (not in a view).

@@ -1,0 +1,603 @@
+//! Pattern and phase detection over a stored trace, with their results kept as views of the
+//! trace (a pattern catalogue with each pattern's operations and messages as bitmaps, and the
+//! phase tree with each phase's time span), under keys that name the parameters they were
+//! computed with: asking again with the same parameters reads them back.
+//!
+//! The steps (thesis Figures 4.4 and 5.1): each process's events ([`process_events`]), its
+//! process patterns ([`patterns`]), communication patterns across processes
+//! ([`comm_patterns`]), then the sequence of communication-pattern instances by start time cut
+//! into phases ([`phases`]).
+
+use std::time::Instant;
+
+use roaring::RoaringBitmap;
+use serde::{Deserialize, Serialize};
+
+use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
+use super::phases::{self, Mode, PhaseTree};
+use super::process_events::{self, Alphabet, ProcessEvents};
+use crate::error::Result;
+use crate::model::{Rank, RoutineCall, Time};
+use crate::Trace;
+
+/// How process patterns are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternParams {
+    /// Routine calls delimit patterns (the thesis's routine-call-directed variant).
+    pub delimiters: bool,
+    /// Tandem repeats are removed first (their copies counted).
+    pub tandems: bool,
+}
+
+impl Default for PatternParams {
+    fn default() -> Self {
+        PatternParams {
+            delimiters: true,
+            tandems: true,
+        }
+    }
+}
+
+impl PatternParams {
+    fn key(&self) -> String {
+        format!(
+            "patterns/delimiters={},tandems={}",
+            self.delimiters, self.tandems
+        )
+    }
+}
+
+/// One process pattern of one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessPatternRecord {
+    /// Its events in words (`S2 S3 R2`).
+    pub sequence: String,
+    /// Number of events.
+    pub length: u32,
+    /// Start positions of its occurrences in the process's event sequence, 1-based.
+    pub positions: Vec<u64>,
+}
+
+/// The process patterns of one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// The world rank.
+    pub rank: Rank,
+    /// Its communication events.
+    pub events: u64,
+    /// Its patterns, by first position.
+    pub patterns: Vec<ProcessPatternRecord>,
+}
+
+/// One communication pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommPatternRecord {
+    /// 1-based, in the order of first occurrence (what `IN PATTERN n` names).
+    pub id: u32,
+    /// The processes it involves.
+    pub processes: Vec<Rank>,
+    /// Its shape in words: `P0: R1 S1 | P1: R0 S0`.
+    pub shape: String,
+    /// Events in one occurrence.
+    pub events: u32,
+    /// Its occurrences as (first event start, last event start).
+    pub occurrences: Vec<(Time, Time)>,
+    /// The operations of all its occurrences (roaring, serialized).
+    pub ops: Vec<u8>,
+    /// The messages of all its occurrences (roaring, serialized).
+    pub messages: Vec<u8>,
+}
+
+impl CommPatternRecord {
+    /// The operations of its occurrences.
+    pub fn op_ids(&self) -> RoaringBitmap {
+        RoaringBitmap::deserialize_from(&self.ops[..]).unwrap_or_default()
+    }
+
+    /// The messages of its occurrences.
+    pub fn message_ids(&self) -> RoaringBitmap {
+        RoaringBitmap::deserialize_from(&self.messages[..]).unwrap_or_default()
+    }
+}
+
+/// What pattern detection found in a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternResult {
+    /// The parameters it was computed with.
+    pub params: PatternParams,
+    /// Per process.
+    pub processes: Vec<ProcessRecord>,
+    /// The communication patterns.
+    pub patterns: Vec<CommPatternRecord>,
+    /// Communication events in all.
+    pub events: u64,
+    /// Seconds the detection took.
+    pub seconds: f64,
+}
+
+impl PatternResult {
+    /// The communication pattern `id`.
+    pub fn pattern(&self, id: u32) -> Option<&CommPatternRecord> {
+        self.patterns.iter().find(|p| p.id == id)
+    }
+
+    /// Every occurrence of every communication pattern as (start, end, pattern id), by start.
+    pub fn instances(&self) -> Vec<(Time, Time, u32)> {
+        let mut out: Vec<(Time, Time, u32)> = self
+            .patterns
+            .iter()
+            .flat_map(|p| p.occurrences.iter().map(move |&(s, e)| (s, e, p.id)))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The process patterns of one process's events.
+pub(crate) fn process_patterns(
+    events: &ProcessEvents,
+    params: &PatternParams,
+) -> Vec<ProcessPatternOccurrences> {
+    use super::patterns::{detect, Event, Options};
+    let mut input = Vec::with_capacity(events.len() + 16);
+    let mut index = Vec::with_capacity(events.len());
+    for i in 0..events.len() {
+        if params.delimiters && i > 0 && events.blocks[i] != events.blocks[i - 1] {
+            input.push(Event::Delimiter);
+            index.push(usize::MAX);
+        }
+        input.push(Event::Mpi(events.symbols[i]));
+        index.push(i);
+    }
+    let options = Options {
+        remove_tandems: params.tandems,
+        min_len: 2,
+    };
+    // Positions come back in the input with delimiters; map them to event indexes.
+    let to_event = |pos: usize| -> usize {
+        index[pos..]
+            .iter()
+            .copied()
+            .find(|&i| i != usize::MAX)
+            .unwrap_or(events.len())
+    };
+    detect(&input, &options)
+        .into_iter()
+        .map(|p| ProcessPatternOccurrences {
+            symbols: p.symbols.clone(),
+            occurrences: p
+                .occurrences()
+                .map(|(start, end)| (to_event(start), to_event_end(&index, end)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// The event index just past input position `end - 1`.
+fn to_event_end(index: &[usize], end: usize) -> usize {
+    index[..end]
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| i != usize::MAX)
+        .map_or(0, |i| i + 1)
+}
+
+/// Finds the process and communication patterns of `trace`.
+pub fn detect_patterns(trace: &Trace, params: &PatternParams) -> Result<PatternResult> {
+    let started = Instant::now();
+    let (alphabet, events) = process_events::extract(trace, params.delimiters)?;
+    let per_process: Vec<Vec<ProcessPatternOccurrences>> = {
+        use rayon::prelude::*;
+        events
+            .par_iter()
+            .map(|e| process_patterns(e, params))
+            .collect()
+    };
+    let messages = trace.messages()?;
+    let collectives = trace.collective_instances()?;
+    let comm = comm_patterns::assemble(&events, &per_process, &messages, &collectives);
+    let processes = events
+        .iter()
+        .zip(&per_process)
+        .map(|(e, pats)| process_record(&alphabet, e, pats))
+        .collect();
+    Ok(PatternResult {
+        params: *params,
+        processes,
+        patterns: comm.iter().map(|p| comm_record(&alphabet, p)).collect(),
+        events: events.iter().map(|e| e.len() as u64).sum(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn process_record(
+    alphabet: &Alphabet,
+    events: &ProcessEvents,
+    patterns: &[ProcessPatternOccurrences],
+) -> ProcessRecord {
+    let mut list: Vec<ProcessPatternRecord> = patterns
+        .iter()
+        .filter(|p| !p.occurrences.is_empty())
+        .map(|p| ProcessPatternRecord {
+            sequence: alphabet.render(&p.symbols),
+            length: p.symbols.len() as u32,
+            positions: p.occurrences.iter().map(|&(s, _)| s as u64 + 1).collect(),
+        })
+        .collect();
+    list.sort_by(|a, b| (a.positions[0], &a.sequence).cmp(&(b.positions[0], &b.sequence)));
+    ProcessRecord {
+        rank: events.rank,
+        events: events.len() as u64,
+        patterns: list,
+    }
+}
+
+fn serialize(bitmap: &RoaringBitmap) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bitmap.serialized_size());
+    bitmap
+        .serialize_into(&mut out)
+        .expect("writing to a Vec cannot fail");
+    out
+}
+
+fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
+    let mut ops = RoaringBitmap::new();
+    let mut messages = RoaringBitmap::new();
+    for o in &p.occurrences {
+        ops |= &o.ops;
+        messages |= &o.messages;
+    }
+    CommPatternRecord {
+        id: p.id,
+        processes: p.processes.clone(),
+        shape: p.describe(alphabet),
+        events: p.events() as u32,
+        occurrences: p.occurrences.iter().map(|o| (o.start, o.end)).collect(),
+        ops: serialize(&ops),
+        messages: serialize(&messages),
+    }
+}
+
+/// The stored patterns for `params`, computed (and stored) when absent or when `refresh`.
+pub fn patterns(trace: &Trace, params: &PatternParams, refresh: bool) -> Result<PatternResult> {
+    let key = params.key();
+    if !refresh {
+        if let Some(stored) = trace.result::<PatternResult>(&key)? {
+            return Ok(stored);
+        }
+    }
+    let result = detect_patterns(trace, params)?;
+    trace.put_result(&key, &result)?;
+    Ok(result)
+}
+
+/// How phases are cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PhaseParams {
+    /// The patterns whose instances are segmented.
+    pub patterns: PatternParams,
+    /// The strength threshold s0, in thousandths.
+    pub threshold: i32,
+    /// Reproduce the thesis tables' arithmetic (§3.4).
+    pub thesis_compat: bool,
+}
+
+impl PhaseParams {
+    fn key(&self) -> String {
+        format!(
+            "phases/{},s0={},thesis={}",
+            self.patterns.key(),
+            self.threshold,
+            self.thesis_compat
+        )
+    }
+}
+
+/// A node of the segmentation tree, with the time it spans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseNodeRecord {
+    /// `S<id>` in the thesis's numbering.
+    pub id: u32,
+    /// First and last pattern instance (1-based, inclusive).
+    pub first: u32,
+    /// Last pattern instance.
+    pub last: u32,
+    /// D_JS of the best cut.
+    pub d: f64,
+    /// Last instance of the left part of the best cut.
+    pub cut: u32,
+    /// The BIC threshold τ.
+    pub tau: f64,
+    /// The segmentation strength (none for a single instance).
+    pub strength: Option<f64>,
+    /// Parent node.
+    pub parent: Option<u32>,
+    /// Whether it is a leaf: a phase.
+    pub leaf: bool,
+    /// Start of its first instance.
+    pub start: Time,
+    /// End of its last instance.
+    pub end: Time,
+}
+
+/// A phase: a leaf of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    /// 1-based in time order (what `IN PHASE n` names).
+    pub number: u32,
+    /// Its node id in the tree.
+    pub node: u32,
+    /// First and last instance (1-based).
+    pub first: u32,
+    /// Last instance.
+    pub last: u32,
+    /// Start of its first instance.
+    pub start: Time,
+    /// Last event of its last instance.
+    pub end: Time,
+    /// The communication patterns it holds, ascending.
+    pub patterns: Vec<u32>,
+    /// The highest routine containing its start that began after the previous phase, with
+    /// the number of its calls that start in the phase: `solve (50 calls)`.
+    pub routine: String,
+}
+
+/// What phase detection found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// The parameters it was computed with.
+    pub params: PhaseParams,
+    /// The whole tree, in the thesis's numbering.
+    pub nodes: Vec<PhaseNodeRecord>,
+    /// The phases, in time order.
+    pub phases: Vec<PhaseRecord>,
+    /// The tree drawn as text.
+    pub tree: String,
+    /// Seconds the segmentation took (patterns not included).
+    pub seconds: f64,
+}
+
+impl PhaseResult {
+    /// Phase `number`.
+    pub fn phase(&self, number: u32) -> Option<&PhaseRecord> {
+        self.phases.iter().find(|p| p.number == number)
+    }
+}
+
+/// Cuts the sequence of communication-pattern instances of `patterns` into phases.
+pub fn detect_phases(
+    trace: &Trace,
+    patterns: &PatternResult,
+    params: &PhaseParams,
+) -> Result<PhaseResult> {
+    let instances = patterns.instances();
+    let started = Instant::now();
+    let symbols: Vec<u32> = instances.iter().map(|&(_, _, id)| id).collect();
+    let tree = phases::segment(
+        &symbols,
+        &phases::Params {
+            s0: f64::from(params.threshold) / 1000.0,
+            mode: if params.thesis_compat {
+                Mode::ThesisCompat
+            } else {
+                Mode::Correct
+            },
+        },
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    let span = |first: usize, last: usize| -> (Time, Time) {
+        let start = instances[first - 1].0;
+        let end = instances[first - 1..last]
+            .iter()
+            .map(|i| i.1)
+            .max()
+            .unwrap_or(start);
+        (start, end)
+    };
+    let nodes = node_records(&tree, &span);
+    let calls = trace.routine_calls()?;
+    let mut phases = Vec::new();
+    let mut previous_end: Option<Time> = None;
+    let leaves = tree.leaves();
+    for (i, leaf) in leaves.iter().enumerate() {
+        let (start, end) = span(leaf.ps, leaf.pe);
+        let next_start = leaves.get(i + 1).map(|l| span(l.ps, l.pe).0);
+        let mut ids: Vec<u32> = symbols[leaf.ps - 1..leaf.pe].to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        phases.push(PhaseRecord {
+            number: i as u32 + 1,
+            node: leaf.id as u32,
+            first: leaf.ps as u32,
+            last: leaf.pe as u32,
+            start,
+            end,
+            patterns: ids,
+            routine: routine_of(trace, &calls, (start, end), previous_end, next_start),
+        });
+        previous_end = Some(end);
+    }
+    Ok(PhaseResult {
+        params: *params,
+        nodes,
+        phases,
+        tree: phases::render_tree(&tree),
+        seconds,
+    })
+}
+
+fn node_records(
+    tree: &PhaseTree,
+    span: &dyn Fn(usize, usize) -> (Time, Time),
+) -> Vec<PhaseNodeRecord> {
+    tree.nodes()
+        .iter()
+        .map(|n| {
+            let (start, end) = span(n.ps, n.pe);
+            PhaseNodeRecord {
+                id: n.id as u32,
+                first: n.ps as u32,
+                last: n.pe as u32,
+                d: n.d,
+                cut: n.pc as u32,
+                tau: n.tau,
+                strength: n.s,
+                parent: n.parent.map(|p| p as u32),
+                leaf: n.is_leaf(),
+                start,
+                end,
+            }
+        })
+        .collect()
+}
+
+/// The highest routine call containing the phase's start that crosses neither the previous
+/// phase nor the next one (thesis §3.5), and how many calls of that routine start in the
+/// phase: `solve (50 calls)`.
+fn routine_of(
+    trace: &Trace,
+    calls: &[RoutineCall],
+    (start, end): (Time, Time),
+    previous_end: Option<Time>,
+    next_start: Option<Time>,
+) -> String {
+    let containing = calls
+        .iter()
+        .filter(|c| c.start <= start && start <= c.end)
+        .filter(|c| previous_end.is_none_or(|p| c.start > p))
+        .filter(|c| next_start.is_none_or(|n| c.end < n))
+        .min_by_key(|c| (c.depth, c.rank, c.start));
+    match containing {
+        Some(c) => {
+            let name = trace.string(c.routine).unwrap_or("?").to_string();
+            let count = calls
+                .iter()
+                .filter(|d| d.routine == c.routine && d.rank == c.rank)
+                .filter(|d| d.start >= start.min(c.start) && d.start <= end)
+                .count();
+            if count > 1 {
+                format!("{name} ({count} calls)")
+            } else {
+                name
+            }
+        }
+        None => String::new(),
+    }
+}
+
+/// The stored phases for `params`, computed (and stored) when absent or when `refresh`.
+pub fn phases(trace: &Trace, params: &PhaseParams, refresh: bool) -> Result<PhaseResult> {
+    let key = params.key();
+    if !refresh {
+        if let Some(stored) = trace.result::<PhaseResult>(&key)? {
+            return Ok(stored);
+        }
+    }
+    let found = patterns(trace, &params.patterns, refresh)?;
+    let result = detect_phases(trace, &found, params)?;
+    trace.put_result(&key, &result)?;
+    Ok(result)
+}
+
+/// Where a `MATCH PATTERN` template occurs: per-process approximate matches (thesis
+/// Algorithm 4.4) joined across processes through their messages (Algorithm 4.7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateMatch {
+    /// The processes of the template that take part.
+    pub processes: Vec<Rank>,
+    /// Edits summed over the processes.
+    pub edits: u32,
+    /// First event's start.
+    pub start: Time,
+    /// Last event's start.
+    pub end: Time,
+    /// The operations matched.
+    pub ops: RoaringBitmap,
+}
+
+/// Finds `template` in the trace with at most `errors` edits per process. A match is a set of
+/// per-process matches linked by messages or collectives that covers every process of the
+/// template.
+pub fn match_template(
+    trace: &Trace,
+    template: &[crate::query::ast::TemplateProcess],
+    errors: u32,
+) -> Result<Vec<TemplateMatch>> {
+    use super::process_events::EventKey;
+    use crate::query::ast::TemplateEvent;
+    let ranks = trace.header().processes.len() as Rank;
+    if let Some(p) = template.iter().find(|p| p.rank >= ranks) {
+        return Err(crate::Error::Usage(format!(
+            "the template names P{}, but the trace has ranks 0-{}",
+            p.rank,
+            ranks.saturating_sub(1)
+        )));
+    }
+    let (mut alphabet, events) = process_events::extract(trace, false)?;
+    let mut per_process: Vec<Vec<ProcessPatternOccurrences>> = vec![Vec::new(); events.len()];
+    // Edits of each per-process match, by its first operation.
+    let mut edits: crate::hash::FxHashMap<u32, u32> = Default::default();
+    for p in template {
+        let symbols: Vec<u32> = p
+            .events
+            .iter()
+            .map(|e| {
+                alphabet.intern(match *e {
+                    TemplateEvent::Send(r) => EventKey::Send(r),
+                    TemplateEvent::Receive(r) => EventKey::Receive(r),
+                    TemplateEvent::Collective(kind, root) => EventKey::Collective(kind, root),
+                })
+            })
+            .collect();
+        let e = &events[p.rank as usize];
+        let params = super::patterns::matching::MatchParams {
+            q: 2,
+            k: errors as usize,
+        };
+        let found = super::patterns::matching::find_matches(&symbols, &e.symbols, &params);
+        let mut occurrences = Vec::with_capacity(found.len());
+        for m in found {
+            if m.end > m.start {
+                edits.insert(e.ops[m.start] as u32, m.distance as u32);
+                occurrences.push((m.start, m.end));
+            }
+        }
+        per_process[p.rank as usize].push(ProcessPatternOccurrences {
+            symbols,
+            occurrences,
+        });
+    }
+    let messages = trace.messages()?;
+    let collectives = trace.collective_instances()?;
+    let joined = comm_patterns::assemble(&events, &per_process, &messages, &collectives);
+    let wanted: Vec<Rank> = {
+        let mut r: Vec<Rank> = template.iter().map(|p| p.rank).collect();
+        r.sort_unstable();
+        r
+    };
+    let mut out = Vec::new();
+    for pattern in &joined {
+        let covered: Vec<Rank> = pattern
+            .shape
+            .iter()
+            .filter(|(_, part)| matches!(part, comm_patterns::ShapePart::Pattern(_)))
+            .map(|(r, _)| *r)
+            .collect();
+        if !wanted.iter().all(|r| covered.contains(r)) {
+            continue;
+        }
+        for o in &pattern.occurrences {
+            let total = o.ops.iter().filter_map(|op| edits.get(&op)).sum();
+            out.push(TemplateMatch {
+                processes: wanted.clone(),
+                edits: total,
+                start: o.start,
+                end: o.end,
+                ops: o.ops.clone(),
+            });
+        }
+    }
+    out.sort_by_key(|m| (m.start, m.end));
+    Ok(out)
+}
