@@ -67,6 +67,52 @@ fn generated_traces_give_the_communication_patterns_the_generator_emitted() {
             "{scenario:?} on {ranks} ranks: {:?}",
             truth.patterns
         );
+
+        // The phases line up with the program's routines: every pattern is in the solve loop
+        // (init has MPI_Init only, setup one Bcast, finalize MPI_Finalize), so every phase lies
+        // within the solve calls and is named by a routine of the loop; together the phases
+        // take every instance once, in order.
+        let trace = db.trace("t").unwrap();
+        let phases = detection::phases(&trace, &PhaseParams::default(), false).unwrap();
+        let solve_id = (0..).find(|&i| trace.string(i) == Some("solve")).unwrap();
+        let solves: Vec<_> = trace
+            .routine_calls()
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.routine == solve_id)
+            .collect();
+        let first_solve = solves.iter().map(|c| c.start).min().unwrap();
+        let last_solve = solves.iter().map(|c| c.end).max().unwrap();
+        let mut next = 1;
+        for p in &phases.phases {
+            assert_eq!(p.first, next, "{scenario:?}: phases in order");
+            next = p.last + 1;
+            assert!(
+                p.start >= first_solve && p.end <= last_solve,
+                "{scenario:?}: phase {} ({}..{}) outside solve ({first_solve}..{last_solve})",
+                p.number,
+                p.start,
+                p.end
+            );
+            let routine = p.routine.split(' ').next().unwrap_or("");
+            assert!(
+                !["main", "init", "setup", "finalize", ""].contains(&routine),
+                "{scenario:?}: phase {} is named {:?}",
+                p.number,
+                p.routine
+            );
+        }
+        let instances: u64 = truth
+            .patterns
+            .values()
+            .filter(|p| p.min_events >= 2 && p.occurrences >= 2)
+            .map(|p| p.occurrences)
+            .sum();
+        assert_eq!(
+            u64::from(next - 1),
+            instances,
+            "{scenario:?}: every instance in a phase"
+        );
     }
 }
 

@@ -57,8 +57,9 @@ impl CommPattern {
         parts.join(" | ")
     }
 
-    /// Events in one occurrence.
-    pub fn events(&self) -> usize {
+    /// Symbols in the shape (a tandem repeat's unit counted once; see
+    /// [`CommOccurrence::events`] for the events themselves).
+    pub fn symbols(&self) -> usize {
         self.shape
             .iter()
             .map(|(_, p)| match p {
@@ -74,6 +75,10 @@ impl CommPattern {
 pub struct CommOccurrence {
     /// Start time of its first event.
     pub start: Time,
+    /// The process of its first event.
+    pub first_rank: Rank,
+    /// Its events (the copies of tandem repeats included).
+    pub events: usize,
     /// Start time of its last event.
     pub end: Time,
     /// The operations of its events.
@@ -238,6 +243,8 @@ pub fn assemble(
         let mut shape = Vec::with_capacity(list.len());
         let mut occ = CommOccurrence {
             start: Time::MAX,
+            first_rank: 0,
+            events: 0,
             end: 0,
             ops: RoaringBitmap::new(),
             messages: RoaringBitmap::new(),
@@ -263,9 +270,13 @@ pub fn assemble(
                 ),
             };
             let e = &events[p];
+            occ.events += range.len();
             for i in range {
                 occ.ops.insert(e.ops[i] as u32);
-                occ.start = occ.start.min(e.times[i]);
+                if (e.times[i], e.rank) < (occ.start, occ.first_rank) {
+                    occ.start = e.times[i];
+                    occ.first_rank = e.rank;
+                }
                 occ.end = occ.end.max(e.times[i]);
             }
             shape.push((e.rank, part));
@@ -415,6 +426,110 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].describe(&a), "P0: S1 S2 | P1: R0 | P2: R0");
         assert_eq!(found[0].occurrences.len(), 2);
-        assert_eq!(found[0].events(), 4);
+        assert_eq!(found[0].symbols(), 4);
+        assert_eq!(found[0].occurrences[0].events, 4);
+    }
+
+    /// The NAS BT "copy faces" exchange of the thesis's Table 5.7 (16 processes, 1-based
+    /// there): each process sends to six partners, then receives from the same six in the same
+    /// order. Two rounds, each a routine call, give one process pattern per process and one
+    /// communication pattern over all 16 processes, occurring twice.
+    #[test]
+    fn the_bt_copy_faces_exchange_is_one_pattern_over_sixteen_processes() {
+        use crate::analysis::patterns::{detect, Event, Options};
+        let partners: [[Rank; 6]; 16] = [
+            [2, 4, 5, 13, 8, 14],
+            [3, 1, 6, 14, 5, 15],
+            [4, 2, 7, 15, 6, 16],
+            [1, 3, 8, 16, 7, 13],
+            [6, 8, 9, 1, 12, 2],
+            [7, 5, 10, 2, 9, 3],
+            [8, 6, 11, 3, 10, 4],
+            [5, 7, 12, 4, 11, 1],
+            [10, 12, 13, 5, 16, 6],
+            [11, 9, 14, 6, 13, 7],
+            [12, 10, 15, 7, 14, 8],
+            [9, 11, 16, 8, 15, 5],
+            [14, 16, 1, 9, 4, 10],
+            [15, 13, 2, 10, 1, 11],
+            [16, 14, 3, 11, 2, 12],
+            [13, 15, 4, 12, 3, 9],
+        ];
+        let mut alphabet = Alphabet::default();
+        let mut events = Vec::new();
+        let op = |rank: usize, round: usize, i: usize| (rank * 100 + round * 20 + i) as OpId;
+        for (p, list) in partners.iter().enumerate() {
+            let mut e = ProcessEvents {
+                rank: p as Rank,
+                ..ProcessEvents::default()
+            };
+            for round in 0..2 {
+                for (i, &q) in list.iter().enumerate() {
+                    e.symbols.push(alphabet.intern(EventKey::Send(q - 1)));
+                    e.ops.push(op(p, round, i));
+                }
+                for (i, &q) in list.iter().enumerate() {
+                    e.symbols.push(alphabet.intern(EventKey::Receive(q - 1)));
+                    e.ops.push(op(p, round, 6 + i));
+                }
+                e.times
+                    .extend((0..12).map(|i| (round * 1000 + i * 10) as Time));
+                e.blocks.extend([round as u32; 12]);
+            }
+            events.push(e);
+        }
+        // Process p's send to q in a round meets q's receive from p in that round.
+        let mut messages = Vec::new();
+        for (p, list) in partners.iter().enumerate() {
+            for round in 0..2 {
+                for (i, &q) in list.iter().enumerate() {
+                    let q = q as usize - 1;
+                    let j = partners[q]
+                        .iter()
+                        .position(|&x| x as usize == p + 1)
+                        .unwrap();
+                    messages.push(message(
+                        messages.len() as u64,
+                        op(p, round, i),
+                        op(q, round, 6 + j),
+                    ));
+                }
+            }
+        }
+        let patterns: Vec<Vec<ProcessPatternOccurrences>> = events
+            .iter()
+            .map(|e| {
+                let mut input: Vec<Event> =
+                    e.symbols[..12].iter().map(|&s| Event::Mpi(s)).collect();
+                input.push(Event::Delimiter);
+                input.extend(e.symbols[12..].iter().map(|&s| Event::Mpi(s)));
+                detect(&input, &Options::default())
+                    .into_iter()
+                    .map(|p| ProcessPatternOccurrences {
+                        symbols: p.symbols.clone(),
+                        // Input positions after the delimiter are one past their event.
+                        occurrences: p
+                            .occurrences()
+                            .map(|(s, e)| if s > 12 { (s - 1, e - 1) } else { (s, e) })
+                            .collect(),
+                    })
+                    .collect()
+            })
+            .collect();
+        for (p, found) in patterns.iter().enumerate() {
+            assert_eq!(found.len(), 1, "P{}: {found:?}", p + 1);
+            assert_eq!(found[0].occurrences, vec![(0, 12), (12, 24)]);
+        }
+        let joined = assemble(&events, &patterns, &messages, &[]);
+        assert_eq!(joined.len(), 1);
+        let bt = &joined[0];
+        assert_eq!(bt.processes, (0..16).collect::<Vec<Rank>>());
+        assert_eq!(bt.occurrences.len(), 2);
+        assert_eq!(bt.symbols(), 16 * 12);
+        assert_eq!(bt.occurrences[1].events, 16 * 12);
+        assert_eq!(bt.occurrences[0].messages.len(), 96);
+        assert!(bt
+            .describe(&alphabet)
+            .starts_with("P0: S1 S3 S4 S12 S7 S13 R1 R3 R4 R12 R7 R13 | P1: S2 S0 S5 S13"));
     }
 }

@@ -78,10 +78,12 @@ pub struct CommPatternRecord {
     pub processes: Vec<Rank>,
     /// Its shape in words: `P0: R1 S1 | P1: R0 S0`.
     pub shape: String,
-    /// Events in one occurrence.
+    /// Events in its first occurrence (tandem copies included).
     pub events: u32,
     /// Its occurrences as (first event start, last event start).
     pub occurrences: Vec<(Time, Time)>,
+    /// The process of each occurrence's first event.
+    pub first_ranks: Vec<Rank>,
     /// The operations of all its occurrences (roaring, serialized).
     pub ops: Vec<u8>,
     /// The messages of all its occurrences (roaring, serialized).
@@ -121,12 +123,18 @@ impl PatternResult {
         self.patterns.iter().find(|p| p.id == id)
     }
 
-    /// Every occurrence of every communication pattern as (start, end, pattern id), by start.
-    pub fn instances(&self) -> Vec<(Time, Time, u32)> {
-        let mut out: Vec<(Time, Time, u32)> = self
+    /// Every occurrence of every communication pattern as (start, end, pattern id, process
+    /// of its first event), by start.
+    pub fn instances(&self) -> Vec<(Time, Time, u32, Rank)> {
+        let mut out: Vec<(Time, Time, u32, Rank)> = self
             .patterns
             .iter()
-            .flat_map(|p| p.occurrences.iter().map(move |&(s, e)| (s, e, p.id)))
+            .flat_map(|p| {
+                p.occurrences
+                    .iter()
+                    .zip(&p.first_ranks)
+                    .map(move |(&(s, e), &r)| (s, e, p.id, r))
+            })
             .collect();
         out.sort_unstable();
         out
@@ -252,8 +260,9 @@ fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
         id: p.id,
         processes: p.processes.clone(),
         shape: p.describe(alphabet),
-        events: p.events() as u32,
+        events: p.occurrences.first().map_or(0, |o| o.events as u32),
         occurrences: p.occurrences.iter().map(|o| (o.start, o.end)).collect(),
+        first_ranks: p.occurrences.iter().map(|o| o.first_rank).collect(),
         ops: serialize(&ops),
         messages: serialize(&messages),
     }
@@ -373,7 +382,7 @@ pub fn detect_phases(
 ) -> Result<PhaseResult> {
     let instances = patterns.instances();
     let started = Instant::now();
-    let symbols: Vec<u32> = instances.iter().map(|&(_, _, id)| id).collect();
+    let symbols: Vec<u32> = instances.iter().map(|i| i.2).collect();
     let tree = phases::segment(
         &symbols,
         &phases::Params {
@@ -403,6 +412,7 @@ pub fn detect_phases(
     for (i, leaf) in leaves.iter().enumerate() {
         let (start, end) = span(leaf.ps, leaf.pe);
         let next_start = leaves.get(i + 1).map(|l| span(l.ps, l.pe).0);
+        let rank = instances[leaf.ps - 1].3;
         let mut ids: Vec<u32> = symbols[leaf.ps - 1..leaf.pe].to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -414,7 +424,7 @@ pub fn detect_phases(
             start,
             end,
             patterns: ids,
-            routine: routine_of(trace, &calls, (start, end), previous_end, next_start),
+            routine: routine_of(trace, &calls, rank, (start, end), previous_end, next_start),
         });
         previous_end = Some(end);
     }
@@ -452,29 +462,50 @@ fn node_records(
         .collect()
 }
 
-/// The highest routine call containing the phase's start that crosses neither the previous
-/// phase nor the next one (thesis §3.5), and how many calls of that routine start in the
-/// phase: `solve (50 calls)`.
+/// The highest routine call of `rank` (the process of the phase's first event) containing the
+/// phase's start that stays between the phase's
+/// neighbours (thesis §3.5: it crosses no other phase) and between the routine calls that end
+/// before the phase and start after it (so `main` does not name a phase that `solve` calls
+/// make up), and how many calls of that routine start in the phase: `solve (50 calls)`.
 fn routine_of(
     trace: &Trace,
     calls: &[RoutineCall],
+    rank: Rank,
     (start, end): (Time, Time),
     previous_end: Option<Time>,
     next_start: Option<Time>,
 ) -> String {
+    let fits = |c: &RoutineCall| {
+        let same_rank = calls
+            .iter()
+            .filter(|d| d.rank == c.rank && d.thread == c.thread);
+        let left = same_rank
+            .clone()
+            .filter(|d| d.end <= start)
+            .map(|d| d.end)
+            .max()
+            .unwrap_or(0)
+            .max(previous_end.unwrap_or(0));
+        let right = same_rank
+            .filter(|d| d.start >= end && d.start > start)
+            .map(|d| d.start)
+            .min()
+            .unwrap_or(Time::MAX)
+            .min(next_start.unwrap_or(Time::MAX));
+        c.start >= left && c.end <= right
+    };
     let containing = calls
         .iter()
-        .filter(|c| c.start <= start && start <= c.end)
-        .filter(|c| previous_end.is_none_or(|p| c.start > p))
-        .filter(|c| next_start.is_none_or(|n| c.end < n))
+        .filter(|c| c.rank == rank && c.start <= start && start <= c.end)
+        .filter(|c| fits(c))
         .min_by_key(|c| (c.depth, c.rank, c.start));
     match containing {
         Some(c) => {
             let name = trace.string(c.routine).unwrap_or("?").to_string();
             let count = calls
                 .iter()
-                .filter(|d| d.routine == c.routine && d.rank == c.rank)
-                .filter(|d| d.start >= start.min(c.start) && d.start <= end)
+                .filter(|d| d.routine == c.routine && d.rank == c.rank && d.thread == c.thread)
+                .filter(|d| d.start >= c.start && d.start <= end)
                 .count();
             if count > 1 {
                 format!("{name} ({count} calls)")
