@@ -431,6 +431,31 @@ impl Trace {
         self.reader.chunk_columns(Table::Messages, chunk, wanted)
     }
 
+    /// Only the `wanted` columns ([`tables::op_col`] numbers) of operation chunk `chunk`.
+    pub fn operation_columns(
+        &self,
+        chunk: u32,
+        wanted: &[usize],
+    ) -> Result<tables::DecodedColumns> {
+        self.reader.chunk_columns(Table::Operations, chunk, wanted)
+    }
+
+    /// Every message's (sending operation, receiving operation), by message id, read from two
+    /// columns of the message chunks.
+    pub fn message_ops(&self) -> Result<Vec<(OpId, OpId)>> {
+        use tables::msg_col::{RECV_OP, SEND_OP};
+        let mut out = Vec::with_capacity(self.summary().messages as usize);
+        for chunk in 0..self.message_chunk_count() {
+            let (_, cols) = self.message_columns(chunk, &[SEND_OP, RECV_OP])?;
+            let (sends, recvs) = match (&cols[SEND_OP], &cols[RECV_OP]) {
+                (Some(s), Some(r)) => (s, r),
+                _ => continue,
+            };
+            out.extend(sends.iter().copied().zip(recvs.iter().copied()));
+        }
+        Ok(out)
+    }
+
     /// Like [`Trace::index`], but reading only the given chunks' bitmaps.
     pub fn index_in_chunks(
         &self,

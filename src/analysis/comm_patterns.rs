@@ -10,7 +10,7 @@ use roaring::RoaringBitmap;
 
 use super::process_events::{Alphabet, ProcessEvents};
 use crate::hash::FxHashMap;
-use crate::model::{CollectiveInstance, Message, OpId, Rank, Time};
+use crate::model::{CollectiveInstance, OpId, Rank, Time};
 
 /// One process pattern of one process, with its occurrences as event ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +141,7 @@ enum Node {
 pub fn assemble(
     events: &[ProcessEvents],
     patterns: &[Vec<ProcessPatternOccurrences>],
-    messages: &[Message],
+    messages: &[(OpId, OpId)],
     collectives: &[CollectiveInstance],
 ) -> Vec<CommPattern> {
     let mut uf = Components::new();
@@ -171,23 +171,17 @@ pub fn assemble(
             covered.fill(id);
         }
     }
-    // Where each operation's send, receive and collective event is.
-    let mut send_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
-    let mut recv_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
-    let mut coll_at: FxHashMap<OpId, (u32, u32)> = FxHashMap::default();
+    // Where each operation's events are: (process, first event, last event). An MPI_Sendrecv
+    // gives a send event followed by a receive event of the same operation.
+    let total: usize = events.iter().map(ProcessEvents::len).sum();
+    let mut at: FxHashMap<OpId, (u32, u32, u32)> =
+        FxHashMap::with_capacity_and_hasher(total, Default::default());
     for (p, e) in events.iter().enumerate() {
-        for i in 0..e.len() {
-            let (op, at) = (e.ops[i], (p as u32, i as u32));
-            // An MPI_Sendrecv gives a send event followed by a receive event of the same op.
-            if i > 0 && e.ops[i - 1] == op {
-                recv_at.insert(op, at);
-            } else if i + 1 < e.len() && e.ops[i + 1] == op {
-                send_at.insert(op, at);
-            } else {
-                send_at.insert(op, at);
-                recv_at.insert(op, at);
-                coll_at.insert(op, at);
-            }
+        for (i, &op) in e.ops.iter().enumerate() {
+            let i = i as u32;
+            at.entry(op)
+                .and_modify(|v| v.2 = i)
+                .or_insert((p as u32, i, i));
         }
     }
     let mut node = |uf: &mut Components, nodes: &mut Vec<Node>, (p, i): (u32, u32)| -> u32 {
@@ -204,9 +198,10 @@ pub fn assemble(
         id
     };
     let mut message_nodes: Vec<(u32, u32)> = Vec::with_capacity(messages.len());
-    for (mid, m) in messages.iter().enumerate() {
-        if let (Some(&s), Some(&r)) = (send_at.get(&m.send_op), recv_at.get(&m.recv_op)) {
-            let (a, b) = (node(&mut uf, &mut nodes, s), node(&mut uf, &mut nodes, r));
+    for (mid, (send, recv)) in messages.iter().enumerate() {
+        if let (Some(&(sp, si, _)), Some(&(rp, _, ri))) = (at.get(send), at.get(recv)) {
+            let a = node(&mut uf, &mut nodes, (sp, si));
+            let b = node(&mut uf, &mut nodes, (rp, ri));
             uf.union(a, b);
             message_nodes.push((mid as u32, a));
         }
@@ -214,8 +209,8 @@ pub fn assemble(
     for c in collectives {
         let mut first: Option<u32> = None;
         for op in &c.ops {
-            if let Some(&at) = coll_at.get(op) {
-                let n = node(&mut uf, &mut nodes, at);
+            if let Some(&(p, i, _)) = at.get(op) {
+                let n = node(&mut uf, &mut nodes, (p, i));
                 match first {
                     Some(f) => uf.union(f, n),
                     None => first = Some(n),
@@ -335,18 +330,8 @@ mod tests {
         }
     }
 
-    fn message(id: u64, send_op: OpId, recv_op: OpId) -> Message {
-        Message {
-            sender: 0,
-            receiver: 0,
-            comm: 0,
-            tag: id as i32,
-            bytes: 8,
-            send_time: 0,
-            recv_time: 0,
-            send_op,
-            recv_op,
-        }
+    fn message(_id: u64, send_op: OpId, recv_op: OpId) -> (OpId, OpId) {
+        (send_op, recv_op)
     }
 
     #[test]

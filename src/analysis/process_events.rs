@@ -135,8 +135,7 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
     }
     let mut out = Vec::with_capacity(ranks as usize);
     for rank in 0..ranks {
-        let mut ops = trace.process_operations(rank)?;
-        ops.sort_by_key(|(id, op)| (op.start, *id));
+        let ops = communication_ops(trace, rank)?;
         let mut events = ProcessEvents {
             rank,
             ..ProcessEvents::default()
@@ -144,20 +143,7 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
         // Per thread: the open routine calls (end, block) and the next call to open.
         let mut cursors: FxHashMap<u32, (usize, Vec<(Time, u32)>)> = FxHashMap::default();
         let mut next_block = 1u32;
-        for (id, op) in &ops {
-            let mut keys: [Option<EventKey>; 2] = [None, None];
-            if op.kind.is_send() {
-                keys[0] = op.dest.map(EventKey::Send);
-            }
-            if op.kind.is_receive() {
-                keys[1] = op.source.map(EventKey::Receive);
-            }
-            if op.kind.is_collective() {
-                keys[0] = Some(EventKey::Collective(op.kind, op.root));
-            }
-            if keys.iter().all(Option::is_none) {
-                continue;
-            }
+        for op in &ops {
             let block = match calls_of.get(&(rank, op.thread)) {
                 Some(list) => {
                     let (next, open) = cursors.entry(op.thread).or_default();
@@ -170,15 +156,13 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
                         *next += 1;
                     }
                     open.retain(|&(e, _)| e >= op.start);
-                    // The innermost open call (a call ending exactly at the op's start does
-                    // not contain it unless the op has no duration).
                     open.last().map_or(0, |&(_, b)| b)
                 }
                 None => 0,
             };
-            for key in keys.into_iter().flatten() {
+            for key in op.keys.into_iter().flatten() {
                 events.symbols.push(alphabet.intern(key));
-                events.ops.push(*id);
+                events.ops.push(op.id);
                 events.times.push(op.start);
                 events.blocks.push(block);
             }
@@ -186,4 +170,66 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
         out.push(events);
     }
     Ok((alphabet, out))
+}
+
+/// A communication operation of a process, with its events' keys.
+struct CommOp {
+    id: OpId,
+    start: Time,
+    thread: u32,
+    /// A send (or collective) key, then a receive key.
+    keys: [Option<EventKey>; 2],
+}
+
+/// The communication operations of `rank`, in time order, read from five columns of its
+/// chunks (not the whole operations).
+fn communication_ops(trace: &Trace, rank: Rank) -> Result<Vec<CommOp>> {
+    use crate::store::tables::{op_col, row_id};
+    let mut ops = Vec::new();
+    for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
+        let wanted = [
+            op_col::START,
+            op_col::KIND,
+            op_col::DEST,
+            op_col::SOURCE,
+            op_col::ROOT,
+        ];
+        let (rows, cols) = trace.operation_columns(info.chunk, &wanted)?;
+        let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
+        let (starts, kinds, dests, sources, roots) = (
+            col(op_col::START),
+            col(op_col::KIND),
+            col(op_col::DEST),
+            col(op_col::SOURCE),
+            col(op_col::ROOT),
+        );
+        // Optional ranks are stored as value + 1 (0 for none).
+        let rank_of = |v: u64| v.checked_sub(1).map(|r| r as Rank);
+        for row in 0..rows.min(starts.len()) {
+            let Some(kind) = OpKind::from_code(kinds[row] as u32) else {
+                continue;
+            };
+            let mut keys: [Option<EventKey>; 2] = [None, None];
+            if kind.is_send() {
+                keys[0] = rank_of(dests[row]).map(EventKey::Send);
+            }
+            if kind.is_receive() {
+                keys[1] = rank_of(sources[row]).map(EventKey::Receive);
+            }
+            if kind.is_collective() {
+                keys[0] = Some(EventKey::Collective(kind, rank_of(roots[row])));
+            }
+            if keys.iter().any(Option::is_some) {
+                ops.push(CommOp {
+                    id: row_id(info.chunk, row) as OpId,
+                    start: starts[row],
+                    thread: info.thread,
+                    keys,
+                });
+            }
+        }
+    }
+    // Chunks of one thread are in time order; threads interleave.
+    ops.sort_by_key(|o| (o.start, o.id));
+    Ok(ops)
 }
