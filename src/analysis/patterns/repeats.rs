@@ -1002,6 +1002,48 @@ mod tests {
         assert_eq!(found[0].ends, vec![7, 35, 63]);
     }
 
+    #[test]
+    fn many_delimited_iterations_map_back_exactly() {
+        // 3000 iterations of `(S1 R1)^(1 + i % 3) S2 R2 B`, one routine call each (s=S1,
+        // r=R1, t=S2, u=R2, B=a collective): one pattern in general form, at every iteration.
+        let mut text_form = String::new();
+        let mut starts = Vec::new();
+        for i in 0..3000 {
+            text_form.push('|');
+            starts.push(text_form.len());
+            text_form.push_str(&"sr".repeat(1 + i % 3));
+            text_form.push_str("tuB");
+        }
+        let evs = events(&text_form);
+        let found = detect(&evs, &Options::default());
+        assert_eq!(found.len(), 1);
+        let p = &found[0];
+        assert_eq!(text(&p.symbols), "srtuB");
+        assert_eq!(p.positions, starts);
+        let ends: Vec<usize> = (0..3000).map(|i| starts[i] + 2 * (1 + i % 3) + 3).collect();
+        assert_eq!(p.ends, ends);
+        // Iterations with two or three sr copies carry the run; the others do not.
+        assert_eq!(p.repeats.len(), 2000);
+        assert_eq!(p.repeats.iter().map(|r| r.copies).sum::<usize>(), 5000);
+        assert!(p.repeats.iter().all(|r| r.offset == 0 && r.unit_len == 2));
+        // Without tandem removal the three shapes are patterns of their own. Only an
+        // occurrence where a longer pattern starts is absorbed, so srtuB keeps the
+        // iterations that end with it too: all 3000 (the thesis counts the same way).
+        let raw_found = detect(&evs, &raw());
+        let shapes: Vec<(String, usize)> = raw_found
+            .iter()
+            .map(|p| (text(&p.symbols), p.frequency()))
+            .collect();
+        assert_eq!(
+            shapes,
+            vec![
+                ("srtuB".to_string(), 3000),
+                ("srsrtuB".to_string(), 2000),
+                ("srsrsrtuB".to_string(), 1000)
+            ]
+        );
+    }
+
     /// Every maximal repeat by brute force: each distinct substring that occurs twice and
     /// is not always preceded, nor always followed, by the same symbol.
     fn brute_force_maximal(events: &[Event], min_len: usize) -> Vec<(Vec<Symbol>, Vec<usize>)> {
