@@ -17,8 +17,9 @@
 //!   pair, the extension is rejected when `overlap > matches - distance` (the thesis's rule,
 //!   kept literally: it lets `aba` through in the Sweep3D example so the long pattern can
 //!   form, and rejects `S2S3R2S2` in Fig 4.8). When every match overlaps
-//!   (`overlap == matches`), the pointer jumps to the last occurrence plus `distance`, past
-//!   the periodic stretch (Fig 4.8: from 5 to 11, 1-based).
+//!   (`overlap == matches`, tested before the pseudo-code resets `matches`, as Fig 4.8 does),
+//!   the pointer jumps to the last occurrence plus `distance`, past the periodic stretch
+//!   (Fig 4.8: from 5 to 11, 1-based).
 //!
 //! Otherwise the extension is accepted and the walk goes on from it; an extension the pointer
 //! meets again is simply walked through ("already exists → append event", Fig 4.8 row 6; the

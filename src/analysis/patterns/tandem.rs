@@ -401,6 +401,10 @@ mod tests {
         assert_eq!(r.runs, vec![run(0, 4, 2, 12), run(1, 2, 2, 5)]);
         assert_eq!(r.input_range(1, 3), (1, 5));
         assert_eq!(r.input_range(0, 4), (0, 12));
+        // A run inside a removed copy is dropped; the outer run covers its input.
+        let r = remove_tandems(&syms("xababyxabababy"));
+        assert_eq!(text(&r.symbols), "xaby");
+        assert_eq!(r.runs, vec![run(0, 4, 2, 14), run(1, 2, 2, 5)]);
     }
 
     #[test]
