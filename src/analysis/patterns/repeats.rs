@@ -17,8 +17,9 @@
 //!   pair, the extension is rejected when `overlap > matches - distance` (the thesis's rule,
 //!   kept literally: it lets `aba` through in the Sweep3D example so the long pattern can
 //!   form, and rejects `S2S3R2S2` in Fig 4.8). When every match overlaps
-//!   (`overlap == matches`), the pointer jumps to the last occurrence plus `distance`, past
-//!   the periodic stretch (Fig 4.8: from 5 to 11, 1-based).
+//!   (`overlap == matches`, tested before the pseudo-code resets `matches`, as Fig 4.8 does),
+//!   the pointer jumps to the last occurrence plus `distance`, past the periodic stretch
+//!   (Fig 4.8: from 5 to 11, 1-based).
 //!
 //! Otherwise the extension is accepted and the walk goes on from it; an extension the pointer
 //! meets again is simply walked through ("already exists → append event", Fig 4.8 row 6; the
@@ -47,15 +48,19 @@
 //!   buckets them by their next symbol. The thesis scans the prefix's positions again for
 //!   every extension it tries, which is quadratic when a common prefix is followed by many
 //!   different symbols.
+//! * Positions are kept as runs of overlapping occurrences (see Cost).
 //!
 //! # Cost
 //!
 //! O(n) hashing for the bigrams, plus one pass over the positions of every pattern the
-//! pointer visits. On real traces (after tandem removal) that is close to linear. It is not in
-//! general (the thesis's O(n) claim is false, SEEDS-THESIS §2.6): without tandem removal a
-//! long periodic run that appears in three or more places makes every longer period-shifted
-//! pattern acceptable, and the cost grows with the square of the run. Tandem removal first
-//! ([`Options::remove_tandems`]) collapses such runs.
+//! pointer visits, where a stretch of mutually overlapping occurrences with a common step
+//! counts as one (it is kept as a run, and all its occurrences but the last are followed by
+//! the same symbol). On real traces that is close to linear. The thesis's O(n) claim does not
+//! hold in general (SEEDS-THESIS §2.6): the patterns the pointer visits can have many
+//! occurrences each. The worst case the thesis's own rule invites — a long periodic run in
+//! three or more places, where every longer period-shifted pattern is accepted — costs
+//! O(n) with the runs instead of O(n²) position by position; tandem removal first
+//! ([`Options::remove_tandems`]) collapses such runs anyway.
 
 use crate::hash::FxHashMap;
 
@@ -188,7 +193,16 @@ pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
     lookup.run();
     let found = lookup.patterns(options.min_len.max(2));
 
+    // runs_from[r]: the first run starting at r or later (runs are by start), so that the
+    // runs inside an occurrence are found without a search.
     let runs = &reduction.runs;
+    let mut runs_from = vec![runs.len() as u32; reduced.len() + 1];
+    for (k, run) in runs.iter().enumerate().rev() {
+        runs_from[run.start] = k as u32;
+    }
+    for r in (0..reduced.len()).rev() {
+        runs_from[r] = runs_from[r].min(runs_from[r + 1]);
+    }
     let mut patterns: Vec<ProcessPattern> = found
         .into_iter()
         .map(|(len, starts)| {
@@ -203,12 +217,14 @@ pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
             for (k, &r0) in starts.iter().enumerate() {
                 let r0 = r0 as usize;
                 let r1 = r0 + len;
-                let (from, to) = reduction.input_range(r0, r1);
-                pattern.positions.push(index[from]);
-                pattern.ends.push(index[to - 1] + 1);
-                let mut at = runs.partition_point(|run| run.start < r0);
-                while at < runs.len() && runs[at].start < r1 {
-                    let run = &runs[at];
+                // The occurrence ends with its last symbol and the removed copies of the runs
+                // whose unit ends there (all of which start inside it), as in
+                // `Reduction::input_range`.
+                let mut to = reduction.origin[r1 - 1] + 1;
+                for run in &runs[runs_from[r0] as usize..runs_from[r1] as usize] {
+                    if run.start + run.unit_len == r1 {
+                        to = to.max(run.end);
+                    }
                     if run.start + run.unit_len <= r1 {
                         pattern.repeats.push(PatternRepeat {
                             occurrence: k,
@@ -219,8 +235,9 @@ pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
                             end: index[run.end - 1] + 1,
                         });
                     }
-                    at += 1;
                 }
+                pattern.positions.push(index[reduction.origin[r0]]);
+                pattern.ends.push(index[to - 1] + 1);
             }
             pattern
         })
@@ -231,11 +248,62 @@ pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
 
 const NONE: u32 = u32::MAX;
 
+/// A run of a pattern's positions: `start + i * step` for `i` in `0..=more`. A run of two or
+/// more has a step below the pattern's length, i.e. its occurrences overlap one another; this
+/// is what keeps periodic stretches cheap: all but the last of them are followed by the same
+/// symbol (the next symbol after occurrence `i` lies inside occurrence `i + 1`), so a run is
+/// split between extensions in O(1), not one position at a time.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: u32,
+    step: u16,
+    more: u16,
+}
+
+impl Run {
+    fn single(position: u32) -> Run {
+        Run {
+            start: position,
+            step: 0,
+            more: 0,
+        }
+    }
+
+    fn count(self) -> u32 {
+        self.more as u32 + 1
+    }
+
+    fn last(self) -> u32 {
+        self.start + self.more as u32 * self.step as u32
+    }
+}
+
+/// Appends `piece` to the runs `list[floor..]` of a pattern of length `len`, merging it into
+/// the last run when the positions keep one step below `len`.
+fn push_run(list: &mut Vec<Run>, floor: usize, piece: Run, len: u32) {
+    if list.len() > floor {
+        let tail = list.last_mut().unwrap();
+        let gap = piece.start - tail.last();
+        if gap < len
+            && gap <= u16::MAX as u32
+            && (tail.more == 0 || tail.step as u32 == gap)
+            && (piece.more == 0 || piece.step as u32 == gap)
+            && (tail.more as u32 + piece.more as u32) < u16::MAX as u32
+        {
+            tail.step = gap as u16;
+            tail.more += piece.more + 1;
+            return;
+        }
+    }
+    list.push(piece);
+}
+
 /// A pattern met (or to be met) by the lookup: a bigram or an extension of another pattern.
 struct Node {
-    /// Its positions: `arena[first..first + count]`, ascending; every in-block occurrence.
+    /// Its positions, every in-block occurrence in ascending order, as the runs
+    /// `arena[first..first + runs]`.
     first: usize,
-    count: u32,
+    runs: u32,
     len: u32,
     /// Whether its extensions were computed.
     expanded: bool,
@@ -255,16 +323,16 @@ struct Lookup<'a> {
     s: &'a [Symbol],
     limit: &'a [u32],
     nodes: Vec<Node>,
-    arena: Vec<u32>,
+    arena: Vec<Run>,
     /// Bigram (first << 32 | second) → node.
     bigrams: FxHashMap<u64, u32>,
     /// (node << 32 | next symbol) → node of the extension, for extensions occurring twice or
     /// more.
     children: FxHashMap<u64, u32>,
-    // Scratch space for `expand`.
+    // Scratch space for `expand`: one bucket per next symbol, with its positions' runs.
     bucket_of: FxHashMap<Symbol, u32>,
     buckets: Vec<Bucket>,
-    slot: Vec<u32>,
+    lists: Vec<Vec<Run>>,
 }
 
 /// One extension while a prefix is expanded.
@@ -275,7 +343,6 @@ struct Bucket {
     overlap: u32,
     distance: u32,
     last: u32,
-    fill: usize,
 }
 
 impl<'a> Lookup<'a> {
@@ -289,7 +356,7 @@ impl<'a> Lookup<'a> {
             children: FxHashMap::default(),
             bucket_of: FxHashMap::default(),
             buckets: Vec::new(),
-            slot: Vec::new(),
+            lists: Vec::new(),
         };
         lookup.extract_bigrams();
         lookup
@@ -313,31 +380,39 @@ impl<'a> Lookup<'a> {
             counts[id as usize] += 1;
             *slot_p = id;
         }
-        // Counting sort of the positions into the arena, one node per repeated bigram.
-        let mut node_of = vec![NONE; counts.len()];
-        let mut fill = vec![0usize; counts.len()];
+        // Counting sort of the positions, then one node per repeated bigram.
+        let mut start = vec![0usize; counts.len() + 1];
         for (id, &count) in counts.iter().enumerate() {
-            if count >= 2 {
-                node_of[id] = self.nodes.len() as u32;
-                fill[id] = self.arena.len();
-                self.nodes.push(Node {
-                    first: self.arena.len(),
-                    count,
-                    len: 2,
-                    expanded: false,
-                    visited: false,
-                    rejected: false,
-                    jump: NONE,
-                    absorbed: Vec::new(),
-                });
-                self.arena.resize(self.arena.len() + count as usize, 0);
-            }
+            start[id + 1] = start[id] + if count >= 2 { count as usize } else { 0 };
         }
+        let mut sorted = vec![0u32; start[counts.len()]];
+        let mut fill = start.clone();
         for (p, &id) in slot.iter().enumerate() {
-            if id != NONE && node_of[id as usize] != NONE {
-                self.arena[fill[id as usize]] = p as u32;
+            if id != NONE && counts[id as usize] >= 2 {
+                sorted[fill[id as usize]] = p as u32;
                 fill[id as usize] += 1;
             }
+        }
+        let mut node_of = vec![NONE; counts.len()];
+        for (id, &count) in counts.iter().enumerate() {
+            if count < 2 {
+                continue;
+            }
+            let first = self.arena.len();
+            for &p in &sorted[start[id]..start[id + 1]] {
+                push_run(&mut self.arena, first, Run::single(p), 2);
+            }
+            node_of[id] = self.nodes.len() as u32;
+            self.nodes.push(Node {
+                first,
+                runs: (self.arena.len() - first) as u32,
+                len: 2,
+                expanded: false,
+                visited: false,
+                rejected: false,
+                jump: NONE,
+                absorbed: Vec::new(),
+            });
         }
         for (key, id) in slot_of {
             if node_of[id as usize] != NONE {
@@ -389,56 +464,90 @@ impl<'a> Lookup<'a> {
         }
     }
 
+    /// The symbol after the occurrence at `p` of a pattern of length `len`, if in its block.
+    fn next_symbol(&self, p: u32, len: u32) -> Option<Symbol> {
+        let at = (p + len) as usize;
+        (at < self.limit[p as usize] as usize).then(|| self.s[at])
+    }
+
+    /// The bucket of extensions by `symbol`, created empty on first use.
+    fn bucket(&mut self, symbol: Symbol) -> u32 {
+        let fresh = self.buckets.len() as u32;
+        let slot = *self.bucket_of.entry(symbol).or_insert(fresh);
+        if slot == fresh {
+            self.buckets.push(Bucket {
+                symbol,
+                count: 0,
+                overlap: 0,
+                distance: 0,
+                last: 0,
+            });
+            match self.lists.get_mut(slot as usize) {
+                Some(list) => list.clear(),
+                None => self.lists.push(Vec::new()),
+            }
+        }
+        slot
+    }
+
+    /// Puts `piece` (consecutive prefix positions, all followed by the bucket's symbol) into
+    /// bucket `slot`; `previous` is the slot and position of the prefix position before it.
+    fn add(&mut self, slot: u32, piece: Run, previous: (u32, u32), len: u32) {
+        let b = &mut self.buckets[slot as usize];
+        // Adjacent prefix positions that both extend and lie closer than the extension's
+        // length overlap: the one before the piece, and those inside it.
+        if previous.0 == slot && piece.start - previous.1 < len + 1 {
+            b.overlap += 1;
+            if b.distance == 0 {
+                b.distance = piece.start - previous.1;
+            }
+        }
+        if piece.more > 0 {
+            b.overlap += piece.more as u32;
+            if b.distance == 0 {
+                b.distance = piece.step as u32;
+            }
+        }
+        b.count += piece.count();
+        b.last = piece.last();
+        push_run(&mut self.lists[slot as usize], 0, piece, len + 1);
+    }
+
     /// Computes all extensions of `node` at once: its positions bucketed by the next symbol,
     /// with the overlap count and distance of the thesis's rule for each bucket.
     fn expand(&mut self, node: u32) {
-        let (first, count, len) = {
+        let (first, runs, len) = {
             let n = &mut self.nodes[node as usize];
             n.expanded = true;
-            (n.first, n.count as usize, n.len)
+            (n.first, n.runs as usize, n.len)
         };
         self.bucket_of.clear();
         self.buckets.clear();
-        self.slot.clear();
-        let mut prev_slot = NONE;
-        let mut prev_pos = 0u32;
-        for j in 0..count {
-            let p = self.arena[first + j];
-            let at = (p + len) as usize;
-            let slot = if at < self.limit[p as usize] as usize {
-                let symbol = self.s[at];
-                let fresh = self.buckets.len() as u32;
-                let slot = *self.bucket_of.entry(symbol).or_insert(fresh);
-                if slot == fresh {
-                    self.buckets.push(Bucket {
-                        symbol,
-                        count: 0,
-                        overlap: 0,
-                        distance: 0,
-                        last: 0,
-                        fill: 0,
-                    });
+        let mut previous = (NONE, 0u32);
+        for r in first..first + runs {
+            let run = self.arena[r];
+            if run.more > 0 {
+                // All but the last are followed by the symbol inside the next occurrence.
+                let head = Run {
+                    more: run.more - 1,
+                    ..run
+                };
+                let slot = self.bucket(self.s[(run.start + len) as usize]);
+                self.add(slot, head, previous, len);
+                previous = (slot, head.last());
+            }
+            let p = run.last();
+            let slot = match self.next_symbol(p, len) {
+                Some(symbol) => {
+                    let slot = self.bucket(symbol);
+                    self.add(slot, Run::single(p), previous, len);
+                    slot
                 }
-                let b = &mut self.buckets[slot as usize];
-                b.count += 1;
-                b.last = p;
-                // Adjacent prefix positions that both extend and lie closer than the
-                // extension's length overlap.
-                if prev_slot == slot && p - prev_pos < len + 1 {
-                    b.overlap += 1;
-                    if b.distance == 0 {
-                        b.distance = p - prev_pos;
-                    }
-                }
-                slot
-            } else {
-                NONE // the extension would cross a delimiter or the end
+                None => NONE, // the extension would cross a delimiter or the end
             };
-            self.slot.push(slot);
-            prev_slot = slot;
-            prev_pos = p;
+            previous = (slot, p);
         }
-        // Extensions that occur twice or more become nodes, with their positions in order.
+        // Extensions that occur twice or more become nodes.
         for b in 0..self.buckets.len() {
             let bucket = self.buckets[b];
             if bucket.count < 2 {
@@ -453,10 +562,11 @@ impl<'a> Lookup<'a> {
                 NONE
             };
             let id = self.nodes.len() as u32;
-            self.buckets[b].fill = self.arena.len();
+            let first = self.arena.len();
+            self.arena.extend_from_slice(&self.lists[b]);
             self.nodes.push(Node {
-                first: self.arena.len(),
-                count: bucket.count,
+                first,
+                runs: self.lists[b].len() as u32,
                 len: len + 1,
                 expanded: false,
                 visited: false,
@@ -464,19 +574,7 @@ impl<'a> Lookup<'a> {
                 jump,
                 absorbed: Vec::new(),
             });
-            self.arena
-                .resize(self.arena.len() + bucket.count as usize, 0);
             self.children.insert(extension(node, bucket.symbol), id);
-        }
-        for j in 0..count {
-            let slot = self.slot[j];
-            if slot == NONE || self.buckets[slot as usize].count < 2 {
-                continue;
-            }
-            let p = self.arena[first + j];
-            let b = &mut self.buckets[slot as usize];
-            self.arena[b.fill] = p;
-            b.fill += 1;
         }
     }
 
@@ -492,20 +590,25 @@ impl<'a> Lookup<'a> {
             if !node.visited || (node.len as usize) < min_len {
                 continue;
             }
-            let positions = &self.arena[node.first..node.first + node.count as usize];
-            let absorbed = |p: u32| {
-                let at = (p + node.len) as usize;
-                at < self.limit[p as usize] as usize && node.absorbed.contains(&self.s[at])
+            let runs = &self.arena[node.first..node.first + node.runs as usize];
+            let absorbed =
+                |symbol: Option<Symbol>| symbol.is_some_and(|s| node.absorbed.contains(&s));
+            // A run's positions but the last are followed by the symbol after its first.
+            let run_absorbed = |run: &Run| {
+                (run.more > 0 && absorbed(Some(self.s[(run.start + node.len) as usize])))
+                    || absorbed(self.next_symbol(run.last(), node.len))
             };
             let mut kept = Vec::new();
             let mut chain = 0;
-            while chain < positions.len() {
+            while chain < runs.len() {
                 let mut end = chain + 1;
-                while end < positions.len() && positions[end] - positions[end - 1] < node.len {
+                let mut hit = run_absorbed(&runs[chain]);
+                while end < runs.len() && runs[end].start - runs[end - 1].last() < node.len {
+                    hit |= run_absorbed(&runs[end]);
                     end += 1;
                 }
-                if !positions[chain..end].iter().any(|&p| absorbed(p)) {
-                    kept.push(positions[chain]);
+                if !hit {
+                    kept.push(runs[chain].start);
                 }
                 chain = end;
             }
@@ -1000,6 +1103,79 @@ mod tests {
             ]
         );
         assert_eq!(found[0].ends, vec![7, 35, 63]);
+    }
+
+    #[test]
+    fn many_delimited_iterations_map_back_exactly() {
+        // 3000 iterations of `(S1 R1)^(1 + i % 3) S2 R2 B`, one routine call each (s=S1,
+        // r=R1, t=S2, u=R2, B=a collective): one pattern in general form, at every iteration.
+        let mut text_form = String::new();
+        let mut starts = Vec::new();
+        for i in 0..3000 {
+            text_form.push('|');
+            starts.push(text_form.len());
+            text_form.push_str(&"sr".repeat(1 + i % 3));
+            text_form.push_str("tuB");
+        }
+        let evs = events(&text_form);
+        let found = detect(&evs, &Options::default());
+        assert_eq!(found.len(), 1);
+        let p = &found[0];
+        assert_eq!(text(&p.symbols), "srtuB");
+        assert_eq!(p.positions, starts);
+        let ends: Vec<usize> = (0..3000).map(|i| starts[i] + 2 * (1 + i % 3) + 3).collect();
+        assert_eq!(p.ends, ends);
+        // Iterations with two or three sr copies carry the run; the others do not.
+        assert_eq!(p.repeats.len(), 2000);
+        assert_eq!(p.repeats.iter().map(|r| r.copies).sum::<usize>(), 5000);
+        assert!(p.repeats.iter().all(|r| r.offset == 0 && r.unit_len == 2));
+        // Without tandem removal the three shapes are patterns of their own. Only an
+        // occurrence where a longer pattern starts is absorbed, so srtuB keeps the
+        // iterations that end with it too: all 3000 (the thesis counts the same way).
+        let raw_found = detect(&evs, &raw());
+        let shapes: Vec<(String, usize)> = raw_found
+            .iter()
+            .map(|p| (text(&p.symbols), p.frequency()))
+            .collect();
+        assert_eq!(
+            shapes,
+            vec![
+                ("srtuB".to_string(), 3000),
+                ("srsrtuB".to_string(), 2000),
+                ("srsrsrtuB".to_string(), 1000)
+            ]
+        );
+    }
+
+    #[test]
+    fn long_periodic_runs_in_three_places() {
+        // (ab)^20000 three times, each ended by its own symbol, without tandem removal. The
+        // overlap rule accepts every longer period-shifted pattern here (three chains, distance
+        // 2), which costs O(n^2) position by position; with runs it is linear.
+        let k = 20_000;
+        let mut evs = Vec::new();
+        for end in ['x', 'y', 'z'] {
+            for _ in 0..k {
+                evs.push(Event::Mpi('a' as Symbol));
+                evs.push(Event::Mpi('b' as Symbol));
+            }
+            evs.push(Event::Mpi(end as Symbol));
+        }
+        let found = detect(&evs, &raw());
+        let got: Vec<(usize, Vec<usize>)> = found
+            .iter()
+            .map(|p| (p.symbols.len(), p.positions.clone()))
+            .collect();
+        // The whole run three times; and the last ab of each run, which no accepted
+        // extension starts at (only the occurrences where a longer pattern starts are
+        // absorbed, as in the thesis).
+        assert_eq!(
+            got,
+            vec![
+                (2 * k, vec![0, 2 * k + 1, 4 * k + 2]),
+                (2, vec![2 * k - 2, 4 * k - 1, 6 * k])
+            ]
+        );
     }
 
     /// Every maximal repeat by brute force: each distinct substring that occurs twice and

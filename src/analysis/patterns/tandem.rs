@@ -16,7 +16,7 @@
 //!   iterations) and accepts a copy that overlaps the previous one; here every further copy
 //!   must start exactly where the previous one ends;
 //! * a unit of one symbol with only two copies (`aa`) is missed by the bigram rule, because
-//!   the bigram `aa` occurs once; it is checked for explicitly;
+//!   the bigram `aa` occurs once; it is tried when the bigram rule finds no run;
 //! * copies are compared by a rolling hash first and symbol by symbol only when the hashes
 //!   agree, so a pass costs O(n) however long the units are;
 //! * a run found in a later pass may not cut through a run found earlier (it must hold it
@@ -145,25 +145,22 @@ fn find_runs(cur: &Reduction, block: &[u32]) -> Vec<Found> {
 
     let mut i = 0;
     while i + 1 < n {
-        let d = if s[i] == s[i + 1] && block[i] == block[i + 1] {
-            1
-        } else if next[i] != NONE {
-            next[i] - i
-        } else {
-            i += 1;
-            continue;
-        };
-        // How many copies follow, by content (and without leaving the block).
-        let unit = hash.get(i, i + d);
-        let mut most = 1;
-        while i + (most + 1) * d <= n
-            && block[i + (most + 1) * d - 1] == block[i]
-            && hash.get(i + most * d, i + (most + 1) * d) == unit
-            && s[i..i + d] == s[i + most * d..i + (most + 1) * d]
-        {
-            most += 1;
+        // Alg 4.6's unit runs to the next occurrence of the bigram at i; a one-symbol unit
+        // (`aa`) is tried when that gives no run.
+        let mut best = (0, 0);
+        let by_bigram = (next[i] != NONE).then(|| next[i] - i);
+        let single = (s[i] == s[i + 1]).then_some(1);
+        for d in [by_bigram, single].into_iter().flatten() {
+            if i + 2 * d > n {
+                continue;
+            }
+            let copies = count_copies(cur, block, &hash, &enclosing, i, d);
+            if copies >= 2 {
+                best = (d, copies);
+                break;
+            }
         }
-        let copies = fitting_copies(&cur.runs, &enclosing, i, d, most, n);
+        let (d, copies) = best;
         if copies < 2 {
             i += 1;
             continue;
@@ -192,6 +189,30 @@ fn find_runs(cur: &Reduction, block: &[u32]) -> Vec<Found> {
         i += copies * d;
     }
     found
+}
+
+/// How many adjacent copies of the unit `[i, i + d)` start at `i`: equal by content, in one
+/// block, and not cutting an earlier run.
+fn count_copies(
+    cur: &Reduction,
+    block: &[u32],
+    hash: &PrefixHash,
+    enclosing: &[usize],
+    i: usize,
+    d: usize,
+) -> usize {
+    let s = &cur.symbols;
+    let n = s.len();
+    let unit = hash.get(i, i + d);
+    let mut most = 1;
+    while i + (most + 1) * d <= n
+        && block[i + (most + 1) * d - 1] == block[i]
+        && hash.get(i + most * d, i + (most + 1) * d) == unit
+        && s[i..i + d] == s[i + most * d..i + (most + 1) * d]
+    {
+        most += 1;
+    }
+    fitting_copies(&cur.runs, enclosing, i, d, most, n)
 }
 
 /// The largest number of copies (at most `most`) whose boundaries do not cut an earlier run:
@@ -401,6 +422,10 @@ mod tests {
         assert_eq!(r.runs, vec![run(0, 4, 2, 12), run(1, 2, 2, 5)]);
         assert_eq!(r.input_range(1, 3), (1, 5));
         assert_eq!(r.input_range(0, 4), (0, 12));
+        // A run inside a removed copy is dropped; the outer run covers its input.
+        let r = remove_tandems(&syms("xababyxabababy"));
+        assert_eq!(text(&r.symbols), "xaby");
+        assert_eq!(r.runs, vec![run(0, 4, 2, 14), run(1, 2, 2, 5)]);
     }
 
     #[test]
@@ -411,6 +436,10 @@ mod tests {
         let r = remove_tandems(&syms("aaaaa"));
         assert_eq!(text(&r.symbols), "a");
         assert_eq!(r.runs, vec![run(0, 1, 5, 5)]);
+        // The bigram rule goes first, so the period aab is found before its aa.
+        let r = remove_tandems(&syms("aabaabaab"));
+        assert_eq!(text(&r.symbols), "ab");
+        assert_eq!(r.runs, vec![run(0, 2, 3, 9), run(0, 1, 2, 2)]);
     }
 
     #[test]
