@@ -1,5 +1,8 @@
-//! What the import benchmarks share: the sizes to run, where their data goes, and reading the
+//! What the benchmarks share: the sizes to run, where their data goes, and reading the
 //! `mtfdb` binary's report.
+
+// Each bench is its own crate and uses only some of these.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
