@@ -301,6 +301,9 @@ fn the_statements_read_stored_results_and_filter_by_pattern_and_phase() {
 
     let r = s.run("SELECT PHASES").unwrap();
     assert_eq!(r.len(), 3);
+    // Phase 1 holds the ring: 4 sends and 4 receives per call.
+    let r = s.run("SELECT COUNT(*) FROM OPERATIONS IN PHASE 1").unwrap();
+    assert_eq!(int(&r.rows[0][0]), 240);
     // Phase 2 holds the pairs: 4 messages per call.
     let r = s.run("SELECT COUNT(*) FROM MESSAGES IN PHASE 2").unwrap();
     assert_eq!(int(&r.rows[0][0]), 120);

@@ -353,6 +353,23 @@ pub struct PhaseRecord {
     /// The highest routine containing its start that began after the previous phase, with
     /// the number of its calls that start in the phase: `solve (50 calls)`.
     pub routine: String,
+    /// Its operations: those of every process that start within its time span (roaring,
+    /// serialized).
+    pub ops: Vec<u8>,
+    /// Its messages: those whose send is one of its operations (roaring, serialized).
+    pub messages: Vec<u8>,
+}
+
+impl PhaseRecord {
+    /// The operations of the phase.
+    pub fn op_ids(&self) -> RoaringBitmap {
+        RoaringBitmap::deserialize_from(&self.ops[..]).unwrap_or_default()
+    }
+
+    /// The messages of the phase.
+    pub fn message_ids(&self) -> RoaringBitmap {
+        RoaringBitmap::deserialize_from(&self.messages[..]).unwrap_or_default()
+    }
 }
 
 /// What phase detection found.
@@ -428,9 +445,12 @@ pub fn detect_phases(
             end,
             patterns: ids,
             routine: routine_of(trace, &calls, rank, (start, end), previous_end, next_start),
+            ops: Vec::new(),
+            messages: Vec::new(),
         });
         previous_end = Some(end);
     }
+    phase_bitmaps(trace, &mut phases)?;
     Ok(PhaseResult {
         params: *params,
         nodes,
@@ -438,6 +458,50 @@ pub fn detect_phases(
         tree: phases::render_tree(&tree),
         seconds,
     })
+}
+
+/// Fills each phase's operations (every process's operations that start within its span; where
+/// spans of neighbouring phases overlap, the later phase takes them) and messages.
+fn phase_bitmaps(trace: &Trace, phases: &mut [PhaseRecord]) -> Result<()> {
+    use crate::store::tables::{op_col, row_id};
+    if phases.is_empty() {
+        return Ok(());
+    }
+    let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
+    let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    for info in trace.op_chunks() {
+        if info.rows == 0 || info.max_end < starts[0] {
+            continue;
+        }
+        let (rows, cols) = trace.operation_columns(info.chunk, &[op_col::START])?;
+        let Some(times) = cols[op_col::START].as_deref() else {
+            continue;
+        };
+        for (row, &t) in times.iter().enumerate().take(rows) {
+            let k = starts.partition_point(|&s| s <= t);
+            if k > 0 && t <= phases[k - 1].end {
+                ops[k - 1].push(row_id(info.chunk, row));
+            }
+        }
+    }
+    let bitmaps: Vec<RoaringBitmap> = ops
+        .into_iter()
+        .map(|mut ids| {
+            ids.sort_unstable();
+            RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+        })
+        .collect();
+    let mut messages: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    for (id, (send, _)) in trace.message_ops()?.into_iter().enumerate() {
+        if let Some(k) = bitmaps.iter().position(|b| b.contains(send as u32)) {
+            messages[k].push(id as u32);
+        }
+    }
+    for ((phase, ops), msgs) in phases.iter_mut().zip(&bitmaps).zip(messages) {
+        phase.ops = serialize(ops);
+        phase.messages = serialize(&RoaringBitmap::from_sorted_iter(msgs).expect("ascending ids"));
+    }
+    Ok(())
 }
 
 fn node_records(

@@ -284,50 +284,6 @@ impl<'a> Engine<'a> {
 
     /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
     /// read yet.
-    /// The selection with its `IN PHASE n` clauses turned into the phases' time spans
-    /// (intersected with any `BETWEEN TIME`): a phase's rows are those of its time span.
-    fn resolve_phases(&self, sel: &Selection) -> Result<Selection> {
-        let wanted: Vec<u32> = sel
-            .filter
-            .within
-            .iter()
-            .filter_map(|w| match w {
-                Within::Phase(n) => Some(*n),
-                _ => None,
-            })
-            .collect();
-        if wanted.is_empty() {
-            return Ok(sel.clone());
-        }
-        let found = detection::phases(self.trace, &PhaseParams::default(), false)?;
-        let mut out = sel.clone();
-        out.filter.within.retain(|w| !matches!(w, Within::Phase(_)));
-        let mut window = sel.filter.time;
-        for n in wanted {
-            let Some(phase) = found.phase(n) else {
-                return Err(usage(format!(
-                    "no phase {n}: the trace has {} (SELECT PHASES lists them)",
-                    found.phases.len()
-                )));
-            };
-            let (start, end) = match window {
-                Some(w) => (w.start.max(phase.start), w.end.min(phase.end)),
-                None => (phase.start, phase.end),
-            };
-            // Disjoint windows select nothing: an empty window just past the trace's end.
-            window = Some(if start <= end {
-                TimeWindow { start, end }
-            } else {
-                TimeWindow {
-                    start: Time::MAX,
-                    end: Time::MAX,
-                }
-            });
-        }
-        out.filter.time = window;
-        Ok(out)
-    }
-
     fn select_ids(&self, sel: &Selection) -> Result<Selected> {
         let messages = sel.target == Target::Messages;
         let mut plan = Vec::new();
@@ -441,8 +397,24 @@ impl<'a> Engine<'a> {
                         actual: None,
                     });
                 }
-                Within::Phase(_) => {
-                    // Resolved into the time window before (see `Engine::resolve_phases`).
+                Within::Phase(n) => {
+                    let found = detection::phases(self.trace, &PhaseParams::default(), false)?;
+                    let Some(p) = found.phase(*n) else {
+                        return Err(usage(format!(
+                            "no phase {n}: the trace has {} (SELECT PHASES lists them)",
+                            found.phases.len()
+                        )));
+                    };
+                    ids &= if messages {
+                        p.message_ids()
+                    } else {
+                        p.op_ids()
+                    };
+                    plan.push(PlanStep {
+                        step: format!("AND phase {n}'s operations"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
                 }
             }
         }
@@ -709,7 +681,6 @@ impl<'a> Engine<'a> {
     pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
         let (result, plan) = match &s.body {
             SelectBody::Rows(sel) => {
-                let sel = &self.resolve_phases(sel)?;
                 let mut selected = self.select_ids(sel)?;
                 let rows = self.rows(sel, &mut selected)?;
                 (self.rows_result(&rows, selected.messages), selected.plan)
@@ -736,7 +707,6 @@ impl<'a> Engine<'a> {
                 selection,
                 group_by,
             } => {
-                let selection = &self.resolve_phases(selection)?;
                 let mut selected = self.select_ids(selection)?;
                 let rows = self.rows(selection, &mut selected)?;
                 (self.aggregate(&rows, aggregates, group_by), selected.plan)
@@ -1035,10 +1005,10 @@ impl<'a> Engine<'a> {
                     Some(scope) => self.scope_ranks(scope)?,
                     None => all.clone(),
                 };
-                let sel = self.resolve_phases(&Selection {
+                let sel = Selection {
                     target: Target::Operations,
                     filter: filter.clone(),
-                })?;
+                };
                 let mut selected = self.select_ids(&sel)?;
                 let rows = self.rows(&sel, &mut selected)?;
                 let ops: Vec<Operation> = rows
