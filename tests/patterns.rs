@@ -279,6 +279,20 @@ fn the_statements_read_stored_results_and_filter_by_pattern_and_phase() {
     assert_eq!(again.patterns, first.patterns);
     assert_ne!(again.seconds, first.seconds);
     assert_eq!(int(&r.rows[0][2]), 30);
+    // With the envelope, the point-to-point calls differ (each call uses a new tag), so only
+    // the collectives repeat.
+    let r = s
+        .run("SELECT COMMUNICATION PATTERNS WITH ENVELOPE")
+        .unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(int(&r.rows[0][2]), 30);
+    assert!(
+        r.rows[0][7]
+            .render()
+            .starts_with("P0: MPI_Allreduce[16 B] MPI_Bcast(0)[16 B] | P1:"),
+        "{:?}",
+        r.rows[0][7]
+    );
     let r = s.run("SELECT PATTERNS FOR PROCESS(1)").unwrap();
     let sequences: Vec<String> = r.rows.iter().map(|row| row[1].render()).collect();
     assert_eq!(

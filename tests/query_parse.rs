@@ -837,6 +837,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
         ("SELECT PATTERNS FOR ALL PROCESSES", 21, "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".into()),
         ("SELECT PATTERNS PROCESS(1)", 17, "expected FOR after SELECT PATTERNS, found \"PROCESS\"".into()),
+        ("SELECT COMMUNICATION PATTERNS WITH TAGS", 36, "expected ENVELOPE after WITH, found \"TAGS\"".into()),
         ("MATCH PATTERN P0: S1", 15, "expected \"(\" after MATCH PATTERN, found \"P0\"".into()),
         ("MATCH PATTERN (X0: S1)", 16, "expected a process such as P0 in the template, found \"X0\"".into()),
         ("MATCH PATTERN (P0 S1)", 19, "expected \":\" after P0, found \"S1\"".into()),
@@ -1299,11 +1300,25 @@ fn pattern_and_phase_statements_parse() {
     };
     assert_eq!(
         analysis("SELECT PATTERNS FOR PROCESS(3)"),
-        Analysis::ProcessPatterns(3)
+        Analysis::ProcessPatterns {
+            rank: 3,
+            envelope: false
+        }
+    );
+    assert_eq!(
+        analysis("SELECT PATTERNS FOR PROCESS(3) WITH ENVELOPE"),
+        Analysis::ProcessPatterns {
+            rank: 3,
+            envelope: true
+        }
     );
     assert_eq!(
         analysis("select communication patterns"),
-        Analysis::CommunicationPatterns
+        Analysis::CommunicationPatterns { envelope: false }
+    );
+    assert_eq!(
+        analysis("SELECT COMMUNICATION PATTERNS WITH ENVELOPE"),
+        Analysis::CommunicationPatterns { envelope: true }
     );
     assert_eq!(
         analysis("MATCH PATTERN (P0: S1 S4; P1: R0 S2 MPI_Bcast(0) allreduce) WITH ERRORS 1"),

@@ -27,6 +27,8 @@ pub struct PatternParams {
     pub delimiters: bool,
     /// Tandem repeats are removed first (their copies counted).
     pub tandems: bool,
+    /// Events are told apart by their envelope too (tag, size, datatype).
+    pub envelope: bool,
 }
 
 impl Default for PatternParams {
@@ -34,6 +36,7 @@ impl Default for PatternParams {
         PatternParams {
             delimiters: true,
             tandems: true,
+            envelope: false,
         }
     }
 }
@@ -41,8 +44,8 @@ impl Default for PatternParams {
 impl PatternParams {
     fn key(&self) -> String {
         format!(
-            "patterns/delimiters={},tandems={}",
-            self.delimiters, self.tandems
+            "patterns/delimiters={},tandems={},envelope={}",
+            self.delimiters, self.tandems, self.envelope
         )
     }
 }
@@ -194,7 +197,7 @@ fn to_event_end(index: &[usize], end: usize) -> usize {
 /// Finds the process and communication patterns of `trace`.
 pub fn detect_patterns(trace: &Trace, params: &PatternParams) -> Result<PatternResult> {
     let started = Instant::now();
-    let (alphabet, events) = process_events::extract(trace, params.delimiters)?;
+    let (alphabet, events) = process_events::extract(trace, params.delimiters, params.envelope)?;
     let per_process: Vec<Vec<ProcessPatternOccurrences>> = {
         use rayon::prelude::*;
         events
@@ -632,7 +635,7 @@ pub fn match_template(
             ranks.saturating_sub(1)
         )));
     }
-    let (mut alphabet, events) = process_events::extract(trace, false)?;
+    let (mut alphabet, events) = process_events::extract(trace, false, false)?;
     let mut per_process: Vec<Vec<ProcessPatternOccurrences>> = vec![Vec::new(); events.len()];
     // Edits of each per-process match, by its first operation.
     let mut edits: crate::hash::FxHashMap<u32, u32> = Default::default();

@@ -38,38 +38,77 @@ impl fmt::Display for EventKey {
     }
 }
 
+/// A message's or collective's envelope, which pattern detection may take into account
+/// (thesis §2.1: dropped by default, "used again optionally").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Envelope {
+    /// The tag (0 for a collective).
+    pub tag: i32,
+    /// Bytes sent or received (a collective's send and receive sizes added up).
+    pub bytes: u64,
+    /// The datatype's string id, when recorded.
+    pub datatype: Option<u32>,
+}
+
 /// The symbols of a trace's events: dense ids shared by every process.
 #[derive(Debug, Clone, Default)]
 pub struct Alphabet {
-    keys: Vec<EventKey>,
-    ids: FxHashMap<EventKey, u32>,
+    keys: Vec<(EventKey, Option<Envelope>)>,
+    ids: FxHashMap<(EventKey, Option<Envelope>), u32>,
+    /// Datatype names, for rendering envelopes.
+    datatypes: FxHashMap<u32, String>,
 }
 
 impl Alphabet {
     /// The symbol of `key`, made if new.
     pub fn intern(&mut self, key: EventKey) -> u32 {
-        if let Some(&id) = self.ids.get(&key) {
+        self.intern_with(key, None)
+    }
+
+    /// The symbol of `key` with an envelope, made if new.
+    pub fn intern_with(&mut self, key: EventKey, envelope: Option<Envelope>) -> u32 {
+        if let Some(&id) = self.ids.get(&(key, envelope)) {
             return id;
         }
         let id = self.keys.len() as u32;
-        self.keys.push(key);
-        self.ids.insert(key, id);
+        self.keys.push((key, envelope));
+        self.ids.insert((key, envelope), id);
         id
     }
 
-    /// The symbol of `key`, if any event has it.
+    /// The symbol of `key` (without envelope), if any event has it.
     pub fn get(&self, key: &EventKey) -> Option<u32> {
-        self.ids.get(key).copied()
+        self.ids.get(&(*key, None)).copied()
     }
 
     /// The event a symbol stands for.
     pub fn key(&self, symbol: u32) -> EventKey {
-        self.keys[symbol as usize]
+        self.keys[symbol as usize].0
+    }
+
+    /// A symbol in words: `S2`, or with its envelope `S2[tag 7, 64 B, MPI_INT]`.
+    pub fn name(&self, symbol: u32) -> String {
+        let (key, envelope) = &self.keys[symbol as usize];
+        match envelope {
+            None => key.to_string(),
+            Some(e) => {
+                let mut s = format!("{key}[");
+                if !matches!(key, EventKey::Collective(..)) {
+                    s.push_str(&format!("tag {}, ", e.tag));
+                }
+                s.push_str(&format!("{} B", e.bytes));
+                if let Some(name) = e.datatype.and_then(|d| self.datatypes.get(&d)) {
+                    s.push_str(&format!(", {name}"));
+                }
+                s.push(']');
+                s
+            }
+        }
     }
 
     /// `S2 S3 R2`: a symbol sequence in words.
     pub fn render(&self, symbols: &[u32]) -> String {
-        let words: Vec<String> = symbols.iter().map(|&s| self.key(s).to_string()).collect();
+        let words: Vec<String> = symbols.iter().map(|&s| self.name(s)).collect();
         words.join(" ")
     }
 
@@ -113,9 +152,21 @@ impl ProcessEvents {
 }
 
 /// Reads every process's events (`delimiters`: split them by the routine call that directly
-/// contains them).
-pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<ProcessEvents>)> {
+/// contains them; `envelope`: tell events apart by tag, size and datatype too).
+pub fn extract(
+    trace: &Trace,
+    delimiters: bool,
+    envelope: bool,
+) -> Result<(Alphabet, Vec<ProcessEvents>)> {
     let mut alphabet = Alphabet::default();
+    if envelope {
+        for id in 0.. {
+            match trace.string(id) {
+                Some(name) => alphabet.datatypes.insert(id, name.to_string()),
+                None => break,
+            };
+        }
+    }
     let ranks = trace.header().processes.len() as Rank;
     let calls = if delimiters {
         trace.routine_calls()?
@@ -135,7 +186,7 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
     }
     let mut out = Vec::with_capacity(ranks as usize);
     for rank in 0..ranks {
-        let ops = communication_ops(trace, rank)?;
+        let ops = communication_ops(trace, rank, envelope)?;
         let mut events = ProcessEvents {
             rank,
             ..ProcessEvents::default()
@@ -160,8 +211,9 @@ pub fn extract(trace: &Trace, delimiters: bool) -> Result<(Alphabet, Vec<Process
                 }
                 None => 0,
             };
-            for key in op.keys.into_iter().flatten() {
-                events.symbols.push(alphabet.intern(key));
+            for (key, envelope) in op.keys.into_iter().zip(op.envelopes) {
+                let Some(key) = key else { continue };
+                events.symbols.push(alphabet.intern_with(key, envelope));
                 events.ops.push(op.id);
                 events.times.push(op.start);
                 events.blocks.push(block);
@@ -179,21 +231,32 @@ struct CommOp {
     thread: u32,
     /// A send (or collective) key, then a receive key.
     keys: [Option<EventKey>; 2],
+    /// Their envelopes, when asked for.
+    envelopes: [Option<Envelope>; 2],
 }
 
 /// The communication operations of `rank`, in time order, read from five columns of its
-/// chunks (not the whole operations).
-fn communication_ops(trace: &Trace, rank: Rank) -> Result<Vec<CommOp>> {
+/// chunks (not the whole operations), ten with the envelope.
+fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<CommOp>> {
     use crate::store::tables::{op_col, row_id};
     let mut ops = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
-        let wanted = [
+        let mut wanted = vec![
             op_col::START,
             op_col::KIND,
             op_col::DEST,
             op_col::SOURCE,
             op_col::ROOT,
         ];
+        if envelope {
+            wanted.extend([
+                op_col::SEND_TAG,
+                op_col::RECV_TAG,
+                op_col::SEND_BYTES,
+                op_col::RECV_BYTES,
+                op_col::DATATYPE,
+            ]);
+        }
         let (rows, cols) = trace.operation_columns(info.chunk, &wanted)?;
         let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
         let (starts, kinds, dests, sources, roots) = (
@@ -220,11 +283,43 @@ fn communication_ops(trace: &Trace, rank: Rank) -> Result<Vec<CommOp>> {
                 keys[0] = Some(EventKey::Collective(kind, rank_of(roots[row])));
             }
             if keys.iter().any(Option::is_some) {
+                let envelopes = if envelope {
+                    let tag = |c: usize| crate::store::tables::unopt_tag(col(c)[row]).unwrap_or(0);
+                    let datatype = rank_of(col(op_col::DATATYPE)[row]);
+                    let (send_bytes, recv_bytes) =
+                        (col(op_col::SEND_BYTES)[row], col(op_col::RECV_BYTES)[row]);
+                    if kind.is_collective() {
+                        [
+                            Some(Envelope {
+                                tag: 0,
+                                bytes: send_bytes + recv_bytes,
+                                datatype,
+                            }),
+                            None,
+                        ]
+                    } else {
+                        [
+                            Some(Envelope {
+                                tag: tag(op_col::SEND_TAG),
+                                bytes: send_bytes,
+                                datatype,
+                            }),
+                            Some(Envelope {
+                                tag: tag(op_col::RECV_TAG),
+                                bytes: recv_bytes,
+                                datatype,
+                            }),
+                        ]
+                    }
+                } else {
+                    [None, None]
+                };
                 ops.push(CommOp {
                     id: row_id(info.chunk, row) as OpId,
                     start: starts[row],
                     thread: info.thread,
                     keys,
+                    envelopes,
                 });
             }
         }

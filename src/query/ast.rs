@@ -42,12 +42,20 @@ pub enum Statement {
 /// The statements of pattern and phase detection (thesis chapters 4 and 5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Analysis {
-    /// `SELECT PATTERNS FOR PROCESS(n)`: the process patterns of one rank (maximal repeats of its
-    /// event sequence) with their lengths, occurrences and positions.
-    ProcessPatterns(Rank),
-    /// `SELECT COMMUNICATION PATTERNS`: process patterns joined across processes through
-    /// matched messages and collective instances, with their processes and occurrences.
-    CommunicationPatterns,
+    /// `SELECT PATTERNS FOR PROCESS(n) [WITH ENVELOPE]`: the process patterns of one rank
+    /// (maximal repeats of its event sequence) with their lengths, occurrences and positions.
+    ProcessPatterns {
+        /// The world rank.
+        rank: Rank,
+        /// Events are told apart by tag, size and datatype too.
+        envelope: bool,
+    },
+    /// `SELECT COMMUNICATION PATTERNS [WITH ENVELOPE]`: process patterns joined across processes
+    /// through matched messages and collective instances, with their processes and occurrences.
+    CommunicationPatterns {
+        /// Events are told apart by tag, size and datatype too.
+        envelope: bool,
+    },
     /// `MATCH PATTERN (P0: S1 S4; P1: R0 S2 S5) [WITH ERRORS k]`: where a template occurs,
     /// with at most `errors` edits per process.
     Match {
@@ -520,8 +528,20 @@ impl fmt::Display for Statement {
 impl fmt::Display for Analysis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Analysis::ProcessPatterns(rank) => write!(f, "SELECT PATTERNS FOR PROCESS({rank})"),
-            Analysis::CommunicationPatterns => f.write_str("SELECT COMMUNICATION PATTERNS"),
+            Analysis::ProcessPatterns { rank, envelope } => {
+                write!(f, "SELECT PATTERNS FOR PROCESS({rank})")?;
+                if *envelope {
+                    f.write_str(" WITH ENVELOPE")?;
+                }
+                Ok(())
+            }
+            Analysis::CommunicationPatterns { envelope } => {
+                f.write_str("SELECT COMMUNICATION PATTERNS")?;
+                if *envelope {
+                    f.write_str(" WITH ENVELOPE")?;
+                }
+                Ok(())
+            }
             Analysis::Match { template, errors } => {
                 f.write_str("MATCH PATTERN (")?;
                 for (i, p) in template.iter().enumerate() {

@@ -1520,7 +1520,11 @@ impl Session {
         let trace = self.trace()?;
         let params = PatternParams::default();
         Ok(match a {
-            Analysis::ProcessPatterns(rank) => {
+            Analysis::ProcessPatterns { rank, envelope } => {
+                let params = PatternParams {
+                    envelope: *envelope,
+                    ..params
+                };
                 let found = detection::patterns(trace, &params, false)?;
                 let Some(p) = found.processes.iter().find(|p| p.rank == *rank) else {
                     return Err(usage(format!(
@@ -1541,7 +1545,11 @@ impl Session {
                 }
                 r
             }
-            Analysis::CommunicationPatterns => {
+            Analysis::CommunicationPatterns { envelope } => {
+                let params = PatternParams {
+                    envelope: *envelope,
+                    ..params
+                };
                 let found = detection::patterns(trace, &params, false)?;
                 let mut r = ResultSet::new([
                     "pattern",

@@ -479,7 +479,10 @@ impl<'a> Parser<'a> {
             self.expect_keyword("FOR", "after SELECT PATTERNS")?;
             let at = self.here();
             match self.selector("after FOR")? {
-                ProcessSelector::Process(rank) => Ok(Some(Analysis::ProcessPatterns(rank))),
+                ProcessSelector::Process(rank) => Ok(Some(Analysis::ProcessPatterns {
+                    rank,
+                    envelope: self.envelope()?,
+                })),
                 _ => self.fail_at(
                     at,
                     "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".to_string(),
@@ -488,13 +491,24 @@ impl<'a> Parser<'a> {
         } else if word("COMMUNICATION") && self.peek_at(2).is_some_and(|t| t.is_keyword("PATTERNS"))
         {
             self.pos += 3;
-            Ok(Some(Analysis::CommunicationPatterns))
+            Ok(Some(Analysis::CommunicationPatterns {
+                envelope: self.envelope()?,
+            }))
         } else if word("PHASES") {
             self.pos += 2;
             Ok(Some(Analysis::Phases(self.threshold()?)))
         } else {
             Ok(None)
         }
+    }
+
+    /// `[WITH ENVELOPE]`.
+    fn envelope(&mut self) -> PResult<bool> {
+        if !self.eat_keyword("WITH") {
+            return Ok(false);
+        }
+        self.expect_keyword("ENVELOPE", "after WITH")?;
+        Ok(true)
     }
 
     /// `[WITH THRESHOLD s0]`, in thousandths.

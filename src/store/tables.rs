@@ -168,7 +168,7 @@ fn opt_tag(v: Option<i32>) -> u64 {
     v.map_or(0, |t| zigzag(i64::from(t)) + 1)
 }
 
-fn unopt_tag(v: u64) -> Option<i32> {
+pub(crate) fn unopt_tag(v: u64) -> Option<i32> {
     v.checked_sub(1).map(|v| unzigzag(v) as i32)
 }
 
