@@ -102,6 +102,35 @@ fn generated_traces_give_the_communication_patterns_the_generator_emitted() {
                 p.routine
             );
         }
+        // Together the phases hold every point-to-point call of the loop (all of them are in it)
+        // and none of MPI_Init, the setup broadcast or MPI_Finalize.
+        let mut in_phases = roaring::RoaringBitmap::new();
+        for p in &phases.phases {
+            in_phases |= p.op_ids();
+        }
+        let mut by_kind: std::collections::BTreeMap<OpKind, u64> = Default::default();
+        for (_, op) in trace.operations(&in_phases).unwrap() {
+            *by_kind.entry(op.kind).or_default() += 1;
+        }
+        for kind in [OpKind::Isend, OpKind::Irecv, OpKind::Send, OpKind::Recv] {
+            assert_eq!(
+                by_kind.get(&kind).copied().unwrap_or(0),
+                truth.count(kind),
+                "{scenario:?}: {kind:?} in the phases"
+            );
+        }
+        for kind in [OpKind::Init, OpKind::Finalize] {
+            assert!(
+                !by_kind.contains_key(&kind),
+                "{scenario:?}: {kind:?} in a phase"
+            );
+        }
+        let setup_bcasts = u64::from(ranks);
+        assert_eq!(
+            by_kind.get(&OpKind::Bcast).copied().unwrap_or(0),
+            truth.count(OpKind::Bcast) - setup_bcasts,
+            "{scenario:?}: the loop's broadcasts only"
+        );
         let instances: u64 = truth
             .patterns
             .values()

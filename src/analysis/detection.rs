@@ -356,8 +356,8 @@ pub struct PhaseRecord {
     /// The highest routine containing its start that began after the previous phase, with
     /// the number of its calls that start in the phase: `solve (50 calls)`.
     pub routine: String,
-    /// Its operations: those of every process that start within its time span (roaring,
-    /// serialized).
+    /// Its operations: every process's operations from its first instance until the next
+    /// phase begins (roaring, serialized).
     pub ops: Vec<u8>,
     /// Its messages: those whose send is one of its operations (roaring, serialized).
     pub messages: Vec<u8>,
@@ -453,7 +453,7 @@ pub fn detect_phases(
         });
         previous_end = Some(end);
     }
-    phase_bitmaps(trace, &mut phases)?;
+    phase_bitmaps(trace, patterns, &calls, &mut phases)?;
     Ok(PhaseResult {
         params: *params,
         nodes,
@@ -463,27 +463,70 @@ pub fn detect_phases(
     })
 }
 
-/// Fills each phase's operations (every process's operations that start within its span; where
-/// spans of neighbouring phases overlap, the later phase takes them) and messages.
-fn phase_bitmaps(trace: &Trace, phases: &mut [PhaseRecord]) -> Result<()> {
+/// Fills each phase's operations and messages. The phases take turns on the timeline: a phase
+/// holds every process's operations from its first instance until the next phase begins (the
+/// waits and computation after its last events included); the last one, on each process,
+/// until the routine call holding its last event there (begun within the phase) ends.
+fn phase_bitmaps(
+    trace: &Trace,
+    patterns: &PatternResult,
+    calls: &[RoutineCall],
+    phases: &mut [PhaseRecord],
+) -> Result<()> {
     use crate::store::tables::{op_col, row_id};
-    if phases.is_empty() {
+    let Some(last) = phases.last() else {
         return Ok(());
+    };
+    let mut last_ops = RoaringBitmap::new();
+    for id in &last.patterns {
+        if let Some(p) = patterns.pattern(*id) {
+            last_ops |= p.op_ids();
+        }
     }
-    let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
-    let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    let mut times_of: Vec<(u32, Rank, Vec<u64>, usize)> = Vec::new();
     for info in trace.op_chunks() {
-        if info.rows == 0 || info.max_end < starts[0] {
+        if info.rows == 0 || info.max_end < phases[0].start {
             continue;
         }
-        let (rows, cols) = trace.operation_columns(info.chunk, &[op_col::START])?;
-        let Some(times) = cols[op_col::START].as_deref() else {
-            continue;
+        let (rows, mut cols) = trace.operation_columns(info.chunk, &[op_col::START])?;
+        if let Some(times) = cols[op_col::START].take() {
+            times_of.push((info.chunk, info.rank, times, rows));
+        }
+    }
+    // Per process: its last event in the last phase, then the end of the routine calls that
+    // began within the phase and hold it.
+    let mut last_event: crate::hash::FxHashMap<Rank, Time> = Default::default();
+    for (chunk, rank, times, rows) in &times_of {
+        for (row, &t) in times.iter().enumerate().take(*rows) {
+            if t >= last.start && last_ops.contains(row_id(*chunk, row)) {
+                let e = last_event.entry(*rank).or_insert(t);
+                *e = (*e).max(t);
+            }
+        }
+    }
+    let rank_end = |rank: Rank| -> Time {
+        let Some(&event) = last_event.get(&rank) else {
+            return last.end;
         };
+        calls
+            .iter()
+            .filter(|c| c.rank == rank && c.start >= last.start && c.start <= event)
+            .filter(|c| c.end >= event)
+            .map(|c| c.end)
+            .max()
+            .unwrap_or(event)
+    };
+    let ends: crate::hash::FxHashMap<Rank, Time> =
+        last_event.keys().map(|&r| (r, rank_end(r))).collect();
+    let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
+    let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    for (chunk, rank, times, rows) in &times_of {
+        let rank_end = ends.get(rank).copied().unwrap_or(last.end);
+        let (info_chunk, rows) = (*chunk, *rows);
         for (row, &t) in times.iter().enumerate().take(rows) {
             let k = starts.partition_point(|&s| s <= t);
-            if k > 0 && t <= phases[k - 1].end {
-                ops[k - 1].push(row_id(info.chunk, row));
+            if k > 0 && (k < phases.len() || t <= rank_end) {
+                ops[k - 1].push(row_id(info_chunk, row));
             }
         }
     }
