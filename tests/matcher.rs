@@ -2,36 +2,22 @@
 
 use mtfdb::ingest::matcher::{MatchLog, MatchStats, Matcher};
 use mtfdb::model::{
-    flags, Anomaly, CollectiveInstance, Communicator, Message, OpId, OpKind, Operation, Process,
-    Rank, RequestLink, Time, TraceHeader,
+    flags, Anomaly, CollectiveInstance, Communicator, Message, OpId, OpKind, Operation, Rank,
+    RequestLink, Time, TraceHeader,
 };
 
 const WORLD: u32 = 0;
 
 fn header(n: u32, extra: &[(u32, &[Rank])]) -> TraceHeader {
-    let mut communicators = vec![Communicator {
-        id: WORLD,
-        name: "MPI_COMM_WORLD".into(),
-        members: (0..n).collect(),
-    }];
+    let mut header = TraceHeader::world(n, "MPI_COMM_WORLD");
     for (id, members) in extra {
-        communicators.push(Communicator {
+        header.communicators.push(Communicator {
             id: *id,
             name: format!("C{id}"),
             members: members.to_vec(),
         });
     }
-    TraceHeader {
-        processes: (0..n)
-            .map(|rank| Process {
-                rank,
-                name: format!("P{rank}"),
-                processor: None,
-            })
-            .collect(),
-        communicators,
-        ..TraceHeader::default()
-    }
+    header
 }
 
 /// Feeds operations with dense ids from 0 and collects what the matcher emits.

@@ -10,9 +10,7 @@ use common::import_generated;
 use mtfdb::analysis::detection::{self, PatternParams, PhaseParams};
 use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::ingest::EventSink;
-use mtfdb::model::{
-    Communicator, OpKind, Operation, Process, Rank, RoutineEvent, StrId, TraceHeader,
-};
+use mtfdb::model::{OpKind, Operation, Rank, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::{Session, Value};
 use mtfdb::Database;
 
@@ -150,21 +148,7 @@ fn generated_traces_give_the_communication_patterns_the_generator_emitted() {
 /// `reduce` (Allreduce then Bcast).
 fn three_phases(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
     let n: Rank = 4;
-    sink.header(&TraceHeader {
-        processes: (0..n)
-            .map(|rank| Process {
-                rank,
-                name: format!("P{rank}"),
-                processor: None,
-            })
-            .collect(),
-        communicators: vec![Communicator {
-            id: 0,
-            name: "world".into(),
-            members: (0..n).collect(),
-        }],
-        ..TraceHeader::default()
-    })?;
+    sink.header(&TraceHeader::world(n, "world"))?;
     let names = ["ring", "pairs", "reduce"];
     for (i, name) in names.iter().enumerate() {
         sink.string(i as StrId, name)?;

@@ -96,13 +96,18 @@ pub struct CommPatternRecord {
 impl CommPatternRecord {
     /// The operations of its occurrences.
     pub fn op_ids(&self) -> RoaringBitmap {
-        RoaringBitmap::deserialize_from(&self.ops[..]).unwrap_or_default()
+        deserialize(&self.ops)
     }
 
     /// The messages of its occurrences.
     pub fn message_ids(&self) -> RoaringBitmap {
-        RoaringBitmap::deserialize_from(&self.messages[..]).unwrap_or_default()
+        deserialize(&self.messages)
     }
+}
+
+/// A stored bitmap (results are sealed with a checksum, so a damaged one never gets here).
+fn deserialize(bytes: &[u8]) -> RoaringBitmap {
+    RoaringBitmap::deserialize_from(bytes).unwrap_or_default()
 }
 
 /// What pattern detection found in a trace.
@@ -366,12 +371,12 @@ pub struct PhaseRecord {
 impl PhaseRecord {
     /// The operations of the phase.
     pub fn op_ids(&self) -> RoaringBitmap {
-        RoaringBitmap::deserialize_from(&self.ops[..]).unwrap_or_default()
+        deserialize(&self.ops)
     }
 
     /// The messages of the phase.
     pub fn message_ids(&self) -> RoaringBitmap {
-        RoaringBitmap::deserialize_from(&self.messages[..]).unwrap_or_default()
+        deserialize(&self.messages)
     }
 }
 

@@ -104,6 +104,32 @@ pub struct TraceHeader {
 }
 
 impl TraceHeader {
+    /// A header of `n` processes `P0`…, on no declared processor, and one communicator of all
+    /// of them, id 0, called `world_name`: what code that produces events often starts with.
+    ///
+    /// ```
+    /// let h = mtfdb::model::TraceHeader::world(4, "MPI_COMM_WORLD");
+    /// assert_eq!(h.processes[3].name, "P3");
+    /// assert_eq!(h.communicators[0].members, vec![0, 1, 2, 3]);
+    /// ```
+    pub fn world(n: u32, world_name: &str) -> TraceHeader {
+        TraceHeader {
+            processes: (0..n)
+                .map(|rank| Process {
+                    rank,
+                    name: format!("P{rank}"),
+                    processor: None,
+                })
+                .collect(),
+            communicators: vec![Communicator {
+                id: 0,
+                name: world_name.to_string(),
+                members: (0..n).collect(),
+            }],
+            ..TraceHeader::default()
+        }
+    }
+
     /// The communicator with this id.
     pub fn communicator(&self, id: CommId) -> Option<&Communicator> {
         self.communicators.iter().find(|c| c.id == id)

@@ -486,24 +486,9 @@ impl Matcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Communicator, Process};
 
     fn header(n: u32) -> TraceHeader {
-        TraceHeader {
-            processes: (0..n)
-                .map(|rank| Process {
-                    rank,
-                    name: format!("P{rank}"),
-                    processor: None,
-                })
-                .collect(),
-            communicators: vec![Communicator {
-                id: 0,
-                name: "MPI_COMM_WORLD".into(),
-                members: (0..n).collect(),
-            }],
-            ..TraceHeader::default()
-        }
+        TraceHeader::world(n, "MPI_COMM_WORLD")
     }
 
     fn send(rank: Rank, dest: Rank, tag: i32, t: Time) -> Operation {
