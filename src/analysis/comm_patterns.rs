@@ -15,17 +15,63 @@ use crate::model::{CollectiveInstance, OpId, Rank, Time};
 /// One process pattern of one process, with its occurrences as event ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessPatternOccurrences {
-    /// The pattern's symbols.
+    /// The pattern's symbols (in general form: a tandem repeat's unit once).
     pub symbols: Vec<u32>,
     /// Each occurrence as `start..end` in the process's event sequence.
     pub occurrences: Vec<(usize, usize)>,
+    /// The tandem repeats inside its first occurrence as (offset in `symbols`, unit length,
+    /// copies), an enclosing run before the runs nested in it.
+    pub runs: Vec<(usize, usize, usize)>,
+}
+
+impl ProcessPatternOccurrences {
+    /// The pattern in words, its tandem repeats with their copies: `(R1 S1)×2 MPI_Allreduce`.
+    pub fn render(&self, alphabet: &Alphabet) -> String {
+        render_runs(alphabet, &self.symbols, &self.runs, 0, self.symbols.len())
+    }
+}
+
+fn render_runs(
+    alphabet: &Alphabet,
+    symbols: &[u32],
+    runs: &[(usize, usize, usize)],
+    from: usize,
+    to: usize,
+) -> String {
+    let mut words = Vec::new();
+    let mut i = from;
+    while i < to {
+        // Runs are listed outermost first, so the first one starting here is the outermost.
+        let run = runs.iter().copied().find(|&(offset, unit, copies)| {
+            offset == i && unit > 0 && copies > 1 && i + unit <= to
+        });
+        match run {
+            Some((offset, unit, copies)) => {
+                let inner: Vec<(usize, usize, usize)> = runs
+                    .iter()
+                    .copied()
+                    .filter(|&r| r != (offset, unit, copies))
+                    .filter(|&(o, u, _)| o >= offset && o + u <= offset + unit)
+                    .collect();
+                let body = render_runs(alphabet, symbols, &inner, offset, offset + unit);
+                words.push(format!("({body})×{copies}"));
+                i += unit;
+            }
+            None => {
+                words.push(alphabet.render(&symbols[i..i + 1]));
+                i += 1;
+            }
+        }
+    }
+    words.join(" ")
 }
 
 /// A part of a communication pattern's shape on one process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShapePart {
-    /// An occurrence of the process's pattern with these symbols.
-    Pattern(Vec<u32>),
+    /// An occurrence of the process's pattern with these symbols and tandem runs (see
+    /// [`ProcessPatternOccurrences::runs`]).
+    Pattern(Vec<u32>, Vec<(usize, usize, usize)>),
     /// A single event (in no pattern) partnering one.
     Event(u32),
 }
@@ -50,7 +96,10 @@ impl CommPattern {
             .shape
             .iter()
             .map(|(rank, part)| match part {
-                ShapePart::Pattern(symbols) => format!("P{rank}: {}", alphabet.render(symbols)),
+                ShapePart::Pattern(symbols, runs) => format!(
+                    "P{rank}: {}",
+                    render_runs(alphabet, symbols, runs, 0, symbols.len())
+                ),
                 ShapePart::Event(s) => format!("P{rank}: {}", alphabet.render(&[*s])),
             })
             .collect();
@@ -63,7 +112,7 @@ impl CommPattern {
         self.shape
             .iter()
             .map(|(_, p)| match p {
-                ShapePart::Pattern(s) => s.len(),
+                ShapePart::Pattern(s, _) => s.len(),
                 ShapePart::Event(_) => 1,
             })
             .sum()
@@ -251,13 +300,10 @@ pub fn assemble(
                     pattern,
                     start,
                     end,
-                } => (
-                    process as usize,
-                    start as usize..end as usize,
-                    ShapePart::Pattern(
-                        patterns[process as usize][pattern as usize].symbols.clone(),
-                    ),
-                ),
+                } => (process as usize, start as usize..end as usize, {
+                    let pp = &patterns[process as usize][pattern as usize];
+                    ShapePart::Pattern(pp.symbols.clone(), pp.runs.clone())
+                }),
                 Node::Event { process, event } => (
                     process as usize,
                     event as usize..event as usize + 1,
@@ -354,6 +400,7 @@ mod tests {
         let pat = |s: &ProcessEvents| ProcessPatternOccurrences {
             symbols: s.symbols[0..2].to_vec(),
             occurrences: vec![(0, 2), (2, 4)],
+            runs: Vec::new(),
         };
         let patterns = vec![vec![pat(&p0)], vec![pat(&p1)]];
         let messages = vec![
@@ -397,6 +444,7 @@ mod tests {
             vec![ProcessPatternOccurrences {
                 symbols: p0.symbols[0..2].to_vec(),
                 occurrences: vec![(0, 2), (2, 4)],
+                runs: Vec::new(),
             }],
             vec![],
             vec![],
@@ -492,6 +540,7 @@ mod tests {
                     .into_iter()
                     .map(|p| ProcessPatternOccurrences {
                         symbols: p.symbols.clone(),
+                        runs: Vec::new(),
                         // Input positions after the delimiter are one past their event.
                         occurrences: p
                             .occurrences()
@@ -516,5 +565,25 @@ mod tests {
         assert!(bt
             .describe(&alphabet)
             .starts_with("P0: S1 S3 S4 S12 S7 S13 R1 R3 R4 R12 R7 R13 | P1: S2 S0 S5 S13"));
+    }
+
+    #[test]
+    fn patterns_render_their_tandem_repeats_with_copies() {
+        use EventKey::*;
+        let mut a = Alphabet::default();
+        let symbols: Vec<u32> = [Send(1), Receive(1), Send(2)]
+            .iter()
+            .map(|k| a.intern(*k))
+            .collect();
+        let p = |runs: Vec<(usize, usize, usize)>| ProcessPatternOccurrences {
+            symbols: symbols.clone(),
+            occurrences: vec![],
+            runs,
+        };
+        assert_eq!(p(vec![]).render(&a), "S1 R1 S2");
+        assert_eq!(p(vec![(0, 2, 3)]).render(&a), "(S1 R1)×3 S2");
+        // A run nested in another is listed after it.
+        assert_eq!(p(vec![(0, 2, 3), (0, 1, 2)]).render(&a), "((S1)×2 R1)×3 S2");
+        assert_eq!(p(vec![(1, 2, 4)]).render(&a), "S1 (R1 S2)×4");
     }
 }

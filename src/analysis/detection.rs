@@ -185,6 +185,11 @@ pub(crate) fn process_patterns(
                 .occurrences()
                 .map(|(start, end)| (to_event(start), to_event_end(&index, end)))
                 .collect(),
+            runs: p
+                .repeats_of(0)
+                .iter()
+                .map(|r| (r.offset, r.unit_len, r.copies))
+                .collect(),
         })
         .collect()
 }
@@ -236,7 +241,7 @@ fn process_record(
         .iter()
         .filter(|p| !p.occurrences.is_empty())
         .map(|p| ProcessPatternRecord {
-            sequence: alphabet.render(&p.symbols),
+            sequence: p.render(alphabet),
             length: p.symbols.len() as u32,
             positions: p.occurrences.iter().map(|&(s, _)| s as u64 + 1).collect(),
         })
@@ -715,6 +720,7 @@ pub fn match_template(
         per_process[p.rank as usize].push(ProcessPatternOccurrences {
             symbols,
             occurrences,
+            runs: Vec::new(),
         });
     }
     let messages = trace.message_ops()?;
@@ -730,7 +736,7 @@ pub fn match_template(
         let covered: Vec<Rank> = pattern
             .shape
             .iter()
-            .filter(|(_, part)| matches!(part, comm_patterns::ShapePart::Pattern(_)))
+            .filter(|(_, part)| matches!(part, comm_patterns::ShapePart::Pattern(..)))
             .map(|(r, _)| *r)
             .collect();
         if !wanted.iter().all(|r| covered.contains(r)) {
