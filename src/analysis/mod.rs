@@ -1,10 +1,14 @@
 //! Analyses over stored traces. They read through the same [`Trace`](crate::Trace) API as
 //! queries do, chunk by chunk; [`patterns`] and [`phases`] are pure: they work on symbol
-//! sequences that [`process_events`] and [`detection`] read out of a trace.
+//! sequences that [`process_events`] and [`detection`] read out of a trace. [`topology`] is
+//! pure as well: it identifies the communication topology of a rank-to-rank byte matrix.
 
 pub mod comm_patterns;
 pub mod detection;
+pub mod loops;
 pub mod patterns;
 pub mod phases;
 pub mod process_events;
 pub mod stats;
+pub mod structure;
+pub mod topology;

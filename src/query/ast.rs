@@ -70,6 +70,21 @@ pub enum Analysis {
     PhaseTree(Threshold),
     /// `REFRESH PATTERNS`: recompute patterns and phases instead of reading stored results.
     Refresh,
+    /// `SELECT LOOPS FOR PROCESS(n)`: the loop nest of one process's events (NLR).
+    Loops(Rank),
+    /// `SELECT GLOBAL MODEL`: the processes' loop nests merged, loops annotated with the ranks
+    /// they cover.
+    GlobalModel,
+    /// `SELECT TOPOLOGY [IN COMM(c)] [IN PHASE k]`: the communication topology (family,
+    /// dimensions, rank → coordinates, traffic dropped).
+    Topology {
+        /// Only messages on this communicator.
+        comm: Option<CommRef>,
+        /// Only messages of this phase.
+        phase: Option<u32>,
+    },
+    /// `SELECT LOGICAL TRACE [FOR PROCESS(n)]`: a process's trace with peers as directions.
+    LogicalTrace(Option<Rank>),
 }
 
 /// A segmentation threshold `s0` in thousandths (kept exact so statements compare and print
@@ -562,6 +577,25 @@ impl fmt::Display for Analysis {
             Analysis::Phases(t) => write!(f, "SELECT PHASES{t}"),
             Analysis::PhaseTree(t) => write!(f, "SHOW PHASE TREE{t}"),
             Analysis::Refresh => f.write_str("REFRESH PATTERNS"),
+            Analysis::Loops(rank) => write!(f, "SELECT LOOPS FOR PROCESS({rank})"),
+            Analysis::GlobalModel => f.write_str("SELECT GLOBAL MODEL"),
+            Analysis::Topology { comm, phase } => {
+                f.write_str("SELECT TOPOLOGY")?;
+                if let Some(c) = comm {
+                    write!(f, " IN {c}")?;
+                }
+                if let Some(k) = phase {
+                    write!(f, " IN PHASE {k}")?;
+                }
+                Ok(())
+            }
+            Analysis::LogicalTrace(rank) => {
+                f.write_str("SELECT LOGICAL TRACE")?;
+                if let Some(r) = rank {
+                    write!(f, " FOR PROCESS({r})")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ use super::ast::{Analysis, Threshold};
 use super::result::{ResultSet, Value};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
+use crate::analysis::structure;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
@@ -1630,6 +1631,112 @@ impl Session {
                 let mut r = ResultSet::new(["segmentation tree"]);
                 for line in found.tree.lines() {
                     r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
+            Analysis::Loops(rank) => {
+                let (alphabet, nests) = structure::loop_nests(trace)?;
+                let Some((_, nest)) = nests.iter().find(|(r, _)| r == rank) else {
+                    return Err(usage(format!(
+                        "no process {rank}: the trace has ranks 0-{}",
+                        nests.len().saturating_sub(1)
+                    )));
+                };
+                let text = nest.render(|s| alphabet.name(s));
+                let mut r = ResultSet::new(["loop nest"]);
+                for line in text.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r.push(vec![format!(
+                    "-- {} events, {} bytes of model",
+                    nest.events(),
+                    text.len()
+                )
+                .into()]);
+                r
+            }
+            Analysis::GlobalModel => {
+                let (alphabet, model) = structure::global_model(trace)?;
+                let mut r = ResultSet::new(["global model"]);
+                for line in model.render(|s| alphabet.name(s)).lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
+            Analysis::Topology { comm, phase } => {
+                let comm_id = match comm {
+                    Some(c) => Some(Engine::new(trace).comm(c)?),
+                    None => None,
+                };
+                let within = match phase {
+                    Some(k) => {
+                        let found = detection::phases(trace, &PhaseParams::default(), false)?;
+                        match found.phase(*k) {
+                            Some(p) => Some((p.message_ids(), p.op_ids())),
+                            None => {
+                                return Err(usage(format!(
+                                    "no phase {k}: the trace has {} (SELECT PHASES lists them)",
+                                    found.phases.len()
+                                )))
+                            }
+                        }
+                    }
+                    None => None,
+                };
+                let m = structure::matrix(trace, comm_id, within.as_ref().map(|(m, o)| (m, o)))?;
+                let mut r = ResultSet::new([
+                    "topology",
+                    "dimensions",
+                    "traffic_dropped",
+                    "rank",
+                    "coordinates",
+                ]);
+                match structure::identify(&m) {
+                    Ok(t) => {
+                        for (rank, coords) in t.coordinates.iter().enumerate() {
+                            let first = rank == 0;
+                            let dims: Vec<String> = t.dims.iter().map(u32::to_string).collect();
+                            let coords: Vec<String> = coords.iter().map(u32::to_string).collect();
+                            r.push(vec![
+                                if first {
+                                    t.to_string().into()
+                                } else {
+                                    Value::Null
+                                },
+                                if first {
+                                    dims.join("x").into()
+                                } else {
+                                    Value::Null
+                                },
+                                if first {
+                                    t.dropped_fraction.into()
+                                } else {
+                                    Value::Null
+                                },
+                                (rank as u64).into(),
+                                format!("({})", coords.join(",")).into(),
+                            ]);
+                        }
+                    }
+                    Err(u) => r.push(vec![
+                        u.to_string().into(),
+                        Value::Null,
+                        u.dropped_fraction.into(),
+                        Value::Null,
+                        Value::Null,
+                    ]),
+                }
+                r
+            }
+            Analysis::LogicalTrace(rank) => {
+                let m = structure::matrix(trace, None, None)?;
+                let t = structure::identify(&m)
+                    .map_err(|u| usage(format!("a logical trace needs a known topology: {u}")))?;
+                let rank = rank.unwrap_or_else(|| structure::maximal_process(&t));
+                let events = structure::logical_trace(trace, &t, rank)?;
+                let mut r = ResultSet::new(["position", "event"]);
+                for (i, e) in events.iter().enumerate() {
+                    r.push(vec![(i as u64 + 1).into(), e.to_string().into()]);
                 }
                 r
             }

@@ -497,6 +497,58 @@ impl<'a> Parser<'a> {
         } else if word("PHASES") {
             self.pos += 2;
             Ok(Some(Analysis::Phases(self.threshold()?)))
+        } else if word("LOOPS") {
+            self.pos += 2;
+            self.expect_keyword("FOR", "after SELECT LOOPS")?;
+            let at = self.here();
+            match self.selector("after FOR")? {
+                ProcessSelector::Process(rank) => Ok(Some(Analysis::Loops(rank))),
+                _ => self.fail_at(
+                    at,
+                    "loop nests are per process: SELECT LOOPS FOR PROCESS(n) (SELECT GLOBAL MODEL merges them)"
+                        .to_string(),
+                ),
+            }
+        } else if word("GLOBAL") {
+            self.pos += 2;
+            self.expect_keyword("MODEL", "after SELECT GLOBAL")?;
+            Ok(Some(Analysis::GlobalModel))
+        } else if word("TOPOLOGY") {
+            self.pos += 2;
+            let (mut comm, mut phase) = (None, None);
+            while self.eat_keyword("IN") {
+                let at = self.here();
+                match self.within()? {
+                    Within::Comm(c) if comm.is_none() => comm = Some(c),
+                    Within::Phase(k) if phase.is_none() => phase = Some(k),
+                    _ => {
+                        return self.fail_at(
+                            at,
+                            "SELECT TOPOLOGY takes at most one IN COMM(c) and one IN PHASE k"
+                                .to_string(),
+                        )
+                    }
+                }
+            }
+            Ok(Some(Analysis::Topology { comm, phase }))
+        } else if word("LOGICAL") {
+            self.pos += 2;
+            self.expect_keyword("TRACE", "after SELECT LOGICAL")?;
+            let rank =
+                if self.eat_keyword("FOR") {
+                    let at = self.here();
+                    match self.selector("after FOR")? {
+                        ProcessSelector::Process(rank) => Some(rank),
+                        _ => return self.fail_at(
+                            at,
+                            "a logical trace is one process's: SELECT LOGICAL TRACE FOR PROCESS(n)"
+                                .to_string(),
+                        ),
+                    }
+                } else {
+                    None
+                };
+            Ok(Some(Analysis::LogicalTrace(rank)))
         } else {
             Ok(None)
         }

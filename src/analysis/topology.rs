@@ -1,0 +1,1618 @@
+//! Communication-topology identification (Xu et al., "logicalization", P2.3–P2.4).
+//!
+//! A [`CommMatrix`] (bytes per sender → receiver) is filtered: unordered pairs whose volume
+//! (bytes both ways) is below a fraction of the largest pair volume (5% by default) are
+//! dropped, and so is traffic a rank sends to itself; [`Topology::dropped_fraction`] reports
+//! the bytes dropped. The pairs kept form an undirected graph, which [`identify`] matches
+//! against a library of reference families over every factorization of the rank count:
+//! lines and rings, grids and tori of any dimension, hypercubes, the 6-point stencil of NAS
+//! BT/SP on a 2D torus, 8-point stencils on a 2D grid or torus, all-to-all, binary trees and
+//! the NAS CG pattern. Cheap invariants come first (edge count, degree sequence, a colour
+//! refinement histogram, the distance profile of vertex-transitive references); an exact
+//! isomorphism search (VF2-like, with colour and distance refinement) then yields each rank's
+//! coordinates in the reference. Colour refinement takes the place of the paper's O(n³)
+//! adjacency spectrum as the refinement invariant.
+//!
+//! Not in the library: tori that wrap along some dimensions only, stencils on 3D lattices,
+//! and mixed or partial patterns (subgraph isomorphism, which the paper leaves open too).
+//!
+//! Some references are isomorphic to one another (a ring of 4 is a 2x2 grid, a 4x4 torus is
+//! the hypercube of dimension 4); candidates are tried by number of dimensions, then in the
+//! order of [`Family`], then by extents, so the description with the fewest dimensions is
+//! reported.
+//!
+//! ```
+//! use mtfdb::analysis::topology::{identify, CommMatrix, Family, IdentifyParams};
+//! // A ring of 6 ranks numbered out of order.
+//! let order = [0u32, 3, 1, 5, 2, 4];
+//! let mut m = CommMatrix::new(6);
+//! for i in 0..6 {
+//!     m.add(order[i], order[(i + 1) % 6], 1000);
+//! }
+//! let topo = identify(&m, &IdentifyParams::default()).unwrap();
+//! assert_eq!(topo.family, Family::Ring);
+//! assert_eq!(topo.to_string(), "ring of 6");
+//! assert!(topo.adjacent(0, 3) && topo.adjacent(3, 1) && !topo.adjacent(0, 1));
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use crate::store::PairTraffic;
+
+/// Bytes sent from rank to rank: a sparse `n x n` communication matrix.
+///
+/// ```
+/// use mtfdb::analysis::topology::CommMatrix;
+/// let m = CommMatrix::from_dense(&[vec![0, 5], vec![7, 0]]);
+/// assert_eq!(m.ranks(), 2);
+/// assert_eq!(m.total_bytes(), 12);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommMatrix {
+    n: u32,
+    entries: Vec<(u32, u32, u64)>,
+}
+
+impl CommMatrix {
+    /// An empty matrix over `n` ranks.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// assert_eq!(CommMatrix::new(4).total_bytes(), 0);
+    /// ```
+    pub fn new(n: u32) -> CommMatrix {
+        CommMatrix {
+            n,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Adds `bytes` sent from `sender` to `receiver`; the matrix grows to hold both ranks.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// let mut m = CommMatrix::new(2);
+    /// m.add(0, 3, 10);
+    /// assert_eq!(m.ranks(), 4);
+    /// ```
+    pub fn add(&mut self, sender: u32, receiver: u32, bytes: u64) {
+        self.n = self.n.max(sender.max(receiver) + 1);
+        self.entries.push((sender, receiver, bytes));
+    }
+
+    /// The matrix of a dense `rows[sender][receiver]` table (`n` is the number of rows).
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// let m = CommMatrix::from_dense(&[vec![0, 1, 0], vec![1, 0, 1], vec![0, 1, 0]]);
+    /// assert_eq!((m.ranks(), m.total_bytes()), (3, 4));
+    /// ```
+    pub fn from_dense(rows: &[Vec<u64>]) -> CommMatrix {
+        let mut m = CommMatrix::new(rows.len() as u32);
+        for (s, row) in rows.iter().enumerate() {
+            for (r, &bytes) in row.iter().enumerate() {
+                if bytes > 0 {
+                    m.add(s as u32, r as u32, bytes);
+                }
+            }
+        }
+        m
+    }
+
+    /// The matrix of a trace's point-to-point traffic ([`Trace::pairs`](crate::Trace::pairs))
+    /// over `n` ranks (the trace's process count).
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// use mtfdb::store::PairTraffic;
+    /// let pairs = [PairTraffic { sender: 0, receiver: 1, messages: 2, bytes: 64 }];
+    /// assert_eq!(CommMatrix::from_pairs(3, &pairs).total_bytes(), 64);
+    /// ```
+    pub fn from_pairs(n: u32, pairs: &[PairTraffic]) -> CommMatrix {
+        let mut m = CommMatrix::new(n);
+        for p in pairs {
+            m.add(p.sender, p.receiver, p.bytes);
+        }
+        m
+    }
+
+    /// Adds one all-to-all collective among `members` (world ranks) whose members sent
+    /// `send_bytes` in all, spread evenly over the `members x members` blocks (each member's
+    /// block to itself included, which the filter then drops). The paper builds its matrix
+    /// from point-to-point calls alone; this lets a caller count `MPI_Alltoall` instances
+    /// ([`CollectiveInstance::send_bytes`](crate::model::CollectiveInstance::send_bytes)) too.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// let mut m = CommMatrix::new(4);
+    /// m.add_alltoall(&[0, 1, 2, 3], 4 * 4 * 100);
+    /// assert_eq!(m.total_bytes(), 1600);
+    /// ```
+    pub fn add_alltoall(&mut self, members: &[u32], send_bytes: u64) {
+        let k = members.len() as u64;
+        if k == 0 {
+            return;
+        }
+        let block = send_bytes / (k * k);
+        for &s in members {
+            for &r in members {
+                self.add(s, r, block);
+            }
+        }
+    }
+
+    /// The point-to-point matrix of a stored trace: [`Trace::pairs`](crate::Trace::pairs)
+    /// over the trace's processes.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::{identify, CommMatrix, IdentifyParams};
+    /// use mtfdb::gen::{generate, GenConfig, Scenario};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// let config = GenConfig::new(Scenario::Ring, 8, 2);
+    /// db.import_events("ring", |sink| generate(&config, sink).map(|_| ())).unwrap();
+    /// let m = CommMatrix::from_trace(&db.trace("ring").unwrap());
+    /// let t = identify(&m, &IdentifyParams::default()).unwrap();
+    /// assert_eq!(t.to_string(), "ring of 8");
+    /// ```
+    pub fn from_trace(trace: &crate::Trace) -> CommMatrix {
+        CommMatrix::from_pairs(trace.header().processes.len() as u32, trace.pairs())
+    }
+
+    /// The number of ranks.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// assert_eq!(CommMatrix::new(9).ranks(), 9);
+    /// ```
+    pub fn ranks(&self) -> u32 {
+        self.n
+    }
+
+    /// Bytes over all entries, a rank's traffic to itself included.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::CommMatrix;
+    /// let mut m = CommMatrix::new(2);
+    /// m.add(0, 0, 3);
+    /// m.add(0, 1, 4);
+    /// assert_eq!(m.total_bytes(), 7);
+    /// ```
+    pub fn total_bytes(&self) -> u64 {
+        self.entries.iter().map(|e| e.2).sum()
+    }
+}
+
+/// A family of reference topologies.
+///
+/// ```
+/// use mtfdb::analysis::topology::Family;
+/// assert_eq!(Family::Torus.describe(&[8, 8, 16]), "3D torus 8x8x16");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// A linear array (1D grid), `dims = [n]`.
+    Line,
+    /// A ring (1D torus), `dims = [n]`, `n >= 3`.
+    Ring,
+    /// A mesh without wrap-around; every extent at least 2, not all 2 (that is the hypercube).
+    Grid,
+    /// A torus; every extent at least 3.
+    Torus,
+    /// The NAS BT/SP 6-point stencil on a 2D torus `[rows, cols]` (extents at least 3):
+    /// neighbours at (Δrow, Δcol) = (0,±1), (±1,0), (+1,−1), (−1,+1), modulo the extents.
+    Stencil6Torus,
+    /// The 8-point stencil (every cell at Chebyshev distance 1) on a 2D grid, no wrap-around.
+    Stencil8Grid,
+    /// The 8-point stencil on a 2D torus (extents at least 3).
+    Stencil8Torus,
+    /// The NAS CG pattern on its `nprows x npcols` process grid (`n` a power of two,
+    /// `npcols` is `nprows` or twice it): partners `p XOR 2^k` within the row and the
+    /// transpose partner.
+    Cg,
+    /// The hypercube of dimension `k >= 3`, `dims = [2; k]`, coordinates the bits.
+    Hypercube,
+    /// A complete binary tree in heap order, `dims = [n]`: the parent of `i` is `(i-1)/2`.
+    BinaryTree,
+    /// Every rank with every other, `dims = [n]`.
+    AllToAll,
+}
+
+impl Family {
+    /// Every family, in the order candidates of the same dimension count are tried.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::Family;
+    /// assert_eq!(Family::ALL.len(), 11);
+    /// ```
+    pub const ALL: [Family; 11] = [
+        Family::Line,
+        Family::Ring,
+        Family::Grid,
+        Family::Torus,
+        Family::Stencil6Torus,
+        Family::Stencil8Grid,
+        Family::Stencil8Torus,
+        Family::Cg,
+        Family::Hypercube,
+        Family::BinaryTree,
+        Family::AllToAll,
+    ];
+
+    /// The human rendering of the family with these extents (`2D grid 4x4`).
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::Family;
+    /// assert_eq!(Family::Grid.describe(&[4, 4]), "2D grid 4x4");
+    /// assert_eq!(Family::Ring.describe(&[16]), "ring of 16");
+    /// ```
+    pub fn describe(self, dims: &[u32]) -> String {
+        let shape = dims
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("x");
+        let n: u64 = dims.iter().map(|&d| u64::from(d)).product();
+        match self {
+            Family::Line => format!("line of {n}"),
+            Family::Ring => format!("ring of {n}"),
+            Family::Grid => format!("{}D grid {shape}", dims.len()),
+            Family::Torus => format!("{}D torus {shape}", dims.len()),
+            Family::Stencil6Torus => format!("6-point stencil on a 2D torus {shape}"),
+            Family::Stencil8Grid => format!("8-point stencil on a 2D grid {shape}"),
+            Family::Stencil8Torus => format!("8-point stencil on a 2D torus {shape}"),
+            Family::Cg => format!("NAS CG pattern on a {shape} process grid"),
+            Family::Hypercube => format!("hypercube of dimension {} ({n} ranks)", dims.len()),
+            Family::BinaryTree => format!("binary tree of {n}"),
+            Family::AllToAll => format!("all-to-all of {n}"),
+        }
+    }
+
+    /// Whether the positions at `a` and `b` (coordinates within `dims`) are neighbours in
+    /// this family. Worked out from the coordinates alone, independently of the graphs the
+    /// identification builds.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::Family;
+    /// assert!(Family::Torus.adjacent(&[4, 4], &[0, 0], &[3, 0]));
+    /// assert!(!Family::Grid.adjacent(&[4, 4], &[0, 0], &[3, 0]));
+    /// assert!(Family::Stencil6Torus.adjacent(&[4, 4], &[0, 0], &[1, 3]));
+    /// ```
+    pub fn adjacent(self, dims: &[u32], a: &[u32], b: &[u32]) -> bool {
+        if a == b || a.len() != dims.len() || b.len() != dims.len() {
+            return false;
+        }
+        // Signed step along dimension i, wrapping or not: Some(-1 | 0 | 1) or None.
+        let step = |i: usize, wrap: bool| -> Option<i64> {
+            let (x, y, d) = (i64::from(a[i]), i64::from(b[i]), i64::from(dims[i]));
+            let diff = if wrap { (y - x).rem_euclid(d) } else { y - x };
+            match diff {
+                0 => Some(0),
+                1 => Some(1),
+                -1 => Some(-1),
+                _ if wrap && diff == d - 1 => Some(-1),
+                _ => None,
+            }
+        };
+        let steps =
+            |wrap: bool| -> Option<Vec<i64>> { (0..dims.len()).map(|i| step(i, wrap)).collect() };
+        match self {
+            Family::Line | Family::Grid | Family::Hypercube => {
+                steps(false).is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
+            }
+            Family::Ring | Family::Torus => {
+                steps(true).is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
+            }
+            Family::Stencil6Torus => steps(true).is_some_and(|s| {
+                matches!(
+                    (s[0], s[1]),
+                    (0, 1) | (0, -1) | (1, 0) | (-1, 0) | (1, -1) | (-1, 1)
+                )
+            }),
+            Family::Stencil8Grid => steps(false).is_some(),
+            Family::Stencil8Torus => steps(true).is_some(),
+            Family::AllToAll => true,
+            Family::BinaryTree => {
+                let (x, y) = (a[0], b[0]);
+                (y > 0 && (y - 1) / 2 == x) || (x > 0 && (x - 1) / 2 == y)
+            }
+            Family::Cg => {
+                let (rows, cols) = (dims[0], dims[1]);
+                let (pa, pb) = (a[0] * cols + a[1], b[0] * cols + b[1]);
+                let row_partners = a[0] == b[0] && (a[1] ^ b[1]).is_power_of_two();
+                row_partners || cg_transpose(rows, cols, pa) == Some(pb)
+            }
+        }
+    }
+
+    /// A reference of this family with these extents, `None` when the family has no
+    /// instance with them (see each variant for the extents it takes).
+    fn reference(self, dims: &[u32]) -> Option<Reference> {
+        let n = dims
+            .iter()
+            .try_fold(1u32, |acc, &d| acc.checked_mul(d))
+            .filter(|_| !dims.is_empty())?;
+        let plus_minus = |k: usize| -> Vec<Vec<i64>> {
+            (0..k)
+                .flat_map(|i| {
+                    [1, -1].map(|s| {
+                        let mut o = vec![0; k];
+                        o[i] = s;
+                        o
+                    })
+                })
+                .collect()
+        };
+        let moore: Vec<Vec<i64>> = (-1..=1)
+            .flat_map(|x| (-1..=1).map(move |y| vec![x, y]))
+            .filter(|o| o != &[0, 0])
+            .collect();
+        let ok = match self {
+            Family::Line => dims.len() == 1 && n >= 2,
+            Family::Ring => dims.len() == 1 && n >= 3,
+            Family::Grid => {
+                dims.len() >= 2 && dims.iter().all(|&d| d >= 2) && dims.iter().any(|&d| d > 2)
+            }
+            Family::Torus => dims.len() >= 2 && dims.iter().all(|&d| d >= 3),
+            Family::Stencil6Torus | Family::Stencil8Torus => {
+                dims.len() == 2 && dims.iter().all(|&d| d >= 3)
+            }
+            Family::Stencil8Grid => dims.len() == 2 && dims.iter().all(|&d| d >= 2),
+            Family::Hypercube => dims.len() >= 3 && dims.iter().all(|&d| d == 2),
+            Family::BinaryTree => dims.len() == 1 && n >= 4,
+            Family::AllToAll => dims.len() == 1 && n >= 2,
+            Family::Cg => {
+                dims.len() == 2 && n >= 4 && n.is_power_of_two() && {
+                    let (rows, cols) = cg_grid(n);
+                    dims == [rows, cols]
+                }
+            }
+        };
+        if !ok {
+            return None;
+        }
+        let (graph, coords) = match self {
+            Family::Line | Family::Grid | Family::Hypercube => {
+                lattice(dims, false, &plus_minus(dims.len()))
+            }
+            Family::Ring | Family::Torus => lattice(dims, true, &plus_minus(dims.len())),
+            Family::Stencil6Torus => {
+                let offsets = [[0, 1], [0, -1], [1, 0], [-1, 0], [1, -1], [-1, 1]];
+                lattice(dims, true, &offsets.map(|o| o.to_vec()))
+            }
+            Family::Stencil8Grid => lattice(dims, false, &moore),
+            Family::Stencil8Torus => lattice(dims, true, &moore),
+            Family::BinaryTree => {
+                let edges = (1..n).map(|i| (i, (i - 1) / 2));
+                (
+                    Graph::from_edges(n, edges),
+                    (0..n).map(|i| vec![i]).collect(),
+                )
+            }
+            Family::AllToAll => {
+                let edges = (0..n).flat_map(|i| (0..i).map(move |j| (i, j)));
+                (
+                    Graph::from_edges(n, edges),
+                    (0..n).map(|i| vec![i]).collect(),
+                )
+            }
+            Family::Cg => {
+                let (rows, cols) = (dims[0], dims[1]);
+                let mut edges = Vec::new();
+                for p in 0..n {
+                    for k in 0..cols.trailing_zeros() {
+                        edges.push((p, p ^ (1 << k)));
+                    }
+                    if let Some(t) = cg_transpose(rows, cols, p) {
+                        edges.push((p, t));
+                    }
+                }
+                let coords = (0..n).map(|p| vec![p / cols, p % cols]).collect();
+                (Graph::from_edges(n, edges), coords)
+            }
+        };
+        let transitive = matches!(
+            self,
+            Family::Ring
+                | Family::Torus
+                | Family::Stencil6Torus
+                | Family::Stencil8Torus
+                | Family::Hypercube
+                | Family::AllToAll
+        );
+        Some(Reference {
+            graph,
+            coords,
+            transitive,
+        })
+    }
+}
+
+/// The NPB CG process grid of `n = 2^m` ranks: `(2^floor(m/2), 2^ceil(m/2))`.
+fn cg_grid(n: u32) -> (u32, u32) {
+    let m = n.trailing_zeros();
+    (1 << (m / 2), 1 << m.div_ceil(2))
+}
+
+/// The CG transpose partner of position `p` (row-major on `rows x cols`), `None` on the
+/// diagonal. With `cols = 2 * rows`, positions `2j` and `2j+1` form super-position `j` of a
+/// `rows x rows` grid, transposed the same way.
+fn cg_transpose(rows: u32, cols: u32, p: u32) -> Option<u32> {
+    let t = if rows == cols {
+        (p % cols) * cols + p / cols
+    } else {
+        let (j, half) = (p / 2, p % 2);
+        2 * ((j % rows) * rows + j / rows) + half
+    };
+    (t != p).then_some(t)
+}
+
+/// An undirected simple graph, sorted adjacency lists.
+#[derive(Debug, Clone)]
+struct Graph {
+    adj: Vec<Vec<u32>>,
+}
+
+impl Graph {
+    fn from_edges(n: u32, edges: impl IntoIterator<Item = (u32, u32)>) -> Graph {
+        let mut adj = vec![Vec::new(); n as usize];
+        for (a, b) in edges {
+            if a != b {
+                adj[a as usize].push(b);
+                adj[b as usize].push(a);
+            }
+        }
+        for list in &mut adj {
+            list.sort_unstable();
+            list.dedup();
+        }
+        Graph { adj }
+    }
+
+    fn n(&self) -> usize {
+        self.adj.len()
+    }
+
+    fn edges(&self) -> u64 {
+        self.adj.iter().map(|l| l.len() as u64).sum::<u64>() / 2
+    }
+
+    fn has_edge(&self, a: u32, b: u32) -> bool {
+        self.adj[a as usize].binary_search(&b).is_ok()
+    }
+
+    fn sorted_degrees(&self) -> Vec<usize> {
+        let mut d: Vec<usize> = self.adj.iter().map(Vec::len).collect();
+        d.sort_unstable();
+        d
+    }
+
+    /// BFS distances from `root` (`u32::MAX` where unreachable).
+    fn distances(&self, root: u32) -> Vec<u32> {
+        let mut dist = vec![u32::MAX; self.n()];
+        let mut queue = VecDeque::from([root]);
+        dist[root as usize] = 0;
+        while let Some(v) = queue.pop_front() {
+            for &w in &self.adj[v as usize] {
+                if dist[w as usize] == u32::MAX {
+                    dist[w as usize] = dist[v as usize] + 1;
+                    queue.push_back(w);
+                }
+            }
+        }
+        dist
+    }
+}
+
+/// Number of nodes at each distance (the distance profile of one node).
+fn profile(dist: &[u32]) -> Vec<u32> {
+    let mut p = Vec::new();
+    for &d in dist {
+        if d != u32::MAX {
+            if p.len() <= d as usize {
+                p.resize(d as usize + 1, 0);
+            }
+            p[d as usize] += 1;
+        }
+    }
+    p
+}
+
+/// The graph and coordinates of a lattice: positions row-major over `dims` (the last
+/// coordinate varies fastest), each joined to the positions at `offsets`, wrapping or not.
+fn lattice(dims: &[u32], wrap: bool, offsets: &[Vec<i64>]) -> (Graph, Vec<Vec<u32>>) {
+    let n: u32 = dims.iter().product();
+    let coords: Vec<Vec<u32>> = (0..n)
+        .map(|mut p| {
+            let mut c = vec![0; dims.len()];
+            for i in (0..dims.len()).rev() {
+                c[i] = p % dims[i];
+                p /= dims[i];
+            }
+            c
+        })
+        .collect();
+    let mut edges = Vec::with_capacity(n as usize * offsets.len());
+    for (p, c) in coords.iter().enumerate() {
+        'offsets: for o in offsets {
+            let mut q: i64 = 0;
+            for i in 0..dims.len() {
+                let d = i64::from(dims[i]);
+                let mut x = i64::from(c[i]) + o[i];
+                if wrap {
+                    x = x.rem_euclid(d);
+                } else if !(0..d).contains(&x) {
+                    continue 'offsets;
+                }
+                q = q * d + x;
+            }
+            edges.push((p as u32, q as u32));
+        }
+    }
+    (Graph::from_edges(n, edges), coords)
+}
+
+/// One candidate: a family instance with its graph and coordinates.
+#[derive(Debug, Clone)]
+struct Reference {
+    graph: Graph,
+    coords: Vec<Vec<u32>>,
+    /// Every node looks the same (one root suffices in the search).
+    transitive: bool,
+}
+
+/// Every multiset factorization of `n` into factors of at least 2, factors ascending.
+fn factorizations(n: u32) -> Vec<Vec<u32>> {
+    fn rec(n: u32, min: u32, prefix: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        if n == 1 {
+            if !prefix.is_empty() {
+                out.push(prefix.clone());
+            }
+            return;
+        }
+        let mut f = min;
+        while u64::from(f) * u64::from(f) <= u64::from(n) {
+            if n.is_multiple_of(f) {
+                prefix.push(f);
+                rec(n / f, f, prefix, out);
+                prefix.pop();
+            }
+            f += 1;
+        }
+        if n >= min {
+            prefix.push(n);
+            out.push(prefix.clone());
+            prefix.pop();
+        }
+    }
+    let mut out = Vec::new();
+    rec(n, 2, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The candidate (family, dims) pairs for `n` ranks, in the order they are tried: by number
+/// of dimensions, then family, then extents.
+fn candidates(n: u32) -> Vec<(Family, Vec<u32>)> {
+    let mut out = Vec::new();
+    for dims in factorizations(n) {
+        for family in Family::ALL {
+            let applies = match family {
+                Family::Line | Family::Ring | Family::BinaryTree | Family::AllToAll => {
+                    dims.len() == 1
+                }
+                Family::Cg => false,
+                _ => true,
+            };
+            if applies {
+                out.push((family, dims.clone()));
+            }
+        }
+    }
+    if n >= 4 && n.is_power_of_two() {
+        let (rows, cols) = cg_grid(n);
+        out.push((Family::Cg, vec![rows, cols]));
+    }
+    out.sort_by(|a, b| (a.1.len(), a.0, &a.1).cmp(&(b.1.len(), b.0, &b.1)));
+    out
+}
+
+/// The parameters of [`identify`].
+///
+/// ```
+/// use mtfdb::analysis::topology::IdentifyParams;
+/// let p = IdentifyParams::default();
+/// assert_eq!(p.threshold, 0.05);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdentifyParams {
+    /// Unordered pairs whose volume (bytes both ways) is below this fraction of the largest
+    /// pair volume are dropped (P2.3's 5%).
+    pub threshold: f64,
+    /// The most candidate assignments the isomorphism search tries for one reference before
+    /// giving up on it ([`Failure::SearchBudget`]).
+    pub search_budget: u64,
+}
+
+impl Default for IdentifyParams {
+    fn default() -> IdentifyParams {
+        IdentifyParams {
+            threshold: 0.05,
+            search_budget: 50_000_000,
+        }
+    }
+}
+
+/// An identified topology: the family, its extents and every rank's coordinates.
+///
+/// ```
+/// use mtfdb::analysis::topology::{identify, CommMatrix, Family, IdentifyParams};
+/// // A 2x3 grid, row-major, plus a faint pair under the 5% threshold.
+/// let mut m = CommMatrix::new(6);
+/// for (a, b) in [(0, 1), (1, 2), (3, 4), (4, 5), (0, 3), (1, 4), (2, 5)] {
+///     m.add(a, b, 500);
+///     m.add(b, a, 500);
+/// }
+/// m.add(0, 5, 10);
+/// let t = identify(&m, &IdentifyParams::default()).unwrap();
+/// assert_eq!((t.family, t.dims.clone()), (Family::Grid, vec![2, 3]));
+/// assert_eq!(t.to_string(), "2D grid 2x3");
+/// assert_eq!(t.dropped_fraction, 10.0 / 7010.0);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    /// The family.
+    pub family: Family,
+    /// The extents (ascending for grids, tori and stencils; `[rows, cols]` for CG; `[n]`
+    /// for lines, rings, trees and all-to-all; `[2; k]` for the hypercube).
+    pub dims: Vec<u32>,
+    /// `coordinates[rank]`: the rank's position, one coordinate per entry of `dims`.
+    pub coordinates: Vec<Vec<u32>>,
+    /// Bytes dropped (under the threshold, or sent to oneself) over all bytes.
+    pub dropped_fraction: f64,
+}
+
+impl Topology {
+    /// Whether ranks `a` and `b` are neighbours in the identified topology.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::{identify, CommMatrix, IdentifyParams};
+    /// let m = CommMatrix::from_dense(&[vec![0, 1, 0], vec![1, 0, 1], vec![0, 1, 0]]);
+    /// let t = identify(&m, &IdentifyParams::default()).unwrap();
+    /// assert!(t.adjacent(0, 1) && !t.adjacent(0, 2));
+    /// ```
+    pub fn adjacent(&self, a: u32, b: u32) -> bool {
+        match (
+            self.coordinates.get(a as usize),
+            self.coordinates.get(b as usize),
+        ) {
+            (Some(x), Some(y)) => self.family.adjacent(&self.dims, x, y),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.family.describe(&self.dims))
+    }
+}
+
+/// Why a candidate, or the whole graph, did not match.
+///
+/// ```
+/// use mtfdb::analysis::topology::Failure;
+/// let f = Failure::EdgeCount { expected: 24, found: 23 };
+/// assert_eq!(f.to_string(), "edge count 24, the graph has 23");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// No pair exchanged any bytes between distinct ranks.
+    NoTraffic,
+    /// The graph kept is not connected (so no reference matches).
+    Disconnected {
+        /// Connected components (isolated ranks included).
+        components: u32,
+    },
+    /// Every candidate was rejected (see [`Unidentified::rejections`]).
+    NoCandidateMatched,
+    /// The candidate has a different number of edges.
+    EdgeCount {
+        /// The candidate's.
+        expected: u64,
+        /// The graph's.
+        found: u64,
+    },
+    /// Same edge count, different sorted degree sequence.
+    DegreeSequence,
+    /// Colour refinement (1-dimensional Weisfeiler–Leman) gives different class sizes.
+    Refinement,
+    /// The candidate is vertex-transitive and its distance profile differs from the one of
+    /// a graph node.
+    DistanceProfile,
+    /// The isomorphism search proved there is no mapping.
+    NotIsomorphic,
+    /// The isomorphism search ran out of its budget.
+    SearchBudget,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::NoTraffic => f.write_str("no traffic between distinct ranks"),
+            Failure::Disconnected { components } => {
+                write!(f, "the graph has {components} connected components")
+            }
+            Failure::NoCandidateMatched => f.write_str("no candidate matched"),
+            Failure::EdgeCount { expected, found } => {
+                write!(f, "edge count {expected}, the graph has {found}")
+            }
+            Failure::DegreeSequence => f.write_str("degree sequence differs"),
+            Failure::Refinement => f.write_str("colour refinement classes differ"),
+            Failure::DistanceProfile => f.write_str("distance profile differs"),
+            Failure::NotIsomorphic => f.write_str("not isomorphic"),
+            Failure::SearchBudget => f.write_str("isomorphism search budget exhausted"),
+        }
+    }
+}
+
+/// One rejected candidate.
+///
+/// ```
+/// use mtfdb::analysis::topology::{Failure, Rejection};
+/// let r = Rejection { candidate: "ring of 4".into(), failed: Failure::DegreeSequence };
+/// assert_eq!(r.failed, Failure::DegreeSequence);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The candidate's rendering (`2D grid 4x4`).
+    pub candidate: String,
+    /// The first invariant, or the search, that failed.
+    pub failed: Failure,
+}
+
+/// The answer when no reference matches: the graph's size and why each candidate failed.
+///
+/// ```
+/// use mtfdb::analysis::topology::{identify, CommMatrix, Failure, IdentifyParams};
+/// let u = identify(&CommMatrix::new(4), &IdentifyParams::default()).unwrap_err();
+/// assert_eq!(u.reason, Failure::NoTraffic);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unidentified {
+    /// Ranks.
+    pub ranks: u32,
+    /// Edges of the graph kept.
+    pub edges: u64,
+    /// Bytes dropped over all bytes.
+    pub dropped_fraction: f64,
+    /// [`Failure::NoTraffic`], [`Failure::Disconnected`] or [`Failure::NoCandidateMatched`].
+    pub reason: Failure,
+    /// Every candidate of the rank count, with the first test it failed.
+    pub rejections: Vec<Rejection>,
+}
+
+impl fmt::Display for Unidentified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown topology of {} ranks and {} edges: {}",
+            self.ranks, self.edges, self.reason
+        )
+    }
+}
+
+/// The filtered graph of a matrix and the fraction of bytes dropped.
+fn filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
+    let mut volume: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut total: u64 = 0;
+    for &(s, r, bytes) in &matrix.entries {
+        total += bytes;
+        if s != r && bytes > 0 {
+            *volume.entry((s.min(r), s.max(r))).or_default() += bytes;
+        }
+    }
+    let max = volume.values().copied().max().unwrap_or(0);
+    let cut = threshold * max as f64;
+    let mut kept_bytes = 0u64;
+    let mut edges = Vec::new();
+    for (&(a, b), &v) in &volume {
+        if v as f64 >= cut {
+            kept_bytes += v;
+            edges.push((a, b));
+        }
+    }
+    let dropped = if total == 0 {
+        0.0
+    } else {
+        (total - kept_bytes) as f64 / total as f64
+    };
+    (Graph::from_edges(matrix.n, edges), dropped)
+}
+
+/// Identifies the communication topology of `matrix`.
+///
+/// Returns the first candidate (by number of dimensions, then [`Family`] order, then
+/// extents) that passes every invariant and the isomorphism search, or why none did.
+///
+/// ```
+/// use mtfdb::analysis::topology::{identify, CommMatrix, Family, IdentifyParams};
+/// let mut m = CommMatrix::new(5);
+/// for a in 0..5 {
+///     for b in 0..5 {
+///         if a != b {
+///             m.add(a, b, 64);
+///         }
+///     }
+/// }
+/// let t = identify(&m, &IdentifyParams::default()).unwrap();
+/// assert_eq!(t.family, Family::AllToAll);
+/// assert_eq!(t.to_string(), "all-to-all of 5");
+/// ```
+pub fn identify(matrix: &CommMatrix, params: &IdentifyParams) -> Result<Topology, Unidentified> {
+    let (g, dropped_fraction) = filtered_graph(matrix, params.threshold);
+    let n = matrix.n;
+    let edges = g.edges();
+    let unidentified = |reason, rejections| Unidentified {
+        ranks: n,
+        edges,
+        dropped_fraction,
+        reason,
+        rejections,
+    };
+    if edges == 0 {
+        return Err(unidentified(Failure::NoTraffic, Vec::new()));
+    }
+    let components = components(&g);
+    if components > 1 {
+        return Err(unidentified(
+            Failure::Disconnected { components },
+            Vec::new(),
+        ));
+    }
+    let degrees = g.sorted_degrees();
+    let mut rejections = Vec::new();
+    for (family, dims) in candidates(n) {
+        let candidate = family.describe(&dims);
+        if family == Family::AllToAll {
+            // Checked by count alone: a simple graph with n(n-1)/2 edges is complete.
+            let expected = u64::from(n) * u64::from(n - 1) / 2;
+            if expected == edges {
+                return Ok(Topology {
+                    family,
+                    dims,
+                    coordinates: (0..n).map(|i| vec![i]).collect(),
+                    dropped_fraction,
+                });
+            }
+            rejections.push(Rejection {
+                candidate,
+                failed: Failure::EdgeCount {
+                    expected,
+                    found: edges,
+                },
+            });
+            continue;
+        }
+        let Some(h) = family.reference(&dims) else {
+            continue;
+        };
+        match matches(&g, &degrees, &h, params.search_budget) {
+            Ok(map) => {
+                return Ok(Topology {
+                    family,
+                    dims,
+                    coordinates: map.iter().map(|&x| h.coords[x as usize].clone()).collect(),
+                    dropped_fraction,
+                })
+            }
+            Err(failed) => rejections.push(Rejection { candidate, failed }),
+        }
+    }
+    Err(unidentified(Failure::NoCandidateMatched, rejections))
+}
+
+fn components(g: &Graph) -> u32 {
+    let mut seen = vec![false; g.n()];
+    let mut count = 0;
+    for s in 0..g.n() {
+        if seen[s] {
+            continue;
+        }
+        count += 1;
+        seen[s] = true;
+        let mut stack = vec![s as u32];
+        while let Some(v) = stack.pop() {
+            for &w in &g.adj[v as usize] {
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    stack.push(w);
+                }
+            }
+        }
+    }
+    count
+}
+
+/// Joint colour refinement of `g` and `h`: stable colours of both, or `None` as soon as the
+/// class sizes differ.
+fn refine(g: &Graph, h: &Graph) -> Option<(Vec<u32>, Vec<u32>)> {
+    let mut cg: Vec<u32> = g.adj.iter().map(|l| l.len() as u32).collect();
+    let mut ch: Vec<u32> = h.adj.iter().map(|l| l.len() as u32).collect();
+    let mut classes = 0usize;
+    loop {
+        let mut table: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
+        let mut counts: Vec<i64> = Vec::new();
+        let mut step = |graph: &Graph, colours: &[u32], sign: i64| -> Vec<u32> {
+            graph
+                .adj
+                .iter()
+                .enumerate()
+                .map(|(v, list)| {
+                    let mut sig: Vec<u32> = list.iter().map(|&w| colours[w as usize]).collect();
+                    sig.sort_unstable();
+                    let next = table.len() as u32;
+                    let c = *table.entry((colours[v], sig)).or_insert(next);
+                    if counts.len() <= c as usize {
+                        counts.resize(c as usize + 1, 0);
+                    }
+                    counts[c as usize] += sign;
+                    c
+                })
+                .collect()
+        };
+        let ng = step(g, &cg, 1);
+        let nh = step(h, &ch, -1);
+        if counts.iter().any(|&c| c != 0) {
+            return None;
+        }
+        (cg, ch) = (ng, nh);
+        let now = counts.len();
+        if now == classes {
+            return Some((cg, ch));
+        }
+        classes = now;
+    }
+}
+
+/// Runs the invariants and the isomorphism search of `g` against `h`: the mapping
+/// `g` node → `h` node, or the first failure.
+fn matches(
+    g: &Graph,
+    g_degrees: &[usize],
+    h: &Reference,
+    budget: u64,
+) -> Result<Vec<u32>, Failure> {
+    if g.n() != h.graph.n() {
+        return Err(Failure::NotIsomorphic);
+    }
+    if g.edges() != h.graph.edges() {
+        return Err(Failure::EdgeCount {
+            expected: h.graph.edges(),
+            found: g.edges(),
+        });
+    }
+    if h.graph.sorted_degrees() != g_degrees {
+        return Err(Failure::DegreeSequence);
+    }
+    let (gc, hc) = refine(g, &h.graph).ok_or(Failure::Refinement)?;
+    search(g, &h.graph, &gc, &hc, h.transitive, budget)
+}
+
+/// The most anchors (individualized pairs) whose distances refine the search at once.
+const MAX_ANCHORS: usize = 32;
+
+/// Mixes a value into a 64-bit signature (splitmix64 finalizer).
+fn mix(sig: u64, x: u64) -> u64 {
+    let mut z = sig ^ x.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_add(sig << 6);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Signatures extended by the distances from one more anchor.
+fn extend(sig: &[u64], dist: &[u32]) -> Vec<u64> {
+    sig.iter()
+        .zip(dist)
+        .map(|(&s, &d)| mix(s, u64::from(d)))
+        .collect()
+}
+
+/// Whether two signature vectors hold the same multiset.
+fn same_multiset(a: &[u64], b: &[u64]) -> bool {
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_unstable();
+    b.sort_unstable();
+    a == b
+}
+
+/// The VF2-like search (`transitive_h`: every node of `h` looks the same).
+///
+/// `g`'s nodes are taken in BFS order from a node of its rarest colour; each is mapped to an
+/// unused neighbour of its BFS parent's image whose mapped neighbours are exactly the images
+/// of its own mapped neighbours and whose signature is the same. A signature is the colour
+/// and the distances from every anchor: the root, and each node mapped where more than one
+/// candidate was feasible (individualization with distance refinement); an anchor whose
+/// signature multisets differ between the graphs is rejected at once.
+fn search(
+    g: &Graph,
+    h: &Graph,
+    gc: &[u32],
+    hc: &[u32],
+    transitive_h: bool,
+    budget: u64,
+) -> Result<Vec<u32>, Failure> {
+    const NONE: u32 = u32::MAX;
+    let n = g.n();
+    let mut class_size: HashMap<u32, u32> = HashMap::new();
+    for &c in gc {
+        *class_size.entry(c).or_default() += 1;
+    }
+    let root = (0..n as u32)
+        .min_by_key(|&v| {
+            (
+                class_size[&gc[v as usize]],
+                std::cmp::Reverse(g.adj[v as usize].len()),
+                v,
+            )
+        })
+        .unwrap_or(0);
+    let dg = g.distances(root);
+    let mut order = Vec::with_capacity(n);
+    let mut parent = vec![NONE; n];
+    {
+        let mut seen = vec![false; n];
+        seen[root as usize] = true;
+        let mut queue = VecDeque::from([root]);
+        while let Some(v) = queue.pop_front() {
+            order.push(v);
+            for &w in &g.adj[v as usize] {
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    parent[w as usize] = v;
+                    queue.push_back(w);
+                }
+            }
+        }
+    }
+    let root_profile = profile(&dg);
+    let mut roots: Vec<u32> = (0..n as u32)
+        .filter(|&x| hc[x as usize] == gc[root as usize])
+        .collect();
+    if transitive_h {
+        // Every node of a vertex-transitive reference looks the same: one root suffices.
+        roots.truncate(1);
+    }
+    let g_base: Vec<u64> = (0..n)
+        .map(|v| mix(u64::from(gc[v]), u64::from(dg[v])))
+        .collect();
+    let mut steps: u64 = 0;
+    let mut map = vec![NONE; n];
+    let mut inv = vec![NONE; n];
+    // Per depth: the feasible candidates, the next to try, and g's distances from the node
+    // when the depth is a choice point.
+    let mut cands: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut next = vec![0usize; n];
+    let mut g_dist: Vec<Option<Vec<u32>>> = vec![None; n];
+    for r in roots {
+        let dh = h.distances(r);
+        if profile(&dh) != root_profile {
+            if transitive_h {
+                return Err(Failure::DistanceProfile);
+            }
+            continue;
+        }
+        let h_base: Vec<u64> = (0..n)
+            .map(|c| mix(u64::from(hc[c]), u64::from(dh[c])))
+            .collect();
+        // The anchor stack: (depth, g signatures, h signatures); the base at depth 0.
+        let mut anchors: Vec<(usize, Vec<u64>, Vec<u64>)> = vec![(0, g_base.clone(), h_base)];
+        map.iter_mut().for_each(|x| *x = NONE);
+        inv.iter_mut().for_each(|x| *x = NONE);
+        map[root as usize] = r;
+        inv[r as usize] = root;
+        if n == 1 {
+            return Ok(map);
+        }
+        let mut d = 1usize;
+        let mut fresh = true;
+        loop {
+            let v = order[d] as usize;
+            if map[v] != NONE {
+                inv[map[v] as usize] = NONE;
+                map[v] = NONE;
+            }
+            if anchors.last().is_some_and(|a| a.0 == d) {
+                anchors.pop();
+            }
+            if fresh {
+                fresh = false;
+                let (_, sg, sh) = anchors.last().expect("the base anchor");
+                let source = map[parent[v] as usize] as usize;
+                let mut list = std::mem::take(&mut cands[d]);
+                list.clear();
+                for &c in &h.adj[source] {
+                    steps += 1;
+                    if steps > budget {
+                        return Err(Failure::SearchBudget);
+                    }
+                    let ci = c as usize;
+                    if inv[ci] != NONE || sh[ci] != sg[v] {
+                        continue;
+                    }
+                    let mut mapped = 0usize;
+                    let mut ok = true;
+                    for &u in &g.adj[v] {
+                        let m = map[u as usize];
+                        if m != NONE {
+                            mapped += 1;
+                            if !h.has_edge(m, c) {
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    if ok
+                        && h.adj[ci]
+                            .iter()
+                            .filter(|&&w| inv[w as usize] != NONE)
+                            .count()
+                            == mapped
+                    {
+                        list.push(c);
+                    }
+                }
+                g_dist[d] =
+                    (list.len() > 1 && anchors.len() < MAX_ANCHORS).then(|| g.distances(v as u32));
+                cands[d] = list;
+                next[d] = 0;
+            }
+            let mut chosen = NONE;
+            while next[d] < cands[d].len() {
+                let c = cands[d][next[d]];
+                next[d] += 1;
+                if let Some(dist_g) = &g_dist[d] {
+                    // A choice point: individualize v -> c and refine by distances from them.
+                    steps += n as u64;
+                    if steps > budget {
+                        return Err(Failure::SearchBudget);
+                    }
+                    let (_, sg, sh) = anchors.last().expect("the base anchor");
+                    let next_g = extend(sg, dist_g);
+                    let next_h = extend(sh, &h.distances(c));
+                    if !same_multiset(&next_g, &next_h) {
+                        continue;
+                    }
+                    anchors.push((d, next_g, next_h));
+                }
+                chosen = c;
+                break;
+            }
+            if chosen == NONE {
+                if d == 1 {
+                    break;
+                }
+                d -= 1;
+                continue;
+            }
+            map[v] = chosen;
+            inv[chosen as usize] = v as u32;
+            if d + 1 == n {
+                return Ok(map);
+            }
+            d += 1;
+            fresh = true;
+        }
+    }
+    Err(Failure::NotIsomorphic)
+}
+
+/// A synthetic matrix of the reference `family` with extents `dims`, its ranks numbered by
+/// a random permutation drawn from `seed`: every neighbour pair exchanges 1 MiB each way.
+/// `None` when the family has no instance with these extents. Meant for benchmarks and
+/// tests of [`identify`].
+///
+/// ```
+/// use mtfdb::analysis::topology::{identify, synthetic_matrix, Family, IdentifyParams};
+/// let m = synthetic_matrix(Family::Torus, &[3, 4, 5], 7).unwrap();
+/// let t = identify(&m, &IdentifyParams::default()).unwrap();
+/// assert_eq!(t.to_string(), "3D torus 3x4x5");
+/// ```
+pub fn synthetic_matrix(family: Family, dims: &[u32], seed: u64) -> Option<CommMatrix> {
+    let n: u32 = dims.iter().product();
+    let edges: Vec<(u32, u32)> = if family == Family::AllToAll {
+        if dims.len() != 1 || n < 2 {
+            return None;
+        }
+        (0..n).flat_map(|i| (0..i).map(move |j| (i, j))).collect()
+    } else {
+        let r = family.reference(dims)?;
+        r.graph
+            .adj
+            .iter()
+            .enumerate()
+            .flat_map(|(a, l)| {
+                l.iter()
+                    .filter(move |&&b| b > a as u32)
+                    .map(move |&b| (a as u32, b))
+            })
+            .collect()
+    };
+    let perm = permutation(n, seed);
+    let mut m = CommMatrix::new(n);
+    for (a, b) in edges {
+        let (pa, pb) = (perm[a as usize], perm[b as usize]);
+        m.add(pa, pb, 1 << 20);
+        m.add(pb, pa, 1 << 20);
+    }
+    Some(m)
+}
+
+/// The two large cases of P2's evaluation scaled up, for benchmarks: a 1,024-rank 3D torus
+/// 8x8x16 and a 529-rank 2D grid 23x23 (a renumbered 5-point stencil), both with ranks
+/// permuted by `seed`, each with its expected rendering.
+///
+/// ```
+/// use mtfdb::analysis::topology::{benchmark_matrices, identify, IdentifyParams};
+/// for (expected, m) in benchmark_matrices(3) {
+///     assert_eq!(identify(&m, &IdentifyParams::default()).unwrap().to_string(), expected);
+/// }
+/// ```
+pub fn benchmark_matrices(seed: u64) -> Vec<(String, CommMatrix)> {
+    [
+        (Family::Torus, vec![8, 8, 16]),
+        (Family::Grid, vec![23, 23]),
+    ]
+    .into_iter()
+    .map(|(family, dims)| {
+        let m = synthetic_matrix(family, &dims, seed).expect("a valid reference");
+        (family.describe(&dims), m)
+    })
+    .collect()
+}
+
+/// A seeded Fisher–Yates permutation of `0..n` (splitmix64).
+fn permutation(n: u32, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut p: Vec<u32> = (0..n).collect();
+    for i in (1..n as usize).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn shuffled(family: Family, dims: &[u32], seed: u64) -> (CommMatrix, Topology) {
+        let m = synthetic_matrix(family, dims, seed).unwrap();
+        let t = identify(&m, &IdentifyParams::default()).unwrap();
+        (m, t)
+    }
+
+    /// Every communicating pair of `m` is adjacent in `t`, and `t` has no more edges.
+    fn assert_mapping(m: &CommMatrix, t: &Topology) {
+        let n = m.ranks();
+        let mut pairs: Vec<(u32, u32)> = m
+            .entries
+            .iter()
+            .filter(|e| e.0 != e.1)
+            .map(|e| (e.0.min(e.1), e.0.max(e.1)))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        for &(a, b) in &pairs {
+            assert!(t.adjacent(a, b), "{t}: {a} and {b} communicate");
+        }
+        let adjacent = (0..n)
+            .flat_map(|a| (0..a).map(move |b| (a, b)))
+            .filter(|&(a, b)| t.adjacent(a, b))
+            .count();
+        assert_eq!(adjacent, pairs.len(), "{t}: edge count");
+    }
+
+    #[test]
+    fn topology_factorizations() {
+        assert_eq!(
+            factorizations(12),
+            vec![vec![2, 2, 3], vec![2, 6], vec![3, 4], vec![12]]
+        );
+        assert_eq!(factorizations(7), vec![vec![7]]);
+        assert_eq!(factorizations(1), Vec::<Vec<u32>>::new());
+        assert_eq!(factorizations(1024).len(), 42);
+    }
+
+    #[test]
+    fn topology_coordinate_rule_matches_the_reference_graphs() {
+        let cases: Vec<(Family, Vec<u32>)> = vec![
+            (Family::Line, vec![5]),
+            (Family::Ring, vec![5]),
+            (Family::Grid, vec![3, 4]),
+            (Family::Grid, vec![2, 3, 4]),
+            (Family::Torus, vec![3, 5]),
+            (Family::Torus, vec![3, 3, 4]),
+            (Family::Stencil6Torus, vec![4, 4]),
+            (Family::Stencil6Torus, vec![3, 5]),
+            (Family::Stencil8Grid, vec![3, 4]),
+            (Family::Stencil8Torus, vec![4, 5]),
+            (Family::Cg, vec![4, 4]),
+            (Family::Cg, vec![2, 4]),
+            (Family::Cg, vec![4, 8]),
+            (Family::Hypercube, vec![2, 2, 2, 2]),
+            (Family::BinaryTree, vec![11]),
+            (Family::AllToAll, vec![6]),
+        ];
+        for (family, dims) in cases {
+            let r = family.reference(&dims).unwrap();
+            let n = r.graph.n() as u32;
+            for a in 0..n {
+                for b in 0..n {
+                    assert_eq!(
+                        family.adjacent(&dims, &r.coords[a as usize], &r.coords[b as usize]),
+                        r.graph.has_edge(a, b),
+                        "{family:?} {dims:?}: {a} {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn topology_reference_sizes() {
+        let edges = |f: Family, d: &[u32]| f.reference(d).unwrap().graph.edges();
+        assert_eq!(edges(Family::Grid, &[4, 4]), 24);
+        assert_eq!(edges(Family::Torus, &[8, 8, 16]), 3072);
+        assert_eq!(edges(Family::Stencil6Torus, &[4, 4]), 48);
+        assert_eq!(edges(Family::Stencil8Grid, &[3, 3]), 20);
+        assert_eq!(edges(Family::Cg, &[4, 4]), 22);
+        assert_eq!(edges(Family::BinaryTree, &[7]), 6);
+        assert_eq!(edges(Family::Hypercube, &[2, 2, 2]), 12);
+        // The paper's remark: CG on 16 has the degree sequence of an 8x2 grid.
+        assert_eq!(
+            Family::Cg
+                .reference(&[4, 4])
+                .unwrap()
+                .graph
+                .sorted_degrees(),
+            Family::Grid
+                .reference(&[2, 8])
+                .unwrap()
+                .graph
+                .sorted_degrees()
+        );
+        assert!(Family::Grid.reference(&[2, 2]).is_none());
+        assert!(Family::Torus.reference(&[2, 4]).is_none());
+        assert!(Family::Cg.reference(&[2, 8]).is_none());
+    }
+
+    #[test]
+    fn topology_shuffled_references_are_identified_with_a_valid_mapping() {
+        let cases: Vec<(Family, Vec<u32>, &str)> = vec![
+            (Family::Line, vec![9], "line of 9"),
+            (Family::Ring, vec![9], "ring of 9"),
+            (Family::Grid, vec![4, 4], "2D grid 4x4"),
+            (Family::Grid, vec![3, 7], "2D grid 3x7"),
+            (Family::Grid, vec![2, 3, 4], "3D grid 2x3x4"),
+            (Family::Torus, vec![3, 5], "2D torus 3x5"),
+            (Family::Torus, vec![4, 4, 6], "3D torus 4x4x6"),
+            (Family::Torus, vec![3, 3, 3, 3], "4D torus 3x3x3x3"),
+            (
+                Family::Stencil6Torus,
+                vec![4, 4],
+                "6-point stencil on a 2D torus 4x4",
+            ),
+            (
+                Family::Stencil6Torus,
+                vec![5, 7],
+                "6-point stencil on a 2D torus 5x7",
+            ),
+            (
+                Family::Stencil8Grid,
+                vec![4, 6],
+                "8-point stencil on a 2D grid 4x6",
+            ),
+            (
+                Family::Stencil8Torus,
+                vec![5, 5],
+                "8-point stencil on a 2D torus 5x5",
+            ),
+            (
+                Family::Cg,
+                vec![4, 4],
+                "NAS CG pattern on a 4x4 process grid",
+            ),
+            (
+                Family::Cg,
+                vec![4, 8],
+                "NAS CG pattern on a 4x8 process grid",
+            ),
+            (
+                Family::Cg,
+                vec![16, 16],
+                "NAS CG pattern on a 16x16 process grid",
+            ),
+            (
+                Family::Hypercube,
+                vec![2; 5],
+                "hypercube of dimension 5 (32 ranks)",
+            ),
+            (Family::BinaryTree, vec![31], "binary tree of 31"),
+            (Family::BinaryTree, vec![20], "binary tree of 20"),
+            (Family::AllToAll, vec![12], "all-to-all of 12"),
+        ];
+        for (family, dims, text) in cases {
+            for seed in [1, 2, 3] {
+                let (m, t) = shuffled(family, &dims, seed);
+                assert_eq!((t.family, &t.dims), (family, &dims), "{text}");
+                assert_eq!(t.to_string(), text);
+                assert_eq!(t.dropped_fraction, 0.0);
+                assert_eq!(t.coordinates.len() as u32, m.ranks());
+                assert_mapping(&m, &t);
+            }
+        }
+    }
+
+    #[test]
+    fn topology_isomorphic_references_give_the_fewest_dimensions() {
+        // A 4x4 torus is the hypercube of dimension 4; a 2x2 grid is a ring of 4.
+        let (_, t) = shuffled(Family::Hypercube, &[2, 2, 2, 2], 5);
+        assert_eq!(t.to_string(), "2D torus 4x4");
+        let (_, t) = shuffled(Family::Ring, &[4], 5);
+        assert_eq!(t.to_string(), "ring of 4");
+        // CG on 4 ranks is a line: 0-1 in the row, 1-2 transposed, 2-3 in the row.
+        let (m, t) = shuffled(Family::Cg, &[2, 2], 5);
+        assert_eq!(t.to_string(), "line of 4");
+        assert_mapping(&m, &t);
+        // A binary tree of 3 is a line of 3.
+        let (_, t) = shuffled(Family::Line, &[3], 5);
+        assert_eq!(t.to_string(), "line of 3");
+    }
+
+    #[test]
+    fn topology_threshold_drops_faint_pairs_and_reports_their_bytes() {
+        let mut m = synthetic_matrix(Family::Ring, &[8], 3).unwrap();
+        let ring_bytes = m.total_bytes();
+        // Faint chords (4% of a ring pair's two-way volume) and a self-send.
+        m.add(0, 4, (1 << 21) / 25);
+        m.add(1, 5, (1 << 21) / 25);
+        m.add(2, 2, 1000);
+        let t = identify(&m, &IdentifyParams::default()).unwrap();
+        assert_eq!(t.to_string(), "ring of 8");
+        let dropped = 2 * ((1 << 21) / 25) + 1000;
+        assert_eq!(
+            t.dropped_fraction,
+            dropped as f64 / (ring_bytes + dropped) as f64
+        );
+        // With a 1% threshold the chords stay and the ring is lost.
+        let params = IdentifyParams {
+            threshold: 0.01,
+            ..IdentifyParams::default()
+        };
+        let u = identify(&m, &params).unwrap_err();
+        assert_eq!((u.ranks, u.edges), (8, 10));
+        assert_eq!(u.reason, Failure::NoCandidateMatched);
+        assert_eq!(u.dropped_fraction, 1000.0 / (ring_bytes + dropped) as f64);
+    }
+
+    #[test]
+    fn topology_unknown_reports_the_failed_invariants() {
+        // A star of 5: four leaves around rank 0.
+        let mut m = CommMatrix::new(5);
+        for leaf in 1..5 {
+            m.add(0, leaf, 100);
+        }
+        let u = identify(&m, &IdentifyParams::default()).unwrap_err();
+        assert_eq!(u.reason, Failure::NoCandidateMatched);
+        let rejections: Vec<(String, Failure)> = u
+            .rejections
+            .iter()
+            .map(|r| (r.candidate.clone(), r.failed.clone()))
+            .collect();
+        assert_eq!(
+            rejections,
+            vec![
+                ("line of 5".to_string(), Failure::DegreeSequence),
+                (
+                    "ring of 5".to_string(),
+                    Failure::EdgeCount {
+                        expected: 5,
+                        found: 4
+                    }
+                ),
+                ("binary tree of 5".to_string(), Failure::DegreeSequence),
+                (
+                    "all-to-all of 5".to_string(),
+                    Failure::EdgeCount {
+                        expected: 10,
+                        found: 4
+                    }
+                ),
+            ]
+        );
+        // Two disjoint rings.
+        let mut m = CommMatrix::new(6);
+        for (a, b) in [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)] {
+            m.add(a, b, 1);
+        }
+        let u = identify(&m, &IdentifyParams::default()).unwrap_err();
+        assert_eq!(u.reason, Failure::Disconnected { components: 2 });
+        assert_eq!(
+            u.to_string(),
+            "unknown topology of 6 ranks and 6 edges: the graph has 2 connected components"
+        );
+        // A 3x3 torus with one edge moved keeps the edge count, not the degrees.
+        let mut m = CommMatrix::new(9);
+        let r = Family::Torus.reference(&[3, 3]).unwrap();
+        for (a, l) in r.graph.adj.iter().enumerate() {
+            for &b in l {
+                if (a as u32) < b && (a, b) != (0, 1) {
+                    m.add(a as u32, b, 1);
+                }
+            }
+        }
+        m.add(0, 4, 1);
+        let u = identify(&m, &IdentifyParams::default()).unwrap_err();
+        let torus = u
+            .rejections
+            .iter()
+            .find(|r| r.candidate == "2D torus 3x3")
+            .unwrap();
+        assert_eq!(torus.failed, Failure::DegreeSequence);
+        // No traffic at all.
+        let u = identify(&CommMatrix::new(16), &IdentifyParams::default()).unwrap_err();
+        assert_eq!(u.reason, Failure::NoTraffic);
+    }
+
+    #[test]
+    fn topology_search_budget_is_reported() {
+        let m = synthetic_matrix(Family::Torus, &[5, 5], 1).unwrap();
+        let params = IdentifyParams {
+            search_budget: 3,
+            ..IdentifyParams::default()
+        };
+        let u = identify(&m, &params).unwrap_err();
+        let torus = u
+            .rejections
+            .iter()
+            .find(|r| r.candidate == "2D torus 5x5")
+            .unwrap();
+        assert_eq!(torus.failed, Failure::SearchBudget);
+    }
+
+    #[test]
+    fn topology_large_shuffled_torus_and_grid() {
+        let mut cases = benchmark_matrices(42);
+        cases.push((
+            "NAS CG pattern on a 32x32 process grid".to_string(),
+            synthetic_matrix(Family::Cg, &[32, 32], 42).unwrap(),
+        ));
+        cases.push((
+            "hypercube of dimension 11 (2048 ranks)".to_string(),
+            synthetic_matrix(Family::Hypercube, &[2; 11], 42).unwrap(),
+        ));
+        let expected = [
+            "3D torus 8x8x16",
+            "2D grid 23x23",
+            "NAS CG pattern on a 32x32 process grid",
+            "hypercube of dimension 11 (2048 ranks)",
+        ];
+        for ((text, m), wanted) in cases.iter().zip(expected) {
+            assert_eq!(text, wanted);
+            let start = Instant::now();
+            let t = identify(m, &IdentifyParams::default()).unwrap();
+            eprintln!("{text}: identified in {:?}", start.elapsed());
+            assert_eq!(t.to_string(), *text);
+            assert_mapping(m, &t);
+        }
+    }
+}

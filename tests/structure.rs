@@ -1,0 +1,102 @@
+//! Loop models, topology and logical traces of stored traces, through the query statements
+//! and the library: `SELECT LOOPS FOR PROCESS(n)`, `SELECT GLOBAL MODEL`, `SELECT TOPOLOGY`,
+//! `SELECT LOGICAL TRACE`.
+
+mod common;
+
+use common::import_generated;
+
+use mtfdb::analysis::{process_events, structure};
+use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::query::{Session, Value};
+use mtfdb::Database;
+
+fn session_with(scenario: Scenario, ranks: u32, iterations: u32) -> (tempfile::TempDir, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import_generated(&db, &GenConfig::new(scenario, ranks, iterations), "t");
+    (dir, Session::new(db))
+}
+
+fn text(r: &mtfdb::query::ResultSet) -> String {
+    r.rows
+        .iter()
+        .map(|row| row.iter().map(Value::render).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn topology_statements_name_the_family_and_dimensions() {
+    for (scenario, ranks, want) in [
+        (Scenario::Stencil2d, 16, "2D grid 4x4"),
+        (Scenario::Lu, 16, "2D grid 4x4"),
+        (Scenario::Bt, 16, "6-point stencil on a 2D torus 4x4"),
+        (Scenario::Ring, 16, "ring of 16"),
+        (Scenario::Alltoall, 16, "all-to-all of 16"),
+    ] {
+        let (_dir, mut s) = session_with(scenario, ranks, 3);
+        let r = s.run("SELECT TOPOLOGY").unwrap();
+        assert_eq!(r.rows[0][0].render(), want, "{scenario:?}");
+        assert_eq!(r.len(), ranks as usize, "{scenario:?}: a row per rank");
+        // The world communicator is the whole trace; phase 1 is the solve loop (an all-to-all
+        // trace has no patterns, so no phases: one MPI_Alltoall per iteration is no pattern).
+        if scenario == Scenario::Alltoall {
+            let e = s.run("SELECT TOPOLOGY IN PHASE 1").unwrap_err().to_string();
+            assert_eq!(e, "no phase 1: the trace has 0 (SELECT PHASES lists them)");
+            continue;
+        }
+        let r = s.run("SELECT TOPOLOGY IN COMM(0) IN PHASE 1").unwrap();
+        assert_eq!(
+            r.rows[0][0].render(),
+            want,
+            "{scenario:?} in comm 0 and phase 1"
+        );
+    }
+}
+
+#[test]
+fn loop_nests_count_the_iterations_and_the_global_model_covers_every_rank() {
+    let iterations = 12;
+    let (_dir, mut s) = session_with(Scenario::Bt, 16, iterations);
+    let r = s.run("SELECT LOOPS FOR PROCESS(5)").unwrap();
+    let nest = text(&r);
+    assert!(
+        nest.contains(&format!("for i0 in 0..{iterations}")),
+        "{nest}"
+    );
+    assert!(
+        nest.lines().last().unwrap().contains("bytes of model"),
+        "{nest}"
+    );
+    let model = text(&s.run("SELECT GLOBAL MODEL").unwrap());
+    assert!(model.contains("@0-15"), "{model}");
+    let e = s
+        .run("SELECT LOOPS FOR PROCESS(99)")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "no process 99: the trace has ranks 0-15");
+}
+
+#[test]
+fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import_generated(&db, &GenConfig::new(Scenario::Bt, 16, 4), "t");
+    let trace = db.trace("t").unwrap();
+    let m = structure::matrix(&trace, None, None).unwrap();
+    let t = structure::identify(&m).unwrap();
+    let logical = structure::logical_trace(&trace, &t, 5).unwrap();
+    assert!(!logical.is_empty());
+    // On a torus every rank has the same neighbourhood: the logical trace of rank 5 expands
+    // to every rank's own event sequence.
+    let (alphabet, events) = process_events::extract(&trace, false, false).unwrap();
+    for e in &events {
+        let want: Vec<String> = e.symbols.iter().map(|&s| alphabet.name(s)).collect();
+        let got = structure::expand_logical(&t, &logical, e.rank).unwrap();
+        assert_eq!(got, want, "rank {}", e.rank);
+    }
+    let mut s = Session::new(db);
+    let r = s.run("SELECT LOGICAL TRACE FOR PROCESS(5)").unwrap();
+    assert_eq!(r.len(), logical.len());
+}
