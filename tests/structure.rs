@@ -100,3 +100,39 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     let r = s.run("SELECT LOGICAL TRACE FOR PROCESS(5)").unwrap();
     assert_eq!(r.len(), logical.len());
 }
+
+/// The model is executable: the messages its projections send, rank by rank, are the stored
+/// communication matrix (messages per sender → receiver).
+#[test]
+fn the_global_model_gives_the_stored_communication_matrix() {
+    use mtfdb::analysis::process_events::EventKey;
+    use std::collections::BTreeMap;
+    for scenario in [
+        Scenario::Stencil2d,
+        Scenario::Ring,
+        Scenario::Sweep,
+        Scenario::Lu,
+        Scenario::Bt,
+        Scenario::Cg,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        import_generated(&db, &GenConfig::new(scenario, 16, 10), "t");
+        let trace = db.trace("t").unwrap();
+        let (alphabet, model) = structure::global_model(&trace).unwrap();
+        let mut from_model: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        for rank in 0..16 {
+            for s in model.project(rank) {
+                if let EventKey::Send(q) = alphabet.key(s) {
+                    *from_model.entry((rank, q)).or_default() += 1;
+                }
+            }
+        }
+        let stored: BTreeMap<(u32, u32), u64> = trace
+            .pairs()
+            .iter()
+            .map(|p| ((p.sender, p.receiver), p.messages))
+            .collect();
+        assert_eq!(from_model, stored, "{scenario:?}");
+    }
+}
