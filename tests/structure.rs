@@ -136,3 +136,30 @@ fn the_global_model_gives_the_stored_communication_matrix() {
         assert_eq!(from_model, stored, "{scenario:?}");
     }
 }
+
+#[test]
+fn loop_models_and_topologies_are_stored_with_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    import_generated(&db, &GenConfig::new(Scenario::Ring, 8, 5), "t");
+    let mut s = Session::new(db);
+    let first = text(&s.run("SELECT TOPOLOGY").unwrap());
+    let loops = text(&s.run("SELECT GLOBAL MODEL").unwrap());
+    let trace = s.database().trace("t").unwrap();
+    let stored = trace
+        .result::<structure::TopologyResult>("topology/threshold=0.05,comm=None,phase=None")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.description, "ring of 8");
+    assert_eq!(stored.coordinates.len(), 8);
+    let stored_loops = structure::loops(&trace, false).unwrap();
+    assert!(loops.contains(stored_loops.global.lines().next().unwrap()));
+    // Read back, the same; REFRESH PATTERNS drops them and they are computed again.
+    assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
+    s.run("REFRESH PATTERNS").unwrap();
+    assert!(trace
+        .result::<structure::TopologyResult>("topology/threshold=0.05,comm=None,phase=None")
+        .unwrap()
+        .is_none());
+    assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
+}

@@ -219,3 +219,86 @@ pub fn expand_logical(t: &Topology, events: &[LogicalEvent], rank: Rank) -> Opti
         })
         .collect()
 }
+
+/// Loop nests as stored with the trace: each process's nest and the global model, as text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LoopsResult {
+    /// The largest loop body NLR looked for.
+    pub max_body: u32,
+    /// Per process: (rank, events, the nest as text).
+    pub processes: Vec<(Rank, u64, String)>,
+    /// The merged model as text.
+    pub global: String,
+}
+
+/// The stored loop models, computed (and stored) when absent or when `refresh`.
+pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
+    let key = format!("loops/max_body={}", loops::DEFAULT_MAX_BODY);
+    if !refresh {
+        if let Some(stored) = trace.result::<LoopsResult>(&key)? {
+            return Ok(stored);
+        }
+    }
+    let (alphabet, nests) = loop_nests(trace)?;
+    let shared = |s: u32| matches!(alphabet.key(s), EventKey::Collective(..));
+    let global = loops::merge(nests.iter().map(|(r, n)| (*r, n)), shared);
+    let result = LoopsResult {
+        max_body: loops::DEFAULT_MAX_BODY as u32,
+        processes: nests
+            .iter()
+            .map(|(r, n)| (*r, n.events(), n.render(|s| alphabet.name(s))))
+            .collect(),
+        global: global.render(|s| alphabet.name(s)),
+    };
+    trace.put_result(&key, &result)?;
+    Ok(result)
+}
+
+/// A topology as stored with the trace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TopologyResult {
+    /// `2D grid 4x4`, or why none was found.
+    pub description: String,
+    /// The extents (empty when unknown).
+    pub dims: Vec<u32>,
+    /// Rank → coordinates (empty when unknown).
+    pub coordinates: Vec<Vec<u32>>,
+    /// Bytes dropped under the threshold, over all bytes.
+    pub dropped_fraction: f64,
+}
+
+/// The stored topology of the messages of `comm` and of phase `phase` (with its message and
+/// operation bitmaps), identified (and stored) when absent or when `refresh`.
+pub fn topology_of(
+    trace: &Trace,
+    comm: Option<CommId>,
+    phase: Option<(u32, &roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
+    refresh: bool,
+) -> Result<TopologyResult> {
+    let key = format!(
+        "topology/threshold=0.05,comm={comm:?},phase={:?}",
+        phase.map(|p| p.0)
+    );
+    if !refresh {
+        if let Some(stored) = trace.result::<TopologyResult>(&key)? {
+            return Ok(stored);
+        }
+    }
+    let m = matrix(trace, comm, phase.map(|(_, messages, ops)| (messages, ops)))?;
+    let result = match identify(&m) {
+        Ok(t) => TopologyResult {
+            description: t.to_string(),
+            dims: t.dims.clone(),
+            coordinates: t.coordinates.clone(),
+            dropped_fraction: t.dropped_fraction,
+        },
+        Err(u) => TopologyResult {
+            description: u.to_string(),
+            dims: Vec::new(),
+            coordinates: Vec::new(),
+            dropped_fraction: u.dropped_fraction,
+        },
+    };
+    trace.put_result(&key, &result)?;
+    Ok(result)
+}

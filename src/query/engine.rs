@@ -1635,30 +1635,29 @@ impl Session {
                 r
             }
             Analysis::Loops(rank) => {
-                let (alphabet, nests) = structure::loop_nests(trace)?;
-                let Some((_, nest)) = nests.iter().find(|(r, _)| r == rank) else {
+                let found = structure::loops(trace, false)?;
+                let Some((_, events, nest)) = found.processes.iter().find(|(r, ..)| r == rank)
+                else {
                     return Err(usage(format!(
                         "no process {rank}: the trace has ranks 0-{}",
-                        nests.len().saturating_sub(1)
+                        found.processes.len().saturating_sub(1)
                     )));
                 };
-                let text = nest.render(|s| alphabet.name(s));
                 let mut r = ResultSet::new(["loop nest"]);
-                for line in text.lines() {
+                for line in nest.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r.push(vec![format!(
-                    "-- {} events, {} bytes of model",
-                    nest.events(),
-                    text.len()
+                    "-- {events} events, {} bytes of model",
+                    nest.len()
                 )
                 .into()]);
                 r
             }
             Analysis::GlobalModel => {
-                let (alphabet, model) = structure::global_model(trace)?;
+                let found = structure::loops(trace, false)?;
                 let mut r = ResultSet::new(["global model"]);
-                for line in model.render(|s| alphabet.name(s)).lines() {
+                for line in found.global.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r
@@ -1668,11 +1667,11 @@ impl Session {
                     Some(c) => Some(Engine::new(trace).comm(c)?),
                     None => None,
                 };
-                let within = match phase {
+                let bitmaps = match phase {
                     Some(k) => {
                         let found = detection::phases(trace, &PhaseParams::default(), false)?;
                         match found.phase(*k) {
-                            Some(p) => Some((p.message_ids(), p.op_ids())),
+                            Some(p) => Some((*k, p.message_ids(), p.op_ids())),
                             None => {
                                 return Err(usage(format!(
                                     "no phase {k}: the trace has {} (SELECT PHASES lists them)",
@@ -1683,7 +1682,12 @@ impl Session {
                     }
                     None => None,
                 };
-                let m = structure::matrix(trace, comm_id, within.as_ref().map(|(m, o)| (m, o)))?;
+                let t = structure::topology_of(
+                    trace,
+                    comm_id,
+                    bitmaps.as_ref().map(|(k, m, o)| (*k, m, o)),
+                    false,
+                )?;
                 let mut r = ResultSet::new([
                     "topology",
                     "dimensions",
@@ -1691,40 +1695,38 @@ impl Session {
                     "rank",
                     "coordinates",
                 ]);
-                match structure::identify(&m) {
-                    Ok(t) => {
-                        for (rank, coords) in t.coordinates.iter().enumerate() {
-                            let first = rank == 0;
-                            let dims: Vec<String> = t.dims.iter().map(u32::to_string).collect();
-                            let coords: Vec<String> = coords.iter().map(u32::to_string).collect();
-                            r.push(vec![
-                                if first {
-                                    t.to_string().into()
-                                } else {
-                                    Value::Null
-                                },
-                                if first {
-                                    dims.join("x").into()
-                                } else {
-                                    Value::Null
-                                },
-                                if first {
-                                    t.dropped_fraction.into()
-                                } else {
-                                    Value::Null
-                                },
-                                (rank as u64).into(),
-                                format!("({})", coords.join(",")).into(),
-                            ]);
-                        }
-                    }
-                    Err(u) => r.push(vec![
-                        u.to_string().into(),
+                let dims: Vec<String> = t.dims.iter().map(u32::to_string).collect();
+                if t.coordinates.is_empty() {
+                    r.push(vec![
+                        t.description.clone().into(),
                         Value::Null,
-                        u.dropped_fraction.into(),
+                        t.dropped_fraction.into(),
                         Value::Null,
                         Value::Null,
-                    ]),
+                    ]);
+                }
+                for (rank, coords) in t.coordinates.iter().enumerate() {
+                    let first = rank == 0;
+                    let coords: Vec<String> = coords.iter().map(u32::to_string).collect();
+                    r.push(vec![
+                        if first {
+                            t.description.clone().into()
+                        } else {
+                            Value::Null
+                        },
+                        if first {
+                            dims.join("x").into()
+                        } else {
+                            Value::Null
+                        },
+                        if first {
+                            t.dropped_fraction.into()
+                        } else {
+                            Value::Null
+                        },
+                        (rank as u64).into(),
+                        format!("({})", coords.join(",")).into(),
+                    ]);
                 }
                 r
             }
