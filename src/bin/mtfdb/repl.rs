@@ -75,6 +75,11 @@ const KEYWORDS: &[&str] = &[
     "THRESHOLD",
     "ENVELOPE",
     "REFRESH",
+    "LOOPS",
+    "GLOBAL",
+    "MODEL",
+    "TOPOLOGY",
+    "LOGICAL",
     "WITH",
     "FAN_IN",
     "FAN_OUT",
@@ -138,6 +143,9 @@ Patterns and phases (computed once, then read back; REFRESH PATTERNS recomputes)
   SELECT MESSAGES IN PATTERN 2;     MATCH PATTERN (P0: S1 R1; P1: R0 S0) WITH ERRORS 1;
   SELECT PHASES [WITH THRESHOLD 0.5];   SHOW PHASE TREE;
   SELECT STATISTICS FOR ALL PROCESSES IN PHASE 1;
+Loops and topology:
+  SELECT LOOPS FOR PROCESS(5);   SELECT GLOBAL MODEL;
+  SELECT TOPOLOGY [IN COMM(c)] [IN PHASE k];   SELECT LOGICAL TRACE [FOR PROCESS(n)];
 Meta commands:
   .help                 this text
   .open PATH            open another database
