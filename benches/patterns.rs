@@ -15,8 +15,6 @@
 
 mod common;
 
-use std::time::Instant;
-
 use mtfdb::analysis::detection::{self, PatternParams, PhaseParams};
 use mtfdb::gen::{generate, iterations_for_events, GenConfig, Scenario};
 use mtfdb::Database;
@@ -24,17 +22,8 @@ use mtfdb::Database;
 const RANKS: u32 = 4;
 const RUNS: usize = 3;
 
-fn best<T>(mut run: impl FnMut() -> T) -> (T, f64) {
-    let mut best: Option<(T, f64)> = None;
-    for _ in 0..RUNS {
-        let started = Instant::now();
-        let out = run();
-        let secs = started.elapsed().as_secs_f64();
-        if best.as_ref().is_none_or(|(_, b)| secs < *b) {
-            best = Some((out, secs));
-        }
-    }
-    best.expect("at least one run")
+fn best<T>(run: impl FnMut() -> T) -> (T, f64) {
+    common::best(RUNS, run)
 }
 
 fn main() {

@@ -13,25 +13,14 @@
 
 mod common;
 
-use std::time::Instant;
-
 use mtfdb::analysis::{loops, process_events, topology};
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::Database;
 
 const RUNS: usize = 3;
 
-fn best<T>(mut run: impl FnMut() -> T) -> (T, f64) {
-    let mut best: Option<(T, f64)> = None;
-    for _ in 0..RUNS {
-        let started = Instant::now();
-        let out = run();
-        let secs = started.elapsed().as_secs_f64();
-        if best.as_ref().is_none_or(|(_, b)| secs < *b) {
-            best = Some((out, secs));
-        }
-    }
-    best.expect("at least one run")
+fn best<T>(run: impl FnMut() -> T) -> (T, f64) {
+    common::best(RUNS, run)
 }
 
 fn main() {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Event counts from `MTFDB_BENCH_EVENTS` (comma-separated), else `default`.
 pub fn sizes(default: &[u64]) -> Vec<u64> {
@@ -56,4 +57,19 @@ pub fn peak_kib(stdout: &str) -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .expect("import --stats reports peak memory in KiB")
+}
+
+/// Runs `run` `runs` times; returns the output and the time of the fastest run (the machine
+/// is shared, so the best of a few is the least disturbed).
+pub fn best<T>(runs: usize, mut run: impl FnMut() -> T) -> (T, f64) {
+    let mut best: Option<(T, f64)> = None;
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        let out = run();
+        let secs = started.elapsed().as_secs_f64();
+        if best.as_ref().is_none_or(|(_, b)| secs < *b) {
+            best = Some((out, secs));
+        }
+    }
+    best.expect("at least one run")
 }

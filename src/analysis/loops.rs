@@ -559,32 +559,7 @@ impl GlobalModel {
     }
 }
 
-/// `0-3,5,7-8`: sorted ranks as ranges.
-///
-/// ```
-/// use mtfdb::analysis::loops::rank_ranges;
-/// assert_eq!(rank_ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
-/// ```
-pub fn rank_ranges(ranks: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if j > i {
-            let _ = write!(out, "{}-{}", ranks[i], ranks[j]);
-        } else {
-            let _ = write!(out, "{}", ranks[i]);
-        }
-        i = j + 1;
-    }
-    out
-}
+pub use crate::model::rank_ranges;
 
 fn render_global(
     items: &[GlobalItem],

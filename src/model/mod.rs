@@ -27,6 +27,29 @@ use serde::{Deserialize, Serialize};
 
 /// A world rank (rank in `MPI_COMM_WORLD`), counted from 0.
 pub type Rank = u32;
+
+/// Sorted ranks as compact ranges: `0-3,5,7-8`.
+///
+/// ```
+/// assert_eq!(mtfdb::model::rank_ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
+/// ```
+pub fn rank_ranges(ranks: &[Rank]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", ranks[i], ranks[j])
+        } else {
+            ranks[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
 /// A communicator id, as declared by the trace.
 pub type CommId = u32;
 /// A time in integer nanoseconds.

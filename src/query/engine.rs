@@ -55,25 +55,6 @@ fn list_text<T: std::fmt::Display>(items: &[T], max: usize) -> String {
     s
 }
 
-/// Ranks as ranges: `0-3,6`.
-fn rank_list_text(ranks: &[Rank]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            ranks[i].to_string()
-        } else {
-            format!("{}-{}", ranks[i], ranks[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
 fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
@@ -1567,7 +1548,7 @@ impl Session {
                     let last = p.occurrences.last().map_or(0, |o| o.1);
                     r.push(vec![
                         p.id.into(),
-                        rank_list_text(&p.processes).into(),
+                        crate::model::rank_ranges(&p.processes).into(),
                         (p.occurrences.len() as u64).into(),
                         p.events.into(),
                         p.message_ids().len().into(),
@@ -1591,7 +1572,7 @@ impl Session {
                 for (i, m) in matches.iter().enumerate() {
                     r.push(vec![
                         (i as u64 + 1).into(),
-                        rank_list_text(&m.processes).into(),
+                        crate::model::rank_ranges(&m.processes).into(),
                         m.edits.into(),
                         seconds(m.start).into(),
                         seconds(m.end).into(),

@@ -39,27 +39,7 @@ fn bytes(n: u64) -> String {
     }
 }
 
-/// Ranks as compact ranges: `0-3,5,7-9`.
-pub fn rank_ranges(ranks: &[Rank]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if j > i {
-            let _ = write!(out, "{}-{}", ranks[i], ranks[j]);
-        } else {
-            let _ = write!(out, "{}", ranks[i]);
-        }
-        i = j + 1;
-    }
-    out
-}
+pub use mtfdb::model::rank_ranges;
 
 /// The `mtfdb traces` listing.
 pub fn traces_table(traces: &[TraceInfo]) -> String {
