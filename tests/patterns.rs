@@ -378,3 +378,40 @@ fn the_statements_read_stored_results_and_filter_by_pattern_and_phase() {
     let e = s.run("SELECT MESSAGES IN PHASE 7").unwrap_err().to_string();
     assert_eq!(e, "no phase 7: the trace has 3 (SELECT PHASES lists them)");
 }
+
+/// A ping-pong is one long tandem repeat: tandem removal folds it to one copy, and the copies
+/// are the pattern's occurrences (8 rounds → 8 occurrences, not none).
+#[test]
+fn a_ping_pong_is_a_pattern_of_its_rounds() {
+    let (_dir, db) = temp_db();
+    db.import_events("pingpong", |sink| {
+        sink.header(&TraceHeader::world(2, "world"))?;
+        let mut t = 0;
+        for round in 0..8 {
+            for (from, to) in [(0, 1), (1, 0)] {
+                let mut send = Operation::new(from, OpKind::Send, t, t + 5);
+                (send.comm, send.dest, send.send_tag, send.send_bytes) =
+                    (Some(0), Some(to), Some(round), 1 << round);
+                sink.operation(&send)?;
+                let mut recv = Operation::new(to, OpKind::Recv, t + 1, t + 6);
+                (recv.comm, recv.source, recv.recv_tag, recv.recv_bytes) =
+                    (Some(0), Some(from), Some(round), 1 << round);
+                sink.operation(&recv)?;
+                t += 10;
+            }
+        }
+        sink.finish()
+    })
+    .unwrap();
+    let trace = db.trace("pingpong").unwrap();
+    let found = detection::patterns(&trace, &PatternParams::default(), false).unwrap();
+    assert_eq!(found.patterns.len(), 1);
+    let p = &found.patterns[0];
+    assert_eq!(p.shape, "P0: S1 R1 | P1: R0 S0");
+    assert_eq!((p.occurrences.len(), p.events), (8, 4));
+    assert_eq!(p.message_ids().len(), 16);
+    assert_eq!(
+        found.processes[0].patterns[0].positions,
+        vec![1, 3, 5, 7, 9, 11, 13, 15]
+    );
+}

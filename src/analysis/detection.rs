@@ -177,7 +177,7 @@ pub(crate) fn process_patterns(
             .find(|&i| i != usize::MAX)
             .unwrap_or(events.len())
     };
-    detect(&input, &options)
+    let mut found: Vec<ProcessPatternOccurrences> = detect(&input, &options)
         .into_iter()
         .map(|p| ProcessPatternOccurrences {
             symbols: p.symbols.clone(),
@@ -191,7 +191,59 @@ pub(crate) fn process_patterns(
                 .map(|r| (r.offset, r.unit_len, r.copies))
                 .collect(),
         })
-        .collect()
+        .collect();
+    if params.tandems {
+        found.extend(uncovered_tandems(events, params, &found));
+    }
+    found
+}
+
+/// The tandem repeats that no pattern covers, each unit as a pattern whose occurrences are its
+/// copies. Tandem removal folds a run into one occurrence of its unit, so a process that does
+/// the same exchange eight times in a row (a ping-pong) would otherwise show no pattern.
+fn uncovered_tandems(
+    events: &ProcessEvents,
+    params: &PatternParams,
+    found: &[ProcessPatternOccurrences],
+) -> Vec<ProcessPatternOccurrences> {
+    let blocks: Vec<u32> = if params.delimiters {
+        events.blocks.clone()
+    } else {
+        vec![0; events.len()]
+    };
+    let reduction = super::patterns::tandem::reduce(&events.symbols, &blocks);
+    let mut taken: Vec<(usize, usize)> = found
+        .iter()
+        .flat_map(|p| p.occurrences.iter().copied())
+        .collect();
+    let mut units: Vec<ProcessPatternOccurrences> = Vec::new();
+    // Runs come by start, an enclosing run before those nested in it.
+    for run in &reduction.runs {
+        let start = reduction.origin[run.start];
+        let unit = run.unit_len;
+        // Plain runs only: a unit of two events or more, with no run nested in it.
+        if unit < 2 || run.end - start != unit * run.copies {
+            continue;
+        }
+        if taken.iter().any(|&(s, e)| s < run.end && start < e) {
+            continue;
+        }
+        taken.push((start, run.end));
+        let symbols = events.symbols[start..start + unit].to_vec();
+        let copies = (0..run.copies).map(|k| (start + k * unit, start + (k + 1) * unit));
+        match units.iter_mut().find(|u| u.symbols == symbols) {
+            Some(u) => u.occurrences.extend(copies),
+            None => units.push(ProcessPatternOccurrences {
+                symbols,
+                occurrences: copies.collect(),
+                runs: Vec::new(),
+            }),
+        }
+    }
+    for u in &mut units {
+        u.occurrences.sort_unstable();
+    }
+    units
 }
 
 /// The event index just past input position `end - 1`.
