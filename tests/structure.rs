@@ -99,6 +99,11 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     let mut s = Session::new(db);
     let r = s.run("SELECT LOGICAL TRACE FOR PROCESS(5)").unwrap();
     assert_eq!(r.len(), logical.len());
+    let e = s
+        .run("SELECT LOGICAL TRACE FOR PROCESS(16)")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "no process 16: the trace has ranks 0-15");
 }
 
 /// The model is executable: the messages its projections send, rank by rank, are the stored

@@ -1715,6 +1715,13 @@ impl Session {
                 let m = structure::matrix(trace, None, None)?;
                 let t = structure::identify(&m)
                     .map_err(|u| usage(format!("a logical trace needs a known topology: {u}")))?;
+                let ranks = trace.header().processes.len() as Rank;
+                if let Some(r) = rank.filter(|&r| r >= ranks) {
+                    return Err(usage(format!(
+                        "no process {r}: the trace has ranks 0-{}",
+                        ranks.saturating_sub(1)
+                    )));
+                }
                 let rank = rank.unwrap_or_else(|| structure::maximal_process(&t));
                 let events = structure::logical_trace(trace, &t, rank)?;
                 let mut r = ResultSet::new(["position", "event"]);
