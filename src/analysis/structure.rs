@@ -22,12 +22,21 @@ pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
 }
 
 /// The processes' loop nests merged into one model; collectives are shared events (the same
-/// call on every member), sends and receives are each process's own.
+/// call on every member), sends and receives are each process's own, and loops coalesce only
+/// across processes that communicate (P1.4).
 pub fn global_model(trace: &Trace) -> Result<(Alphabet, GlobalModel)> {
     let (alphabet, nests) = loop_nests(trace)?;
-    let shared = |s: u32| matches!(alphabet.key(s), EventKey::Collective(..));
-    let model = loops::merge(nests.iter().map(|(r, n)| (*r, n)), shared);
+    let model = merge(&alphabet, &nests);
     Ok((alphabet, model))
+}
+
+fn merge(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalModel {
+    let shared = |s: u32| matches!(alphabet.key(s), EventKey::Collective(..));
+    let peer = |s: u32| match alphabet.key(s) {
+        EventKey::Send(q) | EventKey::Receive(q) => Some(q),
+        EventKey::Collective(..) => None,
+    };
+    loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), shared, peer)
 }
 
 /// The communication matrix (bytes per sender → receiver): the point-to-point messages, and
@@ -240,8 +249,7 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
         }
     }
     let (alphabet, nests) = loop_nests(trace)?;
-    let shared = |s: u32| matches!(alphabet.key(s), EventKey::Collective(..));
-    let global = loops::merge(nests.iter().map(|(r, n)| (*r, n)), shared);
+    let global = merge(&alphabet, &nests);
     let result = LoopsResult {
         max_body: loops::DEFAULT_MAX_BODY as u32,
         processes: nests
