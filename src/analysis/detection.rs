@@ -490,7 +490,10 @@ pub fn detect_phases(
         (start, end)
     };
     let nodes = node_records(&tree, &span);
-    let calls = trace.routine_calls()?;
+    let mut calls_of: crate::hash::FxHashMap<Rank, Vec<RoutineCall>> = Default::default();
+    for c in trace.routine_calls()? {
+        calls_of.entry(c.rank).or_default().push(c);
+    }
     let mut phases = Vec::new();
     let mut previous_end: Option<Time> = None;
     let leaves = tree.leaves();
@@ -509,13 +512,19 @@ pub fn detect_phases(
             start,
             end,
             patterns: ids,
-            routine: routine_of(trace, &calls, rank, (start, end), previous_end, next_start),
+            routine: routine_of(
+                trace,
+                calls_of.get(&rank).map_or(&[][..], Vec::as_slice),
+                (start, end),
+                previous_end,
+                next_start,
+            ),
             ops: Vec::new(),
             messages: Vec::new(),
         });
         previous_end = Some(end);
     }
-    phase_bitmaps(trace, patterns, &calls, &mut phases)?;
+    phase_bitmaps(trace, patterns, &calls_of, &mut phases)?;
     Ok(PhaseResult {
         params: *params,
         nodes,
@@ -532,7 +541,7 @@ pub fn detect_phases(
 fn phase_bitmaps(
     trace: &Trace,
     patterns: &PatternResult,
-    calls: &[RoutineCall],
+    calls_of: &crate::hash::FxHashMap<Rank, Vec<RoutineCall>>,
     phases: &mut [PhaseRecord],
 ) -> Result<()> {
     use crate::store::tables::{op_col, row_id};
@@ -570,10 +579,11 @@ fn phase_bitmaps(
         let Some(&event) = last_event.get(&rank) else {
             return last.end;
         };
-        calls
+        calls_of
+            .get(&rank)
+            .map_or(&[][..], Vec::as_slice)
             .iter()
-            .filter(|c| c.rank == rank && c.start >= last.start && c.start <= event)
-            .filter(|c| c.end >= event)
+            .filter(|c| c.start >= last.start && c.start <= event && c.end >= event)
             .map(|c| c.end)
             .max()
             .unwrap_or(event)
@@ -581,33 +591,43 @@ fn phase_bitmaps(
     let ends: crate::hash::FxHashMap<Rank, Time> =
         last_event.keys().map(|&r| (r, rank_end(r))).collect();
     let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
+    // The phase of an operation of `rank` starting at `t` (a message goes with its send).
+    let phase_of = |rank: Rank, t: Time| -> Option<usize> {
+        let k = starts.partition_point(|&s| s <= t);
+        let in_last = || t <= ends.get(&rank).copied().unwrap_or(last.end);
+        (k > 0 && (k < starts.len() || in_last())).then(|| k - 1)
+    };
     let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
     for (chunk, rank, times, rows) in &times_of {
-        let rank_end = ends.get(rank).copied().unwrap_or(last.end);
-        let (info_chunk, rows) = (*chunk, *rows);
-        for (row, &t) in times.iter().enumerate().take(rows) {
-            let k = starts.partition_point(|&s| s <= t);
-            if k > 0 && (k < phases.len() || t <= rank_end) {
-                ops[k - 1].push(row_id(info_chunk, row));
+        for (row, &t) in times.iter().enumerate().take(*rows) {
+            if let Some(k) = phase_of(*rank, t) {
+                ops[k].push(row_id(*chunk, row));
             }
         }
     }
-    let bitmaps: Vec<RoaringBitmap> = ops
-        .into_iter()
-        .map(|mut ids| {
-            ids.sort_unstable();
-            RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
-        })
-        .collect();
     let mut messages: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
-    for (id, (send, _)) in trace.message_ops()?.into_iter().enumerate() {
-        if let Some(k) = bitmaps.iter().position(|b| b.contains(send as u32)) {
-            messages[k].push(id as u32);
+    let mut id = 0u32;
+    for chunk in 0..trace.message_chunk_count() {
+        use crate::store::tables::msg_col::{SENDER, SEND_TIME};
+        let (rows, cols) = trace.message_columns(chunk, &[SENDER, SEND_TIME])?;
+        let (senders, times) = (
+            cols[SENDER].as_deref().unwrap_or(&[]),
+            cols[SEND_TIME].as_deref().unwrap_or(&[]),
+        );
+        for row in 0..rows.min(senders.len()).min(times.len()) {
+            if let Some(k) = phase_of(senders[row] as Rank, times[row]) {
+                messages[k].push(id);
+            }
+            id += 1;
         }
     }
-    for ((phase, ops), msgs) in phases.iter_mut().zip(&bitmaps).zip(messages) {
-        phase.ops = serialize(ops);
-        phase.messages = serialize(&RoaringBitmap::from_sorted_iter(msgs).expect("ascending ids"));
+    let sorted = |mut ids: Vec<u32>| {
+        ids.sort_unstable();
+        RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+    };
+    for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
+        phase.ops = serialize(&sorted(ops));
+        phase.messages = serialize(&sorted(msgs));
     }
     Ok(())
 }
@@ -637,31 +657,28 @@ fn node_records(
         .collect()
 }
 
-/// The highest routine call of `rank` (the process of the phase's first event) containing the
-/// phase's start that stays between the phase's
-/// neighbours (thesis §3.5: it crosses no other phase) and between the routine calls that end
-/// before the phase and start after it (so `main` does not name a phase that `solve` calls
-/// make up), and how many calls of that routine start in the phase: `solve (50 calls)`.
+/// The highest of `calls` (those of the process of the phase's first event) containing the
+/// phase's start that stays between the phase's neighbours (thesis §3.5: it crosses no other
+/// phase) and between the routine calls that end before the phase and start after it (so
+/// `main` does not name a phase that `solve` calls make up), and how many calls of that
+/// routine start in the phase: `solve (50 calls)`.
 fn routine_of(
     trace: &Trace,
     calls: &[RoutineCall],
-    rank: Rank,
     (start, end): (Time, Time),
     previous_end: Option<Time>,
     next_start: Option<Time>,
 ) -> String {
     let fits = |c: &RoutineCall| {
-        let same_rank = calls
-            .iter()
-            .filter(|d| d.rank == c.rank && d.thread == c.thread);
-        let left = same_rank
+        let same_thread = calls.iter().filter(|d| d.thread == c.thread);
+        let left = same_thread
             .clone()
             .filter(|d| d.end <= start)
             .map(|d| d.end)
             .max()
             .unwrap_or(0)
             .max(previous_end.unwrap_or(0));
-        let right = same_rank
+        let right = same_thread
             .filter(|d| d.start >= end && d.start > start)
             .map(|d| d.start)
             .min()
@@ -671,15 +688,15 @@ fn routine_of(
     };
     let containing = calls
         .iter()
-        .filter(|c| c.rank == rank && c.start <= start && start <= c.end)
+        .filter(|c| c.start <= start && start <= c.end)
         .filter(|c| fits(c))
-        .min_by_key(|c| (c.depth, c.rank, c.start));
+        .min_by_key(|c| (c.depth, c.start));
     match containing {
         Some(c) => {
             let name = trace.string(c.routine).unwrap_or("?").to_string();
             let count = calls
                 .iter()
-                .filter(|d| d.routine == c.routine && d.rank == c.rank && d.thread == c.thread)
+                .filter(|d| d.routine == c.routine && d.thread == c.thread)
                 .filter(|d| d.start >= c.start && d.start <= end)
                 .count();
             if count > 1 {

@@ -181,7 +181,7 @@ impl PhaseNode {
 /// ```
 /// use mtfdb::analysis::phases::{segment, Params};
 ///
-/// let seq: Vec<char> = "XXXXYYYYZZZZ".chars().collect();
+/// let seq: Vec<char> = "AAAABBBBCCCC".chars().collect();
 /// let tree = segment(&seq, &Params::default());
 /// assert_eq!(tree.len(), 5);
 /// assert_eq!(tree.leaves().len(), 3);

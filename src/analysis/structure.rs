@@ -209,21 +209,25 @@ pub fn logical_trace(trace: &Trace, t: &Topology, rank: Rank) -> Result<Vec<Logi
         .collect())
 }
 
-/// The neighbour of `rank` in direction `d` (as [`direction`] names it), if it has one.
-pub fn neighbour(t: &Topology, rank: Rank, d: &str) -> Option<Rank> {
+/// The neighbours of `rank`, by the direction [`direction`] names each one.
+pub fn neighbours(t: &Topology, rank: Rank) -> std::collections::BTreeMap<String, Rank> {
     let n = t.coordinates.len() as Rank;
-    (0..n).find(|&q| q != rank && t.adjacent(rank, q) && direction(t, rank, q) == d)
+    (0..n)
+        .filter(|&q| q != rank && t.adjacent(rank, q))
+        .map(|q| (direction(t, rank, q), q))
+        .collect()
 }
 
 /// A logical trace expanded to `rank`: every direction replaced by that rank's neighbour
 /// there, in the alphabet's words (`S5`, `R1`, `MPI_Bcast(0)`); `None` where `rank` has no
 /// neighbour in a direction the trace uses.
 pub fn expand_logical(t: &Topology, events: &[LogicalEvent], rank: Rank) -> Option<Vec<String>> {
+    let around = neighbours(t, rank);
     events
         .iter()
         .map(|e| match e {
-            LogicalEvent::Send(d) => neighbour(t, rank, d).map(|q| format!("S{q}")),
-            LogicalEvent::Receive(d) => neighbour(t, rank, d).map(|q| format!("R{q}")),
+            LogicalEvent::Send(d) => around.get(d).map(|q| format!("S{q}")),
+            LogicalEvent::Receive(d) => around.get(d).map(|q| format!("R{q}")),
             LogicalEvent::Collective(c) => Some(c.clone()),
         })
         .collect()
