@@ -1,121 +1,154 @@
 //! Loop-nest models of generated traces: each rank's NLR model expands back to its exact
-//! event sequence and its main loop runs the generator's iterations; the global model
-//! projects back onto every rank and covers all of them with one main loop.
+//! event sequence (communication events and routine entries and exits) and its main loop
+//! runs the generator's iterations; the global model projects back onto every rank and
+//! covers all of them with one main loop.
 
 mod common;
 
 use common::import_generated;
 
-use mtfdb::analysis::loops::{
-    expand, merge, merge_communicating, nlr, GlobalItem, Item, LoopNest, DEFAULT_MAX_BODY,
-};
-use mtfdb::analysis::process_events::{self, Alphabet, EventKey};
-use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::analysis::loops::{expand, merge, merge_communicating, GlobalItem, Item, LoopNest};
+use mtfdb::analysis::process_events::{Alphabet, EventKey};
+use mtfdb::analysis::structure::{self, MainLoop};
+use mtfdb::gen::{generate, GenConfig, NullSink, Scenario};
 use mtfdb::model::OpKind;
 use mtfdb::Database;
 
-/// Every rank's symbols and local model of the generated trace, delimiters off.
+/// Every rank's symbols and local model of the generated trace, as `SELECT LOOPS` makes them.
 fn models(config: &GenConfig) -> (Alphabet, Vec<(Vec<u32>, LoopNest)>) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
     import_generated(&db, config, "t");
     let trace = db.trace("t").unwrap();
-    let (alphabet, events) = process_events::extract(&trace, false, false).unwrap();
-    let models = events
+    let (alphabet, streams) = mtfdb::analysis::process_events::extract_with_calls(&trace).unwrap();
+    let (nest_alphabet, nests) = structure::loop_nests(&trace).unwrap();
+    assert_eq!(nest_alphabet.len(), alphabet.len());
+    let models = streams
         .into_iter()
-        .map(|p| {
-            let nest = nlr(&p.symbols, DEFAULT_MAX_BODY);
-            (p.symbols, nest)
+        .zip(nests)
+        .map(|((rank, symbols), (nest_rank, nest))| {
+            assert_eq!(rank, nest_rank);
+            (symbols, nest)
         })
         .collect();
     (alphabet, models)
 }
 
-fn is_collective(alphabet: &Alphabet, symbol: u32) -> bool {
-    matches!(alphabet.key(symbol), EventKey::Collective(..))
+/// The symbol of `routine(`.
+fn enter(alphabet: &Alphabet, routine: &str) -> u32 {
+    (0..alphabet.len() as u32)
+        .find(|&s| {
+            matches!(alphabet.key(s), EventKey::Enter(_)) && alphabet.routine(s) == Some(routine)
+        })
+        .unwrap_or_else(|| panic!("no {routine}( in the alphabet"))
 }
 
-/// Rank counts each scenario runs on (bt needs a square, cg a power of two).
-const RANK_COUNTS: [u32; 2] = [16, 64];
-
-/// Every scenario but stencil2d: its Gather every 4th and Scatterv every 8th iteration
-/// make its trace periodic over 8 iterations, see the test below.
-const ONE_ITERATION_PERIOD: [Scenario; 6] = [
-    Scenario::Ring,
-    Scenario::Sweep,
-    Scenario::Lu,
-    Scenario::Bt,
-    Scenario::Cg,
-    Scenario::Alltoall,
-];
+/// (ranks, iterations) each scenario runs with (bt needs a square, cg a power of two);
+/// multiples of 8 so that stencil2d's period of 8 iterations divides them.
+const RUNS: [(u32, u32); 2] = [(16, 24), (64, 40)];
 
 #[test]
-fn every_rank_is_the_setup_broadcast_then_one_loop_of_the_generator_iterations() {
-    for scenario in ONE_ITERATION_PERIOD {
-        for (ranks, iterations) in RANK_COUNTS.into_iter().zip([10u64, 25]) {
-            let config = GenConfig::new(scenario, ranks, iterations as u32);
+fn every_rank_runs_one_main_loop_over_the_generator_iterations() {
+    for scenario in Scenario::ALL {
+        for (ranks, iterations) in RUNS {
+            let config = GenConfig::new(scenario, ranks, iterations);
+            let truth = generate(&config, &mut NullSink).unwrap();
+            let period = u64::from(truth.period);
             let (alphabet, models) = models(&config);
             assert_eq!(models.len(), ranks as usize);
-            let bcast = alphabet
-                .get(&EventKey::Collective(OpKind::Bcast, Some(0)))
-                .unwrap();
+            let solve = enter(&alphabet, "solve");
             for (rank, (symbols, nest)) in models.iter().enumerate() {
                 let what = format!("{scenario} on {ranks} ranks, rank {rank}");
                 assert_eq!(&expand(nest), symbols, "{what}");
-                assert_eq!(nest.items.len(), 2, "{what}");
-                assert_eq!(nest.items[0], Item::Symbol(bcast), "{what}");
-                let per = (symbols.len() as u64 - 1) / iterations;
-                assert_eq!(per * iterations, symbols.len() as u64 - 1, "{what}");
-                let Item::Loop { count, body } = &nest.items[1] else {
-                    panic!("{what}: no loop");
+                // main( init( ) setup( MPI_Bcast(0) ), the loop, finalize( ) ).
+                let loops: Vec<&Item> = nest
+                    .items
+                    .iter()
+                    .filter(|i| matches!(i, Item::Loop { .. }))
+                    .collect();
+                assert_eq!(loops.len(), 1, "{what}");
+                assert_eq!(nest.items.len(), 10, "{what}");
+                let Item::Loop { count, body } = &nest.items[6] else {
+                    panic!("{what}: the seventh item is no loop");
                 };
-                assert_eq!(*count, iterations, "{what}");
-                let body = LoopNest {
+                assert_eq!(*count, u64::from(iterations) / period, "{what}");
+                // The body is `period` whole solve calls: from the first `solve(` on, as
+                // many events as `period` iterations hold.
+                let first = symbols.iter().position(|&s| s == solve).unwrap();
+                let body = expand(&LoopNest {
                     items: body.clone(),
-                };
-                assert_eq!(expand(&body), symbols[1..1 + per as usize], "{what}");
-                assert_eq!(nest.main_loop().unwrap().0, iterations, "{what}");
+                });
+                assert_eq!(body[0], solve, "{what}");
+                assert_eq!(body, symbols[first..first + body.len()], "{what}");
+                let main = MainLoop::of(nest, &alphabet).unwrap();
+                assert_eq!(
+                    main,
+                    MainLoop {
+                        count: u64::from(iterations) / period,
+                        routine: Some("solve".into()),
+                        calls_per_iteration: period,
+                    },
+                    "{what}"
+                );
+                assert_eq!(
+                    main.count * main.calls_per_iteration,
+                    u64::from(iterations),
+                    "{what}"
+                );
             }
         }
     }
 }
 
 #[test]
-fn stencil2d_is_one_loop_over_eight_iterations() {
-    // Iteration i of the solve loop is the halo exchange and a Bcast, then a Gather when
-    // i % 4 == 3 and a Scatterv when i % 8 == 7: the trace repeats every 8 iterations. NLR
-    // finds 4 halo iterations first (the setup Bcast in front of them), so its main loop
-    // starts at iteration 4 and leaves the last 4 iterations after it:
-    // `for 0..4 { Bcast halo }; Bcast; for 0..n/8-1 { Gather; for 0..4 { halo Bcast };
-    // Gather Scatterv; for 0..4 { halo Bcast } }; Gather; for 0..4 { halo Bcast };
-    // Gather Scatterv`.
-    for ranks in RANK_COUNTS {
-        for iterations in [64u64, 128] {
-            let config = GenConfig::new(Scenario::Stencil2d, ranks, iterations as u32);
-            let (alphabet, models) = models(&config);
-            let gather = alphabet
-                .get(&EventKey::Collective(OpKind::Gather, Some(0)))
-                .unwrap();
-            for (rank, (symbols, nest)) in models.iter().enumerate() {
-                let what =
-                    format!("stencil2d on {ranks} ranks, {iterations} iterations, rank {rank}");
-                assert_eq!(&expand(nest), symbols, "{what}");
-                assert_eq!(nest.items.len(), 7, "{what}");
-                let (count, body) = nest.main_loop().unwrap();
-                assert_eq!(count, iterations / 8 - 1, "{what}");
-                let per8 = (symbols.len() as u64 - 1) / (iterations / 8);
-                let body_events: u64 = body.iter().map(Item::events).sum();
-                assert_eq!(body_events, per8, "{what}");
-                let scatterv = alphabet
-                    .get(&EventKey::Collective(OpKind::Scatterv, Some(0)))
-                    .unwrap();
-                assert_eq!(body.len(), 5, "{what}");
-                assert_eq!(body[0], Item::Symbol(gather), "{what}");
-                assert!(matches!(&body[1], Item::Loop { count: 4, .. }), "{what}");
-                assert_eq!(body[2], Item::Symbol(gather), "{what}");
-                assert_eq!(body[3], Item::Symbol(scatterv), "{what}");
-                assert_eq!(body[4], body[1], "{what}");
-            }
+fn stencil2d_nests_its_io_rounds_inside_the_main_loop() {
+    // Iteration i is the halo exchange and a Bcast, a Gather too when i % 4 == 3 and a
+    // Scatterv when i % 8 == 7: eight iterations are `3 plain, 1 with a Gather, 3 plain,
+    // 1 with a Gather and a Scatterv`, which is the main loop's body.
+    let config = GenConfig::new(Scenario::Stencil2d, 16, 64);
+    let (alphabet, models) = models(&config);
+    let gather = alphabet
+        .get(&EventKey::Collective(OpKind::Gather, Some(0)))
+        .unwrap();
+    let scatterv = alphabet
+        .get(&EventKey::Collective(OpKind::Scatterv, Some(0)))
+        .unwrap();
+    let solve = enter(&alphabet, "solve");
+    for (rank, (_, nest)) in models.iter().enumerate() {
+        let (count, body) = nest.main_loop().unwrap();
+        assert_eq!(count, 8, "rank {rank}");
+        let loops: Vec<(usize, u64)> = body
+            .iter()
+            .enumerate()
+            .filter_map(|(at, i)| match i {
+                Item::Loop { count, .. } => Some((at, *count)),
+                Item::Symbol(_) => None,
+            })
+            .collect();
+        assert_eq!(loops.len(), 2, "rank {rank}");
+        assert_eq!(
+            (loops[0].0, loops[0].1, loops[1].1),
+            (0, 3, 3),
+            "rank {rank}"
+        );
+        assert_eq!(body[0], body[loops[1].0], "rank {rank}");
+        // Between the two loops, one iteration with a Gather; after the second, one with a
+        // Gather and a Scatterv; each a whole solve call.
+        let plain = |items: &[Item]| -> Vec<u32> {
+            items
+                .iter()
+                .map(|i| match i {
+                    Item::Symbol(s) => *s,
+                    Item::Loop { .. } => panic!("rank {rank}: a loop inside an iteration"),
+                })
+                .collect()
+        };
+        let fourth = plain(&body[1..loops[1].0]);
+        let eighth = plain(&body[loops[1].0 + 1..]);
+        for (what, it, has_scatterv) in [("4th", &fourth, false), ("8th", &eighth, true)] {
+            assert_eq!(it[0], solve, "rank {rank}, {what}");
+            assert_eq!(it.iter().filter(|&&s| s == gather).count(), 1, "{what}");
+            assert_eq!(it.contains(&scatterv), has_scatterv, "rank {rank}, {what}");
         }
     }
 }
@@ -123,18 +156,14 @@ fn stencil2d_is_one_loop_over_eight_iterations() {
 #[test]
 fn the_global_model_covers_every_rank_with_one_main_loop() {
     for scenario in Scenario::ALL {
-        // stencil2d's main loop runs 8 iterations of the solve loop at a time.
-        let iterations = if scenario == Scenario::Stencil2d {
-            64
-        } else {
-            16
-        };
-        let ranks = 16;
-        let config = GenConfig::new(scenario, ranks, iterations as u32);
+        let (ranks, iterations) = (16, 32);
+        let config = GenConfig::new(scenario, ranks, iterations);
+        let period = generate(&config, &mut NullSink).unwrap().period;
         let (alphabet, models) = models(&config);
+        let role = |s| structure::role(&alphabet, s);
         let global = merge(
             models.iter().enumerate().map(|(r, (_, n))| (r as u32, n)),
-            |s| is_collective(&alphabet, s),
+            role,
         );
         for (rank, (symbols, _)) in models.iter().enumerate() {
             assert_eq!(
@@ -147,21 +176,27 @@ fn the_global_model_covers_every_rank_with_one_main_loop() {
         // only communicating loops changes nothing.
         let communicating = merge_communicating(
             models.iter().enumerate().map(|(r, (_, n))| (r as u32, n)),
-            |s| is_collective(&alphabet, s),
-            |s| match alphabet.key(s) {
-                EventKey::Send(p) | EventKey::Receive(p) => Some(p),
-                EventKey::Collective(..) => None,
-            },
+            role,
         );
         assert_eq!(communicating, global, "{scenario}");
         let all: Vec<u32> = (0..ranks).collect();
         let bcast = alphabet
             .get(&EventKey::Collective(OpKind::Bcast, Some(0)))
             .unwrap();
-        // Every top-level item covers every rank.
+        // Every top-level item covers every rank: the calls and the setup broadcast are one
+        // event of all ranks, and there is one loop.
         for item in &global.items {
             assert_eq!(item.ranks(), all, "{scenario}");
         }
+        assert_eq!(global.items.len(), 10, "{scenario}");
+        assert_eq!(
+            global.items[4],
+            GlobalItem::Event {
+                symbol: bcast,
+                ranks: all.clone()
+            },
+            "{scenario}"
+        );
         let loops: Vec<u64> = global
             .items
             .iter()
@@ -170,20 +205,7 @@ fn the_global_model_covers_every_rank_with_one_main_loop() {
                 GlobalItem::Event { .. } => None,
             })
             .collect();
-        if scenario == Scenario::Stencil2d {
-            assert_eq!(loops, vec![4, iterations / 8 - 1, 4], "{scenario}");
-        } else {
-            assert_eq!(
-                global.items[0],
-                GlobalItem::Event {
-                    symbol: bcast,
-                    ranks: all.clone()
-                },
-                "{scenario}"
-            );
-            assert_eq!(global.items.len(), 2, "{scenario}");
-            assert_eq!(loops, vec![iterations], "{scenario}");
-        }
+        assert_eq!(loops, vec![u64::from(iterations / period)], "{scenario}");
     }
 }
 
@@ -193,18 +215,20 @@ fn ring_global_model_text() {
     let (alphabet, models) = models(&config);
     let global = merge(
         models.iter().enumerate().map(|(r, (_, n))| (r as u32, n)),
-        |s| is_collective(&alphabet, s),
+        |s| structure::role(&alphabet, s),
     );
     assert_eq!(
         global.render(|s| alphabet.name(s)),
-        "MPI_Bcast(0) @0-3\n\
+        "main( init( ) setup( MPI_Bcast(0) ) @0-3\n\
          for i0 in 0..200 @0-3 {\n  \
+           solve( exchange( @0-3\n  \
            S1 R3 @0\n  \
            R0 S2 @1\n  \
            S3 R1 @2\n  \
            R2 S0 @3\n  \
-           MPI_Allreduce @0-3\n\
-         }\n"
+           ) reduce( MPI_Allreduce ) ) @0-3\n\
+         }\n\
+         finalize( ) ) @0-3\n"
     );
 }
 
@@ -212,9 +236,24 @@ fn ring_global_model_text() {
 type Sizes = (usize, usize, usize, usize);
 
 /// Model size as P1's Table I gives it: per rank, events and bytes of the model's text;
-/// returns (min events, max events, min bytes, max bytes) over the ranks.
+/// returns (min events, max events, min bytes, max bytes) over the ranks. Each rank's event
+/// count is checked against the generator's: an entry and an exit per routine call, a send
+/// or receive per message, one event per collective call.
 fn model_sizes(scenario: Scenario, ranks: u32, iterations: u32) -> Sizes {
-    let (alphabet, models) = models(&GenConfig::new(scenario, ranks, iterations));
+    let config = GenConfig::new(scenario, ranks, iterations);
+    let truth = generate(&config, &mut NullSink).unwrap();
+    let (alphabet, models) = models(&config);
+    for (rank, (symbols, _)) in models.iter().enumerate() {
+        let t = &truth.per_rank[rank];
+        let collectives: u64 = t
+            .ops_by_kind
+            .iter()
+            .filter(|(name, _)| OpKind::from_mpi_name(name).is_some_and(|k| k.is_collective()))
+            .map(|(_, n)| n)
+            .sum();
+        let events = 2 * t.routine_calls + t.p2p_sent_messages + t.p2p_recv_messages + collectives;
+        assert_eq!(symbols.len() as u64, events, "{scenario} rank {rank}");
+    }
     let events = models.iter().map(|(s, _)| s.len());
     let bytes = models
         .iter()
@@ -234,20 +273,20 @@ fn model_sizes_per_scenario() {
     // grow with the iterations (only the digits of the count); it grows a little with the
     // ranks as peers' numbers get longer.
     let expected: [(Scenario, u32, u32, Sizes); 14] = [
-        (Scenario::Stencil2d, 16, 2000, (10751, 18751, 306, 370)),
-        (Scenario::Ring, 16, 2000, (6001, 6001, 55, 57)),
-        (Scenario::Sweep, 16, 2000, (34001, 66001, 97, 161)),
-        (Scenario::Lu, 16, 2000, (18001, 34001, 73, 105)),
-        (Scenario::Bt, 16, 2000, (24001, 24001, 71, 79)),
-        (Scenario::Cg, 16, 2000, (12001, 16001, 75, 87)),
-        (Scenario::Alltoall, 16, 2000, (4001, 4001, 62, 62)),
-        (Scenario::Stencil2d, 64, 2000, (10751, 18751, 306, 386)),
-        (Scenario::Ring, 64, 2000, (6001, 6001, 55, 57)),
-        (Scenario::Sweep, 64, 2000, (34001, 66001, 97, 177)),
-        (Scenario::Lu, 64, 2000, (18001, 34001, 73, 113)),
-        (Scenario::Bt, 64, 2000, (24001, 24001, 75, 83)),
-        (Scenario::Cg, 64, 2000, (16001, 20001, 81, 95)),
-        (Scenario::Alltoall, 64, 2000, (4001, 4001, 62, 62)),
+        (Scenario::Stencil2d, 16, 2000, (22759, 30759, 369, 433)),
+        (Scenario::Ring, 16, 2000, (18009, 18009, 123, 125)),
+        (Scenario::Sweep, 16, 2000, (58009, 90009, 189, 253)),
+        (Scenario::Lu, 16, 2000, (34009, 50009, 145, 177)),
+        (Scenario::Bt, 16, 2000, (32009, 32009, 131, 139)),
+        (Scenario::Cg, 16, 2000, (24009, 28009, 142, 154)),
+        (Scenario::Alltoall, 16, 2000, (16009, 16009, 133, 133)),
+        (Scenario::Stencil2d, 64, 2000, (22759, 30759, 369, 449)),
+        (Scenario::Ring, 64, 2000, (18009, 18009, 123, 125)),
+        (Scenario::Sweep, 64, 2000, (58009, 90009, 189, 269)),
+        (Scenario::Lu, 64, 2000, (34009, 50009, 145, 185)),
+        (Scenario::Bt, 64, 2000, (32009, 32009, 135, 143)),
+        (Scenario::Cg, 64, 2000, (28009, 32009, 148, 162)),
+        (Scenario::Alltoall, 64, 2000, (16009, 16009, 133, 133)),
     ];
     for (scenario, ranks, iterations, sizes) in expected {
         let got = model_sizes(scenario, ranks, iterations);

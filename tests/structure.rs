@@ -65,8 +65,15 @@ fn loop_nests_count_the_iterations_and_the_global_model_covers_every_rank() {
         nest.contains(&format!("for i0 in 0..{iterations}")),
         "{nest}"
     );
-    assert!(
-        nest.lines().last().unwrap().contains("bytes of model"),
+    let lines: Vec<&str> = nest.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            // Per iteration `solve( copy_faces( ` 6 receives and 6 sends `) )`; 9 events
+            // outside the loop (main, init, setup and its Bcast, finalize).
+            format!("-- {} events, 129 bytes of model", 9 + iterations * 16).as_str(),
+            "-- main loop: 12 iterations, one solve call each",
+        ],
         "{nest}"
     );
     let model = text(&s.run("SELECT GLOBAL MODEL").unwrap());
@@ -76,6 +83,15 @@ fn loop_nests_count_the_iterations_and_the_global_model_covers_every_rank() {
         .unwrap_err()
         .to_string();
     assert_eq!(e, "no process 99: the trace has ranks 0-15");
+
+    // stencil2d's iterations repeat every 8 (a Gather every 4th, a Scatterv every 8th).
+    let (_dir, mut s) = session_with(Scenario::Stencil2d, 16, 24);
+    let nest = text(&s.run("SELECT LOOPS FOR PROCESS(5)").unwrap());
+    assert_eq!(
+        nest.lines().last().unwrap(),
+        "-- main loop: 3 iterations of 8 solve calls (24 calls)",
+        "{nest}"
+    );
 }
 
 #[test]
@@ -167,4 +183,26 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
         .unwrap()
         .is_none());
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
+}
+
+/// An OTF2 archive written by the official library: its routine regions (`main`) take part
+/// in the loop model as they do for generated traces. Rank 0 posts an Irecv and an Isend
+/// per round, rank 1 an Irecv and an Isend the other way, 20 rounds each.
+#[test]
+fn an_otf2_ping_pong_is_one_loop_of_its_rounds_inside_main() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let archive =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otf2/pingpong-isend");
+    db.import(&archive, Some("pp")).unwrap();
+    let mut s = Session::new(db);
+    assert_eq!(
+        text(&s.run("SELECT LOOPS FOR PROCESS(0)").unwrap()),
+        "main(\nfor i0 in 0..20 { R1 S1 }\n)\n-- 42 events, 34 bytes of model\n\
+         -- main loop: 20 iterations"
+    );
+    assert_eq!(
+        text(&s.run("SELECT GLOBAL MODEL").unwrap()),
+        "main( @0-1\nfor i0 in 0..20 @0-1 {\n  R1 S1 @0\n  R0 S0 @1\n}\n) @0-1"
+    );
 }

@@ -266,6 +266,9 @@ impl Term {
 pub struct Nlr {
     k: usize,
     window: usize,
+    /// Per symbol, +1 for an opening one (a routine's entry), -1 for a closing one (its
+    /// exit), 0 (or absent) for others; see [`Nlr::with_nesting`].
+    nesting: Vec<i8>,
     /// Top-level terms; `stack[..base]` are final (out of the window).
     stack: Vec<Term>,
     base: usize,
@@ -303,11 +306,66 @@ impl Nlr {
         Nlr {
             k,
             window: window.max(3 * k + 1),
+            nesting: Vec::new(),
             stack: Vec::new(),
             base: 0,
             bodies: Vec::new(),
             body_ids: FxHashMap::default(),
         }
+    }
+
+    /// A recognizer ([`Nlr::new`]) whose loop bodies are balanced: `nesting[s]` is +1 for a
+    /// symbol that opens a bracket (a routine's entry), -1 for one that closes it (its
+    /// exit), 0 for others (symbols past the end are 0). A body never closes more than it
+    /// opened before and closes all it opens, so loops run over whole routine calls: of
+    /// `setup( B ) solve( B ) solve( B ) solve( B )`, the loop is the three `solve( B )`
+    /// calls, not three copies of `B ) solve(` that start inside `setup`.
+    ///
+    /// ```
+    /// use mtfdb::analysis::loops::Nlr;
+    /// // 0 = B, 1 = "solve(", 2 = ")", 3 = "setup(".
+    /// let mut r = Nlr::with_nesting(8, vec![0, 1, -1, 1]);
+    /// for s in [3, 0, 2, 1, 0, 2, 1, 0, 2, 1, 0, 2] {
+    ///     r.push(s);
+    /// }
+    /// let names = ["B", "solve(", ")", "setup("];
+    /// assert_eq!(
+    ///     r.finish().render(|s| names[s as usize].to_string()),
+    ///     "setup( B )\nfor i0 in 0..3 { solve( B ) }\n"
+    /// );
+    /// ```
+    pub fn with_nesting(k: usize, nesting: Vec<i8>) -> Nlr {
+        Nlr {
+            nesting,
+            ..Nlr::new(k)
+        }
+    }
+
+    /// How a term changes the bracket depth: a symbol by its nesting, a loop not at all
+    /// (its body is balanced).
+    fn depth_change(&self, t: Term) -> i32 {
+        if t.len == 0 {
+            self.nesting
+                .get(t.head as usize)
+                .map_or(0, |&d| i32::from(d))
+        } else {
+            0
+        }
+    }
+
+    /// Whether `terms` close nothing they did not open and leave nothing open.
+    fn balanced(&self, terms: &[Term]) -> bool {
+        if self.nesting.is_empty() {
+            return true;
+        }
+        let mut depth = 0;
+        for &t in terms {
+            depth += self.depth_change(t);
+            if depth < 0 {
+                return false;
+            }
+        }
+        depth == 0
     }
 
     /// Feeds one event, then rewrites the window until no rule applies.
@@ -354,6 +412,7 @@ impl Nlr {
                     && self.stack[len - 1 - 2 * k] == top
                     && self.stack[len - 2 * k..len - k] == self.stack[len - k..]
                     && self.stack[len - 3 * k..len - 2 * k] == self.stack[len - k..]
+                    && self.balanced(&self.stack[len - k..])
                 {
                     let head = self.intern(len - k, len);
                     self.stack.truncate(len - 3 * k);
@@ -419,7 +478,21 @@ impl Nlr {
 /// assert_eq!(nlr(&seq, 8).render(|s| format!("S{s}")), "for i0 in 0..200 {\n  S1\n  for i1 in 0..3 { S2 }\n}\n");
 /// ```
 pub fn nlr(symbols: &[u32], k: usize) -> LoopNest {
-    let mut r = Nlr::new(k);
+    nlr_nested(symbols, k, Vec::new())
+}
+
+/// [`nlr`] with balanced loop bodies (see [`Nlr::with_nesting`]).
+///
+/// ```
+/// use mtfdb::analysis::loops::{nlr, nlr_nested};
+/// // 0 opens, 1 closes: the loop is over `0 2 1`, not over `2 1 0`, which closes first.
+/// let seq = [3, 2, 1, 0, 2, 1, 0, 2, 1, 0, 2, 1];
+/// assert_eq!(nlr(&seq, 4).render(|s| s.to_string()), "3\nfor i0 in 0..3 { 2 1 0 }\n2 1\n");
+/// let nested = nlr_nested(&seq, 4, vec![1, -1]);
+/// assert_eq!(nested.render(|s| s.to_string()), "3 2 1\nfor i0 in 0..3 { 0 2 1 }\n");
+/// ```
+pub fn nlr_nested(symbols: &[u32], k: usize, nesting: Vec<i8>) -> LoopNest {
+    let mut r = Nlr::with_nesting(k, nesting);
     r.stack.reserve(64);
     for &s in symbols {
         r.push(s);
@@ -506,11 +579,13 @@ impl GlobalItem {
 /// Projected on one rank it gives back that rank's exact sequence.
 ///
 /// ```
-/// use mtfdb::analysis::loops::{merge, nlr};
+/// use mtfdb::analysis::loops::{merge, nlr, Role};
 /// let a: Vec<u32> = (0..6).flat_map(|_| [1, 9]).collect();
 /// let b: Vec<u32> = (0..6).flat_map(|_| [2, 9]).collect();
 /// let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
-/// let global = merge([(0, &na), (1, &nb)], |s| s == 9);
+/// // 9 is a collective; 1 and 2 are messages between the two ranks.
+/// let role = |s: u32| if s == 9 { Role::Collective } else { Role::Message(2 - s) };
+/// let global = merge([(0, &na), (1, &nb)], role);
 /// assert_eq!(global.project(1), b);
 /// assert_eq!(
 ///     global.render(|s| format!("e{s}")),
@@ -527,9 +602,9 @@ impl GlobalModel {
     /// The sequence of `rank`'s events the model stands for.
     ///
     /// ```
-    /// use mtfdb::analysis::loops::{merge, nlr};
+    /// use mtfdb::analysis::loops::{merge, nlr, Role};
     /// let n = nlr(&[4, 4, 4, 4], 2);
-    /// let global = merge([(7, &n)], |_| true);
+    /// let global = merge([(7, &n)], |_| Role::Collective);
     /// assert_eq!(global.project(7), vec![4, 4, 4, 4]);
     /// assert!(global.project(0).is_empty());
     /// ```
@@ -547,9 +622,9 @@ impl GlobalModel {
     /// `for i0 in 0..200 @0-15 { MPI_Alltoall MPI_Allreduce }`.
     ///
     /// ```
-    /// use mtfdb::analysis::loops::{merge, nlr};
+    /// use mtfdb::analysis::loops::{merge, nlr, Role};
     /// let n = nlr(&[1, 2, 2, 2], 2);
-    /// let text = merge([(0, &n), (2, &n)], |_| true).render(|s| s.to_string());
+    /// let text = merge([(0, &n), (2, &n)], |_| Role::Collective).render(|s| s.to_string());
     /// assert_eq!(text, "1 @0,2\nfor i0 in 0..3 @0,2 { 2 }\n");
     /// ```
     pub fn render(&self, name: impl Fn(u32) -> String) -> String {
@@ -621,13 +696,38 @@ fn render_run(run: &[GlobalItem], name: &dyn Fn(u32) -> String, out: &mut String
     let _ = write!(out, "@{}", rank_ranges(ranks));
 }
 
+/// What an event is to [`merge_communicating`].
+///
+/// ```
+/// use mtfdb::analysis::loops::Role;
+/// assert_ne!(Role::Message(3), Role::Local);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// One event shared by every rank that has it (a collective): equal ones coalesce into
+    /// one event, and two loops holding the same one communicate.
+    Collective,
+    /// A point-to-point event with this peer rank: each rank's own; two loops communicate
+    /// when a peer of one is a rank of the other.
+    Message(u32),
+    /// An event of the rank alone that means the same on every rank (a routine's entry or
+    /// exit): equal ones coalesce into one event, but they link no loops.
+    Local,
+}
+
 /// What may be coalesced.
 struct Rules<'s> {
-    /// Which symbols stand for one event shared by every rank that has it (a collective).
-    shared: &'s dyn Fn(u32) -> bool,
-    /// The peer rank of a point-to-point event; when given, loops coalesce only if they
-    /// communicate.
-    peer: Option<&'s dyn Fn(u32) -> Option<u32>>,
+    /// What each symbol is.
+    role: &'s dyn Fn(u32) -> Role,
+    /// Whether loops coalesce only if they communicate.
+    communicating: bool,
+}
+
+impl Rules<'_> {
+    /// Whether equal events of two rank sets are one event of both.
+    fn coalesces(&self, symbol: u32) -> bool {
+        matches!((self.role)(symbol), Role::Collective | Role::Local)
+    }
 }
 
 type Shared<'s> = &'s Rules<'s>;
@@ -641,20 +741,18 @@ struct Reach {
 
 impl Reach {
     fn of(item: &GlobalItem, rules: Shared) -> Option<Reach> {
-        let (GlobalItem::Loop { .. }, Some(peer)) = (item, rules.peer) else {
+        if !rules.communicating || !matches!(item, GlobalItem::Loop { .. }) {
             return None;
-        };
+        }
         let mut reach = Reach::default();
         let mut stack = vec![item];
         while let Some(item) = stack.pop() {
             match item {
-                GlobalItem::Event { symbol, .. } => {
-                    if (rules.shared)(*symbol) {
-                        reach.shared.push(*symbol);
-                    } else if let Some(p) = peer(*symbol) {
-                        reach.peers.push(p);
-                    }
-                }
+                GlobalItem::Event { symbol, .. } => match (rules.role)(*symbol) {
+                    Role::Collective => reach.shared.push(*symbol),
+                    Role::Message(p) => reach.peers.push(p),
+                    Role::Local => {}
+                },
                 GlobalItem::Loop { body, .. } => stack.extend(body),
             }
         }
@@ -678,7 +776,8 @@ fn intersect(a: &[u32], b: &[u32]) -> bool {
     false
 }
 
-/// Whether two loops exchange messages or share a collective (true without a peer rule).
+/// Whether two loops exchange messages or share a collective (true for the structural
+/// merge, which computes no reach).
 fn communicate(a: &GlobalItem, ra: &Option<Reach>, b: &GlobalItem, rb: &Option<Reach>) -> bool {
     match (ra, rb) {
         (Some(ra), Some(rb)) => {
@@ -723,7 +822,7 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
 fn affinity(a: &GlobalItem, b: &GlobalItem, shared: Shared) -> Option<u32> {
     match (a, b) {
         (GlobalItem::Event { symbol: x, .. }, GlobalItem::Event { symbol: y, .. }) => {
-            (x == y && (shared.shared)(*x)).then_some(2)
+            (x == y && shared.coalesces(*x)).then_some(2)
         }
         (GlobalItem::Loop { count: n, .. }, GlobalItem::Loop { count: m, .. }) => {
             if n == m {
@@ -859,8 +958,8 @@ fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<Gl
 /// ranks, into one global model by a balanced tree of pairwise merges (P1.4's reduction).
 ///
 /// Each pairwise merge aligns the two item lists (keeping each one's order) and coalesces
-/// aligned pairs: equal events whose symbol is `shared` (collectives, say; a send `S3` of
-/// two ranks is two events) into one event over both rank sets, loops of equal counts
+/// aligned pairs: equal events whose [`Role`] is `Collective` or `Local` into one event
+/// over both rank sets (a send `S3` of two ranks stays two events), loops of equal counts
 /// into one loop whose body is the merge of both bodies, and loops of counts `n != m` with
 /// `g = gcd(n, m) > 1` into a loop of `g` iterations whose body holds, per side, a loop of
 /// `n / g` (resp. `m / g`) iterations over the old body (the body itself when that is 1).
@@ -869,12 +968,12 @@ fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<Gl
 /// sequence back.
 ///
 /// ```
-/// use mtfdb::analysis::loops::{merge, nlr};
+/// use mtfdb::analysis::loops::{merge, nlr, Role};
 /// // Rank 0 sends twice per iteration for 10 iterations, rank 1 receives 20 times.
 /// let a: Vec<u32> = (0..10).flat_map(|_| [1, 1, 7]).collect();
 /// let b = vec![2; 20];
 /// let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
-/// let global = merge([(0, &na), (1, &nb)], |_| false);
+/// let global = merge([(0, &na), (1, &nb)], |s| Role::Message(1 - s % 2));
 /// assert_eq!(
 ///     global.render(|s| format!("e{s}")),
 ///     "for i0 in 0..10 @0-1 {\n  e1 e1 e7 @0\n  for i1 in 0..2 @1 { e2 }\n}\n"
@@ -883,30 +982,31 @@ fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<Gl
 /// ```
 pub fn merge<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
-    shared: impl Fn(u32) -> bool,
+    role: impl Fn(u32) -> Role,
 ) -> GlobalModel {
     merge_by(
         models,
         &Rules {
-            shared: &shared,
-            peer: None,
+            role: &role,
+            communicating: false,
         },
     )
 }
 
 /// [`merge`], coalescing loops only where their processes communicate (P1.4: "loops spanning
 /// several processes appear only where those processes communicate"): two loops coalesce
-/// when an event of one has a rank of the other as its `peer` (the rank a point-to-point
-/// event sends to or receives from), or when both hold the same `shared` event. Loops of
-/// processes that do not talk to each other stay apart, each over its own ranks.
+/// when an event of one is a [`Role::Message`] whose peer is a rank of the other, or when
+/// both hold the same [`Role::Collective`] event. Loops of processes that do not talk to
+/// each other stay apart, each over its own ranks.
 ///
 /// ```
-/// use mtfdb::analysis::loops::{merge, merge_communicating, nlr};
+/// use mtfdb::analysis::loops::{merge, merge_communicating, nlr, Role};
 /// // Symbol 2p is a send to p, 2p + 1 a receive from p: 0 and 1 talk, so do 2 and 3.
 /// let seq = |peer: u32| -> Vec<u32> { (0..5).flat_map(|_| [2 * peer, 2 * peer + 1]).collect() };
 /// let nests = [nlr(&seq(1), 4), nlr(&seq(0), 4), nlr(&seq(3), 4), nlr(&seq(2), 4)];
 /// let models = || nests.iter().enumerate().map(|(r, n)| (r as u32, n));
-/// let global = merge_communicating(models(), |_| false, |s| Some(s / 2));
+/// let role = |s: u32| Role::Message(s / 2);
+/// let global = merge_communicating(models(), role);
 /// let text = global.render(|s| format!("{}{}", ["S", "R"][s as usize % 2], s / 2));
 /// assert_eq!(
 ///     text,
@@ -914,18 +1014,17 @@ pub fn merge<'a>(
 ///      for i0 in 0..5 @2-3 {\n  S3 R3 @2\n  S2 R2 @3\n}\n"
 /// );
 /// // The structural merge puts all four in one loop.
-/// assert_eq!(merge(models(), |_| false).items.len(), 1);
+/// assert_eq!(merge(models(), role).items.len(), 1);
 /// ```
 pub fn merge_communicating<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
-    shared: impl Fn(u32) -> bool,
-    peer: impl Fn(u32) -> Option<u32>,
+    role: impl Fn(u32) -> Role,
 ) -> GlobalModel {
     merge_by(
         models,
         &Rules {
-            shared: &shared,
-            peer: Some(&peer),
+            role: &role,
+            communicating: true,
         },
     )
 }
@@ -1049,7 +1148,9 @@ mod tests {
         assert!(nest.items.is_empty());
         assert_eq!(nest.render(|s| s.to_string()), "");
         assert!(nest.main_loop().is_none());
-        assert!(merge(std::iter::empty(), |_| true).items.is_empty());
+        assert!(merge(std::iter::empty(), |_| Role::Collective)
+            .items
+            .is_empty());
     }
 
     #[test]
@@ -1057,7 +1158,7 @@ mod tests {
         let a = nlr(&[1; 7], 2);
         let b = nlr(&[1; 5], 2);
         let c = nlr(&[1; 7], 2);
-        let global = merge([(0, &a), (1, &b), (2, &c)], |_| true);
+        let global = merge([(0, &a), (1, &b), (2, &c)], |_| Role::Collective);
         assert_eq!(
             global.render(|s| s.to_string()),
             "for i0 in 0..7 @0,2 { 1 }\nfor i0 in 0..5 @1 { 1 }\n"
@@ -1071,7 +1172,7 @@ mod tests {
     fn the_gcd_rule_blocks_both_loops() {
         let a = nlr(&[3; 6], 2);
         let b = nlr(&[4; 9], 2);
-        let global = merge([(0, &a), (1, &b)], |_| true);
+        let global = merge([(0, &a), (1, &b)], |_| Role::Collective);
         assert_eq!(
             global.items,
             vec![GlobalItem::Loop {
@@ -1131,6 +1232,32 @@ mod tests {
         }
 
         #[test]
+        fn balanced_bodies_expand_exactly_and_stay_balanced(
+            x in prop_oneof![periodic(), prop::collection::vec(0u32..4, 0..300)],
+            k in 1usize..12,
+        ) {
+            // 0 opens, 1 closes (2, 3 and the noise are plain).
+            let nest = nlr_nested(&x, k, vec![1, -1]);
+            prop_assert_eq!(expand(&nest), x);
+            fn check(items: &[Item]) -> bool {
+                items.iter().all(|i| match i {
+                    Item::Symbol(_) => true,
+                    Item::Loop { body, .. } => {
+                        let mut depth = 0i32;
+                        for s in expand(&LoopNest { items: body.clone() }) {
+                            depth += match s { 0 => 1, 1 => -1, _ => 0 };
+                            if depth < 0 {
+                                return false;
+                            }
+                        }
+                        depth == 0 && check(body)
+                    }
+                })
+            }
+            prop_assert!(check(&nest.items), "{:?}", nest);
+        }
+
+        #[test]
         fn expansion_gives_back_periodic_input(x in periodic(), k in 1usize..16) {
             let nest = nlr(&x, k);
             prop_assert_eq!(expand(&nest), x);
@@ -1147,7 +1274,9 @@ mod tests {
                 .map(|(r, &n)| (0..n).flat_map(|_| [0, 10 + r as u32]).collect())
                 .collect();
             let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 4)).collect();
-            let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32, n)), |s| s == 0);
+            let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32, n)), |s| {
+                if s == 0 { Role::Collective } else { Role::Message(s - 10) }
+            });
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&global.project(r as u32), s);
             }
@@ -1167,15 +1296,15 @@ mod tests {
             seqs in prop::collection::vec(prop_oneof![periodic(), prop::collection::vec(0u32..3, 0..60)], 1..6),
         ) {
             let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 8)).collect();
-            let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32 * 2, n)), |s| s % 2 == 0);
+            let role = |s: u32| if s.is_multiple_of(2) { Role::Collective } else { Role::Message(s % 7) };
+            let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32 * 2, n)), role);
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&global.project(r as u32 * 2), s);
                 prop_assert!(global.project(r as u32 * 2 + 1).is_empty());
             }
             let linked = merge_communicating(
                 nests.iter().enumerate().map(|(r, n)| (r as u32 * 2, n)),
-                |s| s % 2 == 0,
-                |s| Some(s % 7),
+                role,
             );
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&linked.project(r as u32 * 2), s);

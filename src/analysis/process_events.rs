@@ -20,6 +20,11 @@ pub enum EventKey {
     Receive(Rank),
     /// A collective, with its root's world rank when it has one.
     Collective(OpKind, Option<Rank>),
+    /// Entry into a routine (its interned name): only in the streams loop models read
+    /// ([`extract_with_calls`]); pattern detection never sees it.
+    Enter(u32),
+    /// Exit from a routine (its interned name), as [`EventKey::Enter`].
+    Leave(u32),
 }
 
 impl fmt::Display for EventKey {
@@ -34,6 +39,8 @@ impl fmt::Display for EventKey {
                 }
                 Ok(())
             }
+            EventKey::Enter(routine) => write!(f, "routine{routine}("),
+            EventKey::Leave(_) => f.write_str(")"),
         }
     }
 }
@@ -57,6 +64,8 @@ pub struct Alphabet {
     ids: FxHashMap<(EventKey, Option<Envelope>), u32>,
     /// Datatype names, for rendering envelopes.
     datatypes: FxHashMap<u32, String>,
+    /// Routine names, for rendering routine entries.
+    routines: FxHashMap<u32, String>,
 }
 
 impl Alphabet {
@@ -86,11 +95,18 @@ impl Alphabet {
         self.keys[symbol as usize].0
     }
 
-    /// A symbol in words: `S2`, or with its envelope `S2[tag 7, 64 B, MPI_INT]`.
+    /// A symbol in words: `S2`, or with its envelope `S2[tag 7, 64 B, MPI_INT]`; a routine's
+    /// entry and exit read `solve(` and `)`.
     pub fn name(&self, symbol: u32) -> String {
         let (key, envelope) = &self.keys[symbol as usize];
         match envelope {
-            None => key.to_string(),
+            None => match key {
+                EventKey::Enter(_) => match self.routine(symbol) {
+                    Some(name) => format!("{name}("),
+                    None => key.to_string(),
+                },
+                _ => key.to_string(),
+            },
             Some(e) => {
                 let mut s = format!("{key}[");
                 if !matches!(key, EventKey::Collective(..)) {
@@ -103,6 +119,14 @@ impl Alphabet {
                 s.push(']');
                 s
             }
+        }
+    }
+
+    /// The routine a routine's entry or exit names, if the symbol is one.
+    pub fn routine(&self, symbol: u32) -> Option<&str> {
+        match self.keys[symbol as usize].0 {
+            EventKey::Enter(r) | EventKey::Leave(r) => self.routines.get(&r).map(String::as_str),
+            _ => None,
         }
     }
 
@@ -222,6 +246,92 @@ pub fn extract(
         out.push(events);
     }
     Ok((alphabet, out))
+}
+
+/// A rank and its symbols in time order.
+pub type RankSymbols = (Rank, Vec<u32>);
+
+/// Every process's communication events and the entries into and exits from the routine
+/// calls of its main thread (thread 0), in time order, as symbols: the input of loop models.
+///
+/// P1 keeps call entries and returns in its traces as `local` events that take part in loop
+/// recognition; here they do the same for routine calls, which anchors loops at the
+/// program's own iterations (the setup's `MPI_Bcast` inside `setup( … )` is no longer the
+/// same run of events as an iteration's). Other threads' calls are left out: they
+/// interleave with the main thread's in no fixed order.
+pub fn extract_with_calls(trace: &Trace) -> Result<(Alphabet, Vec<RankSymbols>)> {
+    let mut alphabet = Alphabet::default();
+    let ranks = trace.header().processes.len() as Rank;
+    let mut calls_of: Vec<Vec<(Time, Time, u16, u32)>> = vec![Vec::new(); ranks as usize];
+    for c in trace.routine_calls()? {
+        if c.thread == 0 && c.rank < ranks {
+            calls_of[c.rank as usize].push((c.start, c.end, c.depth, c.routine));
+        }
+    }
+    let mut out = Vec::with_capacity(ranks as usize);
+    for (rank, calls) in calls_of.iter_mut().enumerate() {
+        let rank = rank as Rank;
+        calls.sort_unstable_by_key(|&(start, _, depth, _)| (start, depth));
+        for &(.., routine) in calls.iter() {
+            alphabet
+                .routines
+                .entry(routine)
+                .or_insert_with(|| match trace.string(routine) {
+                    Some(name) => name.to_string(),
+                    None => format!("routine{routine}"),
+                });
+        }
+        let ops = communication_ops(trace, rank, false)?;
+        let mut symbols = Vec::with_capacity(ops.len() + 2 * calls.len());
+        // The open calls as (end, depth, routine), innermost last.
+        let mut open: Vec<(Time, u16, u32)> = Vec::new();
+        let mut next = 0;
+        for op in &ops {
+            // Enter every call that started by the operation's start, leaving those that
+            // ended before it or that a call of the same or a lower depth replaces.
+            while next < calls.len() && calls[next].0 <= op.start {
+                let (start, end, depth, routine) = calls[next];
+                close(&mut open, &mut symbols, &mut alphabet, |&(e, d, _)| {
+                    e < start || d >= depth
+                });
+                symbols.push(alphabet.intern(EventKey::Enter(routine)));
+                open.push((end, depth, routine));
+                next += 1;
+            }
+            close(&mut open, &mut symbols, &mut alphabet, |&(e, ..)| {
+                e < op.start
+            });
+            for key in op.keys.into_iter().flatten() {
+                symbols.push(alphabet.intern(key));
+            }
+        }
+        for &(start, end, depth, routine) in &calls[next..] {
+            close(&mut open, &mut symbols, &mut alphabet, |&(e, d, _)| {
+                e < start || d >= depth
+            });
+            symbols.push(alphabet.intern(EventKey::Enter(routine)));
+            open.push((end, depth, routine));
+        }
+        close(&mut open, &mut symbols, &mut alphabet, |_| true);
+        out.push((rank, symbols));
+    }
+    Ok((alphabet, out))
+}
+
+/// Leaves the innermost open calls while `ended` holds for them.
+fn close(
+    open: &mut Vec<(Time, u16, u32)>,
+    symbols: &mut Vec<u32>,
+    alphabet: &mut Alphabet,
+    ended: impl Fn(&(Time, u16, u32)) -> bool,
+) {
+    while let Some(call) = open.last() {
+        if !ended(call) {
+            break;
+        }
+        symbols.push(alphabet.intern(EventKey::Leave(call.2)));
+        open.pop();
+    }
 }
 
 /// A communication operation of a process, with its events' keys.

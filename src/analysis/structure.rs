@@ -4,21 +4,48 @@
 //! process's events with its peers written as directions of that topology, which expands back
 //! to any rank.
 
-use super::loops::{self, GlobalModel, LoopNest};
+use super::loops::{self, GlobalModel, LoopNest, Role};
 use super::process_events::{self, Alphabet, EventKey};
 use super::topology::{self, CommMatrix, Family, IdentifyParams, Topology, Unidentified};
 use crate::error::Result;
 use crate::model::{CommId, Rank};
 use crate::Trace;
 
-/// The loop nest of every process's events (no routine delimiters: loops span calls).
+/// The loop nest of every process's communication events and routine entries and exits
+/// ([`process_events::extract_with_calls`]).
 pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
-    let (alphabet, events) = process_events::extract(trace, false, false)?;
-    let nests = events
+    let (alphabet, streams) = process_events::extract_with_calls(trace)?;
+    let nesting = nesting(&alphabet);
+    let nests = streams
         .iter()
-        .map(|e| (e.rank, loops::nlr(&e.symbols, loops::DEFAULT_MAX_BODY)))
+        .map(|(rank, symbols)| {
+            let nest = loops::nlr_nested(symbols, loops::DEFAULT_MAX_BODY, nesting.clone());
+            (*rank, nest)
+        })
         .collect();
     Ok((alphabet, nests))
+}
+
+/// Per symbol, how it nests: +1 for a routine's entry, -1 for its exit, 0 for the others
+/// (NLR's brackets: loops run over whole routine calls).
+pub fn nesting(alphabet: &Alphabet) -> Vec<i8> {
+    (0..alphabet.len() as u32)
+        .map(|s| match alphabet.key(s) {
+            EventKey::Enter(_) => 1,
+            EventKey::Leave(_) => -1,
+            _ => 0,
+        })
+        .collect()
+}
+
+/// What each event is to the global merge: collectives are shared, sends and receives link
+/// their peers, routine entries and exits are local.
+pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
+    match alphabet.key(symbol) {
+        EventKey::Send(q) | EventKey::Receive(q) => Role::Message(q),
+        EventKey::Collective(..) => Role::Collective,
+        EventKey::Enter(_) | EventKey::Leave(_) => Role::Local,
+    }
 }
 
 /// The processes' loop nests merged into one model; collectives are shared events (the same
@@ -31,12 +58,7 @@ pub fn global_model(trace: &Trace) -> Result<(Alphabet, GlobalModel)> {
 }
 
 fn merge(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalModel {
-    let shared = |s: u32| matches!(alphabet.key(s), EventKey::Collective(..));
-    let peer = |s: u32| match alphabet.key(s) {
-        EventKey::Send(q) | EventKey::Receive(q) => Some(q),
-        EventKey::Collective(..) => None,
-    };
-    loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), shared, peer)
+    loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), |s| role(alphabet, s))
 }
 
 /// The communication matrix (bytes per sender → receiver): the point-to-point messages, and
@@ -204,7 +226,7 @@ pub fn logical_trace(trace: &Trace, t: &Topology, rank: Rank) -> Result<Vec<Logi
         .map(|&s| match alphabet.key(s) {
             EventKey::Send(q) => LogicalEvent::Send(direction(t, rank, q)),
             EventKey::Receive(q) => LogicalEvent::Receive(direction(t, rank, q)),
-            key @ EventKey::Collective(..) => LogicalEvent::Collective(key.to_string()),
+            key => LogicalEvent::Collective(key.to_string()),
         })
         .collect())
 }
@@ -233,20 +255,124 @@ pub fn expand_logical(t: &Topology, events: &[LogicalEvent], rank: Rank) -> Opti
         .collect()
 }
 
+/// A process's main loop in the program's terms: how many routine calls it runs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MainLoop {
+    /// Iterations of the loop.
+    pub count: u64,
+    /// The routine whose call begins the loop's body (`solve`), if a call does.
+    pub routine: Option<String>,
+    /// Calls of that routine per iteration, not counting calls nested in them (8 when each
+    /// iteration of the model runs 8 iterations of the program's loop).
+    pub calls_per_iteration: u64,
+}
+
+impl MainLoop {
+    /// The main loop of `nest` ([`LoopNest::main_loop`]) and the calls it runs.
+    pub fn of(nest: &LoopNest, alphabet: &Alphabet) -> Option<MainLoop> {
+        let (count, body) = nest.main_loop()?;
+        let routine = first_symbol(body).and_then(|s| match alphabet.key(s) {
+            EventKey::Enter(_) => Some(s),
+            _ => None,
+        });
+        let Some(enter) = routine else {
+            return Some(MainLoop {
+                count,
+                routine: None,
+                calls_per_iteration: 0,
+            });
+        };
+        Some(MainLoop {
+            count,
+            routine: alphabet.routine(enter).map(str::to_string),
+            calls_per_iteration: outer_calls(body, enter, alphabet, &mut 0),
+        })
+    }
+}
+
+/// `3 iterations of 8 solve calls (24 calls)`, `10 iterations, one solve call each`, or
+/// `10 iterations` without a routine.
+///
+/// ```
+/// use mtfdb::analysis::structure::MainLoop;
+/// let m = MainLoop { count: 3, routine: Some("solve".into()), calls_per_iteration: 8 };
+/// assert_eq!(m.to_string(), "3 iterations of 8 solve calls (24 calls)");
+/// ```
+impl std::fmt::Display for MainLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.routine, self.calls_per_iteration) {
+            (Some(r), 1) => write!(f, "{} iterations, one {r} call each", self.count),
+            (Some(r), k) => write!(
+                f,
+                "{} iterations of {k} {r} calls ({} calls)",
+                self.count,
+                self.count.saturating_mul(k)
+            ),
+            (None, _) => write!(f, "{} iterations", self.count),
+        }
+    }
+}
+
+fn first_symbol(items: &[loops::Item]) -> Option<u32> {
+    match items.first()? {
+        loops::Item::Symbol(s) => Some(*s),
+        loops::Item::Loop { body, .. } => first_symbol(body),
+    }
+}
+
+/// Entries `enter` at bracket depth 0 of `items` (`depth` is the running depth), counting
+/// each loop's body as many times as it runs.
+fn outer_calls(items: &[loops::Item], enter: u32, alphabet: &Alphabet, depth: &mut i64) -> u64 {
+    let mut calls = 0u64;
+    for item in items {
+        match item {
+            loops::Item::Symbol(s) => match alphabet.key(*s) {
+                EventKey::Enter(_) => {
+                    if *depth == 0 && *s == enter {
+                        calls += 1;
+                    }
+                    *depth += 1;
+                }
+                EventKey::Leave(_) => *depth -= 1,
+                _ => {}
+            },
+            loops::Item::Loop { count, body } => {
+                let per = outer_calls(body, enter, alphabet, depth);
+                calls = calls.saturating_add(count.saturating_mul(per));
+            }
+        }
+    }
+    calls
+}
+
+/// One process's loop model as stored with the trace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessLoops {
+    /// The world rank.
+    pub rank: Rank,
+    /// Its events (communication events and routine entries and exits).
+    pub events: u64,
+    /// Its loop nest as text.
+    pub nest: String,
+    /// Its main loop, if it has a loop.
+    pub main_loop: Option<MainLoop>,
+}
+
 /// Loop nests as stored with the trace: each process's nest and the global model, as text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LoopsResult {
     /// The largest loop body NLR looked for.
     pub max_body: u32,
-    /// Per process: (rank, events, the nest as text).
-    pub processes: Vec<(Rank, u64, String)>,
+    /// Per process, in rank order.
+    pub processes: Vec<ProcessLoops>,
     /// The merged model as text.
     pub global: String,
 }
 
 /// The stored loop models, computed (and stored) when absent or when `refresh`.
 pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
-    let key = format!("loops/max_body={}", loops::DEFAULT_MAX_BODY);
+    // `calls`: the streams hold routine entries and exits (models stored before did not).
+    let key = format!("loops/max_body={},calls", loops::DEFAULT_MAX_BODY);
     if !refresh {
         if let Some(stored) = trace.result::<LoopsResult>(&key)? {
             return Ok(stored);
@@ -258,7 +384,12 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
         max_body: loops::DEFAULT_MAX_BODY as u32,
         processes: nests
             .iter()
-            .map(|(r, n)| (*r, n.events(), n.render(|s| alphabet.name(s))))
+            .map(|(rank, n)| ProcessLoops {
+                rank: *rank,
+                events: n.events(),
+                nest: n.render(|s| alphabet.name(s)),
+                main_loop: MainLoop::of(n, &alphabet),
+            })
             .collect(),
         global: global.render(|s| alphabet.name(s)),
     };

@@ -212,6 +212,12 @@ pub(crate) trait Program {
 
     /// Iteration `i`, inside every rank's `solve` routine.
     fn iteration(&mut self, g: &mut Gen<'_>, i: u32) -> Result<()>;
+
+    /// After how many iterations the events repeat exactly (1 when every iteration is the
+    /// same).
+    fn period(&self) -> u32 {
+        1
+    }
 }
 
 /// Compute time of the setup phase (ns).
@@ -374,6 +380,7 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
         topology: program.topology(),
         ranks: n,
         iterations: config.iterations,
+        period: program.period(),
         seed: config.seed,
         ..GroundTruth::default()
     };

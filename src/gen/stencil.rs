@@ -20,6 +20,10 @@ pub(crate) const NS_BYTES: u64 = 81_920;
 pub(crate) const BCAST_BYTES: u64 = 1_024;
 /// Bytes each member contributes to a Gather.
 pub(crate) const GATHER_BYTES: u64 = 4_096;
+/// The io round holds a Gather every this many iterations…
+const GATHER_EVERY: u32 = 4;
+/// …and a Scatterv every this many (a multiple of [`GATHER_EVERY`]).
+const SCATTERV_EVERY: u32 = 8;
 /// Compute time per iteration (ns).
 const COMPUTE: Time = 2_000_000;
 
@@ -75,6 +79,10 @@ impl Program for Stencil2d {
         Ok(())
     }
 
+    fn period(&self) -> u32 {
+        SCATTERV_EVERY
+    }
+
     fn iteration(&mut self, g: &mut Gen<'_>, i: u32) -> Result<()> {
         let n = g.ranks();
         for p in 0..n {
@@ -120,19 +128,21 @@ impl Program for Stencil2d {
         g.world_collective(OpKind::Bcast, Some(0), self.float, &|local| {
             bcast_sizes(local, 0, members, BCAST_BYTES)
         })?;
-        if i % 4 == 3 {
+        let gather = i % GATHER_EVERY == GATHER_EVERY - 1;
+        let scatterv = i % SCATTERV_EVERY == SCATTERV_EVERY - 1;
+        if gather {
             let total = u64::from(n) * GATHER_BYTES;
             g.world_collective(OpKind::Gather, Some(0), self.float, &|local| {
                 (GATHER_BYTES, if local == 0 { total } else { 0 })
             })?;
         }
-        if i % 8 == 7 {
+        if scatterv {
             let total: u64 = (0..n).map(scatterv_bytes).sum();
             g.world_collective(OpKind::Scatterv, Some(0), self.float, &|local| {
                 (if local == 0 { total } else { 0 }, scatterv_bytes(local))
             })?;
         }
-        let io = match (i % 4 == 3, i % 8 == 7) {
+        let io = match (gather, scatterv) {
             (_, true) => ("io: MPI_Bcast MPI_Gather MPI_Scatterv", 3),
             (true, false) => ("io: MPI_Bcast MPI_Gather", 2),
             _ => ("io: MPI_Bcast", 1),

@@ -93,8 +93,12 @@ pub struct GroundTruth {
     pub topology: String,
     /// Number of ranks.
     pub ranks: u32,
-    /// Iterations of the main loop.
+    /// Iterations of the main loop (calls of `solve` per rank).
     pub iterations: u32,
+    /// After how many iterations every rank's events repeat exactly: 1 when all iterations
+    /// are alike, 8 for `stencil2d` (a Gather every 4th iteration, a Scatterv every 8th). A
+    /// loop model's main loop runs `iterations / period` turns of `period` iterations.
+    pub period: u32,
     /// The seed.
     pub seed: u64,
     /// `permutation[position]` is the world rank of logical position `position` (the

@@ -1617,22 +1617,25 @@ impl Session {
             }
             Analysis::Loops(rank) => {
                 let found = structure::loops(trace, false)?;
-                let Some((_, events, nest)) = found.processes.iter().find(|(r, ..)| r == rank)
-                else {
+                let Some(p) = found.processes.iter().find(|p| p.rank == *rank) else {
                     return Err(usage(format!(
                         "no process {rank}: the trace has ranks 0-{}",
                         found.processes.len().saturating_sub(1)
                     )));
                 };
                 let mut r = ResultSet::new(["loop nest"]);
-                for line in nest.lines() {
+                for line in p.nest.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r.push(vec![format!(
-                    "-- {events} events, {} bytes of model",
-                    nest.len()
+                    "-- {} events, {} bytes of model",
+                    p.events,
+                    p.nest.len()
                 )
                 .into()]);
+                if let Some(main) = &p.main_loop {
+                    r.push(vec![format!("-- main loop: {main}").into()]);
+                }
                 r
             }
             Analysis::GlobalModel => {
