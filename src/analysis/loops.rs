@@ -583,8 +583,8 @@ impl GlobalItem {
 /// let a: Vec<u32> = (0..6).flat_map(|_| [1, 9]).collect();
 /// let b: Vec<u32> = (0..6).flat_map(|_| [2, 9]).collect();
 /// let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
-/// // 9 is a collective; 1 and 2 are messages between the two ranks.
-/// let role = |s: u32| if s == 9 { Role::Collective } else { Role::Message(2 - s) };
+/// // 9 is a collective; 1 and 2 are local events of each rank.
+/// let role = |s: u32| if s == 9 { Role::Collective } else { Role::Local };
 /// let global = merge([(0, &na), (1, &nb)], role);
 /// assert_eq!(global.project(1), b);
 /// assert_eq!(
@@ -696,20 +696,21 @@ fn render_run(run: &[GlobalItem], name: &dyn Fn(u32) -> String, out: &mut String
     let _ = write!(out, "@{}", rank_ranges(ranks));
 }
 
-/// What an event is to [`merge_communicating`].
+/// What an event is to [`merge`] and [`merge_communicating`].
 ///
 /// ```
 /// use mtfdb::analysis::loops::Role;
-/// assert_ne!(Role::Message(3), Role::Local);
+/// assert_ne!(Role::Send(3), Role::Receive(3));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// One event shared by every rank that has it (a collective): equal ones coalesce into
-    /// one event, and two loops holding the same one communicate.
+    /// One call of a collective, shared by every rank that has it: equal ones coalesce into
+    /// one event, and two loops calling the same instances are linked.
     Collective,
-    /// A point-to-point event with this peer rank: each rank's own; two loops communicate
-    /// when a peer of one is a rank of the other.
-    Message(u32),
+    /// A send to this rank: each rank's own; it links the loop to the one receiving it.
+    Send(u32),
+    /// A receive from this rank: each rank's own; it links the loop to the one sending it.
+    Receive(u32),
     /// An event of the rank alone that means the same on every rank (a routine's entry or
     /// exit): equal ones coalesce into one event, but they link no loops.
     Local,
@@ -719,7 +720,8 @@ pub enum Role {
 struct Rules<'s> {
     /// What each symbol is.
     role: &'s dyn Fn(u32) -> Role,
-    /// Whether loops coalesce only if they communicate.
+    /// Whether loops coalesce only where they are linked by the messages or collective calls
+    /// they exchange, with whole loops on both ends of every link (P1.4).
     communicating: bool,
 }
 
@@ -732,65 +734,233 @@ impl Rules<'_> {
 
 type Shared<'s> = &'s Rules<'s>;
 
-/// What a loop talks to: the peers of its events and its shared events, sorted.
-#[derive(Default)]
-struct Reach {
-    peers: Vec<u32>,
-    shared: Vec<u32>,
+/// A channel traffic flows on: the messages from one rank to another (in FIFO order, the
+/// paper's channel without the tag, which the symbols do not carry), or the calls of one
+/// collective (numbered per rank: the k-th call on every member is one instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Channel {
+    Message { from: u32, to: u32 },
+    Collective(u32),
 }
 
-impl Reach {
-    fn of(item: &GlobalItem, rules: Shared) -> Option<Reach> {
-        if !rules.communicating || !matches!(item, GlobalItem::Loop { .. }) {
-            return None;
-        }
-        let mut reach = Reach::default();
-        let mut stack = vec![item];
-        while let Some(item) = stack.pop() {
-            match item {
-                GlobalItem::Event { symbol, .. } => match (rules.role)(*symbol) {
-                    Role::Collective => reach.shared.push(*symbol),
-                    Role::Message(p) => reach.peers.push(p),
-                    Role::Local => {}
-                },
-                GlobalItem::Loop { body, .. } => stack.extend(body),
+/// Where an item's traffic lies on each channel it uses: the numbers of the messages (or
+/// collective calls) it sends, receives or makes, as `start..end`, and how many of them one
+/// iteration makes (the item's whole traffic for an event). Two items of different rank
+/// sets are linked when their ranges on a channel overlap, and the link is regular (the
+/// paper's condition for coalescing) when the ranges are equal on every channel they share.
+#[derive(Debug, Default)]
+struct Flow {
+    ranges: FxHashMap<Channel, Range>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Range {
+    start: u64,
+    end: u64,
+    per_iteration: u64,
+}
+
+/// Counts per channel of one iteration of `items` (times `times`), collective calls per
+/// (symbol, rank).
+fn count_traffic(
+    items: &[GlobalItem],
+    times: u64,
+    rules: Shared,
+    out: &mut FxHashMap<(Channel, u32), u64>,
+) {
+    for item in items {
+        match item {
+            GlobalItem::Event { symbol, ranks } => {
+                for &r in ranks {
+                    let key = match (rules.role)(*symbol) {
+                        Role::Send(q) => (Channel::Message { from: r, to: q }, 0),
+                        Role::Receive(q) => (Channel::Message { from: q, to: r }, 0),
+                        Role::Collective => (Channel::Collective(*symbol), r),
+                        Role::Local => continue,
+                    };
+                    *out.entry(key).or_default() += times;
+                }
+            }
+            GlobalItem::Loop { count, body, .. } => {
+                count_traffic(body, times.saturating_mul(*count), rules, out)
             }
         }
-        for v in [&mut reach.peers, &mut reach.shared] {
-            v.sort_unstable();
-            v.dedup();
-        }
-        Some(reach)
     }
 }
 
-fn intersect(a: &[u32], b: &[u32]) -> bool {
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => return true,
+/// The flow of every item of a list, numbering each channel's traffic from 0 at the list's
+/// start. A collective whose ranks of one item are at different call numbers gets no range
+/// (it cannot make a regular link).
+fn flows(items: &[GlobalItem], rules: Shared) -> Vec<Flow> {
+    let mut next: FxHashMap<(Channel, u32), u64> = FxHashMap::default();
+    let mut out = Vec::with_capacity(items.len());
+    let mut per = FxHashMap::default();
+    for item in items {
+        per.clear();
+        let count = match item {
+            GlobalItem::Loop { count, body, .. } => {
+                count_traffic(body, 1, rules, &mut per);
+                *count
+            }
+            GlobalItem::Event { .. } => {
+                count_traffic(std::slice::from_ref(item), 1, rules, &mut per);
+                1
+            }
+        };
+        let mut flow = Flow::default();
+        let mut mixed: Vec<Channel> = Vec::new();
+        for (&(channel, rank), &n) in &per {
+            let at = next.entry((channel, rank)).or_default();
+            let range = Range {
+                start: *at,
+                end: *at + n.saturating_mul(count),
+                per_iteration: n,
+            };
+            *at = range.end;
+            match flow.ranges.get(&channel) {
+                Some(seen) if *seen != range => mixed.push(channel),
+                _ => {
+                    flow.ranges.insert(channel, range);
+                }
+            }
         }
+        for channel in mixed {
+            flow.ranges.remove(&channel);
+        }
+        out.push(flow);
     }
-    false
+    out
 }
 
-/// Whether two loops exchange messages or share a collective (true for the structural
-/// merge, which computes no reach).
-fn communicate(a: &GlobalItem, ra: &Option<Reach>, b: &GlobalItem, rb: &Option<Reach>) -> bool {
-    match (ra, rb) {
-        (Some(ra), Some(rb)) => {
-            intersect(&ra.peers, b.ranks())
-                || intersect(&rb.peers, a.ranks())
-                || intersect(&ra.shared, &rb.shared)
+/// Whether two items of disjoint rank sets exchange traffic: `Some(true)` when linked by a
+/// regular link (equal ranges on every channel they share), `Some(false)` when linked but
+/// not regularly, `None` when not linked.
+fn link(a: &Flow, b: &Flow) -> Option<bool> {
+    let (small, large) = if a.ranges.len() <= b.ranges.len() {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let mut linked = false;
+    let mut regular = true;
+    for (channel, x) in &small.ranges {
+        if let Some(y) = large.ranges.get(channel) {
+            if x.start < y.end && y.start < x.end {
+                linked = true;
+                regular &= x.start == y.start && x.end == y.end;
+            }
         }
-        _ => true,
+    }
+    linked.then_some(regular)
+}
+
+/// Every iteration boundary strictly inside loop `item` (with flow `flow`) at which traffic
+/// of the other list starts or ends (`edges`: per channel, the sorted starts and ends of the
+/// other list's ranges), as iteration numbers, sorted: where the paper's regularization
+/// splits a loop so that each part links whole.
+fn cut_points(item: &GlobalItem, flow: &Flow, edges: &FxHashMap<Channel, Vec<u64>>) -> Vec<u64> {
+    let GlobalItem::Loop { count, .. } = item else {
+        return Vec::new();
+    };
+    let mut cuts = Vec::new();
+    for (channel, x) in &flow.ranges {
+        let (Some(edges), true) = (edges.get(channel), x.per_iteration > 0) else {
+            continue;
+        };
+        let from = edges.partition_point(|&e| e <= x.start);
+        for &edge in edges[from..].iter().take_while(|&&e| e < x.end) {
+            if (edge - x.start) % x.per_iteration == 0 {
+                let t = (edge - x.start) / x.per_iteration;
+                if t > 0 && t < *count {
+                    cuts.push(t);
+                }
+            }
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+/// Per channel, the sorted starts and ends of the ranges of `flows`.
+fn edges(flows: &[Flow]) -> FxHashMap<Channel, Vec<u64>> {
+    let mut out: FxHashMap<Channel, Vec<u64>> = FxHashMap::default();
+    for flow in flows {
+        for (channel, range) in &flow.ranges {
+            out.entry(*channel)
+                .or_default()
+                .extend([range.start, range.end]);
+        }
+    }
+    for list in out.values_mut() {
+        list.sort_unstable();
+        list.dedup();
+    }
+    out
+}
+
+/// `count` iterations of `body` over `ranks`: a loop, or the body itself for one iteration.
+fn iterations(count: u64, ranks: &[u32], body: &[GlobalItem]) -> Vec<GlobalItem> {
+    if count == 1 {
+        body.to_vec()
+    } else {
+        vec![GlobalItem::Loop {
+            count,
+            ranks: ranks.to_vec(),
+            body: body.to_vec(),
+        }]
+    }
+}
+
+/// Splits the loops of `list` at their cut points against `other`'s edges; whether any was.
+fn split_loops(
+    list: &mut Vec<GlobalItem>,
+    flows: &[Flow],
+    other: &FxHashMap<Channel, Vec<u64>>,
+) -> bool {
+    let mut out = Vec::with_capacity(list.len());
+    let mut split = false;
+    for (item, flow) in list.drain(..).zip(flows) {
+        let cuts = cut_points(&item, flow, other);
+        match item {
+            GlobalItem::Loop { count, ranks, body } if !cuts.is_empty() => {
+                split = true;
+                let mut at = 0;
+                for t in cuts.into_iter().chain([count]) {
+                    out.extend(iterations(t - at, &ranks, &body));
+                    at = t;
+                }
+            }
+            item => out.push(item),
+        }
+    }
+    *list = out;
+    split
+}
+
+/// Splits loops of `a` and `b` where the other list's links begin or end inside them, until
+/// no link starts or stops mid-loop on an iteration boundary (P1.4's regularization; a link
+/// that starts or stops inside an iteration would need the paper's "shift", which is not
+/// done, and stays irregular: its loops are then not coalesced).
+fn regularize(a: &mut Vec<GlobalItem>, b: &mut Vec<GlobalItem>, rules: Shared) {
+    // Splitting one side moves no edge of the other, only adds edges of its own; a few
+    // rounds settle it, the bound is a safeguard.
+    for _ in 0..16 {
+        let (fa, fb) = (flows(a, rules), flows(b, rules));
+        let split_a = split_loops(a, &fa, &edges(&fb));
+        let split_b = split_loops(b, &fb, &edges(&fa));
+        if !split_a && !split_b {
+            return;
+        }
     }
 }
 
 /// Above this many cells, two item lists are not aligned but put side by side.
 const ALIGN_LIMIT: usize = 1 << 22;
+
+/// Linked loops of coprime counts are unrolled (P1.4) when both unrolled bodies together
+/// hold at most this many items; larger ones stay side by side.
+const UNROLL_LIMIT: u64 = 4096;
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
@@ -818,17 +988,29 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
-/// How well two items coalesce, `None` when they cannot.
-fn affinity(a: &GlobalItem, b: &GlobalItem, shared: Shared) -> Option<u32> {
+/// How well two items coalesce, `None` when they cannot. `link` is their link (see
+/// [`link`]) when the merge follows links.
+fn affinity(a: &GlobalItem, b: &GlobalItem, link: Option<Option<bool>>) -> Option<u32> {
     match (a, b) {
-        (GlobalItem::Event { symbol: x, .. }, GlobalItem::Event { symbol: y, .. }) => {
-            (x == y && shared.coalesces(*x)).then_some(2)
-        }
-        (GlobalItem::Loop { count: n, .. }, GlobalItem::Loop { count: m, .. }) => {
+        (GlobalItem::Event { .. }, GlobalItem::Event { .. }) => Some(2),
+        (
+            GlobalItem::Loop {
+                count: n, body: x, ..
+            },
+            GlobalItem::Loop {
+                count: m, body: y, ..
+            },
+        ) => {
+            let g = gcd(*n, *m);
             if n == m {
                 Some(8)
-            } else if gcd(*n, *m) > 1 {
+            } else if g > 1 {
                 Some(4)
+            } else if link.is_some() {
+                let unrolled = n
+                    .saturating_mul(x.len() as u64)
+                    .saturating_add(m.saturating_mul(y.len() as u64));
+                (unrolled <= UNROLL_LIMIT).then_some(1)
             } else {
                 None
             }
@@ -850,7 +1032,7 @@ fn blocked(count: u64, g: u64, ranks: &[u32], body: Vec<GlobalItem>) -> Vec<Glob
     }
 }
 
-fn coalesce(a: GlobalItem, b: GlobalItem, shared: Shared) -> Vec<GlobalItem> {
+fn coalesce(a: GlobalItem, b: GlobalItem, rules: Shared) -> Vec<GlobalItem> {
     match (a, b) {
         (
             GlobalItem::Event {
@@ -893,7 +1075,14 @@ fn coalesce(a: GlobalItem, b: GlobalItem, shared: Shared) -> Vec<GlobalItem> {
             },
         ) => {
             let g = gcd(n, m);
-            let body = merge_items(blocked(n, g, &ra, ba), blocked(m, g, &rb, bb), shared);
+            if g == 1 && n != m {
+                // Coprime counts of linked loops: both unrolled, then merged item by item.
+                let unroll = |count: u64, body: &[GlobalItem]| -> Vec<GlobalItem> {
+                    (0..count).flat_map(|_| body.iter().cloned()).collect()
+                };
+                return merge_items(unroll(n, &ba), unroll(m, &bb), rules);
+            }
+            let body = merge_items(blocked(n, g, &ra, ba), blocked(m, g, &rb, bb), rules);
             vec![GlobalItem::Loop {
                 count: g,
                 ranks: union(&ra, &rb),
@@ -905,52 +1094,97 @@ fn coalesce(a: GlobalItem, b: GlobalItem, shared: Shared) -> Vec<GlobalItem> {
 }
 
 /// Aligns two item lists (of disjoint rank sets) by the best-scoring sequence of coalescible
-/// pairs, keeping each list's order, and coalesces the pairs.
-fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<GlobalItem> {
-    let (n, m) = (a.len(), b.len());
-    if n == 0 || m == 0 || n.saturating_mul(m) > ALIGN_LIMIT {
-        let mut out = a;
-        out.extend(b);
-        return out;
+/// pairs, keeping each list's order, and coalesces the pairs. Following links, loops are
+/// first split where a link starts or stops inside them ([`regularize`]), and only items on
+/// both ends of a regular link coalesce. Keeping both orders means the coalesced model never
+/// orders two constructs both ways: the paper's cycle check holds by construction.
+fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: Shared) -> Vec<GlobalItem> {
+    if a.is_empty() || b.is_empty() {
+        a.extend(b);
+        return a;
     }
-    let reach_a: Vec<Option<Reach>> = a.iter().map(|i| Reach::of(i, shared)).collect();
-    let reach_b: Vec<Option<Reach>> = b.iter().map(|i| Reach::of(i, shared)).collect();
-    let affinity = |i: usize, j: usize, a: &GlobalItem, b: &GlobalItem| {
-        affinity(a, b, shared).filter(|_| communicate(a, &reach_a[i], b, &reach_b[j]))
+    let (flows_a, flows_b) = if rules.communicating {
+        regularize(&mut a, &mut b, rules);
+        (flows(&a, rules), flows(&b, rules))
+    } else {
+        (Vec::new(), Vec::new())
     };
-    // best[i][j]: best score aligning a[i..] with b[j..].
+    let affinity = |i: usize, j: usize| -> Option<u32> {
+        let (x, y) = (&a[i], &b[j]);
+        if let (GlobalItem::Event { symbol: s, .. }, GlobalItem::Event { symbol: t, .. }) = (x, y) {
+            if s != t {
+                return None;
+            }
+        }
+        if !rules.communicating {
+            return affinity(x, y, None);
+        }
+        let linked = link(&flows_a[i], &flows_b[j]);
+        let collective_or_loop = match x {
+            GlobalItem::Loop { .. } => true,
+            GlobalItem::Event { symbol, .. } => (rules.role)(*symbol) == Role::Collective,
+        };
+        if collective_or_loop && linked != Some(true) {
+            return None;
+        }
+        affinity(x, y, Some(linked))
+    };
+    // Only loops and events that may coalesce take part in the alignment; a rank's own
+    // sends and receives keep their places between them.
+    let candidates = |list: &[GlobalItem]| -> Vec<usize> {
+        (0..list.len())
+            .filter(|&i| match &list[i] {
+                GlobalItem::Loop { .. } => true,
+                GlobalItem::Event { symbol, .. } => rules.coalesces(*symbol),
+            })
+            .collect()
+    };
+    let (ca, cb) = (candidates(&a), candidates(&b));
+    let (n, m) = (ca.len(), cb.len());
+    if n.saturating_mul(m) > ALIGN_LIMIT {
+        a.extend(b);
+        return a;
+    }
+    // best[p][q]: best score aligning candidates ca[p..] with cb[q..].
     let w = m + 1;
     let mut best = vec![0u32; (n + 1) * w];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            let mut s = best[(i + 1) * w + j].max(best[i * w + j + 1]);
-            if let Some(x) = affinity(i, j, &a[i], &b[j]) {
-                s = s.max(x + best[(i + 1) * w + j + 1]);
+    for p in (0..n).rev() {
+        for q in (0..m).rev() {
+            let mut s = best[(p + 1) * w + q].max(best[p * w + q + 1]);
+            if let Some(x) = affinity(ca[p], cb[q]) {
+                s = s.max(x + best[(p + 1) * w + q + 1]);
             }
-            best[i * w + j] = s;
+            best[p * w + q] = s;
         }
     }
-    let mut out = Vec::with_capacity(n + m);
-    let mut a = a.into_iter().map(Some).collect::<Vec<_>>();
-    let mut b = b.into_iter().map(Some).collect::<Vec<_>>();
-    let (mut i, mut j) = (0, 0);
-    while i < n && j < m {
-        let here = best[i * w + j];
-        let pair = affinity(i, j, a[i].as_ref().unwrap(), b[j].as_ref().unwrap());
-        if pair.is_some_and(|x| x + best[(i + 1) * w + j + 1] == here) {
-            out.extend(coalesce(a[i].take().unwrap(), b[j].take().unwrap(), shared));
-            i += 1;
-            j += 1;
-        } else if best[(i + 1) * w + j] == here {
-            out.push(a[i].take().unwrap());
-            i += 1;
+    // The aligned pairs, as original indices.
+    let mut pairs = Vec::new();
+    let (mut p, mut q) = (0, 0);
+    while p < n && q < m {
+        let here = best[p * w + q];
+        if affinity(ca[p], cb[q]).is_some_and(|x| x + best[(p + 1) * w + q + 1] == here) {
+            pairs.push((ca[p], cb[q]));
+            p += 1;
+            q += 1;
+        } else if best[(p + 1) * w + q] == here {
+            p += 1;
         } else {
-            out.push(b[j].take().unwrap());
-            j += 1;
+            q += 1;
         }
     }
-    out.extend(a[i..].iter_mut().map(|x| x.take().unwrap()));
-    out.extend(b[j..].iter_mut().map(|x| x.take().unwrap()));
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    // Original indices of the next items `a` and `b` yield.
+    let (mut next_a, mut next_b) = (0, 0);
+    for (i, j) in pairs {
+        out.extend(a.by_ref().take(i - next_a));
+        out.extend(b.by_ref().take(j - next_b));
+        let (x, y) = (a.next().unwrap(), b.next().unwrap());
+        out.extend(coalesce(x, y, rules));
+        (next_a, next_b) = (i + 1, j + 1);
+    }
+    out.extend(a);
+    out.extend(b);
     out
 }
 
@@ -963,8 +1197,9 @@ fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<Gl
 /// into one loop whose body is the merge of both bodies, and loops of counts `n != m` with
 /// `g = gcd(n, m) > 1` into a loop of `g` iterations whose body holds, per side, a loop of
 /// `n / g` (resp. `m / g`) iterations over the old body (the body itself when that is 1).
-/// Loops of coprime counts are not coalesced and stay side by side, each over its own ranks.
-/// Every item records the ranks it covers; [`GlobalModel::project`] gives each rank's exact
+/// Loops of coprime counts are not coalesced and stay side by side, each over its own ranks
+/// (this structural merge ignores links; [`merge_communicating`] follows them). Every item
+/// records the ranks it covers; [`GlobalModel::project`] gives each rank's exact
 /// sequence back.
 ///
 /// ```
@@ -973,7 +1208,8 @@ fn merge_items(a: Vec<GlobalItem>, b: Vec<GlobalItem>, shared: Shared) -> Vec<Gl
 /// let a: Vec<u32> = (0..10).flat_map(|_| [1, 1, 7]).collect();
 /// let b = vec![2; 20];
 /// let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
-/// let global = merge([(0, &na), (1, &nb)], |s| Role::Message(1 - s % 2));
+/// let role = |s: u32| if s == 2 { Role::Receive(0) } else { Role::Send(1) };
+/// let global = merge([(0, &na), (1, &nb)], role);
 /// assert_eq!(
 ///     global.render(|s| format!("e{s}")),
 ///     "for i0 in 0..10 @0-1 {\n  e1 e1 e7 @0\n  for i1 in 0..2 @1 { e2 }\n}\n"
@@ -993,11 +1229,24 @@ pub fn merge<'a>(
     )
 }
 
-/// [`merge`], coalescing loops only where their processes communicate (P1.4: "loops spanning
-/// several processes appear only where those processes communicate"): two loops coalesce
-/// when an event of one is a [`Role::Message`] whose peer is a rank of the other, or when
-/// both hold the same [`Role::Collective`] event. Loops of processes that do not talk to
-/// each other stay apart, each over its own ranks.
+/// [`merge`] as P1.4 does it: loops coalesce only where their traffic links them, so that
+/// "loops spanning several processes appear only where those processes communicate".
+///
+/// Traffic is numbered per channel: the messages from one rank to another in order (MPI
+/// delivers them in order per channel; the symbols carry no tag) and the calls of one
+/// collective per rank. Two items of different ranks are linked when the numbers one sends
+/// and the other receives (or both call) overlap; the link is regular when they are the
+/// same on every channel the two share, so that each end carries the other's whole traffic.
+/// Before aligning two lists, a loop is split where a link of the other list starts or
+/// stops at one of its iteration boundaries (regularization; a part of one iteration is
+/// unrolled). Then only regularly linked loops coalesce: equal counts into one loop, counts
+/// with a gcd `g > 1` into a loop of `g` iterations over blocked bodies, coprime counts by
+/// unrolling both (up to 4,096 items in all; larger ones stay side by side). Equal
+/// collective events coalesce when they are the same calls, equal local events (routine
+/// entries and exits) always. The alignment keeps both lists' order, so coalescing never
+/// orders two constructs both ways (the paper's cycle check holds by construction). Not
+/// done: the paper's "shift" of a loop whose link starts inside an iteration; such loops
+/// stay side by side.
 ///
 /// ```
 /// use mtfdb::analysis::loops::{merge, merge_communicating, nlr, Role};
@@ -1005,7 +1254,7 @@ pub fn merge<'a>(
 /// let seq = |peer: u32| -> Vec<u32> { (0..5).flat_map(|_| [2 * peer, 2 * peer + 1]).collect() };
 /// let nests = [nlr(&seq(1), 4), nlr(&seq(0), 4), nlr(&seq(3), 4), nlr(&seq(2), 4)];
 /// let models = || nests.iter().enumerate().map(|(r, n)| (r as u32, n));
-/// let role = |s: u32| Role::Message(s / 2);
+/// let role = |s: u32| if s % 2 == 0 { Role::Send(s / 2) } else { Role::Receive(s / 2) };
 /// let global = merge_communicating(models(), role);
 /// let text = global.render(|s| format!("{}{}", ["S", "R"][s as usize % 2], s / 2));
 /// assert_eq!(
@@ -1015,6 +1264,22 @@ pub fn merge<'a>(
 /// );
 /// // The structural merge puts all four in one loop.
 /// assert_eq!(merge(models(), role).items.len(), 1);
+///
+/// // Regularization: rank 0 sends 10 messages in one loop; rank 1 receives 4, does
+/// // something else, then receives 6. Rank 0's loop is split 4 + 6, each part linked whole.
+/// let a = nlr(&[2; 10], 4);
+/// let b = nlr(&[1, 1, 1, 1, 9, 1, 1, 1, 1, 1, 1], 4);
+/// let role = |s: u32| match s {
+///     2 => Role::Send(1),
+///     1 => Role::Receive(0),
+///     _ => Role::Local,
+/// };
+/// let global = merge_communicating([(0, &a), (1, &b)], role);
+/// let names = |s: u32| ["", "R0", "S1"].get(s as usize).unwrap_or(&"X").to_string();
+/// assert_eq!(
+///     global.render(names),
+///     "for i0 in 0..4 @0-1 {\n  S1 @0\n  R0 @1\n}\nX @1\nfor i0 in 0..6 @0-1 {\n  S1 @0\n  R0 @1\n}\n"
+/// );
 /// ```
 pub fn merge_communicating<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
@@ -1202,6 +1467,77 @@ mod tests {
         assert_eq!(global.project(1), vec![4; 9]);
     }
 
+    /// Symbols of the merge tests: 0 a collective, 1 a send to rank 1, 2 a receive from rank
+    /// 0, 3 and 4 local events.
+    fn role(s: u32) -> Role {
+        match s {
+            0 => Role::Collective,
+            1 => Role::Send(1),
+            2 => Role::Receive(0),
+            _ => Role::Local,
+        }
+    }
+
+    fn names(s: u32) -> String {
+        ["C", "S1", "R0", "L", "M"][s as usize].to_string()
+    }
+
+    #[test]
+    fn linked_loops_of_coprime_counts_are_unrolled() {
+        // Rank 0 sends 15 messages as 5 x (3 sends), rank 1 receives them as 3 x (5).
+        let a: Vec<u32> = (0..5).flat_map(|_| [1, 1, 1, 3]).collect();
+        let b: Vec<u32> = (0..3).flat_map(|_| [2, 2, 2, 2, 2, 4]).collect();
+        let (na, nb) = (nlr(&a, 8), nlr(&b, 8));
+        let linked = merge_communicating([(0, &na), (1, &nb)], role);
+        assert_eq!((linked.project(0), linked.project(1)), (a, b));
+        // Both loops are unrolled into their 5 and 3 bodies, whose inner loops are then
+        // split where the other side's begin and end, message by message.
+        assert_eq!(
+            linked.render(names),
+            "for i0 in 0..3 @0-1 {\n  S1 @0\n  R0 @1\n}\nL @0\n\
+             for i0 in 0..2 @0-1 {\n  S1 @0\n  R0 @1\n}\nS1 L @0\nM R0 @1\n\
+             for i0 in 0..3 @0-1 {\n  S1 @0\n  R0 @1\n}\nL S1 @0\nR0 M @1\n\
+             for i0 in 0..2 @0-1 {\n  S1 @0\n  R0 @1\n}\nL @0\n\
+             for i0 in 0..3 @0-1 {\n  S1 @0\n  R0 @1\n}\nL @0\nM @1\n"
+        );
+        // The structural merge leaves the two loops side by side.
+        assert_eq!(merge([(0, &na), (1, &nb)], role).items.len(), 2);
+    }
+
+    #[test]
+    fn collectives_coalesce_only_as_the_same_calls() {
+        // Rank 0 calls C once before its loop, rank 1 once after: their loops make
+        // different calls (1..4 and 0..3), so each is split where the other's calls begin
+        // and end, and the calls coalesce one by one.
+        let a: Vec<u32> = [0].into_iter().chain((0..3).flat_map(|_| [0, 3])).collect();
+        let b: Vec<u32> = (0..3).flat_map(|_| [0, 4]).chain([0]).collect();
+        let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
+        let linked = merge_communicating([(0, &na), (1, &nb)], role);
+        assert_eq!((linked.project(0), linked.project(1)), (a, b));
+        assert_eq!(
+            linked.render(names),
+            "C @0-1\nM @1\nfor i0 in 0..2 @0-1 {\n  C @0-1\n  L @0\n  M @1\n}\nC @0-1\nL @0\n"
+        );
+        // Aligning by shape alone pairs the loops, whose calls differ by one.
+        let structural = merge([(0, &na), (1, &nb)], role);
+        assert!(matches!(
+            &structural.items[1],
+            GlobalItem::Loop { count: 3, ranks, .. } if ranks == &[0, 1]
+        ));
+    }
+
+    #[test]
+    fn loops_that_do_not_exchange_traffic_stay_apart() {
+        // Both ranks loop 6 times over local events only.
+        let a = nlr(&[3; 6], 2);
+        let b = nlr(&[4; 6], 2);
+        let linked = merge_communicating([(0, &a), (1, &b)], role);
+        assert_eq!(
+            linked.render(names),
+            "for i0 in 0..6 @0 { L }\nfor i0 in 0..6 @1 { M }\n"
+        );
+    }
+
     /// Sequences with nested repetitions: blocks of random symbols repeated a random number
     /// of times, possibly around inner repetitions, with noise between them.
     fn periodic() -> impl Strategy<Value = Vec<u32>> {
@@ -1275,7 +1611,7 @@ mod tests {
                 .collect();
             let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 4)).collect();
             let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32, n)), |s| {
-                if s == 0 { Role::Collective } else { Role::Message(s - 10) }
+                if s == 0 { Role::Collective } else { Role::Local }
             });
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&global.project(r as u32), s);
@@ -1296,7 +1632,11 @@ mod tests {
             seqs in prop::collection::vec(prop_oneof![periodic(), prop::collection::vec(0u32..3, 0..60)], 1..6),
         ) {
             let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 8)).collect();
-            let role = |s: u32| if s.is_multiple_of(2) { Role::Collective } else { Role::Message(s % 7) };
+            let role = |s: u32| match s % 3 {
+                0 => Role::Collective,
+                1 => Role::Send(s % 7),
+                _ => Role::Receive(s % 5),
+            };
             let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32 * 2, n)), role);
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&global.project(r as u32 * 2), s);

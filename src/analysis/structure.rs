@@ -39,10 +39,11 @@ pub fn nesting(alphabet: &Alphabet) -> Vec<i8> {
 }
 
 /// What each event is to the global merge: collectives are shared, sends and receives link
-/// their peers, routine entries and exits are local.
+/// their loops to their peers', routine entries and exits are local.
 pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
     match alphabet.key(symbol) {
-        EventKey::Send(q) | EventKey::Receive(q) => Role::Message(q),
+        EventKey::Send(q) => Role::Send(q),
+        EventKey::Receive(q) => Role::Receive(q),
         EventKey::Collective(..) => Role::Collective,
         EventKey::Enter(_) | EventKey::Leave(_) => Role::Local,
     }
