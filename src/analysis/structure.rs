@@ -54,11 +54,12 @@ pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
 /// across processes that communicate (P1.4).
 pub fn global_model(trace: &Trace) -> Result<(Alphabet, GlobalModel)> {
     let (alphabet, nests) = loop_nests(trace)?;
-    let model = merge(&alphabet, &nests);
+    let model = merge_nests(&alphabet, &nests);
     Ok((alphabet, model))
 }
 
-fn merge(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalModel {
+/// The processes' loop nests merged into one model (P1.4, see [`global_model`]).
+pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalModel {
     loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), |s| role(alphabet, s))
 }
 
@@ -380,7 +381,7 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
         }
     }
     let (alphabet, nests) = loop_nests(trace)?;
-    let global = merge(&alphabet, &nests);
+    let global = merge_nests(&alphabet, &nests);
     let result = LoopsResult {
         max_body: loops::DEFAULT_MAX_BODY as u32,
         processes: nests
