@@ -105,7 +105,10 @@ fn main() {
         .count();
     assert_eq!(loops, 1, "one main loop");
     assert!(
-        model.items.iter().all(|i| i.ranks().len() == ranks as usize),
+        model
+            .items
+            .iter()
+            .all(|i| i.ranks().len() == ranks as usize),
         "every top-level item covers every rank"
     );
     println!(

@@ -106,15 +106,28 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     assert!(!logical.is_empty());
     // On a torus every rank has the same neighbourhood: the logical trace of rank 5 expands
     // to every rank's own event sequence.
-    let (alphabet, events) = process_events::extract(&trace, false, false).unwrap();
-    for e in &events {
-        let want: Vec<String> = e.symbols.iter().map(|&s| alphabet.name(s)).collect();
-        let got = structure::expand_logical(&t, &logical, e.rank).unwrap();
-        assert_eq!(got, want, "rank {}", e.rank);
+    let (alphabet, streams) = process_events::extract_with_calls(&trace).unwrap();
+    for (rank, symbols) in &streams {
+        let want: Vec<String> = symbols.iter().map(|&s| alphabet.name(s)).collect();
+        let got = structure::expand_logical(&t, &logical, *rank).unwrap();
+        assert_eq!(got, want, "rank {rank}");
     }
+    // The statement compresses it into loops, peers as the torus's directions.
     let mut s = Session::new(db);
     let r = s.run("SELECT LOGICAL TRACE FOR PROCESS(5)").unwrap();
-    assert_eq!(r.len(), logical.len());
+    assert_eq!(
+        r.columns,
+        ["logical trace of rank 5 (6-point stencil on a 2D torus 4x4)"]
+    );
+    assert_eq!(
+        text(&r),
+        "main( init( ) setup( MPI_Bcast(0) )\n\
+         for i0 in 0..4 { solve( copy_faces( R EAST R WEST R SOUTH R NORTH R SOUTH-WEST \
+         R NORTH-EAST S EAST S WEST S SOUTH S NORTH S SOUTH-WEST S NORTH-EAST ) ) }\n\
+         finalize( ) )\n\
+         -- 73 events, 204 bytes of model"
+    );
+    assert_eq!(logical.len(), 73);
     let e = s
         .run("SELECT LOGICAL TRACE FOR PROCESS(16)")
         .unwrap_err()

@@ -260,17 +260,30 @@ pub type RankSymbols = (Rank, Vec<u32>);
 /// same run of events as an iteration's). Other threads' calls are left out: they
 /// interleave with the main thread's in no fixed order.
 pub fn extract_with_calls(trace: &Trace) -> Result<(Alphabet, Vec<RankSymbols>)> {
-    let mut alphabet = Alphabet::default();
     let ranks = trace.header().processes.len() as Rank;
-    let mut calls_of: Vec<Vec<(Time, Time, u16, u32)>> = vec![Vec::new(); ranks as usize];
+    streams_with_calls(trace, 0..ranks)
+}
+
+/// [`extract_with_calls`] for one rank (no symbols for a rank the trace does not have).
+pub fn extract_rank_with_calls(trace: &Trace, rank: Rank) -> Result<(Alphabet, Vec<u32>)> {
+    let (alphabet, mut streams) = streams_with_calls(trace, rank..rank + 1)?;
+    Ok((alphabet, streams.pop().map(|(_, s)| s).unwrap_or_default()))
+}
+
+fn streams_with_calls(
+    trace: &Trace,
+    ranks: std::ops::Range<Rank>,
+) -> Result<(Alphabet, Vec<RankSymbols>)> {
+    let mut alphabet = Alphabet::default();
+    let ranks = ranks.start..ranks.end.min(trace.header().processes.len() as Rank);
+    let mut calls_of: Vec<Vec<(Time, Time, u16, u32)>> = vec![Vec::new(); ranks.len()];
     for c in trace.routine_calls()? {
-        if c.thread == 0 && c.rank < ranks {
-            calls_of[c.rank as usize].push((c.start, c.end, c.depth, c.routine));
+        if c.thread == 0 && ranks.contains(&c.rank) {
+            calls_of[(c.rank - ranks.start) as usize].push((c.start, c.end, c.depth, c.routine));
         }
     }
-    let mut out = Vec::with_capacity(ranks as usize);
-    for (rank, calls) in calls_of.iter_mut().enumerate() {
-        let rank = rank as Rank;
+    let mut out = Vec::with_capacity(ranks.len());
+    for (rank, calls) in ranks.zip(calls_of.iter_mut()) {
         calls.sort_unstable_by_key(|&(start, _, depth, _)| (start, depth));
         for &(.., routine) in calls.iter() {
             alphabet

@@ -197,7 +197,7 @@ pub fn maximal_process(t: &Topology) -> Rank {
 }
 
 /// One event of a logical trace: what the process does, to whom as a direction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum LogicalEvent {
     /// A send to the neighbour in that direction.
     Send(String),
@@ -205,6 +205,10 @@ pub enum LogicalEvent {
     Receive(String),
     /// A collective, as it is (`MPI_Bcast(0)`).
     Collective(String),
+    /// Entry into the named routine.
+    Enter(String),
+    /// Exit from the routine entered last.
+    Leave,
 }
 
 impl std::fmt::Display for LogicalEvent {
@@ -213,24 +217,66 @@ impl std::fmt::Display for LogicalEvent {
             LogicalEvent::Send(d) => write!(f, "S {d}"),
             LogicalEvent::Receive(d) => write!(f, "R {d}"),
             LogicalEvent::Collective(c) => f.write_str(c),
+            LogicalEvent::Enter(r) => write!(f, "{r}("),
+            LogicalEvent::Leave => f.write_str(")"),
         }
     }
 }
 
-/// `rank`'s events with its peers as directions of `t`.
+/// `rank`'s events, its routine entries and exits included, with its peers as directions of
+/// `t` (a peer that is no neighbour of `t` is written as its coordinate offset).
 pub fn logical_trace(trace: &Trace, t: &Topology, rank: Rank) -> Result<Vec<LogicalEvent>> {
-    let (alphabet, events) = process_events::extract(trace, false, false)?;
-    let Some(e) = events.iter().find(|e| e.rank == rank) else {
-        return Ok(Vec::new());
-    };
-    Ok(e.symbols
+    let (alphabet, symbols) = process_events::extract_rank_with_calls(trace, rank)?;
+    Ok(symbols
         .iter()
         .map(|&s| match alphabet.key(s) {
             EventKey::Send(q) => LogicalEvent::Send(direction(t, rank, q)),
             EventKey::Receive(q) => LogicalEvent::Receive(direction(t, rank, q)),
-            key => LogicalEvent::Collective(key.to_string()),
+            key @ EventKey::Collective(..) => LogicalEvent::Collective(key.to_string()),
+            EventKey::Enter(_) => {
+                LogicalEvent::Enter(alphabet.routine(s).unwrap_or_default().to_string())
+            }
+            EventKey::Leave(_) => LogicalEvent::Leave,
         })
         .collect())
+}
+
+/// A logical trace compressed into loops (P2's pipeline: logicalize, then compress the loops
+/// of the one logical trace), as text.
+///
+/// ```
+/// use mtfdb::analysis::structure::{logical_nest, LogicalEvent};
+/// let round = [
+///     LogicalEvent::Enter("step".into()),
+///     LogicalEvent::Send("EAST".into()),
+///     LogicalEvent::Receive("WEST".into()),
+///     LogicalEvent::Leave,
+/// ];
+/// let events: Vec<LogicalEvent> = (0..50).flat_map(|_| round.clone()).collect();
+/// assert_eq!(logical_nest(&events), "for i0 in 0..50 { step( S EAST R WEST ) }\n");
+/// ```
+pub fn logical_nest(events: &[LogicalEvent]) -> String {
+    let mut ids: std::collections::HashMap<&LogicalEvent, u32> = Default::default();
+    let mut words: Vec<&LogicalEvent> = Vec::new();
+    let symbols: Vec<u32> = events
+        .iter()
+        .map(|e| {
+            *ids.entry(e).or_insert_with(|| {
+                words.push(e);
+                words.len() as u32 - 1
+            })
+        })
+        .collect();
+    let nesting = words
+        .iter()
+        .map(|e| match e {
+            LogicalEvent::Enter(_) => 1,
+            LogicalEvent::Leave => -1,
+            _ => 0,
+        })
+        .collect();
+    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, nesting)
+        .render(|s| words[s as usize].to_string())
 }
 
 /// The neighbours of `rank`, by the direction [`direction`] names each one.
@@ -243,7 +289,7 @@ pub fn neighbours(t: &Topology, rank: Rank) -> std::collections::BTreeMap<String
 }
 
 /// A logical trace expanded to `rank`: every direction replaced by that rank's neighbour
-/// there, in the alphabet's words (`S5`, `R1`, `MPI_Bcast(0)`); `None` where `rank` has no
+/// there, in the alphabet's words (`S5`, `R1`, `MPI_Bcast(0)`, `solve(`, `)`); `None` where `rank` has no
 /// neighbour in a direction the trace uses.
 pub fn expand_logical(t: &Topology, events: &[LogicalEvent], rank: Rank) -> Option<Vec<String>> {
     let around = neighbours(t, rank);
@@ -252,7 +298,9 @@ pub fn expand_logical(t: &Topology, events: &[LogicalEvent], rank: Rank) -> Opti
         .map(|e| match e {
             LogicalEvent::Send(d) => around.get(d).map(|q| format!("S{q}")),
             LogicalEvent::Receive(d) => around.get(d).map(|q| format!("R{q}")),
-            LogicalEvent::Collective(c) => Some(c.clone()),
+            LogicalEvent::Collective(_) | LogicalEvent::Enter(_) | LogicalEvent::Leave => {
+                Some(e.to_string())
+            }
         })
         .collect()
 }

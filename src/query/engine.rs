@@ -1727,10 +1727,17 @@ impl Session {
                 }
                 let rank = rank.unwrap_or_else(|| structure::maximal_process(&t));
                 let events = structure::logical_trace(trace, &t, rank)?;
-                let mut r = ResultSet::new(["position", "event"]);
-                for (i, e) in events.iter().enumerate() {
-                    r.push(vec![(i as u64 + 1).into(), e.to_string().into()]);
+                let nest = structure::logical_nest(&events);
+                let mut r = ResultSet::new([format!("logical trace of rank {rank} ({t})")]);
+                for line in nest.lines() {
+                    r.push(vec![line.to_string().into()]);
                 }
+                r.push(vec![format!(
+                    "-- {} events, {} bytes of model",
+                    events.len(),
+                    nest.len()
+                )
+                .into()]);
                 r
             }
             Analysis::Refresh => {
