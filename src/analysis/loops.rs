@@ -8,17 +8,14 @@
 //! rewritten; older ones are final, which keeps the work per event bounded. [`expand`] gives
 //! back the exact input.
 //!
-//! [`merge`] combines the local models of several processes into one [`GlobalModel`]: loops
-//! that line up across processes are coalesced into one loop annotated with the ranks it
-//! covers, and differing iteration counts are reconciled by the gcd rule of the paper.
-//!
-//! The merge is structural, a simplification of the paper's: it aligns the processes' models
-//! and coalesces what lines up ([`merge_communicating`]: only loops whose processes exchange
-//! messages or share a collective, as in the paper). The paper also links each send to its
-//! receive (flows on communication links), splits loops until every link carries whole loops
-//! ("regularization") and refuses merges that would make the order between constructs
-//! cyclic; none of that is done here, and coprime iteration counts leave two loops side by
-//! side instead of unrolling both.
+//! [`merge_communicating`] combines the local models of several processes into one
+//! [`GlobalModel`] as the paper's reduction does: pairwise, loops coalesce only where the
+//! messages and collective calls they exchange link them, loops are split so that each link
+//! carries whole loops (regularization), differing iteration counts are reconciled by the gcd
+//! rule (coprime ones by unrolling), and every construct is annotated with the ranks it
+//! covers. [`merge`] is the same alignment without links (loops coalesce by shape).
+//! [`Nlr::with_nesting`] keeps loop bodies balanced with respect to routine entries and
+//! exits, so that loops run over whole calls.
 //!
 //! ```
 //! use mtfdb::analysis::loops::{expand, nlr, Item};
@@ -988,9 +985,9 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
-/// How well two items coalesce, `None` when they cannot. `link` is their link (see
-/// [`link`]) when the merge follows links.
-fn affinity(a: &GlobalItem, b: &GlobalItem, link: Option<Option<bool>>) -> Option<u32> {
+/// How well two items coalesce, `None` when they cannot; `linked`: they are the two ends of
+/// a regular link, which lets loops of coprime counts coalesce by unrolling.
+fn affinity(a: &GlobalItem, b: &GlobalItem, linked: bool) -> Option<u32> {
     match (a, b) {
         (GlobalItem::Event { .. }, GlobalItem::Event { .. }) => Some(2),
         (
@@ -1006,7 +1003,7 @@ fn affinity(a: &GlobalItem, b: &GlobalItem, link: Option<Option<bool>>) -> Optio
                 Some(8)
             } else if g > 1 {
                 Some(4)
-            } else if link.is_some() {
+            } else if linked {
                 let unrolled = n
                     .saturating_mul(x.len() as u64)
                     .saturating_add(m.saturating_mul(y.len() as u64));
@@ -1117,17 +1114,17 @@ fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: Shared) ->
             }
         }
         if !rules.communicating {
-            return affinity(x, y, None);
+            return affinity(x, y, false);
         }
-        let linked = link(&flows_a[i], &flows_b[j]);
-        let collective_or_loop = match x {
+        let linked = link(&flows_a[i], &flows_b[j]) == Some(true);
+        let needs_link = match x {
             GlobalItem::Loop { .. } => true,
             GlobalItem::Event { symbol, .. } => (rules.role)(*symbol) == Role::Collective,
         };
-        if collective_or_loop && linked != Some(true) {
+        if needs_link && !linked {
             return None;
         }
-        affinity(x, y, Some(linked))
+        affinity(x, y, linked)
     };
     // Only loops and events that may coalesce take part in the alignment; a rank's own
     // sends and receives keep their places between them.
