@@ -295,55 +295,60 @@ fn streams_with_calls(
                 });
         }
         let ops = communication_ops(trace, rank, false)?;
-        let mut symbols = Vec::with_capacity(ops.len() + 2 * calls.len());
-        // The open calls as (end, depth, routine), innermost last.
-        let mut open: Vec<(Time, u16, u32)> = Vec::new();
+        let mut stream = CallStream {
+            symbols: Vec::with_capacity(ops.len() + 2 * calls.len()),
+            open: Vec::new(),
+        };
         let mut next = 0;
         for op in &ops {
-            // Enter every call that started by the operation's start, leaving those that
-            // ended before it or that a call of the same or a lower depth replaces.
+            // Every call that started by the operation's start holds it, unless it ended.
             while next < calls.len() && calls[next].0 <= op.start {
-                let (start, end, depth, routine) = calls[next];
-                close(&mut open, &mut symbols, &mut alphabet, |&(e, d, _)| {
-                    e < start || d >= depth
-                });
-                symbols.push(alphabet.intern(EventKey::Enter(routine)));
-                open.push((end, depth, routine));
+                stream.enter(&mut alphabet, calls[next]);
                 next += 1;
             }
-            close(&mut open, &mut symbols, &mut alphabet, |&(e, ..)| {
-                e < op.start
-            });
+            stream.leave_while(&mut alphabet, |&(end, ..)| end < op.start);
             for key in op.keys.into_iter().flatten() {
-                symbols.push(alphabet.intern(key));
+                stream.symbols.push(alphabet.intern(key));
             }
         }
-        for &(start, end, depth, routine) in &calls[next..] {
-            close(&mut open, &mut symbols, &mut alphabet, |&(e, d, _)| {
-                e < start || d >= depth
-            });
-            symbols.push(alphabet.intern(EventKey::Enter(routine)));
-            open.push((end, depth, routine));
+        for &call in &calls[next..] {
+            stream.enter(&mut alphabet, call);
         }
-        close(&mut open, &mut symbols, &mut alphabet, |_| true);
-        out.push((rank, symbols));
+        stream.leave_while(&mut alphabet, |_| true);
+        out.push((rank, stream.symbols));
     }
     Ok((alphabet, out))
 }
 
-/// Leaves the innermost open calls while `ended` holds for them.
-fn close(
-    open: &mut Vec<(Time, u16, u32)>,
-    symbols: &mut Vec<u32>,
-    alphabet: &mut Alphabet,
-    ended: impl Fn(&(Time, u16, u32)) -> bool,
-) {
-    while let Some(call) = open.last() {
-        if !ended(call) {
-            break;
+/// A rank's symbols as they are made, with the routine calls still open.
+struct CallStream {
+    symbols: Vec<u32>,
+    /// The open calls as (end, depth, routine), innermost last.
+    open: Vec<(Time, u16, u32)>,
+}
+
+impl CallStream {
+    /// Enters a call `(start, end, depth, routine)`, leaving first the open ones that ended
+    /// before it starts or that it replaces (the same or a lower depth).
+    fn enter(
+        &mut self,
+        alphabet: &mut Alphabet,
+        (start, end, depth, routine): (Time, Time, u16, u32),
+    ) {
+        self.leave_while(alphabet, |&(e, d, _)| e < start || d >= depth);
+        self.symbols.push(alphabet.intern(EventKey::Enter(routine)));
+        self.open.push((end, depth, routine));
+    }
+
+    /// Leaves the innermost open calls while `ended` holds for them.
+    fn leave_while(&mut self, alphabet: &mut Alphabet, ended: impl Fn(&(Time, u16, u32)) -> bool) {
+        while let Some(call) = self.open.last() {
+            if !ended(call) {
+                break;
+            }
+            self.symbols.push(alphabet.intern(EventKey::Leave(call.2)));
+            self.open.pop();
         }
-        symbols.push(alphabet.intern(EventKey::Leave(call.2)));
-        open.pop();
     }
 }
 
