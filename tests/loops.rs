@@ -255,9 +255,10 @@ fn model_sizes(scenario: Scenario, ranks: u32, iterations: u32) -> Sizes {
         assert_eq!(symbols.len() as u64, events, "{scenario} rank {rank}");
     }
     let events = models.iter().map(|(s, _)| s.len());
+    let nesting = structure::nesting(&alphabet);
     let bytes = models
         .iter()
-        .map(|(_, n)| n.render(|s| alphabet.name(s)).len());
+        .map(|(_, n)| n.render_nested(|s| alphabet.name(s), &nesting).len());
     (
         events.clone().min().unwrap(),
         events.max().unwrap(),

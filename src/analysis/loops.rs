@@ -156,23 +156,54 @@ impl LoopNest {
     /// assert_eq!(text, "for i0 in 0..3 {\n  for i1 in 0..3 { A }\n  B\n}\n");
     /// ```
     pub fn render(&self, name: impl Fn(u32) -> String) -> String {
+        self.render_nested(name, &[])
+    }
+
+    /// [`LoopNest::render`] for symbols that nest (`nesting` as [`Nlr::with_nesting`] takes
+    /// it): a run of events starts a new line where a call opens after the line's calls
+    /// have all closed, one call per line.
+    ///
+    /// ```
+    /// use mtfdb::analysis::loops::nlr;
+    /// // 0 = "f(", 1 = ")", 2 = "S1"
+    /// let nest = nlr(&[0, 2, 1, 0, 2, 2, 1], 4);
+    /// let names = |s: u32| ["f(", ")", "S1"][s as usize].to_string();
+    /// assert_eq!(nest.render(names), "f( S1 ) f( S1 S1 )\n");
+    /// assert_eq!(nest.render_nested(names, &[1, -1]), "f( S1 )\nf( S1 S1 )\n");
+    /// ```
+    pub fn render_nested(&self, name: impl Fn(u32) -> String, nesting: &[i8]) -> String {
         let mut out = String::new();
-        render_items(&self.items, &name, 0, &mut out);
+        render_items(&self.items, &name, nesting, 0, &mut out);
         out
     }
 }
 
-fn render_items(items: &[Item], name: &dyn Fn(u32) -> String, depth: usize, out: &mut String) {
+fn render_items(
+    items: &[Item],
+    name: &dyn Fn(u32) -> String,
+    nesting: &[i8],
+    depth: usize,
+    out: &mut String,
+) {
     let mut line_open = false;
+    // Calls the current line opened and has not closed.
+    let mut line_calls = 0i32;
     for item in items {
         match item {
             Item::Symbol(s) => {
+                let change = nesting.get(*s as usize).map_or(0, |&d| i32::from(d));
+                if line_open && change > 0 && line_calls == 0 {
+                    out.push('\n');
+                    line_open = false;
+                }
                 if line_open {
                     out.push(' ');
                 } else {
                     indent(out, depth);
                     line_open = true;
+                    line_calls = 0;
                 }
+                line_calls += change;
                 out.push_str(&name(*s));
             }
             Item::Loop { count, body } => {
@@ -192,7 +223,7 @@ fn render_items(items: &[Item], name: &dyn Fn(u32) -> String, depth: usize, out:
                     out.push_str(" }\n");
                 } else {
                     out.push('\n');
-                    render_items(body, name, depth + 1, out);
+                    render_items(body, name, nesting, depth + 1, out);
                     indent(out, depth);
                     out.push_str("}\n");
                 }

@@ -267,7 +267,7 @@ pub fn logical_nest(events: &[LogicalEvent]) -> String {
             })
         })
         .collect();
-    let nesting = words
+    let nesting: Vec<i8> = words
         .iter()
         .map(|e| match e {
             LogicalEvent::Enter(_) => 1,
@@ -275,8 +275,8 @@ pub fn logical_nest(events: &[LogicalEvent]) -> String {
             _ => 0,
         })
         .collect();
-    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, nesting)
-        .render(|s| words[s as usize].to_string())
+    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, nesting.clone())
+        .render_nested(|s| words[s as usize].to_string(), &nesting)
 }
 
 /// The neighbours of `rank`, by the direction [`direction`] names each one.
@@ -430,6 +430,7 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
     }
     let (alphabet, nests) = loop_nests(trace)?;
     let global = merge_nests(&alphabet, &nests);
+    let nesting = nesting(&alphabet);
     let result = LoopsResult {
         max_body: loops::DEFAULT_MAX_BODY as u32,
         processes: nests
@@ -437,7 +438,7 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
             .map(|(rank, n)| ProcessLoops {
                 rank: *rank,
                 events: n.events(),
-                nest: n.render(|s| alphabet.name(s)),
+                nest: n.render_nested(|s| alphabet.name(s), &nesting),
                 main_loop: MainLoop::of(n, &alphabet),
             })
             .collect(),
