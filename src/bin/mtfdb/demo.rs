@@ -1,5 +1,6 @@
 //! `mtfdb demo`: the bundled example, imported into a fresh database, and the MTF paper's
-//! example queries (its Figure 4) with the per-process statistics table.
+//! example queries (its Figure 4) with the per-process statistics table, then the trace's
+//! structure: a process's loop nest and the logical trace on the topology found.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -12,8 +13,9 @@ use crate::OutputFormat;
 /// The bundled example: a 16-process stencil trace whose world communicator is `C1`.
 const EXAMPLE: &str = include_str!("../../../examples/traces/stencil2d-16.mtf");
 
-/// The five example queries of the MTF paper (Figure 4), then the Table 6 statistics.
-pub const QUERIES: [(&str, &str); 6] = [
+/// The five example queries of the MTF paper (Figure 4), the Table 6 statistics, then a
+/// loop nest (P1) and the logical trace (P2).
+pub const QUERIES: [(&str, &str); 8] = [
     (
         "retrieve all messages in communicator C1",
         "SELECT ALL MESSAGES IN COMM(C1) LIMIT 10",
@@ -37,6 +39,14 @@ pub const QUERIES: [(&str, &str); 6] = [
     (
         "operation counts and bytes per process (the paper's Table 6)",
         "SELECT STATISTICS FOR ALL PROCESSES",
+    ),
+    (
+        "process 5's events as nested loops, and its main loop in solve calls",
+        "SELECT LOOPS FOR PROCESS(5)",
+    ),
+    (
+        "the topology found, and one process's loops with its peers as directions",
+        "SELECT LOGICAL TRACE",
     ),
 ];
 
