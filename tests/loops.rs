@@ -294,3 +294,71 @@ fn model_sizes_per_scenario() {
         assert_eq!(got, sizes, "{scenario} on {ranks} ranks");
     }
 }
+
+mod executable {
+    //! The model is executable, whatever the scenario, size, seed and numbering: every
+    //! rank's nest expands to its exact events, the global model projects onto each rank's
+    //! exact events, and the messages the projections send are the generator's.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// A scenario with a rank count it runs on (bt a square, cg a power of two, ring ≥ 2).
+    fn scenario_and_ranks() -> impl Strategy<Value = (Scenario, u32)> {
+        prop_oneof![
+            (2u32..40).prop_map(|n| (Scenario::Stencil2d, n)),
+            (2u32..40).prop_map(|n| (Scenario::Ring, n)),
+            (1u32..40).prop_map(|n| (Scenario::Sweep, n)),
+            (1u32..40).prop_map(|n| (Scenario::Lu, n)),
+            (2u32..7).prop_map(|k| (Scenario::Bt, k * k)),
+            (1u32..6).prop_map(|k| (Scenario::Cg, 1 << k)),
+            (2u32..40).prop_map(|n| (Scenario::Alltoall, n)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn every_generated_trace_is_regenerated_by_its_models(
+            (scenario, ranks) in scenario_and_ranks(),
+            iterations in 1u32..30,
+            seed in 0u64..1000,
+            shuffle in any::<bool>(),
+        ) {
+            let config = GenConfig {
+                seed,
+                shuffle_ranks: shuffle,
+                ..GenConfig::new(scenario, ranks, iterations)
+            };
+            let truth = generate(&config, &mut NullSink).unwrap();
+            let (alphabet, models) = models(&config);
+            let global = structure::merge_nests(
+                &alphabet,
+                &models
+                    .iter()
+                    .enumerate()
+                    .map(|(r, (_, n))| (r as u32, n.clone()))
+                    .collect::<Vec<_>>(),
+            );
+            let mut sent: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+            for (rank, (symbols, nest)) in models.iter().enumerate() {
+                prop_assert_eq!(&expand(nest), symbols, "{} rank {}", scenario, rank);
+                let projected = global.project(rank as u32);
+                prop_assert_eq!(&projected, symbols, "{} rank {}", scenario, rank);
+                for s in projected {
+                    if let EventKey::Send(q) = alphabet.key(s) {
+                        *sent.entry((rank as u32, q)).or_default() += 1;
+                    }
+                }
+            }
+            let want: BTreeMap<(u32, u32), u64> = truth
+                .pairs
+                .iter()
+                .map(|p| ((p.sender, p.receiver), p.messages))
+                .collect();
+            prop_assert_eq!(sent, want);
+        }
+    }
+}
