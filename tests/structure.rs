@@ -186,8 +186,27 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
         .unwrap();
     assert_eq!(stored.description, "ring of 8");
     assert_eq!(stored.coordinates.len(), 8);
+    let stored_model = trace
+        .result::<structure::GlobalModelResult>("global-model/max_body=64,calls")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loops, stored_model.text.trim_end());
+    // One process's nest is stored apart, and only once asked for.
+    assert!(trace
+        .result::<structure::LoopsResult>("loops/max_body=64,calls")
+        .unwrap()
+        .is_none());
+    s.run("SELECT LOOPS FOR PROCESS(3)").unwrap();
     let stored_loops = structure::loops(&trace, false).unwrap();
-    assert!(loops.contains(stored_loops.global.lines().next().unwrap()));
+    assert_eq!(stored_loops.processes.len(), 8);
+    assert_eq!(
+        stored_loops.processes[3].main_loop,
+        Some(structure::MainLoop {
+            count: 5,
+            routine: Some("solve".into()),
+            calls_per_iteration: 1
+        })
+    );
     // Read back, the same; REFRESH PATTERNS drops them and they are computed again.
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
     s.run("REFRESH PATTERNS").unwrap();

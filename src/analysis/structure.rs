@@ -408,28 +408,40 @@ pub struct ProcessLoops {
     pub main_loop: Option<MainLoop>,
 }
 
-/// Loop nests as stored with the trace: each process's nest and the global model, as text.
+/// Loop nests as stored with the trace: each process's nest, as text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LoopsResult {
     /// The largest loop body NLR looked for.
     pub max_body: u32,
     /// Per process, in rank order.
     pub processes: Vec<ProcessLoops>,
-    /// The merged model as text.
-    pub global: String,
 }
 
-/// The stored loop models, computed (and stored) when absent or when `refresh`.
+/// The global model as stored with the trace, as text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GlobalModelResult {
+    /// The largest loop body NLR looked for.
+    pub max_body: u32,
+    /// The merged model as text ([`GlobalModel::render`]).
+    pub text: String,
+}
+
+/// The key a structure result is stored under: `what` and NLR's parameters (`calls`: the
+/// streams hold routine entries and exits, which models stored before did not).
+fn loops_key(what: &str) -> String {
+    format!("{what}/max_body={},calls", loops::DEFAULT_MAX_BODY)
+}
+
+/// The stored loop models of every process, computed (and stored) when absent or when
+/// `refresh`.
 pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
-    // `calls`: the streams hold routine entries and exits (models stored before did not).
-    let key = format!("loops/max_body={},calls", loops::DEFAULT_MAX_BODY);
+    let key = loops_key("loops");
     if !refresh {
         if let Some(stored) = trace.result::<LoopsResult>(&key)? {
             return Ok(stored);
         }
     }
     let (alphabet, nests) = loop_nests(trace)?;
-    let global = merge_nests(&alphabet, &nests);
     let nesting = nesting(&alphabet);
     let result = LoopsResult {
         max_body: loops::DEFAULT_MAX_BODY as u32,
@@ -442,7 +454,24 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
                 main_loop: MainLoop::of(n, &alphabet),
             })
             .collect(),
-        global: global.render(|s| alphabet.name(s)),
+    };
+    trace.put_result(&key, &result)?;
+    Ok(result)
+}
+
+/// The stored global model, computed (and stored) when absent or when `refresh`; apart from
+/// [`loops`], so that asking for one process's nest never pays for the merge.
+pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResult> {
+    let key = loops_key("global-model");
+    if !refresh {
+        if let Some(stored) = trace.result::<GlobalModelResult>(&key)? {
+            return Ok(stored);
+        }
+    }
+    let (alphabet, model) = global_model(trace)?;
+    let result = GlobalModelResult {
+        max_body: loops::DEFAULT_MAX_BODY as u32,
+        text: model.render(|s| alphabet.name(s)),
     };
     trace.put_result(&key, &result)?;
     Ok(result)

@@ -1639,9 +1639,9 @@ impl Session {
                 r
             }
             Analysis::GlobalModel => {
-                let found = structure::loops(trace, false)?;
+                let found = structure::global_model_text(trace, false)?;
                 let mut r = ResultSet::new(["global model"]);
-                for line in found.global.lines() {
+                for line in found.text.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r
