@@ -1127,7 +1127,22 @@ fn coalesce(a: GlobalItem, b: GlobalItem, rules: Shared) -> Vec<GlobalItem> {
 /// both ends of a regular link coalesce. Keeping both orders means the coalesced model never
 /// orders two constructs both ways: the paper's cycle check holds by construction.
 fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: Shared) -> Vec<GlobalItem> {
-    if a.is_empty() || b.is_empty() {
+    // Only loops and events that may coalesce take part in the alignment; a rank's own
+    // sends and receives keep their places between them.
+    let candidates = |list: &[GlobalItem]| -> Vec<usize> {
+        (0..list.len())
+            .filter(|&i| match &list[i] {
+                GlobalItem::Loop { .. } => true,
+                GlobalItem::Event { symbol, .. } => rules.coalesces(*symbol),
+            })
+            .collect()
+    };
+    // Lists too long to align (irregular traces, whose nests are nearly flat) are put side
+    // by side before any flow is computed.
+    let too_long = |a: &[GlobalItem], b: &[GlobalItem]| {
+        candidates(a).len().saturating_mul(candidates(b).len()) > ALIGN_LIMIT
+    };
+    if a.is_empty() || b.is_empty() || too_long(&a, &b) {
         a.extend(b);
         return a;
     }
@@ -1156,16 +1171,6 @@ fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: Shared) ->
             return None;
         }
         affinity(x, y, linked)
-    };
-    // Only loops and events that may coalesce take part in the alignment; a rank's own
-    // sends and receives keep their places between them.
-    let candidates = |list: &[GlobalItem]| -> Vec<usize> {
-        (0..list.len())
-            .filter(|&i| match &list[i] {
-                GlobalItem::Loop { .. } => true,
-                GlobalItem::Event { symbol, .. } => rules.coalesces(*symbol),
-            })
-            .collect()
     };
     let (ca, cb) = (candidates(&a), candidates(&b));
     let (n, m) = (ca.len(), cb.len());
