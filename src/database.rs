@@ -618,6 +618,24 @@ impl Trace {
         self.reader.result(key)
     }
 
+    /// The analysis result stored under `key`; when there is none, or with `refresh`, the
+    /// one `compute` makes, stored under `key` first.
+    pub fn stored_result<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+        refresh: bool,
+        compute: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        if !refresh {
+            if let Some(stored) = self.result(key)? {
+                return Ok(stored);
+            }
+        }
+        let result = compute()?;
+        self.put_result(key, &result)?;
+        Ok(result)
+    }
+
     /// Removes the stored analysis results whose keys start with `prefix`.
     pub fn drop_results(&self, prefix: &str) -> Result<usize> {
         self.reader.drop_results(prefix)

@@ -338,15 +338,7 @@ fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
 
 /// The stored patterns for `params`, computed (and stored) when absent or when `refresh`.
 pub fn patterns(trace: &Trace, params: &PatternParams, refresh: bool) -> Result<PatternResult> {
-    let key = params.key();
-    if !refresh {
-        if let Some(stored) = trace.result::<PatternResult>(&key)? {
-            return Ok(stored);
-        }
-    }
-    let result = detect_patterns(trace, params)?;
-    trace.put_result(&key, &result)?;
-    Ok(result)
+    trace.stored_result(&params.key(), refresh, || detect_patterns(trace, params))
 }
 
 /// How phases are cut.
@@ -711,16 +703,10 @@ fn routine_of(
 
 /// The stored phases for `params`, computed (and stored) when absent or when `refresh`.
 pub fn phases(trace: &Trace, params: &PhaseParams, refresh: bool) -> Result<PhaseResult> {
-    let key = params.key();
-    if !refresh {
-        if let Some(stored) = trace.result::<PhaseResult>(&key)? {
-            return Ok(stored);
-        }
-    }
-    let found = patterns(trace, &params.patterns, refresh)?;
-    let result = detect_phases(trace, &found, params)?;
-    trace.put_result(&key, &result)?;
-    Ok(result)
+    trace.stored_result(&params.key(), refresh, || {
+        let found = patterns(trace, &params.patterns, refresh)?;
+        detect_phases(trace, &found, params)
+    })
 }
 
 /// Where a `MATCH PATTERN` template occurs: per-process approximate matches (thesis

@@ -435,46 +435,34 @@ fn loops_key(what: &str) -> String {
 /// The stored loop models of every process, computed (and stored) when absent or when
 /// `refresh`.
 pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
-    let key = loops_key("loops");
-    if !refresh {
-        if let Some(stored) = trace.result::<LoopsResult>(&key)? {
-            return Ok(stored);
-        }
-    }
-    let (alphabet, nests) = loop_nests(trace)?;
-    let nesting = nesting(&alphabet);
-    let result = LoopsResult {
-        max_body: loops::DEFAULT_MAX_BODY as u32,
-        processes: nests
-            .iter()
-            .map(|(rank, n)| ProcessLoops {
-                rank: *rank,
-                events: n.events(),
-                nest: n.render_nested(|s| alphabet.name(s), &nesting),
-                main_loop: MainLoop::of(n, &alphabet),
-            })
-            .collect(),
-    };
-    trace.put_result(&key, &result)?;
-    Ok(result)
+    trace.stored_result(&loops_key("loops"), refresh, || {
+        let (alphabet, nests) = loop_nests(trace)?;
+        let nesting = nesting(&alphabet);
+        Ok(LoopsResult {
+            max_body: loops::DEFAULT_MAX_BODY as u32,
+            processes: nests
+                .iter()
+                .map(|(rank, n)| ProcessLoops {
+                    rank: *rank,
+                    events: n.events(),
+                    nest: n.render_nested(|s| alphabet.name(s), &nesting),
+                    main_loop: MainLoop::of(n, &alphabet),
+                })
+                .collect(),
+        })
+    })
 }
 
 /// The stored global model, computed (and stored) when absent or when `refresh`; apart from
 /// [`loops`], so that asking for one process's nest never pays for the merge.
 pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResult> {
-    let key = loops_key("global-model");
-    if !refresh {
-        if let Some(stored) = trace.result::<GlobalModelResult>(&key)? {
-            return Ok(stored);
-        }
-    }
-    let (alphabet, model) = global_model(trace)?;
-    let result = GlobalModelResult {
-        max_body: loops::DEFAULT_MAX_BODY as u32,
-        text: model.render(|s| alphabet.name(s)),
-    };
-    trace.put_result(&key, &result)?;
-    Ok(result)
+    trace.stored_result(&loops_key("global-model"), refresh, || {
+        let (alphabet, model) = global_model(trace)?;
+        Ok(GlobalModelResult {
+            max_body: loops::DEFAULT_MAX_BODY as u32,
+            text: model.render(|s| alphabet.name(s)),
+        })
+    })
 }
 
 /// A topology as stored with the trace.
@@ -502,26 +490,21 @@ pub fn topology_of(
         "topology/threshold=0.05,comm={comm:?},phase={:?}",
         phase.map(|p| p.0)
     );
-    if !refresh {
-        if let Some(stored) = trace.result::<TopologyResult>(&key)? {
-            return Ok(stored);
-        }
-    }
-    let m = matrix(trace, comm, phase.map(|(_, messages, ops)| (messages, ops)))?;
-    let result = match identify(&m) {
-        Ok(t) => TopologyResult {
-            description: t.to_string(),
-            dims: t.dims.clone(),
-            coordinates: t.coordinates.clone(),
-            dropped_fraction: t.dropped_fraction,
-        },
-        Err(u) => TopologyResult {
-            description: u.to_string(),
-            dims: Vec::new(),
-            coordinates: Vec::new(),
-            dropped_fraction: u.dropped_fraction,
-        },
-    };
-    trace.put_result(&key, &result)?;
-    Ok(result)
+    trace.stored_result(&key, refresh, || {
+        let m = matrix(trace, comm, phase.map(|(_, messages, ops)| (messages, ops)))?;
+        Ok(match identify(&m) {
+            Ok(t) => TopologyResult {
+                description: t.to_string(),
+                dims: t.dims.clone(),
+                coordinates: t.coordinates.clone(),
+                dropped_fraction: t.dropped_fraction,
+            },
+            Err(u) => TopologyResult {
+                description: u.to_string(),
+                dims: Vec::new(),
+                coordinates: Vec::new(),
+                dropped_fraction: u.dropped_fraction,
+            },
+        })
+    })
 }
