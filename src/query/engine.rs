@@ -1728,7 +1728,8 @@ impl Session {
                 let rank = rank.unwrap_or_else(|| structure::maximal_process(&t));
                 let events = structure::logical_trace(trace, &t, rank)?;
                 let nest = structure::logical_nest(&events);
-                let mut r = ResultSet::new([format!("logical trace of rank {rank} ({t})")]);
+                let mut r = ResultSet::new(["logical trace"]);
+                r.push(vec![format!("-- rank {rank}; topology: {t}").into()]);
                 for line in nest.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
