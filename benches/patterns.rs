@@ -16,8 +16,7 @@
 mod common;
 
 use mtfdb::analysis::detection::{self, PatternParams, PhaseParams};
-use mtfdb::gen::{generate, iterations_for_events, GenConfig, Scenario};
-use mtfdb::Database;
+use mtfdb::gen::{iterations_for_events, GenConfig, Scenario};
 
 const RANKS: u32 = 4;
 const RUNS: usize = 3;
@@ -49,15 +48,7 @@ fn main() {
         let iterations = iterations_for_events(Scenario::Stencil2d, RANKS, events).unwrap();
         let config = GenConfig::new(Scenario::Stencil2d, RANKS, iterations);
         let dir = data.join(format!("patterns-{events}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        let db = Database::open(&dir).unwrap();
-        let mut truth = None;
-        db.import_events("bench", |sink| {
-            truth = Some(generate(&config, sink)?);
-            Ok(())
-        })
-        .unwrap();
-        let truth = truth.unwrap();
+        let (db, truth) = common::generated_db(&dir, "bench", &config);
         let trace = db.trace("bench").unwrap();
 
         let (_, read_secs) = best(|| {

@@ -10,12 +10,14 @@
 //!
 //! `cargo bench --bench query`; `MTFDB_BENCH_QUERY_EVENTS=5000000` for a smaller trace.
 
+mod common;
+
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use mtfdb::gen::{generate, iterations_for_events, GenConfig, Scenario};
+use mtfdb::gen::{iterations_for_events, GenConfig, Scenario};
 use mtfdb::query::Session;
 use mtfdb::Database;
 
@@ -103,21 +105,16 @@ fn main() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("query-bench");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let db = Database::open(dir.join("db")).unwrap();
     let config = GenConfig::new(
         Scenario::Stencil2d,
         16,
         iterations_for_events(Scenario::Stencil2d, 16, events).unwrap(),
     );
     let started = Instant::now();
-    let mut total = 0;
-    db.import_events("bench", |sink| {
-        total = generate(&config, sink)?.events;
-        Ok(())
-    })
-    .unwrap();
+    let (db, truth) = common::generated_db(&dir.join("db"), "bench", &config);
     println!(
-        "query benchmark: stencil2d, 16 ranks, {total} events, imported in {:.1} s",
+        "query benchmark: stencil2d, 16 ranks, {} events, imported in {:.1} s",
+        truth.events,
         started.elapsed().as_secs_f64()
     );
     let (messages, collectives) = export(&db, &dir);

@@ -19,8 +19,7 @@
 mod common;
 
 use mtfdb::analysis::{loops, process_events, structure, topology};
-use mtfdb::gen::{generate, GenConfig, Scenario};
-use mtfdb::Database;
+use mtfdb::gen::{GenConfig, Scenario};
 
 const RUNS: usize = 3;
 
@@ -38,12 +37,8 @@ fn main() {
     // NLR on real process streams.
     let iterations = 50_000;
     let dir = data.join("structure-bt");
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
-    db.import_events("bt", |sink| {
-        generate(&GenConfig::new(Scenario::Bt, 16, iterations), sink).map(|_| ())
-    })
-    .unwrap();
+    let config = GenConfig::new(Scenario::Bt, 16, iterations);
+    let (db, _) = common::generated_db(&dir, "bt", &config);
     let trace = db.trace("bt").unwrap();
     let (alphabet, streams) = process_events::extract_with_calls(&trace).unwrap();
     let nesting = structure::nesting(&alphabet);
@@ -88,12 +83,8 @@ fn main() {
     // The global merge of many processes.
     let ranks = 1024;
     let dir = data.join("structure-stencil");
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
-    db.import_events("stencil", |sink| {
-        generate(&GenConfig::new(Scenario::Stencil2d, ranks, 24), sink).map(|_| ())
-    })
-    .unwrap();
+    let config = GenConfig::new(Scenario::Stencil2d, ranks, 24);
+    let (db, _) = common::generated_db(&dir, "stencil", &config);
     let trace = db.trace("stencil").unwrap();
     let ((alphabet, nests), read) = best(|| structure::loop_nests(&trace).unwrap());
     let (model, merge) = best(|| structure::merge_nests(&alphabet, &nests));

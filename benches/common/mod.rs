@@ -1,11 +1,14 @@
-//! What the benchmarks share: the sizes to run, where their data goes, and reading the
-//! `mtfdb` binary's report.
+//! What the benchmarks share: the sizes to run, where their data goes, a database holding a
+//! generated trace, and reading the `mtfdb` binary's report.
 
 // Each bench is its own crate and uses only some of these.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use mtfdb::gen::{generate, GenConfig, GroundTruth};
+use mtfdb::Database;
 
 /// Event counts from `MTFDB_BENCH_EVENTS` (comma-separated), else `default`.
 pub fn sizes(default: &[u64]) -> Vec<u64> {
@@ -72,4 +75,18 @@ pub fn best<T>(runs: usize, mut run: impl FnMut() -> T) -> (T, f64) {
         }
     }
     best.expect("at least one run")
+}
+
+/// A fresh database in `dir` (whatever was there is removed) holding the trace `config`
+/// generates, as `name`; with the generator's ground truth.
+pub fn generated_db(dir: &Path, name: &str, config: &GenConfig) -> (Database, GroundTruth) {
+    let _ = std::fs::remove_dir_all(dir);
+    let db = Database::open(dir).unwrap();
+    let mut truth = None;
+    db.import_events(name, |sink| {
+        truth = Some(generate(config, sink)?);
+        Ok(())
+    })
+    .unwrap();
+    (db, truth.expect("generated"))
 }

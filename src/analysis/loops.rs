@@ -760,8 +760,6 @@ impl Rules<'_> {
     }
 }
 
-type Shared<'s> = &'s Rules<'s>;
-
 /// A channel traffic flows on: the messages from one rank to another (in FIFO order, the
 /// paper's channel without the tag, which the symbols do not carry), or the calls of one
 /// collective (numbered per rank: the k-th call on every member is one instance).
@@ -793,7 +791,7 @@ struct Range {
 fn count_traffic(
     items: &[GlobalItem],
     times: u64,
-    rules: Shared,
+    rules: &Rules,
     out: &mut FxHashMap<(Channel, u32), u64>,
 ) {
     for item in items {
@@ -819,7 +817,7 @@ fn count_traffic(
 /// The flow of every item of a list, numbering each channel's traffic from 0 at the list's
 /// start. A collective whose ranks of one item are at different call numbers gets no range
 /// (it cannot make a regular link).
-fn flows(items: &[GlobalItem], rules: Shared) -> Vec<Flow> {
+fn flows(items: &[GlobalItem], rules: &Rules) -> Vec<Flow> {
     let mut next: FxHashMap<(Channel, u32), u64> = FxHashMap::default();
     let mut out = Vec::with_capacity(items.len());
     let mut per = FxHashMap::default();
@@ -970,7 +968,7 @@ fn split_loops(
 /// no link starts or stops mid-loop on an iteration boundary (P1.4's regularization; a link
 /// that starts or stops inside an iteration would need the paper's "shift", which is not
 /// done, and stays irregular: its loops are then not coalesced).
-fn regularize(a: &mut Vec<GlobalItem>, b: &mut Vec<GlobalItem>, rules: Shared) {
+fn regularize(a: &mut Vec<GlobalItem>, b: &mut Vec<GlobalItem>, rules: &Rules) {
     // Splitting one side moves no edge of the other, only adds edges of its own; a few
     // rounds settle it, the bound is a safeguard.
     for _ in 0..16 {
@@ -1060,7 +1058,7 @@ fn blocked(count: u64, g: u64, ranks: &[u32], body: Vec<GlobalItem>) -> Vec<Glob
     }
 }
 
-fn coalesce(a: GlobalItem, b: GlobalItem, rules: Shared) -> Vec<GlobalItem> {
+fn coalesce(a: GlobalItem, b: GlobalItem, rules: &Rules) -> Vec<GlobalItem> {
     match (a, b) {
         (
             GlobalItem::Event {
@@ -1126,7 +1124,7 @@ fn coalesce(a: GlobalItem, b: GlobalItem, rules: Shared) -> Vec<GlobalItem> {
 /// first split where a link starts or stops inside them ([`regularize`]), and only items on
 /// both ends of a regular link coalesce. Keeping both orders means the coalesced model never
 /// orders two constructs both ways: the paper's cycle check holds by construction.
-fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: Shared) -> Vec<GlobalItem> {
+fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: &Rules) -> Vec<GlobalItem> {
     // Only loops and events that may coalesce take part in the alignment; a rank's own
     // sends and receives keep their places between them.
     let candidates = |list: &[GlobalItem]| -> Vec<usize> {
@@ -1253,13 +1251,7 @@ pub fn merge<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
     role: impl Fn(u32) -> Role,
 ) -> GlobalModel {
-    merge_by(
-        models,
-        &Rules {
-            role: &role,
-            communicating: false,
-        },
-    )
+    merge_by(models, &role, false)
 }
 
 /// [`merge`] as P1.4 does it: loops coalesce only where their traffic links them, so that
@@ -1318,19 +1310,18 @@ pub fn merge_communicating<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
     role: impl Fn(u32) -> Role,
 ) -> GlobalModel {
-    merge_by(
-        models,
-        &Rules {
-            role: &role,
-            communicating: true,
-        },
-    )
+    merge_by(models, &role, true)
 }
 
 fn merge_by<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
-    rules: &Rules,
+    role: &dyn Fn(u32) -> Role,
+    communicating: bool,
 ) -> GlobalModel {
+    let rules = &Rules {
+        role,
+        communicating,
+    };
     let mut level: Vec<Vec<GlobalItem>> = models
         .into_iter()
         .map(|(rank, nest)| {
