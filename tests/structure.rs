@@ -114,7 +114,15 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     }
     // The statement compresses it into loops, peers as the torus's directions.
     let mut s = Session::new(db);
+    let key = structure::topology_key(None, None);
+    assert!(trace
+        .result::<structure::TopologyResult>(&key)
+        .unwrap()
+        .is_none());
     let r = s.run("SELECT LOGICAL TRACE FOR PROCESS(5)").unwrap();
+    // The topology it used is the stored one SELECT TOPOLOGY reads.
+    let stored = trace.result::<structure::TopologyResult>(&key).unwrap();
+    assert_eq!(stored.unwrap().topology, Some(t.clone()));
     assert_eq!(r.columns, ["logical trace"]);
     assert_eq!(
         text(&r),
@@ -173,11 +181,11 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
     let loops = text(&s.run("SELECT GLOBAL MODEL").unwrap());
     let trace = s.database().trace("t").unwrap();
     let stored = trace
-        .result::<structure::TopologyResult>("topology/threshold=0.05,comm=None,phase=None")
+        .result::<structure::TopologyResult>(&structure::topology_key(None, None))
         .unwrap()
         .unwrap();
     assert_eq!(stored.description, "ring of 8");
-    assert_eq!(stored.coordinates.len(), 8);
+    assert_eq!(stored.topology.as_ref().unwrap().coordinates.len(), 8);
     let stored_model = trace
         .result::<structure::GlobalModelResult>("global-model/max_body=64,calls")
         .unwrap()
@@ -203,7 +211,7 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
     s.run("REFRESH PATTERNS").unwrap();
     assert!(trace
-        .result::<structure::TopologyResult>("topology/threshold=0.05,comm=None,phase=None")
+        .result::<structure::TopologyResult>(&structure::topology_key(None, None))
         .unwrap()
         .is_none());
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);

@@ -470,12 +470,18 @@ pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResu
 pub struct TopologyResult {
     /// `2D grid 4x4`, or why none was found.
     pub description: String,
-    /// The extents (empty when unknown).
-    pub dims: Vec<u32>,
-    /// Rank → coordinates (empty when unknown).
-    pub coordinates: Vec<Vec<u32>>,
     /// Bytes dropped under the threshold, over all bytes.
     pub dropped_fraction: f64,
+    /// The topology, when one was identified.
+    pub topology: Option<Topology>,
+}
+
+/// The key the topology of `comm` and phase `phase` is stored under.
+pub fn topology_key(comm: Option<CommId>, phase: Option<u32>) -> String {
+    format!(
+        "topology/threshold={},comm={comm:?},phase={phase:?},whole",
+        IdentifyParams::default().threshold
+    )
 }
 
 /// The stored topology of the messages of `comm` and of phase `phase` (with its message and
@@ -486,24 +492,19 @@ pub fn topology_of(
     phase: Option<(u32, &roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
     refresh: bool,
 ) -> Result<TopologyResult> {
-    let key = format!(
-        "topology/threshold=0.05,comm={comm:?},phase={:?}",
-        phase.map(|p| p.0)
-    );
+    let key = topology_key(comm, phase.map(|p| p.0));
     trace.stored_result(&key, refresh, || {
         let m = matrix(trace, comm, phase.map(|(_, messages, ops)| (messages, ops)))?;
         Ok(match identify(&m) {
             Ok(t) => TopologyResult {
                 description: t.to_string(),
-                dims: t.dims.clone(),
-                coordinates: t.coordinates.clone(),
                 dropped_fraction: t.dropped_fraction,
+                topology: Some(t),
             },
             Err(u) => TopologyResult {
                 description: u.to_string(),
-                dims: Vec::new(),
-                coordinates: Vec::new(),
                 dropped_fraction: u.dropped_fraction,
+                topology: None,
             },
         })
     })

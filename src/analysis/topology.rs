@@ -190,7 +190,9 @@ impl CommMatrix {
 /// use mtfdb::analysis::topology::Family;
 /// assert_eq!(Family::Torus.describe(&[8, 8, 16]), "3D torus 8x8x16");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Family {
     /// A linear array (1D grid), `dims = [n]`.
     Line,
@@ -659,7 +661,7 @@ impl Default for IdentifyParams {
 /// assert_eq!(t.to_string(), "2D grid 2x3");
 /// assert_eq!(t.dropped_fraction, 10.0 / 7010.0);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Topology {
     /// The family.
     pub family: Family,

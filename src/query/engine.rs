@@ -1679,8 +1679,12 @@ impl Session {
                     "rank",
                     "coordinates",
                 ]);
-                let dims: Vec<String> = t.dims.iter().map(u32::to_string).collect();
-                if t.coordinates.is_empty() {
+                let (dims, coordinates) = match &t.topology {
+                    Some(found) => (&found.dims[..], &found.coordinates[..]),
+                    None => (&[][..], &[][..]),
+                };
+                let dims: Vec<String> = dims.iter().map(u32::to_string).collect();
+                if coordinates.is_empty() {
                     r.push(vec![
                         t.description.clone().into(),
                         Value::Null,
@@ -1689,7 +1693,7 @@ impl Session {
                         Value::Null,
                     ]);
                 }
-                for (rank, coords) in t.coordinates.iter().enumerate() {
+                for (rank, coords) in coordinates.iter().enumerate() {
                     let first = rank == 0;
                     let coords: Vec<String> = coords.iter().map(u32::to_string).collect();
                     r.push(vec![
@@ -1715,9 +1719,13 @@ impl Session {
                 r
             }
             Analysis::LogicalTrace(rank) => {
-                let m = structure::matrix(trace, None, None)?;
-                let t = structure::identify(&m)
-                    .map_err(|u| usage(format!("a logical trace needs a known topology: {u}")))?;
+                let found = structure::topology_of(trace, None, None, false)?;
+                let Some(t) = found.topology else {
+                    return Err(usage(format!(
+                        "a logical trace needs a known topology: {}",
+                        found.description
+                    )));
+                };
                 let ranks = trace.header().processes.len() as Rank;
                 if let Some(r) = rank.filter(|&r| r >= ranks) {
                     return Err(usage(format!(
