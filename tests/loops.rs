@@ -5,20 +5,17 @@
 
 mod common;
 
-use common::import_generated;
+use common::generated_db;
 
 use mtfdb::analysis::loops::{expand, merge, merge_communicating, GlobalItem, Item, LoopNest};
 use mtfdb::analysis::process_events::{Alphabet, EventKey};
 use mtfdb::analysis::structure::{self, MainLoop};
 use mtfdb::gen::{generate, GenConfig, NullSink, Scenario};
 use mtfdb::model::OpKind;
-use mtfdb::Database;
 
 /// Every rank's symbols and local model of the generated trace, as `SELECT LOOPS` makes them.
 fn models(config: &GenConfig) -> (Alphabet, Vec<(Vec<u32>, LoopNest)>) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    import_generated(&db, config, "t");
+    let (_dir, db) = generated_db(config);
     let trace = db.trace("t").unwrap();
     let (alphabet, streams) = mtfdb::analysis::process_events::extract_with_calls(&trace).unwrap();
     let (nest_alphabet, nests) = structure::loop_nests(&trace).unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::import_generated;
+use common::{import_generated, temp_db};
 
 use mtfdb::analysis::detection::{self, PatternParams, PhaseParams};
 use mtfdb::gen::{GenConfig, Scenario};
@@ -13,12 +13,6 @@ use mtfdb::ingest::EventSink;
 use mtfdb::model::{OpKind, Operation, Rank, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::{Session, Value};
 use mtfdb::Database;
-
-fn temp_db() -> (tempfile::TempDir, Database) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    (dir, db)
-}
 
 /// Communication patterns found, as sorted (occurrences, processes) pairs.
 fn found_patterns(db: &Database, name: &str) -> Vec<(u64, u32)> {

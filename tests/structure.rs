@@ -4,17 +4,14 @@
 
 mod common;
 
-use common::import_generated;
+use common::{generated_db, temp_db};
 
 use mtfdb::analysis::{process_events, structure};
 use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::query::{Session, Value};
-use mtfdb::Database;
 
 fn session_with(scenario: Scenario, ranks: u32, iterations: u32) -> (tempfile::TempDir, Session) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    import_generated(&db, &GenConfig::new(scenario, ranks, iterations), "t");
+    let (dir, db) = generated_db(&GenConfig::new(scenario, ranks, iterations));
     (dir, Session::new(db))
 }
 
@@ -96,9 +93,7 @@ fn loop_nests_count_the_iterations_and_the_global_model_covers_every_rank() {
 
 #[test]
 fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    import_generated(&db, &GenConfig::new(Scenario::Bt, 16, 4), "t");
+    let (_dir, db) = generated_db(&GenConfig::new(Scenario::Bt, 16, 4));
     let trace = db.trace("t").unwrap();
     let m = structure::matrix(&trace, None, None).unwrap();
     let t = structure::identify(&m).unwrap();
@@ -149,9 +144,7 @@ fn the_global_model_gives_the_stored_communication_matrix() {
     use std::collections::BTreeMap;
     // alltoall has no point-to-point messages: its model must send none either.
     for scenario in Scenario::ALL {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("db")).unwrap();
-        import_generated(&db, &GenConfig::new(scenario, 16, 10), "t");
+        let (_dir, db) = generated_db(&GenConfig::new(scenario, 16, 10));
         let trace = db.trace("t").unwrap();
         let (alphabet, model) = structure::global_model(&trace).unwrap();
         let mut from_model: BTreeMap<(u32, u32), u64> = BTreeMap::new();
@@ -173,9 +166,7 @@ fn the_global_model_gives_the_stored_communication_matrix() {
 
 #[test]
 fn loop_models_and_topologies_are_stored_with_the_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    import_generated(&db, &GenConfig::new(Scenario::Ring, 8, 5), "t");
+    let (_dir, db) = generated_db(&GenConfig::new(Scenario::Ring, 8, 5));
     let mut s = Session::new(db);
     let first = text(&s.run("SELECT TOPOLOGY").unwrap());
     let loops = text(&s.run("SELECT GLOBAL MODEL").unwrap());
@@ -222,8 +213,7 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
 /// per round, rank 1 an Irecv and an Isend the other way, 20 rounds each.
 #[test]
 fn an_otf2_ping_pong_is_one_loop_of_its_rounds_inside_main() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
+    let (_dir, db) = temp_db();
     let archive =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otf2/pingpong-isend");
     db.import(&archive, Some("pp")).unwrap();

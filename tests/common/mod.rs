@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests.
 
+// Each test file is its own crate and uses only some of these.
+#![allow(dead_code)]
+
 use mtfdb::gen::{generate, GenConfig, GroundTruth};
 use mtfdb::Database;
 
@@ -13,4 +16,18 @@ pub fn import_generated(db: &Database, config: &GenConfig, name: &str) -> Ground
     })
     .unwrap();
     truth.unwrap()
+}
+
+/// A database in a fresh temporary directory (kept while the `TempDir` lives).
+pub fn temp_db() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    (dir, db)
+}
+
+/// A fresh database holding the trace `config` generates, as `t`.
+pub fn generated_db(config: &GenConfig) -> (tempfile::TempDir, Database) {
+    let (dir, db) = temp_db();
+    import_generated(&db, config, "t");
+    (dir, db)
 }
