@@ -87,8 +87,9 @@ pub fn remove_tandems(input: &[Symbol]) -> Reduction {
     reduce(input, &vec![0; input.len()])
 }
 
-/// [`remove_tandems`] on a sequence cut into blocks (`block[i]` is the block of position `i`;
-/// blocks are contiguous): no unit and no run crosses a block boundary.
+/// [`remove_tandems`] on a sequence cut into blocks (`block[i]` labels position `i`; a block
+/// boundary lies wherever two neighbours' labels differ, so a label may come back, as an
+/// enclosing routine call's does after a nested one): no unit and no run crosses a boundary.
 pub(crate) fn reduce(input: &[Symbol], block: &[u32]) -> Reduction {
     assert_eq!(input.len(), block.len());
     let mut cur = Reduction {
@@ -96,7 +97,16 @@ pub(crate) fn reduce(input: &[Symbol], block: &[u32]) -> Reduction {
         origin: (0..input.len()).collect(),
         runs: Vec::new(),
     };
-    let mut cur_block = block.to_vec();
+    // Number the blocks in order, so that equal numbers are one contiguous block: the runs'
+    // checks compare the labels at their two ends only.
+    let mut cur_block = Vec::with_capacity(block.len());
+    let mut number = 0u32;
+    for (i, &label) in block.iter().enumerate() {
+        if i > 0 && label != block[i - 1] {
+            number += 1;
+        }
+        cur_block.push(number);
+    }
     loop {
         let found = find_runs(&cur, &cur_block);
         if found.is_empty() {
@@ -479,6 +489,12 @@ mod tests {
         let r = reduce(&syms("ababab"), &[0, 0, 0, 0, 1, 1]);
         assert_eq!(text(&r.symbols), "abab");
         assert_eq!(r.runs, vec![run(0, 2, 2, 4)]);
+        // A label that comes back (the enclosing call after a nested one) is another block:
+        // `abab` twice would cross from label 4 back to label 1; only the `ab` pair after
+        // the boundary repeats.
+        let r = reduce(&syms("abababab"), &[1, 1, 1, 4, 1, 1, 1, 1]);
+        assert_eq!(text(&r.symbols), "ababab");
+        assert_eq!(r.runs, vec![run(4, 2, 2, 8)]);
     }
 
     #[test]
