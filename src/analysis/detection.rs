@@ -212,10 +212,11 @@ fn uncovered_tandems(
         vec![0; events.len()]
     };
     let reduction = super::patterns::tandem::reduce(&events.symbols, &blocks);
-    let mut taken: Vec<(usize, usize)> = found
-        .iter()
-        .flat_map(|p| p.occurrences.iter().copied())
-        .collect();
+    // Events some pattern's occurrence (or an earlier run) covers.
+    let mut covered = vec![false; events.len()];
+    for &(s, e) in found.iter().flat_map(|p| &p.occurrences) {
+        covered[s..e].fill(true);
+    }
     let mut units: Vec<ProcessPatternOccurrences> = Vec::new();
     // Runs come by start, an enclosing run before those nested in it.
     for run in &reduction.runs {
@@ -225,10 +226,10 @@ fn uncovered_tandems(
         if unit < 2 || run.end - start != unit * run.copies {
             continue;
         }
-        if taken.iter().any(|&(s, e)| s < run.end && start < e) {
+        if covered[start..run.end].contains(&true) {
             continue;
         }
-        taken.push((start, run.end));
+        covered[start..run.end].fill(true);
         let symbols = events.symbols[start..start + unit].to_vec();
         let copies = (0..run.copies).map(|k| (start + k * unit, start + (k + 1) * unit));
         match units.iter_mut().find(|u| u.symbols == symbols) {
@@ -706,6 +707,19 @@ pub fn phases(trace: &Trace, params: &PhaseParams, refresh: bool) -> Result<Phas
     trace.stored_result(&params.key(), refresh, || {
         let found = patterns(trace, &params.patterns, refresh)?;
         detect_phases(trace, &found, params)
+    })
+}
+
+/// [`phases`] of patterns already at hand (`found`, detected with `params.patterns`), which
+/// spares reading them back from the store.
+pub fn phases_of(
+    trace: &Trace,
+    found: &PatternResult,
+    params: &PhaseParams,
+    refresh: bool,
+) -> Result<PhaseResult> {
+    trace.stored_result(&params.key(), refresh, || {
+        detect_phases(trace, found, params)
     })
 }
 

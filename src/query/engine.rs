@@ -1752,7 +1752,11 @@ impl Session {
             Analysis::Refresh => {
                 trace.drop_results("")?;
                 let found = detection::patterns(trace, &params, true)?;
-                let phases = detection::phases(trace, &PhaseParams::default(), false)?;
+                let phase_params = PhaseParams {
+                    patterns: params,
+                    ..PhaseParams::default()
+                };
+                let phases = detection::phases_of(trace, &found, &phase_params, true)?;
                 let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
                 r.push(vec![
                     "communication patterns".into(),
