@@ -883,8 +883,15 @@ mod tests {
 
     #[test]
     fn homogeneous_segments() {
-        let table = [(2, -0.25), (3, -0.17), (4, -0.12), (6, -0.08), (12, -0.04)];
-        for (n, table_d) in table {
+        // N, then D and s as the thesis's table prints them.
+        let table = [
+            (2, -0.25, -1.5),
+            (3, -0.17, -1.32),
+            (4, -0.12, -1.25),
+            (6, -0.08, -1.19),
+            (12, -0.04, -1.14),
+        ];
+        for (n, table_d, table_s) in table {
             let seq = vec!['A'; n];
             let l = n as f64;
             let tree = segment(&seq, &compat());
@@ -894,6 +901,7 @@ mod tests {
             assert_eq!(r.pc, n - 1, "N={n}: one element is left on the right");
             assert!(close(r.tau, l.log2() / l));
             assert!(close(r.s.unwrap(), -1.0 - 1.0 / (2.0 * l.log2())));
+            assert_eq!(round2(r.s.unwrap()), table_s, "N={n}");
             assert_eq!(tree.len(), 1);
 
             // Textbook: D = 0 at every cut, the first one is kept, s = −1 exactly (K = 2), and
@@ -908,11 +916,6 @@ mod tests {
             assert!(close(r.tau, l.log2() / l));
             assert_eq!(tree.len(), 1);
         }
-        let s: Vec<f64> = [2.0f64, 3.0, 4.0, 6.0, 12.0]
-            .iter()
-            .map(|&l| round2(-1.0 - 1.0 / (2.0 * l.log2())))
-            .collect();
-        assert_eq!(s, vec![-1.5, -1.32, -1.25, -1.19, -1.14]);
     }
 
     #[test]

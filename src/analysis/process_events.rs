@@ -394,8 +394,7 @@ fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<Co
             col(op_col::SOURCE),
             col(op_col::ROOT),
         );
-        // Optional ranks are stored as value + 1 (0 for none).
-        let rank_of = |v: u64| v.checked_sub(1).map(|r| r as Rank);
+        let rank_of = crate::store::tables::unopt;
         for row in 0..rows.min(starts.len()) {
             let Some(kind) = OpKind::from_code(kinds[row] as u32) else {
                 continue;

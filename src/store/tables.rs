@@ -159,7 +159,7 @@ fn opt(v: Option<u32>) -> u64 {
     v.map_or(0, |v| u64::from(v) + 1)
 }
 
-fn unopt(v: u64) -> Option<u32> {
+pub(crate) fn unopt(v: u64) -> Option<u32> {
     v.checked_sub(1).map(|v| v as u32)
 }
 
