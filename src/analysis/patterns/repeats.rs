@@ -779,8 +779,8 @@ impl SuffixArray {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{events, text};
-    use super::super::Alphabet;
     use super::*;
+    use crate::analysis::process_events::{Alphabet, EventKey};
 
     fn raw() -> Options {
         Options {
@@ -803,18 +803,18 @@ mod tests {
             .split(' ')
             .map(|name| {
                 let peer = name[1..].parse().unwrap();
-                Event::Mpi(if name.starts_with('S') {
-                    alphabet.send(peer)
+                Event::Mpi(alphabet.intern(if name.starts_with('S') {
+                    EventKey::Send(peer)
                 } else {
-                    alphabet.recv(peer)
-                })
+                    EventKey::Receive(peer)
+                }))
             })
             .collect()
     }
 
     #[test]
     fn figure_4_8_finds_s2s3r2_five_times() {
-        let mut alphabet = Alphabet::new();
+        let mut alphabet = Alphabet::default();
         let events = figure_4_8(&mut alphabet);
         let found = detect(&events, &raw());
         assert_eq!(found.len(), 1);
@@ -831,7 +831,7 @@ mod tests {
     fn figure_4_8_after_tandem_removal() {
         // S2S3R2 three times in a row (1-based 5..13) is a tandem: its general form occurs
         // three times, the middle occurrence covering the three copies.
-        let mut alphabet = Alphabet::new();
+        let mut alphabet = Alphabet::default();
         let events = figure_4_8(&mut alphabet);
         let found = detect(&events, &Options::default());
         assert_eq!(found.len(), 1);
