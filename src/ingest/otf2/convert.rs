@@ -227,21 +227,13 @@ impl LocationConverter {
         self.out.front().filter(|s| s.complete)
     }
 
-    /// Sets the nesting depth of the ready operation.
-    pub fn set_depth(&mut self, depth: u16) {
-        if let Some(Slot {
-            item: Item::Op(op), ..
-        }) = self.out.front_mut()
-        {
-            op.depth = depth;
-        }
-    }
-
-    /// Drops the item [`LocationConverter::ready`] returned.
+    /// Takes out the item [`LocationConverter::ready`] returned.
     #[inline]
-    pub fn pop(&mut self) {
-        self.out.pop_front();
+    pub fn pop(&mut self) -> Slot {
+        let slot = self.out.pop_front().expect("a ready item");
+        debug_assert!(slot.complete, "only a complete item leaves");
         self.out_base += 1;
+        slot
     }
 
     /// The request id as the model keeps it: unique per process, so threads' ids are kept apart.
@@ -659,9 +651,7 @@ mod tests {
     fn drain(c: &mut LocationConverter) -> Vec<Item> {
         let mut items = Vec::new();
         while c.ready().is_some() {
-            let slot = c.out.pop_front().expect("ready");
-            c.out_base += 1;
-            items.push(slot.item);
+            items.push(c.pop().item);
         }
         items
     }

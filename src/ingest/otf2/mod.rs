@@ -318,22 +318,17 @@ impl Archive {
         sink: &mut dyn EventSink,
     ) -> Result<()> {
         let loc = &mut self.locations[i];
-        let slot = loc.convert.ready().expect("a ready item");
+        let mut slot = loc.convert.pop();
         let offset = slot.offset;
         let reader = loc.stream.reader();
-        match &slot.item {
+        match &mut slot.item {
             Item::Op(op) => {
                 validator
                     .check_operation(op)
                     .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                let depth = validator.depth(op.rank, op.thread);
-                if op.depth != depth {
-                    loc.convert.set_depth(depth);
-                }
-                let slot = loc.convert.ready().expect("a ready item");
-                if let Item::Op(op) = &slot.item {
-                    sink.operation(op)?;
-                }
+                // The converter leaves the depth at 0: the validator's stack knows it.
+                op.depth = validator.depth(op.rank, op.thread);
+                sink.operation(op)?;
             }
             Item::Routine(r) => {
                 validator
@@ -343,7 +338,6 @@ impl Archive {
             }
             Item::Anomaly(a) => sink.anomaly(a)?,
         }
-        loc.convert.pop();
         Ok(())
     }
 
