@@ -321,16 +321,7 @@ impl LocationConverter {
                     }
                 };
                 match frame.seq {
-                    Some(seq) => {
-                        let op = self.op(seq);
-                        op.end = time;
-                        match op.request.filter(|_| awaits_completion(op)) {
-                            Some(request) => {
-                                self.deferred.insert(request, seq);
-                            }
-                            None => self.slot(seq).complete = true,
-                        }
-                    }
+                    Some(seq) => self.close_op(seq, time),
                     None => {
                         let info = ctx.region(region)?;
                         self.push(self.routine(info.name, time, false), offset, true);
@@ -471,6 +462,19 @@ impl LocationConverter {
         Ok(())
     }
 
+    /// Ends the operation at `seq` (its region was left, or the location ended): it is
+    /// complete, unless it still waits for the completion record of its request.
+    fn close_op(&mut self, seq: u64, end: Time) {
+        let op = self.op(seq);
+        op.end = end;
+        match op.request.filter(|_| awaits_completion(op)) {
+            Some(request) => {
+                self.deferred.insert(request, seq);
+            }
+            None => self.slot(seq).complete = true,
+        }
+    }
+
     /// Keeps memory bounded: the operation at the front, if it waits for a completion, is
     /// placed as never completed, so that the items behind it can leave.
     fn release_front(&mut self, ctx: &Context) {
@@ -521,17 +525,10 @@ impl LocationConverter {
                 routine,
             });
             self.push(anomaly, offset, true);
-            if frame.seq.is_none() {
-                self.push(self.routine(routine, last, false), offset, true);
-            }
-            if let Some(seq) = frame.seq {
-                let op = self.op(seq);
-                op.end = last;
-                match op.request.filter(|_| awaits_completion(op)) {
-                    Some(request) => {
-                        self.deferred.insert(request, seq);
-                    }
-                    None => self.slot(seq).complete = true,
+            match frame.seq {
+                Some(seq) => self.close_op(seq, last),
+                None => {
+                    self.push(self.routine(routine, last, false), offset, true);
                 }
             }
         }
