@@ -103,7 +103,7 @@ pub mod kinds {
     pub const NON_BLOCKING_COLLECTIVE_COMPLETE: u8 = 86;
 }
 
-/// The name `otf2-print` gives an event record type (`MPI_SEND`, …), for statistics.
+/// The name `otf2-print` gives an event record type (`MPI_SEND`, …), for error messages.
 pub fn kind_name(kind: u8) -> &'static str {
     use kinds::*;
     match kind {
@@ -217,8 +217,6 @@ pub(crate) struct EventStream {
     strings: Option<IdMap>,
     regions: Option<IdMap>,
     comms: Option<IdMap>,
-    /// Records read, per record type.
-    pub counts: Box<[u64; 256]>,
     /// File offset of the last record read.
     pub offset: u64,
     /// Time (ns) of the last record read.
@@ -239,7 +237,6 @@ impl EventStream {
             strings: local.mappings.remove(&MAPPING_STRING),
             regions: local.mappings.remove(&MAPPING_REGION),
             comms: local.mappings.remove(&MAPPING_COMM),
-            counts: Box::new([0; 256]),
             offset: 0,
             time: 0,
         })
@@ -259,7 +256,6 @@ impl EventStream {
                 kind
             }
         };
-        self.counts[kind as usize] += 1;
         self.time = self.clock.ns(self.reader.time);
         let mut d = self.reader.decoder();
         match self.decode(kind, &mut d) {
