@@ -408,7 +408,7 @@ impl LocationConverter {
                 let request = self.request(request);
                 self.complete(request, time, offset);
             }
-            Event::RequestTest(_) => {
+            Event::RequestTest => {
                 let seq = self.current(OpKind::Test, time, offset);
                 self.op(seq).flags |= flags::NOT_COMPLETED;
             }
@@ -426,7 +426,6 @@ impl LocationConverter {
                 root,
                 sent,
                 received,
-                ..
             } => {
                 let seq = self.current(OpKind::Barrier, time, offset);
                 set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
@@ -442,7 +441,6 @@ impl LocationConverter {
                 sent,
                 received,
                 request,
-                ..
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
@@ -454,7 +452,7 @@ impl LocationConverter {
                 self.complete(request, time, offset);
             }
             Event::ProgramBegin { name } => self.program = Some(name),
-            Event::ProgramEnd | Event::Measurement { .. } | Event::Other => {}
+            Event::ProgramEnd | Event::Measurement | Event::Other => {}
         }
         if self.out.len() > self.max_held {
             self.release_front(ctx);

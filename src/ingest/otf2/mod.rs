@@ -17,12 +17,14 @@
 //! OTF2 records the receiver of a send, the sender of a receive and the root of a collective
 //! as ranks within the communicator; they are translated to world ranks here.
 
-pub mod anchor;
+mod anchor;
 mod convert;
-pub mod defs;
-pub mod events;
+mod defs;
+mod events;
 mod layout;
 mod reader;
+
+pub use anchor::looks_like_anchor;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -64,7 +66,7 @@ pub struct ReadStats {
 /// in a folder (whatever its name).
 pub fn find_anchor(path: &Path) -> Result<PathBuf> {
     if !path.is_dir() {
-        return if anchor::looks_like_anchor(path) {
+        return if looks_like_anchor(path) {
             Ok(path.to_path_buf())
         } else {
             Err(Error::input(
@@ -80,7 +82,7 @@ pub fn find_anchor(path: &Path) -> Result<PathBuf> {
     let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
     let mut anchors: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && anchor::looks_like_anchor(p))
+        .filter(|p| p.is_file() && looks_like_anchor(p))
         .collect();
     anchors.sort();
     match anchors.len() {
