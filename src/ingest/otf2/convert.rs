@@ -97,6 +97,14 @@ fn fail<T>(rule: &'static str, message: String) -> Converted<T> {
     Err(ConvertError { rule, message })
 }
 
+/// A communicator id with no translation to world ranks.
+fn unknown_comm(comm: u32) -> ConvertError {
+    ConvertError {
+        rule: "unknown communicator",
+        message: format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
+    }
+}
+
 impl Context {
     fn region(&self, id: u32) -> Converted<RegionInfo> {
         match self.regions.get(id) {
@@ -130,10 +138,7 @@ impl Context {
                     )
                 }
             }
-            None => fail(
-                "unknown communicator",
-                format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
-            ),
+            None => Err(unknown_comm(comm)),
         }
     }
 
@@ -141,10 +146,7 @@ impl Context {
         match self.comms.get(comm) {
             Some(CommRanks::Members { id, .. }) | Some(CommRanks::Global { id }) => Ok(*id),
             Some(CommRanks::SelfComm { first_id }) => Ok(first_id + me),
-            None => fail(
-                "unknown communicator",
-                format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
-            ),
+            None => Err(unknown_comm(comm)),
         }
     }
 }
@@ -265,10 +267,15 @@ impl LocationConverter {
         }
     }
 
+    /// The place of the innermost open MPI operation.
+    fn innermost_op(&self) -> Option<u64> {
+        self.stack.iter().rev().find_map(|f| f.seq)
+    }
+
     /// The place of the innermost open MPI operation, or of a new one of `kind` made for an
     /// MPI event found outside any MPI region (complete at once).
     fn current(&mut self, kind: OpKind, time: Time, offset: u64) -> u64 {
-        match self.stack.iter().rev().find_map(|f| f.seq) {
+        match self.innermost_op() {
             Some(seq) => seq,
             None => self.new_op(kind, time, offset, true),
         }
@@ -372,7 +379,7 @@ impl LocationConverter {
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
-                match self.stack.iter().rev().find_map(|f| f.seq) {
+                match self.innermost_op() {
                     Some(seq) => self.op(seq).request = Some(request),
                     None => {
                         // A request outside MPI_Irecv: the operation waits for its completion.
@@ -489,10 +496,12 @@ impl LocationConverter {
         }
     }
 
-    fn open_op_with_request(&mut self, request: u64) -> Option<u64> {
-        let seqs: Vec<u64> = self.stack.iter().rev().filter_map(|f| f.seq).collect();
-        seqs.into_iter()
-            .find(|&seq| self.op(seq).request == Some(request))
+    /// The place of the innermost open MPI operation that made `request`.
+    fn open_op_with_request(&self, request: u64) -> Option<u64> {
+        self.stack.iter().rev().filter_map(|f| f.seq).find(|&seq| {
+            let slot = &self.out[(seq - self.out_base) as usize];
+            matches!(&slot.item, Item::Op(op) if op.request == Some(request))
+        })
     }
 
     /// Records that the innermost MPI call completed `request` (a Wait or Test variant).
