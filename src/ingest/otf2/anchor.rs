@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reader::{ChunkReader, Decoder};
+use super::reader::{ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, LITTLE_ENDIAN};
 use crate::error::{Error, Result};
 
 /// The magic string an anchor file starts with (after its buffer header).
@@ -57,11 +57,17 @@ impl Anchor {
     }
 }
 
-/// Whether the file at `path` starts like an OTF2 anchor file.
+/// Whether the file at `path` starts like an OTF2 anchor file: a chunk header (its type and
+/// endianness bytes), then the magic string with its NUL.
 pub fn looks_like_anchor(path: &Path) -> bool {
-    let mut head = [0u8; 7];
+    let mut head = [0u8; 2 + MAGIC.len() + 1];
     match std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)) {
-        Ok(()) => head[0] == 3 && (head[1] == 0x42 || head[1] == 0x23) && &head[2..7] == b"OTF2\0",
+        Ok(()) => {
+            let (header, magic) = head.split_at(2);
+            header[0] == CHUNK_HEADER
+                && matches!(header[1], LITTLE_ENDIAN | BIG_ENDIAN)
+                && magic.strip_suffix(&[0]) == Some(MAGIC.as_bytes())
+        }
         Err(_) => false,
     }
 }
