@@ -13,7 +13,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 const RUNS: usize = 3;
 
@@ -58,10 +57,6 @@ fn archive(data: &Path, events: u64) -> (PathBuf, serde_json::Value) {
     (dir, serde_json::from_str(&line).unwrap())
 }
 
-fn best_of<F: FnMut() -> f64>(mut run: F) -> f64 {
-    (0..RUNS).map(|_| run()).fold(f64::INFINITY, f64::min)
-}
-
 fn main() {
     require("python3", &["-c", "import otf2"], "pip install otf2");
     require("otf2-print", &["--version"], "apt-get install otf2-tools");
@@ -81,29 +76,33 @@ fn main() {
         let written = counts["events"].as_u64().unwrap();
         let anchor = dir.join("traces.otf2");
 
-        let print_secs = best_of(|| {
-            let started = Instant::now();
+        let ((), print_secs) = common::best(RUNS, || {
             let status = Command::new("otf2-print")
                 .arg(&anchor)
                 .stdout(Stdio::null())
                 .status()
                 .unwrap();
             assert!(status.success(), "otf2-print failed");
-            started.elapsed().as_secs_f64()
         });
 
-        let db = data.join(format!("db-otf2-{events}"));
+        // A fresh database folder per run, all removed beforehand: removing the previous
+        // run's database is not part of the time measured.
+        let dbs: Vec<PathBuf> = (0..RUNS)
+            .map(|run| data.join(format!("db-otf2-{events}-{run}")))
+            .collect();
+        for db in &dbs {
+            let _ = std::fs::remove_dir_all(db);
+        }
+        let mut fresh = dbs.iter();
         let mut peak_kib = 0u64;
-        let import_secs = best_of(|| {
-            let _ = std::fs::remove_dir_all(&db);
-            let started = Instant::now();
+        let ((), import_secs) = common::best(RUNS, || {
+            let db = fresh.next().expect("a database folder per run");
             let out = Command::new(exe)
                 .args(["--db", db.to_str().unwrap(), "import"])
                 .arg(&dir)
                 .args(["--name", "bench", "--stats"])
                 .output()
                 .unwrap();
-            let secs = started.elapsed().as_secs_f64();
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success(),
@@ -118,9 +117,10 @@ fn main() {
             );
             let kib = common::peak_kib(&stdout);
             peak_kib = peak_kib.max(kib);
-            secs
         });
-        let _ = std::fs::remove_dir_all(&db);
+        for db in &dbs {
+            let _ = std::fs::remove_dir_all(db);
+        }
         println!(
             "{:>11} {:>11.0} {:>14.2} {:>10.2} {:>12.0} {:>7.1}x {:>10.0}",
             written,

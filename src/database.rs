@@ -57,7 +57,7 @@ impl SourceFormat {
                 Err(e) => Err(e),
             };
         }
-        if otf2::anchor::looks_like_anchor(path) {
+        if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
         }
         let mut head = [0u8; 4096];

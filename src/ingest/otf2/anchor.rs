@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reader::{ChunkReader, Decoder};
+use super::reader::{ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, LITTLE_ENDIAN};
 use crate::error::{Error, Result};
 
 /// The magic string an anchor file starts with (after its buffer header).
@@ -25,8 +25,6 @@ pub struct Anchor {
     pub event_chunk_size: u64,
     /// Chunk size of definition files.
     pub def_chunk_size: u64,
-    /// Number of locations.
-    pub locations: u64,
     /// Number of global definitions.
     pub global_definitions: u64,
     /// The machine it was recorded on.
@@ -35,8 +33,6 @@ pub struct Anchor {
     pub creator: String,
     /// Free-form description.
     pub description: String,
-    /// Archive properties (`OTF2::…` name, value).
-    pub properties: Vec<(String, String)>,
 }
 
 impl Anchor {
@@ -61,11 +57,17 @@ impl Anchor {
     }
 }
 
-/// Whether the file at `path` starts like an OTF2 anchor file.
+/// Whether the file at `path` starts like an OTF2 anchor file: a chunk header (its type and
+/// endianness bytes), then the magic string with its NUL.
 pub fn looks_like_anchor(path: &Path) -> bool {
-    let mut head = [0u8; 7];
+    let mut head = [0u8; 2 + MAGIC.len() + 1];
     match std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)) {
-        Ok(()) => head[0] == 3 && (head[1] == 0x42 || head[1] == 0x23) && &head[2..7] == b"OTF2\0",
+        Ok(()) => {
+            let (header, magic) = head.split_at(2);
+            header[0] == CHUNK_HEADER
+                && matches!(header[1], LITTLE_ENDIAN | BIG_ENDIAN)
+                && magic.strip_suffix(&[0]) == Some(MAGIC.as_bytes())
+        }
         Err(_) => false,
     }
 }
@@ -144,18 +146,17 @@ pub fn read(path: &Path) -> Result<Anchor> {
             ));
         }
     }
-    let locations = d.u64_full("number of locations").map_err(fail)?;
+    let _ = d.u64_full("number of locations").map_err(fail)?;
     let global_definitions = d.u64_full("number of global definitions").map_err(fail)?;
     let machine = d.string("machine name").map_err(fail)?;
     let creator = d.string("creator").map_err(fail)?;
     let description = d.string("description").map_err(fail)?;
-    let mut properties = Vec::new();
+    // Archive properties (`OTF2::…` name, value): not used, but checked to be whole.
     if anchor_format > 1 {
         let n = d.u32_full("number of properties").map_err(fail)?;
         for _ in 0..n {
-            let name = d.string("property name").map_err(fail)?;
-            let value = d.string("property value").map_err(fail)?;
-            properties.push((name, value));
+            let _ = d.string("property name").map_err(fail)?;
+            let _ = d.string("property value").map_err(fail)?;
         }
     }
     Ok(Anchor {
@@ -163,12 +164,10 @@ pub fn read(path: &Path) -> Result<Anchor> {
         version,
         event_chunk_size,
         def_chunk_size,
-        locations,
         global_definitions,
         machine,
         creator,
         description,
-        properties,
     })
 }
 

@@ -97,6 +97,14 @@ fn fail<T>(rule: &'static str, message: String) -> Converted<T> {
     Err(ConvertError { rule, message })
 }
 
+/// A communicator id with no translation to world ranks.
+fn unknown_comm(comm: u32) -> ConvertError {
+    ConvertError {
+        rule: "unknown communicator",
+        message: format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
+    }
+}
+
 impl Context {
     fn region(&self, id: u32) -> Converted<RegionInfo> {
         match self.regions.get(id) {
@@ -130,10 +138,7 @@ impl Context {
                     )
                 }
             }
-            None => fail(
-                "unknown communicator",
-                format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
-            ),
+            None => Err(unknown_comm(comm)),
         }
     }
 
@@ -141,10 +146,7 @@ impl Context {
         match self.comms.get(comm) {
             Some(CommRanks::Members { id, .. }) | Some(CommRanks::Global { id }) => Ok(*id),
             Some(CommRanks::SelfComm { first_id }) => Ok(first_id + me),
-            None => fail(
-                "unknown communicator",
-                format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
-            ),
+            None => Err(unknown_comm(comm)),
         }
     }
 }
@@ -227,21 +229,13 @@ impl LocationConverter {
         self.out.front().filter(|s| s.complete)
     }
 
-    /// Sets the nesting depth of the ready operation.
-    pub fn set_depth(&mut self, depth: u16) {
-        if let Some(Slot {
-            item: Item::Op(op), ..
-        }) = self.out.front_mut()
-        {
-            op.depth = depth;
-        }
-    }
-
-    /// Drops the item [`LocationConverter::ready`] returned.
+    /// Takes out the item [`LocationConverter::ready`] returned.
     #[inline]
-    pub fn pop(&mut self) {
-        self.out.pop_front();
+    pub fn pop(&mut self) -> Slot {
+        let slot = self.out.pop_front().expect("a ready item");
+        debug_assert!(slot.complete, "only a complete item leaves");
         self.out_base += 1;
+        slot
     }
 
     /// The request id as the model keeps it: unique per process, so threads' ids are kept apart.
@@ -273,10 +267,15 @@ impl LocationConverter {
         }
     }
 
+    /// The place of the innermost open MPI operation.
+    fn innermost_op(&self) -> Option<u64> {
+        self.stack.iter().rev().find_map(|f| f.seq)
+    }
+
     /// The place of the innermost open MPI operation, or of a new one of `kind` made for an
     /// MPI event found outside any MPI region (complete at once).
     fn current(&mut self, kind: OpKind, time: Time, offset: u64) -> u64 {
-        match self.stack.iter().rev().find_map(|f| f.seq) {
+        match self.innermost_op() {
             Some(seq) => seq,
             None => self.new_op(kind, time, offset, true),
         }
@@ -329,16 +328,7 @@ impl LocationConverter {
                     }
                 };
                 match frame.seq {
-                    Some(seq) => {
-                        let op = self.op(seq);
-                        op.end = time;
-                        match op.request.filter(|_| awaits_completion(op)) {
-                            Some(request) => {
-                                self.deferred.insert(request, seq);
-                            }
-                            None => self.slot(seq).complete = true,
-                        }
-                    }
+                    Some(seq) => self.close_op(seq, time),
                     None => {
                         let info = ctx.region(region)?;
                         self.push(self.routine(info.name, time, false), offset, true);
@@ -389,7 +379,7 @@ impl LocationConverter {
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
-                match self.stack.iter().rev().find_map(|f| f.seq) {
+                match self.innermost_op() {
                     Some(seq) => self.op(seq).request = Some(request),
                     None => {
                         // A request outside MPI_Irecv: the operation waits for its completion.
@@ -425,7 +415,7 @@ impl LocationConverter {
                 let request = self.request(request);
                 self.complete(request, time, offset);
             }
-            Event::RequestTest(_) => {
+            Event::RequestTest => {
                 let seq = self.current(OpKind::Test, time, offset);
                 self.op(seq).flags |= flags::NOT_COMPLETED;
             }
@@ -443,7 +433,6 @@ impl LocationConverter {
                 root,
                 sent,
                 received,
-                ..
             } => {
                 let seq = self.current(OpKind::Barrier, time, offset);
                 set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
@@ -459,7 +448,6 @@ impl LocationConverter {
                 sent,
                 received,
                 request,
-                ..
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
@@ -471,12 +459,25 @@ impl LocationConverter {
                 self.complete(request, time, offset);
             }
             Event::ProgramBegin { name } => self.program = Some(name),
-            Event::ProgramEnd | Event::Measurement { .. } | Event::Other => {}
+            Event::ProgramEnd | Event::Measurement | Event::Other => {}
         }
         if self.out.len() > self.max_held {
             self.release_front(ctx);
         }
         Ok(())
+    }
+
+    /// Ends the operation at `seq` (its region was left, or the location ended): it is
+    /// complete, unless it still waits for the completion record of its request.
+    fn close_op(&mut self, seq: u64, end: Time) {
+        let op = self.op(seq);
+        op.end = end;
+        match op.request.filter(|_| awaits_completion(op)) {
+            Some(request) => {
+                self.deferred.insert(request, seq);
+            }
+            None => self.slot(seq).complete = true,
+        }
     }
 
     /// Keeps memory bounded: the operation at the front, if it waits for a completion, is
@@ -495,10 +496,12 @@ impl LocationConverter {
         }
     }
 
-    fn open_op_with_request(&mut self, request: u64) -> Option<u64> {
-        let seqs: Vec<u64> = self.stack.iter().rev().filter_map(|f| f.seq).collect();
-        seqs.into_iter()
-            .find(|&seq| self.op(seq).request == Some(request))
+    /// The place of the innermost open MPI operation that made `request`.
+    fn open_op_with_request(&self, request: u64) -> Option<u64> {
+        self.stack.iter().rev().filter_map(|f| f.seq).find(|&seq| {
+            let slot = &self.out[(seq - self.out_base) as usize];
+            matches!(&slot.item, Item::Op(op) if op.request == Some(request))
+        })
     }
 
     /// Records that the innermost MPI call completed `request` (a Wait or Test variant).
@@ -529,17 +532,10 @@ impl LocationConverter {
                 routine,
             });
             self.push(anomaly, offset, true);
-            if frame.seq.is_none() {
-                self.push(self.routine(routine, last, false), offset, true);
-            }
-            if let Some(seq) = frame.seq {
-                let op = self.op(seq);
-                op.end = last;
-                match op.request.filter(|_| awaits_completion(op)) {
-                    Some(request) => {
-                        self.deferred.insert(request, seq);
-                    }
-                    None => self.slot(seq).complete = true,
+            match frame.seq {
+                Some(seq) => self.close_op(seq, last),
+                None => {
+                    self.push(self.routine(routine, last, false), offset, true);
                 }
             }
         }
@@ -659,9 +655,7 @@ mod tests {
     fn drain(c: &mut LocationConverter) -> Vec<Item> {
         let mut items = Vec::new();
         while c.ready().is_some() {
-            let slot = c.out.pop_front().expect("ready");
-            c.out_base += 1;
-            items.push(slot.item);
+            items.push(c.pop().item);
         }
         items
     }

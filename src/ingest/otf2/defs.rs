@@ -19,8 +19,6 @@ pub const UNDEFINED_U32: u32 = u32::MAX;
 pub const PARADIGM_MPI: u8 = 4;
 /// Group type: the locations of a paradigm in rank order (MPI_COMM_WORLD's locations).
 pub const GROUP_COMM_LOCATIONS: u8 = 4;
-/// Group type: a communicator's members as indexes into the COMM_LOCATIONS group.
-pub const GROUP_COMM_GROUP: u8 = 5;
 /// Group type: MPI_COMM_SELF and friends.
 pub const GROUP_COMM_SELF: u8 = 6;
 /// Group type: like COMM_LOCATIONS, with location groups as members (OTF2 3.2).
@@ -29,14 +27,12 @@ pub const GROUP_COMM_LOCATION_GROUPS: u8 = 7;
 pub const GROUP_FLAG_GLOBAL_MEMBERS: u32 = 1;
 
 /// Timer properties: the tick rate and the time the trace starts at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ClockProperties {
     /// Ticks per second.
     pub resolution: u64,
     /// Tick value of the trace's start.
     pub global_offset: u64,
-    /// Ticks between the first and the last event.
-    pub trace_length: u64,
 }
 
 /// A node of the system tree (machine, node, …).
@@ -67,7 +63,6 @@ pub struct Location {
     pub id: u64,
     /// String id.
     pub name: u32,
-    pub kind: u8,
     pub events: u64,
     pub group: u32,
     /// Byte offset of its definition record in the global definitions file.
@@ -81,7 +76,6 @@ pub struct Region {
     pub name: u32,
     /// String id.
     pub canonical_name: u32,
-    pub role: u8,
     pub paradigm: u8,
 }
 
@@ -101,7 +95,6 @@ pub struct Comm {
     /// String id.
     pub name: u32,
     pub group: u32,
-    pub parent: u32,
 }
 
 /// Everything the global definitions file declares that mtfdb uses.
@@ -231,7 +224,7 @@ type Step = std::result::Result<(), Fault>;
 fn read_clock(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let resolution = d.u64("timer resolution")?;
     let global_offset = d.u64("global offset")?;
-    let trace_length = d.u64("trace length")?;
+    let _ = d.u64("trace length")?;
     if resolution == 0 {
         return Err(Fault {
             at: 0,
@@ -241,7 +234,6 @@ fn read_clock(d: &mut Decoder, defs: &mut Definitions) -> Step {
     defs.clock = Some(ClockProperties {
         resolution,
         global_offset,
-        trace_length,
     });
     Ok(())
 }
@@ -284,13 +276,12 @@ fn read_location_group(d: &mut Decoder, defs: &mut Definitions) -> Step {
 fn read_location(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let id = d.u64("location id")?;
     let name = d.u32("name")?;
-    let kind = d.u8("location type")?;
+    let _ = d.u8("location type")?;
     let events = d.u64("number of events")?;
     let group = d.u32("location group")?;
     defs.locations.push(Location {
         id,
         name,
-        kind,
         events,
         group,
         offset: 0,
@@ -307,18 +298,17 @@ fn read_region(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let _begin = d.u32("begin line")?;
     let _end = d.u32("end line")?;
     // Since OTF2 1.1: canonical name, role, paradigm, flags.
-    let (canonical, role, paradigm) = if d.has_more() {
+    let (canonical, paradigm) = if d.has_more() {
         let canonical = d.u32("canonical name")?;
-        let role = d.u8("region role")?;
+        let _ = d.u8("region role")?;
         let paradigm = d.u8("paradigm")?;
-        (canonical, role, paradigm)
+        (canonical, paradigm)
     } else {
-        (name, 0, 0)
+        (name, 0)
     };
     let region = Region {
         name,
         canonical_name: canonical,
-        role,
         paradigm,
     };
     defs.regions.insert(id, region);
@@ -360,13 +350,8 @@ fn read_comm(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let id = d.u32("communicator id")?;
     let name = d.u32("name")?;
     let group = d.u32("group")?;
-    let parent = d.u32("parent")?;
-    defs.comms.push(Comm {
-        id,
-        name,
-        group,
-        parent,
-    });
+    let _ = d.u32("parent")?;
+    defs.comms.push(Comm { id, name, group });
     Ok(())
 }
 

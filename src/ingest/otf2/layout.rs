@@ -229,6 +229,7 @@ fn communicators(
             defs::GROUP_COMM_LOCATIONS | defs::GROUP_COMM_LOCATION_GROUPS => {
                 (0..group.members.len() as Rank).collect()
             }
+            // COMM_GROUP (type 5) and the rest: indexes into COMM_LOCATIONS, i.e. world ranks.
             _ => group.members.iter().map(|&m| m as Rank).collect(),
         };
         if let Some(&bad) = members.iter().find(|&&m| m >= ranks) {

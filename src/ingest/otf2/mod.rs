@@ -17,22 +17,24 @@
 //! OTF2 records the receiver of a send, the sender of a receive and the root of a collective
 //! as ranks within the communicator; they are translated to world ranks here.
 
-pub mod anchor;
+mod anchor;
 mod convert;
-pub mod defs;
-pub mod events;
+mod defs;
+mod events;
 mod layout;
 mod reader;
 
+pub use anchor::looks_like_anchor;
+
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::validate::Validator;
 use crate::ingest::EventSink;
-use crate::model::{Rank, StrId};
+use crate::model::StrId;
 
 use anchor::Anchor;
 use convert::{Item, LocationConverter};
@@ -53,36 +55,18 @@ pub struct Progress {
     pub events_expected: u64,
 }
 
-/// What a read found, per location.
+/// What a read found.
 #[derive(Debug, Clone, Default)]
 pub struct ReadStats {
-    /// OTF2 version of the archive.
-    pub version: (u8, u8, u8),
-    /// The tool that wrote the archive.
-    pub creator: String,
     /// Event records read, in all.
     pub events: u64,
-    /// Per location id: its world rank, thread, and records read by type name (`otf2-print`'s
-    /// names: `ENTER`, `MPI_SEND`, …).
-    pub locations: BTreeMap<u64, LocationStats>,
-}
-
-/// One location's records.
-#[derive(Debug, Clone, Default)]
-pub struct LocationStats {
-    /// World rank of its process.
-    pub rank: Rank,
-    /// Thread index within the process.
-    pub thread: u32,
-    /// Records read by type name.
-    pub records: BTreeMap<&'static str, u64>,
 }
 
 /// Finds the anchor file of the archive at `path`: the file itself, or the one anchor file
 /// in a folder (whatever its name).
 pub fn find_anchor(path: &Path) -> Result<PathBuf> {
     if !path.is_dir() {
-        return if anchor::looks_like_anchor(path) {
+        return if looks_like_anchor(path) {
             Ok(path.to_path_buf())
         } else {
             Err(Error::input(
@@ -98,7 +82,7 @@ pub fn find_anchor(path: &Path) -> Result<PathBuf> {
     let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
     let mut anchors: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && anchor::looks_like_anchor(p))
+        .filter(|p| p.is_file() && looks_like_anchor(p))
         .collect();
     anchors.sort();
     match anchors.len() {
@@ -146,7 +130,6 @@ pub fn read_archive(
 
 /// One location being read.
 struct Location {
-    id: u64,
     stream: EventStream,
     convert: LocationConverter,
     done: bool,
@@ -154,8 +137,6 @@ struct Location {
 
 /// The archive being read: its locations and the merge across them.
 struct Archive {
-    version: (u8, u8, u8),
-    creator: String,
     layout: Layout,
     locations: Vec<Location>,
     events_expected: u64,
@@ -195,15 +176,12 @@ impl Archive {
             let local = defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
             let stream = EventStream::open(&evt, anchor.event_chunk_size, clock, local)?;
             locations.push(Location {
-                id: l.id,
                 stream,
                 convert: LocationConverter::new(rank, thread),
                 done: false,
             });
         }
         Ok(Archive {
-            version: anchor.version,
-            creator: anchor.creator.clone(),
             layout,
             locations,
             events_expected,
@@ -307,7 +285,9 @@ impl Archive {
         }
         progress(&state);
         sink.finish()?;
-        Ok(self.stats(state.events))
+        Ok(ReadStats {
+            events: state.events,
+        })
     }
 
     /// Checks location `i`'s next item (which is ready) and hands it to the sink.
@@ -318,22 +298,17 @@ impl Archive {
         sink: &mut dyn EventSink,
     ) -> Result<()> {
         let loc = &mut self.locations[i];
-        let slot = loc.convert.ready().expect("a ready item");
+        let mut slot = loc.convert.pop();
         let offset = slot.offset;
         let reader = loc.stream.reader();
-        match &slot.item {
+        match &mut slot.item {
             Item::Op(op) => {
                 validator
                     .check_operation(op)
                     .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                let depth = validator.depth(op.rank, op.thread);
-                if op.depth != depth {
-                    loc.convert.set_depth(depth);
-                }
-                let slot = loc.convert.ready().expect("a ready item");
-                if let Item::Op(op) = &slot.item {
-                    sink.operation(op)?;
-                }
+                // The converter leaves the depth at 0: the validator's stack knows it.
+                op.depth = validator.depth(op.rank, op.thread);
+                sink.operation(op)?;
             }
             Item::Routine(r) => {
                 validator
@@ -343,34 +318,6 @@ impl Archive {
             }
             Item::Anomaly(a) => sink.anomaly(a)?,
         }
-        loc.convert.pop();
         Ok(())
-    }
-
-    fn stats(&self, events: u64) -> ReadStats {
-        let mut stats = ReadStats {
-            version: self.version,
-            creator: self.creator.clone(),
-            events,
-            locations: BTreeMap::new(),
-        };
-        for l in &self.locations {
-            let (rank, thread) = self.layout.threads[&l.id];
-            let mut records = BTreeMap::new();
-            for (kind, &n) in l.stream.counts.iter().enumerate() {
-                if n > 0 {
-                    *records.entry(events::kind_name(kind as u8)).or_insert(0) += n;
-                }
-            }
-            stats.locations.insert(
-                l.id,
-                LocationStats {
-                    rank,
-                    thread,
-                    records,
-                },
-            );
-        }
-        stats
     }
 }

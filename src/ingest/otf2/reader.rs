@@ -30,8 +30,10 @@ pub(crate) const TIMESTAMP: u8 = 5;
 /// Record type: the attribute list of the following event.
 pub(crate) const ATTRIBUTE_LIST: u8 = 6;
 
-const BIG_ENDIAN: u8 = 0x23;
-const LITTLE_ENDIAN: u8 = 0x42;
+/// Chunk header byte: the file is big-endian.
+pub(crate) const BIG_ENDIAN: u8 = 0x23;
+/// Chunk header byte: the file is little-endian.
+pub(crate) const LITTLE_ENDIAN: u8 = 0x42;
 /// Bytes read from a file at a time.
 const WINDOW: usize = 64 * 1024;
 
