@@ -2,12 +2,15 @@
 //! (`tests/fixtures/otf2/make_fixtures.py`), the real Score-P trace in `../shared/traces`, a
 //! differential check against `otf2-print`, and damaged archives.
 
+mod common;
+
+use common::temp_db;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mtfdb::model::{flags, OpClass, OpKind, Operation};
-use mtfdb::{Database, Error};
+use mtfdb::Error;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -25,12 +28,6 @@ fn expected(name: &str) -> Value {
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-fn temp_db() -> (tempfile::TempDir, Database) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    (dir, db)
 }
 
 /// Every operation of the trace with its process's thread.
@@ -492,8 +489,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// whose message contains each of `needles`, and checks the database still holds exactly
 /// the earlier trace.
 fn rejected(archive: &Path, needles: &[&str]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
+    let (_dir, db) = temp_db();
     db.import(fixture("pingpong-isend"), Some("earlier"))
         .unwrap();
     let before = db.traces().unwrap()[0].summary.clone();
@@ -610,8 +606,7 @@ fn an_unsupported_version_is_refused_with_its_name_and_offset() {
 #[test]
 fn the_format_is_detected_from_the_anchor_whatever_its_name() {
     let (_tmp, dir) = copy_fixture("subcomms");
-    let db_dir = tempfile::tempdir().unwrap();
-    let db = Database::open(db_dir.path().join("db")).unwrap();
+    let (_db_dir, db) = temp_db();
     // By folder, by anchor file (named run.otf2), and forced.
     db.import(&dir, Some("by-folder")).unwrap();
     db.import(dir.join("run.otf2"), None).unwrap();
