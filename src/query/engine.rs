@@ -33,6 +33,31 @@ fn no_pattern(n: u32, count: usize) -> Error {
     ))
 }
 
+/// `rank` if the trace has it, else why not: checked before any analysis runs.
+fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
+    let ranks = trace.header().processes.len() as Rank;
+    if rank < ranks {
+        Ok(rank)
+    } else {
+        Err(usage(format!(
+            "no process {rank}: the trace has ranks 0-{}",
+            ranks.saturating_sub(1)
+        )))
+    }
+}
+
+/// Phase `n`'s messages and operations (default parameters), or why there is no such phase.
+fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringBitmap, RoaringBitmap)> {
+    let found = detection::phases(trace, &PhaseParams::default(), false)?;
+    match found.phase(n) {
+        Some(p) => Ok((p.message_ids(), p.op_ids())),
+        None => Err(usage(format!(
+            "no phase {n}: the trace has {} (SELECT PHASES lists them)",
+            found.phases.len()
+        ))),
+    }
+}
+
 fn phase_params(threshold: Threshold) -> PhaseParams {
     PhaseParams {
         threshold: threshold.0,
@@ -380,18 +405,8 @@ impl<'a> Engine<'a> {
                     });
                 }
                 Within::Phase(n) => {
-                    let found = detection::phases(self.trace, &PhaseParams::default(), false)?;
-                    let Some(p) = found.phase(*n) else {
-                        return Err(usage(format!(
-                            "no phase {n}: the trace has {} (SELECT PHASES lists them)",
-                            found.phases.len()
-                        )));
-                    };
-                    ids &= if messages {
-                        p.message_ids()
-                    } else {
-                        p.op_ids()
-                    };
+                    let (phase_messages, phase_ops) = phase_ids(self.trace, *n)?;
+                    ids &= if messages { phase_messages } else { phase_ops };
                     plan.push(PlanStep {
                         step: format!("AND phase {n}'s operations"),
                         estimated: ids.len(),
@@ -1507,11 +1522,11 @@ impl Session {
                     envelope: *envelope,
                     ..params
                 };
+                let rank = known_rank(trace, *rank)?;
                 let found = detection::patterns(trace, &params, false)?;
-                let Some(p) = found.processes.iter().find(|p| p.rank == *rank) else {
-                    return Err(usage(format!(
-                        "no process {rank}: the trace has ranks 0-{}",
-                        found.processes.len().saturating_sub(1)
+                let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
+                    return Err(Error::Corrupt(format!(
+                        "the stored patterns have no process {rank}"
                     )));
                 };
                 let mut r =
@@ -1616,11 +1631,11 @@ impl Session {
                 r
             }
             Analysis::Loops(rank) => {
+                let rank = known_rank(trace, *rank)?;
                 let found = structure::loops(trace, false)?;
-                let Some(p) = found.processes.iter().find(|p| p.rank == *rank) else {
-                    return Err(usage(format!(
-                        "no process {rank}: the trace has ranks 0-{}",
-                        found.processes.len().saturating_sub(1)
+                let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
+                    return Err(Error::Corrupt(format!(
+                        "the stored loop models have no process {rank}"
                     )));
                 };
                 let mut r = ResultSet::new(["loop nest"]);
@@ -1653,16 +1668,8 @@ impl Session {
                 };
                 let bitmaps = match phase {
                     Some(k) => {
-                        let found = detection::phases(trace, &PhaseParams::default(), false)?;
-                        match found.phase(*k) {
-                            Some(p) => Some((*k, p.message_ids(), p.op_ids())),
-                            None => {
-                                return Err(usage(format!(
-                                    "no phase {k}: the trace has {} (SELECT PHASES lists them)",
-                                    found.phases.len()
-                                )))
-                            }
-                        }
+                        let (messages, ops) = phase_ids(trace, *k)?;
+                        Some((*k, messages, ops))
                     }
                     None => None,
                 };
@@ -1726,14 +1733,10 @@ impl Session {
                         found.description
                     )));
                 };
-                let ranks = trace.header().processes.len() as Rank;
-                if let Some(r) = rank.filter(|&r| r >= ranks) {
-                    return Err(usage(format!(
-                        "no process {r}: the trace has ranks 0-{}",
-                        ranks.saturating_sub(1)
-                    )));
-                }
-                let rank = rank.unwrap_or_else(|| structure::maximal_process(&t));
+                let rank = match rank {
+                    Some(r) => known_rank(trace, *r)?,
+                    None => structure::maximal_process(&t),
+                };
                 let events = structure::logical_trace(trace, &t, rank)?;
                 let nest = structure::logical_nest(&events);
                 let mut r = ResultSet::new(["logical trace"]);
