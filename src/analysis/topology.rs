@@ -326,29 +326,18 @@ impl Family {
         }
     }
 
-    /// A reference of this family with these extents, `None` when the family has no
-    /// instance with them (see each variant for the extents it takes).
-    fn reference(self, dims: &[u32]) -> Option<Reference> {
-        let n = dims
+    /// Whether the family has an instance with these extents (see each variant for the
+    /// extents it takes). The one place that decides it: [`candidates`] and `reference` both
+    /// ask here.
+    fn takes(self, dims: &[u32]) -> bool {
+        let Some(n) = dims
             .iter()
             .try_fold(1u32, |acc, &d| acc.checked_mul(d))
-            .filter(|_| !dims.is_empty())?;
-        let plus_minus = |k: usize| -> Vec<Vec<i64>> {
-            (0..k)
-                .flat_map(|i| {
-                    [1, -1].map(|s| {
-                        let mut o = vec![0; k];
-                        o[i] = s;
-                        o
-                    })
-                })
-                .collect()
+            .filter(|_| !dims.is_empty())
+        else {
+            return false;
         };
-        let moore: Vec<Vec<i64>> = (-1..=1)
-            .flat_map(|x| (-1..=1).map(move |y| vec![x, y]))
-            .filter(|o| o != &[0, 0])
-            .collect();
-        let ok = match self {
+        match self {
             Family::Line => dims.len() == 1 && n >= 2,
             Family::Ring => dims.len() == 1 && n >= 3,
             Family::Grid => {
@@ -368,10 +357,31 @@ impl Family {
                     dims == [rows, cols]
                 }
             }
-        };
-        if !ok {
+        }
+    }
+
+    /// A reference of this family with these extents, `None` when the family has no
+    /// instance with them (see each variant for the extents it takes).
+    fn reference(self, dims: &[u32]) -> Option<Reference> {
+        if !self.takes(dims) {
             return None;
         }
+        let n: u32 = dims.iter().product();
+        let plus_minus = |k: usize| -> Vec<Vec<i64>> {
+            (0..k)
+                .flat_map(|i| {
+                    [1, -1].map(|s| {
+                        let mut o = vec![0; k];
+                        o[i] = s;
+                        o
+                    })
+                })
+                .collect()
+        };
+        let moore: Vec<Vec<i64>> = (-1..=1)
+            .flat_map(|x| (-1..=1).map(move |y| vec![x, y]))
+            .filter(|o| o != &[0, 0])
+            .collect();
         let (graph, coords) = match self {
             Family::Line | Family::Grid | Family::Hypercube => {
                 lattice(dims, false, &plus_minus(dims.len()))
@@ -591,28 +601,16 @@ fn factorizations(n: u32) -> Vec<Vec<u32>> {
     out
 }
 
-/// The candidate (family, dims) pairs for `n` ranks, in the order they are tried: by number
-/// of dimensions, then family, then extents.
+/// The candidate (family, dims) pairs for `n` ranks: every factorization of `n` with every
+/// family that [takes](Family::takes) it, in the order they are tried: by number of
+/// dimensions, then family, then extents. (CG's `[rows, cols]` is one of the
+/// factorizations.)
 fn candidates(n: u32) -> Vec<(Family, Vec<u32>)> {
-    let mut out = Vec::new();
-    for dims in factorizations(n) {
-        for family in Family::ALL {
-            let applies = match family {
-                Family::Line | Family::Ring | Family::BinaryTree | Family::AllToAll => {
-                    dims.len() == 1
-                }
-                Family::Cg => false,
-                _ => true,
-            };
-            if applies {
-                out.push((family, dims.clone()));
-            }
-        }
-    }
-    if n >= 4 && n.is_power_of_two() {
-        let (rows, cols) = cg_grid(n);
-        out.push((Family::Cg, vec![rows, cols]));
-    }
+    let mut out: Vec<(Family, Vec<u32>)> = factorizations(n)
+        .into_iter()
+        .flat_map(|dims| Family::ALL.map(|family| (family, dims.clone())))
+        .filter(|(family, dims)| family.takes(dims))
+        .collect();
     out.sort_by(|a, b| (a.1.len(), a.0, &a.1).cmp(&(b.1.len(), b.0, &b.1)));
     out
 }
@@ -894,9 +892,9 @@ pub fn identify(matrix: &CommMatrix, params: &IdentifyParams) -> Result<Topology
             });
             continue;
         }
-        let Some(h) = family.reference(&dims) else {
-            continue;
-        };
+        let h = family
+            .reference(&dims)
+            .expect("a candidate's family takes its extents");
         match matches(&g, &degrees, &h, params.search_budget) {
             Ok(map) => {
                 return Ok(Topology {
@@ -976,16 +974,15 @@ fn refine(g: &Graph, h: &Graph) -> Option<(Vec<u32>, Vec<u32>)> {
 }
 
 /// Runs the invariants and the isomorphism search of `g` against `h`: the mapping
-/// `g` node → `h` node, or the first failure.
+/// `g` node → `h` node, or the first failure. `h` is a candidate for `g`'s rank count, so
+/// both have the same number of nodes, and [`identify`] only gets here with a connected `g`
+/// that has an edge (so at least 2 nodes).
 fn matches(
     g: &Graph,
     g_degrees: &[usize],
     h: &Reference,
     budget: u64,
 ) -> Result<Vec<u32>, Failure> {
-    if g.n() != h.graph.n() {
-        return Err(Failure::NotIsomorphic);
-    }
     if g.edges() != h.graph.edges() {
         return Err(Failure::EdgeCount {
             expected: h.graph.edges(),
@@ -1111,9 +1108,6 @@ fn search(
         inv.iter_mut().for_each(|x| *x = NONE);
         map[root as usize] = r;
         inv[r as usize] = root;
-        if n == 1 {
-            return Ok(map);
-        }
         let mut d = 1usize;
         let mut fresh = true;
         loop {
