@@ -269,6 +269,21 @@ impl Family {
         }
     }
 
+    /// Whether the family's lattice wraps around (its neighbours are taken modulo the
+    /// extents): rings, tori and the stencils on a torus.
+    ///
+    /// ```
+    /// use mtfdb::analysis::topology::Family;
+    /// assert!(Family::Ring.wraps() && Family::Stencil6Torus.wraps());
+    /// assert!(!Family::Line.wraps() && !Family::Stencil8Grid.wraps());
+    /// ```
+    pub fn wraps(self) -> bool {
+        matches!(
+            self,
+            Family::Ring | Family::Torus | Family::Stencil6Torus | Family::Stencil8Torus
+        )
+    }
+
     /// Whether the positions at `a` and `b` (coordinates within `dims`) are neighbours in
     /// this family. Worked out from the coordinates alone, independently of the graphs the
     /// identification builds.
@@ -283,8 +298,10 @@ impl Family {
         if a == b || a.len() != dims.len() || b.len() != dims.len() {
             return false;
         }
-        // Signed step along dimension i, wrapping or not: Some(-1 | 0 | 1) or None.
-        let step = |i: usize, wrap: bool| -> Option<i64> {
+        // Signed step along dimension i, modulo the extent where the family wraps:
+        // Some(-1 | 0 | 1) or None.
+        let wrap = self.wraps();
+        let step = |i: usize| -> Option<i64> {
             let (x, y, d) = (i64::from(a[i]), i64::from(b[i]), i64::from(dims[i]));
             let diff = if wrap { (y - x).rem_euclid(d) } else { y - x };
             match diff {
@@ -295,23 +312,18 @@ impl Family {
                 _ => None,
             }
         };
-        let steps =
-            |wrap: bool| -> Option<Vec<i64>> { (0..dims.len()).map(|i| step(i, wrap)).collect() };
+        let steps = || -> Option<Vec<i64>> { (0..dims.len()).map(step).collect() };
         match self {
-            Family::Line | Family::Grid | Family::Hypercube => {
-                steps(false).is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
+            Family::Line | Family::Ring | Family::Grid | Family::Torus | Family::Hypercube => {
+                steps().is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
             }
-            Family::Ring | Family::Torus => {
-                steps(true).is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
-            }
-            Family::Stencil6Torus => steps(true).is_some_and(|s| {
+            Family::Stencil6Torus => steps().is_some_and(|s| {
                 matches!(
                     (s[0], s[1]),
                     (0, 1) | (0, -1) | (1, 0) | (-1, 0) | (1, -1) | (-1, 1)
                 )
             }),
-            Family::Stencil8Grid => steps(false).is_some(),
-            Family::Stencil8Torus => steps(true).is_some(),
+            Family::Stencil8Grid | Family::Stencil8Torus => steps().is_some(),
             Family::AllToAll => true,
             Family::BinaryTree => {
                 let (x, y) = (a[0], b[0]);
@@ -383,16 +395,14 @@ impl Family {
             .filter(|o| o != &[0, 0])
             .collect();
         let (graph, coords) = match self {
-            Family::Line | Family::Grid | Family::Hypercube => {
-                lattice(dims, false, &plus_minus(dims.len()))
+            Family::Line | Family::Ring | Family::Grid | Family::Torus | Family::Hypercube => {
+                lattice(dims, self.wraps(), &plus_minus(dims.len()))
             }
-            Family::Ring | Family::Torus => lattice(dims, true, &plus_minus(dims.len())),
             Family::Stencil6Torus => {
                 let offsets = [[0, 1], [0, -1], [1, 0], [-1, 0], [1, -1], [-1, 1]];
-                lattice(dims, true, &offsets.map(|o| o.to_vec()))
+                lattice(dims, self.wraps(), &offsets.map(|o| o.to_vec()))
             }
-            Family::Stencil8Grid => lattice(dims, false, &moore),
-            Family::Stencil8Torus => lattice(dims, true, &moore),
+            Family::Stencil8Grid | Family::Stencil8Torus => lattice(dims, self.wraps(), &moore),
             Family::BinaryTree => {
                 let edges = (1..n).map(|i| (i, (i - 1) / 2));
                 (
