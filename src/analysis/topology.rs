@@ -1259,31 +1259,16 @@ fn search(
 /// assert_eq!(t.to_string(), "3D torus 3x4x5");
 /// ```
 pub fn synthetic_matrix(family: Family, dims: &[u32], seed: u64) -> Option<CommMatrix> {
-    let n: u32 = dims.iter().product();
-    let edges: Vec<(u32, u32)> = if family == Family::AllToAll {
-        if dims.len() != 1 || n < 2 {
-            return None;
-        }
-        (0..n).flat_map(|i| (0..i).map(move |j| (i, j))).collect()
-    } else {
-        let r = family.reference(dims)?;
-        r.graph
-            .adj
-            .iter()
-            .enumerate()
-            .flat_map(|(a, l)| {
-                l.iter()
-                    .filter(move |&&b| b > a as u32)
-                    .map(move |&b| (a as u32, b))
-            })
-            .collect()
-    };
+    let r = family.reference(dims)?;
+    let n = r.graph.n() as u32;
     let perm = permutation(n, seed);
     let mut m = CommMatrix::new(n);
-    for (a, b) in edges {
-        let (pa, pb) = (perm[a as usize], perm[b as usize]);
-        m.add(pa, pb, 1 << 20);
-        m.add(pb, pa, 1 << 20);
+    for (a, list) in r.graph.adj.iter().enumerate() {
+        for &b in list.iter().filter(|&&b| b as usize > a) {
+            let (pa, pb) = (perm[a], perm[b as usize]);
+            m.add(pa, pb, 1 << 20);
+            m.add(pb, pa, 1 << 20);
+        }
     }
     Some(m)
 }
