@@ -1061,14 +1061,6 @@ fn extend(sig: &[u64], dist: &[u32]) -> Vec<u64> {
         .collect()
 }
 
-/// Whether two signature vectors hold the same multiset.
-fn same_multiset(a: &[u64], b: &[u64]) -> bool {
-    let (mut a, mut b) = (a.to_vec(), b.to_vec());
-    a.sort_unstable();
-    b.sort_unstable();
-    a == b
-}
-
 /// The VF2-like search (`transitive_h`: every node of `h` looks the same).
 ///
 /// `g`'s nodes are taken in BFS order from a node of its rarest colour; each is mapped to an
@@ -1132,11 +1124,14 @@ fn search(
     let mut steps: u64 = 0;
     let mut map = vec![NONE; n];
     let mut inv = vec![NONE; n];
-    // Per depth: the feasible candidates, the next to try, and g's distances from the node
-    // when the depth is a choice point.
+    // Per depth: the feasible candidates and the next to try; when the depth is a choice
+    // point, g's signatures extended by the distances from the node, and their sorted copy
+    // (both depend on the depth alone, not on the candidate tried).
     let mut cands: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut next = vec![0usize; n];
-    let mut g_dist: Vec<Option<Vec<u32>>> = vec![None; n];
+    let mut g_choice: Vec<Option<(Vec<u64>, Vec<u64>)>> = vec![None; n];
+    // The sorted h signatures of the candidate tried at a choice point.
+    let mut sorted_h: Vec<u64> = Vec::with_capacity(n);
     for r in roots {
         let dh = h.distances(r);
         if profile(&dh) != root_profile {
@@ -1202,8 +1197,12 @@ fn search(
                         list.push(c);
                     }
                 }
-                g_dist[d] =
-                    (list.len() > 1 && anchors.len() < MAX_ANCHORS).then(|| g.distances(v as u32));
+                g_choice[d] = (list.len() > 1 && anchors.len() < MAX_ANCHORS).then(|| {
+                    let next_g = extend(sg, &g.distances(v as u32));
+                    let mut sorted_g = next_g.clone();
+                    sorted_g.sort_unstable();
+                    (next_g, sorted_g)
+                });
                 cands[d] = list;
                 next[d] = 0;
             }
@@ -1211,19 +1210,22 @@ fn search(
             while next[d] < cands[d].len() {
                 let c = cands[d][next[d]];
                 next[d] += 1;
-                if let Some(dist_g) = &g_dist[d] {
-                    // A choice point: individualize v -> c and refine by distances from them.
+                if let Some((next_g, sorted_g)) = &g_choice[d] {
+                    // A choice point: individualize v -> c and refine by distances from them;
+                    // the signature multisets must be the same.
                     steps += n as u64;
                     if steps > budget {
                         return Err(Failure::SearchBudget);
                     }
-                    let (_, sg, sh) = anchors.last().expect("the base anchor");
-                    let next_g = extend(sg, dist_g);
+                    let (_, _, sh) = anchors.last().expect("the base anchor");
                     let next_h = extend(sh, &h.distances(c));
-                    if !same_multiset(&next_g, &next_h) {
+                    sorted_h.clear();
+                    sorted_h.extend_from_slice(&next_h);
+                    sorted_h.sort_unstable();
+                    if sorted_h != *sorted_g {
                         continue;
                     }
-                    anchors.push((d, next_g, next_h));
+                    anchors.push((d, next_g.clone(), next_h));
                 }
                 chosen = c;
                 break;
