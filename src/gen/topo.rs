@@ -51,6 +51,15 @@ impl Grid {
         ]
     }
 
+    /// The fewest mesh neighbours any position has (a corner's: 2 on a grid of at least
+    /// 2x2, 1 on a line of at least 2, 0 on a single position).
+    pub(crate) fn fewest_mesh_neighbours(&self) -> u32 {
+        (0..self.nx * self.ny)
+            .map(|p| self.mesh_neighbours(p).iter().flatten().count() as u32)
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Human-readable shape (`4x4 grid`).
     pub(crate) fn describe(&self, what: &str) -> String {
         format!("{}x{} {}", self.nx, self.ny, what)
@@ -160,6 +169,9 @@ mod tests {
         assert_eq!(degrees.iter().filter(|&&d| d == 2).count(), 4);
         assert_eq!(degrees.iter().filter(|&&d| d == 3).count(), 8);
         assert_eq!(degrees.iter().filter(|&&d| d == 4).count(), 4);
+        assert_eq!(g.fewest_mesh_neighbours(), 2);
+        let fewest = |n| Grid::most_square(n).fewest_mesh_neighbours();
+        assert_eq!((fewest(1), fewest(2), fewest(7), fewest(6)), (0, 1, 1, 2));
     }
 
     #[test]

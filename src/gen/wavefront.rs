@@ -38,6 +38,9 @@ struct Front {
     flip_y: bool,
     routine_name: &'static str,
     routine: StrId,
+    /// The name its emissions are recorded under: the routine's, numbered from 1 when every
+    /// wavefront of the scenario calls the same routine (`sweep 1` … `sweep 4`).
+    pattern: String,
     /// Positions ordered by distance from the corner; `layer_start[d]..layer_start[d + 1]`
     /// are those at distance d.
     order: Vec<u32>,
@@ -50,7 +53,12 @@ pub(crate) struct Wavefront {
     bytes_x: u64,
     bytes_y: u64,
     compute: Time,
+    /// Events of the rank with the fewest mesh neighbours in one wavefront (its upstream
+    /// receives and downstream sends, in every block).
+    front_min_events: u32,
     reduce_name: &'static str,
+    /// The name the reduction's emissions are recorded under (`reduce: MPI_Allreduce`).
+    reduce_pattern: String,
     reduce_bytes: u64,
     reduce: StrId,
     double: StrId,
@@ -67,9 +75,11 @@ impl Wavefront {
         reduce: (&'static str, u64),
     ) -> Wavefront {
         let grid = Grid::most_square(n);
+        let shared_name = corners.len() > 1 && corners.iter().all(|c| c.2 == corners[0].2);
         let fronts = corners
             .iter()
-            .map(|&(flip_x, flip_y, routine_name)| {
+            .enumerate()
+            .map(|(f, &(flip_x, flip_y, routine_name))| {
                 let dist = |p: u32| {
                     let (dx, dy) = local(grid, flip_x, flip_y, p);
                     dx + dy
@@ -89,6 +99,11 @@ impl Wavefront {
                     flip_y,
                     routine_name,
                     routine: 0,
+                    pattern: if shared_name {
+                        format!("{routine_name} {}", f + 1)
+                    } else {
+                        routine_name.to_string()
+                    },
                     order,
                     layer_start,
                 }
@@ -100,7 +115,9 @@ impl Wavefront {
             bytes_x: bytes.0,
             bytes_y: bytes.1,
             compute,
+            front_min_events: grid.fewest_mesh_neighbours() * BLOCKS,
             reduce_name: reduce.0,
+            reduce_pattern: format!("{}: MPI_Allreduce", reduce.0),
             reduce_bytes: reduce.1,
             reduce: 0,
             double: 0,
@@ -200,28 +217,8 @@ impl Program for Wavefront {
 
     fn iteration(&mut self, g: &mut Gen<'_>, _i: u32) -> Result<()> {
         let n = g.ranks();
-        // Every rank has its upstream receives and downstream sends in each block.
-        let grid = self.grid;
-        let fewest = (0..n)
-            .map(|p| {
-                let (x, y) = grid.xy(p);
-                let sides = [x > 0, y > 0, x + 1 < grid.nx, y + 1 < grid.ny];
-                sides.iter().filter(|&&s| s).count() as u32 * BLOCKS
-            })
-            .min()
-            .unwrap_or(0);
-        let shared_name = self.fronts.len() > 1
-            && self
-                .fronts
-                .iter()
-                .all(|f| f.routine_name == self.fronts[0].routine_name);
         for f in 0..self.fronts.len() {
-            let name = if shared_name {
-                format!("{} {}", self.fronts[f].routine_name, f + 1)
-            } else {
-                self.fronts[f].routine_name.to_string()
-            };
-            g.pattern(&name, n, fewest);
+            g.pattern(&self.fronts[f].pattern, n, self.front_min_events);
             let layers = self.fronts[f].layer_start.len() - 1;
             for step in 0..layers + BLOCKS as usize - 1 {
                 for block in 0..BLOCKS {
@@ -242,7 +239,7 @@ impl Program for Wavefront {
                 }
             }
         }
-        g.pattern(&format!("{}: MPI_Allreduce", self.reduce_name), n, 1);
+        g.pattern(&self.reduce_pattern, n, 1);
         g.world_allreduce(self.reduce, self.double, self.reduce_bytes)
     }
 }
