@@ -6,19 +6,12 @@
 
 mod common;
 
-use common::import_generated;
+use common::{import_generated, temp_db};
 
 use mtfdb::analysis::structure;
 use mtfdb::analysis::topology::{identify, CommMatrix, Failure, Family, IdentifyParams, Topology};
 use mtfdb::gen::{GenConfig, GroundTruth, Scenario};
 use mtfdb::model::OpKind;
-use mtfdb::Database;
-
-fn temp_db() -> (tempfile::TempDir, Database) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    (dir, db)
-}
 
 /// The point-to-point matrix of a generated trace and its ground truth.
 fn matrix(scenario: Scenario, ranks: u32, shuffle: bool) -> (CommMatrix, GroundTruth) {

@@ -132,10 +132,7 @@ pub fn identify(matrix: &CommMatrix) -> std::result::Result<Topology, Unidentifi
 /// the coordinate offset (`(+1,-1)`) for families without compass names.
 pub fn direction(t: &Topology, from: Rank, to: Rank) -> String {
     let (a, b) = (&t.coordinates[from as usize], &t.coordinates[to as usize]);
-    let wraps = matches!(
-        t.family,
-        Family::Torus | Family::Ring | Family::Stencil6Torus | Family::Stencil8Torus
-    );
+    let wraps = t.family.wraps();
     let delta: Vec<i64> = a
         .iter()
         .zip(b)
