@@ -124,7 +124,7 @@ pub fn read_archive(
     }
     let defs = defs::read_global(&defs_path, anchor.def_chunk_size, anchor.global_definitions)?;
     let layout = Layout::new(&anchor, &defs)?;
-    let mut archive = Archive::open(&anchor, &defs, layout)?;
+    let mut archive = Archive::open(&anchor, defs, layout)?;
     archive.run(sink, progress)
 }
 
@@ -145,7 +145,7 @@ struct Archive {
 }
 
 impl Archive {
-    fn open(anchor: &Anchor, defs: &Definitions, layout: Layout) -> Result<Archive> {
+    fn open(anchor: &Anchor, defs: Definitions, layout: Layout) -> Result<Archive> {
         let clock = defs.clock.expect("checked by the layout");
         let mut locations = Vec::with_capacity(layout.threads.len());
         let mut events_expected = 0u64;
@@ -185,7 +185,7 @@ impl Archive {
             layout,
             locations,
             events_expected,
-            program_names: defs.strings.clone(),
+            program_names: defs.strings,
         })
     }
 
