@@ -6,7 +6,7 @@
 //! The steps (thesis Figures 4.4 and 5.1): each process's events ([`process_events`]), its
 //! process patterns ([`patterns`]), communication patterns across processes
 //! ([`comm_patterns`]), then the sequence of communication-pattern instances by start time cut
-//! into phases ([`phases`]).
+//! into phases ([`phases`](mod@super::phases)).
 
 use std::time::Instant;
 
@@ -710,7 +710,7 @@ pub fn phases(trace: &Trace, params: &PhaseParams, refresh: bool) -> Result<Phas
     })
 }
 
-/// [`phases`] of patterns already at hand (`found`, detected with `params.patterns`), which
+/// [`phases()`] of patterns already at hand (`found`, detected with `params.patterns`), which
 /// spares reading them back from the store.
 pub fn phases_of(
     trace: &Trace,

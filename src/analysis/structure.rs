@@ -1,5 +1,5 @@
 //! Loop models and topology of a stored trace (papers P1 and P2 of the seeds): each process's
-//! events as a loop nest ([`loops`]), the nests merged into a global model, the communication
+//! events as a loop nest ([`loops`](mod@super::loops)), the nests merged into a global model, the communication
 //! topology identified from the communication matrix ([`topology`]), and the logical trace: a
 //! process's events with its peers written as directions of that topology, which expands back
 //! to any rank.
@@ -451,7 +451,7 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
 }
 
 /// The stored global model, computed (and stored) when absent or when `refresh`; apart from
-/// [`loops`], so that asking for one process's nest never pays for the merge.
+/// [`loops()`], so that asking for one process's nest never pays for the merge.
 pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResult> {
     trace.stored_result(&loops_key("global-model"), refresh, || {
         let (alphabet, model) = global_model(trace)?;

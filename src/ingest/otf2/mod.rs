@@ -4,12 +4,12 @@
 //! beside it (`traces.def`) and a folder (`traces/`) with an event file and an optional local
 //! definitions file per location (thread). The reader
 //!
-//! 1. reads the anchor ([`anchor`]) and the global definitions ([`defs`]);
+//! 1. reads the anchor (`anchor`) and the global definitions (`defs`);
 //! 2. lays out the MTF trace: location groups become processes with world ranks (the order of
 //!    the MPI `COMM_LOCATIONS` group), locations become their threads, system tree nodes
 //!    become processors, communicators get their members as world ranks;
-//! 3. streams every location's events ([`events`]), converting them to operations and routine
-//!    events ([`convert`]) and merging the locations by time, so that memory stays bounded by
+//! 3. streams every location's events (`events`), converting them to operations and routine
+//!    events (`convert`) and merging the locations by time, so that memory stays bounded by
 //!    the number of locations rather than the trace's size;
 //! 4. checks every item with the metamodel's rules ([`crate::ingest::validate`]) and hands it
 //!    to the [`EventSink`].
