@@ -154,7 +154,7 @@ pub(crate) fn process_patterns(
     events: &ProcessEvents,
     params: &PatternParams,
 ) -> Vec<ProcessPatternOccurrences> {
-    use super::patterns::{detect, Event, Options};
+    use super::patterns::{repeats::detect_reduced, Event, Options};
     let mut input = Vec::with_capacity(events.len() + 16);
     let mut index = Vec::with_capacity(events.len());
     for i in 0..events.len() {
@@ -177,7 +177,8 @@ pub(crate) fn process_patterns(
             .find(|&i| i != usize::MAX)
             .unwrap_or(events.len())
     };
-    let mut found: Vec<ProcessPatternOccurrences> = detect(&input, &options)
+    let (patterns, reduction) = detect_reduced(&input, &options);
+    let mut found: Vec<ProcessPatternOccurrences> = patterns
         .into_iter()
         .map(|p| ProcessPatternOccurrences {
             symbols: p.symbols.clone(),
@@ -193,7 +194,7 @@ pub(crate) fn process_patterns(
         })
         .collect();
     if params.tandems {
-        found.extend(uncovered_tandems(events, params, &found));
+        found.extend(uncovered_tandems(events, &reduction, &found));
     }
     found
 }
@@ -201,17 +202,12 @@ pub(crate) fn process_patterns(
 /// The tandem repeats that no pattern covers, each unit as a pattern whose occurrences are its
 /// copies. Tandem removal folds a run into one occurrence of its unit, so a process that does
 /// the same exchange eight times in a row (a ping-pong) would otherwise show no pattern.
+/// `reduction` is the tandem reduction pattern detection made of `events`' symbols.
 fn uncovered_tandems(
     events: &ProcessEvents,
-    params: &PatternParams,
+    reduction: &super::patterns::Reduction,
     found: &[ProcessPatternOccurrences],
 ) -> Vec<ProcessPatternOccurrences> {
-    let blocks: Vec<u32> = if params.delimiters {
-        events.blocks.clone()
-    } else {
-        vec![0; events.len()]
-    };
-    let reduction = super::patterns::tandem::reduce(&events.symbols, &blocks);
     // Events some pattern's occurrence (or an earlier run) covers.
     let mut covered = vec![false; events.len()];
     for &(s, e) in found.iter().flat_map(|p| &p.occurrences) {

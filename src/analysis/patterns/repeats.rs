@@ -149,6 +149,15 @@ impl ProcessPattern {
 /// Alg 4.5 first when `options.remove_tandems`). Patterns are ordered by their first
 /// position, then by length.
 pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
+    detect_reduced(events, options).0
+}
+
+/// [`detect`], also giving the tandem reduction of the MPI symbols (in the coordinates of the
+/// symbols alone, delimiters left out), so that a caller needs not compute it again.
+pub(crate) fn detect_reduced(
+    events: &[Event],
+    options: &Options,
+) -> (Vec<ProcessPattern>, Reduction) {
     // The MPI symbols alone, with the event index and block of each.
     let mut symbols = Vec::with_capacity(events.len());
     let mut index = Vec::with_capacity(events.len());
@@ -243,7 +252,7 @@ pub fn detect(events: &[Event], options: &Options) -> Vec<ProcessPattern> {
         })
         .collect();
     patterns.sort_by_key(|p| (p.positions[0], p.symbols.len()));
-    patterns
+    (patterns, reduction)
 }
 
 const NONE: u32 = u32::MAX;
