@@ -1070,23 +1070,12 @@ fn coalesce(a: GlobalItem, b: GlobalItem, rules: &Rules) -> Vec<GlobalItem> {
                 ranks: rb,
             },
         ) => {
-            if x == y {
-                vec![GlobalItem::Event {
-                    symbol: x,
-                    ranks: union(&ra, &rb),
-                }]
-            } else {
-                vec![
-                    GlobalItem::Event {
-                        symbol: x,
-                        ranks: ra,
-                    },
-                    GlobalItem::Event {
-                        symbol: y,
-                        ranks: rb,
-                    },
-                ]
-            }
+            // The alignment pairs events of one symbol only.
+            debug_assert_eq!(x, y);
+            vec![GlobalItem::Event {
+                symbol: x,
+                ranks: union(&ra, &rb),
+            }]
         }
         (
             GlobalItem::Loop {
