@@ -691,6 +691,11 @@ impl EventSink for Importer {
         Ok(())
     }
 
+    fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
+        self.meta.header.locations = locations.to_vec();
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
@@ -711,6 +716,7 @@ enum Entry {
     Operation(usize),
     Routine(RoutineEvent),
     Anomaly(Anomaly),
+    Locations(Vec<crate::model::Location>),
 }
 
 /// A run of items from the source. Operation slots are reused from batch to batch, so that
@@ -809,6 +815,10 @@ impl EventSink for ImportSink {
         self.push(Entry::Anomaly(anomaly.clone()))
     }
 
+    fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
+        self.push(Entry::Locations(locations.to_vec()))
+    }
+
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
@@ -828,6 +838,7 @@ fn import_batches(
                 Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
                 Entry::Routine(ev) => importer.routine(ev)?,
                 Entry::Anomaly(a) => importer.derived.record_anomaly(a.clone())?,
+                Entry::Locations(l) => importer.locations(l)?,
             }
         }
         // The parser may have gone already; then the batch is simply dropped.

@@ -319,6 +319,7 @@ fn header(config: &GenConfig, program: &dyn Program, perm: &[Rank]) -> TraceHead
         processors,
         processes,
         communicators,
+        locations: Vec::new(),
     }
 }
 

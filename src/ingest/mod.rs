@@ -10,7 +10,7 @@ pub mod otf2;
 pub mod validate;
 
 use crate::error::Result;
-use crate::model::{Anomaly, Operation, RoutineEvent, StrId, TraceHeader};
+use crate::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
 
 /// The receiver of a parsed trace. A source calls, in this order: [`EventSink::header`] once,
 /// then [`EventSink::string`], [`EventSink::operation`] and [`EventSink::routine`] in any
@@ -29,6 +29,13 @@ pub trait EventSink {
     /// left, say); the import records it with the anomalies matching finds.
     fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
         let _ = anomaly;
+        Ok(())
+    }
+    /// The locations that are not an MPI rank's main thread (threads, accelerator streams,
+    /// metric readers, non-MPI processes), with what each recorded; called once, before
+    /// [`EventSink::finish`], by sources that have such locations. They replace the header's.
+    fn locations(&mut self, locations: &[Location]) -> Result<()> {
+        let _ = locations;
         Ok(())
     }
     /// The end of the trace.

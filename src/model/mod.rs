@@ -124,6 +124,10 @@ pub struct TraceHeader {
     pub processes: Vec<Process>,
     /// Communicators.
     pub communicators: Vec<Communicator>,
+    /// Locations that are not an MPI rank's main thread: other threads, accelerator streams,
+    /// metric readers, processes outside MPI. Sources report them at the end of the trace
+    /// ([`crate::ingest::EventSink::locations`]), with what they recorded.
+    pub locations: Vec<Location>,
 }
 
 impl TraceHeader {
@@ -156,6 +160,75 @@ impl TraceHeader {
     /// The communicator with this id.
     pub fn communicator(&self, id: CommId) -> Option<&Communicator> {
         self.communicators.iter().find(|c| c.id == id)
+    }
+}
+
+/// What a non-MPI [`Location`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LocationKind {
+    /// A CPU thread of a process (OpenMP, Pthreads, a second thread of an MPI rank).
+    CpuThread,
+    /// An accelerator stream or queue (CUDA, HIP, OpenCL, offload devices).
+    Accelerator,
+    /// A location that only records metrics (hardware counters, uncore readers).
+    Metric,
+    /// A process that is not an MPI rank (a trace with no MPI, another application).
+    Process,
+    /// Anything else the source declares.
+    Other,
+}
+
+impl LocationKind {
+    /// A word a person reads in `info`: `CPU thread`, `accelerator`, ….
+    pub fn name(self) -> &'static str {
+        match self {
+            LocationKind::CpuThread => "CPU thread",
+            LocationKind::Accelerator => "accelerator",
+            LocationKind::Metric => "metric",
+            LocationKind::Process => "non-MPI process",
+            LocationKind::Other => "other",
+        }
+    }
+}
+
+/// A location of the source that is not an MPI rank's main thread: kept, listed and counted,
+/// never given a rank of its own.
+///
+/// ```
+/// use mtfdb::model::{Location, LocationKind};
+/// let stream = Location::new("CUDA[0:13]", LocationKind::Accelerator);
+/// assert_eq!(stream.rank, None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// The source's name for it (`CUDA[0:13]`, `OMP thread 3`, `uncore reader 2`).
+    pub name: String,
+    /// What it is.
+    pub kind: LocationKind,
+    /// The source's name of the group it belongs to (a process, a device, an application).
+    pub group: String,
+    /// The MPI rank whose process it belongs to, if any.
+    pub rank: Option<Rank>,
+    /// Its thread number within that rank, when its routine calls are kept under the rank.
+    pub thread: Option<u32>,
+    /// Region (routine or kernel) entries it recorded.
+    pub regions: u64,
+    /// Event records it recorded, of any kind.
+    pub events: u64,
+}
+
+impl Location {
+    /// A location of `kind` named `name`, in no group, with nothing recorded yet.
+    pub fn new(name: &str, kind: LocationKind) -> Location {
+        Location {
+            name: name.to_string(),
+            kind,
+            group: String::new(),
+            rank: None,
+            thread: None,
+            regions: 0,
+            events: 0,
+        }
     }
 }
 
@@ -525,6 +598,72 @@ pub enum Anomaly {
         /// The routine's interned name.
         routine: StrId,
     },
+    /// A routine left while another, entered after it, was still open (crossed leaves, or a
+    /// tasking runtime's leaves that are not last-in-first-out). The routines entered after
+    /// it are closed at this time.
+    CrossedLeave {
+        /// The process.
+        rank: Rank,
+        /// Its thread.
+        thread: u32,
+        /// When the leave happened (ns).
+        time: Time,
+        /// The routine left.
+        routine: StrId,
+        /// The innermost routine open at the time, closed early.
+        innermost: StrId,
+    },
+    /// A routine left that was never entered (or whose entry was not recorded).
+    LeaveWithoutEnter {
+        /// The process.
+        rank: Rank,
+        /// Its thread.
+        thread: u32,
+        /// When (ns).
+        time: Time,
+        /// The routine left.
+        routine: StrId,
+    },
+    /// An MPI call recorded only as a region, without the MPI records that say what it did
+    /// (older Score-P's non-blocking collectives, say): kept as a call of its name, with no
+    /// communicator, outside message and collective matching.
+    CallWithoutRecords {
+        /// The call.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The call's interned name.
+        name: StrId,
+    },
+    /// A receive whose recorded length differs from the length of the send it matched.
+    LengthMismatch {
+        /// The send.
+        send_op: OpId,
+        /// The receive.
+        recv_op: OpId,
+        /// Bytes the send recorded (the message keeps these).
+        sent: u64,
+        /// Bytes the receive recorded.
+        received: u64,
+    },
+    /// A value that does not fit where it must go (a sum past 2^64 - 1, a time past the
+    /// clock's range): kept saturated and reported here, never wrapped.
+    ValueOverflow {
+        /// The process, when one is concerned.
+        rank: Option<Rank>,
+        /// What overflowed.
+        what: String,
+    },
+    /// A record the source format allows but this reader cannot place (a location with no
+    /// process, a message to a location that is not a rank, …): skipped and counted.
+    SkippedRecord {
+        /// The process, when one is concerned.
+        rank: Option<Rank>,
+        /// When (ns), if known.
+        time: Option<Time>,
+        /// What was skipped and why.
+        what: String,
+    },
 }
 
 impl Anomaly {
@@ -541,6 +680,12 @@ impl Anomaly {
             Anomaly::RootMismatch { .. } => "collective root mismatch",
             Anomaly::MissingFinalize { .. } => "missing MPI_Finalize",
             Anomaly::UnclosedRoutine { .. } => "routine never left",
+            Anomaly::CrossedLeave { .. } => "crossed routine leave",
+            Anomaly::LeaveWithoutEnter { .. } => "routine left but never entered",
+            Anomaly::CallWithoutRecords { .. } => "MPI call without its records",
+            Anomaly::LengthMismatch { .. } => "receive length differs from send",
+            Anomaly::ValueOverflow { .. } => "value overflow",
+            Anomaly::SkippedRecord { .. } => "record skipped",
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 
 /// The on-disk format version this build reads and writes. Bump it whenever a stored layout
 /// changes; a database of another version is refused on open with a clear message.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Whether a trace is visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

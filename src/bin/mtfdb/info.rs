@@ -270,5 +270,42 @@ fn describe(trace: &Trace, a: &Anomaly) -> String {
             "rank {rank}: routine {} was entered but never left (closed at the rank's last event)",
             trace.string(*routine).unwrap_or("?")
         ),
+        Anomaly::CrossedLeave { rank, thread, time, routine, innermost } => format!(
+            "rank {rank} thread {thread} at {}: left {} while {} was still open (closed there)",
+            seconds(*time),
+            trace.string(*routine).unwrap_or("?"),
+            trace.string(*innermost).unwrap_or("?")
+        ),
+        Anomaly::LeaveWithoutEnter { rank, thread, time, routine } => format!(
+            "rank {rank} thread {thread} at {}: left {}, which was never entered",
+            seconds(*time),
+            trace.string(*routine).unwrap_or("?")
+        ),
+        Anomaly::CallWithoutRecords { op, rank, name } => format!(
+            "operation {op}: rank {rank} called {} but the trace has no MPI records for it (no communicator; not matched)",
+            trace.string(*name).unwrap_or("?")
+        ),
+        Anomaly::LengthMismatch { send_op, recv_op, sent, received } => format!(
+            "operations {send_op} -> {recv_op}: the send recorded {sent} bytes, the receive {received}"
+        ),
+        Anomaly::ValueOverflow { rank, what } => match rank {
+            Some(r) => format!("rank {r}: {what}"),
+            None => what.clone(),
+        },
+        Anomaly::SkippedRecord { rank, time, what } => {
+            let mut s = String::new();
+            if let Some(r) = rank {
+                s.push_str(&format!("rank {r} "));
+            }
+            if let Some(t) = time {
+                s.push_str(&format!("at {} ", seconds(*t)));
+            }
+            if !s.is_empty() {
+                s.pop();
+                s.push_str(": ");
+            }
+            s.push_str(what);
+            s
+        }
     }
 }

@@ -55,6 +55,7 @@ impl Layout {
             processors,
             processes,
             communicators,
+            locations: Vec::new(),
         };
         Ok(Layout {
             header,
