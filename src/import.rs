@@ -13,7 +13,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
-use crate::ingest::EventSink;
+use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
     RoutineEvent, StrId, Time, TraceHeader,
@@ -855,7 +855,8 @@ pub fn run_import(
     writer: TraceWriter<'_>,
     source: &str,
     format: &str,
-    parse: impl FnOnce(&mut ImportSink) -> Result<()>,
+    policy: Policy,
+    parse: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
     let (job_tx, job_rx) = sync_channel::<Job>(JOBS_IN_FLIGHT);
@@ -873,7 +874,7 @@ pub fn run_import(
                 full: full_tx,
                 empty: empty_rx,
             };
-            parse(&mut sink).and_then(|_| sink.send())
+            parse(&mut ValidatingSink::new(&mut sink, policy)).and_then(|_| sink.send())
             // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };
         let imported = import_stage

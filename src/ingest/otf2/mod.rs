@@ -11,8 +11,8 @@
 //! 3. streams every location's events (`events`), converting them to operations and routine
 //!    events (`convert`) and merging the locations by time, so that memory stays bounded by
 //!    the number of locations rather than the trace's size;
-//! 4. checks every item with the metamodel's rules ([`crate::ingest::validate`]) and hands it
-//!    to the [`EventSink`].
+//! 4. hands every item to the [`EventSink`] (the import's seam checks it against the
+//!    metamodel's rules and places a broken one at the record it came from).
 //!
 //! OTF2 records the receiver of a send, the sender of a receive and the root of a collective
 //! as ranks within the communicator; they are translated to world ranks here.
@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::ingest::validate::Validator;
 use crate::ingest::EventSink;
 use crate::model::StrId;
 
@@ -244,19 +243,18 @@ impl Archive {
         if let Some(name) = self.locations.iter().find_map(|l| l.convert.program) {
             header.scenario = self.program_names.get(&name).cloned().unwrap_or_default();
         }
-        let mut validator = Validator::new(&header).map_err(|v| {
-            Error::input(
+        sink.header(&header).map_err(|e| match e {
+            Error::Rule(v) => Error::input(
                 self.layout.header.trace_name.clone(),
                 0,
                 0,
                 v.rule,
                 v.message,
                 "",
-            )
+            ),
+            other => other,
         })?;
-        sink.header(&header)?;
         for (id, s) in self.layout.strings.iter().enumerate() {
-            validator.string(id as StrId, s);
             sink.string(id as StrId, s)?;
         }
 
@@ -265,7 +263,7 @@ impl Archive {
             // Take this location's items while it stays the earliest.
             let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
             loop {
-                self.deliver(i, &mut validator, sink)?;
+                self.deliver(i, sink)?;
                 match self.next_time(i, &mut state.events)? {
                     Some(t) if t <= bound => continue,
                     Some(t) => {
@@ -291,33 +289,20 @@ impl Archive {
     }
 
     /// Checks location `i`'s next item (which is ready) and hands it to the sink.
-    fn deliver(
-        &mut self,
-        i: usize,
-        validator: &mut Validator,
-        sink: &mut dyn EventSink,
-    ) -> Result<()> {
+    fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
         let loc = &mut self.locations[i];
-        let mut slot = loc.convert.pop();
+        let slot = loc.convert.pop();
         let offset = slot.offset;
         let reader = loc.stream.reader();
-        match &mut slot.item {
-            Item::Op(op) => {
-                validator
-                    .check_operation(op)
-                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                // The converter leaves the depth at 0: the validator's stack knows it.
-                op.depth = validator.depth(op.rank, op.thread);
-                sink.operation(op)?;
-            }
-            Item::Routine(r) => {
-                validator
-                    .check_routine(r)
-                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                sink.routine(r)?;
-            }
-            Item::Anomaly(a) => sink.anomaly(a)?,
-        }
-        Ok(())
+        let delivered = match &slot.item {
+            Item::Op(op) => sink.operation(op),
+            Item::Routine(r) => sink.routine(r),
+            Item::Anomaly(a) => sink.anomaly(a),
+        };
+        // The seam checked the item; a broken rule is placed at the record it came from.
+        delivered.map_err(|e| match e {
+            Error::Rule(v) => reader.error(offset, v.rule, v.message),
+            other => other,
+        })
     }
 }
