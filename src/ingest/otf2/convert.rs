@@ -473,14 +473,23 @@ impl LocationConverter {
             self.push(Item::Anomaly(anomaly), offset, true);
         }
         while self.stack.len() > at {
-            let frame = self.stack.pop().expect("the stack holds at least `at` frames");
+            let frame = self
+                .stack
+                .pop()
+                .expect("the stack holds at least `at` frames");
             self.close_frame(ctx, frame, time, offset)?;
         }
         Ok(())
     }
 
     /// Ends a region at `time`: its operation, or its routine call.
-    fn close_frame(&mut self, ctx: &Context, frame: Frame, time: Time, offset: u64) -> Converted<()> {
+    fn close_frame(
+        &mut self,
+        ctx: &Context,
+        frame: Frame,
+        time: Time,
+        offset: u64,
+    ) -> Converted<()> {
         match frame.seq {
             Some(seq) => self.close_op(ctx, seq, time),
             None => {
@@ -609,7 +618,11 @@ fn without_records(ctx: &Context, op: &mut Operation) {
 /// communicator is known but whose source is not stays a receive: an unresolved wildcard).
 fn unresolved(ctx: &Context, op: &mut Operation) {
     if lacks_records(op) {
-        without_records(ctx, op);
+        // Reported as a request never completed, not as a call without records.
+        if let Some(&name) = ctx.kind_names.get(&op.kind) {
+            op.kind = OpKind::Other(name);
+            op.root = None;
+        }
     } else if op.kind.is_receive() && op.source.is_none() {
         op.flags |= flags::ANY_SOURCE;
     }
@@ -769,7 +782,7 @@ mod tests {
     }
 
     #[test]
-    fn ranks_outside_the_communicator_and_unbalanced_leaves_are_errors() {
+    fn ranks_outside_the_communicator_are_errors() {
         let ctx = context();
         let mut c = LocationConverter::new(0, 0);
         c.event(&ctx, Event::Enter(SEND), 1, 0).unwrap();
@@ -785,8 +798,118 @@ mod tests {
             e.message,
             "rank 2 is not a rank of communicator 1, which has 2 members"
         );
-        let e = c.event(&ctx, Event::Leave(USER), 3, 2).unwrap_err();
-        assert_eq!(e.rule, "unbalanced leave");
+    }
+
+    #[test]
+    fn a_leave_of_a_region_not_open_is_dropped_and_reported() {
+        let ctx = context();
+        let mut c = LocationConverter::new(1, 0);
+        c.event(&ctx, Event::Leave(USER), 3, 2).unwrap();
+        let items = drain(&mut c);
+        assert!(
+            matches!(
+                items[..],
+                [Item::Anomaly(Anomaly::LeaveWithoutEnter {
+                    rank: 1,
+                    thread: 0,
+                    time: 3,
+                    routine: 0
+                })]
+            ),
+            "{items:?}"
+        );
+    }
+
+    #[test]
+    fn a_crossed_leave_closes_what_was_entered_after_it_at_that_time() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        let send = Event::Send {
+            peer: 1,
+            comm: WORLD,
+            tag: 4,
+            bytes: 16,
+        };
+        // f is entered, then MPI_Send; f is left while the send is still open.
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(USER), 1),
+                (Event::Enter(SEND), 2),
+                (send, 3),
+                (Event::Leave(USER), 7),
+                (Event::Leave(SEND), 8),
+            ],
+        );
+        let items = drain(&mut c);
+        assert_eq!(items.len(), 5, "{items:?}");
+        assert!(matches!(
+            items[0],
+            Item::Routine(RoutineEvent {
+                time: 1,
+                enter: true,
+                ..
+            })
+        ));
+        let Item::Op(op) = &items[1] else {
+            panic!("{:?}", items[1])
+        };
+        assert_eq!(
+            (op.kind, op.start, op.end, op.dest),
+            (OpKind::Send, 2, 7, Some(1))
+        );
+        assert!(
+            matches!(
+                items[2],
+                Item::Anomaly(Anomaly::CrossedLeave {
+                    rank: 0,
+                    thread: 0,
+                    time: 7,
+                    routine: 0,
+                    innermost: 1
+                })
+            ),
+            "{items:?}"
+        );
+        assert!(matches!(
+            items[3],
+            Item::Routine(RoutineEvent {
+                time: 7,
+                enter: false,
+                routine: 0,
+                ..
+            })
+        ));
+        // The send's own Leave, now of a region no longer open.
+        assert!(matches!(
+            items[4],
+            Item::Anomaly(Anomaly::LeaveWithoutEnter {
+                time: 8,
+                routine: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn an_mpi_region_without_its_records_is_kept_as_a_call_of_its_name() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        run(
+            &mut c,
+            &ctx,
+            &[(Event::Enter(SEND), 2), (Event::Leave(SEND), 5)],
+        );
+        let items = drain(&mut c);
+        let [Item::Op(op)] = &items[..] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(
+            (op.kind, op.comm, op.start, op.end),
+            (OpKind::Other(1), None, 2, 5)
+        );
+        assert_eq!(op.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub(crate) struct Layout {
     pub header: TraceHeader,
     /// Location id -> (rank, thread), for every location whose events become MTF items:
     /// the locations of a process, and of the accelerators a process created.
-    pub threads: BTreeMap<u64, (Rank, u32)>,
+    pub threads: Threads,
     /// Every location that is not a rank's main (MPI) thread, by location id, as the model
     /// lists it; the reader adds what each one recorded.
     pub others: Vec<(u64, Location)>,
@@ -148,6 +148,9 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
     Ok(ranks)
 }
 
+/// Location id -> (rank, thread).
+type Threads = BTreeMap<u64, (Rank, u32)>;
+
 /// The model's word for an OTF2 location type.
 fn location_kind(kind: u8) -> LocationKind {
     match kind {
@@ -161,10 +164,7 @@ fn location_kind(kind: u8) -> LocationKind {
 /// Each location's (rank, thread): the rank's MPI location first, then its other CPU
 /// threads, its other locations, and the locations of accelerators it created, each by id.
 /// Also every location other than a rank's main thread, as the model lists it.
-fn threads(
-    defs: &Definitions,
-    ranks: &Ranks,
-) -> (BTreeMap<u64, (Rank, u32)>, Vec<(u64, Location)>) {
+fn threads(defs: &Definitions, ranks: &Ranks) -> (Threads, Vec<(u64, Location)>) {
     let groups: FxHashMap<u32, &defs::LocationGroup> =
         defs.location_groups.iter().map(|g| (g.id, g)).collect();
     // The rank a location group's locations belong to, and whether the group is the
@@ -199,11 +199,10 @@ fn threads(
         if matches!(place, Some((_, 0))) {
             continue;
         }
-        let group = groups
-            .get(&l.group)
-            .map_or_else(|| format!("location group {}", l.group), |g| {
-                name_or(defs.string(g.name), || format!("location group {}", g.id))
-            });
+        let group = groups.get(&l.group).map_or_else(
+            || format!("location group {}", l.group),
+            |g| name_or(defs.string(g.name), || format!("location group {}", g.id)),
+        );
         others.push((
             l.id,
             Location {

@@ -39,8 +39,8 @@ use anchor::Anchor;
 use convert::{Item, LocationConverter};
 use defs::Definitions;
 use events::EventStream;
-use reader::ReadPlan;
 use layout::Layout;
+use reader::ReadPlan;
 
 /// How far an OTF2 import has come, for a progress display.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,10 +228,15 @@ impl Archive {
         // Locations that belong to no process (an accelerator without its creator) give no
         // items; their regions are only counted.
         for l in &defs.locations {
-            let listed = archive.layout.others.iter().any(|(id, o)| *id == l.id && o.rank.is_none());
+            let listed = archive
+                .layout
+                .others
+                .iter()
+                .any(|(id, o)| *id == l.id && o.rank.is_none());
             if listed {
                 if let Some(evt) = event_file(anchor, l)? {
-                    let local = defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
+                    let local =
+                        defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
                     archive.unplaced.push((l.id, evt, local));
                 }
             }
