@@ -77,6 +77,9 @@ fn an_otf2_1x_archive_imports() {
     assert!(classes(&t).is_empty());
 }
 
+/// A listed location: name, kind, rank, thread, group, regions entered, events.
+type ListedLocation<'a> = (&'a str, LocationKind, Option<u32>, Option<u32>, &'a str, u64, u64);
+
 #[test]
 fn other_paradigms_locations_are_listed_and_never_ranks() {
     let (_d, db) = temp_db();
@@ -91,7 +94,7 @@ fn other_paradigms_locations_are_listed_and_never_ranks() {
         .map(|c| (c.name.as_str(), c.id, c.members.as_slice()))
         .collect();
     assert_eq!(comms, vec![("MPI_COMM_WORLD", 4, &[0, 1][..])]);
-    let locations: Vec<(&str, LocationKind, Option<u32>, Option<u32>, &str, u64, u64)> = h
+    let locations: Vec<ListedLocation> = h
         .locations
         .iter()
         .map(|l| {
