@@ -16,8 +16,8 @@ use crate::model::{
 };
 use crate::store::tables::{self, split_id};
 use crate::store::{
-    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredView, Table, TraceMeta,
-    TraceReader, TraceSummary,
+    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredResult, StoredView, Table,
+    TraceMeta, TraceReader, TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -631,18 +631,18 @@ impl Trace {
     }
 
     /// Stores an analysis result (see [`crate::analysis::detection`]) under `key`.
-    pub fn put_result<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+    pub fn put_result<T: StoredResult>(&self, key: &str, value: &T) -> Result<()> {
         self.reader.put_result(key, value)
     }
 
-    /// The analysis result stored under `key`, if any.
-    pub fn result<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+    /// The analysis result stored under `key`, if any stored under `T`'s schema version.
+    pub fn result<T: StoredResult>(&self, key: &str) -> Result<Option<T>> {
         self.reader.result(key)
     }
 
-    /// The analysis result stored under `key`; when there is none, or with `refresh`, the
-    /// one `compute` makes, stored under `key` first.
-    pub fn stored_result<T: serde::Serialize + serde::de::DeserializeOwned>(
+    /// The analysis result stored under `key`; when there is none (or only one of another
+    /// schema version), or with `refresh`, the one `compute` makes, stored under `key` first.
+    pub fn stored_result<T: StoredResult>(
         &self,
         key: &str,
         refresh: bool,

@@ -260,7 +260,7 @@ fn a_database_of_another_format_version_is_refused() {
     let path = dir.path().join("db");
     drop(Database::open(&path).unwrap());
     {
-        let raw = raw_sled(&path);
+        let raw = raw_sled(&path.join("catalog"));
         raw.insert("format_version", &999u32.to_le_bytes()).unwrap();
         raw.flush().unwrap();
     }
@@ -268,7 +268,7 @@ fn a_database_of_another_format_version_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "database {}: was written with storage format version 999, but this mtfdb reads version 3; \
+            "database {}: was written with storage format version 999, but this mtfdb reads version 4; \
              re-import its traces with a matching mtfdb",
             path.display()
         )
@@ -322,28 +322,39 @@ fn a_damaged_chunk_is_reported_not_misread() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     import_sample(&Database::open(&path).unwrap(), "sample");
-    {
-        let raw = raw_sled(&path);
-        let tree = raw.open_tree("trace/0").unwrap();
-        let key = [b'o', 0, 0, 0, 1];
-        let mut value = tree.get(key).unwrap().unwrap().to_vec();
-        let mid = value.len() / 2;
-        value[mid] ^= 0x10;
-        tree.insert(key, value).unwrap();
-        raw.flush().unwrap();
+    let segment = path.join("segments/0.seg");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let original = bytes.clone();
+    // Flip one bit in every 4 KiB page's middle until process 0's operations fail: the
+    // error must name the trace, the file and the offset.
+    let mut reported = None;
+    for at in (2048..bytes.len() - 4096).step_by(4096) {
+        bytes[at] ^= 0x10;
+        std::fs::write(&segment, &bytes).unwrap();
+        let db = Database::open(&path).unwrap();
+        let trace = db.trace("sample").unwrap();
+        match trace.process_operations(0) {
+            Ok(ops) => assert_eq!(ops.len() as u64, RANK0_OPS, "flip at {at}"),
+            Err(err) => {
+                reported = Some((at, err.to_string()));
+                break;
+            }
+        }
+        bytes.copy_from_slice(&original);
     }
-    let db = Database::open(&path).unwrap();
-    let trace = db.trace("sample").unwrap();
-    let err = trace.process_operations(0).unwrap_err();
-    let _still_open = &db;
-    assert_eq!(
-        err.to_string(),
-        "corrupt database: operation chunk 1 of trace \"sample\" fails its checksum"
+    let (at, message) = reported.expect("some flip hits an operation chunk");
+    assert!(
+        message.starts_with(&format!(
+            "corrupt database: trace \"sample\": segment file {}: the ",
+            segment.display()
+        )) && message.contains("fail their checksum"),
+        "flip at {at}: {message}"
     );
 }
 
 #[test]
-fn reopening_the_database_mid_import_keeps_everything_written() {
+fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
+    use mtfdb::model::Anomaly;
     use mtfdb::store::tables::{push_operation, Columns};
     use mtfdb::store::{Store, Table, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
@@ -357,20 +368,29 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
         c
     };
     let mut writer = store.begin_import("t").unwrap();
-    for chunk in 0..10 {
+    // A second import cannot take the same name while the first runs.
+    assert!(matches!(
+        store.begin_import("t"),
+        Err(Error::TraceExists(name)) if name == "t"
+    ));
+    let anomalies = vec![Anomaly::LeaveWithoutEnter {
+        rank: 1,
+        thread: 0,
+        time: 5,
+        routine: 2,
+    }];
+    for chunk in (0..10).rev() {
         writer
             .put_chunk(Table::Operations, chunk, &chunk_of(chunk))
             .unwrap();
-        if chunk == 4 {
-            assert!(
-                writer.relieve_memory().unwrap(),
-                "nothing else holds the database: it reopens"
-            );
-        }
+        let ids: roaring::RoaringBitmap = (chunk << 16..(chunk << 16) + 3).collect();
+        writer.put_index(IndexDim::Peer, 4, chunk, &ids).unwrap();
     }
+    writer.put_anomalies(0, &anomalies).unwrap();
     writer
         .commit(&TraceMeta {
             name: "t".into(),
+            anomaly_chunks: 1,
             ..TraceMeta::default()
         })
         .unwrap();
@@ -382,12 +402,37 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
             "chunk {chunk}"
         );
     }
-    // While a reader is alive its handle would keep the old database open: no reopen.
+    assert_eq!(reader.index(IndexDim::Peer, 4).unwrap().len(), 30);
+    assert_eq!(
+        reader
+            .index_in_chunks(IndexDim::Peer, 4, &[2, 7, 11])
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        vec![
+            2 << 16,
+            (2 << 16) + 1,
+            (2 << 16) + 2,
+            7 << 16,
+            (7 << 16) + 1,
+            (7 << 16) + 2
+        ]
+    );
+    assert!(reader.index(IndexDim::Peer, 5).unwrap().is_empty());
+    assert_eq!(reader.anomalies().unwrap(), anomalies);
+    // An import dropped without commit leaves no file behind and frees its name.
+    let before = std::fs::read_dir(dir.path().join("db/segments"))
+        .unwrap()
+        .count();
     let mut second = store.begin_import("u").unwrap();
-    assert!(!second.relieve_memory().unwrap());
-    drop(reader);
-    assert!(second.relieve_memory().unwrap());
+    second
+        .put_chunk(Table::Operations, 0, &chunk_of(0))
+        .unwrap();
     drop(second);
+    let after = std::fs::read_dir(dir.path().join("db/segments"))
+        .unwrap()
+        .count();
+    assert_eq!((before, after), (1, 1));
     let names: Vec<String> = store
         .ready_traces()
         .unwrap()

@@ -125,6 +125,10 @@ pub struct PatternResult {
     pub seconds: f64,
 }
 
+impl crate::store::StoredResult for PatternResult {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 impl PatternResult {
     /// The communication pattern `id`.
     pub fn pattern(&self, id: u32) -> Option<&CommPatternRecord> {
@@ -439,6 +443,10 @@ pub struct PhaseResult {
     pub tree: String,
     /// Seconds the segmentation took (patterns not included).
     pub seconds: f64,
+}
+
+impl crate::store::StoredResult for PhaseResult {
+    const SCHEMA_VERSION: u32 = 1;
 }
 
 impl PhaseResult {

@@ -414,6 +414,10 @@ pub struct LoopsResult {
     pub processes: Vec<ProcessLoops>,
 }
 
+impl crate::store::StoredResult for LoopsResult {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// The global model as stored with the trace, as text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GlobalModelResult {
@@ -421,6 +425,10 @@ pub struct GlobalModelResult {
     pub max_body: u32,
     /// The merged model as text ([`GlobalModel::render`]).
     pub text: String,
+}
+
+impl crate::store::StoredResult for GlobalModelResult {
+    const SCHEMA_VERSION: u32 = 1;
 }
 
 /// The key a structure result is stored under: `what` and NLR's parameters (`calls`: the
@@ -471,6 +479,10 @@ pub struct TopologyResult {
     pub dropped_fraction: f64,
     /// The topology, when one was identified.
     pub topology: Option<Topology>,
+}
+
+impl crate::store::StoredResult for TopologyResult {
+    const SCHEMA_VERSION: u32 = 1;
 }
 
 /// The key the topology of `comm` and phase `phase` is stored under.

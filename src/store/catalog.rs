@@ -3,36 +3,30 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::segment::SegmentRef;
 use crate::model::{OpKind, Rank, Time, TraceHeader};
 
 /// The on-disk format version this build reads and writes. Bump it whenever a stored layout
 /// changes; a database of another version is refused on open with a clear message.
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4: the bulk of every trace in segment files, a manifest beside sled.
+pub const FORMAT_VERSION: u32 = 4;
 
-/// Whether a trace is visible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TraceState {
-    /// Being imported: invisible, and removed on the next open if the import died.
-    Importing,
-    /// Complete and visible.
-    Ready,
-}
-
-/// One trace in the catalog.
+/// One ready trace in the catalog (imports in progress are not in it: only their segment
+/// file exists, removed on the next open if the import died).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogEntry {
-    /// The trace's id: names its sled tree.
+    /// The trace's id: names its segment file and keys its views and stored results.
     pub id: u64,
     /// The name users refer to it by.
     pub name: String,
-    /// Visible or not.
-    pub state: TraceState,
+    /// Its segment file, with the size and checksum it was written with.
+    pub segment: SegmentRef,
 }
 
 /// The list of traces; stored under one key, so that changing it is one atomic step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
-    /// Every trace, ready or being imported.
+    /// Every ready trace.
     pub traces: Vec<CatalogEntry>,
     /// The next trace id to hand out.
     pub next_id: u64,
