@@ -201,7 +201,17 @@ fn guarded<T>(
     call: impl FnOnce() -> std::result::Result<T, sled::Error>,
 ) -> Result<T> {
     match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(result) => Ok(result?),
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e @ sled::Error::Corruption { .. })) => Err(Error::Corrupt(format!(
+            "the catalog {} is damaged: {e}",
+            catalog_dir.display()
+        ))),
+        Ok(Err(e)) => Err(match Error::from(e) {
+            Error::Storage(m) => {
+                Error::Storage(format!("the catalog {}: {m}", catalog_dir.display()))
+            }
+            other => other,
+        }),
         Err(panic) => {
             let why = panic
                 .downcast_ref::<String>()
@@ -440,7 +450,10 @@ impl Store {
             .filter_map(|e| {
                 segment::check(&store.segment_path(e), &e.segment, &e.name)
                     .err()
-                    .map(|err| (e.id, err.to_string()))
+                    .map(|err| match err {
+                        Error::Corrupt(m) => (e.id, m),
+                        other => (e.id, other.to_string()),
+                    })
             })
             .collect();
         *store.damaged.lock().unwrap_or_else(|p| p.into_inner()) = damaged;
