@@ -24,6 +24,14 @@ const QUERIES: &[&str] = &[
     "SELECT OPERATIONS WHERE SIZE > 1024",
 ];
 
+/// Imports a trace the generator makes, through the library.
+fn import_generated(db: &Database, name: &str, scenario: Scenario, ranks: u32, iterations: u32) {
+    db.import_events(name, |sink| {
+        generate(&GenConfig::new(scenario, ranks, iterations), sink).map(|_| ())
+    })
+    .unwrap();
+}
+
 /// Imports three small generated traces, as a user would have them.
 fn populate(path: &Path) {
     let db = Database::open(path).unwrap();
@@ -32,10 +40,7 @@ fn populate(path: &Path) {
         ("stencil", Scenario::Stencil2d, 9),
         ("cg", Scenario::Cg, 8),
     ] {
-        db.import_events(name, |sink| {
-            generate(&GenConfig::new(scenario, ranks, 3), sink).map(|_| ())
-        })
-        .unwrap();
+        import_generated(&db, name, scenario, ranks, 3);
     }
 }
 
@@ -173,7 +178,10 @@ fn trial(pristine: &Path, expected: &str, rel: &Path, damage: Damage) -> bool {
 /// The length of a file up to its last non-zero byte (at least 1).
 fn used_len(file: &Path) -> u64 {
     let bytes = std::fs::read(file).unwrap();
-    bytes.iter().rposition(|&b| b != 0).map_or(1, |i| i as u64 + 1)
+    bytes
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(1, |i| i as u64 + 1)
 }
 
 /// A small deterministic generator of offsets (splitmix64).
@@ -258,10 +266,7 @@ fn a_catalog_that_lost_a_trace_is_reported_by_name() {
     let older_db = older.path().join("db");
     {
         let db = Database::open(&older_db).unwrap();
-        db.import_events("ring", |sink| {
-            generate(&GenConfig::new(Scenario::Ring, 4, 3), sink).map(|_| ())
-        })
-        .unwrap();
+        import_generated(&db, "ring", Scenario::Ring, 4, 3);
     }
     std::fs::remove_dir_all(path.join("catalog")).unwrap();
     copy_dir(&older_db.join("catalog"), &path.join("catalog"));
@@ -367,15 +372,9 @@ fn dropping_a_trace_gives_its_space_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Database::open(&path).unwrap();
-    db.import_events("small", |sink| {
-        generate(&GenConfig::new(Scenario::Ring, 4, 3), sink).map(|_| ())
-    })
-    .unwrap();
+    import_generated(&db, "small", Scenario::Ring, 4, 3);
     let before = du(&path);
-    db.import_events("big", |sink| {
-        generate(&GenConfig::new(Scenario::Stencil2d, 64, 400), sink).map(|_| ())
-    })
-    .unwrap();
+    import_generated(&db, "big", Scenario::Stencil2d, 64, 400);
     let with = du(&path);
     assert!(
         with > before + 4 * 1024 * 1024,
@@ -388,9 +387,10 @@ fn dropping_a_trace_gives_its_space_back() {
         after.abs_diff(before) < 1024 * 1024,
         "before the import {before} bytes, with it {with}, after the drop {after}"
     );
-    assert_eq!(
-        db.size_on_disk().unwrap().abs_diff(after) < 1024 * 1024,
-        true
+    let reported = db.size_on_disk().unwrap();
+    assert!(
+        reported.abs_diff(after) < 1024 * 1024,
+        "size_on_disk says {reported}, the files hold {after}"
     );
     drop(db);
     assert!(du(&path).abs_diff(before) < 1024 * 1024);
@@ -407,10 +407,7 @@ fn a_result_stored_under_an_older_schema_is_recomputed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    db.import_events("t", |sink| {
-        generate(&GenConfig::new(Scenario::Stencil2d, 16, 3), sink).map(|_| ())
-    })
-    .unwrap();
+    import_generated(&db, "t", Scenario::Stencil2d, 16, 3);
     let trace = db.trace("t").unwrap();
     let key = structure::topology_key(None, None);
     trace
@@ -474,10 +471,7 @@ fn a_full_disk_fails_the_import_cleanly_and_keeps_the_earlier_traces() {
     {
         let db = Database::open(&path).unwrap();
         for (name, scenario) in [("ring", Scenario::Ring), ("stencil", Scenario::Stencil2d)] {
-            db.import_events(name, |sink| {
-                generate(&GenConfig::new(scenario, 9, 3), sink).map(|_| ())
-            })
-            .unwrap();
+            import_generated(&db, name, scenario, 9, 3);
         }
     }
     let expected = observe(&path).unwrap();
@@ -507,9 +501,6 @@ fn a_full_disk_fails_the_import_cleanly_and_keeps_the_earlier_traces() {
     assert_eq!(observe(&path).unwrap(), expected);
     // And with room again, the next import succeeds.
     let db = Database::open(&path).unwrap();
-    db.import_events("after", |sink| {
-        generate(&GenConfig::new(Scenario::Ring, 4, 3), sink).map(|_| ())
-    })
-    .unwrap();
+    import_generated(&db, "after", Scenario::Ring, 4, 3);
     assert_eq!(db.trace_names().unwrap(), vec!["after", "ring", "stencil"]);
 }

@@ -620,7 +620,7 @@ impl Store {
         guarded(&self.catalog_dir, || {
             let keys: Vec<sled::IVec> = self
                 .per_trace
-                .scan_prefix(&own)
+                .scan_prefix(own)
                 .keys()
                 .collect::<std::result::Result<_, _>>()?;
             let mut batch = sled::Batch::default();

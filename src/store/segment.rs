@@ -296,7 +296,7 @@ fn read_trailer(file: &File, path: &Path, expected: &SegmentRef, trace: &str) ->
     let dir_end = trailer.dir_offset.checked_add(trailer.dir_len);
     if trailer.dir_offset < HEADER_LEN
         || dir_end != Some(at)
-        || trailer.dir_len % ENTRY_LEN as u64 != 0
+        || !trailer.dir_len.is_multiple_of(ENTRY_LEN as u64)
     {
         return Err(corrupt(
             trace,
