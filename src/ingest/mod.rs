@@ -6,6 +6,7 @@
 
 pub mod matcher;
 pub mod mtf_text;
+pub mod otf1;
 pub mod otf2;
 pub mod validate;
 
