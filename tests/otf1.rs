@@ -13,7 +13,7 @@ use std::process::Command;
 
 use flate2::{Compress, Compression, FlushCompress};
 use mtfdb::model::{Anomaly, LocationKind, OpKind, Operation};
-use mtfdb::{Error, SourceFormat};
+use mtfdb::SourceFormat;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otf1/subgroup")
@@ -405,24 +405,7 @@ fn compressed_streams_read_as_the_plain_ones() {
 /// message contains each of `needles`, and checks the database still holds exactly the
 /// earlier trace.
 fn rejected(trace: &Path, needles: &[&str]) -> String {
-    let (_dir, db) = temp_db();
-    db.import(fixture(), Some("earlier")).unwrap();
-    let before = db.traces().unwrap()[0].summary.clone();
-    let err = db.import(trace, Some("damaged")).unwrap_err();
-    let message = err.to_string();
-    for needle in needles {
-        assert!(
-            message.contains(needle),
-            "{message:?} should mention {needle:?}"
-        );
-    }
-    assert!(
-        matches!(err, Error::Input(_) | Error::Io { .. }),
-        "a user's input error, not {err:?}"
-    );
-    assert_eq!(db.trace_names().unwrap(), vec!["earlier".to_string()]);
-    assert_eq!(db.traces().unwrap()[0].summary, before);
-    message
+    common::rejected_import(&fixture(), trace, needles)
 }
 
 /// The byte offset an error names.

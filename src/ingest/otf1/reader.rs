@@ -494,28 +494,24 @@ impl Reader {
     /// not entered is skipped. Both are reported.
     fn leave(&mut self, i: usize, function: u32, time: Time, line: u64) -> Converted<()> {
         let (rank, thread) = (self.ranks[i].rank, self.ranks[i].thread);
-        let Some(&innermost) = self.ranks[i].stack.last() else {
-            if function == 0 {
-                self.skipped(
-                    Some(rank),
-                    time,
-                    "a leave record with no function entered".into(),
-                );
-            } else {
-                let routine = self.layout.region_name(function);
-                self.anomalies.push(Anomaly::LeaveWithoutEnter {
-                    rank,
-                    thread,
-                    time,
-                    routine,
-                });
-            }
+        let stack = &self.ranks[i].stack;
+        let innermost = stack.last().copied();
+        let Some(target) = (if function == 0 {
+            innermost
+        } else {
+            Some(function)
+        }) else {
+            self.skipped(
+                Some(rank),
+                time,
+                "a leave record with no function entered".into(),
+            );
             return Ok(());
         };
-        let target = if function == 0 { innermost } else { function };
-        let name = |layout: &Layout, f: u32| -> StrId { layout.region_name(f) };
-        let Some(at) = self.ranks[i].stack.iter().rposition(|&f| f == target) else {
-            let routine = name(&self.layout, target);
+        let name = |f: u32| -> StrId { self.layout.region_name(f) };
+        let (Some(at), Some(innermost)) = (stack.iter().rposition(|&f| f == target), innermost)
+        else {
+            let routine = name(target);
             self.anomalies.push(Anomaly::LeaveWithoutEnter {
                 rank,
                 thread,
@@ -525,13 +521,14 @@ impl Reader {
             return Ok(());
         };
         if target != innermost {
-            self.anomalies.push(Anomaly::CrossedLeave {
+            let crossed = Anomaly::CrossedLeave {
                 rank,
                 thread,
                 time,
-                routine: name(&self.layout, target),
-                innermost: name(&self.layout, innermost),
-            });
+                routine: name(target),
+                innermost: name(innermost),
+            };
+            self.anomalies.push(crossed);
         }
         while self.ranks[i].stack.len() > at {
             let Some(f) = self.ranks[i].stack.pop() else {
