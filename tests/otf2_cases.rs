@@ -78,7 +78,15 @@ fn an_otf2_1x_archive_imports() {
 }
 
 /// A listed location: name, kind, rank, thread, group, regions entered, events.
-type ListedLocation<'a> = (&'a str, LocationKind, Option<u32>, Option<u32>, &'a str, u64, u64);
+type ListedLocation<'a> = (
+    &'a str,
+    LocationKind,
+    Option<u32>,
+    Option<u32>,
+    &'a str,
+    u64,
+    u64,
+);
 
 #[test]
 fn other_paradigms_locations_are_listed_and_never_ranks() {
