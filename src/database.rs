@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::{run_import, ImportSink};
-use crate::ingest::{mtf_text, otf2};
+use crate::ingest::{mtf_text, otf2, paraver};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
@@ -26,6 +26,8 @@ pub enum SourceFormat {
     MtfText,
     /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
     Otf2,
+    /// A Paraver trace (Extrae, Dimemas): its `.prv`, with the `.pcf` and `.row` beside it.
+    Paraver,
 }
 
 impl SourceFormat {
@@ -34,6 +36,7 @@ impl SourceFormat {
         match self {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
+            SourceFormat::Paraver => "paraver",
         }
     }
 
@@ -42,8 +45,9 @@ impl SourceFormat {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
+            "paraver" | "prv" => Ok(SourceFormat::Paraver),
             other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), paraver (Paraver .prv traces)"
             ))),
         }
     }
@@ -60,6 +64,9 @@ impl SourceFormat {
         if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
         }
+        if paraver::looks_like_prv(path) {
+            return Ok(SourceFormat::Paraver);
+        }
         let mut head = [0u8; 4096];
         let n = {
             use std::io::Read;
@@ -75,7 +82,8 @@ impl SourceFormat {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Usage(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
-                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
+                 an OTF2 archive is given by its anchor file or folder, a Paraver trace by its .prv \
+                 starting with #Paraver); use --format to force one (mtf, otf2, paraver)",
                 path.display()
             ))),
         }
@@ -163,6 +171,7 @@ impl Database {
         let meta = run_import(writer, &source, format.name(), |sink| match format {
             SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
             SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+            SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
         })?;
         Ok(info_of(&meta))
     }

@@ -7,6 +7,7 @@
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf2;
+pub mod paraver;
 pub mod validate;
 
 use crate::error::Result;
