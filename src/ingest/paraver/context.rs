@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use super::calls::{extrae_call_name, USER_FUNCTION};
 use super::names::Pcf;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
 use crate::model::{Anomaly, OpKind, StrId, Time};
@@ -29,10 +29,15 @@ pub(crate) struct Context<'s> {
     kinds: FxHashMap<(u64, i64), OpKind>,
     /// Anomalies reported, for the read's statistics.
     pub anomalies: u64,
+    /// The `.prv` and the line being read (items remember it, to place the seam's errors).
+    file: String,
+    pub line: u64,
+    /// Rooted collectives closed since the driver last looked: (thread, item).
+    pub rooted: Vec<(u32, u64)>,
 }
 
 impl<'s> Context<'s> {
-    pub fn new(sink: &'s mut dyn EventSink, pcf: Pcf) -> Context<'s> {
+    pub fn new(sink: &'s mut dyn EventSink, pcf: Pcf, file: &str) -> Context<'s> {
         Context {
             sink,
             now: 0,
@@ -42,6 +47,17 @@ impl<'s> Context<'s> {
             texts: Vec::new(),
             kinds: FxHashMap::default(),
             anomalies: 0,
+            file: file.to_string(),
+            line: 0,
+            rooted: Vec::new(),
+        }
+    }
+
+    /// An error of the import seam about an item read at `line`, placed there.
+    pub fn placed(&self, e: Error, line: u64) -> Error {
+        match e {
+            Error::Rule(v) => Error::input(&self.file, line, 1, v.rule, v.message, ""),
+            other => other,
         }
     }
 

@@ -167,6 +167,15 @@ impl Layout {
             .world_rank(u32::try_from(local).ok()?)
     }
 
+    /// The index of world rank `rank` among communicator `comm`'s members.
+    pub fn member_index(&self, comm: CommId, rank: Rank) -> Option<usize> {
+        self.header
+            .communicator(comm)?
+            .members
+            .iter()
+            .position(|&m| m == rank)
+    }
+
     /// The non-MPI location of thread `index`, with nothing recorded yet.
     pub fn location(&self, index: usize, kind: LocationKind) -> Location {
         let (name, group) = &self.names[index];

@@ -42,6 +42,7 @@ mod header;
 mod layout;
 mod names;
 mod record;
+mod roots;
 mod text;
 mod thread;
 
@@ -57,6 +58,7 @@ use calls::{is_collective_argument, is_mpi_call_type, USER_FUNCTION};
 use context::Context;
 use layout::{Layout, Role};
 use record::{Object, Pair, Stamp};
+use roots::Roots;
 use text::{Fault, Lines};
 use thread::{Dir, GlobalOp, RankThread, Side};
 
@@ -113,8 +115,9 @@ pub fn read_trace(path: &Path, sink: &mut dyn EventSink) -> Result<ReadStats> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let layout = Layout::new(&header, row.as_ref(), mpi_app, &trace_name);
-    sink.header(&layout.header)?;
-    let mut cx = Context::new(sink, pcf);
+    let mut cx = Context::new(sink, pcf, &file_name);
+    let declared = cx.sink.header(&layout.header);
+    declared.map_err(|e| cx.placed(e, 1))?;
     for a in &layout.anomalies {
         cx.anomaly(a.clone())?;
     }
@@ -214,6 +217,7 @@ struct Body {
     /// Rank threads touched since they were last drained.
     dirty: Vec<u32>,
     pairs: Vec<Pair>,
+    roots: Roots,
 }
 
 impl Body {
@@ -241,10 +245,12 @@ impl Body {
             threads,
             dirty: Vec::new(),
             pairs: Vec::new(),
+            roots: Roots::default(),
         }
     }
 
     fn record(&mut self, cx: &mut Context, line_no: u64, line: &[u8]) -> Result<()> {
+        cx.line = line_no;
         let fault = |f: Fault| f.at_line(&self.file, line_no, line);
         let kind = match line {
             [] => return Ok(()),
@@ -330,7 +336,29 @@ impl Body {
                 )))
             }
         }
+        self.settle_roots(cx)?;
         self.drain(cx)
+    }
+
+    /// Gives the rooted collectives closed meanwhile the roots their instances name.
+    fn settle_roots(&mut self, cx: &mut Context) -> Result<()> {
+        for (t, seq) in std::mem::take(&mut cx.rooted) {
+            let Some((comm, kind, rank, root)) = self.threads[t as usize].collective(seq) else {
+                continue;
+            };
+            let (Some(member), Some(c)) = (
+                self.layout.member_index(comm, rank),
+                self.layout.header.communicator(comm),
+            ) else {
+                continue;
+            };
+            let size = c.members.len();
+            for ((who, item), root) in self.roots.call(comm, kind, size, member, root, (t, seq)) {
+                self.threads[who as usize].resolve_root(cx, item, root)?;
+                self.touch(who);
+            }
+        }
+        Ok(())
     }
 
     /// The global index of the thread a record names.
@@ -513,6 +541,13 @@ impl Body {
 
     fn finish(mut self, cx: &mut Context) -> Result<()> {
         cx.now = Time::MAX;
+        for th in &mut self.threads {
+            th.close_open(cx)?;
+        }
+        self.settle_roots(cx)?;
+        for (t, seq) in self.roots.finish() {
+            self.threads[t as usize].resolve_root(cx, seq, None)?;
+        }
         for th in &mut self.threads {
             th.finish(cx)?;
         }

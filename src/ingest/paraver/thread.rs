@@ -35,7 +35,7 @@ use super::calls::{
 use super::context::Context;
 use super::layout::Layout;
 use crate::error::Result;
-use crate::model::{Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time};
+use crate::model::{flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time};
 
 /// Items a thread holds behind one still waiting before that one is given up.
 pub(crate) const MAX_HELD: usize = 1 << 16;
@@ -48,8 +48,10 @@ const RECV: u8 = 2;
 const CLAIM: u8 = 4;
 /// A Wait/Test waits until no more records can name it.
 const SETTLE: u8 = 8;
-/// A collective whose missing communicator was already reported.
+/// A collective whose communicator record was reported as unusable.
 const REPORTED: u8 = 16;
+/// A rooted collective waits for its root, which only the root's own call records.
+const ROOT: u8 = 32;
 
 /// Marks a deadline that belongs to a waiting record side rather than to an item.
 const FUTURE: u64 = 1 << 63;
@@ -85,6 +87,8 @@ struct Slot {
     /// The physical receive time of a non-blocking receive's message, learnt while the
     /// receive was still open (whether it needs a completion is decided when it closes).
     pending_pr: Option<Time>,
+    /// The `.prv` line it came from (for an error the import seam finds in it).
+    line: u64,
 }
 
 impl Slot {
@@ -98,6 +102,7 @@ impl Slot {
 struct Made {
     order: u64,
     op: Operation,
+    line: u64,
 }
 
 impl PartialEq for Made {
@@ -218,12 +223,13 @@ impl RankThread {
         }
     }
 
-    fn push(&mut self, item: Item, open: bool, needs: u8) -> u64 {
+    fn push(&mut self, item: Item, open: bool, needs: u8, line: u64) -> u64 {
         self.out.push_back(Slot {
             item,
             open,
             needs,
             pending_pr: None,
+            line,
         });
         self.base + self.out.len() as u64 - 1
     }
@@ -310,7 +316,7 @@ impl RankThread {
             needs |= RECV;
         }
         let op = self.new_op(kind, time, time);
-        let seq = self.push(Item::Op(op), true, needs);
+        let seq = self.push(Item::Op(op), true, needs, cx.line);
         if needs & SEND != 0 {
             self.awaiting_send.push(seq);
         }
@@ -352,15 +358,71 @@ impl RankThread {
         if let Some(pr) = pending_pr {
             self.decide_completion(cx, seq, pr);
         }
-        if kind.is_collective() && !has_comm && !reported {
-            let what = format!(
-                "{} (thread {}): the trace records no communicator for it (no global-operation record or communicator event), so it joins no collective instance",
-                cx.kind_text(kind),
-                self.thread
-            );
-            cx.anomaly(self.skipped(start, what))?;
+        let _ = reported;
+        if kind.is_collective() && !has_comm {
+            // No global-operation record or communicator event says where it ran.
+            return self.without_records(cx, seq);
+        }
+        if kind.is_rooted() {
+            if self.op(seq).root.is_none() {
+                if let Some(s) = self.slot(seq) {
+                    s.needs |= ROOT;
+                }
+            }
+            cx.rooted.push((self.index, seq));
         }
         Ok(())
+    }
+
+    /// Keeps call `seq`, whose records are missing or unusable, as a call of its name
+    /// outside matching (the import reports it as a call without records).
+    fn without_records(&mut self, cx: &mut Context, seq: u64) -> Result<()> {
+        let kind = self.op(seq).kind;
+        let name = cx.kind_name(kind)?;
+        self.awaiting_send.retain(|&x| x != seq);
+        self.awaiting_recv.retain(|&x| x != seq);
+        self.expected.retain(|e| e.seq != seq);
+        let Some(slot) = self.slot(seq) else {
+            return Ok(());
+        };
+        slot.needs &= !(SEND | RECV | CLAIM | ROOT);
+        let Item::Op(op) = &mut slot.item else {
+            return Ok(());
+        };
+        op.kind = OpKind::Other(name);
+        op.flags |= flags::WITHOUT_RECORDS;
+        (op.comm, op.dest, op.source, op.root) = (None, None, None, None);
+        (op.send_tag, op.recv_tag, op.request) = (None, None, None);
+        Ok(())
+    }
+
+    /// The communicator, kind, rank and root of collective `seq`, if it has not left.
+    pub fn collective(&mut self, seq: u64) -> Option<(CommId, OpKind, Rank, Option<Rank>)> {
+        match &self.slot(seq)?.item {
+            Item::Op(op) => Some((op.comm?, op.kind, op.rank, op.root)),
+            Item::Routine(_) => None,
+        }
+    }
+
+    /// Collective `seq` learnt its root from its instance (`Some`), or never will (`None`:
+    /// the root's call is not in the trace); then it is kept as a call without records.
+    pub fn resolve_root(&mut self, cx: &mut Context, seq: u64, root: Option<Rank>) -> Result<()> {
+        let Some(slot) = self.slot(seq) else {
+            return Ok(());
+        };
+        if slot.needs & ROOT == 0 {
+            return Ok(());
+        }
+        slot.needs &= !ROOT;
+        match root {
+            Some(r) => {
+                if let Item::Op(op) = &mut slot.item {
+                    op.root = Some(r);
+                }
+                Ok(())
+            }
+            None => self.without_records(cx, seq),
+        }
     }
 
     /// Completion call `seq` over [start, end] completes the non-blocking receives whose
@@ -411,7 +473,7 @@ impl RankThread {
             routine,
             enter,
         };
-        self.push(Item::Routine(event), false, 0);
+        self.push(Item::Routine(event), false, 0, cx.line);
         Ok(())
     }
 
@@ -430,7 +492,11 @@ impl RankThread {
     /// Sets the communicator of collective `seq` from Paraver communicator `id`, reporting
     /// an id the header does not declare for the MPI application.
     fn set_comm(&mut self, cx: &mut Context, layout: &Layout, seq: u64, id: u64) -> Result<()> {
-        match layout.comm(id) {
+        let rank = self.rank;
+        let member = layout
+            .comm(id)
+            .filter(|&c| layout.member_index(c, rank).is_some());
+        match member {
             Some(comm) => self.op(seq).comm = Some(comm),
             None => {
                 let (kind, start) = {
@@ -441,8 +507,13 @@ impl RankThread {
                 if let Some(s) = self.slot(seq) {
                     s.needs |= REPORTED;
                 }
+                let why = if layout.comm(id).is_some() {
+                    format!("of which rank {rank} is not a member")
+                } else {
+                    "which the header does not declare for the MPI application".to_string()
+                };
                 let what = format!(
-                    "{} (thread {}) on communicator {id}, which the header does not declare for the MPI application; it joins no collective instance",
+                    "{} (thread {}) on communicator {id}, {why}; it is kept as a call without records",
                     cx.kind_text(kind),
                     self.thread
                 );
@@ -474,11 +545,12 @@ impl RankThread {
                     return cx.anomaly(self.skipped(start, what));
                 };
                 let op = self.op(seq);
-                if ty == GLOBAL_OP_SEND_SIZE {
-                    op.send_bytes = bytes;
+                let (send, recv) = if ty == GLOBAL_OP_SEND_SIZE {
+                    (bytes, op.recv_bytes)
                 } else {
-                    op.recv_bytes = bytes;
-                }
+                    (op.send_bytes, bytes)
+                };
+                self.set_sizes(cx, seq, send, recv)?;
             }
             GLOBAL_OP_IS_ROOT => {
                 let op = self.op(seq);
@@ -508,13 +580,33 @@ impl RankThread {
                 // A call of its own, over at once; it is filled in below, before the thread
                 // is drained.
                 let op = self.new_op(kind, g.time, g.time);
-                self.push(Item::Op(op), false, 0)
+                let seq = self.push(Item::Op(op), true, 0, cx.line);
+                self.fill_global(cx, layout, seq, g)?;
+                return self.close(
+                    cx,
+                    Frame {
+                        seq,
+                        ty: 0,
+                        value: 0,
+                    },
+                    g.time,
+                );
             }
         };
+        self.fill_global(cx, layout, seq, g)
+    }
+
+    /// Fills collective `seq` in from global-operation record `g`.
+    fn fill_global(
+        &mut self,
+        cx: &mut Context,
+        layout: &Layout,
+        seq: u64,
+        g: &GlobalOp,
+    ) -> Result<()> {
         self.set_comm(cx, layout, seq, g.comm)?;
+        self.set_sizes(cx, seq, g.send, g.recv)?;
         let op = self.op(seq);
-        op.send_bytes = g.send;
-        op.recv_bytes = g.recv;
         let Some(comm) = op.comm.filter(|_| op.kind.is_rooted()) else {
             return Ok(());
         };
@@ -529,6 +621,27 @@ impl RankThread {
             );
             cx.anomaly(self.skipped(start, what))?;
         }
+        Ok(())
+    }
+
+    /// Sets a collective's sizes; a Barrier carries no data, so sizes given for one are
+    /// reported and left out.
+    fn set_sizes(&mut self, cx: &mut Context, seq: u64, send: u64, recv: u64) -> Result<()> {
+        let op = self.op(seq);
+        if op.kind.blocking_collective() == Some(OpKind::Barrier) {
+            if send != 0 || recv != 0 {
+                let (kind, start) = (op.kind, op.start);
+                let what = format!(
+                    "{} (thread {}) records sizes {send} and {recv}; a barrier carries no data, they are left out",
+                    cx.kind_text(kind),
+                    self.thread
+                );
+                cx.anomaly(self.skipped(start, what))?;
+            }
+            return Ok(());
+        }
+        op.send_bytes = send;
+        op.recv_bytes = recv;
         Ok(())
     }
 
@@ -717,6 +830,7 @@ impl RankThread {
         self.made.push(Reverse(Made {
             order: self.made_count,
             op,
+            line: cx.line,
         }));
         Ok(())
     }
@@ -763,32 +877,23 @@ impl RankThread {
         if what == 0 {
             return Ok(());
         }
-        let thread = self.thread;
         let slot = self.slot(seq).expect("a waiting item has not left");
-        slot.needs &= !what;
-        let Item::Op(op) = &mut slot.item else {
-            return Ok(());
-        };
-        let (kind, start) = (op.kind, op.start);
-        if what & CLAIM != 0 {
-            // The message arrived outside every Wait/Test read: the receive completes alone.
-            op.request = None;
-            self.expected.retain(|e| e.seq != seq);
+        slot.needs &= !(what & !ROOT);
+        if let Item::Op(op) = &mut slot.item {
+            if what & CLAIM != 0 {
+                // The message arrived outside every Wait/Test read: the receive completes
+                // alone.
+                op.request = None;
+                self.expected.retain(|e| e.seq != seq);
+            }
         }
-        for (flag, side, unknown) in [(SEND, "send", "receiver"), (RECV, "receive", "sender")] {
-            if what & flag == 0 {
-                continue;
-            }
-            if flag == SEND {
-                self.awaiting_send.retain(|&x| x != seq);
-            } else {
-                self.awaiting_recv.retain(|&x| x != seq);
-            }
-            let what = format!(
-                "the message of {} (thread {thread}): no communication record names this {side} (its message crosses the cut of a cut trace, or was not recorded), so its {unknown}, tag and size are unknown; the call is kept, unmatched",
-                cx.kind_text(kind)
-            );
-            cx.anomaly(self.skipped(start, what))?;
+        if what & (SEND | RECV) != 0 {
+            // No communication record names this side (its message crosses the cut of a
+            // cut trace, or was not recorded): its peer, tag and size are unknown.
+            self.without_records(cx, seq)?;
+        }
+        if what & ROOT != 0 {
+            self.resolve_root(cx, seq, None)?;
         }
         Ok(())
     }
@@ -802,7 +907,7 @@ impl RankThread {
         if slot.open {
             return Ok(false);
         }
-        let needs = slot.needs & (SEND | RECV | CLAIM);
+        let needs = slot.needs & (SEND | RECV | CLAIM | ROOT);
         if let Some(s) = self.out.front_mut() {
             s.needs &= !SETTLE;
         }
@@ -830,7 +935,8 @@ impl RankThread {
             if take_made {
                 let Reverse(m) = self.made.pop().expect("peeked");
                 self.watermark = m.op.start;
-                cx.sink.operation(&m.op)?;
+                let r = cx.sink.operation(&m.op);
+                r.map_err(|e| cx.placed(e, m.line))?;
                 continue;
             }
             match front {
@@ -839,24 +945,25 @@ impl RankThread {
                     let seq = self.base;
                     self.base += 1;
                     self.watermark = slot.item.start();
-                    match &slot.item {
+                    let r = match &slot.item {
                         Item::Op(op) => {
                             if op.kind.is_completion() {
                                 self.completions.retain(|&c| c != seq);
                             }
-                            cx.sink.operation(op)?;
+                            cx.sink.operation(op)
                         }
-                        Item::Routine(r) => cx.sink.routine(r)?,
-                    }
+                        Item::Routine(r) => cx.sink.routine(r),
+                    };
+                    r.map_err(|e| cx.placed(e, slot.line))?;
                 }
                 _ => return Ok(()),
             }
         }
     }
 
-    /// The end of the trace: calls still open end at the thread's last time and are
-    /// reported; nothing is waited for any more; every item leaves.
-    pub fn finish(&mut self, cx: &mut Context) -> Result<()> {
+    /// The end of the trace, first step: calls still open end at the thread's last time
+    /// and are reported.
+    pub fn close_open(&mut self, cx: &mut Context) -> Result<()> {
         let last = self.last_time;
         while let Some(frame) = self.stack.pop() {
             let kind = self.op(frame.seq).kind;
@@ -867,13 +974,18 @@ impl RankThread {
             })?;
             self.close(cx, frame, last)?;
         }
+        Ok(())
+    }
+
+    /// The end of the trace, last step: nothing is waited for any more; every item leaves.
+    pub fn finish(&mut self, cx: &mut Context) -> Result<()> {
         for (_, dir, side) in std::mem::take(&mut self.future) {
             self.attach_now(cx, dir, &side)?;
         }
         for seq in self.base..self.base + self.out.len() as u64 {
             let needs = self
                 .slot(seq)
-                .map_or(0, |s| s.needs & (SEND | RECV | CLAIM));
+                .map_or(0, |s| s.needs & (SEND | RECV | CLAIM | ROOT));
             if let Some(s) = self.slot(seq) {
                 s.needs &= !SETTLE;
             }
