@@ -610,6 +610,14 @@ fn several_applications_and_threads_keep_ranks_threads_and_locations_apart() {
         ]
     );
 
+    // Only rank 2's Bcast carries the root flag; rank 0's learns the root from it.
+    let roots: Vec<(u32, Option<u32>)> = ops
+        .iter()
+        .filter(|op| op.kind == OpKind::Bcast)
+        .map(|op| (op.rank, op.root))
+        .collect();
+    assert_eq!(roots, vec![(0, Some(2)), (2, Some(2))]);
+
     // User functions are routine calls, on their thread, named by the .pcf.
     let mut routines: Vec<(u32, u32, String, u64, u64)> = trace
         .routine_calls()
@@ -774,7 +782,7 @@ fn a_cut_trace_reports_what_crosses_the_cut_and_keeps_the_rest() {
         .unwrap()
         .iter()
         .map(|a| match a {
-            Anomaly::CallWithoutRecords { .. } => String::new(),
+            Anomaly::CallWithoutRecords { .. } | Anomaly::SkippedRecord { .. } => String::new(),
             Anomaly::LeaveWithoutEnter {
                 rank,
                 thread,
@@ -795,13 +803,21 @@ fn a_cut_trace_reports_what_crosses_the_cut_and_keeps_the_rest() {
         .collect();
     anomalies.retain(|a| !a.is_empty());
     anomalies.sort();
-    // The Isend whose receive lies past the cut, the Irecv whose send does.
+    // The Isend whose receive lies past the cut, the Irecv whose send does, the Bcast whose
+    // root's call does (no member of its instance names the root), the Allreduce on a
+    // communicator the header does not declare.
     assert_eq!(
         without_records(&trace),
         vec![
             (0, "MPI_Isend".to_string(), 10),
-            (1, "MPI_Irecv".to_string(), 30)
+            (1, "MPI_Allreduce".to_string(), 50),
+            (1, "MPI_Bcast".to_string(), 40),
+            (1, "MPI_Irecv".to_string(), 30),
         ]
+    );
+    assert_eq!(
+        skipped(&trace),
+        vec!["MPI_Allreduce (thread 0) on communicator 77, which the header does not declare for the MPI application; it is kept as a call without records"]
     );
     assert_eq!(
         anomalies,

@@ -30,9 +30,10 @@
 //! Refused, with the file, line and column: a damaged header, a record that does not parse,
 //! a record naming a thread the header does not declare, a time that overflows nanoseconds.
 //! Kept and reported as anomalies: calls open at the end or closed without an opening (a cut
-//! trace), sends and receives whose message record is missing (messages crossing the cut),
-//! messages with a task outside the MPI application, communicator lines that list tasks
-//! outside it, records out of time order.
+//! trace); sends and receives whose message record is missing (messages crossing the cut) and
+//! collectives without communicator or root, kept as calls without records; messages with a
+//! task outside the MPI application; communicator lines that list tasks outside it; records
+//! out of time order.
 //!
 //! The file is streamed: memory holds only the items each thread is still completing.
 

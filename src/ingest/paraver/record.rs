@@ -12,7 +12,7 @@
 //! root is a rank within the communicator.
 
 use super::calls::{is_collective_argument, is_mpi_call_type, USER_FUNCTION};
-use super::text::{is_integer, Fault, Fields};
+use super::text::{Fault, Fields};
 
 /// The thread a record is about, with the offset of its application field.
 #[derive(Debug, Clone, Copy)]
@@ -97,17 +97,7 @@ pub(crate) fn event(line: &[u8], pairs: &mut Vec<Pair>) -> Result<Event, Fault> 
             let value = f.signed("event value")?;
             pairs.push(Pair { ty, value });
         } else {
-            let (at, field) = f.present("event value")?;
-            if !is_integer(field) {
-                return Err(Fault::new(
-                    at,
-                    "bad number",
-                    format!(
-                        "the event value {:?} is not a number",
-                        String::from_utf8_lossy(field)
-                    ),
-                ));
-            }
+            f.integer("event value")?;
             pairs.push(Pair { ty, value: 0 });
         }
     }

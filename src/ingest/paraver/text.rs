@@ -142,9 +142,45 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// The digits of the next field, scanned up to its `:` or the line's end, as an
+    /// unsigned integer; `None` (nothing consumed) unless the field is a non-empty run of
+    /// digits that fits 64 bits.
+    #[inline]
+    fn scan_digits(&mut self, from: usize) -> Option<u64> {
+        let line = self.line;
+        let mut i = from;
+        let mut v: u64 = 0;
+        while let Some(&b) = line.get(i) {
+            if b == b':' {
+                break;
+            }
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+            i += 1;
+        }
+        if i == from {
+            return None;
+        }
+        if i >= line.len() {
+            self.done = true;
+            self.pos = line.len();
+        } else {
+            self.pos = i + 1;
+        }
+        Some(v)
+    }
+
     /// The next field as an unsigned integer; `what` names it in the error.
     #[inline]
     pub fn unsigned(&mut self, what: &str) -> std::result::Result<u64, Fault> {
+        if !self.done {
+            if let Some(v) = self.scan_digits(self.pos) {
+                return Ok(v);
+            }
+        }
         let (at, field) = self.present(what)?;
         parse_unsigned(field).ok_or_else(|| bad_number(at, field, what))
     }
@@ -152,8 +188,42 @@ impl<'a> Fields<'a> {
     /// The next field as a signed integer.
     #[inline]
     pub fn signed(&mut self, what: &str) -> std::result::Result<i64, Fault> {
+        if !self.done {
+            let negative = self.line.get(self.pos) == Some(&b'-');
+            let (start, saved) = (self.pos, (self.pos, self.done));
+            if let Some(v) = self.scan_digits(start + usize::from(negative)) {
+                let v = if negative {
+                    0i64.checked_sub_unsigned(v)
+                } else {
+                    i64::try_from(v).ok()
+                };
+                if let Some(v) = v {
+                    return Ok(v);
+                }
+                (self.pos, self.done) = saved;
+            }
+        }
         let (at, field) = self.present(what)?;
         parse_signed(field).ok_or_else(|| bad_number(at, field, what))
+    }
+
+    /// Skips the next field if it is an integer of any size (values of event types mtfdb
+    /// does not interpret are checked, not converted).
+    #[inline]
+    pub fn integer(&mut self, what: &str) -> std::result::Result<(), Fault> {
+        let (at, field) = self.present(what)?;
+        if is_integer(field) {
+            Ok(())
+        } else {
+            Err(Fault::new(
+                at,
+                "bad number",
+                format!(
+                    "the {what} {:?} is not a number",
+                    String::from_utf8_lossy(field)
+                ),
+            ))
+        }
     }
 
     /// Fails unless every field was taken: `record` names the record for the message.

@@ -18,12 +18,22 @@
 //! - a Wait or Test waits until the file's time passes its end, when every record whose
 //!   physical receive falls within it has been read.
 //!
-//! What never comes is given up and reported: a send or receive without a record (its
-//! message crosses the cut of a cut trace) stays a call without peer. Items held behind a
-//! waiting one are bounded: past [`MAX_HELD`], the oldest is given up. A record that falls
-//! within no call of its kind (traces without MPI call events, or calls the tracer did not
-//! mark) becomes an operation of its own: `MPI_Send` over its logical and physical send
-//! times, `MPI_Recv` at its physical receive time.
+//! - a rooted collective whose call does not name its root (Extrae flags the root on the
+//!   root's own call only) waits until the root's call of the same instance is read (see
+//!   `roots`).
+//!
+//! A record may also come before the call it describes: old-style traces place a record at
+//! its logical send time, before the receiver has even posted its receive. A record side that
+//! no call read so far holds waits until the file's time passes its logical time, for a call
+//! read later to hold it.
+//!
+//! What never comes is given up: a send or receive without a record (its message crosses the
+//! cut of a cut trace), or a collective without a communicator or root, is kept as a call of
+//! its name without records (`OpKind::Other`, `flags::WITHOUT_RECORDS`), which the import
+//! reports. Items held behind a waiting one are bounded: past [`MAX_HELD`], the oldest is
+//! given up. A record side that falls within no call of its kind (traces without MPI call
+//! events, or calls the tracer did not mark) becomes an operation of its own: `MPI_Send` over
+//! its logical and physical send times, `MPI_Recv` at its physical receive time.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -48,10 +58,8 @@ const RECV: u8 = 2;
 const CLAIM: u8 = 4;
 /// A Wait/Test waits until no more records can name it.
 const SETTLE: u8 = 8;
-/// A collective whose communicator record was reported as unusable.
-const REPORTED: u8 = 16;
 /// A rooted collective waits for its root, which only the root's own call records.
-const ROOT: u8 = 32;
+const ROOT: u8 = 16;
 
 /// Marks a deadline that belongs to a waiting record side rather than to an item.
 const FUTURE: u64 = 1 << 63;
@@ -93,7 +101,7 @@ struct Slot {
 
 impl Slot {
     fn ready(&self) -> bool {
-        !self.open && self.needs & !REPORTED == 0
+        !self.open && self.needs == 0
     }
 }
 
@@ -268,19 +276,25 @@ impl RankThread {
         self.last_time.max(now.saturating_sub(1))
     }
 
+    /// Reports an end (value 0) of event type `ty` with nothing of that type open: what
+    /// was entered before a cut trace begins.
+    fn leave_without_enter(&self, cx: &mut Context, ty: u64, time: Time) -> Result<()> {
+        let routine = cx.type_name(ty)?;
+        cx.anomaly(Anomaly::LeaveWithoutEnter {
+            rank: self.rank,
+            thread: self.thread,
+            time,
+            routine,
+        })
+    }
+
     /// An MPI call event: a non-zero `value` of type `ty` opens the call it names (or, if
     /// the innermost open call has the same type and value, closes it: MPItrace marked the
     /// end of some calls so); 0 closes the innermost open call of that type.
     pub fn mpi_call(&mut self, cx: &mut Context, ty: u64, value: i64, time: Time) -> Result<()> {
         if value == 0 {
             let Some(i) = self.stack.iter().rposition(|f| f.ty == ty) else {
-                let routine = cx.type_name(ty)?;
-                return cx.anomaly(Anomaly::LeaveWithoutEnter {
-                    rank: self.rank,
-                    thread: self.thread,
-                    time,
-                    routine,
-                });
+                return self.leave_without_enter(cx, ty, time);
             };
             if i + 1 < self.stack.len() {
                 let innermost = self.stack[self.stack.len() - 1].seq;
@@ -342,7 +356,6 @@ impl RankThread {
         op.end = time;
         let (kind, start, has_comm) = (op.kind, op.start, op.comm.is_some());
         let mut wake = slot.needs & SEND != 0 || (slot.needs & RECV != 0 && !kind.is_nonblocking());
-        let reported = slot.needs & REPORTED != 0;
         let sides = slot.needs & (SEND | RECV) != 0;
         if kind.is_completion() {
             slot.needs |= SETTLE;
@@ -358,7 +371,6 @@ impl RankThread {
         if let Some(pr) = pending_pr {
             self.decide_completion(cx, seq, pr);
         }
-        let _ = reported;
         if kind.is_collective() && !has_comm {
             // No global-operation record or communicator event says where it ran.
             return self.without_records(cx, seq);
@@ -455,15 +467,7 @@ impl RankThread {
         } else {
             match self.functions.pop() {
                 Some(name) => name,
-                None => {
-                    let routine = cx.type_name(USER_FUNCTION)?;
-                    return cx.anomaly(Anomaly::LeaveWithoutEnter {
-                        rank: self.rank,
-                        thread: self.thread,
-                        time,
-                        routine,
-                    });
-                }
+                None => return self.leave_without_enter(cx, USER_FUNCTION, time),
             }
         };
         let event = RoutineEvent {
@@ -504,9 +508,6 @@ impl RankThread {
                     op.comm = None;
                     (op.kind, op.start)
                 };
-                if let Some(s) = self.slot(seq) {
-                    s.needs |= REPORTED;
-                }
                 let why = if layout.comm(id).is_some() {
                     format!("of which rank {rank} is not a member")
                 } else {
