@@ -34,6 +34,8 @@ pub(crate) struct Context<'s> {
     pub line: u64,
     /// Rooted collectives closed since the driver last looked: (thread, item).
     pub rooted: Vec<(u32, u64)>,
+    /// Requests given to non-blocking receives so far (ids unique across the trace).
+    requests: u64,
 }
 
 impl<'s> Context<'s> {
@@ -50,6 +52,7 @@ impl<'s> Context<'s> {
             file: file.to_string(),
             line: 0,
             rooted: Vec::new(),
+            requests: 0,
         }
     }
 
@@ -127,6 +130,13 @@ impl<'s> Context<'s> {
             None => format!("function {value}"),
         };
         self.intern(&name)
+    }
+
+    /// A request id for a non-blocking receive (Paraver records none; unique in the trace,
+    /// so unique per process as the model asks).
+    pub fn new_request(&mut self) -> u64 {
+        self.requests += 1;
+        self.requests
     }
 
     /// Reports an anomaly.

@@ -168,6 +168,18 @@ impl Cursor<'_> {
     }
 }
 
+/// The most nodes, and the most threads in all, a header may declare: each is kept (a
+/// processor, a rank's thread or a location), so a damaged count must not be believed.
+const MAX_DECLARED: u32 = 1 << 24;
+
+fn too_many(at: usize, what: &str, n: u64) -> Fault {
+    Fault::new(
+        at,
+        "bad header",
+        format!("the header declares {n} {what}; mtfdb reads at most {MAX_DECLARED}"),
+    )
+}
+
 /// The nanoseconds of one unit named by a duration's suffix.
 fn unit(suffix: &[u8]) -> Option<u64> {
     Some(match suffix {
@@ -214,6 +226,7 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
     })?;
     c.expect(b':', "after the duration")?;
 
+    let nodes_at = c.pos;
     let node_count = c.small("number of nodes")?;
     let mut nodes = Vec::new();
     if c.peek() == Some(b'(') {
@@ -226,6 +239,9 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
             )?;
         }
     } else {
+        if node_count > MAX_DECLARED {
+            return Err(too_many(nodes_at, "nodes", u64::from(node_count)));
+        }
         nodes = vec![1; node_count as usize];
     }
     c.expect(b':', "after the nodes")?;
@@ -239,7 +255,9 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
         ));
     }
     c.expect(b':', "after the number of applications")?;
-    let mut apps = Vec::with_capacity(app_count as usize);
+    let mut apps = Vec::new();
+    // Every declared thread becomes a rank's thread or a location of its own.
+    let mut threads_declared = 0u64;
     for a in 0..app_count {
         if a > 0 {
             // Writers separate applications with ':' or ','.
@@ -258,10 +276,14 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
             ));
         }
         c.expect(b'(', "before the tasks' threads and nodes")?;
-        let mut decls = Vec::with_capacity(tasks as usize);
+        let mut decls = Vec::new();
         for t in 0..tasks {
             let at = c.pos;
             let threads = c.small("number of threads")?;
+            threads_declared += u64::from(threads);
+            if threads_declared > u64::from(MAX_DECLARED) {
+                return Err(too_many(at, "threads", threads_declared));
+            }
             if threads == 0 {
                 return Err(Fault::new(
                     at,
@@ -432,6 +454,9 @@ mod tests {
             ("#Paraver (d):10:1:1:1(1:1),2\nc:1:1:1:1", "t.prv:3:1: truncated header: the header announces 2 communicator lines, the file ends after 1"),
             ("#Paraver (d):10:1:1:1(1:1),1\nc:1:1:2:1", "t.prv:2:10: truncated header: communicator 1 announces 2 tasks"),
             ("Paraver", "t.prv:1:1: bad header: a Paraver trace starts with #Paraver"),
+            // Counts no trace has: refused, not believed.
+            ("#Paraver (d):10:1:1:2(16777216:1,1:1)", "t.prv:1:34: bad header: the header declares 16777217 threads; mtfdb reads at most 16777216"),
+            ("#Paraver (d):10:99999999:1:1(1:1)", "t.prv:1:17: bad header: the header declares 99999999 nodes"),
         ];
         for (text, want) in cases {
             let e = header(text).unwrap_err().to_string();

@@ -5,6 +5,9 @@ use std::io::{BufRead, ErrorKind};
 
 use crate::error::{Error, Result};
 
+/// The longest line read (Extrae's longest event lines, with every counter, are a few KiB).
+pub(crate) const MAX_LINE: usize = 16 << 20;
+
 /// Reads a file line by line into one reused buffer, counting lines from 1.
 pub(crate) struct Lines<R> {
     reader: R,
@@ -28,20 +31,43 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// The next line without its end (`\n` or `\r\n`), with its number, or `None` at the
-    /// end of the file.
+    /// end of the file. A line longer than [`MAX_LINE`] is refused (a damaged file, not a
+    /// trace: Paraver's lines are short).
     pub fn next_line(&mut self) -> Result<Option<(u64, &[u8])>> {
         self.buf.clear();
-        let n = loop {
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(n) => break n,
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(b) => b,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::io(&self.file, e)),
+            };
+            if available.is_empty() {
+                break;
             }
-        };
-        if n == 0 {
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            if self.buf.len() + take > MAX_LINE {
+                return Err(Error::input(
+                    &self.file,
+                    self.line_no + 1,
+                    1,
+                    "line too long",
+                    format!("the line is longer than {MAX_LINE} bytes; the file is not a Paraver trace or is damaged"),
+                    "",
+                ));
+            }
+            self.buf.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            if done {
+                break;
+            }
+        }
+        if self.buf.is_empty() {
             return Ok(None);
         }
-        self.bytes += n as u64;
+        self.bytes += self.buf.len() as u64;
         self.line_no += 1;
         let mut end = self.buf.len();
         if self.buf[end - 1] == b'\n' {
@@ -304,6 +330,27 @@ pub(crate) fn is_integer(field: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_lose_their_ends_and_an_endless_one_is_refused() {
+        let text = b"a\r\nb\n\nlast";
+        let mut lines = Lines::new(&text[..], "t.prv");
+        let mut seen = Vec::new();
+        while let Some((n, l)) = lines.next_line().unwrap() {
+            seen.push((n, l.to_vec()));
+        }
+        let want: Vec<(u64, Vec<u8>)> = vec![
+            (1, b"a".to_vec()),
+            (2, b"b".to_vec()),
+            (3, vec![]),
+            (4, b"last".to_vec()),
+        ];
+        assert_eq!(seen, want);
+        let long = vec![b'7'; MAX_LINE + 1];
+        let mut lines = Lines::new(std::io::BufReader::new(&long[..]), "t.prv");
+        let e = lines.next_line().unwrap_err().to_string();
+        assert!(e.starts_with("t.prv:1:1: line too long"), "{e}");
+    }
 
     #[test]
     fn fields_carry_their_offsets_and_numbers_their_range() {

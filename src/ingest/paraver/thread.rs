@@ -191,7 +191,6 @@ pub(crate) struct RankThread {
     /// Record sides waiting for a call read later: (id, side, what it says).
     future: Vec<(u64, Dir, Side)>,
     future_count: u64,
-    requests: u64,
     /// The world communicator, on which messages travel.
     world: CommId,
     /// The time of its last state or event record.
@@ -222,7 +221,6 @@ impl RankThread {
             expected: Vec::new(),
             future: Vec::new(),
             future_count: 0,
-            requests: 0,
             world,
             last_time: 0,
             watermark: 0,
@@ -783,8 +781,7 @@ impl RankThread {
         if start <= pr && pr <= end {
             return;
         }
-        self.requests += 1;
-        let request = self.requests | (u64::from(self.thread) << 48);
+        let request = cx.new_request();
         self.op(seq).request = Some(request);
         if self.complete_in_call(seq, request, pr, cx.now) {
             return;
@@ -1014,4 +1011,69 @@ fn find(
         };
         op.start <= time && time <= if slot.open { known } else { op.end }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::paraver::names::Pcf;
+    use crate::ingest::EventSink;
+    use crate::model::{Location, TraceHeader};
+
+    /// Keeps what reaches it.
+    #[derive(Default)]
+    struct Log {
+        ops: Vec<Operation>,
+        routines: usize,
+    }
+
+    impl EventSink for Log {
+        fn header(&mut self, _: &TraceHeader) -> Result<()> {
+            Ok(())
+        }
+        fn string(&mut self, _: StrId, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn operation(&mut self, op: &Operation) -> Result<()> {
+            self.ops.push(op.clone());
+            Ok(())
+        }
+        fn routine(&mut self, _: &RoutineEvent) -> Result<()> {
+            self.routines += 1;
+            Ok(())
+        }
+        fn locations(&mut self, _: &[Location]) -> Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_receive_whose_record_never_comes_holds_its_thread_only_so_long() {
+        let mut log = Log::default();
+        let mut cx = Context::new(&mut log, Pcf::default(), "t.prv");
+        let mut th = RankThread::new(0, 0, 0, 0);
+        // MPI_Irecv (Extrae value 4) over [1, 2]: no record will ever name it.
+        th.mpi_call(&mut cx, 50_000_001, 4, 1).unwrap();
+        th.mpi_call(&mut cx, 50_000_001, 0, 2).unwrap();
+        let calls = MAX_HELD as u64;
+        for i in 0..calls {
+            let t = 10 + 2 * i;
+            cx.now = t;
+            th.last_time = t;
+            th.user_function(&mut cx, 1, t).unwrap();
+            th.user_function(&mut cx, 0, t + 1).unwrap();
+            th.drain(&mut cx).unwrap();
+        }
+        // Past MAX_HELD items, the receive was given up and the items behind it left.
+        assert!(th.out.len() <= MAX_HELD, "{} held", th.out.len());
+        drop(cx);
+        assert_eq!(log.ops.len(), 1);
+        let irecv = &log.ops[0];
+        assert!(irecv.flags & flags::WITHOUT_RECORDS != 0);
+        assert!(matches!(irecv.kind, OpKind::Other(_)));
+        assert!(log.routines as u64 >= 2 * calls - MAX_HELD as u64);
+    }
 }
