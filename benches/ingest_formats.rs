@@ -1,92 +1,138 @@
-//! Import speed of the readers of foreign trace formats, one function per format, each
-//! against a plain read of the same files in the same run.
+//! Import speed of the foreign-format readers, one function per format, each against a plain
+//! read of the same files in the same run (the floor any reader of the format pays).
 //!
-//! The baseline reads every byte of the trace's files and counts their lines (a `BufReader`
-//! and `memchr`): what no reader can beat. The import is the `mtfdb` binary's `import`
-//! (parse, convert, validate, match, index, persist) into a fresh database. Each is the best
-//! of several runs (three imports, ten reads), as the machine is shared; the ratio is the
-//! import's time over the read's.
-//! Inputs are generated here, under `target/bench-data/`, never committed.
+//! OTF v1: a VampirTrace-like trace written by this bench under `target/` (16 ranks, each
+//! iteration a user routine, an `MPI_Sendrecv` around a ring with its send and receive
+//! records, an `MPI_Allreduce` with its collective records; zlib-compressed streams flushed
+//! every 10 KiB of text as OTF does). The baseline reads and decompresses every stream file
+//! and counts its lines; "parse" is mtfdb's reader alone (into a sink that counts what it
+//! gets); "import" is the whole import into a fresh database (parse, convert, match, index,
+//! persist). The ratio is import over read. Best of three runs each, as the machine is shared.
 //!
-//! `cargo bench --bench ingest_formats` runs every format at its default size;
-//! `MTFDB_BENCH_EVENTS=1000000` sets the number of records instead.
+//! Paraver: an Extrae-like `.prv` (with its `.pcf`) written by this bench under `target/` (16
+//! ranks in a ring, each iteration an `MPI_Irecv`, an `MPI_Isend` with its communication
+//! record after the call, an `MPI_Waitall` holding the message's arrival, the three calls'
+//! state records, a four-counter event, and an `MPI_Allreduce` with its collective arguments
+//! every tenth iteration). The baseline reads both files and counts their lines; the columns
+//! are the same as OTF v1's.
+//!
+//! `cargo bench --bench ingest_formats`; `MTFDB_BENCH_EVENTS=1000000` sets the records.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use mtfdb::ingest::{otf1, paraver, EventSink};
+use mtfdb::model::{Operation, RoutineEvent, StrId, TraceHeader};
+
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
+
 const RUNS: usize = 3;
-/// The plain read takes milliseconds, so its best is taken over more runs.
-const READ_RUNS: usize = 10;
 
-/// One format's input: its files, what the import must find, and how many records it holds.
-struct Input {
-    /// What `mtfdb import` is given.
-    path: PathBuf,
-    /// Every file the import reads (the baseline reads them all).
-    files: Vec<PathBuf>,
-    records: u64,
-    messages: u64,
-}
-
-/// Reads every byte of `files`, counting lines: the baseline.
-fn plain_read(files: &[PathBuf]) -> u64 {
-    let mut lines = 0u64;
-    for f in files {
-        let mut r = BufReader::with_capacity(1 << 20, std::fs::File::open(f).unwrap());
-        loop {
-            let buf = r.fill_buf().unwrap();
-            if buf.is_empty() {
-                break;
-            }
-            lines += memchr::memchr_iter(b'\n', buf).count() as u64;
-            let n = buf.len();
-            r.consume(n);
-        }
-    }
-    lines
-}
-
-/// Times the import of `input` against the plain read and prints one row.
-fn measure(format: &str, input: &Input, data: &Path) {
-    let (lines, read_secs) = common::best(READ_RUNS, || plain_read(&input.files));
-    assert!(lines > 0, "{format}: nothing to read");
-    let (import_secs, peak_kib) =
-        common::timed_imports(RUNS, data, format, &input.path, input.messages);
-    let bytes: u64 = input
-        .files
-        .iter()
-        .map(|f| std::fs::metadata(f).unwrap().len())
-        .sum();
+fn main() {
     println!(
-        "{:<10} {:>10} {:>9.1} {:>8.3} {:>9.3} {:>12.0} {:>8.1}x {:>9.0}",
-        format,
-        input.records,
-        bytes as f64 / (1 << 20) as f64,
+        "foreign-format import benchmark on {} cores; best of {RUNS}",
+        common::cores()
+    );
+    println!(
+        "{:>8} {:>10} {:>10} {:>8} {:>8} {:>9} {:>12} {:>7}",
+        "format", "records", "files MiB", "read s", "parse s", "import s", "records/s", "ratio"
+    );
+    for &records in &common::sizes(&[320_000]) {
+        otf1(records);
+        paraver(records);
+    }
+}
+
+/// The OTF v1 case.
+fn otf1(records: u64) {
+    let dir = common::data_dir().join(format!("otf1-{records}"));
+    let written = write_otf1(&dir, records);
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let (lines, read_secs) =
+        common::best(RUNS, || files.iter().map(|f| read_lines(f)).sum::<u64>());
+    assert!(lines > written, "{lines} lines for {written} records");
+    let (items, parse_secs) = common::best(RUNS, || {
+        let mut sink = Counter::default();
+        otf1::read_trace(&dir.join("bench.otf"), &mut sink, &mut |_| {}).unwrap();
+        sink.items
+    });
+    assert!(items > 0);
+    let ((), import_secs) = common::best(RUNS, || {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = mtfdb::Database::open(tmp.path().join("db")).unwrap();
+        let info = db.import(dir.join("bench.otf"), Some("bench")).unwrap();
+        assert_eq!(info.processes, 16);
+    });
+    println!(
+        "{:>8} {:>10} {:>10.1} {:>8.3} {:>8.3} {:>9.3} {:>12.0} {:>7.1}",
+        "otf1",
+        written,
+        common::dir_size(&dir) as f64 / (1 << 20) as f64,
         read_secs,
+        parse_secs,
         import_secs,
-        input.records as f64 / import_secs,
-        import_secs / read_secs,
-        peak_kib as f64 / 1024.0
+        written as f64 / import_secs,
+        import_secs / read_secs
     );
 }
 
-/// A Paraver trace as Extrae writes one: `ranks` tasks in a ring, each iteration an
-/// `MPI_Irecv` from the left, an `MPI_Isend` to the right (its communication record right
-/// after the call), an `MPI_Waitall` holding the message's arrival, a hardware-counter event
-/// with four counters, the state records of the three calls, and every tenth iteration an
-/// `MPI_Allreduce` with its collective arguments. Written to reach about `records` records.
-fn paraver_trace(data: &Path, records: u64) -> Input {
-    const RANKS: u64 = 16;
-    // Per iteration and rank: 7 events, 3 states, 1 communication record (+0.2 Allreduce).
-    let iterations = (records / (RANKS * 11)).max(10);
-    let dir = data.join(format!("paraver-{records}"));
-    let _ = std::fs::create_dir_all(&dir);
+/// The Paraver case.
+fn paraver(records: u64) {
+    let dir = common::data_dir().join(format!("paraver-{records}"));
+    let (written, messages) = write_paraver(&dir, records);
     let prv = dir.join("ring.prv");
-    let pcf = dir.join("ring.pcf");
+    let files = [prv.clone(), dir.join("ring.pcf")];
+    let (lines, read_secs) =
+        common::best(RUNS, || files.iter().map(|f| read_lines(f)).sum::<u64>());
+    assert!(lines > written, "{lines} lines for {written} records");
+    let (items, parse_secs) = common::best(RUNS, || {
+        let mut sink = Counter::default();
+        paraver::read_trace(&prv, &mut sink).unwrap();
+        sink.items
+    });
+    assert!(items > 0);
+    let ((), import_secs) = common::best(RUNS, || {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = mtfdb::Database::open(tmp.path().join("db")).unwrap();
+        let info = db.import(&prv, Some("bench")).unwrap();
+        assert_eq!((info.processes, info.summary.messages), (16, messages));
+    });
+    println!(
+        "{:>8} {:>10} {:>10.1} {:>8.3} {:>8.3} {:>9.3} {:>12.0} {:>7.1}",
+        "paraver",
+        written,
+        common::dir_size(&dir) as f64 / (1 << 20) as f64,
+        read_secs,
+        parse_secs,
+        import_secs,
+        written as f64 / import_secs,
+        import_secs / read_secs
+    );
+}
+
+/// Writes (or reuses) the Paraver trace of about `records` records; returns how many, and the
+/// messages they hold.
+fn write_paraver(dir: &Path, records: u64) -> (u64, u64) {
+    use std::io::Write;
+    const RANKS: u64 = 16;
+    // Per rank and iteration: 7 events, 3 states, 1 communication record (+ the Allreduce).
+    const PER_ITERATION: u64 = 11;
+    let iterations = (records / RANKS / PER_ITERATION).max(10);
+    let allreduces = iterations / 10;
+    let written = RANKS * (iterations * PER_ITERATION + 2 * allreduces + 4);
+    let messages = RANKS * iterations;
+    let prv = dir.join("ring.prv");
+    if prv.exists() {
+        return (written, messages);
+    }
+    std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
-        &pcf,
+        dir.join("ring.pcf"),
         "EVENT_TYPE\n9 50000001 MPI Point-to-point\nVALUES\n3 MPI_Isend\n4 MPI_Irecv\n6 MPI_Waitall\n0 Outside MPI\n\n\
          EVENT_TYPE\n9 50000002 MPI Collective Comm\nVALUES\n10 MPI_Allreduce\n0 Outside MPI\n\n\
          EVENT_TYPE\n9 50000003 MPI Other\nVALUES\n31 MPI_Init\n32 MPI_Finalize\n0 Outside MPI\n",
@@ -95,7 +141,7 @@ fn paraver_trace(data: &Path, records: u64) -> Input {
     let mut w = std::io::BufWriter::new(std::fs::File::create(&prv).unwrap());
     let step = 1_000u64;
     let end = (iterations + 2) * step;
-    let tasks: Vec<String> = (0..RANKS).map(|_| "1:1".to_string()).collect();
+    let tasks: Vec<&str> = (0..RANKS).map(|_| "1:1").collect();
     let members: Vec<String> = (1..=RANKS).map(|t| t.to_string()).collect();
     writeln!(
         w,
@@ -104,127 +150,234 @@ fn paraver_trace(data: &Path, records: u64) -> Input {
     )
     .unwrap();
     writeln!(w, "c:1:1:{RANKS}:{}", members.join(":")).unwrap();
-    let mut written = 0u64;
-    let mut line = |w: &mut std::io::BufWriter<std::fs::File>, text: std::fmt::Arguments| {
-        w.write_fmt(text).unwrap();
-        w.write_all(b"\n").unwrap();
-        written += 1;
+    // Records at one time, rank by rank: `each(w, |w, t| …)` writes one per task `t`.
+    let each = |w: &mut std::io::BufWriter<std::fs::File>, f: &dyn Fn(u64) -> String| {
+        for t in 1..=RANKS {
+            writeln!(w, "{}", f(t)).unwrap();
+        }
     };
-    for t in 1..=RANKS {
-        line(&mut w, format_args!("2:{t}:1:{t}:1:10:50000003:31"));
-    }
-    for t in 1..=RANKS {
-        line(&mut w, format_args!("2:{t}:1:{t}:1:20:50000003:0"));
-    }
+    each(&mut w, &|t| format!("2:{t}:1:{t}:1:10:50000003:31"));
+    each(&mut w, &|t| format!("2:{t}:1:{t}:1:20:50000003:0"));
     for it in 1..=iterations {
         let b = it * step;
-        // Records of one iteration, in time order; within a time, rank by rank.
-        for t in 1..=RANKS {
-            line(
-                &mut w,
-                format_args!("1:{t}:1:{t}:1:{}:{}:11", b + 10, b + 20),
-            );
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:4", b + 10));
-        }
-        for t in 1..=RANKS {
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:0", b + 20));
-        }
-        for t in 1..=RANKS {
-            line(
-                &mut w,
-                format_args!("1:{t}:1:{t}:1:{}:{}:10", b + 30, b + 40),
-            );
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:3", b + 30));
-        }
-        for t in 1..=RANKS {
+        each(&mut w, &|t| {
+            format!(
+                "1:{t}:1:{t}:1:{}:{}:11\n2:{t}:1:{t}:1:{}:50000001:4",
+                b + 10,
+                b + 20,
+                b + 10
+            )
+        });
+        each(&mut w, &|t| format!("2:{t}:1:{t}:1:{}:50000001:0", b + 20));
+        each(&mut w, &|t| {
+            format!(
+                "1:{t}:1:{t}:1:{}:{}:10\n2:{t}:1:{t}:1:{}:50000001:3",
+                b + 30,
+                b + 40,
+                b + 30
+            )
+        });
+        // The Isend ends, then its communication record (logical and physical send, the
+        // right neighbour's Irecv and the Waitall holding the arrival, size, tag).
+        each(&mut w, &|t| {
             let right = t % RANKS + 1;
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:0", b + 40));
-            line(
-                &mut w,
-                format_args!(
-                    "3:{t}:1:{t}:1:{}:{}:{right}:1:{right}:1:{}:{}:{}:{}",
-                    b + 30,
-                    b + 40,
-                    b + 10,
-                    b + 60,
-                    1024 * t,
-                    it % 1000
-                ),
-            );
-        }
-        for t in 1..=RANKS {
-            line(
-                &mut w,
-                format_args!("1:{t}:1:{t}:1:{}:{}:8", b + 50, b + 70),
-            );
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:6", b + 50));
-        }
-        for t in 1..=RANKS {
-            line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000001:0", b + 70));
-        }
-        for t in 1..=RANKS {
-            line(
-                &mut w,
-                format_args!(
-                    "2:{t}:1:{t}:1:{}:42000050:{}:42000059:{}:42000107:{}:44224275:{}",
-                    b + 80,
-                    it * 1000 + t,
-                    it * 1700,
-                    it * 900,
-                    it * 7
-                ),
-            );
-        }
+            format!(
+                "2:{t}:1:{t}:1:{}:50000001:0\n3:{t}:1:{t}:1:{}:{}:{right}:1:{right}:1:{}:{}:{}:{}",
+                b + 40,
+                b + 30,
+                b + 40,
+                b + 10,
+                b + 60,
+                1024 * t,
+                it % 1000
+            )
+        });
+        each(&mut w, &|t| {
+            format!(
+                "1:{t}:1:{t}:1:{}:{}:8\n2:{t}:1:{t}:1:{}:50000001:6",
+                b + 50,
+                b + 70,
+                b + 50
+            )
+        });
+        each(&mut w, &|t| format!("2:{t}:1:{t}:1:{}:50000001:0", b + 70));
+        each(&mut w, &|t| {
+            format!(
+                "2:{t}:1:{t}:1:{}:42000050:{}:42000059:{}:42000107:{}:44224275:{}",
+                b + 80,
+                it * 1000 + t,
+                it * 1700,
+                it * 900,
+                it * 7
+            )
+        });
         if it % 10 == 0 {
-            for t in 1..=RANKS {
-                line(
-                    &mut w,
-                    format_args!(
-                        "2:{t}:1:{t}:1:{}:50000002:10:50100001:8:50100002:8:50100004:1",
-                        b + 90
-                    ),
-                );
-            }
-            for t in 1..=RANKS {
-                line(&mut w, format_args!("2:{t}:1:{t}:1:{}:50000002:0", b + 95));
-            }
+            each(&mut w, &|t| {
+                format!(
+                    "2:{t}:1:{t}:1:{}:50000002:10:50100001:8:50100002:8:50100004:1",
+                    b + 90
+                )
+            });
+            each(&mut w, &|t| format!("2:{t}:1:{t}:1:{}:50000002:0", b + 95));
         }
     }
     let fin = end - step / 2;
-    for t in 1..=RANKS {
-        line(&mut w, format_args!("2:{t}:1:{t}:1:{fin}:50000003:32"));
-    }
-    for t in 1..=RANKS {
-        line(
-            &mut w,
-            format_args!("2:{t}:1:{t}:1:{}:50000003:0", fin + 10),
-        );
-    }
+    each(&mut w, &|t| format!("2:{t}:1:{t}:1:{fin}:50000003:32"));
+    each(&mut w, &|t| {
+        format!("2:{t}:1:{t}:1:{}:50000003:0", fin + 10)
+    });
     w.flush().unwrap();
-    Input {
-        path: prv.clone(),
-        files: vec![prv, pcf],
-        records: written,
-        messages: iterations * RANKS,
+    (written, messages)
+}
+
+/// A sink that only counts what a reader hands it: the reader's own cost.
+#[derive(Default)]
+struct Counter {
+    items: u64,
+}
+
+impl EventSink for Counter {
+    fn header(&mut self, _: &TraceHeader) -> mtfdb::Result<()> {
+        Ok(())
+    }
+    fn string(&mut self, _: StrId, _: &str) -> mtfdb::Result<()> {
+        Ok(())
+    }
+    fn operation(&mut self, _: &Operation) -> mtfdb::Result<()> {
+        self.items += 1;
+        Ok(())
+    }
+    fn routine(&mut self, _: &RoutineEvent) -> mtfdb::Result<()> {
+        self.items += 1;
+        Ok(())
+    }
+    fn finish(&mut self) -> mtfdb::Result<()> {
+        Ok(())
     }
 }
 
-/// Paraver: the `.prv` (and its `.pcf`) of a generated Extrae-style trace.
-fn paraver(data: &Path, records: u64) {
-    let input = paraver_trace(data, records);
-    measure("paraver", &input, data);
+/// Lines of a stream file, decompressing a `.z` file (OTF's streams are flushed but never
+/// finished, which `flate2`'s readers take for a cut stream: decompress chunk by chunk).
+fn read_lines(path: &Path) -> u64 {
+    let mut file = std::fs::File::open(path).unwrap();
+    let compressed = path.extension().is_some_and(|e| e == "z");
+    let mut z = Decompress::new(true);
+    let (mut input, mut out) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    let mut lines = 0;
+    loop {
+        let n = file.read(&mut input).unwrap();
+        if n == 0 {
+            // What the decompressor still holds.
+            while compressed && drain(&mut z, &mut out, &mut lines) {}
+            return lines;
+        }
+        if !compressed {
+            lines += input[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+            continue;
+        }
+        let mut at = 0;
+        while at < n {
+            let before = (z.total_in(), z.total_out());
+            z.decompress(&input[at..n], &mut out, FlushDecompress::None)
+                .unwrap();
+            at += (z.total_in() - before.0) as usize;
+            let produced = (z.total_out() - before.1) as usize;
+            lines += out[..produced].iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+    }
 }
 
-fn main() {
-    let records = common::sizes(&[400_000])[0];
-    let data = common::data_dir();
-    println!(
-        "Foreign-format import against a plain read of the same files, on {} cores; best of {RUNS} imports, {READ_RUNS} reads",
-        common::cores()
+/// Decompresses what `z` still holds into `out`, counting lines; `false` once it holds none.
+fn drain(z: &mut Decompress, out: &mut [u8], lines: &mut u64) -> bool {
+    let before = z.total_out();
+    z.decompress(&[], out, FlushDecompress::None).unwrap();
+    let produced = (z.total_out() - before) as usize;
+    *lines += out[..produced].iter().filter(|&&b| b == b'\n').count() as u64;
+    produced > 0
+}
+
+/// OTF's way of compressing a stream: one zlib stream flushed every buffer, never finished.
+struct Flushed {
+    z: Compress,
+    text: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Flushed {
+    fn new() -> Flushed {
+        Flushed {
+            z: Compress::new(Compression::new(4), true),
+            text: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, s: &str) {
+        self.text.extend_from_slice(s.as_bytes());
+        if self.text.len() >= 10 * 1024 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.out.reserve(self.text.len() + 1024);
+        self.z
+            .compress_vec(&self.text, &mut self.out, FlushCompress::Full)
+            .unwrap();
+        self.text.clear();
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        self.flush();
+        self.out
+    }
+}
+
+/// Writes (or reuses) the trace of about `records` event records; returns how many.
+fn write_otf1(dir: &Path, records: u64) -> u64 {
+    const RANKS: u64 = 16;
+    const PER_ITERATION: u64 = 10;
+    let iterations = (records / RANKS / PER_ITERATION).max(1);
+    let written = RANKS * (iterations * PER_ITERATION + 2);
+    if dir.join("bench.otf").exists() {
+        return written;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let master: String = (1..=RANKS).map(|p| format!("{p:x}:{p:x}\n")).collect();
+    let members: String = (1..=RANKS).map(|p| format!("{p:x},")).collect();
+    let mut defs = format!(
+        "DCR\"mtfdb benchmark\"\nDTR3b9aca00\nDPG1M{members}NM\"MPI_COMM_WORLD\"\n\
+         DFG1NM\"Application\"\nDFG2NM\"MPI\"\nDF1G1NM\"main\"\nDF2G1NM\"compute\"\n\
+         DF3G2NM\"MPI_Sendrecv\"\nDF4G2NM\"MPI_Allreduce\"\nDCO3NM\"MPI_Allreduce\"Y4\n"
     );
-    println!(
-        "{:<10} {:>10} {:>9} {:>8} {:>9} {:>12} {:>9} {:>9}",
-        "format", "records", "MiB", "read s", "import s", "records/s", "ratio", "peak MiB"
-    );
-    paraver(&data, records);
+    for p in 1..=RANKS {
+        defs.push_str(&format!("DP{p:x}NM\"Process {}\"\n", p - 1));
+    }
+    let mut z = Flushed::new();
+    z.push(&defs);
+    std::fs::write(dir.join("bench.0.def.z"), z.finish()).unwrap();
+    for p in 1..=RANKS {
+        let (next, prev) = (p % RANKS + 1, (p + RANKS - 2) % RANKS + 1);
+        let mut z = Flushed::new();
+        z.push(&format!("0\n*{p:x}\nE1\n"));
+        for i in 0..iterations {
+            let t = 1000 * (i + 1) + p;
+            z.push(&format!(
+                "{:x}\n*{p:x}\nE2\n{:x}\n*{p:x}\nL\n{:x}\n*{p:x}\nE3\nS{next:x}L800T0C1\nR{prev:x}L800T0C1\n\
+                 {:x}\n*{p:x}\nL\n{:x}\n*{p:x}\nE4\nCOPB3H{:x}C1RT0S8R8\n{:x}\n*{p:x}\nCOPE{:x}\nL\n",
+                t,
+                t + 100,
+                t + 200,
+                t + 300,
+                t + 400,
+                i + 1,
+                t + 500,
+                i + 1
+            ));
+        }
+        z.push(&format!("{:x}\n*{p:x}\nL\n", 1000 * (iterations + 1) + 600));
+        std::fs::write(dir.join(format!("bench.{p:x}.events.z")), z.finish()).unwrap();
+    }
+    std::fs::write(dir.join("bench.otf"), master).unwrap();
+    written
 }

@@ -62,52 +62,6 @@ pub fn peak_kib(stdout: &str) -> u64 {
         .expect("import --stats reports peak memory in KiB")
 }
 
-/// Imports `source` with the `mtfdb` binary `runs` times, each into a fresh database folder
-/// under `data` (all removed before and after: removing one is not part of the time
-/// measured), checking that every run found ` {messages} messages`. Returns the best time and
-/// the highest peak resident memory (KiB) the runs reported.
-pub fn timed_imports(
-    runs: usize,
-    data: &Path,
-    label: &str,
-    source: &Path,
-    messages: u64,
-) -> (f64, u64) {
-    let dbs: Vec<PathBuf> = (0..runs)
-        .map(|run| data.join(format!("db-{label}-{run}")))
-        .collect();
-    for db in &dbs {
-        let _ = std::fs::remove_dir_all(db);
-    }
-    let mut fresh = dbs.iter();
-    let mut peak = 0u64;
-    let ((), secs) = best(runs, || {
-        let db = fresh.next().expect("a database folder per run");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-            .args(["--db", db.to_str().unwrap(), "import"])
-            .arg(source)
-            .args(["--name", "bench", "--stats"])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{label} import failed: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // The import found every message the generator wrote.
-        assert!(
-            stdout.contains(&format!(" {messages} messages")),
-            "{label}: expected {messages} messages: {stdout}"
-        );
-        peak = peak.max(peak_kib(&stdout));
-    });
-    for db in &dbs {
-        let _ = std::fs::remove_dir_all(db);
-    }
-    (secs, peak)
-}
-
 /// Runs `run` `runs` times; returns the output and the time of the fastest run (the machine
 /// is shared, so the best of a few is the least disturbed).
 pub fn best<T>(runs: usize, mut run: impl FnMut() -> T) -> (T, f64) {

@@ -8,6 +8,7 @@
 
 pub mod matcher;
 pub mod mtf_text;
+pub mod otf1;
 pub mod otf2;
 pub mod paraver;
 mod seam;
