@@ -45,6 +45,59 @@ fn main() {
     }
 }
 
+/// One format's generated input.
+struct Case {
+    format: &'static str,
+    /// Records written.
+    records: u64,
+    /// The folder of its files (its size is reported).
+    dir: PathBuf,
+    /// The files the plain read reads.
+    files: Vec<PathBuf>,
+    /// What the reader and the import are given.
+    source: PathBuf,
+}
+
+/// Times, on `case`, the plain read of its files, `read` (the format's reader alone, into a
+/// counting sink) and the whole import into a fresh database (whose result `check` checks),
+/// and prints the format's row.
+fn measure(
+    case: &Case,
+    read: impl Fn(&Path, &mut Counter) -> mtfdb::Result<()>,
+    check: impl Fn(&mtfdb::TraceInfo),
+) {
+    let (lines, read_secs) = common::best(RUNS, || {
+        case.files.iter().map(|f| read_lines(f)).sum::<u64>()
+    });
+    assert!(
+        lines > case.records,
+        "{lines} lines for {} records",
+        case.records
+    );
+    let (items, parse_secs) = common::best(RUNS, || {
+        let mut sink = Counter::default();
+        read(&case.source, &mut sink).unwrap();
+        sink.items
+    });
+    assert!(items > 0);
+    let ((), import_secs) = common::best(RUNS, || {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = mtfdb::Database::open(tmp.path().join("db")).unwrap();
+        check(&db.import(&case.source, Some("bench")).unwrap());
+    });
+    println!(
+        "{:>8} {:>10} {:>10.1} {:>8.3} {:>8.3} {:>9.3} {:>12.0} {:>7.1}",
+        case.format,
+        case.records,
+        common::dir_size(&case.dir) as f64 / (1 << 20) as f64,
+        read_secs,
+        parse_secs,
+        import_secs,
+        case.records as f64 / import_secs,
+        import_secs / read_secs
+    );
+}
+
 /// The OTF v1 case.
 fn otf1(records: u64) {
     let dir = common::data_dir().join(format!("otf1-{records}"));
@@ -53,31 +106,17 @@ fn otf1(records: u64) {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    let (lines, read_secs) =
-        common::best(RUNS, || files.iter().map(|f| read_lines(f)).sum::<u64>());
-    assert!(lines > written, "{lines} lines for {written} records");
-    let (items, parse_secs) = common::best(RUNS, || {
-        let mut sink = Counter::default();
-        otf1::read_trace(&dir.join("bench.otf"), &mut sink, &mut |_| {}).unwrap();
-        sink.items
-    });
-    assert!(items > 0);
-    let ((), import_secs) = common::best(RUNS, || {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = mtfdb::Database::open(tmp.path().join("db")).unwrap();
-        let info = db.import(dir.join("bench.otf"), Some("bench")).unwrap();
-        assert_eq!(info.processes, 16);
-    });
-    println!(
-        "{:>8} {:>10} {:>10.1} {:>8.3} {:>8.3} {:>9.3} {:>12.0} {:>7.1}",
-        "otf1",
-        written,
-        common::dir_size(&dir) as f64 / (1 << 20) as f64,
-        read_secs,
-        parse_secs,
-        import_secs,
-        written as f64 / import_secs,
-        import_secs / read_secs
+    let case = Case {
+        format: "otf1",
+        records: written,
+        source: dir.join("bench.otf"),
+        dir,
+        files,
+    };
+    measure(
+        &case,
+        |path, sink| otf1::read_trace(path, sink, &mut |_| {}).map(|_| ()),
+        |info| assert_eq!(info.processes, 16),
     );
 }
 
@@ -85,33 +124,17 @@ fn otf1(records: u64) {
 fn paraver(records: u64) {
     let dir = common::data_dir().join(format!("paraver-{records}"));
     let (written, messages) = write_paraver(&dir, records);
-    let prv = dir.join("ring.prv");
-    let files = [prv.clone(), dir.join("ring.pcf")];
-    let (lines, read_secs) =
-        common::best(RUNS, || files.iter().map(|f| read_lines(f)).sum::<u64>());
-    assert!(lines > written, "{lines} lines for {written} records");
-    let (items, parse_secs) = common::best(RUNS, || {
-        let mut sink = Counter::default();
-        paraver::read_trace(&prv, &mut sink).unwrap();
-        sink.items
-    });
-    assert!(items > 0);
-    let ((), import_secs) = common::best(RUNS, || {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = mtfdb::Database::open(tmp.path().join("db")).unwrap();
-        let info = db.import(&prv, Some("bench")).unwrap();
-        assert_eq!((info.processes, info.summary.messages), (16, messages));
-    });
-    println!(
-        "{:>8} {:>10} {:>10.1} {:>8.3} {:>8.3} {:>9.3} {:>12.0} {:>7.1}",
-        "paraver",
-        written,
-        common::dir_size(&dir) as f64 / (1 << 20) as f64,
-        read_secs,
-        parse_secs,
-        import_secs,
-        written as f64 / import_secs,
-        import_secs / read_secs
+    let case = Case {
+        format: "paraver",
+        records: written,
+        source: dir.join("ring.prv"),
+        files: vec![dir.join("ring.prv"), dir.join("ring.pcf")],
+        dir,
+    };
+    measure(
+        &case,
+        |path, sink| paraver::read_trace(path, sink).map(|_| ()),
+        |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
     );
 }
 
