@@ -7,6 +7,7 @@
 //! second thread, fed through a bounded channel.
 
 use crate::hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
@@ -324,9 +325,22 @@ struct Derived {
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
+    /// The byte counters that went past 2^64 - 1 (each reported once, as an anomaly).
+    overflowed: BTreeSet<String>,
 }
 
 impl Derived {
+    /// Records that the byte counter `what` went past 2^64 - 1 (once per counter).
+    fn overflow(&mut self, rank: Option<Rank>, what: String) -> Result<()> {
+        if !self.overflowed.insert(what.clone()) {
+            return Ok(());
+        }
+        self.record_anomaly(Anomaly::ValueOverflow {
+            rank,
+            what: format!("{what} pass 2^64 - 1; kept at 18446744073709551615"),
+        })
+    }
+
     /// Records the time range of the message chunk about to be written.
     fn close_message_chunk(&mut self) {
         if let Some(range) = self.chunk_times.take() {
@@ -356,19 +370,44 @@ impl Derived {
     }
 }
 
+/// Adds `v` to the byte counter `total`; false when the sum passes 2^64 - 1, which leaves the
+/// counter at 2^64 - 1 (the caller records the overflow: nothing wraps silently).
+fn add_bytes(total: &mut u64, v: u64) -> bool {
+    match total.checked_add(v) {
+        Some(sum) => {
+            *total = sum;
+            true
+        }
+        None => {
+            *total = u64::MAX;
+            false
+        }
+    }
+}
+
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
-            t.p2p_sent_bytes += m.bytes;
+        let (s, r) = (m.sender, m.receiver);
+        if let Some(t) = self.traffic.get_mut(s as usize) {
             t.messages_sent += 1;
+            if !add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
+                self.overflow(Some(s), format!("the bytes rank {s} sent in messages"))?;
+            }
         }
-        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
-            t.p2p_recv_bytes += m.bytes;
+        if let Some(t) = self.traffic.get_mut(r as usize) {
             t.messages_received += 1;
+            if !add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
+                self.overflow(Some(r), format!("the bytes rank {r} received in messages"))?;
+            }
         }
-        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
+        let pair = self.pairs.entry((s, r)).or_default();
         pair.0 += 1;
-        pair.1 += m.bytes;
+        if !add_bytes(&mut pair.1, m.bytes) {
+            self.overflow(
+                Some(s),
+                format!("the bytes of the messages from rank {s} to rank {r}"),
+            )?;
+        }
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -440,6 +479,7 @@ impl Importer {
                 pairs: HashMap::default(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
+                overflowed: BTreeSet::new(),
             },
             locations: Vec::new(),
             op_chunks: Vec::new(),
@@ -530,6 +570,15 @@ impl Importer {
             matcher.finish(&mut self.derived)?;
         }
         let d = &mut self.derived;
+        // The trace's total message bytes, checked before the anomalies are written.
+        let mut message_bytes = 0u64;
+        let mut whole = true;
+        for p in d.pairs.values() {
+            whole &= add_bytes(&mut message_bytes, p.1);
+        }
+        if !whole {
+            d.overflow(None, "the bytes of all messages".to_string())?;
+        }
         d.close_message_chunk();
         for table in [
             &mut d.messages,
@@ -574,7 +623,7 @@ impl Importer {
             operations: self.operations,
             by_kind,
             messages: meta.pairs.iter().map(|p| p.messages).sum(),
-            message_bytes: meta.pairs.iter().map(|p| p.bytes).sum(),
+            message_bytes,
             collective_instances: d.collective_count,
             request_links: d.link_count,
             routine_calls: self.routine_count,
@@ -614,9 +663,20 @@ impl EventSink for Importer {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
         if op.kind.is_collective() {
-            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
-                t.coll_send_bytes += op.send_bytes;
-                t.coll_recv_bytes += op.recv_bytes;
+            let rank = op.rank;
+            let d = &mut self.derived;
+            if let Some(t) = d.traffic.get_mut(rank as usize) {
+                let sent = add_bytes(&mut t.coll_send_bytes, op.send_bytes);
+                let received = add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
+                if !sent {
+                    d.overflow(Some(rank), format!("the bytes rank {rank} sent in collectives"))?;
+                }
+                if !received {
+                    d.overflow(
+                        Some(rank),
+                        format!("the bytes rank {rank} received in collectives"),
+                    )?;
+                }
             }
         }
         self.operations += 1;
@@ -746,14 +806,12 @@ fn abandoned(e: Error) -> Error {
 }
 
 /// Marks a stage that stopped only because another stage failed; the other's error wins.
-const PIPELINE_STOPPED: &str = "import pipeline stopped";
-
 fn pipeline_stopped() -> Error {
-    Error::Storage(PIPELINE_STOPPED.into())
+    Error::PipelineStopped
 }
 
 fn is_pipeline_stopped(e: &Error) -> bool {
-    matches!(e, Error::Storage(m) if m == PIPELINE_STOPPED)
+    matches!(e, Error::PipelineStopped)
 }
 
 /// The [`EventSink`] a source writes into during an import. It batches what it receives and

@@ -148,7 +148,7 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
 /// receive sizes (messages and collective data alike).
 pub fn statistics_table_of(trace: &Trace, ranks: &[Rank], ops: &[Operation]) -> ResultSet {
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
-    let mut sizes: BTreeMap<Rank, (u64, u64)> = BTreeMap::new();
+    let mut sizes: BTreeMap<Rank, (u128, u128)> = BTreeMap::new();
     for op in ops {
         *counts
             .entry(op.rank)
@@ -156,8 +156,8 @@ pub fn statistics_table_of(trace: &Trace, ranks: &[Rank], ops: &[Operation]) -> 
             .entry(op.kind)
             .or_default() += 1;
         let s = sizes.entry(op.rank).or_default();
-        s.0 += op.send_bytes;
-        s.1 += op.recv_bytes;
+        s.0 += u128::from(op.send_bytes);
+        s.1 += u128::from(op.recv_bytes);
     }
     let bytes = |rank: Rank| Some(sizes.get(&rank).copied().unwrap_or_default());
     statistics_rows(trace, ranks, &counts, bytes)
@@ -167,14 +167,15 @@ fn statistics_rows(
     trace: &Trace,
     ranks: &[Rank],
     counts: &BTreeMap<Rank, BTreeMap<OpKind, u64>>,
-    bytes: impl Fn(Rank) -> Option<(u64, u64)>,
+    bytes: impl Fn(Rank) -> Option<(u128, u128)>,
 ) -> ResultSet {
     let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
     let mut columns = vec!["rank".to_string()];
     columns.extend(kinds.iter().map(|k| trace.kind_name(*k)));
     columns.extend(["bytes_sent".to_string(), "bytes_received".to_string()]);
     let mut r = ResultSet::new(columns);
-    let mut totals = vec![0u64; kinds.len() + 2];
+    // Sums in 128 bits: byte counts of 2^64 - 1 each add up without wrapping.
+    let mut totals = vec![0u128; kinds.len() + 2];
     for &rank in ranks {
         let Some((sent, received)) = bytes(rank) else {
             continue;
@@ -183,7 +184,7 @@ fn statistics_rows(
         let mut row: Vec<Value> = vec![rank.into()];
         for (i, k) in kinds.iter().enumerate() {
             let n = per.and_then(|p| p.get(k)).copied().unwrap_or(0);
-            totals[i] += n;
+            totals[i] += u128::from(n);
             row.push(n.into());
         }
         totals[kinds.len()] += sent;
@@ -228,10 +229,10 @@ pub fn communication_matrix<'a>(
 /// receiver; pairs outside `ranks` are left out.
 fn matrix_result(ranks: &[Rank], entries: impl Iterator<Item = (Rank, Rank, u64)>) -> ResultSet {
     let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
+    let mut cells = vec![vec![0u128; ranks.len()]; ranks.len()];
     for (sender, receiver, value) in entries {
         if let (Some(&s), Some(&d)) = (index.get(&sender), index.get(&receiver)) {
-            cells[s][d] += value;
+            cells[s][d] += u128::from(value);
         }
     }
     let mut columns = vec!["sender".to_string()];
@@ -254,8 +255,8 @@ pub enum Bins {
     Log2,
 }
 
-/// A histogram of `sizes`: one row per bin with its bounds (`low` inclusive, `high` exclusive)
-/// and count. Empty bins are kept, so the shape reads true.
+/// A histogram of `sizes`: one row per bin with its bounds (`low` inclusive, `high` exclusive,
+/// up to 2^64) and count. Empty bins are kept, so the shape reads true.
 pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
     let mut r = ResultSet::new(["low", "high", "count"]);
     let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
@@ -278,20 +279,22 @@ pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
                 let (low, high) = if b == 0 {
                     (0, 1)
                 } else {
-                    (1u64 << (b - 1), 1u64 << b.min(63))
+                    (1u128 << (b - 1), 1u128 << b)
                 };
                 r.push(vec![low.into(), high.into(), n.into()]);
             }
         }
         Bins::Linear(n) => {
-            let n = u64::from(n.max(1));
-            let width = ((max - min) / n + 1).max(1);
-            let mut counts = vec![0u64; n as usize];
+            let n = n.max(1) as usize;
+            // In 128 bits: the width of 0..2^64-1 and the last bin's end pass 64 bits.
+            let width = u128::from(max - min) / n as u128 + 1;
+            let mut counts = vec![0u64; n];
             for &v in sizes {
-                counts[(((v - min) / width) as usize).min(n as usize - 1)] += 1;
+                let bin = u128::from(v - min) / width;
+                counts[usize::try_from(bin).unwrap_or(usize::MAX).min(n - 1)] += 1;
             }
             for (b, &c) in counts.iter().enumerate() {
-                let low = min + b as u64 * width;
+                let low = u128::from(min) + b as u128 * width;
                 r.push(vec![low.into(), (low + width).into(), c.into()]);
             }
         }
@@ -304,13 +307,13 @@ pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
 pub fn mpi_time(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     let mut r = ResultSet::new(["rank", "mpi_time_ns", "calls", "span_ns", "mpi_share"]);
     for &rank in ranks {
-        let (mut busy, mut calls) = (0u64, 0u64);
+        let (mut busy, mut calls) = (0u128, 0u64);
         let (mut first, mut last) = (u64::MAX, 0u64);
         for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
             first = first.min(info.first_start);
             last = last.max(info.max_end);
             for (_, op) in trace.chunk_operations(info)? {
-                busy += op.end - op.start;
+                busy += u128::from(op.end.saturating_sub(op.start));
                 calls += 1;
             }
         }

@@ -94,8 +94,9 @@ pub struct MatchStats {
     pub operations: u64,
     /// Messages emitted.
     pub messages: u64,
-    /// Total payload of the messages (send side), in bytes.
-    pub message_bytes: u64,
+    /// Total payload of the messages (send side), in bytes (128 bits: messages of up to
+    /// 2^64 - 1 bytes each add up without wrapping).
+    pub message_bytes: u128,
     /// Request links emitted.
     pub request_links: u64,
     /// Collective instances that every member took part in.
@@ -321,7 +322,7 @@ impl Matcher {
 
     fn emit_now(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
         self.stats.messages += 1;
-        self.stats.message_bytes += m.bytes;
+        self.stats.message_bytes += u128::from(m.bytes);
         out.message(m)
     }
 

@@ -700,6 +700,8 @@ impl LineParser {
         if order.iter().enumerate().any(|(i, &j)| i != j) {
             let mut procs: Vec<Option<Process>> = hb.header.processes.drain(..).map(Some).collect();
             let mut poss: Vec<Option<DeclPos>> = hb.processes.drain(..).map(Some).collect();
+            // `order` is a permutation: each index is taken once.
+            #[allow(clippy::expect_used)]
             for &j in &order {
                 hb.header
                     .processes
@@ -985,6 +987,8 @@ impl LineParser {
                 },
             };
         }
+        // Events are parsed only after `end_header`, which sets the validator.
+        #[allow(clippy::expect_used)]
         let validator = self
             .validator
             .as_mut()
@@ -1022,6 +1026,8 @@ impl LineParser {
             routine,
             enter,
         };
+        // Events are parsed only after `end_header`, which sets the validator.
+        #[allow(clippy::expect_used)]
         let validator = self
             .validator
             .as_mut()

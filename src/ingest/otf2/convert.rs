@@ -232,6 +232,8 @@ impl LocationConverter {
     /// Takes out the item [`LocationConverter::ready`] returned.
     #[inline]
     pub fn pop(&mut self) -> Slot {
+        // Called only after `ready` saw a complete item at the front.
+        #[allow(clippy::expect_used)]
         let slot = self.out.pop_front().expect("a ready item");
         debug_assert!(slot.complete, "only a complete item leaves");
         self.out_base += 1;
