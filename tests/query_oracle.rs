@@ -2,27 +2,22 @@
 //! printed as query text, parsed and run by the engine (bitmap algebra, chunk pruning, row
 //! reads), must select exactly the rows a naive evaluator finds by scanning the in-memory model.
 
-use std::collections::{BTreeSet, HashMap};
+mod common;
+
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use proptest::prelude::*;
 
+use common::oracle::{ids_of, model_of, naive, scope_valid, Model, EXTREMES};
 use mtfdb::gen::{generate, GenConfig, Scenario};
-use mtfdb::model::{Message, OpKind, Operation, Rank};
-use mtfdb::query::ast::Value as Operand;
+use mtfdb::model::OpKind;
+use mtfdb::query::ast::{Value as Operand, MAX_NESTING};
 use mtfdb::query::{
     CmpOp, CommRef, Comparison, Expr, Field, Filter, ProcessSelector, RankRange, Scope, Selection,
     Session, Target, TimeWindow, Within,
 };
-use mtfdb::{Database, Trace};
-
-/// A trace's rows, read once, for the naive evaluator.
-struct Model {
-    ops: Vec<(u64, Operation)>,
-    messages: Vec<(u32, Message)>,
-    ranks: u32,
-    span: u64,
-}
+use mtfdb::{Database, Error, Limit};
 
 struct World {
     _dir: tempfile::TempDir,
@@ -43,26 +38,11 @@ fn world() -> &'static Mutex<World> {
     })
 }
 
-fn model_of(trace: &Trace) -> Model {
-    let ranks = trace.header().processes.len() as u32;
-    let mut ops = Vec::new();
-    for r in 0..ranks {
-        ops.extend(trace.process_operations(r).unwrap());
-    }
-    let messages: Vec<(u32, Message)> = trace
-        .messages()
-        .unwrap()
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| (i as u32, m))
-        .collect();
-    let span = trace.summary().last_time.unwrap_or(0);
-    Model {
-        ops,
-        messages,
-        ranks,
-        span,
-    }
+/// The longest view names the language allows (255 characters), one holding every message
+/// and one every operation of each trace: `IN VIEW` of them keeps every row.
+fn long_view_name(messages: bool) -> String {
+    let stem = if messages { "all_messages_" } else { "all_operations_" };
+    format!("{stem}{}", "v".repeat(255 - stem.len()))
 }
 
 /// Imports (once) the trace of `config` and returns its name.
@@ -78,6 +58,12 @@ fn ensure_trace(w: &mut World, config: &GenConfig) -> String {
             .unwrap();
         let model = model_of(&w.session.database().trace(&name).unwrap());
         w.models.insert(name.clone(), model);
+        w.session.use_trace(&name).unwrap();
+        for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
+            w.session
+                .run(&format!("CREATE VIEW {} AS SELECT {target}", long_view_name(messages)))
+                .unwrap();
+        }
     }
     name
 }
@@ -158,28 +144,47 @@ fn comparison_strategy() -> impl Strategy<Value = Expr> {
         Just(CmpOp::Ge),
         Just(CmpOp::Gt)
     ];
-    (field, op, 0u32..8, 0u64..100_000).prop_map(|(field, op, small, big)| {
-        let value = match field {
-            Field::Size => big * 2,
-            Field::Duration => big,
-            _ => u64::from(small),
-        };
-        Expr::Compare(Comparison {
-            field,
-            op,
-            value: Operand::Number(value),
-        })
-    })
+    let extreme = prop::sample::select(EXTREMES);
+    (field, op, 0u32..8, 0u64..100_000, extreme, 0u8..4).prop_map(
+        |(field, op, small, big, extreme, pick)| {
+            // One comparison in four against a constant at or past a column's range.
+            let value = match (pick, field) {
+                (0, _) => extreme,
+                (_, Field::Size) => i128::from(big * 2),
+                (_, Field::Duration) => i128::from(big),
+                _ => i128::from(small),
+            };
+            Expr::Compare(Comparison {
+                field,
+                op,
+                value: Operand::Number(value),
+            })
+        },
+    )
 }
 
 fn expr_strategy() -> impl Strategy<Value = Expr> {
-    comparison_strategy().prop_recursive(2, 6, 2, |inner| {
+    let tree = comparison_strategy().prop_recursive(2, 6, 2, |inner| {
         prop_oneof![
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::And(Box::new(a), Box::new(b))),
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Or(Box::new(a), Box::new(b))),
-            inner.prop_map(|a| Expr::Not(Box::new(a))),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::and(a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::or(a, b)),
+            inner.prop_map(Expr::negate),
         ]
+    });
+    // Some conditions are nested to the limit exactly, some one level past it.
+    (tree, 0u8..8).prop_map(|(e, deepen)| match deepen {
+        0 => nest_to(e, MAX_NESTING),
+        1 => nest_to(e, MAX_NESTING + 1),
+        _ => e,
     })
+}
+
+/// `e` under as many `NOT`s as bring its nesting to `depth` (or `e` if it is deeper already).
+fn nest_to(mut e: Expr, depth: usize) -> Expr {
+    while e.depth() < depth {
+        e = Expr::negate(e);
+    }
+    e
 }
 
 /// A selection with the time window as fractions of the trace's span (scaled per trace).
@@ -192,11 +197,14 @@ fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)
         proptest::option::of(expr_strategy()),
     )
         .prop_map(|(target, scope, in_world, window, predicate)| {
-            let within = if in_world {
-                vec![Within::Comm(CommRef::Id(0))]
-            } else {
-                Vec::new()
-            };
+            let mut within = Vec::new();
+            if in_world {
+                within.push(Within::Comm(CommRef::Id(0)));
+            }
+            // The longest view names, now and then (their views hold every row).
+            if window.is_some_and(|(a, _)| a % 3 == 0) {
+                within.push(Within::View(long_view_name(target == Target::Messages)));
+            }
             let filter = Filter {
                 scope,
                 within,
@@ -210,148 +218,6 @@ fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)
         })
 }
 
-fn ranks_of(s: &ProcessSelector, n: u32) -> BTreeSet<Rank> {
-    match s {
-        ProcessSelector::Process(r) => [*r].into(),
-        ProcessSelector::List(v) => v.iter().flat_map(|r| r.first..=r.last).collect(),
-        ProcessSelector::All | ProcessSelector::InComm(_) => (0..n).collect(),
-    }
-}
-
-fn kind_matches(t: Target, k: OpKind) -> bool {
-    match t {
-        Target::Messages | Target::Operations => true,
-        Target::PointToPoint => k.is_send() || k.is_receive(),
-        Target::Sends => k.is_send(),
-        Target::Receives => k.is_receive(),
-        Target::Collectives => k.is_collective(),
-        Target::Operation(want) => k == want,
-    }
-}
-
-/// A field on an operation, as the language documents it.
-fn op_field(o: &Operation, f: Field) -> Option<i64> {
-    match f {
-        Field::Size => Some(o.send_bytes.max(o.recv_bytes) as i64),
-        Field::Tag => o.send_tag.or(o.recv_tag).map(i64::from),
-        Field::Sender => if o.kind.is_send() {
-            Some(o.rank)
-        } else {
-            o.source
-        }
-        .map(i64::from),
-        Field::Receiver => {
-            if o.kind.is_send() {
-                o.dest.map(i64::from)
-            } else if o.kind.is_receive() {
-                Some(i64::from(o.rank))
-            } else {
-                None
-            }
-        }
-        Field::Duration => Some((o.end - o.start) as i64),
-        Field::Peer => o.dest.or(o.source).map(i64::from),
-        Field::Root => o.root.map(i64::from),
-        Field::Comm => o.comm.map(i64::from),
-    }
-}
-
-fn msg_field(m: &Message, f: Field) -> Option<i64> {
-    match f {
-        Field::Size => Some(m.bytes as i64),
-        Field::Tag => Some(i64::from(m.tag)),
-        Field::Sender => Some(i64::from(m.sender)),
-        Field::Receiver | Field::Peer => Some(i64::from(m.receiver)),
-        Field::Duration => Some(m.recv_time.saturating_sub(m.send_time) as i64),
-        Field::Root => None,
-        Field::Comm => Some(i64::from(m.comm)),
-    }
-}
-
-fn holds(e: &Expr, value: &dyn Fn(Field) -> Option<i64>) -> bool {
-    match e {
-        Expr::And(a, b) => holds(a, value) && holds(b, value),
-        Expr::Or(a, b) => holds(a, value) || holds(b, value),
-        Expr::Not(a) => !holds(a, value),
-        Expr::Compare(c) => {
-            let Operand::Number(n) = c.value else {
-                panic!("numbers only here")
-            };
-            match value(c.field) {
-                Some(v) => c.op.holds(v, n as i64),
-                None => c.op == CmpOp::Ne,
-            }
-        }
-    }
-}
-
-/// The naive evaluator: a full scan of the model.
-fn naive(model: &Model, sel: &Selection) -> BTreeSet<u64> {
-    let f = &sel.filter;
-    let n = model.ranks;
-    let in_window = |start: u64, end: u64| f.time.is_none_or(|w| start <= w.end && end >= w.start);
-    if sel.target == Target::Messages {
-        model
-            .messages
-            .iter()
-            .filter(|(_, m)| {
-                let scope_ok = match &f.scope {
-                    None => true,
-                    Some(Scope::Between(a, b)) => {
-                        (m.sender, m.receiver) == (*a, *b) || (m.sender, m.receiver) == (*b, *a)
-                    }
-                    Some(Scope::Among(s)) => {
-                        let set = ranks_of(s, n);
-                        set.contains(&m.sender) && set.contains(&m.receiver)
-                    }
-                    Some(Scope::For(s)) => {
-                        let set = ranks_of(s, n);
-                        set.contains(&m.sender) || set.contains(&m.receiver)
-                    }
-                };
-                scope_ok
-                    && (f.within.is_empty() || m.comm == 0)
-                    && in_window(m.send_time, m.recv_time.max(m.send_time))
-                    && f.predicate
-                        .as_ref()
-                        .is_none_or(|p| holds(p, &|fl| msg_field(m, fl)))
-            })
-            .map(|(id, _)| u64::from(*id))
-            .collect()
-    } else {
-        model
-            .ops
-            .iter()
-            .filter(|(_, o)| {
-                let peers: Vec<Rank> = [o.dest, o.source, o.root].into_iter().flatten().collect();
-                let scope_ok = match &f.scope {
-                    None => true,
-                    Some(Scope::Between(a, b)) => {
-                        (o.rank == *a && peers.contains(b)) || (o.rank == *b && peers.contains(a))
-                    }
-                    Some(Scope::Among(s)) => {
-                        let set = ranks_of(s, n);
-                        set.contains(&o.rank)
-                            && [o.dest, o.source]
-                                .into_iter()
-                                .flatten()
-                                .all(|p| set.contains(&p))
-                    }
-                    Some(Scope::For(s)) => ranks_of(s, n).contains(&o.rank),
-                };
-                kind_matches(sel.target, o.kind)
-                    && scope_ok
-                    && (f.within.is_empty() || o.comm == Some(0))
-                    && in_window(o.start, o.end)
-                    && f.predicate
-                        .as_ref()
-                        .is_none_or(|p| holds(p, &|fl| op_field(o, fl)))
-            })
-            .map(|(id, _)| *id)
-            .collect()
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
@@ -362,14 +228,7 @@ proptest! {
         let name = ensure_trace(&mut w, &config);
         let model = &w.models[&name];
         // Ranks beyond the trace are a user error the engine reports; keep the scopes valid.
-        let n = model.ranks;
-        let valid = |s: &ProcessSelector| ranks_of(s, n).iter().all(|r| *r < n);
-        let scope_valid = match &sel.filter.scope {
-            None => true,
-            Some(Scope::Between(a, b)) => *a < n && *b < n,
-            Some(Scope::Among(s)) | Some(Scope::For(s)) => valid(s),
-        };
-        prop_assume!(scope_valid);
+        prop_assume!(scope_valid(sel.filter.scope.as_ref(), model.ranks));
         if let Some((a, b)) = window {
             let span = model.span.max(1);
             sel.filter.time = Some(TimeWindow { start: span * u64::from(a) / 100, end: span * u64::from(b) / 100 });
@@ -377,14 +236,17 @@ proptest! {
         let expected = naive(model, &sel);
         let text = format!("SELECT {sel}");
         w.session.use_trace(&name).unwrap();
-        let result = w.session.run(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
-        let id = result.column("id").unwrap();
-        let got: BTreeSet<u64> = result
-            .rows
-            .iter()
-            .map(|r| match &r[id] { mtfdb::query::Value::Int(i) => *i as u64, v => panic!("{v:?}") })
-            .collect();
-        prop_assert_eq!(got.len(), result.len(), "no row twice: {}", text);
-        prop_assert_eq!(got, expected, "{}", text);
+        let outcome = w.session.run(&text);
+        let depth = sel.filter.predicate.as_ref().map_or(0, Expr::depth);
+        if depth > MAX_NESTING {
+            // One level past the limit: refused, by kind.
+            prop_assert!(
+                matches!(outcome, Err(Error::LimitExceeded { limit: Limit::NestingDepth, .. })),
+                "{}: {:?}", text, outcome.map(|r| r.len())
+            );
+            return Ok(());
+        }
+        let result = outcome.map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert_eq!(ids_of(&result), expected, "{}", text);
     }
 }

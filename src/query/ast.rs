@@ -357,8 +357,9 @@ impl Expr {
         }
     }
 
-    /// How deeply parentheses and `NOT` nest in it (a comparison is 0, `NOT a` one more than
-    /// `a`, a chain one more than its deepest operand when it sits inside another).
+    /// How deeply parentheses and `NOT` nest in its canonical text (its [`fmt::Display`]): the
+    /// most `NOT`s and parenthesized chains around any comparison. This is what the parser
+    /// counts against [`MAX_NESTING`].
     pub fn depth(&self) -> usize {
         // Iterative, so that it is safe on any tree a caller may have built.
         let mut deepest = 0;
@@ -367,8 +368,17 @@ impl Expr {
             deepest = deepest.max(d);
             match e {
                 Expr::Compare(_) => {}
-                Expr::Not(a) => stack.push((a, d + 1)),
-                Expr::And(v) | Expr::Or(v) => stack.extend(v.iter().map(|x| (x, d + 1))),
+                Expr::Not(a) => {
+                    // `NOT (a AND b)`: the chain's parentheses are one more level.
+                    let paren = usize::from(matches!(**a, Expr::And(_) | Expr::Or(_)));
+                    stack.push((a, d + 1 + paren));
+                }
+                Expr::And(items) => stack.extend(items.iter().map(|x| {
+                    (x, d + usize::from(matches!(x, Expr::And(_) | Expr::Or(_))))
+                })),
+                Expr::Or(items) => {
+                    stack.extend(items.iter().map(|x| (x, d + usize::from(matches!(x, Expr::Or(_))))))
+                }
             }
         }
         deepest

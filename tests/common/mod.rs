@@ -31,3 +31,5 @@ pub fn generated_db(config: &GenConfig) -> (tempfile::TempDir, Database) {
     import_generated(&db, config, "t");
     (dir, db)
 }
+
+pub mod oracle;
