@@ -93,6 +93,11 @@ pub enum Error {
         /// The whole message, with the limit's value.
         message: String,
     },
+    /// A trace item broke a metamodel rule at the import seam
+    /// ([`crate::ingest::ValidatingSink`]); a reader that knows where the item came from
+    /// turns it into an [`Error::Input`] at that place.
+    #[error("{0}")]
+    Rule(Box<crate::ingest::validate::Violation>),
     /// The database could not be used (wrong format version, locked, not a database, …).
     #[error("database {}: {message}", path.display())]
     Database {

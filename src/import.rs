@@ -7,16 +7,15 @@
 //! second thread, fed through a bounded channel.
 
 use crate::hash::FxHashMap as HashMap;
-use std::collections::BTreeSet;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
-use crate::ingest::EventSink;
+use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
-    Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
+    flags, Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
     RoutineEvent, StrId, Time, TraceHeader,
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
@@ -318,6 +317,8 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
+    /// Sums already reported as overflowing (reported once each).
+    overflowed: std::collections::HashSet<(Option<Rank>, String)>,
     /// Per process traffic, by rank.
     traffic: Vec<RankTraffic>,
     /// Messages and bytes per (sender, receiver).
@@ -325,27 +326,27 @@ struct Derived {
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
-    /// The byte counters that went past 2^64 - 1 (each reported once, as an anomaly).
-    overflowed: BTreeSet<String>,
 }
 
 impl Derived {
-    /// Records that the byte counter `what` went past 2^64 - 1 (once per counter).
-    fn overflow(&mut self, rank: Option<Rank>, what: String) -> Result<()> {
-        if !self.overflowed.insert(what.clone()) {
-            return Ok(());
-        }
-        self.record_anomaly(Anomaly::ValueOverflow {
-            rank,
-            what: format!("{what} pass 2^64 - 1; kept at 18446744073709551615"),
-        })
-    }
-
     /// Records the time range of the message chunk about to be written.
     fn close_message_chunk(&mut self) {
         if let Some(range) = self.chunk_times.take() {
             self.message_chunk_times.push(range);
         }
+    }
+
+    /// Reports, once per sum, that a byte count passed 2^64 - 1 (it stays saturated there).
+    fn overflow(&mut self, rank: Option<Rank>, what: &str) -> Result<()> {
+        if !self.overflowed.insert((rank, what.to_string())) {
+            return Ok(());
+        }
+        self.record_anomaly(Anomaly::ValueOverflow {
+            rank,
+            what: format!(
+                "the sum of {what} passed 2^64 - 1 bytes; it is kept at 18446744073709551615 (saturated)"
+            ),
+        })
     }
 
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
@@ -370,43 +371,25 @@ impl Derived {
     }
 }
 
-/// Adds `v` to the byte counter `total`; false when the sum passes 2^64 - 1, which leaves the
-/// counter at 2^64 - 1 (the caller records the overflow: nothing wraps silently).
-fn add_bytes(total: &mut u64, v: u64) -> bool {
-    match total.checked_add(v) {
-        Some(sum) => {
-            *total = sum;
-            true
-        }
-        None => {
-            *total = u64::MAX;
-            false
-        }
-    }
-}
-
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        let (s, r) = (m.sender, m.receiver);
-        if let Some(t) = self.traffic.get_mut(s as usize) {
+        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
             t.messages_sent += 1;
-            if !add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
-                self.overflow(Some(s), format!("the bytes rank {s} sent in messages"))?;
+            if add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
+                self.overflow(Some(m.sender), "bytes sent by the rank")?;
             }
         }
-        if let Some(t) = self.traffic.get_mut(r as usize) {
+        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
             t.messages_received += 1;
-            if !add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
-                self.overflow(Some(r), format!("the bytes rank {r} received in messages"))?;
+            if add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
+                self.overflow(Some(m.receiver), "bytes received by the rank")?;
             }
         }
-        let pair = self.pairs.entry((s, r)).or_default();
+        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
         pair.0 += 1;
-        if !add_bytes(&mut pair.1, m.bytes) {
-            self.overflow(
-                Some(s),
-                format!("the bytes of the messages from rank {s} to rank {r}"),
-            )?;
+        if add_bytes(&mut pair.1, m.bytes) {
+            let what = format!("bytes from rank {} to rank {}", m.sender, m.receiver);
+            self.overflow(None, &what)?;
         }
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
@@ -475,11 +458,11 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::default(),
+                overflowed: std::collections::HashSet::new(),
                 traffic: Vec::new(),
                 pairs: HashMap::default(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
-                overflowed: BTreeSet::new(),
             },
             locations: Vec::new(),
             op_chunks: Vec::new(),
@@ -570,15 +553,6 @@ impl Importer {
             matcher.finish(&mut self.derived)?;
         }
         let d = &mut self.derived;
-        // The trace's total message bytes, checked before the anomalies are written.
-        let mut message_bytes = 0u64;
-        let mut whole = true;
-        for p in d.pairs.values() {
-            whole &= add_bytes(&mut message_bytes, p.1);
-        }
-        if !whole {
-            d.overflow(None, "the bytes of all messages".to_string())?;
-        }
         d.close_message_chunk();
         for table in [
             &mut d.messages,
@@ -587,6 +561,25 @@ impl Importer {
             &mut self.routines,
         ] {
             table.flush_if(true, &d.jobs)?;
+        }
+        let mut pairs: Vec<PairTraffic> = d
+            .pairs
+            .drain()
+            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
+                sender,
+                receiver,
+                messages,
+                bytes,
+            })
+            .collect();
+        pairs.sort_by_key(|p| (p.sender, p.receiver));
+        let mut message_bytes = 0u64;
+        let mut over = false;
+        for p in &pairs {
+            over |= add_bytes(&mut message_bytes, p.bytes);
+        }
+        if over {
+            d.overflow(None, "all message bytes")?;
         }
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
@@ -603,17 +596,6 @@ impl Importer {
         meta.message_chunks = d.messages.next_chunk;
         meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
         meta.traffic = std::mem::take(&mut d.traffic);
-        let mut pairs: Vec<PairTraffic> = d
-            .pairs
-            .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
-                sender,
-                receiver,
-                messages,
-                bytes,
-            })
-            .collect();
-        pairs.sort_by_key(|p| (p.sender, p.receiver));
         meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
@@ -663,19 +645,12 @@ impl EventSink for Importer {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
         if op.kind.is_collective() {
-            let rank = op.rank;
-            let d = &mut self.derived;
-            if let Some(t) = d.traffic.get_mut(rank as usize) {
-                let sent = add_bytes(&mut t.coll_send_bytes, op.send_bytes);
-                let received = add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
-                if !sent {
-                    d.overflow(Some(rank), format!("the bytes rank {rank} sent in collectives"))?;
-                }
-                if !received {
-                    d.overflow(
-                        Some(rank),
-                        format!("the bytes rank {rank} received in collectives"),
-                    )?;
+            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
+                let over = add_bytes(&mut t.coll_send_bytes, op.send_bytes)
+                    | add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
+                if over {
+                    self.derived
+                        .overflow(Some(op.rank), "collective bytes of the rank")?;
                 }
             }
         }
@@ -714,6 +689,15 @@ impl EventSink for Importer {
         let full = open.cols.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
+        if op.flags & flags::WITHOUT_RECORDS != 0 {
+            if let OpKind::Other(name) = op.kind {
+                self.derived.record_anomaly(Anomaly::CallWithoutRecords {
+                    op: id,
+                    rank: op.rank,
+                    name,
+                })?;
+            }
+        }
         if let Some(m) = self.matcher.as_mut() {
             m.operation(id, op, &mut self.derived)?;
         }
@@ -758,6 +742,21 @@ impl EventSink for Importer {
 
     fn finish(&mut self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Adds `x` to a byte count; on overflow the count stays at `u64::MAX` and `true` says so
+/// (no sum wraps silently).
+fn add_bytes(total: &mut u64, x: u64) -> bool {
+    match total.checked_add(x) {
+        Some(v) => {
+            *total = v;
+            false
+        }
+        None => {
+            *total = u64::MAX;
+            true
+        }
     }
 }
 
@@ -913,7 +912,8 @@ pub fn run_import(
     writer: TraceWriter<'_>,
     source: &str,
     format: &str,
-    parse: impl FnOnce(&mut ImportSink) -> Result<()>,
+    policy: Policy,
+    parse: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
     let (job_tx, job_rx) = sync_channel::<Job>(JOBS_IN_FLIGHT);
@@ -931,7 +931,7 @@ pub fn run_import(
                 full: full_tx,
                 empty: empty_rx,
             };
-            parse(&mut sink).and_then(|_| sink.send())
+            parse(&mut ValidatingSink::new(&mut sink, policy)).and_then(|_| sink.send())
             // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };
         let imported = import_stage

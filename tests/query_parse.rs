@@ -37,20 +37,20 @@ fn cmp(field: Field, op: CmpOp, n: u64) -> Expr {
     Expr::Compare(Comparison {
         field,
         op,
-        value: Value::Number(n),
+        value: Value::Number(n.into()),
     })
 }
 
 fn and(a: Expr, b: Expr) -> Expr {
-    Expr::And(Box::new(a), Box::new(b))
+    Expr::and(a, b)
 }
 
 fn or(a: Expr, b: Expr) -> Expr {
-    Expr::Or(Box::new(a), Box::new(b))
+    Expr::or(a, b)
 }
 
 fn not(a: Expr) -> Expr {
-    Expr::Not(Box::new(a))
+    Expr::negate(a)
 }
 
 fn c1() -> Within {
@@ -1037,12 +1037,14 @@ mod properties {
     }
 
     /// Numbers that print with and without units.
-    fn number() -> impl Strategy<Value = u64> {
+    fn number() -> impl Strategy<Value = i128> {
         prop_oneof![
-            any::<u64>(),
-            0..5000u64,
-            (0..5000u64).prop_map(|n| n << 10),
-            (0..5000u64).prop_map(|n| n * 1_000_000),
+            any::<u64>().prop_map(i128::from),
+            (0..5000i128),
+            (0..5000i128).prop_map(|n| n << 10),
+            (0..5000i128).prop_map(|n| n * 1_000_000),
+            // Negative, and past 64 bits: kept exactly (i128::MIN has no text of its own).
+            any::<i128>().prop_map(|n| n.max(-i128::MAX)),
         ]
     }
 
@@ -1073,9 +1075,9 @@ mod properties {
     fn expr() -> impl Strategy<Value = Expr> {
         comparison().prop_recursive(4, 24, 2, |inner| {
             prop_oneof![
-                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::And(a.into(), b.into())),
-                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Or(a.into(), b.into())),
-                inner.prop_map(|a| Expr::Not(a.into())),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::and(a, b)),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::or(a, b)),
+                inner.prop_map(Expr::negate),
             ]
         })
     }

@@ -94,9 +94,8 @@ pub struct MatchStats {
     pub operations: u64,
     /// Messages emitted.
     pub messages: u64,
-    /// Total payload of the messages (send side), in bytes (128 bits: messages of up to
-    /// 2^64 - 1 bytes each add up without wrapping).
-    pub message_bytes: u128,
+    /// Total payload of the messages (send side), in bytes.
+    pub message_bytes: u64,
     /// Request links emitted.
     pub request_links: u64,
     /// Collective instances that every member took part in.
@@ -259,7 +258,8 @@ impl Matcher {
             time: op.start,
             bytes: op.send_bytes,
         };
-        if let Some(m) = self.p2p.arrive(channel, true, me) {
+        if let Some((m, received)) = self.p2p.arrive(channel, true, me) {
+            self.check_length(&m, received, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -297,7 +297,8 @@ impl Matcher {
         if op.request.is_some() && !op.kind.is_send() {
             self.irecvs.insert(id, None);
         }
-        if let Some(m) = self.p2p.arrive(channel, false, me) {
+        if let Some((m, received)) = self.p2p.arrive(channel, false, me) {
+            self.check_length(&m, received, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -322,8 +323,23 @@ impl Matcher {
 
     fn emit_now(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
         self.stats.messages += 1;
-        self.stats.message_bytes += u128::from(m.bytes);
+        self.stats.message_bytes = self.stats.message_bytes.saturating_add(m.bytes);
         out.message(m)
+    }
+
+    /// A message whose receive recorded another length than its send: the message keeps
+    /// the send's, the difference is reported. A length of 0 on either side means the source
+    /// did not record it (several tracers write 0 for an unknown length).
+    fn check_length(&mut self, m: &Message, received: u64, out: &mut impl MatchSink) -> Result<()> {
+        if received == m.bytes || received == 0 || m.bytes == 0 {
+            return Ok(());
+        }
+        out.anomaly(&Anomaly::LengthMismatch {
+            send_op: m.send_op,
+            recv_op: m.recv_op,
+            sent: m.bytes,
+            received,
+        })
     }
 
     fn complete(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
@@ -474,8 +490,10 @@ impl Matcher {
             })?;
         }
 
+        // A trace with no MPI call at all (an OpenMP or OpenCL run) misses no MPI_Finalize.
+        let has_mpi = self.stats.operations > 0;
         for (rank, (&declared, &done)) in self.declared.iter().zip(&self.finalized).enumerate() {
-            if declared && !done {
+            if has_mpi && declared && !done {
                 self.stats.missing_finalize += 1;
                 out.anomaly(&Anomaly::MissingFinalize { rank: rank as Rank })?;
             }
