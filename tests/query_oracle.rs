@@ -41,7 +41,11 @@ fn world() -> &'static Mutex<World> {
 /// The longest view names the language allows (255 characters), one holding every message
 /// and one every operation of each trace: `IN VIEW` of them keeps every row.
 fn long_view_name(messages: bool) -> String {
-    let stem = if messages { "all_messages_" } else { "all_operations_" };
+    let stem = if messages {
+        "all_messages_"
+    } else {
+        "all_operations_"
+    };
     format!("{stem}{}", "v".repeat(255 - stem.len()))
 }
 
@@ -61,7 +65,10 @@ fn ensure_trace(w: &mut World, config: &GenConfig) -> String {
         w.session.use_trace(&name).unwrap();
         for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
             w.session
-                .run(&format!("CREATE VIEW {} AS SELECT {target}", long_view_name(messages)))
+                .run(&format!(
+                    "CREATE VIEW {} AS SELECT {target}",
+                    long_view_name(messages)
+                ))
                 .unwrap();
         }
     }

@@ -12,22 +12,62 @@ use crate::query::{ResultSet, Value};
 use crate::store::RankTraffic;
 use crate::Trace;
 
-/// A process's traffic as the import counted it, with its number of distinct partners.
+/// A process's traffic with its number of distinct partners: the counts kept at import, and
+/// its bytes exactly.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessTraffic {
     /// The process.
     pub rank: Rank,
-    /// Message and collective bytes and message counts ([`RankTraffic::fan_in`] and
-    /// [`RankTraffic::fan_out`] as the MTF paper defines them).
+    /// Message counts and bytes as the import kept them (a byte sum past 2^64 - 1 stays at
+    /// 2^64 - 1 there, reported as an anomaly; [`ProcessTraffic::bytes`] has it exactly).
     pub counts: RankTraffic,
+    /// The bytes exactly, in 128 bits.
+    pub bytes: TrafficBytes,
     /// Distinct processes it sent messages to.
     pub receivers: u32,
     /// Distinct processes it received messages from.
     pub senders: u32,
 }
 
-/// Fan-in and fan-out of every process, by rank, from the counts kept at import.
-pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
+/// A process's bytes, in 128 bits: message bytes sent and received, collective sizes sent and
+/// received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrafficBytes {
+    /// Bytes of the messages it sent.
+    pub p2p_sent: u128,
+    /// Bytes of the messages it received.
+    pub p2p_recv: u128,
+    /// Send sizes of its collective calls.
+    pub coll_send: u128,
+    /// Receive sizes of its collective calls.
+    pub coll_recv: u128,
+}
+
+impl TrafficBytes {
+    /// Fan-out: messages plus collective send sizes.
+    pub fn fan_out(&self) -> u128 {
+        self.p2p_sent + self.coll_send
+    }
+
+    /// Fan-in: messages plus collective receive sizes.
+    pub fn fan_in(&self) -> u128 {
+        self.p2p_recv + self.coll_recv
+    }
+}
+
+/// Fan-in and fan-out of every process, by rank, from the counts kept at import; when one of
+/// their byte sums went past 2^64 - 1, the bytes are summed anew from the messages and
+/// collective operations, in 128 bits, so that the answer stays exact.
+pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
+    let saturated = trace.traffic().iter().any(|t| {
+        [
+            t.p2p_sent_bytes,
+            t.p2p_recv_bytes,
+            t.coll_send_bytes,
+            t.coll_recv_bytes,
+        ]
+        .contains(&u64::MAX)
+    });
     let mut traffic: Vec<ProcessTraffic> = trace
         .traffic()
         .iter()
@@ -35,9 +75,39 @@ pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
         .map(|(rank, counts)| ProcessTraffic {
             rank: rank as Rank,
             counts: counts.clone(),
+            bytes: TrafficBytes {
+                p2p_sent: u128::from(counts.p2p_sent_bytes),
+                p2p_recv: u128::from(counts.p2p_recv_bytes),
+                coll_send: u128::from(counts.coll_send_bytes),
+                coll_recv: u128::from(counts.coll_recv_bytes),
+            },
             ..ProcessTraffic::default()
         })
         .collect();
+    if saturated {
+        for t in &mut traffic {
+            t.bytes = TrafficBytes::default();
+        }
+        for m in trace.messages()? {
+            if let Some(t) = traffic.get_mut(m.sender as usize) {
+                t.bytes.p2p_sent += u128::from(m.bytes);
+            }
+            if let Some(t) = traffic.get_mut(m.receiver as usize) {
+                t.bytes.p2p_recv += u128::from(m.bytes);
+            }
+        }
+        for info in trace.op_chunks() {
+            for (_, op) in trace.chunk_operations(info)? {
+                if let Some(t) = traffic
+                    .get_mut(op.rank as usize)
+                    .filter(|_| op.kind.is_collective())
+                {
+                    t.bytes.coll_send += u128::from(op.send_bytes);
+                    t.bytes.coll_recv += u128::from(op.recv_bytes);
+                }
+            }
+        }
+    }
     for p in trace.pairs() {
         if let Some(t) = traffic.get_mut(p.sender as usize) {
             t.receivers += 1;
@@ -46,11 +116,15 @@ pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
             t.senders += 1;
         }
     }
-    traffic
+    Ok(traffic)
 }
 
-/// The communication matrix of the whole trace, from the pair counts kept at import.
-pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
+/// The communication matrix of the whole trace, from the pair counts kept at import (or, when
+/// a pair's bytes went past 2^64 - 1 there, from the messages, exactly).
+pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> Result<ResultSet> {
+    if of == MatrixOf::Bytes && trace.pairs().iter().any(|p| p.bytes == u64::MAX) {
+        return Ok(communication_matrix(&trace.messages()?, ranks, of));
+    }
     let cells = trace.pairs().iter().map(|p| {
         let value = match of {
             MatrixOf::Bytes => p.bytes,
@@ -58,7 +132,7 @@ pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
         };
         (p.sender, p.receiver, value)
     });
-    matrix_result(ranks, cells)
+    Ok(matrix_result(ranks, cells))
 }
 
 /// Which way a fan table looks.
@@ -98,17 +172,17 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
         let row = match direction {
             Direction::In => vec![
                 rank.into(),
-                t.counts.fan_in().into(),
-                t.counts.p2p_recv_bytes.into(),
-                t.counts.coll_recv_bytes.into(),
+                t.bytes.fan_in().into(),
+                t.bytes.p2p_recv.into(),
+                t.bytes.coll_recv.into(),
                 t.counts.messages_received.into(),
                 t.senders.into(),
             ],
             Direction::Out => vec![
                 rank.into(),
-                t.counts.fan_out().into(),
-                t.counts.p2p_sent_bytes.into(),
-                t.counts.coll_send_bytes.into(),
+                t.bytes.fan_out().into(),
+                t.bytes.p2p_sent.into(),
+                t.bytes.coll_send.into(),
                 t.counts.messages_sent.into(),
                 t.receivers.into(),
             ],
@@ -122,7 +196,7 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
 /// count of each operation kind present in the trace, bytes sent and bytes received, then a
 /// totals row.
 pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
-    let traffic = process_traffic(trace);
+    let traffic = process_traffic(trace)?;
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
     let wanted: BTreeSet<Rank> = ranks.iter().copied().collect();
     for info in trace
@@ -138,7 +212,7 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     let bytes = |rank: Rank| {
         traffic
             .get(rank as usize)
-            .map(|t| (t.counts.fan_out(), t.counts.fan_in()))
+            .map(|t| (t.bytes.fan_out(), t.bytes.fan_in()))
     };
     Ok(statistics_rows(trace, ranks, &counts, bytes))
 }

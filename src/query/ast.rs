@@ -373,12 +373,16 @@ impl Expr {
                     let paren = usize::from(matches!(**a, Expr::And(_) | Expr::Or(_)));
                     stack.push((a, d + 1 + paren));
                 }
-                Expr::And(items) => stack.extend(items.iter().map(|x| {
-                    (x, d + usize::from(matches!(x, Expr::And(_) | Expr::Or(_))))
-                })),
-                Expr::Or(items) => {
-                    stack.extend(items.iter().map(|x| (x, d + usize::from(matches!(x, Expr::Or(_))))))
-                }
+                Expr::And(items) => stack.extend(
+                    items
+                        .iter()
+                        .map(|x| (x, d + usize::from(matches!(x, Expr::And(_) | Expr::Or(_))))),
+                ),
+                Expr::Or(items) => stack.extend(
+                    items
+                        .iter()
+                        .map(|x| (x, d + usize::from(matches!(x, Expr::Or(_))))),
+                ),
             }
         }
         deepest

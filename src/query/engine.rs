@@ -1030,7 +1030,7 @@ impl<'a> Engine<'a> {
                 } else {
                     "FAN_OUT"
                 })?;
-                let traffic = stats::process_traffic(self.trace);
+                let traffic = stats::process_traffic(self.trace)?;
                 let dir = if statistic == Statistic::FanIn {
                     stats::Direction::In
                 } else {
@@ -1096,7 +1096,7 @@ impl<'a> Engine<'a> {
                     super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
                     super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
                 };
-                let r = stats::trace_matrix(self.trace, &all, of);
+                let r = stats::trace_matrix(self.trace, &all, of)?;
                 let n = r.len();
                 (
                     r,
@@ -1389,11 +1389,7 @@ impl Acc {
     }
 }
 
-fn order_and_limit(
-    mut r: ResultSet,
-    s: &Select,
-    cancel: Option<&AtomicBool>,
-) -> Result<ResultSet> {
+fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) -> Result<ResultSet> {
     if !s.order_by.is_empty() {
         let mut keys = Vec::new();
         for k in &s.order_by {

@@ -507,7 +507,9 @@ impl<'a> Parser<'a> {
                 return self.beyond(
                     at,
                     Limit::NameLength,
-                    format!("a view name has at most {MAX_NAME_CHARS} characters, this one {chars}"),
+                    format!(
+                        "a view name has at most {MAX_NAME_CHARS} characters, this one {chars}"
+                    ),
                 );
             }
             self.expect_keyword("AS", "after the view name")?;

@@ -30,7 +30,14 @@ impl Value {
                 if v.fract() == 0.0 && v.abs() < 1e15 {
                     format!("{v:.1}")
                 } else {
-                    format!("{v:.6}").trim_end_matches('0').to_string()
+                    // Six decimals at most, without trailing zeros (a whole number keeps
+                    // its ".0": 9223372037284272128.0, never "…128.").
+                    let text = format!("{v:.6}");
+                    let text = text.trim_end_matches('0');
+                    match text.strip_suffix('.') {
+                        Some(whole) => format!("{whole}.0"),
+                        None => text.to_string(),
+                    }
                 }
             }
             Value::Text(s) => s.clone(),
@@ -166,7 +173,11 @@ impl ResultSet {
             })
             .collect();
         let numeric: Vec<bool> = (0..self.columns.len())
-            .map(|c| self.rows.iter().any(|r| r.get(c).is_some_and(Value::is_numeric)))
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .any(|r| r.get(c).is_some_and(Value::is_numeric))
+            })
             .collect();
         let mut out = String::new();
         let line = |out: &mut String, vals: &[String]| {
@@ -311,5 +322,9 @@ mod tests {
         assert_eq!(Value::Float(2.0).render(), "2.0");
         assert_eq!(Value::Float(0.125).render(), "0.125");
         assert_eq!(Value::Float(1.0 / 3.0).render(), "0.333333");
+        assert_eq!(
+            Value::Float(9.223372037284272e18).render(),
+            "9223372037284272128.0"
+        );
     }
 }

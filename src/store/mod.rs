@@ -264,9 +264,7 @@ fn is_lock_error(e: &sled::Error) -> bool {
 pub const MAX_TRACE_NAME_CHARS: usize = 255;
 
 fn closed_by_failed_reopen() -> Error {
-    Error::Storage(
-        "the database was closed when reopening it failed; open it again".to_string(),
-    )
+    Error::Storage("the database was closed when reopening it failed; open it again".to_string())
 }
 
 fn check_location(path: &Path, create: bool) -> Result<()> {
@@ -518,7 +516,9 @@ impl Store {
         if chars > MAX_TRACE_NAME_CHARS {
             return Err(Error::limit(
                 crate::Limit::NameLength,
-                format!("a trace name has at most {MAX_TRACE_NAME_CHARS} characters, this one {chars}"),
+                format!(
+                    "a trace name has at most {MAX_TRACE_NAME_CHARS} characters, this one {chars}"
+                ),
             ));
         }
         let id = self.update_catalog(|c| {

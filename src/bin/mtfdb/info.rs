@@ -174,7 +174,13 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         w,
         "\nmessages (matched send/receive pairs): {}, {}",
         thousands(s.messages),
-        bytes(s.message_bytes)
+        if s.message_bytes == u64::MAX && s.anomaly_count("value overflow") > 0 {
+            // The import kept a sum past 2^64 - 1 at 2^64 - 1 and reported it: say so.
+            "more than 18,446,744,073,709,551,615 B (a sum past 2^64 - 1; see the value overflow anomalies)"
+                .to_string()
+        } else {
+            bytes(s.message_bytes)
+        }
     );
     let _ = writeln!(
         w,

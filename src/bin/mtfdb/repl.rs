@@ -277,7 +277,9 @@ impl Shell {
                 let info = self.session.database().import(file, name)?;
                 emit!(
                     "imported {file} as {:?}: {} operations, {} messages\n",
-                    info.name, info.summary.operations, info.summary.messages
+                    info.name,
+                    info.summary.operations,
+                    info.summary.messages
                 )?;
             }
             (".traces", []) => self.statement("SHOW TRACES", None)?,

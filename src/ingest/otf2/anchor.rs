@@ -4,9 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reader::{
-    ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, END_OF_FILE, LITTLE_ENDIAN,
-};
+use super::reader::{ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, END_OF_FILE, LITTLE_ENDIAN};
 use crate::error::{Error, Result};
 
 /// The magic string an anchor file starts with (after its buffer header).
