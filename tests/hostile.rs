@@ -318,7 +318,7 @@ fn names_wider_than_65535_characters_print_in_every_table() {
         ("SELECT LOOPS FOR PROCESS(0)", name('r')),
         ("SELECT STATISTICS FOR ALL PROCESSES", name('C')),
         ("SHOW OPERATIONS", name('C')),
-        ("SELECT OPERATIONS FOR PROCESS(1)", name('C')),
+        ("SELECT OPERATIONS FOR PROCESS(0)", name('C')),
     ] {
         let out = ok(run(&db, &["query", statement]));
         assert!(out.contains(&wide), "{statement}");

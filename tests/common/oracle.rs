@@ -5,9 +5,15 @@
 
 use std::collections::BTreeSet;
 
+use proptest::prelude::*;
+
+use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::model::{Message, OpKind, Operation, Rank};
-use mtfdb::query::ast::Value as Operand;
-use mtfdb::query::{CmpOp, Expr, Field, ProcessSelector, Scope, Selection, Target};
+use mtfdb::query::ast::{Value as Operand, MAX_NESTING};
+use mtfdb::query::{
+    CmpOp, CommRef, Comparison, Expr, Field, Filter, ProcessSelector, RankRange, Scope, Selection,
+    Target, Within,
+};
 use mtfdb::Trace;
 
 /// A trace's rows, read once.
@@ -235,6 +241,170 @@ pub fn ids_of(result: &mtfdb::query::ResultSet) -> BTreeSet<u64> {
         .collect();
     assert_eq!(got.len(), result.len(), "no row twice");
     got
+}
+
+/// The longest view names the language allows (255 characters), one holding every message
+/// and one every operation of each trace (the caller creates them): `IN VIEW` of them keeps
+/// every row.
+pub fn long_view_name(messages: bool) -> String {
+    let stem = if messages {
+        "all_messages_"
+    } else {
+        "all_operations_"
+    };
+    format!("{stem}{}", "v".repeat(255 - stem.len()))
+}
+
+// ---- random statements from the grammar ------------------------------------------------------
+
+pub fn config_strategy() -> impl Strategy<Value = GenConfig> {
+    (0usize..7, 1u32..4, 0u64..4, any::<bool>()).prop_map(|(s, iterations, seed, shuffle_ranks)| {
+        let scenario = Scenario::ALL[s];
+        let ranks = match scenario {
+            Scenario::Bt => 9,
+            Scenario::Cg => 8,
+            _ => 6,
+        };
+        GenConfig {
+            scenario,
+            ranks,
+            iterations,
+            seed,
+            shuffle_ranks,
+        }
+    })
+}
+
+pub fn target_strategy() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        Just(Target::Messages),
+        Just(Target::PointToPoint),
+        Just(Target::Sends),
+        Just(Target::Receives),
+        Just(Target::Collectives),
+        Just(Target::Operations),
+        Just(Target::Operation(OpKind::Isend)),
+        Just(Target::Operation(OpKind::Allreduce)),
+        Just(Target::Operation(OpKind::Bcast)),
+        Just(Target::Operation(OpKind::Wait)),
+    ]
+}
+
+pub fn selector_strategy() -> impl Strategy<Value = ProcessSelector> {
+    prop_oneof![
+        (0u32..6).prop_map(ProcessSelector::Process),
+        proptest::collection::vec((0u32..6, 0u32..3), 1..3).prop_map(|v| ProcessSelector::List(
+            v.into_iter()
+                .map(|(a, len)| RankRange {
+                    first: a,
+                    last: a + len
+                })
+                .collect()
+        )),
+        Just(ProcessSelector::All),
+        Just(ProcessSelector::InComm(CommRef::World)),
+    ]
+}
+
+pub fn scope_strategy() -> impl Strategy<Value = Option<Scope>> {
+    prop_oneof![
+        Just(None),
+        (0u32..6, 0u32..6).prop_map(|(a, b)| Some(Scope::Between(a, b))),
+        selector_strategy().prop_map(|s| Some(Scope::Among(s))),
+        selector_strategy().prop_map(|s| Some(Scope::For(s))),
+    ]
+}
+
+pub fn comparison_strategy() -> impl Strategy<Value = Expr> {
+    let field = prop_oneof![
+        Just(Field::Size),
+        Just(Field::Tag),
+        Just(Field::Sender),
+        Just(Field::Receiver),
+        Just(Field::Duration),
+        Just(Field::Peer),
+        Just(Field::Root),
+    ];
+    let op = prop_oneof![
+        Just(CmpOp::Lt),
+        Just(CmpOp::Le),
+        Just(CmpOp::Eq),
+        Just(CmpOp::Ne),
+        Just(CmpOp::Ge),
+        Just(CmpOp::Gt)
+    ];
+    let extreme = prop::sample::select(EXTREMES);
+    (field, op, 0u32..8, 0u64..100_000, extreme, 0u8..4).prop_map(
+        |(field, op, small, big, extreme, pick)| {
+            // One comparison in four against a constant at or past a column's range.
+            let value = match (pick, field) {
+                (0, _) => extreme,
+                (_, Field::Size) => i128::from(big * 2),
+                (_, Field::Duration) => i128::from(big),
+                _ => i128::from(small),
+            };
+            Expr::Compare(Comparison {
+                field,
+                op,
+                value: Operand::Number(value),
+            })
+        },
+    )
+}
+
+pub fn expr_strategy() -> impl Strategy<Value = Expr> {
+    let tree = comparison_strategy().prop_recursive(2, 6, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::and(a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::or(a, b)),
+            inner.prop_map(Expr::negate),
+        ]
+    });
+    // Some conditions are nested to the limit exactly, some one level past it.
+    (tree, 0u8..8).prop_map(|(e, deepen)| match deepen {
+        0 => nest_to(e, MAX_NESTING),
+        1 => nest_to(e, MAX_NESTING + 1),
+        _ => e,
+    })
+}
+
+/// `e` under as many `NOT`s as bring its nesting to `depth` (or `e` if it is deeper already).
+pub fn nest_to(mut e: Expr, depth: usize) -> Expr {
+    while e.depth() < depth {
+        e = Expr::negate(e);
+    }
+    e
+}
+
+/// A selection with the time window as fractions of the trace's span (scaled per trace).
+pub fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)> {
+    (
+        target_strategy(),
+        scope_strategy(),
+        any::<bool>(),
+        proptest::option::of((0u32..100, 0u32..100)),
+        proptest::option::of(expr_strategy()),
+    )
+        .prop_map(|(target, scope, in_world, window, predicate)| {
+            let mut within = Vec::new();
+            if in_world {
+                within.push(Within::Comm(CommRef::Id(0)));
+            }
+            // The longest view names, now and then (their views hold every row).
+            if window.is_some_and(|(a, _)| a % 3 == 0) {
+                within.push(Within::View(long_view_name(target == Target::Messages)));
+            }
+            let filter = Filter {
+                scope,
+                within,
+                time: None,
+                predicate,
+            };
+            (
+                Selection { target, filter },
+                window.map(|(a, b)| (a.min(b), a.max(b))),
+            )
+        })
 }
 
 /// The constants at the edges of the columns' ranges, and past them, that every random
