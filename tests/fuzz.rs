@@ -33,13 +33,14 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use common::oracle::{
-    ids_of, long_view_name, model_of, naive, scope_valid, selection_strategy, Model, EXTREMES,
+    fit_scope, ids_of, long_view_name, model_of, naive, selection_strategy, window_of, Model,
+    EXTREMES,
 };
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::{mtf_text, otf2, EventSink, Policy, ValidatingSink};
 use mtfdb::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::ast::MAX_NESTING;
-use mtfdb::query::{parse_statement, Expr, Session, TimeWindow};
+use mtfdb::query::{parse_statement, Expr, Session};
 use mtfdb::{Database, Error, SourceFormat};
 
 // ---- the readers --------------------------------------------------------------------------
@@ -196,8 +197,9 @@ fn run_cases(target: &str, mut case: impl FnMut(&mut Rng, u64) -> Result<(), Str
     let only: Option<u64> = std::env::var("MTFDB_FUZZ_CASE")
         .ok()
         .and_then(|s| s.parse().ok());
-    let replay =
-        format!("MTFDB_FUZZ_SEED={seed} MTFDB_FUZZ_CASE={{case}} cargo test --release --test fuzz {target}");
+    let replay = format!(
+        "MTFDB_FUZZ_SEED={seed} MTFDB_FUZZ_CASE={{case}} cargo test --release --test fuzz {target}"
+    );
     say(&format!(
         "fuzz {target}: seed {seed}, {:.1} s (replay: MTFDB_FUZZ_SEED={seed} cargo test --release --test fuzz {target})\n",
         budget.as_secs_f64()
@@ -368,7 +370,8 @@ fn mutate(rng: &mut Rng, data: &mut Vec<u8>, text: bool) {
                 data.splice(at..end, piece);
             }
             7 if text => {
-                let mut lines: Vec<Vec<u8>> = data.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+                let mut lines: Vec<Vec<u8>> =
+                    data.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
                 if lines.len() > 2 {
                     let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
                     lines.swap(a, b);
@@ -459,7 +462,10 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     for p in entries {
         if p.is_dir() {
             collect_files(root, &p, out);
-        } else if !p.extension().is_some_and(|e| e == "json" || e == "md" || e == "py") {
+        } else if !p
+            .extension()
+            .is_some_and(|e| e == "json" || e == "md" || e == "py")
+        {
             let rel = p.strip_prefix(root).expect("inside the root").to_path_buf();
             out.push((rel, std::fs::read(&p).expect("a seed file")));
         }
@@ -471,7 +477,11 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
 fn input_error(e: &Error) -> bool {
     matches!(
         e,
-        Error::Input(_) | Error::Io { .. } | Error::Unsupported(_) | Error::Usage(_) | Error::Rule(_)
+        Error::Input(_)
+            | Error::Io { .. }
+            | Error::Unsupported(_)
+            | Error::Usage(_)
+            | Error::Rule(_)
     )
 }
 
@@ -489,12 +499,19 @@ fn position_inside(e: &Error, dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Resul
     };
     if input.line == 0 {
         if input.column > bytes.len() as u64 {
-            return Err(format!("byte {} past the file's {} bytes: {e}", input.column, bytes.len()));
+            return Err(format!(
+                "byte {} past the file's {} bytes: {e}",
+                input.column,
+                bytes.len()
+            ));
         }
     } else {
         let lines = bytes.split(|&b| b == b'\n').count() as u64;
         if input.line > lines {
-            return Err(format!("line {} past the file's {lines} lines: {e}", input.line));
+            return Err(format!(
+                "line {} past the file's {lines} lines: {e}",
+                input.line
+            ));
         }
     }
     Ok(())
@@ -529,7 +546,11 @@ fn fuzz_reader(reader: &'static Reader) {
         };
         let keep = |why: String| {
             let saved = keep_failure(&target, k, "input", &files[which].1);
-            format!("{why}\n(mutated {} kept at {})", files[which].0.display(), saved.display())
+            format!(
+                "{why}\n(mutated {} kept at {})",
+                files[which].0.display(),
+                saved.display()
+            )
         };
         let outcome = (reader.read)(&input, &mut Counting::default());
         if let Err(e) = &outcome {
@@ -544,7 +565,8 @@ fn fuzz_reader(reader: &'static Reader) {
             let name = format!("case{k}");
             match db.import_as(&input, Some(&name), reader.format) {
                 Ok(_) => {
-                    db.trace(&name).map_err(|e| keep(format!("imported but unreadable: {e}")))?;
+                    db.trace(&name)
+                        .map_err(|e| keep(format!("imported but unreadable: {e}")))?;
                     db.drop_trace(&name).unwrap();
                 }
                 Err(e) if input_error(&e) => {}
@@ -599,15 +621,102 @@ fn seed_statements() -> Vec<String> {
 
 /// Words and symbols a mutated statement may gain.
 const WORDS: &[&str] = &[
-    "SELECT", "ALL", "MESSAGES", "OPERATIONS", "FOR", "AMONG", "BETWEEN", "PROCESS", "PROCESSES",
-    "IN", "COMM", "VIEW", "PHASE", "PATTERN", "TIME", "AND", "OR", "NOT", "WHERE", "SIZE", "TAG",
-    "SENDER", "RECEIVER", "DURATION", "PEER", "ROOT", "COUNT", "SUM", "AVG", "MIN", "MAX", "FROM",
-    "GROUP", "BY", "ORDER", "LIMIT", "DESC", "EXPLAIN", "SHOW", "USE", "TRACE", "CREATE", "DROP",
-    "AS", "MATCH", "WITH", "ERRORS", "THRESHOLD", "ENVELOPE", "HISTOGRAM", "BINS", "LOG2",
-    "MATRIX", "COMMUNICATION", "PATTERNS", "PHASES", "LOOPS", "GLOBAL", "MODEL", "TOPOLOGY",
-    "LOGICAL", "FAN_IN", "STATISTICS", "MPI", "KiB", "GiB", "ms", "ns", "s", "(", ")", ",", ";",
-    "-", "*", ":", "<", "<=", "=", "!=", "<>", ">=", ">", "'", "\"", "--", "é", "\u{feff}", "P0",
-    "S1", "R0", "MPI_Bcast", "C1", "WORLD", "small", "extremes",
+    "SELECT",
+    "ALL",
+    "MESSAGES",
+    "OPERATIONS",
+    "FOR",
+    "AMONG",
+    "BETWEEN",
+    "PROCESS",
+    "PROCESSES",
+    "IN",
+    "COMM",
+    "VIEW",
+    "PHASE",
+    "PATTERN",
+    "TIME",
+    "AND",
+    "OR",
+    "NOT",
+    "WHERE",
+    "SIZE",
+    "TAG",
+    "SENDER",
+    "RECEIVER",
+    "DURATION",
+    "PEER",
+    "ROOT",
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "FROM",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "LIMIT",
+    "DESC",
+    "EXPLAIN",
+    "SHOW",
+    "USE",
+    "TRACE",
+    "CREATE",
+    "DROP",
+    "AS",
+    "MATCH",
+    "WITH",
+    "ERRORS",
+    "THRESHOLD",
+    "ENVELOPE",
+    "HISTOGRAM",
+    "BINS",
+    "LOG2",
+    "MATRIX",
+    "COMMUNICATION",
+    "PATTERNS",
+    "PHASES",
+    "LOOPS",
+    "GLOBAL",
+    "MODEL",
+    "TOPOLOGY",
+    "LOGICAL",
+    "FAN_IN",
+    "STATISTICS",
+    "MPI",
+    "KiB",
+    "GiB",
+    "ms",
+    "ns",
+    "s",
+    "(",
+    ")",
+    ",",
+    ";",
+    "-",
+    "*",
+    ":",
+    "<",
+    "<=",
+    "=",
+    "!=",
+    "<>",
+    ">=",
+    ">",
+    "'",
+    "\"",
+    "--",
+    "é",
+    "\u{feff}",
+    "P0",
+    "S1",
+    "R0",
+    "MPI_Bcast",
+    "C1",
+    "WORLD",
+    "small",
+    "extremes",
 ];
 
 /// A statement mutated by tokens (insert, delete, duplicate, swap, replace a number with an
@@ -648,7 +757,10 @@ fn mutate_statement(rng: &mut Rng, statement: &str) -> String {
                 let depth = MAX_NESTING + rng.below(2);
                 let open = if rng.chance(2) { "NOT " } else { "(" };
                 let close = if open == "(" { ")" } else { "" };
-                tokens.insert(at, format!("{}SIZE > 1{} ", open.repeat(depth), close.repeat(depth)));
+                tokens.insert(
+                    at,
+                    format!("{}SIZE > 1{} ", open.repeat(depth), close.repeat(depth)),
+                );
             }
             7 => {
                 let mut bytes = tokens.concat().into_bytes();
@@ -706,8 +818,8 @@ fn query_parser() {
 
 // ---- the engine ---------------------------------------------------------------------------
 
-/// A database with a few generated traces, their rows for the naive evaluator, and the
-/// longest views.
+/// A database with a few generated traces and the trace of extreme values, their rows for the
+/// naive evaluator, and the longest views.
 struct World {
     _dir: tempfile::TempDir,
     session: Session,
@@ -740,12 +852,32 @@ fn world() -> World {
         session.use_trace(&name).unwrap();
         for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
             session
-                .run(&format!("CREATE VIEW {} AS SELECT {target}", long_view_name(messages)))
+                .run(&format!(
+                    "CREATE VIEW {} AS SELECT {target}",
+                    long_view_name(messages)
+                ))
                 .unwrap();
         }
         let model = model_of(&session.database().trace(&name).unwrap());
         models.push((name, model));
     }
+    // Sizes, tags and times at the edges of their ranges (tests/corpus/mtf/extremes.mtf).
+    let extremes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/mtf/extremes.mtf");
+    session
+        .database()
+        .import(&extremes, Some("extremes"))
+        .unwrap();
+    session.use_trace("extremes").unwrap();
+    for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
+        session
+            .run(&format!(
+                "CREATE VIEW {} AS SELECT {target}",
+                long_view_name(messages)
+            ))
+            .unwrap();
+    }
+    let model = model_of(&session.database().trace("extremes").unwrap());
+    models.push(("extremes".to_string(), model));
     World {
         _dir: dir,
         session,
@@ -772,17 +904,16 @@ fn engine_oracle() {
             .new_tree(&mut runner)
             .map_err(|e| e.to_string())?
             .current();
-        let which = rng.below(w.models.len());
+        // The trace of extreme values half the time, a generated one otherwise.
+        let which = if rng.chance(2) {
+            w.models.len() - 1
+        } else {
+            rng.below(w.models.len() - 1)
+        };
         let (name, model) = &w.models[which];
-        if !scope_valid(sel.filter.scope.as_ref(), model.ranks) {
-            return Ok(());
-        }
+        fit_scope(&mut sel.filter.scope, model.ranks);
         if let Some((a, b)) = window {
-            let span = model.span.max(1);
-            sel.filter.time = Some(TimeWindow {
-                start: span * u64::from(a) / 100,
-                end: span * u64::from(b) / 100,
-            });
+            sel.filter.time = Some(window_of(model.span, a, b));
         }
         let expected = naive(model, &sel);
         let text = format!("SELECT {sel}");
@@ -792,7 +923,9 @@ fn engine_oracle() {
         let depth = sel.filter.predicate.as_ref().map_or(0, Expr::depth);
         match outcome {
             Err(Error::LimitExceeded { .. }) if depth > MAX_NESTING => Ok(()),
-            Ok(_) if depth > MAX_NESTING => Err(format!("{name}: {text}: past the nesting limit, yet answered")),
+            Ok(_) if depth > MAX_NESTING => Err(format!(
+                "{name}: {text}: past the nesting limit, yet answered"
+            )),
             Ok(result) => {
                 let got = ids_of(&result);
                 if got == expected {

@@ -101,7 +101,12 @@ fn a_closed_stdout_ends_every_command_quietly_with_status_0() {
             let _ = stdin.write_all(b"SHOW PROCESSES;\nSHOW OPERATIONS;\n");
         }
         let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         assert_eq!(text(&out.stderr), "", "{args:?}");
     }
 }
@@ -162,7 +167,12 @@ fn import_creates_a_database_only_where_asked_and_never_in_a_folder_of_other_fil
         )
     );
     let entries: Vec<_> = std::fs::read_dir(&other).unwrap().collect();
-    assert_eq!(entries.len(), 1, "nothing was written into {}", other.display());
+    assert_eq!(
+        entries.len(),
+        1,
+        "nothing was written into {}",
+        other.display()
+    );
     // A path whose folder does not exist: nothing is created.
     let missing = dir.path().join("no/such/folder/db");
     let o = run(&missing, &["import", example()]);
@@ -188,12 +198,18 @@ fn import_creates_a_database_only_where_asked_and_never_in_a_folder_of_other_fil
 #[test]
 fn a_byte_order_mark_before_mtf_1_is_read_by_detection_and_parser() {
     let file = corpus("mtf/bom.mtf");
-    assert!(std::fs::read(&file).unwrap().starts_with(b"\xEF\xBB\xBFMTF 1\n"));
+    assert!(std::fs::read(&file)
+        .unwrap()
+        .starts_with(b"\xEF\xBB\xBFMTF 1\n"));
     assert_eq!(SourceFormat::detect(&file).unwrap(), SourceFormat::MtfText);
     let (_dir, db) = common::temp_db();
     let info = db.import(&file, None).unwrap();
     assert_eq!(
-        (info.name.as_str(), info.summary.operations, info.summary.messages),
+        (
+            info.name.as_str(),
+            info.summary.operations,
+            info.summary.messages
+        ),
         ("bom", 2, 1)
     );
 }
@@ -223,7 +239,12 @@ fn an_otf2_anchor_missing_its_last_bytes_is_refused_as_otf2_print_refuses_it() {
         copy_dir(&fixture, &archive);
         std::fs::write(archive.join("traces.otf2"), &full[..full.len() - cut]).unwrap();
         let ours = db.import(archive.join("traces.otf2"), Some(&format!("cut{cut}")));
-        assert_eq!(ours.is_ok(), cut <= 2, "cut {cut}: {ours:?}", ours = ours.as_ref().err());
+        assert_eq!(
+            ours.is_ok(),
+            cut <= 2,
+            "cut {cut}: {ours:?}",
+            ours = ours.as_ref().err()
+        );
         if let Err(e) = &ours {
             assert!(matches!(e, Error::Input(_)), "cut {cut}: {e:?}");
         }
@@ -303,7 +324,11 @@ fn a_piped_script_numbers_its_errors_by_the_lines_of_the_script() {
          error: the script stopped with errors (reported above)\n"
     );
     // The statements around the errors ran.
-    assert!(text(&out.stdout).ends_with("count(*)\n1440\n"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).ends_with("count(*)\n1440\n"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -311,7 +336,10 @@ fn names_wider_than_65535_characters_print_in_every_table() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let file = corpus("mtf/long-names.mtf");
-    ok(run(&db, &["import", file.to_str().unwrap(), "--name", "long"]));
+    ok(run(
+        &db,
+        &["import", file.to_str().unwrap(), "--name", "long"],
+    ));
     let name = |c: char| c.to_string().repeat(70_000);
     for (statement, wide) in [
         ("SHOW PROCESSES", name('P')),
@@ -327,7 +355,10 @@ fn names_wider_than_65535_characters_print_in_every_table() {
             out.lines().any(|l| l.chars().count() >= 70_000),
             "{statement}"
         );
-        assert!(out.ends_with(" rows)\n") || out.ends_with(" row)\n"), "{statement}");
+        assert!(
+            out.ends_with(" rows)\n") || out.ends_with(" row)\n"),
+            "{statement}"
+        );
     }
     let out = ok(run(&db, &["info", "long"]));
     assert!(out.contains(&name('P')));

@@ -11,11 +11,11 @@ use proptest::prelude::*;
 
 use common::oracle::{
     config_strategy, ids_of, long_view_name, model_of, naive, scope_valid, selection_strategy,
-    Model,
+    window_of, Model,
 };
 use mtfdb::gen::{generate, GenConfig};
 use mtfdb::query::ast::MAX_NESTING;
-use mtfdb::query::{Expr, Session, TimeWindow};
+use mtfdb::query::{Expr, Session};
 use mtfdb::{Database, Error, Limit};
 
 struct World {
@@ -75,8 +75,7 @@ proptest! {
         // Ranks beyond the trace are a user error the engine reports; keep the scopes valid.
         prop_assume!(scope_valid(sel.filter.scope.as_ref(), model.ranks));
         if let Some((a, b)) = window {
-            let span = model.span.max(1);
-            sel.filter.time = Some(TimeWindow { start: span * u64::from(a) / 100, end: span * u64::from(b) / 100 });
+            sel.filter.time = Some(window_of(model.span, a, b));
         }
         let expected = naive(model, &sel);
         let text = format!("SELECT {sel}");

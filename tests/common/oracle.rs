@@ -70,6 +70,30 @@ pub fn selector_valid(s: &ProcessSelector, n: u32) -> bool {
     }
 }
 
+/// The scope with every rank taken modulo `n` (ranges kept going up), so that it names ranks
+/// of a trace of `n` ranks.
+pub fn fit_scope(scope: &mut Option<Scope>, n: u32) {
+    let n = n.max(1);
+    let fit = |s: &mut ProcessSelector| match s {
+        ProcessSelector::Process(r) => *r %= n,
+        ProcessSelector::List(ranges) => {
+            for r in ranges {
+                let (a, b) = (r.first % n, r.last % n);
+                (r.first, r.last) = (a.min(b), a.max(b));
+            }
+        }
+        ProcessSelector::All | ProcessSelector::InComm(_) => {}
+    };
+    match scope {
+        None => {}
+        Some(Scope::Between(a, b)) => {
+            *a %= n;
+            *b %= n;
+        }
+        Some(Scope::Among(s)) | Some(Scope::For(s)) => fit(s),
+    }
+}
+
 /// True when the scope names only ranks of the trace.
 pub fn scope_valid(scope: Option<&Scope>, n: u32) -> bool {
     match scope {
@@ -225,6 +249,15 @@ pub fn naive(model: &Model, sel: &Selection) -> BTreeSet<u64> {
             })
             .map(|(id, _)| *id)
             .collect()
+    }
+}
+
+/// The time window from `a`% to `b`% of a trace's span (in 128 bits: spans reach 2^64 - 1).
+pub fn window_of(span: u64, a: u32, b: u32) -> mtfdb::query::TimeWindow {
+    let at = |pct: u32| (u128::from(span.max(1)) * u128::from(pct) / 100) as u64;
+    mtfdb::query::TimeWindow {
+        start: at(a),
+        end: at(b),
     }
 }
 
