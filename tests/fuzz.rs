@@ -33,8 +33,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use common::oracle::{
-    fit_scope, ids_of, long_view_name, model_of, naive, selection_strategy, window_of, Model,
-    EXTREMES,
+    fit_scope, ids_of, naive, prepare, selection_strategy, window_of, Model, EXTREMES,
 };
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::{mtf_text, otf2, EventSink, Policy, ValidatingSink};
@@ -849,16 +848,7 @@ fn world() -> World {
             .database()
             .import_events(&name, |sink| generate(&config, sink).map(|_| ()))
             .unwrap();
-        session.use_trace(&name).unwrap();
-        for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
-            session
-                .run(&format!(
-                    "CREATE VIEW {} AS SELECT {target}",
-                    long_view_name(messages)
-                ))
-                .unwrap();
-        }
-        let model = model_of(&session.database().trace(&name).unwrap());
+        let model = prepare(&mut session, &name);
         models.push((name, model));
     }
     // Sizes, tags and times at the edges of their ranges (tests/corpus/mtf/extremes.mtf).
@@ -867,16 +857,7 @@ fn world() -> World {
         .database()
         .import(&extremes, Some("extremes"))
         .unwrap();
-    session.use_trace("extremes").unwrap();
-    for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
-        session
-            .run(&format!(
-                "CREATE VIEW {} AS SELECT {target}",
-                long_view_name(messages)
-            ))
-            .unwrap();
-    }
-    let model = model_of(&session.database().trace("extremes").unwrap());
+    let model = prepare(&mut session, "extremes");
     models.push(("extremes".to_string(), model));
     World {
         _dir: dir,

@@ -54,6 +54,24 @@ fn ok(o: Output) -> String {
     text(&o.stdout)
 }
 
+/// `mtfdb repl` with `script` piped on its standard input.
+fn script(db: &Path, script: &str) -> Output {
+    let mut child = mtfdb(db)
+        .arg("repl")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// A database holding the bundled example as `w`.
 fn example_db(dir: &Path) -> PathBuf {
     let db = dir.join("db");
@@ -300,21 +318,8 @@ fn a_statement_that_starts_with_a_dash_is_a_statement_not_an_option() {
 fn a_piped_script_numbers_its_errors_by_the_lines_of_the_script() {
     let dir = tempfile::tempdir().unwrap();
     let db = example_db(dir.path());
-    let script = "SELECT COUNT(*) FROM MESSAGES;\n\n-- two lines\nSELECT COUNT(*)\n  FROM MESAGES;\n.mode csv\nSELECT ALL MESSAGES IN VIEW nope;\n.mode tabel\nSELECT COUNT(*) FROM MESSAGES;\n";
-    let mut child = mtfdb(&db)
-        .arg("repl")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let lines = "SELECT COUNT(*) FROM MESSAGES;\n\n-- two lines\nSELECT COUNT(*)\n  FROM MESAGES;\n.mode csv\nSELECT ALL MESSAGES IN VIEW nope;\n.mode tabel\nSELECT COUNT(*) FROM MESSAGES;\n";
+    let out = script(&db, lines);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
@@ -365,20 +370,10 @@ fn names_wider_than_65535_characters_print_in_every_table() {
     let listing = ok(run(&db, &["traces"]));
     assert!(listing.starts_with("name "), "{listing}");
     // The shell goes on after such a table.
-    let mut child = mtfdb(&db)
-        .arg("repl")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"SHOW PROCESSES;\n.mode csv\nSELECT COUNT(*) FROM MESSAGES;\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = script(
+        &db,
+        "SHOW PROCESSES;\n.mode csv\nSELECT COUNT(*) FROM MESSAGES;\n",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).ends_with("count(*)\n2\n"));
 }

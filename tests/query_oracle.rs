@@ -10,8 +10,7 @@ use std::sync::Mutex;
 use proptest::prelude::*;
 
 use common::oracle::{
-    config_strategy, ids_of, long_view_name, model_of, naive, scope_valid, selection_strategy,
-    window_of, Model,
+    config_strategy, ids_of, naive, prepare, scope_valid, selection_strategy, window_of, Model,
 };
 use mtfdb::gen::{generate, GenConfig};
 use mtfdb::query::ast::MAX_NESTING;
@@ -48,17 +47,8 @@ fn ensure_trace(w: &mut World, config: &GenConfig) -> String {
             .database()
             .import_events(&name, |sink| generate(config, sink).map(|_| ()))
             .unwrap();
-        let model = model_of(&w.session.database().trace(&name).unwrap());
+        let model = prepare(&mut w.session, &name);
         w.models.insert(name.clone(), model);
-        w.session.use_trace(&name).unwrap();
-        for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
-            w.session
-                .run(&format!(
-                    "CREATE VIEW {} AS SELECT {target}",
-                    long_view_name(messages)
-                ))
-                .unwrap();
-        }
     }
     name
 }

@@ -51,6 +51,21 @@ pub fn model_of(trace: &Trace) -> Model {
     }
 }
 
+/// Makes `name` the session's trace, gives it the two longest views of [`long_view_name`]
+/// (every message, every operation), and reads its rows for the naive evaluator.
+pub fn prepare(session: &mut mtfdb::query::Session, name: &str) -> Model {
+    session.use_trace(name).unwrap();
+    for (messages, target) in [(true, "ALL MESSAGES"), (false, "OPERATIONS")] {
+        session
+            .run(&format!(
+                "CREATE VIEW {} AS SELECT {target}",
+                long_view_name(messages)
+            ))
+            .unwrap();
+    }
+    model_of(&session.database().trace(name).unwrap())
+}
+
 /// The ranks a selector names (communicator members: every rank, in the generated traces'
 /// world communicator).
 pub fn ranks_of(s: &ProcessSelector, n: u32) -> BTreeSet<Rank> {
