@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{mtf_text, otf2};
+use crate::ingest::{mtf_text, otf1, otf2};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -27,6 +27,8 @@ pub enum SourceFormat {
     MtfText,
     /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
     Otf2,
+    /// An OTF v1 trace (VampirTrace): its master file `NAME.otf` or its folder.
+    Otf1,
 }
 
 impl SourceFormat {
@@ -35,6 +37,7 @@ impl SourceFormat {
         match self {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
+            SourceFormat::Otf1 => "otf1",
         }
     }
 
@@ -52,8 +55,9 @@ impl SourceFormat {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
+            "otf1" | "otf" => Ok(SourceFormat::Otf1),
             other => Err(Error::Unsupported(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces)"
             ))),
         }
     }
@@ -64,11 +68,15 @@ impl SourceFormat {
         if path.is_dir() {
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
+                Err(_) if otf1::find_master(path).is_ok() => Ok(SourceFormat::Otf1),
                 Err(e) => Err(e),
             };
         }
         if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
+        }
+        if otf1::looks_like_master(path) {
+            return Ok(SourceFormat::Otf1);
         }
         let mut head = [0u8; 4096];
         let n = {
@@ -87,7 +95,8 @@ impl SourceFormat {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
-                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
+                 an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
+                 NAME.otf master file or folder); use --format to force one",
                 path.display()
             ))),
         }
@@ -189,6 +198,7 @@ impl Database {
             |sink| match format {
                 SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
                 SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+                SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
             },
         )?;
         Ok(info_of(&meta))
@@ -297,7 +307,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             .and_then(|p| p.file_name().map(|s| s.to_string_lossy().to_string()))
     };
     let name = match format {
-        SourceFormat::Otf2 if path.is_dir() => folder_name(path),
+        SourceFormat::Otf2 | SourceFormat::Otf1 if path.is_dir() => folder_name(path),
         SourceFormat::Otf2 if stem(path).as_deref() == Some("traces") => path
             .parent()
             .map(|p| {

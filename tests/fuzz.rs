@@ -36,7 +36,7 @@ use common::oracle::{
     fit_scope, ids_of, naive, prepare, selection_strategy, window_of, Model, EXTREMES,
 };
 use mtfdb::gen::{generate, GenConfig, Scenario};
-use mtfdb::ingest::{mtf_text, otf2, EventSink, Policy, ValidatingSink};
+use mtfdb::ingest::{mtf_text, otf1, otf2, EventSink, Policy, ValidatingSink};
 use mtfdb::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::ast::MAX_NESTING;
 use mtfdb::query::{parse_statement, Expr, Session};
@@ -89,6 +89,17 @@ const READERS: &[Reader] = &[
         format: SourceFormat::Otf2,
         main_file: Some("*.otf2"),
     },
+    Reader {
+        name: "otf1",
+        seeds: &["tests/fixtures/otf1/subgroup"],
+        archive: true,
+        read: |p, sink| {
+            let mut seam = ValidatingSink::new(sink, Policy::Lenient);
+            otf1::read_trace(p, &mut seam, &mut |_| {}).map(|_| ())
+        },
+        format: SourceFormat::Otf1,
+        main_file: Some("*.otf"),
+    },
 ];
 
 #[test]
@@ -99,6 +110,11 @@ fn reader_mtf() {
 #[test]
 fn reader_otf2() {
     fuzz_reader(&READERS[1]);
+}
+
+#[test]
+fn reader_otf1() {
+    fuzz_reader(&READERS[2]);
 }
 
 #[test]

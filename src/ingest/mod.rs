@@ -22,6 +22,7 @@
 
 pub mod matcher;
 pub mod mtf_text;
+pub mod otf1;
 pub mod otf2;
 mod seam;
 pub mod validate;

@@ -18,9 +18,9 @@
 //! as ranks within the communicator; they are translated to world ranks here.
 
 mod anchor;
-mod convert;
+pub(crate) mod convert;
 mod defs;
-mod events;
+pub(crate) mod events;
 mod layout;
 mod reader;
 
