@@ -60,7 +60,7 @@ impl SourceFormat {
             "otf2" => Ok(SourceFormat::Otf2),
             "otf1" | "otf" => Ok(SourceFormat::Otf1),
             "paraver" | "prv" => Ok(SourceFormat::Paraver),
-            other => Err(Error::Usage(format!(
+            other => Err(Error::Unsupported(format!(
                 "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces)"
             ))),
         }
@@ -92,13 +92,15 @@ impl SourceFormat {
             f.read(&mut head).map_err(|e| Error::io(path, e))?
         };
         let text = String::from_utf8_lossy(&head[..n]);
+        // A UTF-8 byte order mark, as some editors write, before the first line.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let first = text
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'));
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
-            _ => Err(Error::Usage(format!(
+            _ => Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
                  an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
                  NAME.otf master file or folder, a Paraver trace by its .prv starting with \
@@ -137,11 +139,20 @@ pub struct Database {
 }
 
 impl Database {
-    /// Opens the database at `path`, creating it if absent. Refuses a database of another
-    /// storage format version, and removes what interrupted imports left behind.
+    /// Opens the database at `path`, creating it if absent (in an existing folder; never in a
+    /// folder that holds other files). Refuses a database of another storage format version,
+    /// and removes what interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database {
             store: Store::open(path)?,
+        })
+    }
+
+    /// Opens the database at `path`, which must exist: nothing is created (for commands that
+    /// only read, so that a mistyped path is an error, not a new empty database).
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database {
+            store: Store::open_with(path, false)?,
         })
     }
 
@@ -340,6 +351,18 @@ pub struct Trace {
 impl Trace {
     fn meta(&self) -> &TraceMeta {
         self.reader.meta()
+    }
+
+    /// Makes every later read of this trace (and the analyses over it) stop with
+    /// [`Error::Cancelled`] once `flag` is set; Ctrl-C sets it in the shell and the CLI.
+    pub fn set_cancel(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.reader.set_cancel(flag);
+    }
+
+    /// [`Error::Cancelled`] when the flag given to [`Trace::set_cancel`] is set: long
+    /// computations call it between steps.
+    pub fn check_cancel(&self) -> Result<()> {
+        self.reader.check_cancel()
     }
 
     /// The trace's name.

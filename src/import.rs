@@ -805,14 +805,12 @@ fn abandoned(e: Error) -> Error {
 }
 
 /// Marks a stage that stopped only because another stage failed; the other's error wins.
-const PIPELINE_STOPPED: &str = "import pipeline stopped";
-
 fn pipeline_stopped() -> Error {
-    Error::Storage(PIPELINE_STOPPED.into())
+    Error::PipelineStopped
 }
 
 fn is_pipeline_stopped(e: &Error) -> bool {
-    matches!(e, Error::Storage(m) if m == PIPELINE_STOPPED)
+    matches!(e, Error::PipelineStopped)
 }
 
 /// The [`EventSink`] a source writes into during an import. It batches what it receives and

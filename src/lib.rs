@@ -27,4 +27,4 @@ pub mod query;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};
-pub use error::{Error, InputError, Result};
+pub use error::{Error, InputError, Limit, NameKind, Result};

@@ -6,6 +6,20 @@
 //! break is repaired and recorded as anomalies, the same for every source.
 //! Nothing here knows the store or the query language.
 
+// No input reaches a panic: `unwrap` and `expect` are denied here outside tests. The calls
+// that remain are allowed where they stand, each with why it cannot fail:
+// - otf2/reader.rs: six conversions of an 8- or 4-byte range to an array (the range's length
+//   is fixed and checked to be inside the buffer just before);
+// - otf2/mod.rs: the clock properties, which `Layout::of` requires before an archive opens;
+// - otf2/convert.rs: `pop` after `ready` saw a complete item at the front;
+// - matcher/p2p.rs: a channel queue is removed as soon as it empties, so it is never empty;
+// - matcher/collective.rs: removing the instance whose position was found just before;
+// - mtf_text/parser.rs: the process permutation (each index taken once), and the validator,
+//   set by `end_header` before any event is parsed (two calls);
+// - mtf_text/writer.rs, mtf_text/names.rs: the MPI name of a kind other than `Other`, and
+//   `chunks_exact(8)`'s 8-byte slices.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf1;

@@ -16,12 +16,20 @@
 //! into a new tree and becomes visible in one step: the catalog entry turning `Ready`.
 //! Trees of imports that never finished are dropped on the next open.
 
+// No stored byte reaches a panic: `unwrap` and `expect` are denied here outside tests. The
+// calls that remain are allowed where they stand, each with why it cannot fail:
+// - codec.rs: creating the per-thread zstd contexts (fails only without memory, where
+//   allocation aborts anyway), and the dictionary code of a value the dictionary was built from;
+// - mod.rs: bincode encoding of plain metadata types, and serializing and compressing a bitmap
+//   into a Vec (neither fails but for memory).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod catalog;
 pub mod codec;
 pub mod tables;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -139,6 +147,8 @@ fn tree_name(id: u64) -> String {
 }
 
 fn encode_meta<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    // bincode fails only on types serde cannot describe; the metadata types are plain data.
+    #[allow(clippy::expect_used)]
     let mut out = bincode::serde::encode_to_vec(value, bincode::config::standard())
         .expect("metadata always serializes");
     seal(&mut out);
@@ -155,9 +165,12 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
 /// Compresses a serialized bitmap; indexes of regular traces shrink many times.
 fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
     let mut raw = Vec::with_capacity(bitmap.serialized_size());
+    // Writing to a Vec and compressing in memory fail only when memory is exhausted.
+    #[allow(clippy::expect_used)]
     bitmap
         .serialize_into(&mut raw)
         .expect("writing to a Vec cannot fail");
+    #[allow(clippy::expect_used)]
     let mut out = zstd::bulk::compress(&raw, 1).expect("zstd compresses in memory");
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
     seal(&mut out);
@@ -170,7 +183,10 @@ fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
         return Err(Error::Corrupt(format!("{what} is truncated")));
     }
     let (packed, len) = body.split_at(body.len() - 4);
-    let raw_len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    let raw_len = u32::from_le_bytes(
+        len.try_into()
+            .map_err(|_| Error::Corrupt(format!("{what} is truncated")))?,
+    ) as usize;
     let raw = zstd::bulk::decompress(packed, raw_len)
         .map_err(|e| Error::Corrupt(format!("{what} does not decompress: {e}")))?;
     RoaringBitmap::deserialize_from(&raw[..])
@@ -242,6 +258,59 @@ fn is_lock_error(e: &sled::Error) -> bool {
 
 /// Opens sled; if the directory is locked, waits up to a second for the lock: a handle closed
 /// a moment ago in this process lets go of it only when its background flusher stops.
+/// Whether `path` may be opened as a database: an existing sled directory always; an absent
+/// path or an empty folder only when `create`; a folder holding anything else never.
+/// The longest name, in characters, a trace may be given (names are shown in tables).
+pub const MAX_TRACE_NAME_CHARS: usize = 255;
+
+fn closed_by_failed_reopen() -> Error {
+    Error::Storage("the database was closed when reopening it failed; open it again".to_string())
+}
+
+fn check_location(path: &Path, create: bool) -> Result<()> {
+    let db_error = |message: String| Error::Database {
+        path: path.to_path_buf(),
+        message,
+    };
+    let absent = |why: &str| {
+        Error::unknown(
+            crate::NameKind::Database,
+            path.display().to_string(),
+            format!(
+                "no database at {} ({why}; `mtfdb --db {} import FILE` creates one)",
+                path.display(),
+                path.display()
+            ),
+        )
+    };
+    if !path.exists() {
+        if !create {
+            return Err(absent("no such directory"));
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(parent) = parent.filter(|p| !p.is_dir()) {
+            return Err(db_error(format!(
+                "cannot be created: the folder {} does not exist",
+                parent.display()
+            )));
+        }
+        return Ok(());
+    }
+    // sled keeps its configuration in `conf` and its log in `db`.
+    if path.join("conf").is_file() && path.join("db").is_file() {
+        return Ok(());
+    }
+    let mut entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
+    match entries.next() {
+        None if create => Ok(()),
+        None => Err(absent("the directory is empty")),
+        Some(_) => Err(db_error(
+            "is a folder that holds other files, not an mtfdb database (give a new path, or an existing database)"
+                .into(),
+        )),
+    }
+}
+
 fn open_sled_waiting(path: &Path) -> std::result::Result<sled::Db, sled::Error> {
     let mut tries = 0;
     loop {
@@ -278,6 +347,13 @@ impl Store {
     /// Opens (or creates) the database at `path`, checks its format version and removes what
     /// interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, true)
+    }
+
+    /// Opens the database at `path`; when `create` is false, a path that holds no database is
+    /// an error and nothing is created. Either way, a folder that holds other files is never
+    /// made a database, and missing parent folders are not created.
+    pub fn open_with(path: impl AsRef<Path>, create: bool) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         let db_error = |message: String| Error::Database {
             path: path.clone(),
@@ -288,6 +364,7 @@ impl Store {
                 "is a file, not an mtfdb database (a database is a directory)".into(),
             ));
         }
+        check_location(&path, create)?;
         let db = open_sled_waiting(&path).map_err(|e| match e {
             e if is_lock_error(&e) => db_error(
                 "is in use by another process (only one may open a database at a time)".into(),
@@ -329,12 +406,14 @@ impl Store {
     }
 
     /// A handle on the open sled database.
-    fn db(&self) -> sled::Db {
+    /// A handle on the open sled database; `None` only if a reopen (`relieve_memory`) failed
+    /// half-way, after which the database must be opened again.
+    fn db(&self) -> Result<sled::Db> {
         self.db
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-            .expect("the database is open outside a reopen")
+            .ok_or_else(closed_by_failed_reopen)
     }
 
     /// The database's path.
@@ -345,14 +424,14 @@ impl Store {
     /// Reads the catalog.
     pub fn catalog(&self) -> Result<Catalog> {
         let bytes = self
-            .db()
+            .db()?
             .get(KEY_CATALOG)?
             .ok_or_else(|| Error::Corrupt("the catalog is missing".into()))?;
         decode_meta(&bytes, "the catalog")
     }
 
     fn write_catalog(&self, catalog: &Catalog) -> Result<()> {
-        let db = self.db();
+        let db = self.db()?;
         db.insert(KEY_CATALOG, encode_meta(catalog))?;
         db.flush()?;
         Ok(())
@@ -375,7 +454,7 @@ impl Store {
             .filter(|e| e.state == TraceState::Ready)
             .map(|e| tree_name(e.id))
             .collect();
-        let db = self.db();
+        let db = self.db()?;
         for name in db.tree_names() {
             let name_str = String::from_utf8_lossy(&name).to_string();
             if name_str.starts_with("trace/") && !ready.contains(&name_str) {
@@ -413,7 +492,7 @@ impl Store {
                 name: name.to_string(),
                 available: traces.iter().map(|e| e.name.clone()).collect(),
             })?;
-        let tree = self.db().open_tree(tree_name(entry.id))?;
+        let tree = self.db()?.open_tree(tree_name(entry.id))?;
         let what = format!("the metadata of trace {name:?}");
         let meta_bytes = tree
             .get(KEY_META)?
@@ -423,6 +502,7 @@ impl Store {
         Ok(TraceReader {
             tree,
             meta,
+            cancel: None,
             _live: ReaderCount(self.readers.clone()),
         })
     }
@@ -431,6 +511,15 @@ impl Store {
     pub fn begin_import(&self, name: &str) -> Result<TraceWriter<'_>> {
         if name.is_empty() {
             return Err(Error::Usage("a trace name cannot be empty".into()));
+        }
+        let chars = name.chars().count();
+        if chars > MAX_TRACE_NAME_CHARS {
+            return Err(Error::limit(
+                crate::Limit::NameLength,
+                format!(
+                    "a trace name has at most {MAX_TRACE_NAME_CHARS} characters, this one {chars}"
+                ),
+            ));
         }
         let id = self.update_catalog(|c| {
             if c.traces
@@ -448,7 +537,7 @@ impl Store {
             });
             Ok(id)
         })?;
-        let tree = self.db().open_tree(tree_name(id))?;
+        let tree = self.db()?.open_tree(tree_name(id))?;
         Ok(TraceWriter {
             store: self,
             tree: Some(tree),
@@ -477,7 +566,7 @@ impl Store {
                 })?;
             Ok(c.traces.remove(pos).id)
         })?;
-        let db = self.db();
+        let db = self.db()?;
         db.drop_tree(tree_name(id))?;
         db.flush()?;
         Ok(())
@@ -485,7 +574,7 @@ impl Store {
 
     /// Bytes the database occupies on disk.
     pub fn size_on_disk(&self) -> Result<u64> {
-        Ok(self.db().size_on_disk()?)
+        Ok(self.db()?.size_on_disk()?)
     }
 }
 
@@ -511,15 +600,14 @@ impl TraceWriter<'_> {
         &self.name
     }
 
-    fn tree(&self) -> &sled::Tree {
-        self.tree
-            .as_ref()
-            .expect("the trace's tree is open outside a reopen")
+    /// The trace's tree; `None` only if a reopen failed half-way.
+    fn tree(&self) -> Result<&sled::Tree> {
+        self.tree.as_ref().ok_or_else(closed_by_failed_reopen)
     }
 
     fn insert(&mut self, key: &[u8], value: Vec<u8>) -> Result<()> {
         self.written += value.len() as u64;
-        self.tree().insert(key, value)?;
+        self.tree()?.insert(key, value)?;
         if self.written >= REOPEN_EVERY {
             self.relieve_memory()?;
         }
@@ -590,8 +678,8 @@ impl TraceWriter<'_> {
     /// Makes the trace visible: writes its metadata, flushes everything to disk, then flips
     /// its catalog entry to ready in one atomic write.
     pub fn commit(mut self, meta: &TraceMeta) -> Result<u64> {
-        self.tree().insert(KEY_META, encode_meta(meta))?;
-        self.tree().flush()?;
+        self.tree()?.insert(KEY_META, encode_meta(meta))?;
+        self.tree()?.flush()?;
         let id = self.id;
         self.store.update_catalog(|c| {
             let entry = c
@@ -614,7 +702,9 @@ impl Drop for TraceWriter<'_> {
         }
         // Best effort: if this fails too (disk full), the next open cleans up.
         let id = self.id;
-        let _ = self.store.db().drop_tree(tree_name(id));
+        if let Ok(db) = self.store.db() {
+            let _ = db.drop_tree(tree_name(id));
+        }
         let _ = self.store.update_catalog(|c| {
             c.traces.retain(|e| e.id != id);
             Ok(())
@@ -695,10 +785,25 @@ impl Drop for ReaderCount {
 pub struct TraceReader {
     tree: sled::Tree,
     meta: TraceMeta,
+    /// Set (by Ctrl-C) to stop whatever reads this trace: every chunk read checks it.
+    cancel: Option<Arc<AtomicBool>>,
     _live: ReaderCount,
 }
 
 impl TraceReader {
+    /// Makes every later chunk read fail with [`Error::Cancelled`] while `flag` is set.
+    pub fn set_cancel(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = Some(flag);
+    }
+
+    /// [`Error::Cancelled`] when the cancellation flag is set.
+    pub fn check_cancel(&self) -> Result<()> {
+        match &self.cancel {
+            Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+            _ => Ok(()),
+        }
+    }
+
     /// The trace's metadata.
     pub fn meta(&self) -> &TraceMeta {
         &self.meta
@@ -712,6 +817,7 @@ impl TraceReader {
 
     /// A chunk's stored bytes, and its name for error messages.
     fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(String, sled::IVec)> {
+        self.check_cancel()?;
         let what = format!(
             "{} chunk {chunk} of trace {:?}",
             table.name(),

@@ -698,6 +698,8 @@ impl LineParser {
         if order.iter().enumerate().any(|(i, &j)| i != j) {
             let mut procs: Vec<Option<Process>> = hb.header.processes.drain(..).map(Some).collect();
             let mut poss: Vec<Option<DeclPos>> = hb.processes.drain(..).map(Some).collect();
+            // `order` is a permutation: each index is taken once.
+            #[allow(clippy::expect_used)]
             for &j in &order {
                 hb.header
                     .processes

@@ -274,7 +274,10 @@ impl<W: Write> EventSink for MtfWriter<W> {
                 b.extend_from_slice(name);
             }
             k => {
-                b.extend_from_slice(&k.mpi_name().expect("fixed kinds have names").as_bytes()[4..])
+                // Only `Other` lacks an MPI name, and it is the arm above.
+                #[allow(clippy::expect_used)]
+                let name = k.mpi_name().expect("fixed kinds have names");
+                b.extend_from_slice(&name.as_bytes()[4..])
             }
         }
         if let Some(c) = op.comm {
