@@ -15,8 +15,8 @@ use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::ingest::EventSink;
 use crate::model::{
-    Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
-    RoutineEvent, StrId, Time, TraceHeader,
+    Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
+    RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
@@ -245,8 +245,22 @@ struct Location {
     thread: u32,
     rows: u64,
     open: Option<OpenChunk>,
+    /// The location's chunks so far: (index of the first row, chunk number), ascending.
+    chunks: Vec<(u64, u32)>,
     stack: Vec<(StrId, Time)>,
     last_time: Time,
+}
+
+impl Location {
+    /// The id of the location's `index`-th operation, if it has one.
+    fn op_id(&self, index: u64) -> Option<OpId> {
+        if index >= self.rows {
+            return None;
+        }
+        let i = self.chunks.partition_point(|&(first, _)| first <= index);
+        let (first, chunk) = *self.chunks.get(i.checked_sub(1)?)?;
+        Some(u64::from(row_id(chunk, (index - first) as usize)))
+    }
 }
 
 /// The index of `(rank, thread)` among `locations[rank]`, creating the location if new.
@@ -262,6 +276,7 @@ fn locate(locations: &mut [Vec<Location>], rank: Rank, thread: u32) -> Result<us
                 thread,
                 rows: 0,
                 open: None,
+                chunks: Vec::new(),
                 stack: Vec::new(),
                 last_time: 0,
             });
@@ -643,6 +658,7 @@ impl EventSink for Importer {
                 last_start: op.start,
                 max_end: op.end,
             });
+            loc.chunks.push((loc.rows, *next_chunk));
             *next_chunk += 1;
         }
         let open = loc.open.as_mut().expect("just opened");
@@ -691,6 +707,36 @@ impl EventSink for Importer {
         Ok(())
     }
 
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        self.derived.record_anomaly(anomaly.clone())
+    }
+
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        let mut positions = at.iter();
+        let resolved = anomaly.map_ops(|_| {
+            let p = positions.next().ok_or_else(|| {
+                Error::Usage(format!(
+                    "an anomaly ({}) names more operations than positions were given",
+                    anomaly.kind_name()
+                ))
+            })?;
+            self.locations
+                .get(p.rank as usize)
+                .and_then(|threads| threads.iter().find(|l| l.thread == p.thread))
+                .and_then(|l| l.op_id(p.index))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "an anomaly ({}) names operation {} of rank {} thread {}, which the source did not deliver",
+                        anomaly.kind_name(),
+                        p.index,
+                        p.rank,
+                        p.thread
+                    ))
+                })
+        })?;
+        self.derived.record_anomaly(resolved)
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.meta.header.locations = locations.to_vec();
         Ok(())
@@ -716,6 +762,7 @@ enum Entry {
     Operation(usize),
     Routine(RoutineEvent),
     Anomaly(Anomaly),
+    AnomalyAt(Anomaly, Vec<OpPosition>),
     Locations(Vec<crate::model::Location>),
 }
 
@@ -815,6 +862,10 @@ impl EventSink for ImportSink {
         self.push(Entry::Anomaly(anomaly.clone()))
     }
 
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        self.push(Entry::AnomalyAt(anomaly.clone(), at.to_vec()))
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.push(Entry::Locations(locations.to_vec()))
     }
@@ -837,7 +888,8 @@ fn import_batches(
                 Entry::String(id, text) => importer.string(*id, text)?,
                 Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
                 Entry::Routine(ev) => importer.routine(ev)?,
-                Entry::Anomaly(a) => importer.derived.record_anomaly(a.clone())?,
+                Entry::Anomaly(a) => importer.anomaly(a)?,
+                Entry::AnomalyAt(a, at) => importer.anomaly_at(a, at)?,
                 Entry::Locations(l) => importer.locations(l)?,
             }
         }

@@ -15,13 +15,15 @@ use nom::bytes::complete::{take_while, take_while1};
 use nom::character::complete::{i32 as nom_i32, u32 as nom_u32, u64 as nom_u64};
 use nom::IResult;
 
+mod reports;
+
 use super::names::{is_bare, kind_from_name, QuickBuild};
 use crate::error::{Error, Result};
 use crate::ingest::validate::{Field, Validator, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
-    flags, Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId,
-    TraceHeader,
+    flags, Communicator, Location, OpKind, Operation, Process, Processor, Rank, RoutineEvent,
+    StrId, TraceHeader,
 };
 
 type In<'a> = &'a [u8];
@@ -344,6 +346,8 @@ struct HeaderBuilder {
     processors: Vec<DeclPos>,
     processes: Vec<DeclPos>,
     comms: Vec<DeclPos>,
+    /// The `location` declarations: where each one's rank is, if it names one.
+    locations: Vec<DeclPos>,
 }
 
 /// Largest member range accepted in one `a-b` item.
@@ -394,6 +398,15 @@ fn routine_keyword(s: In) -> Option<bool> {
     }
 }
 
+/// The word of letters a line starts with (`anomaly`, `process`, …).
+fn keyword<'a>(rest: In<'a>) -> &'a [u8] {
+    let end = rest
+        .iter()
+        .position(|&b| !b.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
 const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag";
 
 #[derive(PartialEq, Eq)]
@@ -414,6 +427,12 @@ struct LineParser {
     scratch: Vec<u8>,
     first_event_line: u64,
     stats: ParseStats,
+    /// Operations read so far per rank on thread 0, and per (rank, thread) on other threads:
+    /// what `anomaly` lines may name.
+    op_counts: Vec<u64>,
+    thread_op_counts: HashMap<(Rank, u32), u64, QuickBuild>,
+    /// `location` lines after the first event, handed to the sink at the end.
+    late_locations: Vec<Location>,
 }
 
 impl LineParser {
@@ -432,6 +451,9 @@ impl LineParser {
             scratch: Vec::new(),
             first_event_line: 0,
             stats: ParseStats::default(),
+            op_counts: Vec::new(),
+            thread_op_counts: HashMap::default(),
+            late_locations: Vec::new(),
         }
     }
 
@@ -460,19 +482,38 @@ impl LineParser {
         }
         match self.phase {
             Phase::Version => self.version(line, rest),
-            Phase::Header if rest[0].is_ascii_digit() => {
+            Phase::Header if rest[0].is_ascii_digit() || keyword(rest) == b"anomaly" => {
                 self.end_header(sink)?;
                 self.phase = Phase::Events;
                 self.first_event_line = self.ctx.line_no;
-                self.event(line, sink)
+                self.line_in_events(line, rest, sink)
             }
             Phase::Header => self.declaration(line, rest),
-            Phase::Events if rest[0].is_ascii_digit() => self.event(line, sink),
-            Phase::Events => {
-                let word = &rest[..rest
-                    .iter()
-                    .position(|&b| !b.is_ascii_alphabetic())
-                    .unwrap_or(rest.len())];
+            Phase::Events => self.line_in_events(line, rest, sink),
+        }
+    }
+
+    /// A line after the header that does not start with a digit where it begins: an event
+    /// after spaces, an `anomaly` line, a late `location` line, or a misplaced declaration.
+    fn line_in_events<S: EventSink + ?Sized>(
+        &mut self,
+        line: &[u8],
+        rest: &[u8],
+        sink: &mut S,
+    ) -> Result<()> {
+        match rest[0] {
+            b'0'..=b'9' => self.event(line, sink),
+            _ => {
+                if keyword(rest) == b"anomaly" {
+                    return self.anomaly_line(line, rest, sink);
+                }
+                if keyword(rest) == b"location" {
+                    let (location, _) = self.location_line(line, rest)?;
+                    self.check_location_rank(line, &location, None)?;
+                    self.late_locations.push(location);
+                    return Ok(());
+                }
+                let word = keyword(rest);
                 if matches!(
                     word,
                     b"scenario"
@@ -677,6 +718,11 @@ impl LineParser {
                 self.hb.header.communicators.push(Communicator { id, name: text, members });
                 self.hb.comms.push(pos([id_off, id_off], items, self.ctx.line_no));
             }
+            b"location" => {
+                let (location, rank_off) = self.location_line(line, rest)?;
+                self.hb.header.locations.push(location);
+                self.hb.locations.push(pos([rank_off.unwrap_or(kw_off), kw_off], Vec::new(), self.ctx.line_no));
+            }
             b"MTF" => {
                 let message = "the version line appears twice".to_string();
                 return Err(self.ctx.error(line, kw_off, "duplicate declaration", message));
@@ -685,7 +731,7 @@ impl LineParser {
                 return Err(self.ctx.expected(
                     line,
                     rest,
-                    "a declaration (scenario, trace, comment, processor, process, communicator) or an event",
+                    "a declaration (scenario, trace, comment, processor, process, communicator, location) or an event",
                 ))
             }
         }
@@ -710,6 +756,9 @@ impl LineParser {
         match Validator::new(&hb.header) {
             Ok(v) => self.validator = Some(v),
             Err(violation) => return Err(self.header_error(violation)),
+        }
+        for (location, decl) in self.hb.header.locations.iter().zip(&self.hb.locations) {
+            self.check_location_rank(&decl.text, location, Some(decl))?;
         }
         sink.header(&self.hb.header)
     }
@@ -994,6 +1043,7 @@ impl LineParser {
         }
         self.op.depth = validator.depth(rank, thread);
         self.stats.operations += 1;
+        self.count_operation(rank, thread);
         sink.operation(&self.op)
     }
 
@@ -1052,6 +1102,11 @@ impl LineParser {
             }
             Phase::Header => self.end_header(sink)?,
             Phase::Events => {}
+        }
+        if !self.late_locations.is_empty() {
+            let mut all = std::mem::take(&mut self.hb.header.locations);
+            all.append(&mut self.late_locations);
+            sink.locations(&all)?;
         }
         sink.finish()?;
         Ok(self.stats)
