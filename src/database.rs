@@ -675,6 +675,29 @@ impl Trace {
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         self.reader.anomalies()
     }
+
+    /// The number of anomaly chunks: read a trace with many anomalies chunk by chunk.
+    pub fn anomaly_chunk_count(&self) -> u32 {
+        self.meta().anomaly_chunks
+    }
+
+    /// The anomalies of one chunk, in the order the import recorded them.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        self.reader.anomaly_chunk(chunk)
+    }
+
+    /// The number of routine-call chunks.
+    pub fn routine_chunk_count(&self) -> u32 {
+        self.meta().routine_chunks
+    }
+
+    /// The routine calls of one chunk, in the order they ended (calls of different locations
+    /// interleave).
+    pub fn routine_chunk(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
+        Ok(tables::read_routines(
+            &self.reader.chunk(Table::Routines, chunk)?,
+        ))
+    }
 }
 
 /// The default database path: `MTFDB_DB`, else `./mtfdb.db`.

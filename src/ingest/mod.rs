@@ -4,6 +4,8 @@
 //! metamodel's structural rules ([`validate`]) and hands what it read to an [`EventSink`].
 //! Nothing here knows the store or the query language.
 
+pub(crate) mod anomaly_fields;
+pub mod gxl;
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf2;

@@ -179,6 +179,31 @@ pub enum LocationKind {
 }
 
 impl LocationKind {
+    /// Every kind, with the token the exchange formats write for it.
+    pub const TOKENS: [(LocationKind, &'static str); 5] = [
+        (LocationKind::CpuThread, "cpu-thread"),
+        (LocationKind::Accelerator, "accelerator"),
+        (LocationKind::Metric, "metric"),
+        (LocationKind::Process, "process"),
+        (LocationKind::Other, "other"),
+    ];
+
+    /// The token the exchange formats write (`cpu-thread`, `accelerator`, …).
+    pub fn token(self) -> &'static str {
+        Self::TOKENS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("other", |(_, t)| t)
+    }
+
+    /// The kind a token names.
+    pub fn from_token(token: &str) -> Option<LocationKind> {
+        Self::TOKENS
+            .iter()
+            .find(|(_, t)| *t == token)
+            .map(|(k, _)| *k)
+    }
+
     /// A word a person reads in `info`: `CPU thread`, `accelerator`, ….
     pub fn name(self) -> &'static str {
         match self {

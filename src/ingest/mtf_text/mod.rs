@@ -27,7 +27,6 @@
 //! validating it with [`crate::ingest::validate::Validator`]; [`MtfWriter`] is an
 //! `EventSink` that writes the format, so that writing and parsing again is exact.
 
-mod anomaly;
 mod names;
 mod parser;
 mod writer;

@@ -4,32 +4,7 @@
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
-use crate::model::{LocationKind, OpKind};
-
-/// The word a `location` line writes for each kind of location.
-pub(crate) const LOCATION_KINDS: [(LocationKind, &str); 5] = [
-    (LocationKind::CpuThread, "cpu-thread"),
-    (LocationKind::Accelerator, "accelerator"),
-    (LocationKind::Metric, "metric"),
-    (LocationKind::Process, "process"),
-    (LocationKind::Other, "other"),
-];
-
-/// The word for a location kind.
-pub(crate) fn location_kind_word(kind: LocationKind) -> &'static str {
-    LOCATION_KINDS
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .map_or("other", |(_, w)| w)
-}
-
-/// The location kind a word names.
-pub(crate) fn location_kind_from_word(word: &[u8]) -> Option<LocationKind> {
-    LOCATION_KINDS
-        .iter()
-        .find(|(_, w)| w.as_bytes() == word)
-        .map(|(k, _)| *k)
-}
+use crate::model::OpKind;
 
 /// Whether `b` may appear in a bare (unquoted) name.
 #[inline]

@@ -4,9 +4,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::anomaly::{self, Val};
-use super::names::{can_be_bare, location_kind_word, names_a_kind};
+use super::names::{can_be_bare, names_a_kind};
 use crate::error::{Error, Result};
+use crate::ingest::anomaly_fields::{self as anomaly, Val};
 use crate::ingest::EventSink;
 use crate::model::{
     flags, Anomaly, Location, OpKind, OpPosition, Operation, Rank, RoutineEvent, StrId, TraceHeader,
@@ -98,7 +98,7 @@ impl<W: Write> MtfWriter<W> {
         b.extend_from_slice(b"location ");
         push_name(b, &l.name);
         b.push(b' ');
-        b.extend_from_slice(location_kind_word(l.kind).as_bytes());
+        b.extend_from_slice(l.kind.token().as_bytes());
         if !l.group.is_empty() {
             b.extend_from_slice(b" group=");
             push_name(b, &l.group);

@@ -1,19 +1,18 @@
 //! The lines that report what a source found rather than what the program did: `location`
 //! (a location that is not an MPI rank's main thread, with what it recorded) and `anomaly`
-//! (an anomaly the source recorded, see [`super::super::anomaly`]). Both are a keyword, then
+//! (an anomaly the source recorded, see [`crate::ingest::anomaly_fields`]). Both are a keyword, then
 //! words, then `key=value` fields in any order, each at most once.
 
 use nom::character::complete::{u32 as nom_u32, u64 as nom_u64};
 
-use super::super::anomaly::{self, Fields, CLASSES};
-use super::super::names::{location_kind_from_word, LOCATION_KINDS};
 use super::{
     at_sep, is_bare, kind_from_name, name, skip_space, spaces1, DeclPos, In, LineParser,
     SLOT_OTHER, SLOT_ROUTINE,
 };
 use crate::error::{Error, Result};
+use crate::ingest::anomaly_fields::{self as anomaly, Fields, CLASSES};
 use crate::ingest::EventSink;
-use crate::model::{Location, OpKind, OpPosition, Rank, StrId};
+use crate::model::{Location, LocationKind, OpKind, OpPosition, Rank, StrId};
 
 /// A field's value as written: a bare word (a slice of the line) or a decoded quoted string.
 enum Raw<'l> {
@@ -116,7 +115,7 @@ impl LineParser {
         let s = &rest[b"location".len()..];
         let (s, name) = self.decl_name(line, s, "a location name")?;
         let kinds = || {
-            LOCATION_KINDS
+            LocationKind::TOKENS
                 .iter()
                 .map(|(_, w)| *w)
                 .collect::<Vec<_>>()
@@ -130,7 +129,9 @@ impl LineParser {
             )
         })?;
         let len = s.iter().take_while(|&&b| is_bare(b)).count();
-        let kind = location_kind_from_word(&s[..len])
+        let kind = std::str::from_utf8(&s[..len])
+            .ok()
+            .and_then(LocationKind::from_token)
             .filter(|_| at_sep(&s[len..]))
             .ok_or_else(|| {
                 self.ctx

@@ -1,6 +1,7 @@
-//! The fields of an `anomaly` line, both ways: which fields each [`Anomaly`] class writes
-//! ([`fields`]), and how the parser builds the anomaly back from them ([`build`]). One table
-//! of names for both, so that what is written always reads back.
+//! The fields of an anomaly as the exchange formats carry it (an MTF text `anomaly` line, a
+//! GXL `Anomaly` node), both ways: which fields each [`Anomaly`] class writes ([`fields`]),
+//! and how a reader builds the anomaly back from them ([`build`]). One table of names for
+//! every format, so that what is written always reads back.
 //!
 //! ```text
 //! anomaly CrossedLeave rank=0 thread=1 time=500 routine=solve innermost=exchange

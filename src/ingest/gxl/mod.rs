@@ -1,0 +1,3 @@
+//! GXL: reads back the graphs [`crate::export::gxl`] writes.
+
+pub(crate) mod schema;
