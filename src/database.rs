@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::{run_import, ImportSink};
-use crate::ingest::{mtf_text, otf2};
+use crate::ingest::{gxl, mtf_text, otf2};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
@@ -26,6 +26,8 @@ pub enum SourceFormat {
     MtfText,
     /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
     Otf2,
+    /// A GXL graph of MTF entities, as `mtfdb export --format gxl` writes it.
+    Gxl,
 }
 
 impl SourceFormat {
@@ -34,6 +36,7 @@ impl SourceFormat {
         match self {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
+            SourceFormat::Gxl => "gxl",
         }
     }
 
@@ -42,8 +45,9 @@ impl SourceFormat {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
+            "gxl" => Ok(SourceFormat::Gxl),
             other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), gxl (GXL graphs)"
             ))),
         }
     }
@@ -71,11 +75,15 @@ impl SourceFormat {
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'));
+        if gxl::looks_like_gxl(&head[..n]) {
+            return Ok(SourceFormat::Gxl);
+        }
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Usage(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
-                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
+                 an OTF2 archive is given by its anchor file or folder, a GXL graph is XML with a <gxl> root); \
+                 use --format to force one",
                 path.display()
             ))),
         }
@@ -163,6 +171,7 @@ impl Database {
         let meta = run_import(writer, &source, format.name(), |sink| match format {
             SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
             SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+            SourceFormat::Gxl => gxl::parse_file(path, sink),
         })?;
         Ok(info_of(&meta))
     }
