@@ -1,0 +1,615 @@
+//! `mtfdb export`: a stored trace written as MTF text or GXL and imported again is the same
+//! trace (header, every operation, routine call, message, request link, collective instance
+//! and anomaly, ids aside), gives the same answers to the statistics queries and to `info`,
+//! and exporting the copy gives the same bytes. For generated scenarios, a hand-built trace
+//! that uses every field and anomaly class, and every trace in `../shared/traces` that imports.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use mtfdb::export::{export_file, Format};
+use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::ingest::EventSink;
+use mtfdb::model::{
+    flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
+    Processor, RoutineEvent, TraceHeader, ANY_TAG,
+};
+use mtfdb::query::Session;
+use mtfdb::{Database, Trace};
+
+use common::import_generated;
+
+const FORMATS: [Format; 2] = [Format::MtfText, Format::Gxl];
+
+// ---------------------------------------------------------------------------------------
+// Everything a trace holds, with ids replaced by what does not depend on the import's order:
+// operations by position (rank, thread, index), names instead of string ids.
+
+/// The position of every operation id, from the chunk directory.
+fn position(t: &Trace, id: u64) -> OpPosition {
+    let (chunk, row) = ((id >> 16) as u32, id & 0xffff);
+    let info = t.op_chunks().iter().find(|c| c.chunk == chunk).unwrap();
+    OpPosition {
+        rank: info.rank,
+        thread: info.thread,
+        index: info.first_row + row,
+    }
+}
+
+fn name(t: &Trace, id: u32) -> String {
+    t.string(id).unwrap().to_string()
+}
+
+/// An anomaly with its operations by position and its strings by text.
+fn anomaly_text(t: &Trace, a: &Anomaly) -> String {
+    let positions: Vec<OpPosition> = a.ops().iter().map(|&id| position(t, id)).collect();
+    let mut a = a.map_ops(|_| Ok::<_, ()>(0)).unwrap();
+    let mut named = Vec::new();
+    match &mut a {
+        Anomaly::UnclosedRoutine { routine, .. } | Anomaly::LeaveWithoutEnter { routine, .. } => {
+            named.push(name(t, std::mem::take(routine)))
+        }
+        Anomaly::CrossedLeave {
+            routine, innermost, ..
+        } => {
+            named.push(name(t, std::mem::take(routine)));
+            named.push(name(t, std::mem::take(innermost)));
+        }
+        Anomaly::CallWithoutRecords { name: n, .. } => named.push(name(t, std::mem::take(n))),
+        Anomaly::IncompleteCollective { kind, .. } | Anomaly::RootMismatch { kind, .. } => {
+            named.push(t.kind_name(std::mem::replace(kind, OpKind::Init)))
+        }
+        _ => {}
+    }
+    format!("{a:?} at {positions:?} names {named:?}")
+}
+
+/// An operation with its call and datatype by name (`Other` ids differ between imports).
+fn op_text(t: &Trace, op: &Operation) -> String {
+    let mut o = op.clone();
+    let kind = t.kind_name(op.kind);
+    let datatype = op.datatype.map(|d| name(t, d));
+    o.kind = OpKind::Init;
+    o.datatype = None;
+    format!("{kind} {datatype:?} {o:?}")
+}
+
+#[derive(Debug, PartialEq)]
+struct Contents {
+    header: TraceHeader,
+    summary: String,
+    traffic: String,
+    pairs: String,
+    /// Operations per location, in stored order.
+    operations: BTreeMap<(u32, u32), Vec<String>>,
+    routine_calls: Vec<String>,
+    messages: Vec<String>,
+    links: Vec<(OpPosition, OpPosition)>,
+    collectives: Vec<String>,
+    anomalies: Vec<String>,
+}
+
+fn contents(t: &Trace) -> Contents {
+    let s = t.summary();
+    let mut by_kind: Vec<(String, u64)> = s
+        .by_kind
+        .iter()
+        .map(|(k, n)| (t.kind_name(*k), *n))
+        .collect();
+    by_kind.sort();
+    let summary = format!(
+        "{} ops {by_kind:?}, {} messages {} bytes, {} instances, {} links, {} calls, anomalies {:?}, {:?}..{:?}",
+        s.operations,
+        s.messages,
+        s.message_bytes,
+        s.collective_instances,
+        s.request_links,
+        s.routine_calls,
+        s.anomalies,
+        s.first_time,
+        s.last_time
+    );
+    let mut operations: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
+    let mut chunks = t.op_chunks().to_vec();
+    chunks.sort_by_key(|c| (c.rank, c.thread, c.first_row));
+    for c in &chunks {
+        let list = operations.entry((c.rank, c.thread)).or_default();
+        assert_eq!(
+            list.len() as u64,
+            c.first_row,
+            "chunks cover their location"
+        );
+        for (_, op) in t.chunk_operations(c).unwrap() {
+            list.push(op_text(t, &op));
+        }
+    }
+    let mut routine_calls: Vec<String> = t
+        .routine_calls()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}.{} {} depth {} {}..{}",
+                c.rank,
+                c.thread,
+                name(t, c.routine),
+                c.depth,
+                c.start,
+                c.end
+            )
+        })
+        .collect();
+    routine_calls.sort();
+    let mut messages: Vec<String> = t
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}->{} c{} tag {} {} B {}..{} {:?} {:?}",
+                m.sender,
+                m.receiver,
+                m.comm,
+                m.tag,
+                m.bytes,
+                m.send_time,
+                m.recv_time,
+                position(t, m.send_op),
+                position(t, m.recv_op)
+            )
+        })
+        .collect();
+    messages.sort();
+    let mut links: Vec<(OpPosition, OpPosition)> = t
+        .request_links()
+        .unwrap()
+        .iter()
+        .map(|l| (position(t, l.request_op), position(t, l.completion_op)))
+        .collect();
+    links.sort();
+    let mut collectives: Vec<String> = t
+        .collective_instances()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let mut members: Vec<OpPosition> = c.ops.iter().map(|&id| position(t, id)).collect();
+            members.sort();
+            format!(
+                "{} c{} root {:?} {}..{} {}/{} B {members:?}",
+                t.kind_name(c.kind),
+                c.comm,
+                c.root,
+                c.start,
+                c.end,
+                c.send_bytes,
+                c.recv_bytes
+            )
+        })
+        .collect();
+    collectives.sort();
+    let mut anomalies: Vec<String> = t
+        .anomalies()
+        .unwrap()
+        .iter()
+        .map(|a| anomaly_text(t, a))
+        .collect();
+    anomalies.sort();
+    Contents {
+        header: t.header().clone(),
+        summary,
+        traffic: format!("{:?}", t.traffic()),
+        pairs: format!("{:?}", t.pairs()),
+        operations,
+        routine_calls,
+        messages,
+        links,
+        collectives,
+        anomalies,
+    }
+}
+
+/// The answers to the statistics queries the round trip must keep.
+fn answers(s: &mut Session, trace: &str) -> Vec<String> {
+    s.use_trace(trace).unwrap();
+    [
+        "SELECT COMMUNICATION MATRIX OF COUNT",
+        "SELECT STATISTICS FOR ALL PROCESSES",
+    ]
+    .iter()
+    .map(|q| {
+        let r = s.run(q).unwrap_or_else(|e| panic!("{q} on {trace}: {e}"));
+        format!("{q}: {:?} {:?}", r.columns, r.rows)
+    })
+    .collect()
+}
+
+/// `mtfdb info NAME` as the binary prints it, without what names the trace or depends on
+/// its ids (its first line, the examples of anomalies, the bytes on disk), lines sorted.
+fn info_lines(db: &Path, trace: &str) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .args(["info", trace])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines: Vec<String> = text
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("  - ") && !l.starts_with("  … ") && !l.starts_with("on disk:"))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn extension(format: Format) -> &'static str {
+    match format {
+        Format::MtfText => "mtf",
+        Format::Gxl => "gxl",
+    }
+}
+
+/// Exports trace `name` of the database at `db` in `format`, imports the file as a new
+/// trace, and checks that both are the same trace, answer the same, and export to the same
+/// bytes. Returns the exported file's text.
+fn round_trip(db: &Path, name: &str, format: Format, dir: &Path) -> String {
+    let ext = extension(format);
+    let file = dir.join(format!("{name}.{ext}"));
+    let copy = format!("{name}.{ext}-copy");
+    {
+        let database = Database::open(db).unwrap();
+        let original = database.trace(name).unwrap();
+        let stored = original.stored_bytes().unwrap();
+        export_file(&original, format, &file).unwrap();
+        assert_eq!(
+            original.stored_bytes().unwrap(),
+            stored,
+            "export wrote to the store"
+        );
+        database
+            .import(&file, Some(&copy))
+            .unwrap_or_else(|e| panic!("{name} as {ext}: {e}"));
+        let imported = database.trace(&copy).unwrap();
+        assert_eq!(contents(&imported), contents(&original), "{name} as {ext}");
+        let again = dir.join(format!("{name}-again.{ext}"));
+        export_file(&imported, format, &again).unwrap();
+        assert!(
+            std::fs::read(&again).unwrap() == std::fs::read(&file).unwrap(),
+            "{name}: export, import, export gave other bytes as {ext}"
+        );
+    }
+    let mut session = Session::new(Database::open(db).unwrap());
+    assert_eq!(
+        answers(&mut session, &copy),
+        answers(&mut session, name),
+        "{name} as {ext}"
+    );
+    drop(session);
+    assert_eq!(
+        info_lines(db, &copy),
+        info_lines(db, name),
+        "{name} as {ext}"
+    );
+    String::from_utf8(std::fs::read(&file).unwrap()).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------
+// Generated scenarios
+
+#[test]
+fn generated_scenarios_come_back_the_same_from_mtf_text_and_gxl() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (i, scenario) in Scenario::ALL.into_iter().enumerate() {
+        let mut config = GenConfig::new(scenario, 16, 5);
+        config.shuffle_ranks = i % 2 == 1;
+        let name = scenario.to_string();
+        let truth = {
+            let database = Database::open(&db).unwrap();
+            import_generated(&database, &config, &name)
+        };
+        for format in FORMATS {
+            let text = round_trip(&db, &name, format, dir.path());
+            // The file holds the generator's operations and routine events, one item each.
+            let items = match format {
+                Format::MtfText => text
+                    .lines()
+                    .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+                    .count() as u64,
+                Format::Gxl => {
+                    let ops = text
+                        .lines()
+                        .filter(|l| l.starts_with("<node id=\"o"))
+                        .count() as u64;
+                    let calls = text
+                        .lines()
+                        .filter(|l| l.starts_with("<node id=\"r"))
+                        .count() as u64;
+                    ops + 2 * calls
+                }
+            };
+            assert_eq!(
+                items,
+                truth.operations + truth.routine_events,
+                "{name} {format:?}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A hand-built trace with every field, odd names, threads, locations and anomalies
+
+/// Feeds the hand-built trace: 3 ranks, a second thread, names with quotes, control
+/// characters, XML markup and 10,000 characters, wildcards, requests, a Test that completed
+/// nothing, collectives with roots and sizes on a sub-communicator, an incomplete one,
+/// routine calls nested, zero-length and never left, non-MPI locations, and anomalies of
+/// its source (one equal to one matching finds, one of a class matching also finds).
+fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
+    let process = |rank, name: &str, processor| Process {
+        rank,
+        name: name.to_string(),
+        processor,
+    };
+    let long = format!("{}ü\t#=,", "x".repeat(5000));
+    let header = TraceHeader {
+        scenario: "rich \"round trip\"\nwith <xml> & a tab\t".into(),
+        trace_name: "rich".into(),
+        comments: "line one\nline two".into(),
+        processors: vec![Processor {
+            id: 7,
+            name: "node 7, rack=\"a\"".into(),
+        }],
+        processes: vec![
+            process(0, "P0 \"zero\"", Some(7)),
+            process(1, &long, Some(7)),
+            process(2, "", None),
+        ],
+        communicators: vec![
+            Communicator {
+                id: 0,
+                name: "MPI_COMM_WORLD".into(),
+                members: vec![0, 1, 2],
+            },
+            Communicator {
+                id: 5,
+                name: "odd \"comm\"\n".into(),
+                members: vec![2, 0],
+            },
+            Communicator {
+                id: 9,
+                name: "self".into(),
+                members: vec![1],
+            },
+        ],
+        locations: Vec::new(),
+    };
+    sink.header(&header)?;
+    let strings = [
+        "main".to_string(),
+        "MPI_DOUBLE".into(),
+        "solve<int, \"x\">".into(),
+        "MPI_Comm_rank".into(),
+        "MPI_Send".into(),
+        String::new(),
+        "a\nb\u{7}".into(),
+        "crossed".into(),
+        "r".repeat(10_000),
+    ];
+    for (id, s) in strings.iter().enumerate() {
+        sink.string(id as u32, s)?;
+    }
+    let op = |rank, kind, start, end| Operation::new(rank, kind, start, end);
+    let routine = |rank, thread, time, routine, enter| RoutineEvent {
+        rank,
+        thread,
+        time,
+        routine,
+        enter,
+    };
+    let p2p = |mut o: Operation, comm, peer: Option<u32>, tag, bytes| {
+        o.comm = Some(comm);
+        if o.kind.is_send() {
+            (o.dest, o.send_tag, o.send_bytes) = (peer, Some(tag), bytes);
+        } else {
+            (o.source, o.recv_tag, o.recv_bytes) = (peer, Some(tag), bytes);
+        }
+        o
+    };
+    let coll = |mut o: Operation, comm, root| {
+        (o.comm, o.root, o.send_bytes, o.recv_bytes, o.datatype) =
+            (Some(comm), root, 8, 8, Some(1));
+        o
+    };
+    // Rank 0, thread 0.
+    sink.operation(&op(0, OpKind::Init, 0, 10))?;
+    sink.routine(&routine(0, 0, 11, 0, true))?;
+    let mut isend = p2p(op(0, OpKind::Isend, 20, 25), 0, Some(1), 7, 1024);
+    (isend.datatype, isend.request) = (Some(1), Some(1));
+    sink.operation(&isend)?;
+    sink.routine(&routine(0, 0, 30, 2, true))?;
+    sink.operation(&coll(op(0, OpKind::Bcast, 31, 40), 5, Some(2)))?;
+    sink.routine(&routine(0, 0, 41, 8, true))?;
+    sink.routine(&routine(0, 0, 41, 8, false))?;
+    sink.routine(&routine(0, 0, 50, 2, false))?;
+    let mut wait = op(0, OpKind::Wait, 60, 70);
+    wait.completes = vec![1];
+    sink.operation(&wait)?;
+    sink.operation(&p2p(op(0, OpKind::Send, 71, 72), 0, Some(2), -5, 16))?;
+    sink.operation(&op(0, OpKind::Finalize, 80, 90))?;
+    sink.routine(&routine(0, 0, 90, 0, false))?;
+    // Rank 0, thread 1: other calls, one named like a fixed kind, in a call never left.
+    let mut comm_rank = op(0, OpKind::Other(3), 5, 6);
+    comm_rank.thread = 1;
+    sink.operation(&comm_rank)?;
+    sink.routine(&routine(0, 1, 7, 5, true))?;
+    let mut other_send = op(0, OpKind::Other(4), 8, 9);
+    other_send.thread = 1;
+    sink.operation(&other_send)?;
+    // Rank 1.
+    sink.operation(&op(1, OpKind::Init, 0, 10))?;
+    let mut test = op(1, OpKind::Test, 11, 12);
+    test.flags = flags::NOT_COMPLETED;
+    sink.operation(&test)?;
+    let mut irecv = p2p(op(1, OpKind::Irecv, 13, 14), 0, Some(0), 7, 1024);
+    (irecv.flags, irecv.datatype, irecv.request) =
+        (flags::ANY_SOURCE | flags::ANY_TAG, Some(1), Some(9));
+    sink.operation(&irecv)?;
+    let mut testsome = op(1, OpKind::Testsome, 30, 35);
+    testsome.completes = vec![9];
+    sink.operation(&testsome)?;
+    sink.operation(&coll(op(1, OpKind::Allreduce, 40, 50), 0, None))?;
+    sink.routine(&routine(1, 0, 51, 6, true))?;
+    sink.routine(&routine(1, 0, 52, 6, false))?;
+    let mut wildcard = p2p(op(1, OpKind::Recv, 60, 61), 9, None, 3, 0);
+    wildcard.flags = flags::ANY_SOURCE;
+    sink.operation(&wildcard)?;
+    let mut any_tag = p2p(op(1, OpKind::Recv, 62, 63), 9, Some(1), ANY_TAG, 0);
+    any_tag.flags = flags::ANY_TAG;
+    sink.operation(&any_tag)?;
+    sink.operation(&op(1, OpKind::Finalize, 70, 80))?;
+    // Rank 2: no Finalize.
+    sink.operation(&op(2, OpKind::Init, 0, 10))?;
+    sink.operation(&coll(op(2, OpKind::Bcast, 31, 45), 5, Some(2)))?;
+    sink.operation(&p2p(op(2, OpKind::Recv, 50, 51), 0, Some(0), 99, 4))?;
+    // What the source found.
+    let at = |rank, thread, index| OpPosition {
+        rank,
+        thread,
+        index,
+    };
+    sink.anomaly(&Anomaly::CrossedLeave {
+        rank: 0,
+        thread: 0,
+        time: 50,
+        routine: 7,
+        innermost: 2,
+    })?;
+    sink.anomaly(&Anomaly::LeaveWithoutEnter {
+        rank: 1,
+        thread: 0,
+        time: 52,
+        routine: 7,
+    })?;
+    sink.anomaly_at(
+        &Anomaly::CallWithoutRecords {
+            op: 0,
+            rank: 0,
+            name: 4,
+        },
+        &[at(0, 1, 1)],
+    )?;
+    sink.anomaly(&Anomaly::SkippedRecord {
+        rank: Some(2),
+        time: Some(3),
+        what: "a record of kind 0x1f & <stuff>".into(),
+    })?;
+    sink.anomaly(&Anomaly::ValueOverflow {
+        rank: None,
+        what: "bytes of rank 0's collectives".into(),
+    })?;
+    sink.anomaly_at(
+        &Anomaly::LengthMismatch {
+            send_op: 0,
+            recv_op: 0,
+            sent: 1024,
+            received: 1000,
+        },
+        &[at(0, 0, 1), at(1, 0, 2)],
+    )?;
+    sink.anomaly(&Anomaly::MissingFinalize { rank: 2 })?;
+    sink.anomaly_at(
+        &Anomaly::RequestNeverCompleted {
+            op: 0,
+            rank: 0,
+            request: 77,
+        },
+        &[at(0, 0, 1)],
+    )?;
+    sink.locations(&[
+        Location {
+            name: "CUDA[0:13] <stream> & \"x\"".into(),
+            kind: LocationKind::Accelerator,
+            group: "GPU 0".into(),
+            rank: Some(0),
+            thread: Some(2),
+            regions: 12,
+            events: 40,
+        },
+        Location::new("uncore\u{1}reader", LocationKind::Metric),
+        Location {
+            group: "python".into(),
+            ..Location::new("python main", LocationKind::Process)
+        },
+    ])?;
+    sink.finish()
+}
+
+/// The anomalies the hand-built trace's source reported.
+const SOURCE_ANOMALIES: u64 = 8;
+
+#[test]
+fn every_field_name_thread_location_and_anomaly_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        database
+            .import_events("rich", |sink| rich_trace(sink))
+            .unwrap();
+        let t = database.trace("rich").unwrap();
+        let s = t.summary();
+        // What the import found itself, beside the source's anomalies.
+        for (kind, n) in [
+            ("send never received", 1),
+            ("receive never matched", 1),
+            ("incomplete collective", 1),
+            ("wildcard receive never resolved", 2),
+            ("missing MPI_Finalize", 2),
+            ("routine never left", 1),
+            ("crossed routine leave", 1),
+            ("request never completed", 1),
+        ] {
+            assert_eq!(s.anomaly_count(kind), n, "{kind}");
+        }
+        assert_eq!((s.messages, s.request_links, s.routine_calls), (1, 2, 5));
+        assert_eq!(t.header().locations.len(), 3);
+    }
+    let text = round_trip(&db, "rich", Format::MtfText, dir.path());
+    let anomaly_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("anomaly ")).collect();
+    assert_eq!(
+        anomaly_lines.len() as u64,
+        SOURCE_ANOMALIES + 1,
+        "{anomaly_lines:#?}"
+    );
+    for line in [
+        "anomaly CrossedLeave rank=0 thread=0 time=50 routine=crossed innermost=\"solve<int, \\\"x\\\">\"",
+        "anomaly CallWithoutRecords op=0.1:1 rank=0 name=MPI_Send",
+        "anomaly LengthMismatch send_op=0:1 recv_op=1:2 sent=1024 received=1000",
+        "anomaly MissingFinalize rank=2",
+        "anomaly RequestNeverCompleted op=0:1 rank=0 request=77",
+        "anomaly UnclosedRoutine rank=0 routine=\"\"",
+    ] {
+        assert!(anomaly_lines.contains(&line), "{line} not in {anomaly_lines:#?}");
+    }
+    assert!(text.contains("location uncore\u{1}reader metric\n"));
+    let gxl = round_trip(&db, "rich", Format::Gxl, dir.path());
+    let derived = gxl
+        .matches("<attr name=\"derived\"><bool>true</bool>")
+        .count() as u64;
+    let source = gxl
+        .matches("<attr name=\"derived\"><bool>false</bool>")
+        .count() as u64;
+    assert_eq!((derived, source), (6, SOURCE_ANOMALIES + 1));
+    assert!(gxl.contains("<string>uncore&#x1;reader</string>"));
+    assert!(gxl.contains("<string>CUDA[0:13] &lt;stream&gt; &amp; &quot;x&quot;</string>"));
+}
