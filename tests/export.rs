@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mtfdb::export::{export_file, Format};
@@ -80,6 +80,7 @@ fn op_text(t: &Trace, op: &Operation) -> String {
 #[derive(Debug, PartialEq)]
 struct Contents {
     header: TraceHeader,
+    strings: Vec<String>,
     summary: String,
     traffic: String,
     pairs: String,
@@ -199,6 +200,9 @@ fn contents(t: &Trace) -> Contents {
     anomalies.sort();
     Contents {
         header: t.header().clone(),
+        strings: (0..)
+            .map_while(|id| t.string(id).map(str::to_string))
+            .collect(),
         summary,
         traffic: format!("{:?}", t.traffic()),
         pairs: format!("{:?}", t.pairs()),
@@ -404,6 +408,8 @@ fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
         "a\nb\u{7}".into(),
         "crossed".into(),
         "r".repeat(10_000),
+        // A text twice in the table, the second never used: both come back.
+        "MPI_DOUBLE".into(),
     ];
     for (id, s) in strings.iter().enumerate() {
         sink.string(id as u32, s)?;
@@ -612,4 +618,98 @@ fn every_field_name_thread_location_and_anomaly_comes_back() {
     assert_eq!((derived, source), (6, SOURCE_ANOMALIES + 1));
     assert!(gxl.contains("<string>uncore&#x1;reader</string>"));
     assert!(gxl.contains("<string>CUDA[0:13] &lt;stream&gt; &amp; &quot;x&quot;</string>"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Every real trace that imports
+
+/// Where the real traces are: `../shared/traces` beside the crate.
+fn shared_traces() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    dir.is_dir().then_some(dir)
+}
+
+/// Every folder under `dir` (itself included), sorted, parents before children.
+fn folders(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    for e in entries {
+        out.extend(folders(&e));
+    }
+    out
+}
+
+/// Imports every trace under `root` that `Database::import` accepts (a folder, or else each
+/// file of a folder), under a name made of its path; returns the names, and prints what it
+/// skipped and why.
+fn import_every_trace(db: &Database, root: &Path) -> Vec<(String, PathBuf)> {
+    let mut imported: Vec<(String, PathBuf)> = Vec::new();
+    for folder in folders(root) {
+        if imported.iter().any(|(_, p)| folder.starts_with(p)) {
+            continue;
+        }
+        let name = |p: &Path| {
+            p.strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace(['/', '\\'], "_")
+        };
+        let files: Vec<PathBuf> = {
+            let mut f: Vec<PathBuf> = std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_file())
+                .collect();
+            f.sort();
+            f
+        };
+        if files.is_empty() {
+            continue;
+        }
+        match db.import(&folder, Some(&name(&folder))) {
+            Ok(_) => {
+                imported.push((name(&folder), folder.clone()));
+                continue;
+            }
+            Err(e) => println!("skipped folder {}: {e}", folder.display()),
+        }
+        for file in files {
+            match db.import(&file, Some(&name(&file))) {
+                Ok(_) => imported.push((name(&file), file.clone())),
+                Err(e) => println!(
+                    "skipped {}: {}",
+                    file.display(),
+                    e.to_string().lines().next().unwrap_or_default()
+                ),
+            }
+        }
+    }
+    imported
+}
+
+#[test]
+fn every_real_trace_that_imports_comes_back_the_same_from_mtf_text_and_gxl() {
+    let Some(root) = shared_traces() else {
+        println!("skipped: ../shared/traces is absent");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let traces = import_every_trace(&Database::open(&db).unwrap(), &root);
+    let names: Vec<&str> = traces.iter().map(|(n, _)| n.as_str()).collect();
+    println!("round trips of: {names:?}");
+    for must in ["otf2_ping-pong", "otf2_ping-pong-papi", "otf2_mi300-hip"] {
+        assert!(names.contains(&must), "{must} did not import: {names:?}");
+    }
+    for (name, path) in &traces {
+        for format in FORMATS {
+            println!("{} as {}", path.display(), extension(format));
+            round_trip(&db, name, format, dir.path());
+        }
+    }
 }

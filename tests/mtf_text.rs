@@ -1115,7 +1115,7 @@ fn syntax_errors_say_what_was_expected() {
         event_error("0 1 enter a b\n"),
         "t.mtf:9:13: syntax: expected the end of the line, found \"b\""
     );
-    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, location) or an event, found \"x\"");
+    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"x\"");
     assert_eq!(
         error_of("MTF 1\nprocess 0\n"),
         "t.mtf:2:10: syntax: expected a space before a process name, found end of line"
@@ -1132,7 +1132,7 @@ fn syntax_errors_say_what_was_expected() {
         error_of("MTF 1\ncommunicator 1 c 0;1\n"),
         "t.mtf:2:19: syntax: expected ',', '-' or the end of the member list, found \";1\""
     );
-    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, location) or an event, found \"whatever\"");
+    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"whatever\"");
     assert_eq!(
         error_of("MTF 1\ncommunicator 1 c 0-4294967295\n"),
         "t.mtf:2:18: syntax: the range 0-4294967295 is too large (at most 16777216 members)"
@@ -1421,4 +1421,34 @@ mod property {
             prop_assert_eq!(&parsed.order, &original.order);
         }
     }
+}
+
+#[test]
+fn declared_strings_keep_their_ids_and_undeclared_ones_follow_in_first_use_order() {
+    let c = parse_ok(
+        "MTF 1\nprocess 0 P0\nstring solve\nstring \"\"\nstring solve\n\
+         0 1 enter main\n0 2 enter solve\n0 3 4 Comm_rank dt=\"\"\n0 5 leave solve\n0 6 leave main\n",
+    );
+    assert_eq!(c.strings, vec!["solve", "", "solve", "main", "Comm_rank"]);
+    // A declared name used later means its first id.
+    assert_eq!(c.routines[1].routine, 0);
+    assert_eq!(c.ops[0].datatype, Some(1));
+    assert_eq!(c.ops[0].kind, OpKind::Other(4));
+    // The writer declares a whole table so that the parse gives the same ids back.
+    let mut w = MtfWriter::new(Vec::new());
+    w.header(c.header.as_ref().unwrap()).unwrap();
+    w.strings(&c.strings).unwrap();
+    for op in &c.ops {
+        w.operation(op).unwrap();
+    }
+    w.finish().unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    assert!(
+        text.contains("string solve\nstring \"\"\nstring solve\nstring main\nstring Comm_rank\n")
+    );
+    assert_eq!(parse_ok(&text).strings, c.strings);
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\n0 1 2 Init\nstring x\n"),
+        "t.mtf:4:1: declaration after events: a string declaration after the first event (line 3); declarations come before the events"
+    );
 }

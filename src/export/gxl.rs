@@ -242,6 +242,16 @@ impl<W: Write> Writer for GxlWriter<W> {
         }
         self.close_node();
         self.edge("scen", "trace", "hasTrace");
+        self.open_node("strings", "StringTable");
+        self.attr_open("strings");
+        self.buf.extend_from_slice(b"<seq>");
+        for text in strings {
+            self.buf.extend_from_slice(b"<string>");
+            push_escaped(&mut self.buf, text)?;
+            self.buf.extend_from_slice(b"</string>");
+        }
+        self.buf.extend_from_slice(b"</seq></attr>");
+        self.close_node();
         for p in &header.processors {
             self.open_node(&format!("PRCR{}", p.id), "Processor");
             self.int("processorId", p.id);

@@ -1,5 +1,5 @@
 //! Export to the MTF text format, through [`MtfWriter`]: the header (with the trace's
-//! locations), one line per operation and routine enter/leave in export order, then an
+//! locations and its string table, so that names keep their ids), one line per operation and routine enter/leave in export order, then an
 //! `anomaly` line for each anomaly the source recorded. What matching derives (messages,
 //! links, instances, its anomalies) is left out: the import finds it again.
 
@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::ingest::mtf_text::MtfWriter;
 use crate::ingest::EventSink;
 use crate::model::{
-    Anomaly, CollectiveInstance, Message, OpPosition, Operation, RoutineCall, StrId, TraceHeader,
+    Anomaly, CollectiveInstance, Message, OpPosition, Operation, RoutineCall, TraceHeader,
 };
 
 /// The MTF text [`Writer`].
@@ -30,10 +30,7 @@ impl<W: Write> TextWriter<W> {
 impl<W: Write> Writer for TextWriter<W> {
     fn header(&mut self, header: &TraceHeader, strings: &[String]) -> Result<()> {
         self.out.header(header)?;
-        for (id, text) in strings.iter().enumerate() {
-            self.out.string(id as StrId, text)?;
-        }
-        Ok(())
+        self.out.strings(strings)
     }
 
     fn operation(&mut self, op: &Operation, _at: OpPosition) -> Result<()> {

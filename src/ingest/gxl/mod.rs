@@ -161,6 +161,10 @@ struct GraphReader {
     /// Depth inside an element that is passed over (an edge, a nested graph), 0 outside.
     skipping: u32,
     strings: HashMap<String, StrId>,
+    /// The id the next new name gets (a string table may hold a text twice).
+    next_string: StrId,
+    /// The declared string table, handed to the sink after the header.
+    declared: Vec<String>,
     open: HashMap<(Rank, u32), Open>,
     op: Operation,
 }
@@ -176,6 +180,8 @@ impl GraphReader {
             frames: Vec::new(),
             skipping: 0,
             strings: HashMap::default(),
+            next_string: 0,
+            declared: Vec::new(),
             open: HashMap::default(),
             op: Operation::new(0, OpKind::Init, 0, 0),
         }
@@ -366,6 +372,9 @@ impl GraphReader {
             self.header_done = true;
             self.header.processes.sort_by_key(|p| p.rank);
             sink.header(&self.header)?;
+            for (id, text) in self.declared.iter().enumerate() {
+                sink.string(id as StrId, text)?;
+            }
         }
         Ok(())
     }
@@ -379,7 +388,13 @@ impl GraphReader {
         let class = node.class.as_str();
         let declaration = matches!(
             class,
-            "Scenario" | "Trace" | "Processor" | "Process" | "Communicator" | "Location"
+            "Scenario"
+                | "Trace"
+                | "StringTable"
+                | "Processor"
+                | "Process"
+                | "Communicator"
+                | "Location"
         );
         if declaration && self.header_done {
             return Err(self.error(
@@ -440,6 +455,14 @@ impl GraphReader {
                 };
                 self.header.locations.push(l);
             }
+            "StringTable" => {
+                let table = a.strings("strings")?;
+                for text in table {
+                    self.strings.entry(text.clone()).or_insert(self.next_string);
+                    self.next_string += 1;
+                    self.declared.push(text);
+                }
+            }
             "ProcessTrace" => {}
             "Message" | "CollectiveInstance" => self.end_header(sink)?,
             "RoutineCall" => {
@@ -472,7 +495,8 @@ impl GraphReader {
         if let Some(&id) = self.strings.get(text) {
             return Ok(id);
         }
-        let id = self.strings.len() as StrId;
+        let id = self.next_string;
+        self.next_string += 1;
         self.strings.insert(text.to_string(), id);
         sink.string(id, text)?;
         Ok(id)
@@ -752,6 +776,16 @@ impl Attrs<'_, '_> {
             Some(Value::List(items)) => Ok(items),
             Some(_) => Err(self.bad(key, "a seq of ints")),
         }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>> {
+        self.list(key)?
+            .iter()
+            .map(|v| match v {
+                Value::Str(s) => Ok(s.clone()),
+                _ => Err(self.bad(key, "a seq of strings")),
+            })
+            .collect()
     }
 
     fn u32_list(&self, key: &str) -> Result<Vec<u32>> {

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `Scenario` | `scen` | `description` |
 //! | `Trace` | `trace` | `traceName`, `comments`, `startTime`, `endTime` (ns, when the trace has events) |
+//! | `StringTable` | `strings` | `strings`: the trace's names (datatypes, routines, MPI calls of no fixed kind) in id order, a `seq` of `string`s |
 //! | `Processor` | `PRCR<id>` | `processorId`, `processorName` |
 //! | `Process` | `PRC<rank>` | `rank`, `processName`, `processorId` (if known) |
 //! | `ProcessTrace` | `PT<rank>` | `rank` |

@@ -285,6 +285,8 @@ const SLOT_OTHER: usize = 2;
 struct Interner {
     map: HashMap<Box<[u8]>, StrId, QuickBuild>,
     cache: [(Vec<u8>, StrId); 3],
+    /// The id the next new name gets (declared names may repeat, so not `map.len()`).
+    next: StrId,
 }
 
 impl Interner {
@@ -292,7 +294,17 @@ impl Interner {
         Interner {
             map: HashMap::default(),
             cache: [(Vec::new(), 0), (Vec::new(), 0), (Vec::new(), 0)],
+            next: 0,
         }
+    }
+
+    /// Gives a declared name the next id, even if the name is known already (a string
+    /// table may hold a text twice); later uses of the name get its first id.
+    fn declare(&mut self, name: &[u8]) -> StrId {
+        let id = self.next;
+        self.next += 1;
+        self.map.entry(name.into()).or_insert(id);
+        id
     }
 
     /// The id of `name`, and its text when it is new (so the caller defines it).
@@ -311,7 +323,8 @@ impl Interner {
             Some(&id) => (id, None),
             None => {
                 let text = std::str::from_utf8(name).map_err(|_| ())?;
-                let id = self.map.len() as StrId;
+                let id = self.next;
+                self.next += 1;
                 self.map.insert(name.into(), id);
                 (id, Some(text))
             }
@@ -346,6 +359,8 @@ struct HeaderBuilder {
     processors: Vec<DeclPos>,
     processes: Vec<DeclPos>,
     comms: Vec<DeclPos>,
+    /// The `string` declarations, in order: the string table's first entries.
+    strings: Vec<String>,
     /// The `location` declarations: where each one's rank is, if it names one.
     locations: Vec<DeclPos>,
 }
@@ -522,6 +537,7 @@ impl LineParser {
                         | b"processor"
                         | b"process"
                         | b"communicator"
+                        | b"string"
                         | b"MTF"
                 ) {
                     let message = format!(
@@ -718,6 +734,12 @@ impl LineParser {
                 self.hb.header.communicators.push(Communicator { id, name: text, members });
                 self.hb.comms.push(pos([id_off, id_off], items, self.ctx.line_no));
             }
+            b"string" => {
+                let (s, text) = self.decl_name(line, s, "a string")?;
+                self.expect_end(line, s)?;
+                self.interner.declare(text.as_bytes());
+                self.hb.strings.push(text);
+            }
             b"location" => {
                 let (location, rank_off) = self.location_line(line, rest)?;
                 self.hb.header.locations.push(location);
@@ -731,7 +753,7 @@ impl LineParser {
                 return Err(self.ctx.expected(
                     line,
                     rest,
-                    "a declaration (scenario, trace, comment, processor, process, communicator, location) or an event",
+                    "a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event",
                 ))
             }
         }
@@ -760,7 +782,15 @@ impl LineParser {
         for (location, decl) in self.hb.header.locations.iter().zip(&self.hb.locations) {
             self.check_location_rank(&decl.text, location, Some(decl))?;
         }
-        sink.header(&self.hb.header)
+        sink.header(&self.hb.header)?;
+        for (id, text) in self.hb.strings.iter().enumerate() {
+            if let Some(v) = self.validator.as_mut() {
+                v.string(id as StrId, text);
+            }
+            self.stats.strings += 1;
+            sink.string(id as StrId, text)?;
+        }
+        Ok(())
     }
 
     fn header_error(&self, v: Violation) -> Error {

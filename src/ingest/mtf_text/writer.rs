@@ -58,6 +58,20 @@ impl<W: Write> MtfWriter<W> {
         }
     }
 
+    /// Declares a whole string table, right after [`EventSink::header`]: `string` lines in
+    /// id order, so that a parse gives every name the id it has here (and keeps names no
+    /// event uses), instead of ids in first-use order.
+    pub fn strings(&mut self, table: &[String]) -> Result<()> {
+        for (id, text) in table.iter().enumerate() {
+            self.string(id as StrId, text)?;
+            self.buf.extend_from_slice(b"string ");
+            push_name(&mut self.buf, text);
+            self.buf.push(b'\n');
+            self.maybe_flush()?;
+        }
+        Ok(())
+    }
+
     /// Writes what is buffered and returns the underlying writer.
     pub fn into_inner(mut self) -> Result<W> {
         self.flush_buf()?;
