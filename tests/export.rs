@@ -713,3 +713,231 @@ fn every_real_trace_that_imports_comes_back_the_same_from_mtf_text_and_gxl() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Many routine calls: the enter order is sorted through a temporary file
+
+#[test]
+fn routine_calls_past_the_in_memory_sort_come_back_in_order() {
+    // Two ranks, each a `main` around 75,000 `outer` calls, each holding a zero-length
+    // `inner` call: 300,002 calls, more than one sort run (262,144). `main` is left last,
+    // so the store's last chunk holds the call that must be entered first.
+    const ITERATIONS: u64 = 75_000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        database
+            .import_events("calls", |sink| {
+                sink.header(&TraceHeader::world(2, "MPI_COMM_WORLD"))?;
+                for (id, s) in ["main", "outer", "inner"].iter().enumerate() {
+                    sink.string(id as u32, s)?;
+                }
+                let ev = |rank, time, routine, enter| RoutineEvent {
+                    rank,
+                    thread: 0,
+                    time,
+                    routine,
+                    enter,
+                };
+                for rank in 0..2 {
+                    sink.routine(&ev(rank, 0, 0, true))?;
+                }
+                for i in 0..ITERATIONS {
+                    let t = 10 * i + 1;
+                    for rank in 0..2u32 {
+                        sink.routine(&ev(rank, t, 1, true))?;
+                        sink.routine(&ev(rank, t, 2, true))?;
+                        if i % 1000 == 0 {
+                            // A message inside the zero-length call, at its time.
+                            let mut op = Operation::new(rank, OpKind::Send, t, t);
+                            if rank == 1 {
+                                op.kind = OpKind::Recv;
+                                (op.comm, op.source, op.recv_tag) = (Some(0), Some(0), Some(1));
+                            } else {
+                                (op.comm, op.dest, op.send_tag) = (Some(0), Some(1), Some(1));
+                            }
+                            sink.operation(&op)?;
+                        }
+                        sink.routine(&ev(rank, t, 2, false))?;
+                        sink.routine(&ev(rank, t + 5, 1, false))?;
+                    }
+                }
+                for rank in 0..2 {
+                    sink.routine(&ev(rank, 10 * ITERATIONS, 0, false))?;
+                }
+                sink.finish()
+            })
+            .unwrap();
+        let t = database.trace("calls").unwrap();
+        assert_eq!(t.summary().routine_calls, 2 * (1 + 2 * ITERATIONS));
+        assert_eq!(t.summary().messages, ITERATIONS / 1000);
+    }
+    let text = round_trip(&db, "calls", Format::MtfText, dir.path());
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(
+        &lines[..4],
+        [
+            "0 0 enter main",
+            "1 0 enter main",
+            "0 1 enter outer",
+            "0 1 enter inner"
+        ]
+    );
+    assert_eq!(
+        &lines[4..6],
+        ["0 1 1 Send c=0 to=1 tag=1", "0 1 leave inner"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The command line, and damaged GXL
+
+fn mtfdb(db: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_export_command_writes_either_format_and_says_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        import_generated(&database, &GenConfig::new(Scenario::Ring, 4, 3), "ring");
+    }
+    let gxl = dir.path().join("ring.gxl");
+    let (ok, out, err) = mtfdb(&db, &["export", "ring", "-o", gxl.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with(&format!("exported \"ring\" to {} (gxl): ", gxl.display())),
+        "{out}"
+    );
+    assert!(std::fs::read_to_string(&gxl)
+        .unwrap()
+        .contains("<gxl xmlns:xlink="));
+    let text = dir.path().join("ring.txt");
+    let (ok, _, err) = mtfdb(
+        &db,
+        &[
+            "export",
+            "ring",
+            "--format",
+            "mtf",
+            "-o",
+            text.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(std::fs::read_to_string(&text)
+        .unwrap()
+        .starts_with("MTF 1\n"));
+    let (ok, _, err) = mtfdb(&db, &["export", "ring", "-o", "ring.out"]);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "error: ring.out: say which format to write with --format mtf or --format gxl\n"
+    );
+    let (ok, _, err) = mtfdb(&db, &["export", "ring", "--format", "xml", "-o", "x"]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "unknown export format \"xml\"; mtfdb exports to: mtf (MTF text), gxl (GXL graph)"
+        ),
+        "{err}"
+    );
+    // Both files import, detected from their content.
+    let (ok, _, err) = mtfdb(&db, &["import", gxl.to_str().unwrap(), "--name", "g"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = mtfdb(&db, &["import", text.to_str().unwrap(), "--name", "m"]);
+    assert!(ok, "{err}");
+}
+
+#[test]
+fn damaged_gxl_is_refused_at_its_byte_offset_and_leaves_the_database_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let database = Database::open(&db).unwrap();
+    import_generated(&database, &GenConfig::new(Scenario::Ring, 4, 2), "ring");
+    let good = dir.path().join("ring.gxl");
+    export_file(&database.trace("ring").unwrap(), Format::Gxl, &good).unwrap();
+    let text = std::fs::read_to_string(&good).unwrap();
+    let bad = dir.path().join("bad.gxl");
+    let attempt = |content: &str| {
+        std::fs::write(&bad, content).unwrap();
+        let e = database.import(&bad, Some("bad")).unwrap_err().to_string();
+        assert!(
+            database.trace("bad").is_err(),
+            "nothing of a failed import remains"
+        );
+        e
+    };
+    let path = bad.display().to_string();
+    // Cut in the middle of an operation node.
+    let op = text.find("<node id=\"o").unwrap();
+    let e = attempt(&text[..op + 40]);
+    assert!(e.starts_with(&format!("{path}: byte ")), "{e}");
+    assert!(
+        e.contains("the file ends inside a node") || e.contains("XML"),
+        "{e}"
+    );
+    // An operation without its start time.
+    let at = text[op..].find("<attr name=\"startTime\">").unwrap() + op;
+    let end = text[at..].find("</attr>").unwrap() + at + "</attr>".len();
+    let e = attempt(&format!("{}{}", &text[..at], &text[end..]));
+    assert_eq!(
+        e.lines().next().unwrap(),
+        format!(
+            "{path}: byte {op}: bad node: the {} node {:?} has no attribute startTime",
+            node_class(&text[op..]),
+            node_id(&text[op..])
+        ),
+    );
+    // A number that is not one.
+    let e = attempt(&text.replacen(
+        "<attr name=\"rank\"><int>0</int>",
+        "<attr name=\"rank\"><int>zero</int>",
+        2,
+    ));
+    assert!(e.contains("bad node: the attribute rank of the Process node \"PRC0\" is not an int of 0 to 2^32-1"), "{e}");
+    // Not XML at all after the root.
+    let e = attempt("<gxl><graph id=\"g\"><node id=\"x\"><attr name=\"a\"><int>1</int></attrr></node></graph></gxl>");
+    assert!(e.contains(": bad XML: the XML does not parse"), "{e}");
+    // A declaration after the events.
+    let processor = "<node id=\"PRCR9\"><type xlink:href=\"mtf.gxl#Processor\"/><attr name=\"processorId\"><int>9</int></attr><attr name=\"processorName\"><string>late</string></attr></node>\n";
+    let close = text.find("</graph>").unwrap();
+    let e = attempt(&format!("{}{processor}{}", &text[..close], &text[close..]));
+    assert!(
+        e.contains(&format!(
+            "byte {close}: declaration after events: a Processor node (PRCR9)"
+        )),
+        "{e}"
+    );
+    assert_eq!(database.trace_names().unwrap(), vec!["ring"]);
+}
+
+/// The type of the node `text` starts with.
+fn node_class(text: &str) -> String {
+    let start = text.find("mtf.gxl#").unwrap() + "mtf.gxl#".len();
+    let end = text[start..].find('"').unwrap() + start;
+    text[start..end].to_string()
+}
+
+/// The id of the node `text` starts with.
+fn node_id(text: &str) -> String {
+    let start = text.find("id=\"").unwrap() + 4;
+    let end = text[start..].find('"').unwrap() + start;
+    text[start..end].to_string()
+}
