@@ -50,6 +50,7 @@ fn header(ranks: u32) -> TraceHeader {
                 members: (0..ranks).filter(|r| r % 2 == 1).collect(),
             },
         ],
+        locations: Vec::new(),
     }
 }
 

@@ -132,6 +132,9 @@ fn spill_error(e: std::io::Error) -> Error {
     ))
 }
 
+/// The spill file being written, and the byte range of each run in it.
+type Spill = (BufWriter<File>, Vec<(u64, u64)>);
+
 /// Where the sorted calls come from.
 enum Source {
     /// All calls, sorted in memory, consumed from the back.
@@ -165,7 +168,7 @@ impl CallsByStart {
         run_len: usize,
     ) -> Result<CallsByStart> {
         let mut run: Vec<Keyed> = Vec::new();
-        let mut spill: Option<(BufWriter<File>, Vec<(u64, u64)>)> = None;
+        let mut spill: Option<Spill> = None;
         let mut seq = 0u64;
         let mut written = 0u64;
         for chunk in chunks {

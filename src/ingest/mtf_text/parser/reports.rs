@@ -32,7 +32,7 @@ struct RawField<'l> {
 /// The whole of `word` as an unsigned integer.
 fn whole_u64(word: &[u8]) -> Option<u64> {
     match nom_u64::<_, nom::error::Error<In>>(word) {
-        Ok((rest, v)) if rest.is_empty() => Some(v),
+        Ok((b"", v)) => Some(v),
         _ => None,
     }
 }
