@@ -233,18 +233,8 @@ fn answers(s: &mut Session, trace: &str) -> Vec<String> {
 /// `mtfdb info NAME` as the binary prints it, without what names the trace or depends on
 /// its ids (its first line, the examples of anomalies, the bytes on disk), lines sorted.
 fn info_lines(db: &Path, trace: &str) -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(db)
-        .args(["info", trace])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let (ok, text, err) = mtfdb(db, &["info", trace]);
+    assert!(ok, "{err}");
     let mut lines: Vec<String> = text
         .lines()
         .skip(1)
@@ -255,18 +245,11 @@ fn info_lines(db: &Path, trace: &str) -> Vec<String> {
     lines
 }
 
-fn extension(format: Format) -> &'static str {
-    match format {
-        Format::MtfText => "mtf",
-        Format::Gxl => "gxl",
-    }
-}
-
 /// Exports trace `name` of the database at `db` in `format`, imports the file as a new
 /// trace, and checks that both are the same trace, answer the same, and export to the same
 /// bytes. Returns the exported file's text.
 fn round_trip(db: &Path, name: &str, format: Format, dir: &Path) -> String {
-    let ext = extension(format);
+    let ext = format.name();
     let file = dir.join(format!("{name}.{ext}"));
     let copy = format!("{name}.{ext}-copy");
     {
@@ -708,7 +691,7 @@ fn every_real_trace_that_imports_comes_back_the_same_from_mtf_text_and_gxl() {
     }
     for (name, path) in &traces {
         for format in FORMATS {
-            println!("{} as {}", path.display(), extension(format));
+            println!("{} as {}", path.display(), format.name());
             round_trip(&db, name, format, dir.path());
         }
     }

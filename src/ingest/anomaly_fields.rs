@@ -10,8 +10,8 @@
 //! ```
 //!
 //! The class is the [`Anomaly`] variant's name and the keys its field names; an operation is
-//! named by its position, `rank[.thread]:index` (the index-th operation of that rank and
-//! thread in the file, from 0), since ids are the import's to give.
+//! named by its position (the index-th operation of a rank and thread in the file, from 0:
+//! `rank[.thread]:index` in MTF text, a `tup` in GXL), since ids are the import's to give.
 
 use crate::model::{Anomaly, OpKind, OpPosition, Rank, StrId};
 

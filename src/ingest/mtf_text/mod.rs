@@ -23,6 +23,11 @@
 //! datatype, `root=` root, `req=` request created, `done=` requests completed (comma
 //! separated), `flag=0` a Test/Iprobe that completed nothing.
 //!
+//! What a foreign source found travels too: `string NAME` declares the string table in id
+//! order, `location NAME KIND key=value…` a location that is not an MPI rank's main thread,
+//! and `anomaly CLASS key=value…` an anomaly the source recorded, naming operations by their
+//! position `rank[.thread]:index` ([`crate::ingest::EventSink::anomaly_at`]).
+//!
 //! [`parse_file`] / [`parse_reader`] stream a file into an [`crate::ingest::EventSink`],
 //! validating it with [`crate::ingest::validate::Validator`]; [`MtfWriter`] is an
 //! `EventSink` that writes the format, so that writing and parsing again is exact.
