@@ -11,17 +11,20 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
 
+mod tally;
+
+pub(crate) use tally::Tally;
+
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
-use crate::ingest::EventSink;
+use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
     RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_index_bitmap, IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Table, TraceMeta,
-    TraceSummary, TraceWriter,
+    encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
@@ -332,10 +335,10 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
-    /// Per process traffic, by rank.
-    traffic: Vec<RankTraffic>,
-    /// Messages and bytes per (sender, receiver).
-    pairs: HashMap<(Rank, Rank), (u64, u64)>,
+    /// Traffic per process and per pair, and the anomalies counting finds.
+    tally: Tally,
+    /// Anomalies the tally just found, on their way to the record.
+    found: Vec<Anomaly>,
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
@@ -347,6 +350,16 @@ impl Derived {
         if let Some(range) = self.chunk_times.take() {
             self.message_chunk_times.push(range);
         }
+    }
+
+    /// Records what the tally found.
+    fn record_found(&mut self) -> Result<()> {
+        let mut found = std::mem::take(&mut self.found);
+        for a in found.drain(..) {
+            self.record_anomaly(a)?;
+        }
+        self.found = found;
+        Ok(())
     }
 
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
@@ -373,17 +386,8 @@ impl Derived {
 
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
-            t.p2p_sent_bytes += m.bytes;
-            t.messages_sent += 1;
-        }
-        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
-            t.p2p_recv_bytes += m.bytes;
-            t.messages_received += 1;
-        }
-        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
-        pair.0 += 1;
-        pair.1 += m.bytes;
+        self.tally.message(m, &mut self.found);
+        self.record_found()?;
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -451,8 +455,8 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::default(),
-                traffic: Vec::new(),
-                pairs: HashMap::default(),
+                tally: Tally::default(),
+                found: Vec::new(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
             },
@@ -554,6 +558,8 @@ impl Importer {
         ] {
             table.flush_if(true, &d.jobs)?;
         }
+        let (pairs, message_bytes) = d.tally.finish(&mut d.found);
+        d.record_found()?;
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
         let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
@@ -568,18 +574,7 @@ impl Importer {
         meta.op_chunks = self.op_chunks;
         meta.message_chunks = d.messages.next_chunk;
         meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
-        meta.traffic = std::mem::take(&mut d.traffic);
-        let mut pairs: Vec<PairTraffic> = d
-            .pairs
-            .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
-                sender,
-                receiver,
-                messages,
-                bytes,
-            })
-            .collect();
-        pairs.sort_by_key(|p| (p.sender, p.receiver));
+        meta.traffic = std::mem::take(&mut d.tally.traffic);
         meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
@@ -589,7 +584,7 @@ impl Importer {
             operations: self.operations,
             by_kind,
             messages: meta.pairs.iter().map(|p| p.messages).sum(),
-            message_bytes: meta.pairs.iter().map(|p| p.bytes).sum(),
+            message_bytes,
             collective_instances: d.collective_count,
             request_links: d.link_count,
             routine_calls: self.routine_count,
@@ -611,7 +606,7 @@ impl EventSink for Importer {
     fn header(&mut self, header: &TraceHeader) -> Result<()> {
         self.meta.header = header.clone();
         self.locations = (0..header.processes.len()).map(|_| Vec::new()).collect();
-        self.derived.traffic = vec![RankTraffic::default(); header.processes.len()];
+        self.derived.tally = Tally::new(header.processes.len());
         self.matcher = Some(Matcher::new(header));
         Ok(())
     }
@@ -628,12 +623,6 @@ impl EventSink for Importer {
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
-        if op.kind.is_collective() {
-            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
-                t.coll_send_bytes += op.send_bytes;
-                t.coll_recv_bytes += op.recv_bytes;
-            }
-        }
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
         let processes = self.locations.len();
@@ -670,6 +659,10 @@ impl EventSink for Importer {
         let full = open.cols.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
+        self.derived
+            .tally
+            .operation(id, op, &mut self.derived.found);
+        self.derived.record_found()?;
         if let Some(m) = self.matcher.as_mut() {
             m.operation(id, op, &mut self.derived)?;
         }
@@ -907,7 +900,8 @@ pub fn run_import(
     writer: TraceWriter<'_>,
     source: &str,
     format: &str,
-    parse: impl FnOnce(&mut ImportSink) -> Result<()>,
+    policy: Policy,
+    parse: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
     let (job_tx, job_rx) = sync_channel::<Job>(JOBS_IN_FLIGHT);
@@ -925,7 +919,7 @@ pub fn run_import(
                 full: full_tx,
                 empty: empty_rx,
             };
-            parse(&mut sink).and_then(|_| sink.send())
+            parse(&mut ValidatingSink::new(&mut sink, policy)).and_then(|_| sink.send())
             // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };
         let imported = import_stage

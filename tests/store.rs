@@ -24,6 +24,7 @@ fn raw_sled(path: &std::path::Path) -> sled::Db {
 
 fn header(ranks: u32) -> TraceHeader {
     TraceHeader {
+        locations: Vec::new(),
         scenario: "store test".into(),
         trace_name: "t".into(),
         comments: String::new(),
@@ -50,7 +51,6 @@ fn header(ranks: u32) -> TraceHeader {
                 members: (0..ranks).filter(|r| r % 2 == 1).collect(),
             },
         ],
-        locations: Vec::new(),
     }
 }
 
@@ -206,7 +206,9 @@ fn a_failed_import_leaves_nothing_and_keeps_earlier_traces() {
     import_sample(&db, "first");
     let err = db
         .import_events("broken", |sink| {
-            sink.header(&header(2))?;
+            sink.header(&header(4))?;
+            sink.string(0, "MPI_DOUBLE")?;
+            sink.string(1, "MPI_Pcontrol")?;
             for i in 0..100_000 {
                 sink.operation(&rank0_op(i))?;
             }

@@ -317,12 +317,15 @@ impl<W: Write> Writer for GxlWriter<W> {
             (flags::ANY_SOURCE, "anySource"),
             (flags::ANY_TAG, "anyTag"),
             (flags::NOT_COMPLETED, "notCompleted"),
+            (flags::WITHOUT_RECORDS, "withoutRecords"),
         ] {
             if op.flags & bit != 0 {
                 self.flag(name);
             }
         }
-        let other = op.flags & !(flags::ANY_SOURCE | flags::ANY_TAG | flags::NOT_COMPLETED);
+        let known =
+            flags::ANY_SOURCE | flags::ANY_TAG | flags::NOT_COMPLETED | flags::WITHOUT_RECORDS;
+        let other = op.flags & !known;
         self.opt_int("otherFlags", Some(other).filter(|&f| f != 0));
         self.close_node();
         let parent = self.parent(op.rank, op.thread);

@@ -12,8 +12,9 @@
 //! that again gives the same bytes.
 //!
 //! What the import derives from the operations (messages, request links, collective
-//! instances and the anomalies matching finds) is found again along the export by the same
-//! [`Matcher`] the import uses, fed the operations in the export's own order. The anomalies
+//! instances, the anomalies matching finds, calls without their records, sums past 2^64 - 1)
+//! is found again along the export by the same [`Matcher`] and [`Tally`] the import uses,
+//! fed the operations in the export's own order. The anomalies
 //! the trace holds beyond those (what its source recorded: a region never left, crossed
 //! leaves, skipped records, …) are written as such, so that the import keeps them.
 //!
@@ -37,6 +38,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap as HashMap;
+use crate::import::Tally;
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpPosition, Operation, RequestLink, RoutineCall,
@@ -165,20 +167,45 @@ impl Positions<'_> {
     }
 }
 
-/// Receives what the matcher finds along the export and hands it to the writer.
+/// Receives what the matcher and the import's tally find along the export and hands it to
+/// the writer.
 struct Derived<'w, 't> {
     writer: &'w mut dyn Writer,
     positions: Positions<'t>,
     /// The anomalies found, by count: what the import will find again.
     anomalies: HashMap<Anomaly, u64>,
+    tally: Tally,
+    /// What the tally just found.
+    found: Vec<Anomaly>,
     stats: ExportStats,
+}
+
+impl Derived<'_, '_> {
+    /// An anomaly any import of the operations finds again.
+    fn derive(&mut self, a: &Anomaly) -> Result<()> {
+        self.stats.derived_anomalies += 1;
+        *self.anomalies.entry(a.clone()).or_default() += 1;
+        let at = self.positions.all(&a.ops())?;
+        self.writer.anomaly(a, &at, true)
+    }
+
+    fn derive_found(&mut self) -> Result<()> {
+        let mut found = std::mem::take(&mut self.found);
+        for a in found.drain(..) {
+            self.derive(&a)?;
+        }
+        self.found = found;
+        Ok(())
+    }
 }
 
 impl MatchSink for Derived<'_, '_> {
     fn message(&mut self, m: &Message) -> Result<()> {
         self.stats.messages += 1;
         let (send, recv) = (self.positions.of(m.send_op)?, self.positions.of(m.recv_op)?);
-        self.writer.message(m, send, recv)
+        self.writer.message(m, send, recv)?;
+        self.tally.message(m, &mut self.found);
+        self.derive_found()
     }
 
     fn request_link(&mut self, l: &RequestLink) -> Result<()> {
@@ -195,10 +222,7 @@ impl MatchSink for Derived<'_, '_> {
     }
 
     fn anomaly(&mut self, a: &Anomaly) -> Result<()> {
-        self.stats.derived_anomalies += 1;
-        *self.anomalies.entry(a.clone()).or_default() += 1;
-        let at = self.positions.all(&a.ops())?;
-        self.writer.anomaly(a, &at, true)
+        self.derive(a)
     }
 }
 
@@ -216,6 +240,8 @@ fn walk(trace: &Trace, writer: &mut dyn Writer) -> Result<ExportStats> {
             chunks: trace.op_chunks(),
         },
         anomalies: HashMap::default(),
+        tally: Tally::new(trace.header().processes.len()),
+        found: Vec::new(),
         stats: ExportStats::default(),
     };
     let mut events = Events::new(trace)?;
@@ -224,6 +250,8 @@ fn walk(trace: &Trace, writer: &mut dyn Writer) -> Result<ExportStats> {
             Event::Op { id, op, at } => {
                 derived.stats.operations += 1;
                 derived.writer.operation(&op, at)?;
+                derived.tally.operation(id, &op, &mut derived.found);
+                derived.derive_found()?;
                 matcher.operation(id, &op, &mut derived)?;
             }
             Event::Enter(call) => {
@@ -234,6 +262,8 @@ fn walk(trace: &Trace, writer: &mut dyn Writer) -> Result<ExportStats> {
         }
     }
     matcher.finish(&mut derived)?;
+    derived.tally.finish(&mut derived.found);
+    derived.derive_found()?;
     // What the trace holds beyond what matching finds again is the source's.
     for chunk in 0..trace.anomaly_chunk_count() {
         for a in trace.anomaly_chunk(chunk)? {

@@ -566,6 +566,7 @@ impl GraphReader {
             (flags::ANY_SOURCE, "anySource"),
             (flags::ANY_TAG, "anyTag"),
             (flags::NOT_COMPLETED, "notCompleted"),
+            (flags::WITHOUT_RECORDS, "withoutRecords"),
         ] {
             if a.flag(name)? {
                 op.flags |= bit;

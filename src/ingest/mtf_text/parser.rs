@@ -19,7 +19,7 @@ mod reports;
 
 use super::names::{is_bare, kind_from_name, QuickBuild};
 use crate::error::{Error, Result};
-use crate::ingest::validate::{Field, Validator, Violation};
+use crate::ingest::validate::{Field, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
     flags, Communicator, Location, OpKind, Operation, Process, Processor, Rank, RoutineEvent,
@@ -372,7 +372,7 @@ const MAX_RANGE: u64 = 1 << 24;
 // Event lines
 
 /// Positions of the fields of the current event line: byte offset + 1, or 0 when absent.
-const N_SLOTS: usize = 17;
+const N_SLOTS: usize = 18;
 
 fn slot_of(field: Field) -> Option<usize> {
     Some(match field {
@@ -422,7 +422,7 @@ fn keyword<'a>(rest: In<'a>) -> &'a [u8] {
     &rest[..end]
 }
 
-const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag";
+const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec";
 
 #[derive(PartialEq, Eq)]
 enum Phase {
@@ -435,7 +435,6 @@ struct LineParser {
     ctx: Ctx,
     phase: Phase,
     hb: HeaderBuilder,
-    validator: Option<Validator>,
     interner: Interner,
     op: Operation,
     cols: [u32; N_SLOTS],
@@ -459,7 +458,6 @@ impl LineParser {
             },
             phase: Phase::Version,
             hb: HeaderBuilder::default(),
-            validator: None,
             interner: Interner::new(),
             op: Operation::new(0, OpKind::Init, 0, 0),
             cols: [0; N_SLOTS],
@@ -775,18 +773,14 @@ impl LineParser {
                 hb.processes.push(poss[j].take().expect("each index once"));
             }
         }
-        match Validator::new(&hb.header) {
-            Ok(v) => self.validator = Some(v),
-            Err(violation) => return Err(self.header_error(violation)),
-        }
         for (location, decl) in self.hb.header.locations.iter().zip(&self.hb.locations) {
             self.check_location_rank(&decl.text, location, Some(decl))?;
         }
-        sink.header(&self.hb.header)?;
+        match sink.header(&self.hb.header) {
+            Err(Error::Rule(violation)) => return Err(self.header_error(*violation)),
+            other => other?,
+        }
         for (id, text) in self.hb.strings.iter().enumerate() {
-            if let Some(v) = self.validator.as_mut() {
-                v.string(id as StrId, text);
-            }
             self.stats.strings += 1;
             sink.string(id as StrId, text)?;
         }
@@ -839,7 +833,7 @@ impl LineParser {
             .error(line, col.saturating_sub(1) as usize, v.rule, v.message)
     }
 
-    /// Interns a name at `slot`, defining it to the validator and the sink when new.
+    /// Interns a name at `slot`, defining it to the sink when new.
     #[inline]
     fn intern<S: EventSink + ?Sized>(
         &mut self,
@@ -853,9 +847,6 @@ impl LineParser {
         match self.interner.intern(bytes, slot) {
             Ok((id, None)) => Ok(id),
             Ok((id, Some(text))) => {
-                if let Some(v) = self.validator.as_mut() {
-                    v.string(id, text);
-                }
                 self.stats.strings += 1;
                 sink.string(id, text)?;
                 Ok(id)
@@ -934,6 +925,7 @@ impl LineParser {
                 b"req" => 14,
                 b"done" => 15,
                 b"flag" => 16,
+                b"rec" => 17,
                 _ => {
                     let message = format!(
                         "unknown field {:?} (the fields are {FIELD_KEYS})",
@@ -1054,7 +1046,7 @@ impl LineParser {
                         }
                     }
                 }
-                _ => match v.first() {
+                16 => match v.first() {
                     Some(b'0') if at_sep(&v[1..]) => {
                         self.op.flags |= flags::NOT_COMPLETED;
                         &v[1..]
@@ -1062,19 +1054,21 @@ impl LineParser {
                     Some(b'1') if at_sep(&v[1..]) => &v[1..],
                     _ => return Err(bad("0 or 1 after flag=")),
                 },
+                _ => match v.first() {
+                    Some(b'0') if at_sep(&v[1..]) => {
+                        self.op.flags |= flags::WITHOUT_RECORDS;
+                        &v[1..]
+                    }
+                    _ => return Err(bad("0 after rec= (a call recorded without its records)")),
+                },
             };
         }
-        let validator = self
-            .validator
-            .as_mut()
-            .expect("the header is complete before events");
-        if let Err(v) = validator.check_operation(&self.op) {
-            return Err(self.violation(line, v));
-        }
-        self.op.depth = validator.depth(rank, thread);
         self.stats.operations += 1;
         self.count_operation(rank, thread);
-        sink.operation(&self.op)
+        match sink.operation(&self.op) {
+            Err(Error::Rule(v)) => Err(self.violation(line, *v)),
+            other => other,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1102,15 +1096,11 @@ impl LineParser {
             routine,
             enter,
         };
-        let validator = self
-            .validator
-            .as_mut()
-            .expect("the header is complete before events");
-        if let Err(v) = validator.check_routine(&event) {
-            return Err(self.violation(line, v));
-        }
         self.stats.routine_events += 1;
-        sink.routine(&event)
+        match sink.routine(&event) {
+            Err(Error::Rule(v)) => Err(self.violation(line, *v)),
+            other => other,
+        }
     }
 
     fn finish<S: EventSink + ?Sized>(mut self, sink: &mut S) -> Result<ParseStats> {

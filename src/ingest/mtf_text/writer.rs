@@ -439,6 +439,9 @@ impl<W: Write> EventSink for MtfWriter<W> {
         if op.flags & flags::NOT_COMPLETED != 0 {
             b.extend_from_slice(b" flag=0");
         }
+        if op.flags & flags::WITHOUT_RECORDS != 0 {
+            b.extend_from_slice(b" rec=0");
+        }
         b.push(b'\n');
         self.maybe_flush()
     }
