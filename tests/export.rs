@@ -451,7 +451,7 @@ fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
     sink.routine(&routine(0, 0, 90, 0, false))?;
     // Rank 0, thread 1: other calls, one named like a fixed kind, in a call never left.
     let mut comm_rank = op(0, OpKind::Other(3), 5, 6);
-    comm_rank.thread = 1;
+    (comm_rank.thread, comm_rank.flags) = (1, flags::WITHOUT_RECORDS);
     sink.operation(&comm_rank)?;
     sink.routine(&routine(0, 1, 7, 5, true))?;
     let mut other_send = op(0, OpKind::Other(4), 8, 9);
@@ -580,6 +580,7 @@ fn every_field_name_thread_location_and_anomaly_comes_back() {
             ("routine never left", 1),
             ("crossed routine leave", 1),
             ("request never completed", 1),
+            ("MPI call without its records", 2),
         ] {
             assert_eq!(s.anomaly_count(kind), n, "{kind}");
         }
@@ -604,6 +605,8 @@ fn every_field_name_thread_location_and_anomaly_comes_back() {
         assert!(anomaly_lines.contains(&line), "{line} not in {anomaly_lines:#?}");
     }
     assert!(text.contains("location uncore\u{1}reader metric\n"));
+    // The call recorded without its records keeps its flag; the import finds the anomaly.
+    assert!(text.contains("\n0.1 5 6 MPI_Comm_rank rec=0\n"));
     let gxl = round_trip(&db, "rich", Format::Gxl, dir.path());
     let derived = gxl
         .matches("<attr name=\"derived\"><bool>true</bool>")
@@ -611,7 +614,7 @@ fn every_field_name_thread_location_and_anomaly_comes_back() {
     let source = gxl
         .matches("<attr name=\"derived\"><bool>false</bool>")
         .count() as u64;
-    assert_eq!((derived, source), (6, SOURCE_ANOMALIES + 1));
+    assert_eq!((derived, source), (7, SOURCE_ANOMALIES + 1));
     assert!(gxl.contains("<string>uncore&#x1;reader</string>"));
     assert!(gxl.contains("<string>CUDA[0:13] &lt;stream&gt; &amp; &quot;x&quot;</string>"));
 }
