@@ -1082,7 +1082,7 @@ fn syntax_errors_say_what_was_expected() {
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 zz=3\n"),
-        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag)"
+        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec)"
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 to=2\n"),
@@ -1455,5 +1455,21 @@ fn declared_strings_keep_their_ids_and_undeclared_ones_follow_in_first_use_order
     assert_eq!(
         error_of("MTF 1\nprocess 0 P0\n0 1 2 Init\nstring x\n"),
         "t.mtf:4:1: declaration after events: a string declaration after the first event (line 3); declarations come before the events"
+    );
+}
+
+#[test]
+fn a_call_without_its_records_is_marked_rec_0() {
+    // A quoted call is Other(name), as the OTF2 reader keeps such calls.
+    let c = parse_ok("MTF 1\nprocess 0 P0\n0 1 2 \"MPI_Iallgather\" rec=0\n");
+    assert_eq!(c.ops[0].flags, flags::WITHOUT_RECORDS);
+    assert_eq!(c.ops[0].kind, OpKind::Other(0));
+    assert_eq!(
+        write(&c).lines().last(),
+        Some("0 1 2 \"MPI_Iallgather\" rec=0")
+    );
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\n0 1 2 Init rec=1\n"),
+        "t.mtf:3:16: syntax: expected 0 after rec= (a call recorded without its records), found \"1\""
     );
 }

@@ -111,10 +111,15 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
     }
 }
 
-/// Writes `trace` in `format` to the file at `path` (created or truncated).
+/// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
+/// file is removed rather than left half written.
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    export(trace, format, file, path)
+    let written = export(trace, format, file, path);
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
 }
 
 /// What a format writer receives from [`walk`], in this order: the header once, then the

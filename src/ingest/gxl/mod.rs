@@ -355,9 +355,10 @@ impl GraphReader {
                 _ => Err(self.error(self.offset, "bad GXL", "a misplaced list end".into())),
             },
             b"attr" => {
-                let n = self.node.as_mut().expect("inside a node");
-                if let Some((key, value)) = n.attr.take() {
-                    n.attrs.push((key, value.unwrap_or(Value::Unused)));
+                if let Some(n) = self.node.as_mut() {
+                    if let Some((key, value)) = n.attr.take() {
+                        n.attrs.push((key, value.unwrap_or(Value::Unused)));
+                    }
                 }
                 Ok(())
             }
@@ -380,7 +381,9 @@ impl GraphReader {
     }
 
     fn end_node<S: EventSink + ?Sized>(&mut self, sink: &mut S) -> Result<()> {
-        let node = self.node.take().expect("inside a node");
+        let Some(node) = self.node.take() else {
+            return Err(self.error(self.offset, "bad GXL", "a node end outside a node".into()));
+        };
         let a = Attrs {
             node: &node,
             reader: self,
