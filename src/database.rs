@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{mtf_text, otf1, otf2, paraver};
+use crate::ingest::{gxl, mtf_text, otf1, otf2, paraver};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -31,6 +31,8 @@ pub enum SourceFormat {
     Otf1,
     /// A Paraver trace (Extrae, Dimemas): its `.prv`, with the `.pcf` and `.row` beside it.
     Paraver,
+    /// A GXL graph of MTF entities, as `mtfdb export --format gxl` writes it.
+    Gxl,
 }
 
 impl SourceFormat {
@@ -41,6 +43,7 @@ impl SourceFormat {
             SourceFormat::Otf2 => "otf2",
             SourceFormat::Otf1 => "otf1",
             SourceFormat::Paraver => "paraver",
+            SourceFormat::Gxl => "gxl",
         }
     }
 
@@ -60,8 +63,9 @@ impl SourceFormat {
             "otf2" => Ok(SourceFormat::Otf2),
             "otf1" | "otf" => Ok(SourceFormat::Otf1),
             "paraver" | "prv" => Ok(SourceFormat::Paraver),
+            "gxl" => Ok(SourceFormat::Gxl),
             other => Err(Error::Unsupported(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs)"
             ))),
         }
     }
@@ -98,13 +102,17 @@ impl SourceFormat {
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'));
+        if gxl::looks_like_gxl(&head[..n]) {
+            return Ok(SourceFormat::Gxl);
+        }
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
                  an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
                  NAME.otf master file or folder, a Paraver trace by its .prv starting with \
-                 #Paraver); use --format to force one (mtf, otf2, otf1, paraver)",
+                 #Paraver, a GXL graph is XML with a <gxl> root); use --format to force one \
+                 (mtf, otf2, otf1, paraver, gxl)",
                 path.display()
             ))),
         }
@@ -208,6 +216,7 @@ impl Database {
                 SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
                 SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
                 SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
+                SourceFormat::Gxl => gxl::parse_file(path, sink),
             },
         )?;
         Ok(info_of(&meta))
@@ -738,6 +747,29 @@ impl Trace {
     /// Every anomaly recorded at import.
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         self.reader.anomalies()
+    }
+
+    /// The number of anomaly chunks: read a trace with many anomalies chunk by chunk.
+    pub fn anomaly_chunk_count(&self) -> u32 {
+        self.meta().anomaly_chunks
+    }
+
+    /// The anomalies of one chunk, in the order the import recorded them.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        self.reader.anomaly_chunk(chunk)
+    }
+
+    /// The number of routine-call chunks.
+    pub fn routine_chunk_count(&self) -> u32 {
+        self.meta().routine_chunks
+    }
+
+    /// The routine calls of one chunk, in the order they ended (calls of different locations
+    /// interleave).
+    pub fn routine_chunk(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
+        Ok(tables::read_routines(
+            &self.reader.chunk(Table::Routines, chunk)?,
+        ))
     }
 }
 

@@ -18,6 +18,7 @@
 pub mod analysis;
 pub mod database;
 pub mod error;
+pub mod export;
 pub mod gen;
 pub mod hash;
 pub mod import;

@@ -20,6 +20,8 @@
 //   `chunks_exact(8)`'s 8-byte slices.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub(crate) mod anomaly_fields;
+pub mod gxl;
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf1;
@@ -31,7 +33,7 @@ pub mod validate;
 pub use seam::{Policy, ValidatingSink};
 
 use crate::error::Result;
-use crate::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
+use crate::model::{Anomaly, Location, OpPosition, Operation, RoutineEvent, StrId, TraceHeader};
 
 /// The receiver of a parsed trace. A source calls, in this order: [`EventSink::header`] once,
 /// then [`EventSink::string`], [`EventSink::operation`] and [`EventSink::routine`] in any
@@ -50,6 +52,14 @@ pub trait EventSink {
     /// left, say); the import records it with the anomalies matching finds.
     fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
         let _ = anomaly;
+        Ok(())
+    }
+    /// Like [`EventSink::anomaly`], for an anomaly about operations the source names by their
+    /// position (`at`, one per operation id of the anomaly, in [`Anomaly::map_ops`] order)
+    /// rather than by id, which only the import knows: the import puts the ids in. Each
+    /// operation named was passed to [`EventSink::operation`] before.
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        let _ = (anomaly, at);
         Ok(())
     }
     /// The locations that are not an MPI rank's main thread (threads, accelerator streams,

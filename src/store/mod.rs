@@ -963,14 +963,19 @@ impl TraceReader {
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         let mut out = Vec::new();
         for chunk in 0..self.meta.anomaly_chunks {
-            let what = format!("anomaly chunk {chunk} of trace {:?}", self.meta.name);
-            let bytes = self
-                .tree
-                .get(chunk_key(b'a', chunk))?
-                .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
-            out.extend(decode_meta::<Vec<Anomaly>>(&bytes, &what)?);
+            out.extend(self.anomaly_chunk(chunk)?);
         }
         Ok(out)
+    }
+
+    /// The anomalies of one anomaly chunk, in the order they were recorded.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        let what = format!("anomaly chunk {chunk} of trace {:?}", self.meta.name);
+        let bytes = self
+            .tree
+            .get(chunk_key(b'a', chunk))?
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        decode_meta::<Vec<Anomaly>>(&bytes, &what)
     }
 
     /// Bytes of this trace's keys and values (its share of the database, before sled's own

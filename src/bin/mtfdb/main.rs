@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use clap::{Parser, Subcommand};
 use mtfdb::database::default_database_path;
+use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
 use mtfdb::query::{ResultSet, Session};
@@ -96,14 +97,14 @@ enum Command {
     },
     /// Import a trace into the database: an MTF text file, an OTF2 archive (its anchor
     /// file, such as traces.otf2, or its folder), an OTF v1 trace (its NAME.otf master
-    /// file or its folder), or a Paraver trace (its .prv).
+    /// file or its folder), a Paraver trace (its .prv), or a GXL graph.
     Import {
         /// The trace file (or OTF2 archive or OTF v1 trace folder)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver)
+        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
@@ -144,6 +145,18 @@ enum Command {
         /// The trace to query [default: the only one in the database]
         #[arg(long)]
         trace: Option<String>,
+    },
+    /// Write a stored trace as MTF text or as a GXL graph; importing the file gives the same
+    /// trace back.
+    Export {
+        /// The trace's name
+        name: String,
+        /// mtf (MTF text) or gxl [default: from the output's extension, .mtf or .gxl]
+        #[arg(long)]
+        format: Option<String>,
+        /// Where to write it
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
     /// Remove a trace from the database.
     Drop {
@@ -351,6 +364,36 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Demo => demo::run(cli.db)?,
         Command::Repl { trace } => repl::run(open_existing_db(cli.db)?, trace.as_deref())?,
+        Command::Export {
+            name,
+            format,
+            output,
+        } => {
+            let format = match format {
+                Some(f) => ExportFormat::from_name(&f)?,
+                None => match output.extension().and_then(|e| e.to_str()) {
+                    Some(e) if e.eq_ignore_ascii_case("gxl") => ExportFormat::Gxl,
+                    Some(e) if e.eq_ignore_ascii_case("mtf") => ExportFormat::MtfText,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "{}: say which format to write with --format mtf or --format gxl",
+                            output.display()
+                        )))
+                    }
+                },
+            };
+            let db = open_existing_db(cli.db)?;
+            let trace = db.trace(&name)?;
+            let stats = mtfdb::export::export_file(&trace, format, &output)?;
+            println!(
+                "exported {name:?} to {} ({}): {} operations, {} routine calls, {} anomalies recorded by its source",
+                output.display(),
+                format.name(),
+                stats.operations,
+                stats.routine_calls,
+                stats.source_anomalies
+            );
+        }
         Command::Drop { name } => {
             let db = open_existing_db(cli.db)?;
             db.drop_trace(&name)?;
