@@ -241,6 +241,8 @@ impl GraphReader {
                 let attr = self.attribute(e, b"name")?.ok_or_else(|| {
                     self.error(self.offset, "bad node", "an attr without a name".into())
                 })?;
+                #[allow(clippy::expect_used)]
+                // an attribute is read only between a node's start and end tags
                 let n = self.node.as_mut().expect("inside a node");
                 if n.attr.is_some() || !self.frames.is_empty() {
                     // An attribute of an attribute: passed over.
@@ -535,6 +537,8 @@ impl GraphReader {
     ) -> Result<&mut Open> {
         let open = self.open.entry((rank, thread)).or_default();
         while open.calls.len() > depth {
+            #[allow(clippy::expect_used)]
+            // the loop runs only while more calls are open than the depth
             let (routine, time) = open.calls.pop().expect("deeper than depth");
             sink.routine(&RoutineEvent {
                 rank,

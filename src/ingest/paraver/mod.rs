@@ -297,6 +297,7 @@ impl Body {
                 let [ls, ps, lr, pr] = match times {
                     [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
                     other => {
+                        #[allow(clippy::expect_used)] // this arm is reached only when some stage failed
                         let f = other.into_iter().find_map(|t| t.err()).expect("one failed");
                         return Err(fault(f));
                     }

@@ -80,6 +80,7 @@ impl Roots {
         }
         // Instances every member called are done; one whose root nobody named never will.
         while series.open.front().is_some_and(|i| i.called >= size) {
+            #[allow(clippy::expect_used)] // the caller saw an instance at the front
             let done = series.open.pop_front().expect("a front instance");
             series.base += 1;
             settled.extend(done.waiting.into_iter().map(|w| (w, None)));

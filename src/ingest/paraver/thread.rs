@@ -308,6 +308,8 @@ impl RankThread {
                 })?;
             }
             while self.stack.len() > i {
+                #[allow(clippy::expect_used)]
+                // the frames above index i exist: i was found in the stack
                 let frame = self.stack.pop().expect("frames above i");
                 self.close(cx, frame, time)?;
             }
@@ -345,6 +347,7 @@ impl RankThread {
     /// Ends the call of `frame` at `time`.
     fn close(&mut self, cx: &mut Context, frame: Frame, time: Time) -> Result<()> {
         let seq = frame.seq;
+        #[allow(clippy::expect_used)] // an open call's slot leaves only once the call is closed
         let slot = self.slot(seq).expect("an open call has not left");
         slot.open = false;
         let pending_pr = slot.pending_pr.take();
@@ -671,6 +674,7 @@ impl RankThread {
     /// Fills in call `seq`'s `dir` side from a record's `side`.
     fn fill(&mut self, cx: &mut Context, seq: u64, dir: Dir, side: &Side) {
         let world = self.world;
+        #[allow(clippy::expect_used)] // an awaiting item's slot leaves only once it is complete
         let slot = self.slot(seq).expect("awaiting items have not left");
         let Item::Op(op) = &mut slot.item else {
             unreachable!("only operations await records")
@@ -875,6 +879,7 @@ impl RankThread {
         if what == 0 {
             return Ok(());
         }
+        #[allow(clippy::expect_used)] // a waiting item's slot leaves only once it is complete
         let slot = self.slot(seq).expect("a waiting item has not left");
         slot.needs &= !(what & !ROOT);
         if let Item::Op(op) = &mut slot.item {
@@ -931,6 +936,7 @@ impl RankThread {
                 _ => false,
             };
             if take_made {
+                #[allow(clippy::expect_used)] // peek just returned an item
                 let Reverse(m) = self.made.pop().expect("peeked");
                 self.watermark = m.op.start;
                 let r = cx.sink.operation(&m.op);
@@ -939,6 +945,7 @@ impl RankThread {
             }
             match front {
                 Some((_, true)) => {
+                    #[allow(clippy::expect_used)] // the caller saw a complete item at the front
                     let slot = self.out.pop_front().expect("a front item");
                     let seq = self.base;
                     self.base += 1;
