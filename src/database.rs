@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::{run_import, ImportSink};
-use crate::ingest::{mtf_text, otf2};
+use crate::ingest::{dumpi, mtf_text, otf2};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
@@ -19,6 +19,9 @@ use crate::store::{
     TraceReader, TraceSummary,
 };
 
+/// The formats `--format` takes, for messages.
+const FORMATS: &str = "mtf (MTF text), otf2 (OTF2 archives), dumpi (SST DUMPI traces)";
+
 /// The source formats mtfdb reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum SourceFormat {
@@ -26,6 +29,8 @@ pub enum SourceFormat {
     MtfText,
     /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
     Otf2,
+    /// An SST DUMPI trace: its `.meta` file or its folder.
+    Dumpi,
 }
 
 impl SourceFormat {
@@ -34,6 +39,7 @@ impl SourceFormat {
         match self {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
+            SourceFormat::Dumpi => "dumpi",
         }
     }
 
@@ -42,8 +48,9 @@ impl SourceFormat {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
+            "dumpi" => Ok(SourceFormat::Dumpi),
             other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
+                "unknown trace format {other:?}; this mtfdb reads: {FORMATS}"
             ))),
         }
     }
@@ -52,6 +59,9 @@ impl SourceFormat {
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         require_exists(path)?;
         if path.is_dir() {
+            if dumpi::find_meta(path).is_ok() {
+                return Ok(SourceFormat::Dumpi);
+            }
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
                 Err(e) => Err(e),
@@ -59,6 +69,9 @@ impl SourceFormat {
         }
         if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
+        }
+        if dumpi::looks_like_meta(path) {
+            return Ok(SourceFormat::Dumpi);
         }
         let mut head = [0u8; 4096];
         let n = {
@@ -75,7 +88,8 @@ impl SourceFormat {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
             _ => Err(Error::Usage(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
-                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
+                 an OTF2 archive is given by its anchor file or folder, a DUMPI trace by its .meta file \
+                 or folder); mtfdb reads {FORMATS}; use --format to force one",
                 path.display()
             ))),
         }
@@ -163,6 +177,7 @@ impl Database {
         let meta = run_import(writer, &source, format.name(), |sink| match format {
             SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
             SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+            SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
         })?;
         Ok(info_of(&meta))
     }
@@ -251,7 +266,8 @@ fn require_exists(path: &Path) -> Result<()> {
 }
 
 /// The name a trace gets without `--name`: the file's stem; for an OTF2 archive given by its
-/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name.
+/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name; for a
+/// DUMPI trace, its `.meta` file's stem.
 fn default_trace_name(path: &Path, format: SourceFormat) -> String {
     let stem = |p: &Path| {
         p.file_stem()
@@ -276,6 +292,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             })
             .and_then(folder_name)
             .or_else(|| stem(path)),
+        SourceFormat::Dumpi => dumpi::find_meta(path).ok().and_then(|m| stem(&m)),
         _ => stem(path),
     };
     name.unwrap_or_else(|| "trace".to_string())

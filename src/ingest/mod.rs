@@ -4,6 +4,7 @@
 //! metamodel's structural rules ([`validate`]) and hands what it read to an [`EventSink`].
 //! Nothing here knows the store or the query language.
 
+pub mod dumpi;
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf2;

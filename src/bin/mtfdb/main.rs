@@ -91,15 +91,15 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         truth: Option<PathBuf>,
     },
-    /// Import a trace into the database: an MTF text file, or an OTF2 archive (its anchor
-    /// file, such as traces.otf2, or its folder).
+    /// Import a trace into the database: an MTF text file, an OTF2 archive (its anchor
+    /// file, such as traces.otf2, or its folder), or a DUMPI trace (its .meta file or folder).
     Import {
-        /// The trace file (or OTF2 archive folder)
+        /// The trace file (or the folder of an OTF2 archive or DUMPI trace)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf, otf2)
+        /// Force the source format instead of detecting it (mtf, otf2, dumpi)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
