@@ -70,7 +70,7 @@ impl SourceFormat {
         if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
         }
-        if dumpi::looks_like_meta(path) {
+        if dumpi::looks_like_meta(path) || dumpi::looks_like_rank_file(path) {
             return Ok(SourceFormat::Dumpi);
         }
         let mut head = [0u8; 4096];

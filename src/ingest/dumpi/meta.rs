@@ -54,7 +54,7 @@ pub(crate) fn looks_like_meta(path: &Path) -> bool {
 }
 
 /// Whether `path` starts with DUMPI's binary magic (one rank's `.bin` file).
-fn looks_like_bin(path: &Path) -> bool {
+pub(crate) fn looks_like_bin(path: &Path) -> bool {
     let mut head = [0u8; 8];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut head))

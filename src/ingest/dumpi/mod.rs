@@ -55,6 +55,11 @@ pub fn looks_like_meta(path: &Path) -> bool {
     meta::looks_like_meta(path)
 }
 
+/// Whether `path` is one rank's `.bin` file of a DUMPI trace (it starts with DUMPI's magic).
+pub fn looks_like_rank_file(path: &Path) -> bool {
+    meta::looks_like_bin(path)
+}
+
 /// The `.meta` file of the DUMPI trace at `path`: the file itself, the one `.meta` file of a
 /// folder, or the `.meta` file beside one of the trace's `.bin` files.
 pub fn find_meta(path: &Path) -> Result<PathBuf> {
