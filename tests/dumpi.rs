@@ -335,12 +335,7 @@ impl DumpCall {
             .map(|s| {
                 let field = |f: &str| -> i64 {
                     let at = s.find(&format!("{f}=")).unwrap() + f.len() + 1;
-                    s[at..]
-                        .split(|c: char| c == ',' || c == '}')
-                        .next()
-                        .unwrap()
-                        .parse()
-                        .unwrap()
+                    s[at..].split([',', '}']).next().unwrap().parse().unwrap()
                 };
                 (field("bytes"), field("source"), field("tag"))
             })
@@ -404,6 +399,17 @@ fn parse_dump(text: &str) -> Dump {
         }
     }
     Dump { calls, types }
+}
+
+/// (sender, receiver, messages, bytes) per communicating pair, sorted.
+fn sorted_pairs(trace: &Trace) -> Vec<(Rank, Rank, u64, u64)> {
+    let mut pairs: Vec<_> = trace
+        .pairs()
+        .iter()
+        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
+        .collect();
+    pairs.sort();
+    pairs
 }
 
 /// Operations of `rank`, in time order (threads merged).
@@ -646,12 +652,7 @@ fn testtrace_ring_barrier_and_allreduce_are_exact() {
         ("testtrace", "dumpi")
     );
     let trace = db.trace("testtrace").unwrap();
-    let mut pairs: Vec<(u32, u32, u64, u64)> = trace
-        .pairs()
-        .iter()
-        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
-        .collect();
-    pairs.sort();
+    let pairs = sorted_pairs(&trace);
     // The ring 0 -> 1 -> 2 -> 3 -> 0, one MPI_INT each.
     assert_eq!(
         pairs,
@@ -787,12 +788,7 @@ fn fixture_communicators_messages_and_collectives_are_exact() {
             (5, 3, odd, 11, 2),
         ]
     );
-    let mut pairs: Vec<(u32, u32, u64, u64)> = trace
-        .pairs()
-        .iter()
-        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
-        .collect();
-    pairs.sort();
+    let pairs = sorted_pairs(&trace);
     assert_eq!(
         pairs,
         vec![

@@ -913,7 +913,7 @@ mod tests {
                     WORLD_HANDLE,
                     5,
                     r % 2,
-                    10 - r as i32,
+                    10 - r,
                 )]
             })
             .collect();

@@ -545,17 +545,16 @@ impl RankConverter {
             op.send_tag = rec.get(tag).map(|t| t as i32);
             op.send_bytes = self.bytes(rec.get(count), rec.get(dt), t);
             op.datatype = rec.get(dt).map(|d| names.datatype(d));
-            match Self::peer(ctx, c, rec.get(Slot::Dest).unwrap_or(-1)) {
-                Peer::World(w) => op.dest = Some(w),
-                Peer::ProcNull => {
-                    Self::demote(op, rec, names);
-                    return false;
-                }
-                Peer::Outside => {
-                    self.outside(rec, "destination", c, t);
-                    Self::demote(op, rec, names);
-                    return false;
-                }
+            op.dest = self.place(
+                op,
+                rec,
+                ctx,
+                names,
+                rec.get(Slot::Dest).unwrap_or(-1),
+                "destination",
+            );
+            if op.dest.is_none() {
+                return false;
             }
         }
         if !k.is_receive() {
@@ -582,17 +581,9 @@ impl RankConverter {
             op.flags |= flags::ANY_TAG;
         }
         if source != ANY {
-            match Self::peer(ctx, c, source) {
-                Peer::World(w) => op.source = Some(w),
-                Peer::ProcNull => {
-                    Self::demote(op, rec, names);
-                    return false;
-                }
-                Peer::Outside => {
-                    self.outside(rec, "source", c, t);
-                    Self::demote(op, rec, names);
-                    return false;
-                }
+            op.source = self.place(op, rec, ctx, names, source, "source");
+            if op.source.is_none() {
+                return false;
             }
         }
         if source != ANY && tag != ANY {
@@ -606,6 +597,27 @@ impl RankConverter {
             self.resolve_wildcards(op, &st, source == ANY, tag == ANY, ctx, rec.func, names);
         }
         false
+    }
+
+    /// The world rank of peer `local` of `op` (on its communicator); `None` after making the
+    /// call a plain one when the peer is `MPI_PROC_NULL` or outside the communicator.
+    fn place(
+        &mut self,
+        op: &mut Operation,
+        rec: &Record,
+        ctx: &Context,
+        names: &mut Names,
+        local: i64,
+        what: &str,
+    ) -> Option<Rank> {
+        let c = op.comm?;
+        match Self::peer(ctx, c, local) {
+            Peer::World(w) => return Some(w),
+            Peer::ProcNull => {}
+            Peer::Outside => self.outside(rec, what, c, op.start),
+        }
+        Self::demote(op, rec, names);
+        None
     }
 
     fn outside(&mut self, rec: &Record, what: &str, c: CommId, time: Time) {
@@ -666,7 +678,7 @@ impl RankConverter {
                 .map(|&r| i64::from(r))
                 .collect(),
         };
-        let flag = rec.get(Slot::Flag).map_or(true, |f| f != 0);
+        let flag = rec.get(Slot::Flag).is_none_or(|f| f != 0);
         // Which requests completed, with the index of their status.
         let done: Vec<(usize, Option<usize>)> = match k {
             OpKind::Cancel => Vec::new(),
@@ -762,17 +774,9 @@ impl RankConverter {
         if source == ANY {
             op.flags |= flags::ANY_SOURCE;
         } else {
-            match Self::peer(ctx, c, source) {
-                Peer::World(w) => op.source = Some(w),
-                Peer::ProcNull => {
-                    Self::demote(op, rec, names);
-                    return;
-                }
-                Peer::Outside => {
-                    self.outside(rec, "source", c, t);
-                    Self::demote(op, rec, names);
-                    return;
-                }
+            op.source = self.place(op, rec, ctx, names, source, "source");
+            if op.source.is_none() {
+                return;
             }
         }
         if tag == ANY {
