@@ -7,8 +7,9 @@ use roaring::RoaringBitmap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::import::{run_import, ImportSink};
+use crate::import::run_import;
 use crate::ingest::{dumpi, mtf_text, otf2};
+use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
@@ -40,6 +41,15 @@ impl SourceFormat {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
             SourceFormat::Dumpi => "dumpi",
+        }
+    }
+
+    /// How the import seam treats what breaks the metamodel's rules: MTF text, mtfdb's own
+    /// carrier, strictly; foreign formats as real tracers write them.
+    pub fn policy(self) -> Policy {
+        match self {
+            SourceFormat::MtfText => Policy::Strict,
+            _ => Policy::Lenient,
         }
     }
 
@@ -174,11 +184,17 @@ impl Database {
         };
         let writer = self.store.begin_import(&name)?;
         let source = path.display().to_string();
-        let meta = run_import(writer, &source, format.name(), |sink| match format {
-            SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
-            SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
-            SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
-        })?;
+        let meta = run_import(
+            writer,
+            &source,
+            format.name(),
+            format.policy(),
+            |sink| match format {
+                SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
+                SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+                SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
+            },
+        )?;
         Ok(info_of(&meta))
     }
 
@@ -210,10 +226,16 @@ impl Database {
     pub fn import_events(
         &self,
         name: &str,
-        produce: impl FnOnce(&mut ImportSink) -> Result<()>,
+        produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
     ) -> Result<TraceInfo> {
         let writer = self.store.begin_import(name)?;
-        let meta = run_import(writer, "(generated in memory)", "events", produce)?;
+        let meta = run_import(
+            writer,
+            "(generated in memory)",
+            "events",
+            Policy::Strict,
+            produce,
+        )?;
         Ok(info_of(&meta))
     }
 

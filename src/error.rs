@@ -58,6 +58,11 @@ pub enum Error {
     /// An input file broke the format or a metamodel rule; the import was rejected.
     #[error("{0}")]
     Input(Box<InputError>),
+    /// A trace item broke a metamodel rule at the import seam
+    /// ([`crate::ingest::ValidatingSink`]); a reader that knows where the item came from
+    /// turns it into an [`Error::Input`] at that place.
+    #[error("{0}")]
+    Rule(Box<crate::ingest::validate::Violation>),
     /// The database could not be used (wrong format version, locked, not a database, …).
     #[error("database {}: {message}", path.display())]
     Database {

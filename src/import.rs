@@ -13,9 +13,9 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
-use crate::ingest::EventSink;
+use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
-    Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
+    flags, Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
     RoutineEvent, StrId, Time, TraceHeader,
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
@@ -317,6 +317,8 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
+    /// Sums already reported as overflowing (reported once each).
+    overflowed: std::collections::HashSet<(Option<Rank>, String)>,
     /// Per process traffic, by rank.
     traffic: Vec<RankTraffic>,
     /// Messages and bytes per (sender, receiver).
@@ -332,6 +334,19 @@ impl Derived {
         if let Some(range) = self.chunk_times.take() {
             self.message_chunk_times.push(range);
         }
+    }
+
+    /// Reports, once per sum, that a byte count passed 2^64 - 1 (it stays saturated there).
+    fn overflow(&mut self, rank: Option<Rank>, what: &str) -> Result<()> {
+        if !self.overflowed.insert((rank, what.to_string())) {
+            return Ok(());
+        }
+        self.record_anomaly(Anomaly::ValueOverflow {
+            rank,
+            what: format!(
+                "the sum of {what} passed 2^64 - 1 bytes; it is kept at 18446744073709551615 (saturated)"
+            ),
+        })
     }
 
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
@@ -359,16 +374,23 @@ impl Derived {
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
         if let Some(t) = self.traffic.get_mut(m.sender as usize) {
-            t.p2p_sent_bytes += m.bytes;
             t.messages_sent += 1;
+            if add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
+                self.overflow(Some(m.sender), "bytes sent by the rank")?;
+            }
         }
         if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
-            t.p2p_recv_bytes += m.bytes;
             t.messages_received += 1;
+            if add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
+                self.overflow(Some(m.receiver), "bytes received by the rank")?;
+            }
         }
         let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
         pair.0 += 1;
-        pair.1 += m.bytes;
+        if add_bytes(&mut pair.1, m.bytes) {
+            let what = format!("bytes from rank {} to rank {}", m.sender, m.receiver);
+            self.overflow(None, &what)?;
+        }
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -436,6 +458,7 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::default(),
+                overflowed: std::collections::HashSet::new(),
                 traffic: Vec::new(),
                 pairs: HashMap::default(),
                 chunk_times: None,
@@ -539,6 +562,25 @@ impl Importer {
         ] {
             table.flush_if(true, &d.jobs)?;
         }
+        let mut pairs: Vec<PairTraffic> = d
+            .pairs
+            .drain()
+            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
+                sender,
+                receiver,
+                messages,
+                bytes,
+            })
+            .collect();
+        pairs.sort_by_key(|p| (p.sender, p.receiver));
+        let mut message_bytes = 0u64;
+        let mut over = false;
+        for p in &pairs {
+            over |= add_bytes(&mut message_bytes, p.bytes);
+        }
+        if over {
+            d.overflow(None, "all message bytes")?;
+        }
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
         let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
@@ -554,17 +596,6 @@ impl Importer {
         meta.message_chunks = d.messages.next_chunk;
         meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
         meta.traffic = std::mem::take(&mut d.traffic);
-        let mut pairs: Vec<PairTraffic> = d
-            .pairs
-            .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
-                sender,
-                receiver,
-                messages,
-                bytes,
-            })
-            .collect();
-        pairs.sort_by_key(|p| (p.sender, p.receiver));
         meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
@@ -574,7 +605,7 @@ impl Importer {
             operations: self.operations,
             by_kind,
             messages: meta.pairs.iter().map(|p| p.messages).sum(),
-            message_bytes: meta.pairs.iter().map(|p| p.bytes).sum(),
+            message_bytes,
             collective_instances: d.collective_count,
             request_links: d.link_count,
             routine_calls: self.routine_count,
@@ -615,8 +646,12 @@ impl EventSink for Importer {
         *self.kind_counts.entry(op.kind).or_default() += 1;
         if op.kind.is_collective() {
             if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
-                t.coll_send_bytes += op.send_bytes;
-                t.coll_recv_bytes += op.recv_bytes;
+                let over = add_bytes(&mut t.coll_send_bytes, op.send_bytes)
+                    | add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
+                if over {
+                    self.derived
+                        .overflow(Some(op.rank), "collective bytes of the rank")?;
+                }
             }
         }
         self.operations += 1;
@@ -654,6 +689,15 @@ impl EventSink for Importer {
         let full = open.cols.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
+        if op.flags & flags::WITHOUT_RECORDS != 0 {
+            if let OpKind::Other(name) = op.kind {
+                self.derived.record_anomaly(Anomaly::CallWithoutRecords {
+                    op: id,
+                    rank: op.rank,
+                    name,
+                })?;
+            }
+        }
         if let Some(m) = self.matcher.as_mut() {
             m.operation(id, op, &mut self.derived)?;
         }
@@ -698,6 +742,21 @@ impl EventSink for Importer {
 
     fn finish(&mut self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Adds `x` to a byte count; on overflow the count stays at `u64::MAX` and `true` says so
+/// (no sum wraps silently).
+fn add_bytes(total: &mut u64, x: u64) -> bool {
+    match total.checked_add(x) {
+        Some(v) => {
+            *total = v;
+            false
+        }
+        None => {
+            *total = u64::MAX;
+            true
+        }
     }
 }
 
@@ -855,7 +914,8 @@ pub fn run_import(
     writer: TraceWriter<'_>,
     source: &str,
     format: &str,
-    parse: impl FnOnce(&mut ImportSink) -> Result<()>,
+    policy: Policy,
+    parse: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
 ) -> Result<TraceMeta> {
     let name = writer.name().to_string();
     let (job_tx, job_rx) = sync_channel::<Job>(JOBS_IN_FLIGHT);
@@ -873,7 +933,7 @@ pub fn run_import(
                 full: full_tx,
                 empty: empty_rx,
             };
-            parse(&mut sink).and_then(|_| sink.send())
+            parse(&mut ValidatingSink::new(&mut sink, policy)).and_then(|_| sink.send())
             // The sink, and with it the channel, is dropped here: the importer drains and ends.
         };
         let imported = import_stage

@@ -1089,3 +1089,28 @@ fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_record_that_breaks_a_rule_is_refused_at_its_offset() {
+    // Rank 1's second call starts before its first: the seam refuses the time going
+    // backwards, and the error names rank 1's file and the record.
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+    let mut at = 0;
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.call(INIT, vec![Arg::Argv(vec![])]);
+        if r == 1 {
+            p.now -= 50_000;
+            at = p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+        } else {
+            p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+        }
+        p.call(FINALIZE, vec![]);
+    }
+    let writers: Vec<RankWriter> = ranks.into_iter().map(|p| p.w).collect();
+    let meta = writer::write_trace(dir.path(), "back", &writers);
+    let (_tmp, db) = temp_db();
+    let file = dir.path().join("back-0001.bin");
+    assert_refused(&db, &meta, &file, at, "time goes backwards");
+    assert!(db.trace_names().unwrap().is_empty());
+}

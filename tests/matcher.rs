@@ -699,13 +699,38 @@ fn completing_a_request_twice_makes_the_second_unknown() {
 }
 
 #[test]
+fn a_receive_whose_length_differs_from_its_send_is_an_anomaly_and_keeps_the_send_s() {
+    let mut run = Run::new(&header(2, &[]));
+    let s = run.op(send(0, 1, 3, 4096, 10, 20));
+    let r = run.op(recv(1, 0, 3, 77, 12, 30));
+    // A length of 0 is a length the tracer did not record: no anomaly.
+    run.op(send(0, 1, 3, 64, 40, 41));
+    run.op(recv(1, 0, 3, 0, 42, 43));
+    run.finalize_all(2);
+    let (log, stats) = run.finish();
+    assert_eq!(
+        log.anomalies,
+        vec![Anomaly::LengthMismatch {
+            send_op: s,
+            recv_op: r,
+            sent: 4096,
+            received: 77
+        }]
+    );
+    assert_eq!(log.messages[0].bytes, 4096);
+    assert_eq!(stats.message_bytes, 4096 + 64);
+}
+
+#[test]
 fn long_ping_pong_stays_bounded_and_drains_to_zero() {
     let n = 10_000u64;
     let mut run = Run::new(&header(2, &[]));
     // Rank 1 posts its Irecv for iteration i before rank 0's send of iteration i is seen.
     for i in 0..n {
         let t = i * 100;
-        run.op(irecv(1, 0, 0, 1, t));
+        let mut posted = irecv(1, 0, 0, 1, t);
+        posted.recv_bytes = 64;
+        run.op(posted);
         run.op(send(0, 1, 0, 64, t + 1, t + 2));
         run.op(completion(1, OpKind::Wait, &[1], t + 3));
         run.op(isend(1, 0, 1, 2, t + 4));

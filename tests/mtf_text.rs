@@ -6,7 +6,7 @@ use std::path::Path;
 use mtfdb::ingest::mtf_text::{
     parse_file, parse_reader, parse_reader_with, MtfWriter, ParseOptions, ParseStats,
 };
-use mtfdb::ingest::EventSink;
+use mtfdb::ingest::{EventSink, Policy, ValidatingSink};
 use mtfdb::model::{
     flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader,
 };
@@ -96,9 +96,14 @@ impl Collect {
     }
 }
 
+/// Parses `text` through the import's seam, strictly, as an import of MTF text does.
 fn parse(text: &str) -> Result<(Collect, ParseStats)> {
     let mut c = Collect::default();
-    let stats = parse_reader(text.as_bytes(), "t.mtf", &mut c)?;
+    let stats = parse_reader(
+        text.as_bytes(),
+        "t.mtf",
+        &mut ValidatingSink::new(&mut c, Policy::Strict),
+    )?;
     Ok((c, stats))
 }
 
@@ -267,6 +272,7 @@ fn grammar_example_survives_write_and_parse() {
 fn hand_built() -> Collect {
     let mut c = Collect {
         header: Some(TraceHeader {
+            locations: Vec::new(),
             scenario: "stencil \"big\" run\twith a tab".into(),
             trace_name: "rt-1".into(),
             comments: "line one\nline two # not a comment\\".into(),
@@ -499,7 +505,7 @@ fn write_and_parse_a_file_on_disk() {
     original.replay(&mut w).unwrap();
     drop(w);
     let mut parsed = Collect::default();
-    let stats = parse_file(&path, &mut parsed).unwrap();
+    let stats = parse_file(&path, &mut ValidatingSink::new(&mut parsed, Policy::Strict)).unwrap();
     assert_eq!(parsed.ops, original.ops);
     assert_eq!(stats.operations, 13);
     assert_eq!(stats.routine_events, 4);
@@ -961,6 +967,7 @@ mod property {
         let n = 4;
         let mut c = Collect {
             header: Some(TraceHeader {
+                locations: Vec::new(),
                 scenario: names[0].clone(),
                 trace_name: names[1].clone(),
                 comments: names[2].clone(),

@@ -595,12 +595,12 @@ fn an_unsupported_version_is_refused_with_its_name_and_offset() {
             "byte 9",
             "unsupported version",
             "OTF2 4.2.0",
-            "2.0 to 3.x",
+            "1.0 to 3.x",
         ],
     );
-    data[9] = 1;
+    data[9] = 0;
     std::fs::write(&anchor, &data).unwrap();
-    rejected(&dir, &["unsupported version", "OTF2 1.2.0"]);
+    rejected(&dir, &["unsupported version", "OTF2 0.2.0"]);
 }
 
 #[test]

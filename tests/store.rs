@@ -24,6 +24,7 @@ fn raw_sled(path: &std::path::Path) -> sled::Db {
 
 fn header(ranks: u32) -> TraceHeader {
     TraceHeader {
+        locations: Vec::new(),
         scenario: "store test".into(),
         trace_name: "t".into(),
         comments: String::new(),
@@ -205,7 +206,9 @@ fn a_failed_import_leaves_nothing_and_keeps_earlier_traces() {
     import_sample(&db, "first");
     let err = db
         .import_events("broken", |sink| {
-            sink.header(&header(2))?;
+            sink.header(&header(4))?;
+            sink.string(0, "MPI_DOUBLE")?;
+            sink.string(1, "MPI_Pcontrol")?;
             for i in 0..100_000 {
                 sink.operation(&rank0_op(i))?;
             }
@@ -265,7 +268,7 @@ fn a_database_of_another_format_version_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "database {}: was written with storage format version 999, but this mtfdb reads version 2; \
+            "database {}: was written with storage format version 999, but this mtfdb reads version 3; \
              re-import its traces with a matching mtfdb",
             path.display()
         )

@@ -1,14 +1,19 @@
 //! Ingest: turn a source file into a stream of MTF model items.
 //!
-//! Every reader (MTF text, later OTF2, DUMPI, Paraver) parses its format, checks the
-//! metamodel's structural rules ([`validate`]) and hands what it read to an [`EventSink`].
+//! Every reader (MTF text, OTF2, …) only decodes its format and hands what it read to an
+//! [`EventSink`]; the import wraps the store's sink in a [`ValidatingSink`], the one seam
+//! where the metamodel's structural rules ([`validate`]) are checked and what foreign formats
+//! break is repaired and recorded as anomalies, the same for every source.
 //! Nothing here knows the store or the query language.
 
 pub mod dumpi;
 pub mod matcher;
 pub mod mtf_text;
 pub mod otf2;
+mod seam;
 pub mod validate;
+
+pub use seam::{Policy, ValidatingSink};
 
 use crate::error::Result;
 use crate::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};

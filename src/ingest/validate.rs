@@ -367,6 +367,14 @@ impl Validator {
         &mut threads[pos]
     }
 
+    /// The routines entered and not yet left on `rank`'s `thread`, outermost first.
+    pub fn open_routines(&self, rank: Rank, thread: u32) -> &[StrId] {
+        self.threads
+            .get(rank as usize)
+            .and_then(|ts| ts.iter().find(|t| t.thread == thread))
+            .map_or(&[], |t| t.stack.as_slice())
+    }
+
     /// The number of routines entered and not yet left on `rank`'s `thread`: the nesting
     /// depth of an operation that starts now.
     pub fn depth(&self, rank: Rank, thread: u32) -> u16 {

@@ -240,6 +240,9 @@ pub mod flags {
     pub const ANY_TAG: u8 = 2;
     /// A Test or Probe that found nothing (the metamodel's `Flag` = false).
     pub const NOT_COMPLETED: u8 = 4;
+    /// An MPI call the source recorded without the records that say what it did (peer,
+    /// communicator, sizes): kept as a call of its name (`OpKind::Other`), outside matching.
+    pub const WITHOUT_RECORDS: u8 = 8;
 }
 
 /// One MPI call of one process: the metamodel's `MPOperation` with the fields of all its

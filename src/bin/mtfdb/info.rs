@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use mtfdb::model::{Anomaly, Rank};
+use mtfdb::model::{Anomaly, Location, LocationKind, Rank};
 use mtfdb::{Result, Trace, TraceInfo};
 
 /// `1234567` → `1,234,567`.
@@ -151,6 +151,8 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     }
     elide(w, header.processes.len());
 
+    render_locations(w, &header.locations);
+
     let _ = writeln!(w, "\ncommunicators: {}", header.communicators.len());
     for c in header.communicators.iter().take(MAX_LISTED) {
         let _ = writeln!(
@@ -191,27 +193,46 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         thousands(s.anomaly_count("send never received")),
         thousands(s.anomaly_count("receive never matched"))
     );
+    if s.operations == 0 {
+        let _ = writeln!(
+            w,
+            "MPI: the trace records no MPI calls (its processes are the tracer's processes)"
+        );
+    }
     if s.anomalies.is_empty() {
         let _ = writeln!(w, "anomalies: none");
     } else {
-        let _ = writeln!(w, "anomalies:");
-        for (kind, n) in &s.anomalies {
-            let _ = writeln!(w, "  {:<34} {:>10}", kind, thousands(*n));
-        }
+        let total: u64 = s.anomalies.iter().map(|(_, n)| *n).sum();
+        let _ = writeln!(
+            w,
+            "anomalies: {} in {} classes (kept and counted; the trace was imported whole)",
+            thousands(total),
+            s.anomalies.len()
+        );
         let list = trace.anomalies()?;
-        let shown = if all_anomalies {
-            list.len()
-        } else {
-            list.len().min(10)
-        };
-        for a in &list[..shown] {
-            let _ = writeln!(w, "  - {}", describe(trace, a));
+        for (kind, n) in &s.anomalies {
+            let _ = writeln!(w, "  {:<36} {:>10}", kind, thousands(*n));
+            let examples: Vec<&Anomaly> = list.iter().filter(|a| a.kind_name() == kind).collect();
+            let shown = if all_anomalies {
+                examples.len()
+            } else {
+                examples.len().min(EXAMPLES)
+            };
+            for a in &examples[..shown] {
+                let _ = writeln!(w, "      e.g. {}", describe(trace, a));
+            }
+            if shown < examples.len() {
+                let _ = writeln!(
+                    w,
+                    "      … {} more",
+                    thousands((examples.len() - shown) as u64)
+                );
+            }
         }
-        if shown < list.len() {
+        if !all_anomalies && list.len() as u64 > EXAMPLES as u64 {
             let _ = writeln!(
                 w,
-                "  … {} more (mtfdb info {} --anomalies lists them all)",
-                list.len() - shown,
+                "  (mtfdb info {} --anomalies lists every one)",
                 info.name
             );
         }
@@ -228,6 +249,60 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         bytes(stored)
     );
     Ok(out)
+}
+
+/// Examples shown per anomaly class.
+const EXAMPLES: usize = 3;
+
+/// The locations that are not MPI ranks' main threads: counts by kind, then each one.
+fn render_locations(w: &mut String, locations: &[Location]) {
+    if locations.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "\nother locations (not MPI ranks): {}",
+        thousands(locations.len() as u64)
+    );
+    let mut by_kind: Vec<(LocationKind, u64, u64, u64)> = Vec::new();
+    for l in locations {
+        match by_kind.iter_mut().find(|k| k.0 == l.kind) {
+            Some(k) => {
+                k.1 += 1;
+                k.2 += l.regions;
+                k.3 += l.events;
+            }
+            None => by_kind.push((l.kind, 1, l.regions, l.events)),
+        }
+    }
+    by_kind.sort();
+    for (kind, n, regions, events) in by_kind {
+        let _ = writeln!(
+            w,
+            "  {:<16} {:>6}   {:>12} regions entered {:>12} events",
+            kind.name(),
+            thousands(n),
+            thousands(regions),
+            thousands(events)
+        );
+    }
+    for l in locations.iter().take(MAX_LISTED) {
+        let owner = match (l.rank, l.thread) {
+            (Some(r), Some(t)) => format!("rank {r} thread {t}"),
+            (Some(r), None) => format!("rank {r}"),
+            _ => "no process".to_string(),
+        };
+        let _ = writeln!(
+            w,
+            "    {:<28} {:<12} {:<20} in {:<20} {:>10} regions",
+            l.name,
+            l.kind.name(),
+            owner,
+            l.group,
+            thousands(l.regions)
+        );
+    }
+    elide(w, locations.len());
 }
 
 fn elide(w: &mut String, n: usize) {

@@ -371,6 +371,11 @@ impl Stream {
         Ok(s)
     }
 
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Offset of the next byte.
     pub fn offset(&self) -> u64 {
         self.buf_off + self.pos as u64

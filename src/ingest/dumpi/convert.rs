@@ -152,11 +152,13 @@ pub(crate) enum Item {
     Anomaly(Anomaly),
 }
 
-/// An item waiting to leave, with its time.
+/// An item waiting to leave, with its time and the record it came from.
 #[derive(Debug)]
 pub(crate) struct Held {
     pub item: Item,
     pub time: Time,
+    /// File offset of its record (0 for what the rank reports at its end).
+    pub offset: u64,
     /// Waiting for the status that resolves its wildcard.
     blocked: bool,
 }
@@ -264,7 +266,7 @@ impl RankConverter {
         Some(h)
     }
 
-    fn push(&mut self, item: Item, time: Time, blocked: bool) -> u64 {
+    fn push(&mut self, item: Item, time: Time, offset: u64, blocked: bool) -> u64 {
         let seq = self.base + self.out.len() as u64;
         if blocked {
             self.blocked += 1;
@@ -272,6 +274,7 @@ impl RankConverter {
         self.out.push_back(Held {
             item,
             time,
+            offset,
             blocked,
         });
         seq
@@ -340,7 +343,7 @@ impl RankConverter {
                 routine,
                 enter,
             };
-            self.push(Item::Routine(ev), start, false);
+            self.push(Item::Routine(ev), start, rec.offset, false);
             return;
         }
         let kind = ctx.kinds.get(usize::from(rec.func)).copied().flatten();
@@ -373,7 +376,7 @@ impl RankConverter {
                 op.flags & flags::ANY_TAG != 0,
             )
         });
-        let seq = self.push(Item::Op(op), start, blocked);
+        let seq = self.push(Item::Op(op), start, rec.offset, blocked);
         if let Some((request, any_source, any_tag)) = waiting {
             match request {
                 Some(r) => {
@@ -905,14 +908,14 @@ impl RankConverter {
                 time: first,
                 what: format!("{what}: {n} call{}", if n == 1 { "" } else { "s" }),
             };
-            self.push(Item::Anomaly(a), time, false);
+            self.push(Item::Anomaly(a), time, 0, false);
         }
         for (what, n) in issues.overflow {
             let a = Anomaly::ValueOverflow {
                 rank,
                 what: format!("{what}: {n} call{}", if n == 1 { "" } else { "s" }),
             };
-            self.push(Item::Anomaly(a), time, false);
+            self.push(Item::Anomaly(a), time, 0, false);
         }
     }
 }

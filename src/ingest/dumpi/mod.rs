@@ -27,7 +27,8 @@
 //! of any rank). CPU times are decoded but not kept (the model has no place for them).
 //! Damaged files (a bad magic, a truncated file, a record that does not decode) are refused
 //! with the file and byte offset; everything legal that mtfdb cannot place becomes an
-//! anomaly.
+//! anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
+//! checks every item, and a broken rule is reported at the record it came from.
 
 mod bin;
 mod comms;
@@ -40,12 +41,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
 use crate::model::{Communicator, Location, LocationKind, Process, Processor, Rank, TraceHeader};
 
-use bin::{RankFile, Stream};
+use bin::{error_at, RankFile, Stream};
 use comms::MgmtTable;
 use convert::{Context, Item, Names, RankConverter};
 use record::{Decoder, Record};
@@ -121,7 +122,10 @@ pub fn read_trace(
     drop(calls);
 
     let header = header(&meta, &files, &argv, &resolved.created);
-    sink.header(&header)?;
+    sink.header(&header).map_err(|e| match e {
+        Error::Rule(v) => error_at(&meta_path, 0, v.rule, v.message),
+        other => other,
+    })?;
     for a in &resolved.anomalies {
         sink.anomaly(a)?;
     }
@@ -308,14 +312,20 @@ impl Merge {
         for (id, s) in self.names.take_fresh() {
             sink.string(id, &s)?;
         }
-        let Some(held) = self.readers[i].convert.pop() else {
+        let r = &mut self.readers[i];
+        let Some(held) = r.convert.pop() else {
             return Ok(());
         };
-        match &held.item {
+        let delivered = match &held.item {
             Item::Op(op) => sink.operation(op),
-            Item::Routine(r) => sink.routine(r),
+            Item::Routine(e) => sink.routine(e),
             Item::Anomaly(a) => sink.anomaly(a),
-        }
+        };
+        // The seam checked the item; a broken rule is placed at the record it came from.
+        delivered.map_err(|e| match e {
+            Error::Rule(v) => error_at(r.stream.path(), held.offset, v.rule, v.message),
+            other => other,
+        })
     }
 
     /// The threads other than each rank's main thread, with what they recorded.

@@ -258,7 +258,8 @@ impl Matcher {
             time: op.start,
             bytes: op.send_bytes,
         };
-        if let Some(m) = self.p2p.arrive(channel, true, me) {
+        if let Some((m, received)) = self.p2p.arrive(channel, true, me) {
+            self.check_length(&m, received, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -296,7 +297,8 @@ impl Matcher {
         if op.request.is_some() && !op.kind.is_send() {
             self.irecvs.insert(id, None);
         }
-        if let Some(m) = self.p2p.arrive(channel, false, me) {
+        if let Some((m, received)) = self.p2p.arrive(channel, false, me) {
+            self.check_length(&m, received, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -321,8 +323,23 @@ impl Matcher {
 
     fn emit_now(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
         self.stats.messages += 1;
-        self.stats.message_bytes += m.bytes;
+        self.stats.message_bytes = self.stats.message_bytes.saturating_add(m.bytes);
         out.message(m)
+    }
+
+    /// A message whose receive recorded another length than its send: the message keeps
+    /// the send's, the difference is reported. A length of 0 on either side means the source
+    /// did not record it (several tracers write 0 for an unknown length).
+    fn check_length(&mut self, m: &Message, received: u64, out: &mut impl MatchSink) -> Result<()> {
+        if received == m.bytes || received == 0 || m.bytes == 0 {
+            return Ok(());
+        }
+        out.anomaly(&Anomaly::LengthMismatch {
+            send_op: m.send_op,
+            recv_op: m.recv_op,
+            sent: m.bytes,
+            received,
+        })
     }
 
     fn complete(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
@@ -473,8 +490,10 @@ impl Matcher {
             })?;
         }
 
+        // A trace with no MPI call at all (an OpenMP or OpenCL run) misses no MPI_Finalize.
+        let has_mpi = self.stats.operations > 0;
         for (rank, (&declared, &done)) in self.declared.iter().zip(&self.finalized).enumerate() {
-            if declared && !done {
+            if has_mpi && declared && !done {
                 self.stats.missing_finalize += 1;
                 out.anomaly(&Anomaly::MissingFinalize { rank: rank as Rank })?;
             }

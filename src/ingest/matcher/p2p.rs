@@ -65,9 +65,15 @@ impl P2p {
     }
 
     /// One side arrives on `channel`: match it with the oldest waiting opposite side, or
-    /// make it wait. Returns the message if one was formed.
+    /// make it wait. Returns the message if one was formed, with the bytes its receive
+    /// recorded (the message keeps the send's).
     #[inline]
-    pub fn arrive(&mut self, channel: Channel, is_send: bool, me: Waiting) -> Option<Message> {
+    pub fn arrive(
+        &mut self,
+        channel: Channel,
+        is_send: bool,
+        me: Waiting,
+    ) -> Option<(Message, u64)> {
         let other = match self.queues.entry(channel) {
             Entry::Occupied(mut e) => {
                 let queue = e.get_mut();
@@ -101,7 +107,7 @@ impl P2p {
             }
         };
         let (send, recv) = if is_send { (me, other) } else { (other, me) };
-        Some(Message {
+        let message = Message {
             sender: channel.source,
             receiver: channel.dest,
             comm: channel.comm,
@@ -111,7 +117,8 @@ impl P2p {
             recv_time: recv.time,
             send_op: send.op,
             recv_op: recv.op,
-        })
+        };
+        Some((message, recv.bytes))
     }
 
     /// Everything still waiting, ordered by operation id (a `Sendrecv`'s send before its
@@ -160,12 +167,12 @@ mod tests {
         assert!(p.arrive(ch(5), true, w(2)).is_none());
         assert!(p.arrive(ch(6), false, w(3)).is_none());
         assert_eq!(p.waiting(), 3);
-        let m = p.arrive(ch(5), false, w(4)).unwrap();
+        let m = p.arrive(ch(5), false, w(4)).unwrap().0;
         assert_eq!(
             (m.send_op, m.recv_op, m.bytes, m.send_time, m.recv_time),
             (1, 4, 1, 10, 40)
         );
-        let m = p.arrive(ch(5), false, w(5)).unwrap();
+        let m = p.arrive(ch(5), false, w(5)).unwrap().0;
         assert_eq!((m.send_op, m.recv_op), (2, 5));
         assert_eq!(p.queues.len(), 1);
         assert_eq!(p.pool.len(), 1);

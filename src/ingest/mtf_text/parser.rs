@@ -17,7 +17,7 @@ use nom::IResult;
 
 use super::names::{is_bare, kind_from_name, QuickBuild};
 use crate::error::{Error, Result};
-use crate::ingest::validate::{Field, Validator, Violation};
+use crate::ingest::validate::{Field, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
     flags, Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId,
@@ -407,7 +407,6 @@ struct LineParser {
     ctx: Ctx,
     phase: Phase,
     hb: HeaderBuilder,
-    validator: Option<Validator>,
     interner: Interner,
     op: Operation,
     cols: [u32; N_SLOTS],
@@ -425,7 +424,6 @@ impl LineParser {
             },
             phase: Phase::Version,
             hb: HeaderBuilder::default(),
-            validator: None,
             interner: Interner::new(),
             op: Operation::new(0, OpKind::Init, 0, 0),
             cols: [0; N_SLOTS],
@@ -707,11 +705,10 @@ impl LineParser {
                 hb.processes.push(poss[j].take().expect("each index once"));
             }
         }
-        match Validator::new(&hb.header) {
-            Ok(v) => self.validator = Some(v),
-            Err(violation) => return Err(self.header_error(violation)),
+        match sink.header(&self.hb.header) {
+            Err(Error::Rule(violation)) => Err(self.header_error(*violation)),
+            other => other,
         }
-        sink.header(&self.hb.header)
     }
 
     fn header_error(&self, v: Violation) -> Error {
@@ -760,7 +757,7 @@ impl LineParser {
             .error(line, col.saturating_sub(1) as usize, v.rule, v.message)
     }
 
-    /// Interns a name at `slot`, defining it to the validator and the sink when new.
+    /// Interns a name at `slot`, defining it to the sink when new.
     #[inline]
     fn intern<S: EventSink + ?Sized>(
         &mut self,
@@ -774,9 +771,6 @@ impl LineParser {
         match self.interner.intern(bytes, slot) {
             Ok((id, None)) => Ok(id),
             Ok((id, Some(text))) => {
-                if let Some(v) = self.validator.as_mut() {
-                    v.string(id, text);
-                }
                 self.stats.strings += 1;
                 sink.string(id, text)?;
                 Ok(id)
@@ -985,16 +979,11 @@ impl LineParser {
                 },
             };
         }
-        let validator = self
-            .validator
-            .as_mut()
-            .expect("the header is complete before events");
-        if let Err(v) = validator.check_operation(&self.op) {
-            return Err(self.violation(line, v));
-        }
-        self.op.depth = validator.depth(rank, thread);
         self.stats.operations += 1;
-        sink.operation(&self.op)
+        match sink.operation(&self.op) {
+            Err(Error::Rule(v)) => Err(self.violation(line, *v)),
+            other => other,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1022,15 +1011,11 @@ impl LineParser {
             routine,
             enter,
         };
-        let validator = self
-            .validator
-            .as_mut()
-            .expect("the header is complete before events");
-        if let Err(v) = validator.check_routine(&event) {
-            return Err(self.violation(line, v));
-        }
         self.stats.routine_events += 1;
-        sink.routine(&event)
+        match sink.routine(&event) {
+            Err(Error::Rule(v)) => Err(self.violation(line, *v)),
+            other => other,
+        }
     }
 
     fn finish<S: EventSink + ?Sized>(mut self, sink: &mut S) -> Result<ParseStats> {

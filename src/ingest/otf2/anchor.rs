@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// The magic string an anchor file starts with (after its buffer header).
 const MAGIC: &str = "OTF2";
 /// The oldest archive version read.
-pub const OLDEST_VERSION: (u8, u8) = (2, 0);
+pub const OLDEST_VERSION: (u8, u8) = (1, 0);
 /// The newest major version read.
 pub const NEWEST_MAJOR: u8 = 3;
 

@@ -199,6 +199,8 @@ pub(crate) struct LocationConverter {
     deferred: FxHashMap<u64, u64>,
     /// The program name of a `ProgramBegin` record.
     pub program: Option<u32>,
+    /// Region entries (routines, MPI calls, kernels) seen.
+    pub enters: u64,
     last_time: Time,
     /// At most this many items wait behind an operation whose completion has not come.
     max_held: usize,
@@ -218,6 +220,7 @@ impl LocationConverter {
             out_base: 0,
             deferred: FxHashMap::default(),
             program: None,
+            enters: 0,
             last_time: 0,
             max_held: MAX_HELD,
         }
@@ -293,6 +296,7 @@ impl LocationConverter {
         let me = self.rank;
         match event {
             Event::Enter(region) => {
+                self.enters += 1;
                 let info = ctx.region(region)?;
                 match info.mpi {
                     Some(kind) => {
@@ -308,33 +312,7 @@ impl LocationConverter {
                     }
                 }
             }
-            Event::Leave(region) => {
-                let frame = match self.stack.pop() {
-                    Some(f) if f.region == region => f,
-                    Some(f) => {
-                        return fail(
-                            "unbalanced leave",
-                            format!(
-                            "Leave of region {region} while region {} is the innermost one entered",
-                            f.region
-                        ),
-                        )
-                    }
-                    None => {
-                        return fail(
-                            "unbalanced leave",
-                            format!("Leave of region {region} with no region entered"),
-                        )
-                    }
-                };
-                match frame.seq {
-                    Some(seq) => self.close_op(seq, time),
-                    None => {
-                        let info = ctx.region(region)?;
-                        self.push(self.routine(info.name, time, false), offset, true);
-                    }
-                }
-            }
+            Event::Leave(region) => self.leave(ctx, region, time, offset)?,
             Event::Send {
                 peer,
                 comm,
@@ -467,16 +445,78 @@ impl LocationConverter {
         Ok(())
     }
 
+    /// A Leave of `region`. Tracers do not always nest: a Leave of a region that is not the
+    /// innermost one (crossed leaves, tasking runtimes) closes the regions entered after it
+    /// at this time; a Leave of a region that is not open at all is dropped. Both are kept
+    /// as anomalies with the location and time.
+    fn leave(&mut self, ctx: &Context, region: u32, time: Time, offset: u64) -> Converted<()> {
+        let name = ctx.region(region)?.name;
+        let Some(at) = self.stack.iter().rposition(|f| f.region == region) else {
+            let anomaly = Anomaly::LeaveWithoutEnter {
+                rank: self.rank,
+                thread: self.thread,
+                time,
+                routine: name,
+            };
+            self.push(Item::Anomaly(anomaly), offset, true);
+            return Ok(());
+        };
+        if at + 1 < self.stack.len() {
+            let innermost = self.stack.last().map_or(region, |f| f.region);
+            let anomaly = Anomaly::CrossedLeave {
+                rank: self.rank,
+                thread: self.thread,
+                time,
+                routine: name,
+                innermost: ctx.region(innermost)?.name,
+            };
+            self.push(Item::Anomaly(anomaly), offset, true);
+        }
+        while self.stack.len() > at {
+            let frame = self
+                .stack
+                .pop()
+                .expect("the stack holds at least `at` frames");
+            self.close_frame(ctx, frame, time, offset)?;
+        }
+        Ok(())
+    }
+
+    /// Ends a region at `time`: its operation, or its routine call.
+    fn close_frame(
+        &mut self,
+        ctx: &Context,
+        frame: Frame,
+        time: Time,
+        offset: u64,
+    ) -> Converted<()> {
+        match frame.seq {
+            Some(seq) => self.close_op(ctx, seq, time),
+            None => {
+                let info = ctx.region(frame.region)?;
+                self.push(self.routine(info.name, time, false), offset, true);
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the operation at `seq` (its region was left, or the location ended): it is
-    /// complete, unless it still waits for the completion record of its request.
-    fn close_op(&mut self, seq: u64, end: Time) {
+    /// complete, unless it still waits for the completion record of its request. An MPI
+    /// call whose records never came (older Score-P writes non-blocking collectives as bare
+    /// regions) is kept as a call of its name, flagged as such.
+    fn close_op(&mut self, ctx: &Context, seq: u64, end: Time) {
         let op = self.op(seq);
         op.end = end;
         match op.request.filter(|_| awaits_completion(op)) {
             Some(request) => {
                 self.deferred.insert(request, seq);
             }
-            None => self.slot(seq).complete = true,
+            None => {
+                if lacks_records(op) {
+                    without_records(ctx, op);
+                }
+                self.slot(seq).complete = true
+            }
         }
     }
 
@@ -533,7 +573,7 @@ impl LocationConverter {
             });
             self.push(anomaly, offset, true);
             match frame.seq {
-                Some(seq) => self.close_op(seq, last),
+                Some(seq) => self.close_op(ctx, seq, last),
                 None => {
                     self.push(self.routine(routine, last, false), offset, true);
                 }
@@ -552,13 +592,33 @@ fn awaits_completion(op: &Operation) -> bool {
         || (op.kind.is_collective() && op.comm.is_none())
 }
 
+/// Whether `op` is a send, receive or collective that no MPI record described (it has no
+/// communicator): a bare region of an MPI call.
+fn lacks_records(op: &Operation) -> bool {
+    op.comm.is_none() && (op.kind.is_send() || op.kind.is_receive() || op.kind.is_collective())
+}
+
+/// Keeps an MPI call whose records are missing as a call of its name, with no communicator,
+/// outside message and collective matching, flagged so that the import reports it.
+fn without_records(ctx: &Context, op: &mut Operation) {
+    if let Some(&name) = ctx.kind_names.get(&op.kind) {
+        op.kind = OpKind::Other(name);
+        op.root = None;
+        op.dest = None;
+        op.source = None;
+        op.send_tag = None;
+        op.recv_tag = None;
+        op.flags |= flags::WITHOUT_RECORDS;
+    }
+}
+
 /// An operation whose completion never came (cancelled, or never waited for). OTF2 records
 /// the envelope of a non-blocking receive or collective only at completion, so without one
 /// the call is kept as a plain call of the same name, with its request (a receive whose
 /// communicator is known but whose source is not stays a receive: an unresolved wildcard).
 fn unresolved(ctx: &Context, op: &mut Operation) {
-    let no_envelope = op.comm.is_none() && (op.kind.is_receive() || op.kind.is_collective());
-    if no_envelope {
+    if lacks_records(op) {
+        // Reported as a request never completed, not as a call without records.
         if let Some(&name) = ctx.kind_names.get(&op.kind) {
             op.kind = OpKind::Other(name);
             op.root = None;
@@ -722,7 +782,7 @@ mod tests {
     }
 
     #[test]
-    fn ranks_outside_the_communicator_and_unbalanced_leaves_are_errors() {
+    fn ranks_outside_the_communicator_are_errors() {
         let ctx = context();
         let mut c = LocationConverter::new(0, 0);
         c.event(&ctx, Event::Enter(SEND), 1, 0).unwrap();
@@ -738,8 +798,118 @@ mod tests {
             e.message,
             "rank 2 is not a rank of communicator 1, which has 2 members"
         );
-        let e = c.event(&ctx, Event::Leave(USER), 3, 2).unwrap_err();
-        assert_eq!(e.rule, "unbalanced leave");
+    }
+
+    #[test]
+    fn a_leave_of_a_region_not_open_is_dropped_and_reported() {
+        let ctx = context();
+        let mut c = LocationConverter::new(1, 0);
+        c.event(&ctx, Event::Leave(USER), 3, 2).unwrap();
+        let items = drain(&mut c);
+        assert!(
+            matches!(
+                items[..],
+                [Item::Anomaly(Anomaly::LeaveWithoutEnter {
+                    rank: 1,
+                    thread: 0,
+                    time: 3,
+                    routine: 0
+                })]
+            ),
+            "{items:?}"
+        );
+    }
+
+    #[test]
+    fn a_crossed_leave_closes_what_was_entered_after_it_at_that_time() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        let send = Event::Send {
+            peer: 1,
+            comm: WORLD,
+            tag: 4,
+            bytes: 16,
+        };
+        // f is entered, then MPI_Send; f is left while the send is still open.
+        run(
+            &mut c,
+            &ctx,
+            &[
+                (Event::Enter(USER), 1),
+                (Event::Enter(SEND), 2),
+                (send, 3),
+                (Event::Leave(USER), 7),
+                (Event::Leave(SEND), 8),
+            ],
+        );
+        let items = drain(&mut c);
+        assert_eq!(items.len(), 5, "{items:?}");
+        assert!(matches!(
+            items[0],
+            Item::Routine(RoutineEvent {
+                time: 1,
+                enter: true,
+                ..
+            })
+        ));
+        let Item::Op(op) = &items[1] else {
+            panic!("{:?}", items[1])
+        };
+        assert_eq!(
+            (op.kind, op.start, op.end, op.dest),
+            (OpKind::Send, 2, 7, Some(1))
+        );
+        assert!(
+            matches!(
+                items[2],
+                Item::Anomaly(Anomaly::CrossedLeave {
+                    rank: 0,
+                    thread: 0,
+                    time: 7,
+                    routine: 0,
+                    innermost: 1
+                })
+            ),
+            "{items:?}"
+        );
+        assert!(matches!(
+            items[3],
+            Item::Routine(RoutineEvent {
+                time: 7,
+                enter: false,
+                routine: 0,
+                ..
+            })
+        ));
+        // The send's own Leave, now of a region no longer open.
+        assert!(matches!(
+            items[4],
+            Item::Anomaly(Anomaly::LeaveWithoutEnter {
+                time: 8,
+                routine: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn an_mpi_region_without_its_records_is_kept_as_a_call_of_its_name() {
+        let ctx = context();
+        let mut c = LocationConverter::new(0, 0);
+        run(
+            &mut c,
+            &ctx,
+            &[(Event::Enter(SEND), 2), (Event::Leave(SEND), 5)],
+        );
+        let items = drain(&mut c);
+        let [Item::Op(op)] = &items[..] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(
+            (op.kind, op.comm, op.start, op.end),
+            (OpKind::Other(1), None, 2, 5)
+        );
+        assert_eq!(op.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
     }
 
     #[test]

@@ -23,6 +23,16 @@ pub const GROUP_COMM_LOCATIONS: u8 = 4;
 pub const GROUP_COMM_SELF: u8 = 6;
 /// Group type: like COMM_LOCATIONS, with location groups as members (OTF2 3.2).
 pub const GROUP_COMM_LOCATION_GROUPS: u8 = 7;
+/// Location group type: a process.
+pub const LOCATION_GROUP_PROCESS: u8 = 1;
+/// Location group type: an accelerator (OTF2 3.0), created by a process.
+pub const LOCATION_GROUP_ACCELERATOR: u8 = 2;
+/// Location type: a CPU thread.
+pub const LOCATION_CPU_THREAD: u8 = 1;
+/// Location type: an accelerator stream (CUDA stream, HIP queue, OpenCL queue, offload).
+pub const LOCATION_ACCELERATOR: u8 = 2;
+/// Location type: a location that only records metrics.
+pub const LOCATION_METRIC: u8 = 3;
 /// Group flag: members are already world ranks.
 pub const GROUP_FLAG_GLOBAL_MEMBERS: u32 = 1;
 
@@ -52,9 +62,11 @@ pub struct LocationGroup {
     pub id: u32,
     /// String id.
     pub name: u32,
-    /// 1 for a process.
+    /// 1 for a process, 2 for an accelerator.
     pub kind: u8,
     pub system_tree_parent: u32,
+    /// The location group that created it (OTF2 3.0: an accelerator's process), or undefined.
+    pub creator: u32,
 }
 
 /// A location: a thread of a process, with its own event file.
@@ -63,6 +75,8 @@ pub struct Location {
     pub id: u64,
     /// String id.
     pub name: u32,
+    /// Location type: CPU thread, accelerator stream, metric.
+    pub kind: u8,
     pub events: u64,
     pub group: u32,
     /// Byte offset of its definition record in the global definitions file.
@@ -264,11 +278,18 @@ fn read_location_group(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let name = d.u32("name")?;
     let kind = d.u8("location group type")?;
     let system_tree_parent = d.u32("system tree parent")?;
+    // Since OTF2 3.0: the creating location group.
+    let creator = if d.has_more() {
+        d.u32("creating location group")?
+    } else {
+        UNDEFINED_U32
+    };
     defs.location_groups.push(LocationGroup {
         id,
         name,
         kind,
         system_tree_parent,
+        creator,
     });
     Ok(())
 }
@@ -276,12 +297,13 @@ fn read_location_group(d: &mut Decoder, defs: &mut Definitions) -> Step {
 fn read_location(d: &mut Decoder, defs: &mut Definitions) -> Step {
     let id = d.u64("location id")?;
     let name = d.u32("name")?;
-    let _ = d.u8("location type")?;
+    let kind = d.u8("location type")?;
     let events = d.u64("number of events")?;
     let group = d.u32("location group")?;
     defs.locations.push(Location {
         id,
         name,
+        kind,
         events,
         group,
         offset: 0,

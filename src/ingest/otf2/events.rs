@@ -6,7 +6,7 @@ use super::defs::{
     fault_error, ClockProperties, IdMap, LocalDefinitions, MAPPING_COMM, MAPPING_REGION,
     MAPPING_STRING,
 };
-use super::reader::{ChunkReader, Decoder, Fault, Next};
+use super::reader::{ChunkReader, Decoder, Fault, Next, ReadPlan};
 use crate::error::Result;
 
 /// One event record, with references mapped to global definitions.
@@ -226,8 +226,9 @@ impl EventStream {
         chunk_size: u64,
         clock: ClockProperties,
         mut local: LocalDefinitions,
+        plan: ReadPlan,
     ) -> Result<EventStream> {
-        let reader = ChunkReader::open(path, chunk_size, true)?;
+        let reader = ChunkReader::open_with(path, chunk_size, true, plan)?;
         Ok(EventStream {
             reader,
             clock: Clock::new(clock, &local.clock_offsets),

@@ -1,6 +1,11 @@
-//! Where an OTF2 archive's definitions go in the MTF trace: location groups become processes
-//! with world ranks, locations their threads, system tree nodes processors, communicators get
-//! their members as world ranks, and regions become MPI calls or user routines.
+//! Where an OTF2 archive's definitions go in the MTF trace: MPI's location groups become
+//! processes with world ranks (a trace with no MPI has its process location groups as
+//! processes), their locations and those of the accelerators they created become their
+//! threads, system tree nodes processors, MPI communicators get their members as world ranks,
+//! and regions become MPI calls or user routines. Every location that is not a rank's main
+//! thread is also listed as a [`Location`] with its kind. Groups and "communicators" of other
+//! paradigms (CUDA, OpenCL, OpenMP, offload, the measurement system) list locations, not
+//! ranks: they never take part in rank translation.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,16 +14,25 @@ use super::convert::{CommRanks, Context, RegionInfo};
 use super::defs::{self, Definitions};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::model::{Communicator, OpKind, Process, Processor, Rank, StrId, TraceHeader};
+use crate::model::{
+    Anomaly, Communicator, Location, LocationKind, OpKind, Process, Processor, Rank, StrId,
+    TraceHeader,
+};
 
 /// The MTF trace's declarations and how each location maps onto them.
 pub(crate) struct Layout {
     pub header: TraceHeader,
-    /// Location id -> (rank, thread).
-    pub threads: BTreeMap<u64, (Rank, u32)>,
+    /// Location id -> (rank, thread), for every location whose events become MTF items:
+    /// the locations of a process, and of the accelerators a process created.
+    pub threads: Threads,
+    /// Every location that is not a rank's main (MPI) thread, by location id, as the model
+    /// lists it; the reader adds what each one recorded.
+    pub others: Vec<(u64, Location)>,
     pub context: Context,
     /// The trace's string table (region names), by string id.
     pub strings: Vec<String>,
+    /// What the definitions hold that breaks the textbook (kept, and reported).
+    pub anomalies: Vec<Anomaly>,
 }
 
 /// World ranks: location group id -> rank, and each rank's MPI location (its thread 0).
@@ -38,11 +52,13 @@ impl Layout {
             ));
         }
         let ranks = world_ranks(defs).map_err(bad)?;
-        let threads = threads(defs, &ranks);
+        let (threads, others) = threads(defs, &ranks);
         let (processes, processors) = processes(defs, &ranks).map_err(bad)?;
         let mut context = Context::default();
+        let mut anomalies = Vec::new();
         let communicators =
-            communicators(defs, processes.len() as u32, &mut context).map_err(bad)?;
+            communicators(defs, processes.len() as u32, &mut context, &mut anomalies)
+                .map_err(bad)?;
         let strings = regions(defs, &mut context);
         let header = TraceHeader {
             scenario: String::new(),
@@ -60,14 +76,22 @@ impl Layout {
         Ok(Layout {
             header,
             threads,
+            others,
             context,
             strings,
+            anomalies,
         })
     }
 }
 
+/// Whether a group is MPI's: only MPI's groups give ranks and communicators (CUDA, OpenCL,
+/// OpenMP, offload and the measurement system define groups of locations too).
+fn is_mpi(g: &defs::Group) -> bool {
+    g.paradigm == defs::PARADIGM_MPI
+}
+
 /// Ranks in the order of the MPI `COMM_LOCATIONS` (or `COMM_LOCATION_GROUPS`) group; without
-/// one, the process location groups numbered by id.
+/// one (a trace with no MPI), the process location groups numbered by id.
 fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
     let group_of: FxHashMap<u64, u32> = defs.locations.iter().map(|l| (l.id, l.group)).collect();
     let mut ranks = Ranks {
@@ -78,7 +102,8 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
         .groups
         .iter()
         .filter(|(_, g)| {
-            g.paradigm == defs::PARADIGM_MPI
+            is_mpi(g)
+                && !g.members.is_empty()
                 && (g.kind == defs::GROUP_COMM_LOCATIONS
                     || g.kind == defs::GROUP_COMM_LOCATION_GROUPS)
         })
@@ -108,7 +133,7 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
             let mut ids: Vec<u32> = defs
                 .location_groups
                 .iter()
-                .filter(|g| g.kind == 1)
+                .filter(|g| g.kind == defs::LOCATION_GROUP_PROCESS)
                 .map(|g| g.id)
                 .collect();
             ids.sort_unstable();
@@ -118,28 +143,80 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
         }
     }
     if ranks.of_group.is_empty() {
-        return Err("the archive defines no MPI processes (location groups)".into());
+        return Err("the archive defines no processes (location groups of type process)".into());
     }
     Ok(ranks)
 }
 
-/// Each location's (rank, thread): the rank's MPI location first, then the others by id.
-fn threads(defs: &Definitions, ranks: &Ranks) -> BTreeMap<u64, (Rank, u32)> {
-    let mut by_group: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+/// Location id -> (rank, thread).
+type Threads = BTreeMap<u64, (Rank, u32)>;
+
+/// The model's word for an OTF2 location type.
+fn location_kind(kind: u8) -> LocationKind {
+    match kind {
+        defs::LOCATION_CPU_THREAD => LocationKind::CpuThread,
+        defs::LOCATION_ACCELERATOR => LocationKind::Accelerator,
+        defs::LOCATION_METRIC => LocationKind::Metric,
+        _ => LocationKind::Other,
+    }
+}
+
+/// Each location's (rank, thread): the rank's MPI location first, then its other CPU
+/// threads, its other locations, and the locations of accelerators it created, each by id.
+/// Also every location other than a rank's main thread, as the model lists it.
+fn threads(defs: &Definitions, ranks: &Ranks) -> (Threads, Vec<(u64, Location)>) {
+    let groups: FxHashMap<u32, &defs::LocationGroup> =
+        defs.location_groups.iter().map(|g| (g.id, g)).collect();
+    // The rank a location group's locations belong to, and whether the group is the
+    // process's own (not an accelerator it created).
+    let owner = |group: u32| -> Option<(Rank, bool)> {
+        if let Some(&rank) = ranks.of_group.get(&group) {
+            return Some((rank, true));
+        }
+        let g = groups.get(&group)?;
+        (g.kind == defs::LOCATION_GROUP_ACCELERATOR)
+            .then(|| ranks.of_group.get(&g.creator).map(|&r| (r, false)))
+            .flatten()
+    };
+    let mut by_rank: BTreeMap<Rank, Vec<(bool, bool, bool, u64)>> = BTreeMap::new();
     for l in &defs.locations {
-        if ranks.of_group.contains_key(&l.group) {
-            by_group.entry(l.group).or_default().push(l.id);
+        if let Some((rank, own)) = owner(l.group) {
+            let mpi = ranks.mpi_location.get(&l.group) == Some(&l.id);
+            let key = (!mpi, !own, l.kind != defs::LOCATION_CPU_THREAD, l.id);
+            by_rank.entry(rank).or_default().push(key);
         }
     }
     let mut threads = BTreeMap::new();
-    for (group, mut ids) in by_group {
-        let mpi = ranks.mpi_location.get(&group);
-        ids.sort_by_key(|id| (Some(id) != mpi, *id));
-        for (thread, id) in ids.into_iter().enumerate() {
-            threads.insert(id, (ranks.of_group[&group], thread as u32));
+    for (rank, mut ids) in by_rank {
+        ids.sort_unstable();
+        for (thread, (_, _, _, id)) in ids.into_iter().enumerate() {
+            threads.insert(id, (rank, thread as u32));
         }
     }
-    threads
+    let mut others = Vec::new();
+    for l in &defs.locations {
+        let place = threads.get(&l.id).copied();
+        if matches!(place, Some((_, 0))) {
+            continue;
+        }
+        let group = groups.get(&l.group).map_or_else(
+            || format!("location group {}", l.group),
+            |g| name_or(defs.string(g.name), || format!("location group {}", g.id)),
+        );
+        others.push((
+            l.id,
+            Location {
+                name: name_or(defs.string(l.name), || format!("location {}", l.id)),
+                kind: location_kind(l.kind),
+                group,
+                rank: place.map(|p| p.0),
+                thread: place.map(|p| p.1),
+                regions: 0,
+                events: 0,
+            },
+        ));
+    }
+    (threads, others)
 }
 
 /// The processes in rank order, and the processors they ran on: the system tree node of class
@@ -195,16 +272,19 @@ fn processes(
     Ok((processes, processors))
 }
 
-/// The communicators with their members as world ranks; records in `context` how each one's
-/// ranks translate. `MPI_COMM_SELF` becomes one communicator per process.
+/// The MPI communicators with their members as world ranks; records in `context` how each
+/// one's ranks translate. Communicators of other paradigms (CUDA, OpenMP, the measurement
+/// system, …) are not MPI's and are left out. A communicator whose group is of type
+/// `COMM_SELF` (`MPI_COMM_SELF`, or a split that left each rank alone) becomes one
+/// communicator per process, each of its own.
 fn communicators(
     defs: &Definitions,
     ranks: u32,
     context: &mut Context,
+    anomalies: &mut Vec<Anomaly>,
 ) -> std::result::Result<Vec<Communicator>, String> {
     let mut communicators = Vec::new();
-    let first_self_id = defs.comms.iter().map(|c| c.id + 1).max().unwrap_or(0);
-    let mut self_declared = false;
+    let mut next_self_id = defs.comms.iter().map(|c| c.id + 1).max().unwrap_or(0);
     for c in &defs.comms {
         let group = defs.groups.get(&c.group).ok_or_else(|| {
             format!(
@@ -212,19 +292,22 @@ fn communicators(
                 c.id, c.group
             )
         })?;
+        if !is_mpi(group) {
+            continue;
+        }
         let name = name_or(defs.string(c.name), || format!("comm {}", c.id));
         let members: Vec<Rank> = match group.kind {
             defs::GROUP_COMM_SELF => {
-                let first_id = first_self_id;
+                let first_id = next_self_id;
+                next_self_id = next_self_id.checked_add(ranks).ok_or_else(|| {
+                    "the self communicators need more ids than 32 bits hold".to_string()
+                })?;
                 context.comms.insert(c.id, CommRanks::SelfComm { first_id });
-                if !self_declared {
-                    self_declared = true;
-                    communicators.extend((0..ranks).map(|rank| Communicator {
-                        id: first_id + rank,
-                        name: format!("{name} of rank {rank}"),
-                        members: vec![rank],
-                    }));
-                }
+                communicators.extend((0..ranks).map(|rank| Communicator {
+                    id: first_id + rank,
+                    name: format!("{name} of rank {rank}"),
+                    members: vec![rank],
+                }));
                 continue;
             }
             defs::GROUP_COMM_LOCATIONS | defs::GROUP_COMM_LOCATION_GROUPS => {
@@ -233,6 +316,17 @@ fn communicators(
             // COMM_GROUP (type 5) and the rest: indexes into COMM_LOCATIONS, i.e. world ranks.
             _ => group.members.iter().map(|&m| m as Rank).collect(),
         };
+        if members.is_empty() {
+            anomalies.push(Anomaly::SkippedRecord {
+                rank: None,
+                time: None,
+                what: format!(
+                    "communicator {} ({name}) has an empty group: it is left out (no event can use it)",
+                    c.id
+                ),
+            });
+            continue;
+        }
         if let Some(&bad) = members.iter().find(|&&m| m >= ranks) {
             return Err(format!(
                 "communicator {} ({name}) lists rank {bad}, but the trace has {ranks} processes",

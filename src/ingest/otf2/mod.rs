@@ -11,8 +11,8 @@
 //! 3. streams every location's events (`events`), converting them to operations and routine
 //!    events (`convert`) and merging the locations by time, so that memory stays bounded by
 //!    the number of locations rather than the trace's size;
-//! 4. checks every item with the metamodel's rules ([`crate::ingest::validate`]) and hands it
-//!    to the [`EventSink`].
+//! 4. hands every item to the [`EventSink`] (the import's seam checks it against the
+//!    metamodel's rules and places a broken one at the record it came from).
 //!
 //! OTF2 records the receiver of a send, the sender of a receive and the root of a collective
 //! as ranks within the communicator; they are translated to world ranks here.
@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::ingest::validate::Validator;
 use crate::ingest::EventSink;
 use crate::model::StrId;
 
@@ -41,6 +40,7 @@ use convert::{Item, LocationConverter};
 use defs::Definitions;
 use events::EventStream;
 use layout::Layout;
+use reader::ReadPlan;
 
 /// How far an OTF2 import has come, for a progress display.
 #[derive(Debug, Clone, Copy, Default)]
@@ -130,9 +130,29 @@ pub fn read_archive(
 
 /// One location being read.
 struct Location {
+    /// Its OTF2 location id.
+    id: u64,
     stream: EventStream,
     convert: LocationConverter,
+    /// Event records read from it.
+    events: u64,
     done: bool,
+}
+
+/// Open event files kept open at once; beyond this many locations, each file is opened for
+/// each read of its window and closed again, so that 16,384 locations never hold 16,384
+/// descriptors.
+const OPEN_FILES: usize = 256;
+/// Memory for the read windows of all locations together.
+const WINDOW_BUDGET: usize = 256 << 20;
+
+/// How each location's event file is read, for `n` locations read at once: small windows and
+/// no descriptor kept when there are many.
+fn read_plan(n: usize) -> ReadPlan {
+    ReadPlan {
+        window: (WINDOW_BUDGET / n.max(1)).clamp(4 << 10, 64 << 10),
+        keep_open: n <= OPEN_FILES,
+    }
 }
 
 /// The archive being read: its locations and the merge across them.
@@ -142,6 +162,34 @@ struct Archive {
     events_expected: u64,
     /// The definitions' strings, for the program name of a ProgramBegin record.
     program_names: FxHashMap<u32, String>,
+    /// Locations of no process, to be counted: id, event file, local definitions.
+    unplaced: Vec<(u64, PathBuf, defs::LocalDefinitions)>,
+    chunk_size: u64,
+    clock: defs::ClockProperties,
+}
+
+/// The event file of location `l`, or `None` when it has none and announces no events.
+fn event_file(anchor: &Anchor, l: &defs::Location) -> Result<Option<PathBuf>> {
+    let evt = anchor.event_path(l.id);
+    if evt.exists() {
+        return Ok(Some(evt));
+    }
+    if l.events == 0 {
+        return Ok(None);
+    }
+    Err(Error::io(
+        &evt,
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "the event file of location {} is missing; its definition at byte {} of {} announces {} events",
+                l.id,
+                l.offset,
+                anchor.global_defs_path().display(),
+                l.events
+            ),
+        ),
+    ))
 }
 
 impl Archive {
@@ -149,44 +197,89 @@ impl Archive {
         let clock = defs.clock.expect("checked by the layout");
         let mut locations = Vec::with_capacity(layout.threads.len());
         let mut events_expected = 0u64;
+        let plan = read_plan(layout.threads.len());
         for l in &defs.locations {
             let Some(&(rank, thread)) = layout.threads.get(&l.id) else {
                 continue;
             };
-            let evt = anchor.event_path(l.id);
-            if !evt.exists() {
-                if l.events == 0 {
-                    continue;
-                }
-                return Err(Error::io(
-                    &evt,
-                    std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!(
-                            "the event file of location {} (rank {rank}, thread {thread}) is missing; its definition at byte {} of {} announces {} events",
-                            l.id,
-                            l.offset,
-                            anchor.global_defs_path().display(),
-                            l.events
-                        ),
-                    ),
-                ));
-            }
+            let Some(evt) = event_file(anchor, l)? else {
+                continue;
+            };
             events_expected = events_expected.saturating_add(l.events);
             let local = defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
-            let stream = EventStream::open(&evt, anchor.event_chunk_size, clock, local)?;
+            let stream = EventStream::open(&evt, anchor.event_chunk_size, clock, local, plan)?;
             locations.push(Location {
+                id: l.id,
                 stream,
                 convert: LocationConverter::new(rank, thread),
+                events: 0,
                 done: false,
             });
         }
-        Ok(Archive {
+        let mut archive = Archive {
             layout,
             locations,
             events_expected,
             program_names: defs.strings,
-        })
+            unplaced: Vec::new(),
+            chunk_size: anchor.event_chunk_size,
+            clock,
+        };
+        // Locations that belong to no process (an accelerator without its creator) give no
+        // items; their regions are only counted.
+        for l in &defs.locations {
+            let listed = archive
+                .layout
+                .others
+                .iter()
+                .any(|(id, o)| *id == l.id && o.rank.is_none());
+            if listed {
+                if let Some(evt) = event_file(anchor, l)? {
+                    let local =
+                        defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
+                    archive.unplaced.push((l.id, evt, local));
+                }
+            }
+        }
+        Ok(archive)
+    }
+
+    /// What every location that is not a rank's main thread recorded (reads the event files
+    /// of the locations that belong to no process, to count their regions).
+    fn other_locations(
+        &mut self,
+        chunk_size: u64,
+        clock: defs::ClockProperties,
+    ) -> Result<Vec<crate::model::Location>> {
+        let mut counts: FxHashMap<u64, (u64, u64)> = self
+            .locations
+            .iter()
+            .map(|l| (l.id, (l.events, l.convert.enters)))
+            .collect();
+        for (id, evt, local) in std::mem::take(&mut self.unplaced) {
+            let mut stream = EventStream::open(&evt, chunk_size, clock, local, read_plan(1))?;
+            let (mut events, mut enters) = (0u64, 0u64);
+            while let Some(event) = stream.next()? {
+                events += 1;
+                if matches!(event, events::Event::Enter(_)) {
+                    enters += 1;
+                }
+            }
+            counts.insert(id, (events, enters));
+        }
+        Ok(self
+            .layout
+            .others
+            .iter()
+            .map(|(id, l)| {
+                let (events, regions) = counts.get(id).copied().unwrap_or((0, 0));
+                crate::model::Location {
+                    events,
+                    regions,
+                    ..l.clone()
+                }
+            })
+            .collect())
     }
 
     /// Reads location `i` until it has an item ready or ends. Returns the events read.
@@ -198,6 +291,7 @@ impl Archive {
             match loc.stream.next()? {
                 Some(event) => {
                     read += 1;
+                    loc.events += 1;
                     let (time, offset) = (loc.stream.time, loc.stream.offset);
                     loc.convert
                         .event(ctx, event, time, offset)
@@ -244,20 +338,22 @@ impl Archive {
         if let Some(name) = self.locations.iter().find_map(|l| l.convert.program) {
             header.scenario = self.program_names.get(&name).cloned().unwrap_or_default();
         }
-        let mut validator = Validator::new(&header).map_err(|v| {
-            Error::input(
+        sink.header(&header).map_err(|e| match e {
+            Error::Rule(v) => Error::input(
                 self.layout.header.trace_name.clone(),
                 0,
                 0,
                 v.rule,
                 v.message,
                 "",
-            )
+            ),
+            other => other,
         })?;
-        sink.header(&header)?;
         for (id, s) in self.layout.strings.iter().enumerate() {
-            validator.string(id as StrId, s);
             sink.string(id as StrId, s)?;
+        }
+        for a in &self.layout.anomalies {
+            sink.anomaly(a)?;
         }
 
         let mut next_report = 1u64 << 16;
@@ -265,7 +361,7 @@ impl Archive {
             // Take this location's items while it stays the earliest.
             let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
             loop {
-                self.deliver(i, &mut validator, sink)?;
+                self.deliver(i, sink)?;
                 match self.next_time(i, &mut state.events)? {
                     Some(t) if t <= bound => continue,
                     Some(t) => {
@@ -284,6 +380,10 @@ impl Archive {
             }
         }
         progress(&state);
+        let others = self.other_locations(self.chunk_size, self.clock)?;
+        if !others.is_empty() {
+            sink.locations(&others)?;
+        }
         sink.finish()?;
         Ok(ReadStats {
             events: state.events,
@@ -291,33 +391,20 @@ impl Archive {
     }
 
     /// Checks location `i`'s next item (which is ready) and hands it to the sink.
-    fn deliver(
-        &mut self,
-        i: usize,
-        validator: &mut Validator,
-        sink: &mut dyn EventSink,
-    ) -> Result<()> {
+    fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
         let loc = &mut self.locations[i];
-        let mut slot = loc.convert.pop();
+        let slot = loc.convert.pop();
         let offset = slot.offset;
         let reader = loc.stream.reader();
-        match &mut slot.item {
-            Item::Op(op) => {
-                validator
-                    .check_operation(op)
-                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                // The converter leaves the depth at 0: the validator's stack knows it.
-                op.depth = validator.depth(op.rank, op.thread);
-                sink.operation(op)?;
-            }
-            Item::Routine(r) => {
-                validator
-                    .check_routine(r)
-                    .map_err(|v| reader.error(offset, v.rule, v.message))?;
-                sink.routine(r)?;
-            }
-            Item::Anomaly(a) => sink.anomaly(a)?,
-        }
-        Ok(())
+        let delivered = match &slot.item {
+            Item::Op(op) => sink.operation(op),
+            Item::Routine(r) => sink.routine(r),
+            Item::Anomaly(a) => sink.anomaly(a),
+        };
+        // The seam checked the item; a broken rule is placed at the record it came from.
+        delivered.map_err(|e| match e {
+            Error::Rule(v) => reader.error(offset, v.rule, v.message),
+            other => other,
+        })
     }
 }

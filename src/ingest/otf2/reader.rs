@@ -37,6 +37,24 @@ pub(crate) const LITTLE_ENDIAN: u8 = 0x42;
 /// Bytes read from a file at a time.
 const WINDOW: usize = 64 * 1024;
 
+/// How a file is read: the size of the window read at a time, and whether the file stays
+/// open between reads (an archive of many locations reopens each file when its window runs
+/// out, so that open descriptors stay bounded).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadPlan {
+    pub window: usize,
+    pub keep_open: bool,
+}
+
+impl Default for ReadPlan {
+    fn default() -> ReadPlan {
+        ReadPlan {
+            window: WINDOW,
+            keep_open: true,
+        }
+    }
+}
+
 /// A decoding fault inside a record: what was wrong, at which byte of the slice decoded.
 #[derive(Debug)]
 pub(crate) struct Fault {
@@ -224,7 +242,9 @@ pub(crate) enum Next {
 /// Reads the records of one OTF2 file in order, holding only a window of it in memory.
 pub(crate) struct ChunkReader {
     path: PathBuf,
-    file: File,
+    /// The open file, between reads only when the plan keeps it open.
+    file: Option<File>,
+    plan: ReadPlan,
     len: u64,
     /// 0 for an unchunked buffer (the anchor file).
     chunk_size: u64,
@@ -245,15 +265,26 @@ impl ChunkReader {
     /// Opens `path` and reads its first chunk header. `events` selects event-file framing
     /// (timestamps and singleton records).
     pub fn open(path: &Path, chunk_size: u64, events: bool) -> Result<ChunkReader> {
+        ChunkReader::open_with(path, chunk_size, events, ReadPlan::default())
+    }
+
+    /// Opens `path` to be read as `plan` says.
+    pub fn open_with(
+        path: &Path,
+        chunk_size: u64,
+        events: bool,
+        plan: ReadPlan,
+    ) -> Result<ChunkReader> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let mut r = ChunkReader {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
+            plan,
             len,
             chunk_size,
             events,
-            buf: Vec::with_capacity(WINDOW),
+            buf: Vec::with_capacity(plan.window),
             buf_off: 0,
             pos: 0,
             chunk_start: 0,
@@ -331,17 +362,23 @@ impl ChunkReader {
         self.buf_off += self.pos as u64;
         self.pos = 0;
         let file_pos = self.buf_off + self.buf.len() as u64;
-        let want = (n - self.buf.len()).max(WINDOW) as u64;
+        let want = (n - self.buf.len()).max(self.plan.window) as u64;
         let available = self.len.saturating_sub(file_pos).min(want) as usize;
         if self.buf.len() + available < n {
             return Err(self.truncated(record_start));
         }
         let old = self.buf.len();
         self.buf.resize(old + available, 0);
-        self.file
-            .seek(SeekFrom::Start(file_pos))
-            .and_then(|_| self.file.read_exact(&mut self.buf[old..]))
+        let mut file = match self.file.take() {
+            Some(f) => f,
+            None => File::open(&self.path).map_err(|e| Error::io(&self.path, e))?,
+        };
+        file.seek(SeekFrom::Start(file_pos))
+            .and_then(|_| file.read_exact(&mut self.buf[old..]))
             .map_err(|e| Error::io(&self.path, e))?;
+        if self.plan.keep_open {
+            self.file = Some(file);
+        }
         Ok(())
     }
 

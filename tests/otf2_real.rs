@@ -1,0 +1,284 @@
+//! Every real OTF2 archive in `../shared/traces/otf2` (Score-P 1.3 to 9.0; MPI, MPI+CUDA,
+//! MPI+OpenMP, OpenCL, OMPT, HIP, PAPI metrics) imports, and its messages per sender ->
+//! receiver world-rank pair, their bytes and its MPI calls by name equal what the reference
+//! library's `otf2-print` shows, computed here from its output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::temp_db;
+
+/// The shared traces, or `None` (with a message) when this checkout has none beside it.
+fn traces_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/otf2");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+fn otf2_print_available() -> bool {
+    let ok = Command::new("otf2-print")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: otf2-print (Debian's otf2-tools) is not installed");
+    }
+    ok
+}
+
+/// Every anchor file under `dir`.
+fn anchors(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "otf2") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn otf2_print(args: &[&str], anchor: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .args(args)
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "otf2-print {anchor:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `<id>` references of a definition line's field, in order: `Members: "a" <3>, "b" <7>`.
+fn refs(text: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        let close = rest[open..].find('>').map(|c| open + c).unwrap();
+        if let Ok(id) = rest[open + 1..close].parse() {
+            ids.push(id);
+        }
+        rest = &rest[close + 1..];
+    }
+    ids
+}
+
+/// What `otf2-print` says an archive holds.
+#[derive(Debug, Default)]
+struct Oracle {
+    /// (sender, receiver) world ranks -> (messages, bytes), from the send records.
+    pairs: BTreeMap<(u32, u32), (u64, u64)>,
+    /// MPI region name -> number of entries.
+    calls: BTreeMap<String, u64>,
+    /// Locations in all.
+    locations: usize,
+    /// World ranks (members of the MPI locations group).
+    ranks: usize,
+}
+
+fn oracle(anchor: &Path) -> Oracle {
+    let defs = otf2_print(&["-G"], anchor);
+    let mut o = Oracle::default();
+    // World rank of each MPI location: its position in the MPI COMM_LOCATIONS group with the
+    // smallest id (Score-P's MPI_COMM_WORLD).
+    let mut world: Option<(u64, Vec<u64>)> = None;
+    let mut mpi_regions: BTreeMap<u64, String> = BTreeMap::new();
+    for line in defs.lines() {
+        let mut f = line.split_whitespace();
+        match f.next() {
+            Some("LOCATION") => o.locations += 1,
+            Some("GROUP") => {
+                let id: u64 = f.next().unwrap().parse().unwrap();
+                let mpi = line.contains("Paradigm: MPI,") || line.contains("Paradigm: \"MPI\"");
+                if mpi && line.contains("Type: COMM_LOCATIONS,") {
+                    let members = line.split("Members:").nth(1).unwrap_or("");
+                    let ids = refs(members);
+                    if !ids.is_empty() && world.as_ref().is_none_or(|(w, _)| id < *w) {
+                        world = Some((id, ids));
+                    }
+                }
+            }
+            Some("REGION") => {
+                let id: u64 = f.next().unwrap().parse().unwrap();
+                if line.contains("Paradigm: MPI,") || line.contains("Paradigm: \"MPI\"") {
+                    let name = line.split('"').nth(1).unwrap().to_string();
+                    mpi_regions.insert(id, name);
+                }
+            }
+            _ => {}
+        }
+    }
+    let rank_of: BTreeMap<u64, u32> = world
+        .map(|(_, ids)| {
+            ids.into_iter()
+                .enumerate()
+                .map(|(r, l)| (l, r as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    o.ranks = rank_of.len();
+    let events = otf2_print(&[], anchor);
+    for line in events.lines() {
+        let mut f = line.split_whitespace();
+        let Some(kind) = f.next() else { continue };
+        match kind {
+            "MPI_SEND" | "MPI_ISEND" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
+                let receiver = line.split("Receiver:").nth(1).unwrap();
+                let receiver_location = refs(receiver.split(')').next().unwrap())[0];
+                let length: u64 = line
+                    .split("Length: ")
+                    .nth(1)
+                    .unwrap()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let pair = (rank_of[&location], rank_of[&receiver_location]);
+                let e = o.pairs.entry(pair).or_default();
+                e.0 += 1;
+                e.1 += length;
+            }
+            "ENTER" => {
+                let region = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+                if let Some(name) = mpi_regions.get(&region) {
+                    *o.calls.entry(name.clone()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    o
+}
+
+#[test]
+fn every_real_otf2_archive_imports_and_equals_otf2_print() {
+    let Some(dir) = traces_dir() else { return };
+    if !otf2_print_available() {
+        return;
+    }
+    let archives = anchors(&dir);
+    assert!(
+        archives.len() >= 9,
+        "expected the nine archives, found {archives:?}"
+    );
+    let (_tmp, db) = temp_db();
+    for (i, anchor) in archives.iter().enumerate() {
+        let name = format!("t{i}");
+        let expected = oracle(anchor);
+        db.import(anchor, Some(&name))
+            .unwrap_or_else(|e| panic!("{}: {e}", anchor.display()));
+        let trace = db.trace(&name).unwrap();
+        let label = anchor.display().to_string();
+
+        // Messages and bytes per sender -> receiver pair.
+        let pairs: BTreeMap<(u32, u32), (u64, u64)> = trace
+            .pairs()
+            .iter()
+            .map(|p| ((p.sender, p.receiver), (p.messages, p.bytes)))
+            .collect();
+        assert_eq!(pairs, expected.pairs, "{label}: messages per pair");
+
+        // MPI calls by name.
+        let calls: BTreeMap<String, u64> = trace
+            .summary()
+            .by_kind
+            .iter()
+            .map(|(kind, n)| (trace.kind_name(*kind), *n))
+            .collect();
+        assert_eq!(calls, expected.calls, "{label}: MPI calls by name");
+
+        // Ranks come from MPI's group only; every other location is listed, not a rank.
+        let header = trace.header();
+        if expected.ranks > 0 {
+            assert_eq!(header.processes.len(), expected.ranks, "{label}: ranks");
+        }
+        assert_eq!(
+            header.processes.len() + header.locations.len(),
+            expected.locations,
+            "{label}: every location is a rank's main thread or listed"
+        );
+        // A trace with no MPI call has no MPI anomaly.
+        if expected.calls.is_empty() {
+            assert_eq!(
+                trace.summary().anomaly_count("missing MPI_Finalize"),
+                0,
+                "{label}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_real_archives_numbers_match_their_readme() {
+    let Some(dir) = traces_dir() else { return };
+    let (_tmp, db) = temp_db();
+    // (archive folder, messages, bytes, MPI ranks) as the traces' README gives them.
+    let known: [(&str, u64, u64, usize); 6] = [
+        ("ping-pong", 16, 2 * 4_177_920, 2),
+        ("ping-pong-papi", 16, 8_355_840, 2),
+        ("casita/4_mpi_ls_barr", 3, 12, 4),
+        ("casita/2_jacobi_blame_cpu_015", 2_000, 32_752_000, 2),
+        ("casita/2_cuda_simple", 20, 327_520, 2),
+        ("casita/1_xeonphi_jacobi_01", 0, 0, 1),
+    ];
+    for (folder, messages, bytes, ranks) in known {
+        let info = db
+            .import(dir.join(folder), Some(folder))
+            .unwrap_or_else(|e| panic!("{folder}: {e}"));
+        assert_eq!(info.summary.messages, messages, "{folder}");
+        assert_eq!(info.summary.message_bytes, bytes, "{folder}");
+        assert_eq!(info.processes, ranks, "{folder}");
+        assert!(
+            info.summary.anomalies.is_empty(),
+            "{folder}: {:?}",
+            info.summary.anomalies
+        );
+    }
+    // The accelerator streams and OpenMP threads of the CUDA run are listed by kind.
+    let trace = db.trace("casita/2_cuda_simple").unwrap();
+    let kinds: Vec<(String, mtfdb::model::LocationKind, Option<u32>)> = trace
+        .header()
+        .locations
+        .iter()
+        .map(|l| (l.name.clone(), l.kind, l.rank))
+        .collect();
+    use mtfdb::model::LocationKind::{Accelerator, CpuThread};
+    assert_eq!(
+        kinds,
+        vec![
+            ("OMP thread 1".to_string(), CpuThread, Some(0)),
+            ("CUDA[0:7]".to_string(), Accelerator, Some(0)),
+            ("OMP thread 1".to_string(), CpuThread, Some(1)),
+            ("CUDA[0:7]".to_string(), Accelerator, Some(1)),
+        ]
+    );
+    // Only MPI's communicators: world, and MPI_COMM_SELF as one per rank; the CUDA and
+    // OpenMP "communicators" are not MPI's.
+    let comms: Vec<(String, Vec<u32>)> = trace
+        .header()
+        .communicators
+        .iter()
+        .map(|c| (c.name.clone(), c.members.clone()))
+        .collect();
+    assert_eq!(
+        comms,
+        vec![
+            ("MPI_COMM_WORLD".to_string(), vec![0, 1]),
+            ("comm 5 of rank 0".to_string(), vec![0]),
+            ("comm 5 of rank 1".to_string(), vec![1]),
+        ]
+    );
+}
