@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{gxl, mtf_text, otf1, otf2, paraver};
+use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -33,6 +33,8 @@ pub enum SourceFormat {
     Paraver,
     /// A GXL graph of MTF entities, as `mtfdb export --format gxl` writes it.
     Gxl,
+    /// An SST DUMPI trace: its `.meta` file or its folder.
+    Dumpi,
 }
 
 impl SourceFormat {
@@ -44,6 +46,7 @@ impl SourceFormat {
             SourceFormat::Otf1 => "otf1",
             SourceFormat::Paraver => "paraver",
             SourceFormat::Gxl => "gxl",
+            SourceFormat::Dumpi => "dumpi",
         }
     }
 
@@ -64,8 +67,9 @@ impl SourceFormat {
             "otf1" | "otf" => Ok(SourceFormat::Otf1),
             "paraver" | "prv" => Ok(SourceFormat::Paraver),
             "gxl" => Ok(SourceFormat::Gxl),
+            "dumpi" => Ok(SourceFormat::Dumpi),
             other => Err(Error::Unsupported(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs), dumpi (SST DUMPI traces)"
             ))),
         }
     }
@@ -74,6 +78,9 @@ impl SourceFormat {
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         require_exists(path)?;
         if path.is_dir() {
+            if dumpi::find_meta(path).is_ok() {
+                return Ok(SourceFormat::Dumpi);
+            }
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
                 Err(_) if otf1::find_master(path).is_ok() => Ok(SourceFormat::Otf1),
@@ -88,6 +95,9 @@ impl SourceFormat {
         }
         if paraver::looks_like_prv(path) {
             return Ok(SourceFormat::Paraver);
+        }
+        if dumpi::looks_like_meta(path) || dumpi::looks_like_rank_file(path) {
+            return Ok(SourceFormat::Dumpi);
         }
         let mut head = [0u8; 4096];
         let n = {
@@ -111,8 +121,8 @@ impl SourceFormat {
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
                  an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
                  NAME.otf master file or folder, a Paraver trace by its .prv starting with \
-                 #Paraver, a GXL graph is XML with a <gxl> root); use --format to force one \
-                 (mtf, otf2, otf1, paraver, gxl)",
+                 #Paraver, a GXL graph is XML with a <gxl> root, a DUMPI trace by its .meta file \
+                 or folder); use --format to force one (mtf, otf2, otf1, paraver, gxl, dumpi)",
                 path.display()
             ))),
         }
@@ -217,6 +227,7 @@ impl Database {
                 SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
                 SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
                 SourceFormat::Gxl => gxl::parse_file(path, sink),
+                SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
             },
         )?;
         Ok(info_of(&meta))
@@ -312,7 +323,8 @@ fn require_exists(path: &Path) -> Result<()> {
 }
 
 /// The name a trace gets without `--name`: the file's stem; for an OTF2 archive given by its
-/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name.
+/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name; for a
+/// DUMPI trace, its `.meta` file's stem.
 fn default_trace_name(path: &Path, format: SourceFormat) -> String {
     let stem = |p: &Path| {
         p.file_stem()
@@ -337,6 +349,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             })
             .and_then(folder_name)
             .or_else(|| stem(path)),
+        SourceFormat::Dumpi => dumpi::find_meta(path).ok().and_then(|m| stem(&m)),
         _ => stem(path),
     };
     name.unwrap_or_else(|| "trace".to_string())

@@ -21,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub(crate) mod anomaly_fields;
+pub mod dumpi;
 pub mod gxl;
 pub mod matcher;
 pub mod mtf_text;

@@ -97,14 +97,15 @@ enum Command {
     },
     /// Import a trace into the database: an MTF text file, an OTF2 archive (its anchor
     /// file, such as traces.otf2, or its folder), an OTF v1 trace (its NAME.otf master
-    /// file or its folder), a Paraver trace (its .prv), or a GXL graph.
+    /// file or its folder), a Paraver trace (its .prv), a GXL graph, or a DUMPI trace (its .meta
+    /// file or folder).
     Import {
         /// The trace file (or OTF2 archive or OTF v1 trace folder)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl)
+        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl, dumpi)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
