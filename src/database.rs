@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{mtf_text, otf1, otf2};
+use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -29,6 +29,12 @@ pub enum SourceFormat {
     Otf2,
     /// An OTF v1 trace (VampirTrace): its master file `NAME.otf` or its folder.
     Otf1,
+    /// A Paraver trace (Extrae, Dimemas): its `.prv`, with the `.pcf` and `.row` beside it.
+    Paraver,
+    /// A GXL graph of MTF entities, as `mtfdb export --format gxl` writes it.
+    Gxl,
+    /// An SST DUMPI trace: its `.meta` file or its folder.
+    Dumpi,
 }
 
 impl SourceFormat {
@@ -38,6 +44,9 @@ impl SourceFormat {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
             SourceFormat::Otf1 => "otf1",
+            SourceFormat::Paraver => "paraver",
+            SourceFormat::Gxl => "gxl",
+            SourceFormat::Dumpi => "dumpi",
         }
     }
 
@@ -56,8 +65,11 @@ impl SourceFormat {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
             "otf1" | "otf" => Ok(SourceFormat::Otf1),
-            other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces)"
+            "paraver" | "prv" => Ok(SourceFormat::Paraver),
+            "gxl" => Ok(SourceFormat::Gxl),
+            "dumpi" => Ok(SourceFormat::Dumpi),
+            other => Err(Error::Unsupported(format!(
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs), dumpi (SST DUMPI traces)"
             ))),
         }
     }
@@ -66,6 +78,9 @@ impl SourceFormat {
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         require_exists(path)?;
         if path.is_dir() {
+            if dumpi::find_meta(path).is_ok() {
+                return Ok(SourceFormat::Dumpi);
+            }
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
                 Err(_) if otf1::find_master(path).is_ok() => Ok(SourceFormat::Otf1),
@@ -78,6 +93,12 @@ impl SourceFormat {
         if otf1::looks_like_master(path) {
             return Ok(SourceFormat::Otf1);
         }
+        if paraver::looks_like_prv(path) {
+            return Ok(SourceFormat::Paraver);
+        }
+        if dumpi::looks_like_meta(path) || dumpi::looks_like_rank_file(path) {
+            return Ok(SourceFormat::Dumpi);
+        }
         let mut head = [0u8; 4096];
         let n = {
             use std::io::Read;
@@ -85,16 +106,23 @@ impl SourceFormat {
             f.read(&mut head).map_err(|e| Error::io(path, e))?
         };
         let text = String::from_utf8_lossy(&head[..n]);
+        // A UTF-8 byte order mark, as some editors write, before the first line.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let first = text
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'));
+        if gxl::looks_like_gxl(&head[..n]) {
+            return Ok(SourceFormat::Gxl);
+        }
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
-            _ => Err(Error::Usage(format!(
+            _ => Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
                  an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
-                 NAME.otf master file or folder); use --format to force one",
+                 NAME.otf master file or folder, a Paraver trace by its .prv starting with \
+                 #Paraver, a GXL graph is XML with a <gxl> root, a DUMPI trace by its .meta file \
+                 or folder); use --format to force one (mtf, otf2, otf1, paraver, gxl, dumpi)",
                 path.display()
             ))),
         }
@@ -129,11 +157,20 @@ pub struct Database {
 }
 
 impl Database {
-    /// Opens the database at `path`, creating it if absent. Refuses a database of another
-    /// storage format version, and removes what interrupted imports left behind.
+    /// Opens the database at `path`, creating it if absent (in an existing folder; never in a
+    /// folder that holds other files). Refuses a database of another storage format version,
+    /// and removes what interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database {
             store: Store::open(path)?,
+        })
+    }
+
+    /// Opens the database at `path`, which must exist: nothing is created (for commands that
+    /// only read, so that a mistyped path is an error, not a new empty database).
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database {
+            store: Store::open_with(path, false)?,
         })
     }
 
@@ -188,6 +225,9 @@ impl Database {
                 SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
                 SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
                 SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
+                SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
+                SourceFormat::Gxl => gxl::parse_file(path, sink),
+                SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
             },
         )?;
         Ok(info_of(&meta))
@@ -283,7 +323,8 @@ fn require_exists(path: &Path) -> Result<()> {
 }
 
 /// The name a trace gets without `--name`: the file's stem; for an OTF2 archive given by its
-/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name.
+/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name; for a
+/// DUMPI trace, its `.meta` file's stem.
 fn default_trace_name(path: &Path, format: SourceFormat) -> String {
     let stem = |p: &Path| {
         p.file_stem()
@@ -308,6 +349,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             })
             .and_then(folder_name)
             .or_else(|| stem(path)),
+        SourceFormat::Dumpi => dumpi::find_meta(path).ok().and_then(|m| stem(&m)),
         _ => stem(path),
     };
     name.unwrap_or_else(|| "trace".to_string())
@@ -331,6 +373,18 @@ pub struct Trace {
 impl Trace {
     fn meta(&self) -> &TraceMeta {
         self.reader.meta()
+    }
+
+    /// Makes every later read of this trace (and the analyses over it) stop with
+    /// [`Error::Cancelled`] once `flag` is set; Ctrl-C sets it in the shell and the CLI.
+    pub fn set_cancel(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.reader.set_cancel(flag);
+    }
+
+    /// [`Error::Cancelled`] when the flag given to [`Trace::set_cancel`] is set: long
+    /// computations call it between steps.
+    pub fn check_cancel(&self) -> Result<()> {
+        self.reader.check_cancel()
     }
 
     /// The trace's name.
@@ -706,6 +760,29 @@ impl Trace {
     /// Every anomaly recorded at import.
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         self.reader.anomalies()
+    }
+
+    /// The number of anomaly chunks: read a trace with many anomalies chunk by chunk.
+    pub fn anomaly_chunk_count(&self) -> u32 {
+        self.meta().anomaly_chunks
+    }
+
+    /// The anomalies of one chunk, in the order the import recorded them.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        self.reader.anomaly_chunk(chunk)
+    }
+
+    /// The number of routine-call chunks.
+    pub fn routine_chunk_count(&self) -> u32 {
+        self.meta().routine_chunks
+    }
+
+    /// The routine calls of one chunk, in the order they ended (calls of different locations
+    /// interleave).
+    pub fn routine_chunk(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
+        Ok(tables::read_routines(
+            &self.reader.chunk(Table::Routines, chunk)?,
+        ))
     }
 }
 

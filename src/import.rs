@@ -11,17 +11,20 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
 
+mod tally;
+
+pub(crate) use tally::Tally;
+
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
-    flags, Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
-    RoutineEvent, StrId, Time, TraceHeader,
+    Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
+    RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_index_bitmap, IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Table, TraceMeta,
-    TraceSummary, TraceWriter,
+    encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
@@ -245,8 +248,22 @@ struct Location {
     thread: u32,
     rows: u64,
     open: Option<OpenChunk>,
+    /// The location's chunks so far: (index of the first row, chunk number), ascending.
+    chunks: Vec<(u64, u32)>,
     stack: Vec<(StrId, Time)>,
     last_time: Time,
+}
+
+impl Location {
+    /// The id of the location's `index`-th operation, if it has one.
+    fn op_id(&self, index: u64) -> Option<OpId> {
+        if index >= self.rows {
+            return None;
+        }
+        let i = self.chunks.partition_point(|&(first, _)| first <= index);
+        let (first, chunk) = *self.chunks.get(i.checked_sub(1)?)?;
+        Some(u64::from(row_id(chunk, (index - first) as usize)))
+    }
 }
 
 /// The index of `(rank, thread)` among `locations[rank]`, creating the location if new.
@@ -262,6 +279,7 @@ fn locate(locations: &mut [Vec<Location>], rank: Rank, thread: u32) -> Result<us
                 thread,
                 rows: 0,
                 open: None,
+                chunks: Vec::new(),
                 stack: Vec::new(),
                 last_time: 0,
             });
@@ -317,12 +335,10 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
-    /// Sums already reported as overflowing (reported once each).
-    overflowed: std::collections::HashSet<(Option<Rank>, String)>,
-    /// Per process traffic, by rank.
-    traffic: Vec<RankTraffic>,
-    /// Messages and bytes per (sender, receiver).
-    pairs: HashMap<(Rank, Rank), (u64, u64)>,
+    /// Traffic per process and per pair, and the anomalies counting finds.
+    tally: Tally,
+    /// Anomalies the tally just found, on their way to the record.
+    found: Vec<Anomaly>,
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
@@ -336,17 +352,14 @@ impl Derived {
         }
     }
 
-    /// Reports, once per sum, that a byte count passed 2^64 - 1 (it stays saturated there).
-    fn overflow(&mut self, rank: Option<Rank>, what: &str) -> Result<()> {
-        if !self.overflowed.insert((rank, what.to_string())) {
-            return Ok(());
+    /// Records what the tally found.
+    fn record_found(&mut self) -> Result<()> {
+        let mut found = std::mem::take(&mut self.found);
+        for a in found.drain(..) {
+            self.record_anomaly(a)?;
         }
-        self.record_anomaly(Anomaly::ValueOverflow {
-            rank,
-            what: format!(
-                "the sum of {what} passed 2^64 - 1 bytes; it is kept at 18446744073709551615 (saturated)"
-            ),
-        })
+        self.found = found;
+        Ok(())
     }
 
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
@@ -373,24 +386,8 @@ impl Derived {
 
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
-            t.messages_sent += 1;
-            if add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
-                self.overflow(Some(m.sender), "bytes sent by the rank")?;
-            }
-        }
-        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
-            t.messages_received += 1;
-            if add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
-                self.overflow(Some(m.receiver), "bytes received by the rank")?;
-            }
-        }
-        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
-        pair.0 += 1;
-        if add_bytes(&mut pair.1, m.bytes) {
-            let what = format!("bytes from rank {} to rank {}", m.sender, m.receiver);
-            self.overflow(None, &what)?;
-        }
+        self.tally.message(m, &mut self.found);
+        self.record_found()?;
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -458,9 +455,8 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::default(),
-                overflowed: std::collections::HashSet::new(),
-                traffic: Vec::new(),
-                pairs: HashMap::default(),
+                tally: Tally::default(),
+                found: Vec::new(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
             },
@@ -562,25 +558,8 @@ impl Importer {
         ] {
             table.flush_if(true, &d.jobs)?;
         }
-        let mut pairs: Vec<PairTraffic> = d
-            .pairs
-            .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
-                sender,
-                receiver,
-                messages,
-                bytes,
-            })
-            .collect();
-        pairs.sort_by_key(|p| (p.sender, p.receiver));
-        let mut message_bytes = 0u64;
-        let mut over = false;
-        for p in &pairs {
-            over |= add_bytes(&mut message_bytes, p.bytes);
-        }
-        if over {
-            d.overflow(None, "all message bytes")?;
-        }
+        let (pairs, message_bytes) = d.tally.finish(&mut d.found);
+        d.record_found()?;
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
         let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
@@ -595,7 +574,7 @@ impl Importer {
         meta.op_chunks = self.op_chunks;
         meta.message_chunks = d.messages.next_chunk;
         meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
-        meta.traffic = std::mem::take(&mut d.traffic);
+        meta.traffic = std::mem::take(&mut d.tally.traffic);
         meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
@@ -627,7 +606,7 @@ impl EventSink for Importer {
     fn header(&mut self, header: &TraceHeader) -> Result<()> {
         self.meta.header = header.clone();
         self.locations = (0..header.processes.len()).map(|_| Vec::new()).collect();
-        self.derived.traffic = vec![RankTraffic::default(); header.processes.len()];
+        self.derived.tally = Tally::new(header.processes.len());
         self.matcher = Some(Matcher::new(header));
         Ok(())
     }
@@ -644,16 +623,6 @@ impl EventSink for Importer {
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
-        if op.kind.is_collective() {
-            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
-                let over = add_bytes(&mut t.coll_send_bytes, op.send_bytes)
-                    | add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
-                if over {
-                    self.derived
-                        .overflow(Some(op.rank), "collective bytes of the rank")?;
-                }
-            }
-        }
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
         let processes = self.locations.len();
@@ -678,6 +647,7 @@ impl EventSink for Importer {
                 last_start: op.start,
                 max_end: op.end,
             });
+            loc.chunks.push((loc.rows, *next_chunk));
             *next_chunk += 1;
         }
         let open = loc.open.as_mut().expect("just opened");
@@ -689,15 +659,10 @@ impl EventSink for Importer {
         let full = open.cols.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
-        if op.flags & flags::WITHOUT_RECORDS != 0 {
-            if let OpKind::Other(name) = op.kind {
-                self.derived.record_anomaly(Anomaly::CallWithoutRecords {
-                    op: id,
-                    rank: op.rank,
-                    name,
-                })?;
-            }
-        }
+        self.derived
+            .tally
+            .operation(id, op, &mut self.derived.found);
+        self.derived.record_found()?;
         if let Some(m) = self.matcher.as_mut() {
             m.operation(id, op, &mut self.derived)?;
         }
@@ -735,6 +700,36 @@ impl EventSink for Importer {
         Ok(())
     }
 
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        self.derived.record_anomaly(anomaly.clone())
+    }
+
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        let mut positions = at.iter();
+        let resolved = anomaly.map_ops(|_| {
+            let p = positions.next().ok_or_else(|| {
+                Error::Usage(format!(
+                    "an anomaly ({}) names more operations than positions were given",
+                    anomaly.kind_name()
+                ))
+            })?;
+            self.locations
+                .get(p.rank as usize)
+                .and_then(|threads| threads.iter().find(|l| l.thread == p.thread))
+                .and_then(|l| l.op_id(p.index))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "an anomaly ({}) names operation {} of rank {} thread {}, which the source did not deliver",
+                        anomaly.kind_name(),
+                        p.index,
+                        p.rank,
+                        p.thread
+                    ))
+                })
+        })?;
+        self.derived.record_anomaly(resolved)
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.meta.header.locations = locations.to_vec();
         Ok(())
@@ -742,21 +737,6 @@ impl EventSink for Importer {
 
     fn finish(&mut self) -> Result<()> {
         Ok(())
-    }
-}
-
-/// Adds `x` to a byte count; on overflow the count stays at `u64::MAX` and `true` says so
-/// (no sum wraps silently).
-fn add_bytes(total: &mut u64, x: u64) -> bool {
-    match total.checked_add(x) {
-        Some(v) => {
-            *total = v;
-            false
-        }
-        None => {
-            *total = u64::MAX;
-            true
-        }
     }
 }
 
@@ -775,6 +755,7 @@ enum Entry {
     Operation(usize),
     Routine(RoutineEvent),
     Anomaly(Anomaly),
+    AnomalyAt(Anomaly, Vec<OpPosition>),
     Locations(Vec<crate::model::Location>),
 }
 
@@ -805,14 +786,12 @@ fn abandoned(e: Error) -> Error {
 }
 
 /// Marks a stage that stopped only because another stage failed; the other's error wins.
-const PIPELINE_STOPPED: &str = "import pipeline stopped";
-
 fn pipeline_stopped() -> Error {
-    Error::Storage(PIPELINE_STOPPED.into())
+    Error::PipelineStopped
 }
 
 fn is_pipeline_stopped(e: &Error) -> bool {
-    matches!(e, Error::Storage(m) if m == PIPELINE_STOPPED)
+    matches!(e, Error::PipelineStopped)
 }
 
 /// The [`EventSink`] a source writes into during an import. It batches what it receives and
@@ -874,6 +853,10 @@ impl EventSink for ImportSink {
         self.push(Entry::Anomaly(anomaly.clone()))
     }
 
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        self.push(Entry::AnomalyAt(anomaly.clone(), at.to_vec()))
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.push(Entry::Locations(locations.to_vec()))
     }
@@ -896,7 +879,8 @@ fn import_batches(
                 Entry::String(id, text) => importer.string(*id, text)?,
                 Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
                 Entry::Routine(ev) => importer.routine(ev)?,
-                Entry::Anomaly(a) => importer.derived.record_anomaly(a.clone())?,
+                Entry::Anomaly(a) => importer.anomaly(a)?,
+                Entry::AnomalyAt(a, at) => importer.anomaly_at(a, at)?,
                 Entry::Locations(l) => importer.locations(l)?,
             }
         }

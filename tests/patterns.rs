@@ -261,7 +261,7 @@ fn three_program_phases_are_cut_at_their_boundaries_and_named_by_their_routines(
 
 fn int(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i) => i64::try_from(*i).expect("a test value fits 64 bits"),
         other => panic!("not an integer: {other:?}"),
     }
 }

@@ -268,9 +268,10 @@ fn a_database_of_another_format_version_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "database {}: was written with storage format version 999, but this mtfdb reads version 4; \
+            "database {}: was written with storage format version 999, but this mtfdb reads version {}; \
              re-import its traces with a matching mtfdb",
-            path.display()
+            path.display(),
+            mtfdb::store::FORMAT_VERSION
         )
     );
 }

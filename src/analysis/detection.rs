@@ -265,9 +265,14 @@ pub fn detect_patterns(trace: &Trace, params: &PatternParams) -> Result<PatternR
         use rayon::prelude::*;
         events
             .par_iter()
-            .map(|e| process_patterns(e, params))
-            .collect()
+            .map(|e| {
+                // Between processes, so that Ctrl-C stops a long detection.
+                trace.check_cancel()?;
+                Ok(process_patterns(e, params))
+            })
+            .collect::<Result<_>>()?
     };
+    trace.check_cancel()?;
     let messages = trace.message_ops()?;
     let collectives = trace.collective_instances()?;
     let comm = comm_patterns::assemble(&events, &per_process, &messages, &collectives);
@@ -340,6 +345,23 @@ fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
 /// The stored patterns for `params`, computed (and stored) when absent or when `refresh`.
 pub fn patterns(trace: &Trace, params: &PatternParams, refresh: bool) -> Result<PatternResult> {
     trace.stored_result(&params.key(), refresh, || detect_patterns(trace, params))
+}
+
+/// Recomputes the default patterns and phases and then replaces every stored analysis result
+/// of the trace with them (`REFRESH PATTERNS`): an error or a cancellation while computing
+/// leaves the stored results as they were.
+pub fn refresh(trace: &Trace, params: &PatternParams) -> Result<(PatternResult, PhaseResult)> {
+    let phase_params = PhaseParams {
+        patterns: *params,
+        ..PhaseParams::default()
+    };
+    let found = detect_patterns(trace, params)?;
+    let phases = detect_phases(trace, &found, &phase_params)?;
+    trace.check_cancel()?;
+    trace.drop_results("")?;
+    let found = trace.stored_result(&params.key(), true, || Ok(found))?;
+    let phases = trace.stored_result(&phase_params.key(), true, || Ok(phases))?;
+    Ok((found, phases))
 }
 
 /// How phases are cut.
@@ -755,11 +777,15 @@ pub fn match_template(
     use crate::query::ast::TemplateEvent;
     let ranks = trace.header().processes.len() as Rank;
     if let Some(p) = template.iter().find(|p| p.rank >= ranks) {
-        return Err(crate::Error::Usage(format!(
-            "the template names P{}, but the trace has ranks 0-{}",
-            p.rank,
-            ranks.saturating_sub(1)
-        )));
+        return Err(crate::Error::unknown(
+            crate::NameKind::Process,
+            p.rank.to_string(),
+            format!(
+                "the template names P{}, but the trace has ranks 0-{}",
+                p.rank,
+                ranks.saturating_sub(1)
+            ),
+        ));
     }
     let (mut alphabet, events) = process_events::extract(trace, false, false)?;
     let mut per_process: Vec<Vec<ProcessPatternOccurrences>> = vec![Vec::new(); events.len()];
@@ -777,10 +803,12 @@ pub fn match_template(
                 })
             })
             .collect();
+        trace.check_cancel()?;
         let e = &events[p.rank as usize];
+        // More edits than the template has events accept whatever they accept: the same.
         let params = super::patterns::matching::MatchParams {
             q: 2,
-            k: errors as usize,
+            k: (errors as usize).min(symbols.len()),
         };
         let found = super::patterns::matching::find_matches(&symbols, &e.symbols, &params);
         let mut occurrences = Vec::with_capacity(found.len());

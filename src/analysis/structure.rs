@@ -19,10 +19,12 @@ pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
     let nests = streams
         .iter()
         .map(|(rank, symbols)| {
+            // Between processes, so that Ctrl-C stops a long analysis.
+            trace.check_cancel()?;
             let nest = loops::nlr_nested(symbols, loops::DEFAULT_MAX_BODY, nesting.clone());
-            (*rank, nest)
+            Ok((*rank, nest))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok((alphabet, nests))
 }
 

@@ -20,7 +20,7 @@ use super::result::{ResultSet, Value};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
 use crate::analysis::structure;
-use crate::error::{Error, Result};
+use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::store::tables::row_id;
@@ -28,9 +28,13 @@ use crate::store::{IndexDim, StoredView};
 use crate::{Database, Trace};
 
 fn no_pattern(n: u32, count: usize) -> Error {
-    usage(format!(
-        "no communication pattern {n}: the trace has {count} (SELECT COMMUNICATION PATTERNS lists them)"
-    ))
+    Error::unknown(
+        NameKind::Pattern,
+        n.to_string(),
+        format!(
+            "no communication pattern {n}: the trace has {count} (SELECT COMMUNICATION PATTERNS lists them)"
+        ),
+    )
 }
 
 /// `rank` if the trace has it, else why not: checked before any analysis runs.
@@ -39,10 +43,14 @@ fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
     if rank < ranks {
         Ok(rank)
     } else {
-        Err(usage(format!(
-            "no process {rank}: the trace has ranks 0-{}",
-            ranks.saturating_sub(1)
-        )))
+        Err(Error::unknown(
+            NameKind::Process,
+            rank.to_string(),
+            format!(
+                "no process {rank}: the trace has ranks 0-{}",
+                ranks.saturating_sub(1)
+            ),
+        ))
     }
 }
 
@@ -51,10 +59,14 @@ fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringBitmap, RoaringBitmap)> {
     let found = detection::phases(trace, &PhaseParams::default(), false)?;
     match found.phase(n) {
         Some(p) => Ok((p.message_ids(), p.op_ids())),
-        None => Err(usage(format!(
-            "no phase {n}: the trace has {} (SELECT PHASES lists them)",
-            found.phases.len()
-        ))),
+        None => Err(Error::unknown(
+            NameKind::Phase,
+            n.to_string(),
+            format!(
+                "no phase {n}: the trace has {} (SELECT PHASES lists them)",
+                found.phases.len()
+            ),
+        )),
     }
 }
 
@@ -171,12 +183,16 @@ impl<'a> Engine<'a> {
                 .iter()
                 .map(|k| format!("{} (id {})", k.name, k.id))
                 .collect();
-            usage(format!(
-                "no communicator {} in trace {:?}; it has: {}",
+            Error::unknown(
+                NameKind::Communicator,
                 describe_comm(c),
-                self.trace.name(),
-                names.join(", ")
-            ))
+                format!(
+                    "no communicator {} in trace {:?}; it has: {}",
+                    describe_comm(c),
+                    self.trace.name(),
+                    names.join(", ")
+                ),
+            )
         })
     }
 
@@ -191,12 +207,36 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The world ranks a selector names, sorted and distinct.
+    /// The world ranks a selector names, sorted and distinct. A rank the trace does not have
+    /// is refused before any list is built, so that a selector never costs more than the
+    /// trace's own ranks.
     pub fn ranks(&self, s: &ProcessSelector) -> Result<Vec<Rank>> {
         let n = self.trace.header().processes.len() as Rank;
+        let no_such = |bad: Rank| {
+            Error::unknown(
+                NameKind::Process,
+                bad.to_string(),
+                format!(
+                    "process {bad} is not in trace {:?}, whose ranks are 0-{}",
+                    self.trace.name(),
+                    n.saturating_sub(1)
+                ),
+            )
+        };
         let mut out: Vec<Rank> = match s {
             ProcessSelector::Process(r) => vec![*r],
-            ProcessSelector::List(ranges) => ranges.iter().flat_map(|r| r.first..=r.last).collect(),
+            ProcessSelector::List(ranges) => {
+                if let Some(bad) = ranges.iter().map(|r| r.first.max(r.last)).find(|r| *r >= n) {
+                    let first_bad = ranges
+                        .iter()
+                        .filter(|r| r.first.max(r.last) >= n)
+                        .map(|r| r.first.max(n))
+                        .min()
+                        .unwrap_or(bad);
+                    return Err(no_such(first_bad));
+                }
+                ranges.iter().flat_map(|r| r.first..=r.last).collect()
+            }
             ProcessSelector::All => (0..n).collect(),
             ProcessSelector::InComm(c) => {
                 let id = self.comm(c)?;
@@ -210,11 +250,7 @@ impl<'a> Engine<'a> {
         out.sort_unstable();
         out.dedup();
         if let Some(bad) = out.iter().find(|r| **r >= n) {
-            return Err(usage(format!(
-                "process {bad} is not in trace {:?}, whose ranks are 0-{}",
-                self.trace.name(),
-                n.saturating_sub(1)
-            )));
+            return Err(no_such(*bad));
         }
         Ok(out)
     }
@@ -500,15 +536,19 @@ impl<'a> Engine<'a> {
                 .into_iter()
                 .map(|(n, _)| n)
                 .collect();
-            usage(format!(
-                "no view named {name:?} in trace {:?}{}",
-                self.trace.name(),
-                if names.is_empty() {
-                    " (it has none)".to_string()
-                } else {
-                    format!(" (it has: {})", names.join(", "))
-                }
-            ))
+            Error::unknown(
+                NameKind::View,
+                name,
+                format!(
+                    "no view named {name:?} in trace {:?}{}",
+                    self.trace.name(),
+                    if names.is_empty() {
+                        " (it has none)".to_string()
+                    } else {
+                        format!(" (it has: {})", names.join(", "))
+                    }
+                ),
+            )
         })
     }
 
@@ -519,6 +559,9 @@ impl<'a> Engine<'a> {
             Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
             _ => None,
         };
+        if let Some(p) = &sel.filter.predicate {
+            check_nesting(p)?;
+        }
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
         // Rows are read chunk by chunk (a roaring container is a chunk), checking for Ctrl-C.
         let mut read: Vec<Row> = Vec::new();
@@ -577,26 +620,23 @@ impl<'a> Engine<'a> {
     /// Communicator names in a predicate, resolved once.
     fn predicate_comms(&self, p: Option<&Expr>) -> Result<BTreeMap<String, CommId>> {
         let mut out = BTreeMap::new();
-        fn walk(e: &Expr, out: &mut Vec<CommRef>) {
+        let mut stack: Vec<&Expr> = p.into_iter().collect();
+        while let Some(e) = stack.pop() {
             match e {
                 Expr::Compare(Comparison {
                     value: super::ast::Value::Comm(c),
                     ..
-                }) => out.push(c.clone()),
-                Expr::Compare(_) => {}
-                Expr::And(a, b) | Expr::Or(a, b) => {
-                    walk(a, out);
-                    walk(b, out);
+                }) => {
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        out.entry(describe_comm(c))
+                    {
+                        slot.insert(self.comm(c)?);
+                    }
                 }
-                Expr::Not(a) => walk(a, out),
+                Expr::Compare(_) => {}
+                Expr::And(items) | Expr::Or(items) => stack.extend(items),
+                Expr::Not(a) => stack.push(a),
             }
-        }
-        let mut refs = Vec::new();
-        if let Some(p) = p {
-            walk(p, &mut refs);
-        }
-        for c in refs {
-            out.insert(describe_comm(&c), self.comm(&c)?);
         }
         Ok(out)
     }
@@ -706,7 +746,7 @@ impl<'a> Engine<'a> {
             } => {
                 let mut selected = self.select_ids(selection)?;
                 let rows = self.rows(selection, &mut selected)?;
-                (self.aggregate(&rows, aggregates, group_by), selected.plan)
+                (self.aggregate(&rows, aggregates, group_by)?, selected.plan)
             }
             SelectBody::Statistic {
                 statistic,
@@ -726,7 +766,7 @@ impl<'a> Engine<'a> {
             }
             return Ok(r);
         }
-        order_and_limit(result, s)
+        order_and_limit(result, s, self.cancel)
     }
 
     fn aggregate(
@@ -734,7 +774,7 @@ impl<'a> Engine<'a> {
         rows: &[Row],
         aggregates: &[Aggregate],
         group_by: &[GroupKey],
-    ) -> ResultSet {
+    ) -> Result<ResultSet> {
         let mut columns: Vec<String> = group_by
             .iter()
             .map(|k| k.to_string().to_lowercase())
@@ -763,10 +803,12 @@ impl<'a> Engine<'a> {
         let mut r = ResultSet::new(columns);
         for (key, accs) in groups {
             let mut row: Vec<Value> = key.into_iter().map(GroupValue::into_value).collect();
-            row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
             r.push(row);
         }
-        r
+        Ok(r)
     }
 
     /// Whether an aggregate is a plain scan of all messages that column reads can answer.
@@ -814,11 +856,19 @@ impl<'a> Engine<'a> {
         let scan_chunk = |chunk: u32| -> Result<Groups> {
             self.check_cancel()?;
             let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
-            let bytes = &cols[msg_col::BYTES].as_ref().expect("decoded")[..rows];
+            let column = |c: usize| -> Result<&[u64]> {
+                cols.get(c)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|v| v.get(..rows))
+                    .ok_or_else(|| {
+                        Error::Corrupt(format!("message chunk {chunk} lacks column {c}"))
+                    })
+            };
+            let bytes = column(msg_col::BYTES)?;
             let key_cols: Vec<&[u64]> = group_by
                 .iter()
-                .map(|k| &cols[key_col(k)].as_ref().expect("decoded")[..rows])
-                .collect();
+                .map(|k| column(key_col(k)))
+                .collect::<Result<_>>()?;
             // Keys are small integers (ranks, tags, communicator ids) in practice: index a dense
             // table by their mixed-radix code when it stays small, else hash the key.
             let radix: Vec<u64> = key_cols
@@ -891,24 +941,25 @@ impl<'a> Engine<'a> {
             .map(|k| k.to_string().to_lowercase())
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
-        let mut rows: Vec<Vec<Value>> = merged
-            .into_iter()
-            .map(|(key, accs)| {
-                let mut row: Vec<Value> = key
-                    .iter()
-                    .zip(group_by)
-                    .map(|(&v, k)| match k {
-                        GroupKey::Tag => Value::Int(crate::store::codec::unzigzag(v)),
-                        GroupKey::Comm | GroupKey::Operation => {
-                            Value::Text(self.comm_name(v as CommId))
-                        }
-                        _ => Value::Int(v as i64),
-                    })
-                    .collect();
-                row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
-                row
-            })
-            .collect();
+        let mut rows: Vec<Vec<Value>> = Vec::with_capacity(merged.len());
+        for (key, accs) in merged {
+            let mut row: Vec<Value> = key
+                .iter()
+                .zip(group_by)
+                .map(|(&v, k)| match k {
+                    GroupKey::Tag => Value::Int(i128::from(crate::store::codec::unzigzag(v))),
+                    GroupKey::Comm | GroupKey::Operation => match CommId::try_from(v) {
+                        Ok(c) => Value::Text(self.comm_name(c)),
+                        Err(_) => Value::Int(i128::from(v)),
+                    },
+                    _ => Value::Int(i128::from(v)),
+                })
+                .collect();
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
+            rows.push(row);
+        }
         // Groups come out in the order of their stored codes; order them by their values.
         rows.sort_by(|a, b| {
             a.iter()
@@ -979,7 +1030,7 @@ impl<'a> Engine<'a> {
                 } else {
                     "FAN_OUT"
                 })?;
-                let traffic = stats::process_traffic(self.trace);
+                let traffic = stats::process_traffic(self.trace)?;
                 let dir = if statistic == Statistic::FanIn {
                     stats::Direction::In
                 } else {
@@ -1045,7 +1096,7 @@ impl<'a> Engine<'a> {
                     super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
                     super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
                 };
-                let r = stats::trace_matrix(self.trace, &all, of);
+                let r = stats::trace_matrix(self.trace, &all, of)?;
                 let n = r.len();
                 (
                     r,
@@ -1095,6 +1146,15 @@ impl<'a> Engine<'a> {
                 let values: Vec<u64> = rows.iter().map(|r| measure(r, of)).collect();
                 let bins = match bins {
                     Bins::Log2 => stats::Bins::Log2,
+                    Bins::Count(n) if n > super::parser::MAX_BINS => {
+                        return Err(Error::limit(
+                            Limit::HistogramBins,
+                            format!(
+                                "a histogram has at most {} bins, BINS asks for {n}",
+                                super::parser::MAX_BINS
+                            ),
+                        ))
+                    }
                     Bins::Count(n) => stats::Bins::Linear(n),
                 };
                 (stats::size_histogram(&values, bins), selected.plan)
@@ -1124,7 +1184,26 @@ impl<'a> Engine<'a> {
 /// A syntax error as the crate's error: "at column 22: expected …" with the statement and a
 /// caret (the CLI adds its own "error: ").
 pub fn query_error(e: super::QueryError) -> Error {
-    Error::Usage(super::parser::Located(&e).to_string())
+    match e.limit {
+        Some(limit) => Error::limit(limit, super::parser::Located(&e).to_string()),
+        None => Error::Syntax(Box::new(e)),
+    }
+}
+
+/// Refuses a condition nested deeper than the language allows (a tree a library caller built
+/// can be any depth; the parser stops at the same limit).
+fn check_nesting(p: &Expr) -> Result<()> {
+    if p.depth() > super::ast::MAX_NESTING {
+        return Err(Error::limit(
+            Limit::NestingDepth,
+            format!(
+                "a condition nests at most {} levels of parentheses and NOT; this one {}",
+                super::ast::MAX_NESTING,
+                p.depth()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn describe_comm(c: &CommRef) -> String {
@@ -1171,55 +1250,61 @@ fn measure(row: &Row, m: Measure) -> u64 {
     }
 }
 
-/// A field's value on a row; `None` when the row has no such field (then a comparison fails,
-/// except `!=`, which holds).
-fn field(row: &Row, f: Field) -> Option<i64> {
+/// A field's value on a row, exactly (sizes and times are 64-bit unsigned, tags and ranks 32
+/// bits: all fit 128 bits with their sign); `None` when the row has no such field (then a
+/// comparison fails, except `!=`, which holds).
+fn field(row: &Row, f: Field) -> Option<i128> {
     match row {
         Row::Op(_, o) => match f {
-            Field::Size => Some(o.send_bytes.max(o.recv_bytes) as i64),
-            Field::Tag => o.send_tag.or(o.recv_tag).map(i64::from),
+            Field::Size => Some(i128::from(o.send_bytes.max(o.recv_bytes))),
+            Field::Tag => o.send_tag.or(o.recv_tag).map(i128::from),
             Field::Sender => {
                 if o.kind.is_send() {
-                    Some(i64::from(o.rank))
+                    Some(i128::from(o.rank))
                 } else {
-                    o.source.map(i64::from)
+                    o.source.map(i128::from)
                 }
             }
             Field::Receiver => {
                 if o.kind.is_send() {
-                    o.dest.map(i64::from)
+                    o.dest.map(i128::from)
                 } else if o.kind.is_receive() {
-                    Some(i64::from(o.rank))
+                    Some(i128::from(o.rank))
                 } else {
                     None
                 }
             }
-            Field::Duration => Some((o.end - o.start) as i64),
-            Field::Peer => o.dest.or(o.source).map(i64::from),
-            Field::Root => o.root.map(i64::from),
-            Field::Comm => o.comm.map(i64::from),
+            Field::Duration => Some(i128::from(o.end) - i128::from(o.start)),
+            Field::Peer => o.dest.or(o.source).map(i128::from),
+            Field::Root => o.root.map(i128::from),
+            Field::Comm => o.comm.map(i128::from),
         },
         Row::Msg(_, m) => match f {
-            Field::Size => Some(m.bytes as i64),
-            Field::Tag => Some(i64::from(m.tag)),
-            Field::Sender => Some(i64::from(m.sender)),
-            Field::Receiver | Field::Peer => Some(i64::from(m.receiver)),
-            Field::Duration => Some(m.recv_time.saturating_sub(m.send_time) as i64),
+            Field::Size => Some(i128::from(m.bytes)),
+            Field::Tag => Some(i128::from(m.tag)),
+            Field::Sender => Some(i128::from(m.sender)),
+            Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
+            Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
             Field::Root => None,
-            Field::Comm => Some(i64::from(m.comm)),
+            Field::Comm => Some(i128::from(m.comm)),
         },
     }
 }
 
+/// Whether `e` holds on `row`. Chains are flat lists and nesting is bounded
+/// ([`check_nesting`]), so the recursion is shallow.
 fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
     match e {
-        Expr::And(a, b) => eval(a, row, comms) && eval(b, row, comms),
-        Expr::Or(a, b) => eval(a, row, comms) || eval(b, row, comms),
+        Expr::And(items) => items.iter().all(|x| eval(x, row, comms)),
+        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms)),
         Expr::Not(a) => !eval(a, row, comms),
         Expr::Compare(c) => {
             let right = match &c.value {
-                super::ast::Value::Number(n) => *n as i64,
-                super::ast::Value::Comm(cr) => i64::from(comms[&describe_comm(cr)]),
+                super::ast::Value::Number(n) => *n,
+                super::ast::Value::Comm(cr) => match comms.get(&describe_comm(cr)) {
+                    Some(id) => i128::from(*id),
+                    None => return c.op == CmpOp::Ne,
+                },
             };
             match field(row, c.field) {
                 Some(left) => c.op.holds(left, right),
@@ -1240,7 +1325,7 @@ impl GroupValue {
     fn into_value(self) -> Value {
         match self {
             GroupValue::None => Value::Null,
-            GroupValue::Int(i) => Value::Int(i),
+            GroupValue::Int(i) => Value::Int(i128::from(i)),
             GroupValue::Text(s) => Value::Text(s),
         }
     }
@@ -1282,10 +1367,15 @@ impl Acc {
         self.max = self.max.max(v);
     }
 
-    fn value(&self, a: Aggregate) -> Value {
-        match a {
+    fn value(&self, a: Aggregate) -> Result<Value> {
+        Ok(match a {
             Aggregate::Count => self.count.into(),
-            Aggregate::Sum(_) => Value::Int(i64::try_from(self.sum).unwrap_or(i64::MAX)),
+            Aggregate::Sum(_) => Value::Int(i128::try_from(self.sum).map_err(|_| {
+                Error::limit(
+                    Limit::ValueRange,
+                    format!("{a} is {}, past 2^127 - 1", self.sum),
+                )
+            })?),
             Aggregate::Avg(_) => {
                 if self.count == 0 {
                     Value::Null
@@ -1295,11 +1385,11 @@ impl Acc {
             }
             Aggregate::Min(_) => (self.count > 0).then_some(self.min).into(),
             Aggregate::Max(_) => (self.count > 0).then_some(self.max).into(),
-        }
+        })
     }
 }
 
-fn order_and_limit(mut r: ResultSet, s: &Select) -> Result<ResultSet> {
+fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) -> Result<ResultSet> {
     if !s.order_by.is_empty() {
         let mut keys = Vec::new();
         for k in &s.order_by {
@@ -1311,29 +1401,96 @@ fn order_and_limit(mut r: ResultSet, s: &Select) -> Result<ResultSet> {
                     .filter(|i| *i < r.columns.len()),
             }
             .ok_or_else(|| {
-                usage(format!(
-                    "ORDER BY {}: the result has no such column; its columns are {}",
+                Error::unknown(
+                    NameKind::Column,
                     k.column_text(),
-                    r.columns.join(", ")
-                ))
+                    format!(
+                        "ORDER BY {}: the result has no such column; its columns are {}",
+                        k.column_text(),
+                        r.columns.join(", ")
+                    ),
+                )
             })?;
             keys.push((col, k.descending));
         }
-        r.rows.sort_by(|a, b| {
-            for &(c, desc) in &keys {
-                let o = compare_values(&a[c], &b[c]);
-                let o = if desc { o.reverse() } else { o };
-                if o != std::cmp::Ordering::Equal {
-                    return o;
+        let rows = std::mem::take(&mut r.rows);
+        r.rows = sort_rows(
+            rows,
+            |a, b| {
+                for &(c, desc) in &keys {
+                    let o = compare_values(&a[c], &b[c]);
+                    let o = if desc { o.reverse() } else { o };
+                    if o != std::cmp::Ordering::Equal {
+                        return o;
+                    }
                 }
-            }
-            std::cmp::Ordering::Equal
-        });
+                std::cmp::Ordering::Equal
+            },
+            cancel,
+        )?;
     }
     if let Some(n) = s.limit {
-        r.rows.truncate(n as usize);
+        r.rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
     }
     Ok(r)
+}
+
+/// Rows a sort orders between two looks at the cancellation flag.
+const SORT_RUN: usize = 1 << 16;
+
+/// A stable sort of `rows` by `cmp` that stops with [`Error::Cancelled`] soon after `cancel` is
+/// set: runs of [`SORT_RUN`] rows are sorted, then merged pairwise, the flag checked between
+/// runs and merges.
+fn sort_rows<T>(
+    mut rows: Vec<T>,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<T>> {
+    let check = || match cancel {
+        Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+        _ => Ok(()),
+    };
+    if rows.len() <= SORT_RUN {
+        check()?;
+        rows.sort_by(&cmp);
+        return Ok(rows);
+    }
+    let mut runs: Vec<Vec<T>> = Vec::new();
+    while !rows.is_empty() {
+        check()?;
+        let rest = rows.split_off(rows.len().min(SORT_RUN));
+        let mut run = std::mem::replace(&mut rows, rest);
+        run.sort_by(&cmp);
+        runs.push(run);
+    }
+    // Each pass merges neighbouring runs, the earlier one first on ties: the sort is stable.
+    while runs.len() > 1 {
+        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+        let mut pass = runs.into_iter();
+        while let Some(a) = pass.next() {
+            let Some(b) = pass.next() else {
+                next.push(a);
+                break;
+            };
+            let mut merged = Vec::with_capacity(a.len() + b.len());
+            let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+            loop {
+                if merged.len() % SORT_RUN == 0 {
+                    check()?;
+                }
+                let take_a = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => cmp(y, x) != std::cmp::Ordering::Less,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (None, None) => break,
+                };
+                merged.extend(if take_a { a.next() } else { b.next() });
+            }
+            next.push(merged);
+        }
+        runs = next;
+    }
+    Ok(runs.pop().unwrap_or_default())
 }
 
 fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
@@ -1341,8 +1498,8 @@ fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
         (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        (Value::Int(x), Value::Float(y)) => (*x as f64).partial_cmp(y).unwrap_or(Ordering::Equal),
-        (Value::Float(x), Value::Int(y)) => x.partial_cmp(&(*y as f64)).unwrap_or(Ordering::Equal),
+        (Value::Int(x), Value::Float(y)) => float_cmp(*x, *y),
+        (Value::Float(x), Value::Int(y)) => float_cmp(*y, *x).reverse(),
         (Value::Text(x), Value::Text(y)) => x.cmp(y),
         (Value::Null, Value::Null) => Ordering::Equal,
         (Value::Null, _) => Ordering::Less,
@@ -1350,6 +1507,13 @@ fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::Text(_), _) => Ordering::Greater,
         (_, Value::Text(_)) => Ordering::Less,
     }
+}
+
+/// An integer against a float (NaN equal to everything, as elsewhere in the ordering).
+fn float_cmp(x: i128, y: f64) -> std::cmp::Ordering {
+    (x as f64)
+        .partial_cmp(&y)
+        .unwrap_or(std::cmp::Ordering::Equal)
 }
 
 impl super::ast::OrderKey {
@@ -1396,6 +1560,15 @@ impl Session {
         self.cancel.clone()
     }
 
+    /// Makes `flag` the one that cancels this session's statements (a process-wide Ctrl-C
+    /// flag, say); the trace kept open follows it too.
+    pub fn set_cancel_flag(&mut self, flag: Arc<AtomicBool>) {
+        if let Some(t) = &mut self.open {
+            t.set_cancel(flag.clone());
+        }
+        self.cancel = flag;
+    }
+
     /// The database.
     pub fn database(&self) -> &Database {
         &self.db
@@ -1403,9 +1576,16 @@ impl Session {
 
     /// Chooses the trace later statements query.
     pub fn use_trace(&mut self, name: &str) -> Result<()> {
-        self.open = Some(self.db.trace(name)?);
+        self.open = Some(self.open_trace(name)?);
         self.current = Some(name.to_string());
         Ok(())
+    }
+
+    /// Opens trace `name`, stopped by this session's cancellation flag.
+    fn open_trace(&self, name: &str) -> Result<Trace> {
+        let mut trace = self.db.trace(name)?;
+        trace.set_cancel(self.cancel.clone());
+        Ok(trace)
     }
 
     /// Lets go of the trace kept open between statements (an import in this process can then
@@ -1417,10 +1597,11 @@ impl Session {
     /// The current trace, opened once and kept while it stays current.
     fn trace(&mut self) -> Result<&Trace> {
         let name = self.current_trace()?;
-        if self.open.as_ref().is_none_or(|t| t.name() != name) {
-            self.open = Some(self.db.trace(&name)?);
-        }
-        Ok(self.open.as_ref().expect("just opened"))
+        let open = match self.open.take() {
+            Some(t) if t.name() == name => t,
+            _ => self.open_trace(&name)?,
+        };
+        Ok(self.open.insert(open))
     }
 
     /// The trace statements query: the chosen one, else the only one.
@@ -1430,7 +1611,7 @@ impl Session {
         }
         let traces = self.db.trace_names()?;
         match traces.len() {
-            1 => Ok(traces[0].clone()),
+            1 => Ok(traces.into_iter().next().unwrap_or_default()),
             0 => Err(usage("the database holds no traces; import one first (mtfdb import FILE)")),
             _ => Err(usage(format!(
                 "the database holds several traces; choose one with --trace NAME or USE TRACE name: {}",
@@ -1456,27 +1637,7 @@ impl Session {
                 r.push(vec![name.clone().into()]);
                 r
             }
-            Statement::Show(ShowWhat::Traces) => {
-                let mut r = ResultSet::new([
-                    "name",
-                    "processes",
-                    "operations",
-                    "messages",
-                    "format",
-                    "source",
-                ]);
-                for t in self.db.traces()? {
-                    r.push(vec![
-                        t.name.into(),
-                        (t.processes as u64).into(),
-                        t.summary.operations.into(),
-                        t.summary.messages.into(),
-                        t.format.into(),
-                        t.source.into(),
-                    ]);
-                }
-                r
-            }
+            Statement::Show(ShowWhat::Traces) => self.show_traces()?,
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
                 let trace = self.trace()?;
@@ -1487,8 +1648,20 @@ impl Session {
                 Engine::with_cancel(trace, &cancel).select(s, true)?
             }
             Statement::CreateView { name, selection } => {
-                let trace = self.db.trace(&self.current_trace()?)?;
-                let view = Engine::new(&trace).view_ids(selection)?;
+                let chars = name.chars().count();
+                if chars > super::parser::MAX_NAME_CHARS {
+                    return Err(Error::limit(
+                        Limit::NameLength,
+                        format!(
+                            "a view name has at most {} characters, this one {chars}",
+                            super::parser::MAX_NAME_CHARS
+                        ),
+                    ));
+                }
+                let trace = self.open_trace(&self.current_trace()?)?;
+                let view = Engine::with_cancel(&trace, &cancel).view_ids(selection)?;
+                // A Ctrl-C during the selection leaves the views as they were.
+                trace.check_cancel()?;
                 trace.put_view(name, &view)?;
                 let mut r = ResultSet::new(["view", "rows"]);
                 r.push(vec![name.clone().into(), view.ids.len().into()]);
@@ -1498,10 +1671,11 @@ impl Session {
             Statement::DropView(name) => {
                 let trace = self.db.trace(&self.current_trace()?)?;
                 if !trace.drop_view(name)? {
-                    return Err(usage(format!(
-                        "no view named {name:?} in trace {:?}",
-                        trace.name()
-                    )));
+                    return Err(Error::unknown(
+                        NameKind::View,
+                        name,
+                        format!("no view named {name:?} in trace {:?}", trace.name()),
+                    ));
                 }
                 let mut r = ResultSet::new(["dropped view"]);
                 r.push(vec![name.clone().into()]);
@@ -1509,6 +1683,29 @@ impl Session {
             }
         };
         Ok(out)
+    }
+
+    /// `SHOW TRACES`: every trace of the database with its counts.
+    fn show_traces(&self) -> Result<ResultSet> {
+        let mut r = ResultSet::new([
+            "name",
+            "processes",
+            "operations",
+            "messages",
+            "format",
+            "source",
+        ]);
+        for t in self.db.traces()? {
+            r.push(vec![
+                t.name.into(),
+                (t.processes as u64).into(),
+                t.summary.operations.into(),
+                t.summary.messages.into(),
+                t.format.into(),
+                t.source.into(),
+            ]);
+        }
+        Ok(r)
     }
 
     /// Pattern and phase statements: results are read from the trace's stored views when
@@ -1753,13 +1950,7 @@ impl Session {
                 r
             }
             Analysis::Refresh => {
-                trace.drop_results("")?;
-                let found = detection::patterns(trace, &params, true)?;
-                let phase_params = PhaseParams {
-                    patterns: params,
-                    ..PhaseParams::default()
-                };
-                let phases = detection::phases_of(trace, &found, &phase_params, true)?;
+                let (found, phases) = detection::refresh(trace, &params)?;
                 let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
                 r.push(vec![
                     "communication patterns".into(),
@@ -1779,10 +1970,10 @@ impl Session {
     }
 
     fn show(&self, what: ShowWhat) -> Result<ResultSet> {
-        let trace = self.db.trace(&self.current_trace()?)?;
+        let trace = self.open_trace(&self.current_trace()?)?;
         let h = trace.header();
         Ok(match what {
-            ShowWhat::Traces => unreachable!("handled without a trace"),
+            ShowWhat::Traces => self.show_traces()?,
             ShowWhat::Processes => {
                 let counts = trace.operations_per_rank();
                 let mut r = ResultSet::new(["rank", "name", "processor", "operations"]);
@@ -1795,7 +1986,7 @@ impl Session {
                         p.rank.into(),
                         p.name.clone().into(),
                         node.into(),
-                        counts[p.rank as usize].into(),
+                        counts.get(p.rank as usize).copied().into(),
                     ]);
                 }
                 r

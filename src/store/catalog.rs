@@ -115,14 +115,15 @@ pub struct RankTraffic {
 }
 
 impl RankTraffic {
-    /// Bytes sent (fan-out, as the MTF paper defines it): messages plus collective send sizes.
-    pub fn fan_out(&self) -> u64 {
-        self.p2p_sent_bytes + self.coll_send_bytes
+    /// Bytes sent (fan-out, as the MTF paper defines it): messages plus collective send sizes,
+    /// in 128 bits (each part may be up to 2^64 - 1).
+    pub fn fan_out(&self) -> u128 {
+        u128::from(self.p2p_sent_bytes) + u128::from(self.coll_send_bytes)
     }
 
-    /// Bytes received (fan-in): messages plus collective receive sizes.
-    pub fn fan_in(&self) -> u64 {
-        self.p2p_recv_bytes + self.coll_recv_bytes
+    /// Bytes received (fan-in): messages plus collective receive sizes, in 128 bits.
+    pub fn fan_in(&self) -> u128 {
+        u128::from(self.p2p_recv_bytes) + u128::from(self.coll_recv_bytes)
     }
 }
 

@@ -76,7 +76,8 @@ impl Manifest {
 
     /// Replaces `<dir>/MANIFEST` atomically and durably.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let body = serde_json::to_string(self).expect("the manifest always serializes");
+        let body = serde_json::to_string(self)
+            .map_err(|e| Error::Storage(format!("the manifest does not serialize: {e}")))?;
         let text = format!("{body}\ncrc32 {:08x}\n", crc32fast::hash(body.as_bytes()));
         let tmp: PathBuf = dir.join(MANIFEST_TMP);
         let write = || -> std::io::Result<()> {

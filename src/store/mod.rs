@@ -27,6 +27,14 @@
 //! deletes its segment. Damage is an [`Error::Corrupt`] naming the trace and the file; a
 //! panic inside sled is caught here and reported as a damaged database.
 
+// No stored byte reaches a panic: `unwrap` and `expect` are denied here outside tests. The
+// calls that remain are allowed where they stand, each with why it cannot fail:
+// - codec.rs: creating the per-thread zstd contexts (fails only without memory, where
+//   allocation aborts anyway), and the dictionary code of a value the dictionary was built from;
+// - mod.rs: bincode encoding of plain metadata types, and serializing and compressing a bitmap
+//   into a Vec (neither fails but for memory).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod catalog;
 pub mod codec;
 pub mod manifest;
@@ -36,7 +44,8 @@ pub mod tables;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use roaring::RoaringBitmap;
@@ -155,6 +164,8 @@ fn index_key(dim: IndexDim, value: u32, chunk: u32) -> [u8; 10] {
 }
 
 fn encode_meta<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    // bincode fails only on types serde cannot describe; the metadata types are plain data.
+    #[allow(clippy::expect_used)]
     let mut out = bincode::serde::encode_to_vec(value, bincode::config::standard())
         .expect("metadata always serializes");
     seal(&mut out);
@@ -171,9 +182,12 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
 /// Compresses a serialized bitmap; indexes of regular traces shrink many times.
 fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
     let mut raw = Vec::with_capacity(bitmap.serialized_size());
+    // Writing to a Vec and compressing in memory fail only when memory is exhausted.
+    #[allow(clippy::expect_used)]
     bitmap
         .serialize_into(&mut raw)
         .expect("writing to a Vec cannot fail");
+    #[allow(clippy::expect_used)]
     let mut out = zstd::bulk::compress(&raw, 1).expect("zstd compresses in memory");
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
     seal(&mut out);
@@ -186,7 +200,10 @@ fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
         return Err(Error::Corrupt(format!("{what} is truncated")));
     }
     let (packed, len) = body.split_at(body.len() - 4);
-    let raw_len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    let raw_len = u32::from_le_bytes(
+        len.try_into()
+            .map_err(|_| Error::Corrupt(format!("{what} is truncated")))?,
+    ) as usize;
     let raw = zstd::bulk::decompress(packed, raw_len)
         .map_err(|e| Error::Corrupt(format!("{what} does not decompress: {e}")))?;
     RoaringBitmap::deserialize_from(&raw[..])
@@ -264,6 +281,21 @@ fn per_trace_key(id: u64, kind: u8, name: &str) -> Vec<u8> {
 }
 
 const VIEW: u8 = b'v';
+/// The longest name, in characters, a trace may be given (names are shown in tables).
+pub const MAX_TRACE_NAME_CHARS: usize = 255;
+
+/// The error for a path that holds no database, when none may be created there.
+fn no_database(path: &Path, why: &str) -> Error {
+    Error::unknown(
+        crate::NameKind::Database,
+        path.display().to_string(),
+        format!(
+            "no database at {} ({why}; `mtfdb --db {} import FILE` creates one)",
+            path.display(),
+            path.display()
+        ),
+    )
+}
 const RESULT: u8 = b'r';
 
 /// A database: a folder holding many traces (see the module documentation for its layout).
@@ -337,6 +369,13 @@ impl Store {
     /// catalog holds every trace the manifest names, and that every segment the catalog names
     /// has its size and checksum; removes what interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, true)
+    }
+
+    /// Opens the database at `path`; when `create` is false, a path that holds no database is
+    /// an error and nothing is created. Either way, a folder that holds other files is never
+    /// made a database, and missing parent folders are not created.
+    pub fn open_with(path: impl AsRef<Path>, create: bool) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if path.is_file() {
             return Err(database_error(
@@ -355,15 +394,35 @@ impl Store {
             if path.join("db").exists() || path.join("conf").exists() {
                 return Err(legacy_layout_error(&path));
             }
-            let empty = std::fs::read_dir(&path).map_or(true, |mut d| d.next().is_none());
-            if !empty {
-                return Err(database_error(
-                    &path,
-                    "is not an mtfdb database (it has no MANIFEST and no catalog)",
-                ));
+            if path.exists() {
+                let empty = std::fs::read_dir(&path).map_or(true, |mut d| d.next().is_none());
+                if !empty {
+                    return Err(database_error(
+                        &path,
+                        "is a folder that holds other files, not an mtfdb database (give a new \
+                         path, or an existing database)",
+                    ));
+                }
+                if !create {
+                    return Err(no_database(&path, "the directory is empty"));
+                }
+            } else {
+                if !create {
+                    return Err(no_database(&path, "no such directory"));
+                }
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+                if let Some(parent) = parent.filter(|p| !p.is_dir()) {
+                    return Err(database_error(
+                        &path,
+                        format!(
+                            "cannot be created: the folder {} does not exist",
+                            parent.display()
+                        ),
+                    ));
+                }
+                std::fs::create_dir(&path).map_err(|e| Error::io(&path, e))?;
             }
             // A new database: the manifest first, so that a catalog never exists without one.
-            std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
             let fresh = Manifest::of(&Catalog::default(), FORMAT_VERSION);
             fresh.write(&path)?;
             manifest = Some(fresh);
@@ -566,6 +625,7 @@ impl Store {
         Ok(TraceReader {
             segment,
             meta,
+            cancel: None,
             id: entry.id,
             per_trace: self.per_trace.clone(),
             catalog_dir: self.catalog_dir.clone(),
@@ -577,6 +637,15 @@ impl Store {
     pub fn begin_import(&self, name: &str) -> Result<TraceWriter<'_>> {
         if name.is_empty() {
             return Err(Error::Usage("a trace name cannot be empty".into()));
+        }
+        let chars = name.chars().count();
+        if chars > MAX_TRACE_NAME_CHARS {
+            return Err(Error::limit(
+                crate::Limit::NameLength,
+                format!(
+                    "a trace name has at most {MAX_TRACE_NAME_CHARS} characters, this one {chars}"
+                ),
+            ));
         }
         if self.catalog()?.traces.iter().any(|e| e.name == name)
             || !self
@@ -827,12 +896,27 @@ impl ViewRecord {
 pub struct TraceReader {
     segment: Segment,
     meta: TraceMeta,
+    /// Set (by Ctrl-C) to stop whatever reads this trace: every chunk read checks it.
+    cancel: Option<Arc<AtomicBool>>,
     id: u64,
     per_trace: sled::Tree,
     catalog_dir: PathBuf,
 }
 
 impl TraceReader {
+    /// Makes every later chunk read fail with [`Error::Cancelled`] while `flag` is set.
+    pub fn set_cancel(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = Some(flag);
+    }
+
+    /// [`Error::Cancelled`] when the cancellation flag is set.
+    pub fn check_cancel(&self) -> Result<()> {
+        match &self.cancel {
+            Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+            _ => Ok(()),
+        }
+    }
+
     /// The trace's metadata.
     pub fn meta(&self) -> &TraceMeta {
         &self.meta
@@ -846,6 +930,7 @@ impl TraceReader {
 
     /// A chunk's stored bytes, and its name for error messages.
     fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(String, Vec<u8>)> {
+        self.check_cancel()?;
         let what = format!(
             "{} chunk {chunk} of trace {:?}",
             table.name(),
@@ -864,7 +949,10 @@ impl TraceReader {
         let prefix = index_prefix(dim, value);
         for blob in self.segment.scan_prefix(&prefix) {
             let (key, bytes) = blob?;
-            let chunk = u32::from_be_bytes(key[6..10].try_into().expect("4 bytes"));
+            let chunk = key
+                .get(6..10)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(u32::MAX, u32::from_be_bytes);
             let what = format!(
                 "index {dim:?}={value} chunk {chunk} of trace {:?}",
                 self.meta.name
@@ -947,7 +1035,7 @@ impl TraceReader {
     /// [`TraceReader::put_result`] under an explicit schema version.
     fn put_result_as<T: serde::Serialize>(&self, key: &str, schema: u32, value: &T) -> Result<()> {
         let value = bincode::serde::encode_to_vec(value, bincode::config::standard())
-            .expect("results always serialize");
+            .map_err(|e| Error::Storage(format!("result {key:?} does not serialize: {e}")))?;
         let bytes = encode_meta(&ResultRecord { schema, value });
         self.put_per_trace(per_trace_key(self.id, RESULT, key), Some(bytes))
             .map(|_| ())
@@ -1026,14 +1114,19 @@ impl TraceReader {
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         let mut out = Vec::new();
         for chunk in 0..self.meta.anomaly_chunks {
-            let what = format!("anomaly chunk {chunk} of trace {:?}", self.meta.name);
-            let bytes = self
-                .segment
-                .get(&blob_key(&chunk_key(b'a', chunk)))?
-                .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
-            out.extend(decode_meta::<Vec<Anomaly>>(&bytes, &what)?);
+            out.extend(self.anomaly_chunk(chunk)?);
         }
         Ok(out)
+    }
+
+    /// The anomalies of one anomaly chunk, in the order they were recorded.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        let what = format!("anomaly chunk {chunk} of trace {:?}", self.meta.name);
+        let bytes = self
+            .segment
+            .get(&blob_key(&chunk_key(b'a', chunk)))?
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        decode_meta::<Vec<Anomaly>>(&bytes, &what)
     }
 
     /// Bytes this trace occupies: its segment file.

@@ -77,12 +77,26 @@ fn read_at(file: &File, path: &Path, offset: u64, len: usize) -> Result<Vec<u8>>
     Ok(buf)
 }
 
+// The callers read fixed-size records (header, trailer, directory entries) whose lengths
+// were checked, so the slices are always in bounds.
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    let mut v = [0u8; 8];
+    v.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(v)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    let mut v = [0u8; 4];
+    v.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(v)
+}
+
+/// The error of a writer used after [`SegmentWriter::finish`].
+fn finished(path: &Path) -> Error {
+    Error::Storage(format!(
+        "segment {} was written after it was finished",
+        path.display()
+    ))
 }
 
 /// Flushes a folder's entries (a new, renamed or removed file) to disk.
@@ -135,7 +149,9 @@ impl SegmentWriter {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        let out = self.out.as_mut().expect("open until finished");
+        let Some(out) = self.out.as_mut() else {
+            return Err(finished(&self.path));
+        };
         if let Err(e) = out.write_all(bytes) {
             return Err(self.write_failed(e));
         }
@@ -192,7 +208,7 @@ impl SegmentWriter {
         trailer.extend_from_slice(&checksum.to_le_bytes());
         trailer.extend_from_slice(MAGIC);
         self.write(&trailer)?;
-        let out = self.out.take().expect("open until finished");
+        let out = self.out.take().ok_or_else(|| finished(&self.path))?;
         let file = out
             .into_inner()
             .map_err(|e| self.write_failed(e.into_error()))?;
@@ -346,7 +362,7 @@ impl Segment {
         }
         let mut directory = Vec::with_capacity(dir_len / ENTRY_LEN);
         for (i, e) in dir.chunks_exact(ENTRY_LEN).enumerate() {
-            let key: BlobKey = e[..10].try_into().expect("10 bytes");
+            let key = blob_key(&e[..10]);
             let loc = BlobLoc {
                 offset: u64_at(e, 10),
                 len: u32_at(e, 18),

@@ -57,3 +57,5 @@ pub fn rejected_import(earlier: &Path, damaged: &Path, needles: &[&str]) -> Stri
     assert_eq!(db.traces().unwrap()[0].summary, before);
     message
 }
+
+pub mod oracle;
