@@ -11,6 +11,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringBitmap;
 
+mod pack;
 mod tally;
 
 pub(crate) use tally::Tally;
@@ -22,19 +23,29 @@ use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
     RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
+use crate::store::segment::SpillFile;
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_index_bitmap, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
+    encode_postings, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
 /// (about 70 MiB of columns; more buys no compression and costs memory).
 const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 8;
+/// Rows a location must have buffered to be stored as a chunk of its own when the buffers
+/// are relieved (chunks this long compress as well as full ones); shorter buffers are parked.
+const OWN_CHUNK_ROWS: usize = CHUNK_ROWS / 16;
 /// Anomalies per stored anomaly chunk.
 const ANOMALY_CHUNK: usize = 65_536;
 
 /// A unit of work for the writer thread.
 enum Job {
+    /// Rows of an operation chunk that stays open, to park in the scratch file.
+    OpPiece {
+        chunk: u32,
+        cols: Columns,
+    },
+    /// The last rows of an operation chunk: joined with its parked pieces and packed.
     Ops {
         chunk: u32,
         rank: Rank,
@@ -55,10 +66,13 @@ enum Job {
     },
 }
 
-/// Encodes chunks and their index bitmaps and writes them; runs on its own thread.
-fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
+/// Encodes chunks and their index postings and writes them; runs on its own thread. Returns
+/// where each operation chunk was packed.
+fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<pack::Placement>> {
     use rayon::prelude::*;
     let mut batch: Vec<Job> = Vec::new();
+    let mut pieces: HashMap<u32, Vec<pack::Piece>> = HashMap::default();
+    let mut packer = pack::OpPacker::default();
     while let Ok(job) = jobs.recv() {
         // Chunks that queued up meanwhile are encoded together on every core (at the end of
         // an import, when the other stages are done, that is where the time goes).
@@ -69,21 +83,52 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
                 Err(_) => break,
             }
         }
-        let encoded: Vec<Encoded> = if batch.len() > 1 {
-            batch.par_drain(..).map(encode_job).collect()
+        // Parking comes first, in order: a chunk's pieces are in the scratch file before
+        // its last rows are joined to them.
+        let mut work = Vec::with_capacity(batch.len());
+        for job in batch.drain(..) {
+            match job {
+                Job::OpPiece { chunk, cols } => {
+                    let spill = writer.spill_file()?;
+                    let piece = spill.append(&cols.encode_fast())?;
+                    pieces.entry(chunk).or_default().push(piece);
+                }
+                Job::Ops { chunk, rank, cols } => {
+                    let parked = pieces.remove(&chunk).unwrap_or_default();
+                    work.push((Job::Ops { chunk, rank, cols }, parked));
+                }
+                job => work.push((job, Vec::new())),
+            }
+        }
+        if work.iter().any(|(_, parked)| !parked.is_empty()) {
+            writer.spill_file()?.flush()?;
+        }
+        let spill = writer.spill();
+        let encoded: Vec<Result<Encoded>> = if work.len() > 1 {
+            work.into_par_iter()
+                .map(|(job, parked)| encode_job(job, spill, &parked))
+                .collect()
         } else {
-            batch.drain(..).map(encode_job).collect()
+            work.into_iter()
+                .map(|(job, parked)| encode_job(job, spill, &parked))
+                .collect()
         };
         for job in encoded {
-            match job {
+            match job? {
+                Encoded::Ops {
+                    chunk,
+                    rows,
+                    postings,
+                    bytes,
+                } => packer.add(writer, chunk, rows, bytes, postings)?,
                 Encoded::Chunk {
                     table,
                     chunk,
-                    indexes,
+                    postings,
                     bytes,
                 } => {
-                    for (dim, value, index) in indexes {
-                        writer.put_encoded_index(dim, value, chunk, index)?;
+                    for (dim, index) in postings {
+                        writer.put_encoded_postings(dim, chunk, index)?;
                     }
                     writer.put_encoded_chunk(table, chunk, bytes)?;
                 }
@@ -93,49 +138,64 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
                 Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
                     writer.put_anomalies(chunk, &anomalies)?
                 }
-                Encoded::Plain(Job::Ops { .. } | Job::Messages { .. }) => {
-                    unreachable!("column chunks are encoded")
-                }
+                Encoded::Plain(_) => {}
             }
         }
     }
-    Ok(())
+    packer.finish(writer)
 }
 
-/// A job with its column chunk and indexes encoded, ready for sled.
+/// A job with its column chunk and indexes encoded, ready for the segment.
 enum Encoded {
+    /// An operation chunk, joined and encoded, for the packer.
+    Ops {
+        chunk: u32,
+        rows: usize,
+        postings: pack::Postings,
+        bytes: Vec<u8>,
+    },
+    /// A message chunk with its posting lists, per dimension.
     Chunk {
         table: Table,
         chunk: u32,
-        indexes: Vec<(IndexDim, u32, Vec<u8>)>,
+        postings: Vec<(IndexDim, Vec<u8>)>,
         bytes: Vec<u8>,
     },
     /// A table chunk or anomalies, encoded as they are written.
     Plain(Job),
 }
 
-fn encode_job(job: Job) -> Encoded {
-    let encode_indexes = |groups: Vec<(IndexDim, u32, RoaringBitmap)>| {
-        groups
-            .into_iter()
-            .map(|(dim, value, ids)| (dim, value, encode_index_bitmap(&ids)))
-            .collect()
-    };
-    match job {
-        Job::Ops { chunk, rank, cols } => Encoded::Chunk {
-            table: Table::Operations,
-            chunk,
-            indexes: encode_indexes(op_chunk_indexes(chunk, rank, &cols)),
-            bytes: cols.encode(),
-        },
-        Job::Messages { chunk, cols } => Encoded::Chunk {
-            table: Table::Messages,
-            chunk,
-            indexes: encode_indexes(message_chunk_indexes(chunk, &cols)),
-            bytes: cols.encode(),
-        },
-        job @ (Job::Table { .. } | Job::Anomalies { .. }) => Encoded::Plain(job),
-    }
+fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Result<Encoded> {
+    Ok(match job {
+        Job::Ops { chunk, rank, cols } => {
+            let cols = pack::join_pieces(spill, parked, cols, chunk)?;
+            Encoded::Ops {
+                chunk,
+                rows: cols.rows,
+                postings: op_chunk_indexes(chunk, rank, &cols),
+                bytes: cols.encode(),
+            }
+        }
+        Job::Messages { chunk, cols } => {
+            let mut by_dim: Vec<(IndexDim, Vec<(u32, RoaringBitmap)>)> = Vec::new();
+            for (dim, value, ids) in message_chunk_indexes(chunk, &cols) {
+                match by_dim.last_mut() {
+                    Some((d, list)) if *d == dim => list.push((value, ids)),
+                    _ => by_dim.push((dim, vec![(value, ids)])),
+                }
+            }
+            Encoded::Chunk {
+                table: Table::Messages,
+                chunk,
+                postings: by_dim
+                    .into_iter()
+                    .map(|(dim, mut list)| (dim, encode_postings(&mut list)))
+                    .collect(),
+                bytes: cols.encode(),
+            }
+        }
+        job => Encoded::Plain(job),
+    })
 }
 
 /// Groups a chunk's rows by the value `value_of` gives each (None: not indexed) into
@@ -235,7 +295,10 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
 /// A chunk being filled for one location.
 struct OpenChunk {
     chunk: u32,
+    /// Its rows not parked yet.
     cols: Columns,
+    /// All its rows, parked or not.
+    rows: usize,
     first_row: u64,
     first_start: Time,
     last_start: Time,
@@ -478,7 +541,7 @@ impl Importer {
         self.last_time = Some(self.last_time.map_or(end, |t| t.max(end)));
     }
 
-    /// Sends a location's open chunk to the writer.
+    /// Sends a location's open chunk to the writer, complete.
     fn flush_location(&mut self, rank: Rank, idx: usize) -> Result<()> {
         let loc = &mut self.locations[rank as usize][idx];
         let Some(open) = loc.open.take() else {
@@ -490,10 +553,14 @@ impl Importer {
             rank: loc.rank,
             thread: loc.thread,
             first_row: open.first_row,
-            rows: open.cols.rows as u32,
+            rows: open.rows as u32,
             first_start: open.first_start,
             last_start: open.last_start,
             max_end: open.max_end,
+            // Placed by the writer.
+            pack: 0,
+            offset: 0,
+            len: 0,
         });
         self.derived
             .jobs
@@ -505,21 +572,31 @@ impl Importer {
             .map_err(|_| writer_gone())
     }
 
-    /// Flushes the location with the most buffered rows, to keep memory bounded.
-    fn flush_largest(&mut self) -> Result<()> {
-        let mut best: Option<(usize, Rank, usize)> = None;
-        for (rank, threads) in self.locations.iter().enumerate() {
-            for (i, loc) in threads.iter().enumerate() {
-                let rows = loc.open.as_ref().map_or(0, |o| o.cols.rows);
-                if rows > best.map_or(0, |b| b.0) {
-                    best = Some((rows, rank as Rank, i));
+    /// Empties every buffer when the cap on buffered rows is reached: a location with a
+    /// large buffer stores it as a chunk of its own; the others park their rows in the
+    /// scratch file and keep their chunk open, so that many locations with few rows each
+    /// still make full chunks. One pass over the locations per cap's worth of rows.
+    fn relieve_buffers(&mut self) -> Result<()> {
+        for rank in 0..self.locations.len() {
+            for i in 0..self.locations[rank].len() {
+                let Some(open) = self.locations[rank][i].open.as_mut() else {
+                    continue;
+                };
+                if open.cols.rows >= OWN_CHUNK_ROWS {
+                    self.flush_location(rank as Rank, i)?;
+                } else if open.cols.rows > 0 {
+                    let cols = open.cols.clone();
+                    open.cols.clear();
+                    self.buffered_rows -= cols.rows;
+                    let chunk = open.chunk;
+                    self.derived
+                        .jobs
+                        .send(Job::OpPiece { chunk, cols })
+                        .map_err(|_| writer_gone())?;
                 }
             }
         }
-        match best {
-            Some((_, rank, i)) => self.flush_location(rank, i),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn finish_import(mut self) -> Result<TraceMeta> {
@@ -633,15 +710,19 @@ impl EventSink for Importer {
         if loc.open.is_none() {
             if *next_chunk == u32::from(u16::MAX) + 1 {
                 return Err(Error::Usage(
-                    "the trace has more than 2^32 operations, more than one trace can hold".into(),
+                    "the trace needs more than 65,536 operation chunks (a chunk holds up to \
+                     65,536 operations of one thread of one rank), more than one trace can hold \
+                     in this storage format"
+                        .into(),
                 ));
             }
             // Room for a whole chunk when the row cap allows it for every process: growing
             // sixteen columns row by row would copy each of them many times over.
-            let room = (MAX_BUFFERED_ROWS / processes.max(1)).clamp(1024, CHUNK_ROWS);
+            let room = (MAX_BUFFERED_ROWS / processes.max(1)).clamp(64, CHUNK_ROWS);
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
                 cols: Columns::with_capacity(tables::op_col::COUNT, room),
+                rows: 0,
                 first_row: loc.rows,
                 first_start: op.start,
                 last_start: op.start,
@@ -651,12 +732,13 @@ impl EventSink for Importer {
             *next_chunk += 1;
         }
         let open = loc.open.as_mut().expect("just opened");
-        let id = u64::from(row_id(open.chunk, open.cols.rows));
+        let id = u64::from(row_id(open.chunk, open.rows));
         tables::push_operation(&mut open.cols, op, depth);
+        open.rows += 1;
         open.last_start = op.start;
         open.max_end = open.max_end.max(op.end);
         loc.rows += 1;
-        let full = open.cols.rows == CHUNK_ROWS;
+        let full = open.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
         self.derived
@@ -669,7 +751,7 @@ impl EventSink for Importer {
         if full {
             self.flush_location(rank, idx)?;
         } else if self.buffered_rows >= MAX_BUFFERED_ROWS {
-            self.flush_largest()?;
+            self.relieve_buffers()?;
         }
         Ok(())
     }
@@ -890,6 +972,22 @@ fn import_batches(
     importer.finish_import()
 }
 
+/// Records in the chunk directory where the writer packed each operation chunk.
+fn place_op_chunks(mut meta: TraceMeta, placed: Vec<pack::Placement>) -> Result<TraceMeta> {
+    let chunks = &mut meta.op_chunks;
+    for (chunk, pack, offset, len) in placed {
+        let info = chunks
+            .binary_search_by_key(&chunk, |c| c.chunk)
+            .ok()
+            .and_then(|i| chunks.get_mut(i))
+            .ok_or_else(|| {
+                Error::Storage(format!("operation chunk {chunk} was stored but not listed"))
+            })?;
+        (info.pack, info.offset, info.len) = (pack, offset, len);
+    }
+    Ok(meta)
+}
+
 /// Runs `parse`, which feeds an [`ImportSink`], and stores what it produced through `writer`:
 /// parsing, importing (nesting, matching, chunking) and writing (encoding, indexing, sled) run
 /// on three threads joined by bounded channels. Commits only if every stage succeeded, and
@@ -927,7 +1025,7 @@ pub fn run_import(
             .join()
             .unwrap_or_else(|_| Err(Error::Storage("the chunk writer panicked".into())));
         match (parsed, imported, written) {
-            (Ok(()), Ok(meta), Ok(())) => Ok(meta),
+            (Ok(()), Ok(meta), Ok(placed)) => place_op_chunks(meta, placed),
             (p, i, w) => {
                 let errors = [p.err(), i.err(), w.err()];
                 let mut errors = errors.into_iter().flatten();

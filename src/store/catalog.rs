@@ -9,7 +9,8 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 /// The on-disk format version this build reads and writes. Bump it whenever a stored layout
 /// changes; a database of another version is refused on open with a clear message.
 /// Version 4: the bulk of every trace in segment files, a manifest beside sled.
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5: operation chunks packed, index bitmaps stored as one posting list per chunk.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// One ready trace in the catalog (imports in progress are not in it: only their segment
 /// file exists, removed on the next open if the import died).
@@ -33,7 +34,10 @@ pub struct Catalog {
 }
 
 /// One chunk of operations: rows `first_row..first_row + rows` of one location
-/// (rank, thread), in time order.
+/// (rank, thread), in time order. Chunks are stored packed: bytes `offset..offset + len` of
+/// the stored operation pack `pack` hold this chunk (a pack holds whole chunks of one or many
+/// locations, up to [`super::tables::CHUNK_ROWS`] rows in all, so that a trace of many small
+/// locations does not pay a stored blob and its indexes per location).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpChunkInfo {
     /// Chunk number: the high 16 bits of its operations' ids.
@@ -52,6 +56,12 @@ pub struct OpChunkInfo {
     pub last_start: Time,
     /// Latest end time of any row.
     pub max_end: Time,
+    /// The stored pack that holds the chunk.
+    pub pack: u32,
+    /// Where the chunk's encoded bytes start in its pack.
+    pub offset: u32,
+    /// Their length.
+    pub len: u32,
 }
 
 /// Counts a user wants to see first; computed during import.

@@ -111,6 +111,15 @@ pub fn encode_column(values: &[u64], out: &mut Vec<u8>) {
     out.extend_from_slice(&body);
 }
 
+/// [`encode_column`] without the zstd pass: for scratch data read back once (an import's
+/// spilled rows), where compressing costs more than the bytes it saves.
+pub fn encode_column_fast(values: &[u64], out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    encode_body(values, &mut body);
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(&body);
+}
+
 /// Decodes the column at `*pos` holding `rows` values, advancing `pos`.
 pub fn decode_column(buf: &[u8], pos: &mut usize, rows: usize) -> Result<Vec<u64>> {
     decode_column_prefix(buf, pos, rows, rows)

@@ -15,10 +15,10 @@
 //! | key | value |
 //! |---|---|
 //! | `M` | [`TraceMeta`]: declarations, strings, chunk directory, summary |
-//! | `o` chunk | operation chunk (one location's rows) |
+//! | `o` pack | operation pack: operation chunks (each one location's rows) back to back, placed by [`OpChunkInfo`] |
 //! | `m` chunk, `l` chunk, `c` chunk, `r` chunk | messages, request links, collective instances, routine calls |
 //! | `a` chunk | anomalies |
-//! | `i` dim value chunk | roaring bitmap of the ids in that chunk with that value |
+//! | `i` dim chunk | posting lists of one dimension in one operation pack or message chunk: per value, the roaring bitmap of the ids with it |
 //!
 //! Chunk numbers and values are big-endian so that keys sort numerically. An import writes
 //! only its segment file (sled is not touched until it is complete and durable), then adds
@@ -56,7 +56,7 @@ pub use catalog::{
 };
 use codec::{seal, unseal};
 use manifest::Manifest;
-use segment::{blob_key, Segment, SegmentWriter};
+use segment::{blob_key, BlobKey, Segment, SegmentWriter};
 use tables::Columns;
 
 use crate::error::{Error, Result};
@@ -144,23 +144,99 @@ pub enum IndexDim {
     MessageComm = 6,
 }
 
+impl IndexDim {
+    /// Whether the dimension indexes operations (its postings are stored per operation pack)
+    /// rather than messages (per message chunk).
+    pub fn of_operations(self) -> bool {
+        matches!(
+            self,
+            IndexDim::Process | IndexDim::Comm | IndexDim::Kind | IndexDim::Peer
+        )
+    }
+}
+
 fn chunk_key(prefix: u8, chunk: u32) -> [u8; 5] {
     let mut k = [prefix, 0, 0, 0, 0];
     k[1..].copy_from_slice(&chunk.to_be_bytes());
     k
 }
 
-fn index_prefix(dim: IndexDim, value: u32) -> [u8; 6] {
+/// The key of the posting lists of `dim` in one chunk (an operation pack or a message chunk).
+fn postings_key(dim: IndexDim, chunk: u32) -> BlobKey {
     let mut k = [b'i', dim as u8, 0, 0, 0, 0];
-    k[2..].copy_from_slice(&value.to_be_bytes());
-    k
+    k[2..].copy_from_slice(&chunk.to_be_bytes());
+    blob_key(&k)
 }
 
-fn index_key(dim: IndexDim, value: u32, chunk: u32) -> [u8; 10] {
-    let mut k = [0u8; 10];
-    k[..6].copy_from_slice(&index_prefix(dim, value));
-    k[6..].copy_from_slice(&chunk.to_be_bytes());
-    k
+/// Compresses `raw` and seals it: the framing of index bitmaps and posting lists.
+fn frame(raw: &[u8]) -> Vec<u8> {
+    // Compressing in memory fails only when memory is exhausted.
+    #[allow(clippy::expect_used)]
+    let mut out = zstd::bulk::compress(raw, 1).expect("zstd compresses in memory");
+    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    seal(&mut out);
+    out
+}
+
+/// The bytes [`frame`] sealed, checked and decompressed.
+fn unframe(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
+    let body = unseal(bytes, what)?;
+    if body.len() < 4 {
+        return Err(Error::Corrupt(format!("{what} is truncated")));
+    }
+    let (packed, len) = body.split_at(body.len() - 4);
+    let raw_len = u32::from_le_bytes(
+        len.try_into()
+            .map_err(|_| Error::Corrupt(format!("{what} is truncated")))?,
+    ) as usize;
+    zstd::bulk::decompress(packed, raw_len)
+        .map_err(|e| Error::Corrupt(format!("{what} does not decompress: {e}")))
+}
+
+/// Encodes the posting lists of one dimension in one chunk: for each value, the bitmap of the
+/// ids that have it. One blob per chunk and dimension, however many values (ranks, peers) the
+/// chunk holds: a blob per value would cost a directory entry and a frame per rank.
+pub fn encode_postings(postings: &mut [(u32, RoaringBitmap)]) -> Vec<u8> {
+    postings.sort_unstable_by_key(|(v, _)| *v);
+    let mut raw = Vec::new();
+    codec::put_varint(&mut raw, postings.len() as u64);
+    let mut previous = 0u32;
+    for (value, ids) in postings.iter() {
+        codec::put_varint(&mut raw, u64::from(value - previous));
+        previous = *value;
+        codec::put_varint(&mut raw, ids.serialized_size() as u64);
+        // Writing to a Vec fails only when memory is exhausted.
+        #[allow(clippy::expect_used)]
+        ids.serialize_into(&mut raw)
+            .expect("writing to a Vec cannot fail");
+    }
+    frame(&raw)
+}
+
+/// The bitmap of `value` in posting lists written by [`encode_postings`], if it has one.
+fn decode_posting(bytes: &[u8], value: u32, what: &str) -> Result<Option<RoaringBitmap>> {
+    let raw = unframe(bytes, what)?;
+    let mut pos = 0;
+    let count = codec::get_varint(&raw, &mut pos)?;
+    let mut current = 0u64;
+    for _ in 0..count {
+        current += codec::get_varint(&raw, &mut pos)?;
+        let len = codec::get_varint(&raw, &mut pos)? as usize;
+        let end = pos
+            .checked_add(len)
+            .filter(|&e| e <= raw.len())
+            .ok_or_else(|| Error::Corrupt(format!("{what}: a posting list runs past its end")))?;
+        if current == u64::from(value) {
+            return RoaringBitmap::deserialize_from(&raw[pos..end])
+                .map(Some)
+                .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")));
+        }
+        if current > u64::from(value) {
+            break;
+        }
+        pos = end;
+    }
+    Ok(None)
 }
 
 fn encode_meta<T: serde::Serialize>(value: &T) -> Vec<u8> {
@@ -179,33 +255,19 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
         .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
 }
 
-/// Compresses a serialized bitmap; indexes of regular traces shrink many times.
+/// Compresses a serialized bitmap (a view's operations).
 fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
     let mut raw = Vec::with_capacity(bitmap.serialized_size());
-    // Writing to a Vec and compressing in memory fail only when memory is exhausted.
+    // Writing to a Vec fails only when memory is exhausted.
     #[allow(clippy::expect_used)]
     bitmap
         .serialize_into(&mut raw)
         .expect("writing to a Vec cannot fail");
-    #[allow(clippy::expect_used)]
-    let mut out = zstd::bulk::compress(&raw, 1).expect("zstd compresses in memory");
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    seal(&mut out);
-    out
+    frame(&raw)
 }
 
 fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
-    let body = unseal(bytes, what)?;
-    if body.len() < 4 {
-        return Err(Error::Corrupt(format!("{what} is truncated")));
-    }
-    let (packed, len) = body.split_at(body.len() - 4);
-    let raw_len = u32::from_le_bytes(
-        len.try_into()
-            .map_err(|_| Error::Corrupt(format!("{what} is truncated")))?,
-    ) as usize;
-    let raw = zstd::bulk::decompress(packed, raw_len)
-        .map_err(|e| Error::Corrupt(format!("{what} does not decompress: {e}")))?;
+    let raw = unframe(bytes, what)?;
     RoaringBitmap::deserialize_from(&raw[..])
         .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
 }
@@ -626,6 +688,7 @@ impl Store {
             segment,
             meta,
             cancel: None,
+            packs: Mutex::new(Vec::new()),
             id: entry.id,
             per_trace: self.per_trace.clone(),
             catalog_dir: self.catalog_dir.clone(),
@@ -673,7 +736,12 @@ impl Store {
                 other => break (id, other?),
             }
         };
-        Ok(TraceWriter { claim, segment, id })
+        Ok(TraceWriter {
+            claim,
+            segment,
+            id,
+            spill: None,
+        })
     }
 
     /// Removes a trace: the manifest forgets it, then the catalog (with its views and stored
@@ -755,6 +823,8 @@ pub struct TraceWriter<'a> {
     claim: ImportClaim<'a>,
     segment: SegmentWriter,
     id: u64,
+    /// Rows the import parked on disk (see [`TraceWriter::spill_file`]).
+    spill: Option<segment::SpillFile>,
 }
 
 impl TraceWriter<'_> {
@@ -774,26 +844,50 @@ impl TraceWriter<'_> {
             .put(blob_key(&chunk_key(table.prefix(), chunk)), &bytes)
     }
 
-    /// Stores the index bitmap of `value` on `dim` for one chunk.
-    pub fn put_index(
+    /// Stores the posting lists of `dim` for one chunk (an operation pack or a message
+    /// chunk): per value, the ids that have it.
+    pub fn put_postings(
         &mut self,
         dim: IndexDim,
-        value: u32,
         chunk: u32,
-        ids: &RoaringBitmap,
+        postings: &mut [(u32, RoaringBitmap)],
     ) -> Result<()> {
-        self.put_encoded_index(dim, value, chunk, encode_bitmap(ids))
+        self.put_encoded_postings(dim, chunk, encode_postings(postings))
     }
 
-    /// Stores an index bitmap already encoded with [`encode_index_bitmap`].
-    pub fn put_encoded_index(
+    /// Stores posting lists already encoded with [`encode_postings`].
+    pub fn put_encoded_postings(
         &mut self,
         dim: IndexDim,
-        value: u32,
         chunk: u32,
         bytes: Vec<u8>,
     ) -> Result<()> {
-        self.segment.put(index_key(dim, value, chunk), &bytes)
+        self.segment.put(postings_key(dim, chunk), &bytes)
+    }
+
+    /// Stores operation pack `pack`: encoded operation chunks back to back, each placed by
+    /// its [`OpChunkInfo`]'s `pack`, `offset` and `len`.
+    pub fn put_op_pack(&mut self, pack: u32, bytes: &[u8]) -> Result<()> {
+        self.segment.put(
+            blob_key(&chunk_key(Table::Operations.prefix(), pack)),
+            bytes,
+        )
+    }
+
+    /// The import's scratch file, if anything was parked in it.
+    pub fn spill(&self) -> Option<&segment::SpillFile> {
+        self.spill.as_ref()
+    }
+
+    /// The import's scratch file, created on first use beside the segment.
+    pub fn spill_file(&mut self) -> Result<&mut segment::SpillFile> {
+        if self.spill.is_none() {
+            let path = self.segment.path().with_extension("spill");
+            self.spill = Some(segment::SpillFile::create(path)?);
+        }
+        self.spill
+            .as_mut()
+            .ok_or_else(|| Error::Storage("the import's scratch file could not be opened".into()))
     }
 
     /// Stores a chunk of anomalies.
@@ -832,12 +926,6 @@ impl TraceWriter<'_> {
         })?;
         Ok(self.id)
     }
-}
-
-/// Encodes an index bitmap for [`TraceWriter::put_encoded_index`] (lets callers encode in
-/// parallel).
-pub fn encode_index_bitmap(ids: &RoaringBitmap) -> Vec<u8> {
-    encode_bitmap(ids)
 }
 
 /// An analysis result that can be stored with a trace ([`TraceReader::put_result`]). Its
@@ -898,6 +986,9 @@ pub struct TraceReader {
     meta: TraceMeta,
     /// Set (by Ctrl-C) to stop whatever reads this trace: every chunk read checks it.
     cancel: Option<Arc<AtomicBool>>,
+    /// The operation packs read last: a scan location by location reads each pack's chunks
+    /// one after the other.
+    packs: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
     id: u64,
     per_trace: sled::Tree,
     catalog_dir: PathBuf,
@@ -936,28 +1027,102 @@ impl TraceReader {
             table.name(),
             self.meta.name
         );
+        let bytes = if table == Table::Operations {
+            self.op_chunk_bytes(chunk, &what)?
+        } else {
+            self.segment
+                .get(&blob_key(&chunk_key(table.prefix(), chunk)))?
+                .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?
+        };
+        Ok((what, bytes))
+    }
+
+    /// The directory entry of operation chunk `chunk`.
+    fn op_chunk_info(&self, chunk: u32) -> Option<&OpChunkInfo> {
+        let chunks = &self.meta.op_chunks;
+        chunks
+            .binary_search_by_key(&chunk, |c| c.chunk)
+            .ok()
+            .and_then(|i| chunks.get(i))
+    }
+
+    /// Operation chunk `chunk`'s bytes, cut from its pack.
+    fn op_chunk_bytes(&self, chunk: u32, what: &str) -> Result<Vec<u8>> {
+        let info = self
+            .op_chunk_info(chunk)
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        let pack = self.op_pack(info.pack)?;
+        let start = info.offset as usize;
+        start
+            .checked_add(info.len as usize)
+            .and_then(|end| pack.get(start..end))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "{what} lies outside operation pack {} of trace {:?}",
+                    info.pack, self.meta.name
+                ))
+            })
+    }
+
+    /// Operation pack `pack`, from the few read last or from the segment.
+    fn op_pack(&self, pack: u32) -> Result<Arc<Vec<u8>>> {
+        const KEEP: usize = 4;
+        let mut cache = self.packs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pos) = cache.iter().position(|(p, _)| *p == pack) {
+            let hit = cache.remove(pos);
+            let bytes = hit.1.clone();
+            cache.push(hit);
+            return Ok(bytes);
+        }
         let bytes = self
             .segment
-            .get(&blob_key(&chunk_key(table.prefix(), chunk)))?
-            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
-        Ok((what, bytes))
+            .get(&blob_key(&chunk_key(Table::Operations.prefix(), pack)))?
+            .ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "operation pack {pack} of trace {:?} is missing",
+                    self.meta.name
+                ))
+            })?;
+        let bytes = Arc::new(bytes);
+        if cache.len() == KEEP {
+            cache.remove(0);
+        }
+        cache.push((pack, bytes.clone()));
+        Ok(bytes)
+    }
+
+    /// The chunks that hold the index postings of `dim` for the given table chunks: operation
+    /// chunks map to their packs, message chunks are their own.
+    fn posting_chunks(&self, dim: IndexDim, chunks: &[u32]) -> Vec<u32> {
+        let mut out: Vec<u32> = if dim.of_operations() {
+            chunks
+                .iter()
+                .filter_map(|&c| self.op_chunk_info(c).map(|i| i.pack))
+                .collect()
+        } else {
+            chunks.to_vec()
+        };
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The ids with `value` on `dim` (the union of its per-chunk bitmaps).
     pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
         let mut out = RoaringBitmap::new();
-        let prefix = index_prefix(dim, value);
+        let prefix = [b'i', dim as u8];
         for blob in self.segment.scan_prefix(&prefix) {
+            self.check_cancel()?;
             let (key, bytes) = blob?;
             let chunk = key
                 .get(6..10)
                 .and_then(|b| <[u8; 4]>::try_from(b).ok())
                 .map_or(u32::MAX, u32::from_be_bytes);
-            let what = format!(
-                "index {dim:?}={value} chunk {chunk} of trace {:?}",
-                self.meta.name
-            );
-            out |= decode_bitmap(&bytes, &what)?;
+            let what = format!("index {dim:?} chunk {chunk} of trace {:?}", self.meta.name);
+            if let Some(ids) = decode_posting(&bytes, value, &what)? {
+                out |= ids;
+            }
         }
         Ok(out)
     }
@@ -1098,14 +1263,21 @@ impl TraceReader {
         chunks: &[u32],
     ) -> Result<RoaringBitmap> {
         let mut out = RoaringBitmap::new();
-        for &chunk in chunks {
-            if let Some(bytes) = self.segment.get(&index_key(dim, value, chunk))? {
-                let what = format!(
-                    "index {dim:?}={value} chunk {chunk} of trace {:?}",
-                    self.meta.name
-                );
-                out |= decode_bitmap(&bytes, &what)?;
+        for chunk in self.posting_chunks(dim, chunks) {
+            if let Some(bytes) = self.segment.get(&postings_key(dim, chunk))? {
+                let what = format!("index {dim:?} chunk {chunk} of trace {:?}", self.meta.name);
+                if let Some(ids) = decode_posting(&bytes, value, &what)? {
+                    out |= ids;
+                }
             }
+        }
+        if dim.of_operations() {
+            // A pack holds other chunks too: keep only the ids of the chunks asked for.
+            let mut wanted = RoaringBitmap::new();
+            for &chunk in chunks.iter().filter(|&&c| c <= u32::from(u16::MAX)) {
+                wanted.insert_range(tables::row_id(chunk, 0)..=tables::row_id(chunk, 0xffff));
+            }
+            out &= wanted;
         }
         Ok(out)
     }

@@ -442,3 +442,63 @@ impl Segment {
             .len())
     }
 }
+
+/// A scratch file beside a segment being written: an import parks there the rows it cannot
+/// keep in memory (many locations, each with a few rows so far) and reads them back when it
+/// stores their chunk. Removed when dropped; if the process dies, the next open removes it
+/// (no catalog entry names it).
+pub struct SpillFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+    reader: File,
+    written: u64,
+}
+
+impl SpillFile {
+    /// Creates the scratch file at `path` (which must not exist).
+    pub fn create(path: PathBuf) -> Result<SpillFile> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        let reader = file.try_clone().map_err(|e| Error::io(&path, e))?;
+        Ok(SpillFile {
+            out: BufWriter::with_capacity(WRITE_BUFFER, file),
+            reader,
+            path,
+            written: 0,
+        })
+    }
+
+    /// Appends `bytes`; returns where they start and their length.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| Error::Storage("a spilled piece exceeds 4 GiB".into()))?;
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::Storage(format!("writing {} failed: {e}", self.path.display())))?;
+        let at = self.written;
+        self.written += u64::from(len);
+        Ok((at, len))
+    }
+
+    /// Makes everything appended so far readable with [`SpillFile::read`].
+    pub fn flush(&mut self) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::Storage(format!("writing {} failed: {e}", self.path.display())))
+    }
+
+    /// The `len` bytes at `offset` (appended and flushed before).
+    pub fn read(&self, offset: u64, len: u32) -> Result<Vec<u8>> {
+        read_at(&self.reader, &self.path, offset, len as usize)
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
