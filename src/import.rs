@@ -34,7 +34,7 @@ use crate::store::{
 const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 8;
 /// Rows a location must have buffered to be stored as a chunk of its own when the buffers
 /// are relieved (chunks this long compress as well as full ones); shorter buffers are parked.
-const OWN_CHUNK_ROWS: usize = CHUNK_ROWS / 16;
+const OWN_CHUNK_ROWS: usize = pack::SHORT_CHUNK_ROWS;
 /// Anomalies per stored anomaly chunk.
 const ANOMALY_CHUNK: usize = 65_536;
 
@@ -173,7 +173,7 @@ fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Re
                 chunk,
                 rows: cols.rows,
                 postings: op_chunk_indexes(chunk, rank, &cols),
-                bytes: cols.encode(),
+                bytes: pack::encode_chunk(&cols),
             }
         }
         Job::Messages { chunk, cols } => {

@@ -404,7 +404,7 @@ fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
             bytes.extend_from_slice(&encoded);
             peers.extend(chunk << 16..(chunk << 16) + 3);
         }
-        writer.put_op_pack(pack, &bytes).unwrap();
+        writer.put_op_pack(pack, &bytes, pack % 2 == 0).unwrap();
         writer
             .put_postings(
                 IndexDim::Peer,
@@ -454,7 +454,7 @@ fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
         .unwrap()
         .count();
     let mut second = store.begin_import("u").unwrap();
-    second.put_op_pack(0, &chunk_of(0).encode()).unwrap();
+    second.put_op_pack(0, &chunk_of(0).encode(), false).unwrap();
     drop(second);
     let after = std::fs::read_dir(dir.path().join("db/segments"))
         .unwrap()

@@ -26,6 +26,19 @@ pub(super) type Piece = (u64, u32);
 /// The index groups of a chunk: per dimension and value, the ids.
 pub(super) type Postings = Vec<(IndexDim, u32, RoaringBitmap)>;
 
+/// Chunks shorter than this are encoded without compressing their columns, and the pack that
+/// holds them is compressed whole: a column of a few hundred rows compresses badly alone.
+pub(super) const SHORT_CHUNK_ROWS: usize = CHUNK_ROWS / 16;
+
+/// Encodes a finished operation chunk for its pack (see [`SHORT_CHUNK_ROWS`]).
+pub(super) fn encode_chunk(cols: &Columns) -> Vec<u8> {
+    if cols.rows < SHORT_CHUNK_ROWS {
+        cols.encode_fast()
+    } else {
+        cols.encode()
+    }
+}
+
 /// Joins a chunk's parked pieces (in the order they were parked) and its last rows.
 pub(super) fn join_pieces(
     spill: Option<&SpillFile>,
@@ -57,6 +70,9 @@ pub(super) struct OpPacker {
     bytes: Vec<u8>,
     rows: usize,
     chunks: Vec<(u32, u32, u32)>,
+    /// Whether a chunk in the pack was encoded without compression (a short one): the pack
+    /// is then compressed whole, where the short chunks' columns have company.
+    compress: bool,
     postings: HashMap<(IndexDim, u32), RoaringBitmap>,
     next_pack: u32,
     placed: Vec<Placement>,
@@ -72,6 +88,7 @@ impl OpPacker {
         bytes: Vec<u8>,
         postings: Postings,
     ) -> Result<()> {
+        let short = rows < SHORT_CHUNK_ROWS;
         if self.rows > 0 && self.rows + rows > CHUNK_ROWS {
             self.flush(writer)?;
         }
@@ -85,6 +102,7 @@ impl OpPacker {
         self.bytes.extend_from_slice(&bytes);
         self.rows += rows;
         self.chunks.push((chunk, offset, len));
+        self.compress |= short;
         for (dim, value, ids) in postings {
             *self.postings.entry((dim, value)).or_default() |= ids;
         }
@@ -98,7 +116,7 @@ impl OpPacker {
         }
         let pack = self.next_pack;
         self.next_pack += 1;
-        writer.put_op_pack(pack, &self.bytes)?;
+        writer.put_op_pack(pack, &self.bytes, std::mem::take(&mut self.compress))?;
         let mut by_dim: HashMap<IndexDim, Vec<(u32, RoaringBitmap)>> = HashMap::default();
         for ((dim, value), ids) in self.postings.drain() {
             by_dim.entry(dim).or_default().push((value, ids));

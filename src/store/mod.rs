@@ -866,11 +866,21 @@ impl TraceWriter<'_> {
     }
 
     /// Stores operation pack `pack`: encoded operation chunks back to back, each placed by
-    /// its [`OpChunkInfo`]'s `pack`, `offset` and `len`.
-    pub fn put_op_pack(&mut self, pack: u32, bytes: &[u8]) -> Result<()> {
+    /// its [`OpChunkInfo`]'s `pack`, `offset` and `len` in these bytes; `compress` compresses
+    /// the pack whole (for chunks encoded without compression of their own).
+    pub fn put_op_pack(&mut self, pack: u32, bytes: &[u8], compress: bool) -> Result<()> {
+        let stored = if compress {
+            frame(bytes)
+        } else {
+            let mut plain = bytes.to_vec();
+            seal(&mut plain);
+            plain
+        };
+        let mut blob = vec![u8::from(compress)];
+        blob.extend_from_slice(&stored);
         self.segment.put(
             blob_key(&chunk_key(Table::Operations.prefix(), pack)),
-            bytes,
+            &blob,
         )
     }
 
@@ -1075,15 +1085,16 @@ impl TraceReader {
             cache.push(hit);
             return Ok(bytes);
         }
-        let bytes = self
+        let what = format!("operation pack {pack} of trace {:?}", self.meta.name);
+        let blob = self
             .segment
             .get(&blob_key(&chunk_key(Table::Operations.prefix(), pack)))?
-            .ok_or_else(|| {
-                Error::Corrupt(format!(
-                    "operation pack {pack} of trace {:?} is missing",
-                    self.meta.name
-                ))
-            })?;
+            .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        let bytes = match blob.split_first() {
+            Some((1, framed)) => unframe(framed, &what)?,
+            Some((0, sealed)) => unseal(sealed, &what)?.to_vec(),
+            _ => return Err(Error::Corrupt(format!("{what} has an unknown layout"))),
+        };
         let bytes = Arc::new(bytes);
         if cache.len() == KEEP {
             cache.remove(0);
