@@ -64,6 +64,9 @@ enum Job {
         chunk: u32,
         anomalies: Vec<Anomaly>,
     },
+    /// Operation jobs of many locations at once, in order: one hand-over instead of one per
+    /// location (thousands of locations made the two threads take turns per job).
+    Batch(Vec<Job>),
 }
 
 /// Encodes chunks and their index postings and writes them; runs on its own thread. Returns
@@ -86,7 +89,11 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<p
         // Parking comes first, in order: a chunk's pieces are in the scratch file before
         // its last rows are joined to them.
         let mut work = Vec::with_capacity(batch.len());
-        for job in batch.drain(..) {
+        let flat = batch.drain(..).flat_map(|job| match job {
+            Job::Batch(jobs) => jobs,
+            job => vec![job],
+        });
+        for job in flat {
             match job {
                 Job::OpPiece { chunk, cols } => {
                     let spill = writer.spill_file()?;
@@ -490,6 +497,9 @@ struct Importer {
     op_chunks: Vec<OpChunkInfo>,
     next_chunk: u32,
     buffered_rows: usize,
+    /// Operation jobs waiting to be handed to the writer together, and their rows.
+    outbox: Vec<Job>,
+    outbox_rows: usize,
     kind_counts: HashMap<OpKind, u64>,
     routines: ChunkedTable,
     routine_count: u64,
@@ -527,6 +537,8 @@ impl Importer {
             op_chunks: Vec::new(),
             next_chunk: 0,
             buffered_rows: 0,
+            outbox: Vec::new(),
+            outbox_rows: 0,
             kind_counts: HashMap::default(),
             routines: ChunkedTable::new(Table::Routines),
             routine_count: 0,
@@ -562,14 +574,38 @@ impl Importer {
             offset: 0,
             len: 0,
         });
-        self.derived
-            .jobs
-            .send(Job::Ops {
-                chunk: open.chunk,
-                rank: loc.rank,
-                cols: open.cols,
-            })
-            .map_err(|_| writer_gone())
+        let rows = open.cols.rows;
+        let job = Job::Ops {
+            chunk: open.chunk,
+            rank: loc.rank,
+            cols: open.cols,
+        };
+        self.post(job, rows)
+    }
+
+    /// Queues an operation job for the writer; sends the queue once it holds a chunk's worth
+    /// of rows.
+    fn post(&mut self, job: Job, rows: usize) -> Result<()> {
+        self.outbox.push(job);
+        self.outbox_rows += rows;
+        if self.outbox_rows >= CHUNK_ROWS {
+            self.send_outbox()?;
+        }
+        Ok(())
+    }
+
+    /// Sends the queued operation jobs.
+    fn send_outbox(&mut self) -> Result<()> {
+        self.outbox_rows = 0;
+        let job = match self.outbox.len() {
+            0 => return Ok(()),
+            1 => self.outbox.pop(),
+            _ => Some(Job::Batch(std::mem::take(&mut self.outbox))),
+        };
+        match job {
+            Some(job) => self.derived.jobs.send(job).map_err(|_| writer_gone()),
+            None => Ok(()),
+        }
     }
 
     /// Empties every buffer when the cap on buffered rows is reached: a location with a
@@ -588,15 +624,12 @@ impl Importer {
                     let cols = open.cols.clone();
                     open.cols.clear();
                     self.buffered_rows -= cols.rows;
-                    let chunk = open.chunk;
-                    self.derived
-                        .jobs
-                        .send(Job::OpPiece { chunk, cols })
-                        .map_err(|_| writer_gone())?;
+                    let (chunk, rows) = (open.chunk, cols.rows);
+                    self.post(Job::OpPiece { chunk, cols }, rows)?;
                 }
             }
         }
-        Ok(())
+        self.send_outbox()
     }
 
     fn finish_import(mut self) -> Result<TraceMeta> {
@@ -622,6 +655,7 @@ impl Importer {
                 self.flush_location(rank as Rank, i)?;
             }
         }
+        self.send_outbox()?;
         if let Some(matcher) = self.matcher.take() {
             matcher.finish(&mut self.derived)?;
         }
