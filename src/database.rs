@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -463,7 +463,7 @@ impl Trace {
         Ok(ops
             .into_iter()
             .enumerate()
-            .map(|(row, op)| (u64::from(tables::row_id(info.chunk, row)), op))
+            .map(|(row, op)| (tables::row_id(info.chunk, row), op))
             .collect())
     }
 
@@ -477,7 +477,7 @@ impl Trace {
     }
 
     /// The operations whose ids are in `ids` (from an index or a view), in id order.
-    pub fn operations(&self, ids: &RoaringBitmap) -> Result<Vec<(OpId, Operation)>> {
+    pub fn operations(&self, ids: &RoaringTreemap) -> Result<Vec<(OpId, Operation)>> {
         let mut out = Vec::with_capacity(ids.len() as usize);
         let mut current: Option<(u32, Vec<Operation>)> = None;
         for id in ids {
@@ -506,7 +506,7 @@ impl Trace {
                     self.name()
                 ))
             })?;
-            out.push((u64::from(id), op.clone()));
+            out.push((id, op.clone()));
         }
         Ok(out)
     }
@@ -548,13 +548,13 @@ impl Trace {
         dim: IndexDim,
         value: u32,
         chunks: &[u32],
-    ) -> Result<RoaringBitmap> {
+    ) -> Result<RoaringTreemap> {
         self.reader.index_in_chunks(dim, value, chunks)
     }
 
     /// The operation ids indexed under `value` on `dim` (also message ids for the message
     /// dimensions).
-    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
+    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringTreemap> {
         self.reader.index(dim, value)
     }
 
@@ -585,23 +585,23 @@ impl Trace {
     }
 
     /// The messages whose ids are in `ids`, with their ids, in id order.
-    pub fn messages_by_id(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+    pub fn messages_by_id(&self, ids: &RoaringTreemap) -> Result<Vec<(u64, Message)>> {
         self.read_messages(ids, true)
     }
 
     /// Like [`Trace::messages_by_id`] but without reading the two operation-id columns, the
     /// costliest to decode: `send_op` and `recv_op` are 0 in what it returns. For queries, which
     /// show messages without their operations.
-    pub fn messages_by_id_without_ops(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+    pub fn messages_by_id_without_ops(&self, ids: &RoaringTreemap) -> Result<Vec<(u64, Message)>> {
         self.read_messages(ids, false)
     }
 
-    fn read_messages(&self, ids: &RoaringBitmap, with_ops: bool) -> Result<Vec<(u32, Message)>> {
+    fn read_messages(&self, ids: &RoaringTreemap, with_ops: bool) -> Result<Vec<(u64, Message)>> {
         use tables::msg_col::*;
         let wanted: Vec<usize> = (0..COUNT)
             .filter(|&c| with_ops || (c != SEND_OP && c != RECV_OP))
             .collect();
-        let ids: Vec<u32> = ids.iter().collect();
+        let ids: Vec<u64> = ids.iter().collect();
         let mut out = Vec::with_capacity(ids.len());
         let mut current: Option<(u32, tables::DecodedColumns)> = None;
         for (i, &id) in ids.iter().enumerate() {
@@ -616,7 +616,7 @@ impl Trace {
                 // Columns are read from their start, but only as far as the last row wanted.
                 let last = ids[i..]
                     .iter()
-                    .take_while(|&&x| x >> 16 == chunk)
+                    .take_while(|&&x| split_id(x).0 == chunk)
                     .last()
                     .map_or(0, |&x| split_id(x).1);
                 let (rows, cols) =
@@ -653,8 +653,8 @@ impl Trace {
     }
 
     /// The ids of every operation.
-    pub fn all_operation_ids(&self) -> RoaringBitmap {
-        let mut ids = RoaringBitmap::new();
+    pub fn all_operation_ids(&self) -> RoaringTreemap {
+        let mut ids = RoaringTreemap::new();
         for c in self.op_chunks() {
             if c.rows > 0 {
                 ids.insert_range(
@@ -666,10 +666,10 @@ impl Trace {
     }
 
     /// The ids of every message (`0..messages`, chunk-addressed like operations).
-    pub fn all_message_ids(&self) -> RoaringBitmap {
-        let mut ids = RoaringBitmap::new();
+    pub fn all_message_ids(&self) -> RoaringTreemap {
+        let mut ids = RoaringTreemap::new();
         if self.summary().messages > 0 {
-            ids.insert_range(0..self.summary().messages as u32);
+            ids.insert_range(0..self.summary().messages);
         }
         ids
     }

@@ -9,7 +9,7 @@
 use crate::hash::FxHashMap as HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 mod pack;
 mod tally;
@@ -184,7 +184,7 @@ fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Re
             }
         }
         Job::Messages { chunk, cols } => {
-            let mut by_dim: Vec<(IndexDim, Vec<(u32, RoaringBitmap)>)> = Vec::new();
+            let mut by_dim: Vec<(IndexDim, Vec<(u32, RoaringTreemap)>)> = Vec::new();
             for (dim, value, ids) in message_chunk_indexes(chunk, &cols) {
                 match by_dim.last_mut() {
                     Some((d, list)) if *d == dim => list.push((value, ids)),
@@ -210,14 +210,14 @@ fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Re
 fn group_rows(
     chunk: u32,
     rows: usize,
-    groups: &mut HashMap<u32, RoaringBitmap>,
+    groups: &mut HashMap<u32, RoaringTreemap>,
     mut value_of: impl FnMut(usize) -> Option<u32>,
 ) {
     // Ids are collected in ascending order per value, then built into bitmaps in one go
     // (inserting run by run into an array container shifts it every time).
     let mut ids: HashMap<u32, u32> = HashMap::default();
     let mut last: Option<(u32, usize)> = None;
-    let mut lists: Vec<Vec<u32>> = Vec::new();
+    let mut lists: Vec<Vec<u64>> = Vec::new();
     for r in 0..rows {
         let Some(v) = value_of(r) else { continue };
         let slot = match last {
@@ -236,7 +236,7 @@ fn group_rows(
     }
     for (v, slot) in ids {
         let list = std::mem::take(&mut lists[slot as usize]);
-        let bitmap = RoaringBitmap::from_sorted_iter(list).expect("row ids ascend");
+        let bitmap = RoaringTreemap::from_sorted_iter(list).expect("row ids ascend");
         *groups.entry(v).or_default() |= bitmap;
     }
 }
@@ -246,10 +246,14 @@ fn opt_value(cell: u64) -> Option<u32> {
 }
 
 /// The index bitmaps of one operation chunk: process, communicator, kind and peer.
-fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+fn op_chunk_indexes(
+    chunk: u32,
+    rank: Rank,
+    cols: &Columns,
+) -> Vec<(IndexDim, u32, RoaringTreemap)> {
     use tables::op_col::*;
     let mut out = Vec::new();
-    let mut all = RoaringBitmap::new();
+    let mut all = RoaringTreemap::new();
     if cols.rows > 0 {
         all.insert_range(row_id(chunk, 0)..row_id(chunk, cols.rows - 1) + 1);
     }
@@ -265,7 +269,7 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
     by(IndexDim::Comm, &|r| opt_value(c[COMM][r]));
     by(IndexDim::Kind, &|r| Some(c[KIND][r] as u32));
     // A row's peers: destination, source, root (a Sendrecv has two).
-    let mut peers: HashMap<u32, RoaringBitmap> = HashMap::default();
+    let mut peers: HashMap<u32, RoaringTreemap> = HashMap::default();
     for col in [DEST, SOURCE, ROOT] {
         let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, |r| opt_value(c[col][r]));
@@ -280,7 +284,7 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
 }
 
 /// The index bitmaps of one message chunk: sender, receiver, communicator.
-fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringTreemap)> {
     use tables::msg_col::*;
     let mut out = Vec::new();
     for (dim, col) in [
@@ -332,7 +336,7 @@ impl Location {
         }
         let i = self.chunks.partition_point(|&(first, _)| first <= index);
         let (first, chunk) = *self.chunks.get(i.checked_sub(1)?)?;
-        Some(u64::from(row_id(chunk, (index - first) as usize)))
+        Some(row_id(chunk, (index - first) as usize))
     }
 }
 
@@ -621,8 +625,10 @@ impl Importer {
                 if open.cols.rows >= OWN_CHUNK_ROWS {
                     self.flush_location(rank as Rank, i)?;
                 } else if open.cols.rows > 0 {
-                    let cols = open.cols.clone();
-                    open.cols.clear();
+                    // The buffer goes with the job: a location that had a few rows starts
+                    // again from nothing instead of holding its largest buffer forever.
+                    let cols =
+                        std::mem::replace(&mut open.cols, Columns::new(tables::op_col::COUNT));
                     self.buffered_rows -= cols.rows;
                     let (chunk, rows) = (open.chunk, cols.rows);
                     self.post(Job::OpPiece { chunk, cols }, rows)?;
@@ -742,17 +748,17 @@ impl EventSink for Importer {
         let depth = loc.stack.len() as u16;
         loc.last_time = loc.last_time.max(op.end);
         if loc.open.is_none() {
-            if *next_chunk == u32::from(u16::MAX) + 1 {
-                return Err(Error::Usage(
-                    "the trace needs more than 65,536 operation chunks (a chunk holds up to \
-                     65,536 operations of one thread of one rank), more than one trace can hold \
-                     in this storage format"
-                        .into(),
+            if *next_chunk == u32::MAX {
+                return Err(Error::limit(
+                    crate::Limit::ValueRange,
+                    "the trace needs more than 2^32 operation chunks (a chunk holds up to \
+                     65,536 operations of one thread of one rank), more than one trace can hold",
                 ));
             }
             // Room for a whole chunk when the row cap allows it for every process: growing
             // sixteen columns row by row would copy each of them many times over.
-            let room = (MAX_BUFFERED_ROWS / processes.max(1)).clamp(64, CHUNK_ROWS);
+            // With many processes that is a few rows each: the cap, not the room, bounds memory.
+            let room = (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS);
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
                 cols: Columns::with_capacity(tables::op_col::COUNT, room),
@@ -766,7 +772,7 @@ impl EventSink for Importer {
             *next_chunk += 1;
         }
         let open = loc.open.as_mut().expect("just opened");
-        let id = u64::from(row_id(open.chunk, open.rows));
+        let id = row_id(open.chunk, open.rows);
         tables::push_operation(&mut open.cols, op, depth);
         open.rows += 1;
         open.last_start = op.start;

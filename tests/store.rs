@@ -385,7 +385,7 @@ fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
     let mut op_chunks = Vec::new();
     for pack in (0..5u32).rev() {
         let mut bytes = Vec::new();
-        let mut peers = roaring::RoaringBitmap::new();
+        let mut peers = roaring::RoaringTreemap::new();
         for chunk in [2 * pack, 2 * pack + 1] {
             let encoded = chunk_of(chunk).encode();
             op_chunks.push(OpChunkInfo {
@@ -402,14 +402,14 @@ fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
                 len: encoded.len() as u32,
             });
             bytes.extend_from_slice(&encoded);
-            peers.extend(chunk << 16..(chunk << 16) + 3);
+            peers.extend(u64::from(chunk) << 16..(u64::from(chunk) << 16) + 3);
         }
         writer.put_op_pack(pack, &bytes, pack % 2 == 0).unwrap();
         writer
             .put_postings(
                 IndexDim::Peer,
                 pack,
-                &mut [(4, peers), (9, [1u32].into_iter().collect())],
+                &mut [(4, peers), (9, [1u64].into_iter().collect())],
             )
             .unwrap();
     }

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 
 use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
@@ -95,19 +95,19 @@ pub struct CommPatternRecord {
 
 impl CommPatternRecord {
     /// The operations of its occurrences.
-    pub fn op_ids(&self) -> RoaringBitmap {
+    pub fn op_ids(&self) -> RoaringTreemap {
         deserialize(&self.ops)
     }
 
     /// The messages of its occurrences.
-    pub fn message_ids(&self) -> RoaringBitmap {
+    pub fn message_ids(&self) -> RoaringTreemap {
         deserialize(&self.messages)
     }
 }
 
 /// A stored bitmap (results are sealed with a checksum, so a damaged one never gets here).
-fn deserialize(bytes: &[u8]) -> RoaringBitmap {
-    RoaringBitmap::deserialize_from(bytes).unwrap_or_default()
+fn deserialize(bytes: &[u8]) -> RoaringTreemap {
+    RoaringTreemap::deserialize_from(bytes).unwrap_or_default()
 }
 
 /// What pattern detection found in a trace.
@@ -125,8 +125,9 @@ pub struct PatternResult {
     pub seconds: f64,
 }
 
+// Version 2: operation and message ids are 64-bit (roaring treemaps).
 impl crate::store::StoredResult for PatternResult {
-    const SCHEMA_VERSION: u32 = 1;
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 impl PatternResult {
@@ -312,7 +313,7 @@ fn process_record(
     }
 }
 
-fn serialize(bitmap: &RoaringBitmap) -> Vec<u8> {
+fn serialize(bitmap: &RoaringTreemap) -> Vec<u8> {
     let mut out = Vec::with_capacity(bitmap.serialized_size());
     bitmap
         .serialize_into(&mut out)
@@ -322,11 +323,11 @@ fn serialize(bitmap: &RoaringBitmap) -> Vec<u8> {
 
 fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
     // One sort of all ids, instead of a union per occurrence (100,000 of them).
-    let union = |each: &dyn Fn(&comm_patterns::CommOccurrence) -> &RoaringBitmap| {
-        let mut ids: Vec<u32> = p.occurrences.iter().flat_map(|o| each(o).iter()).collect();
+    let union = |each: &dyn Fn(&comm_patterns::CommOccurrence) -> &RoaringTreemap| {
+        let mut ids: Vec<u64> = p.occurrences.iter().flat_map(|o| each(o).iter()).collect();
         ids.sort_unstable();
         ids.dedup();
-        RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+        RoaringTreemap::from_sorted_iter(ids).expect("sorted ids")
     };
     let ops = union(&|o| &o.ops);
     let messages = union(&|o| &o.messages);
@@ -442,12 +443,12 @@ pub struct PhaseRecord {
 
 impl PhaseRecord {
     /// The operations of the phase.
-    pub fn op_ids(&self) -> RoaringBitmap {
+    pub fn op_ids(&self) -> RoaringTreemap {
         deserialize(&self.ops)
     }
 
     /// The messages of the phase.
-    pub fn message_ids(&self) -> RoaringBitmap {
+    pub fn message_ids(&self) -> RoaringTreemap {
         deserialize(&self.messages)
     }
 }
@@ -467,8 +468,9 @@ pub struct PhaseResult {
     pub seconds: f64,
 }
 
+// Version 2: operation and message ids are 64-bit (roaring treemaps).
 impl crate::store::StoredResult for PhaseResult {
-    const SCHEMA_VERSION: u32 = 1;
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 impl PhaseResult {
@@ -567,7 +569,7 @@ fn phase_bitmaps(
     let Some(last) = phases.last() else {
         return Ok(());
     };
-    let mut last_ops = RoaringBitmap::new();
+    let mut last_ops = RoaringTreemap::new();
     for id in &last.patterns {
         if let Some(p) = patterns.pattern(*id) {
             last_ops |= p.op_ids();
@@ -616,7 +618,7 @@ fn phase_bitmaps(
         let in_last = || t <= ends.get(&rank).copied().unwrap_or(last.end);
         (k > 0 && (k < starts.len() || in_last())).then(|| k - 1)
     };
-    let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    let mut ops: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
     for (chunk, rank, times, rows) in &times_of {
         for (row, &t) in times.iter().enumerate().take(*rows) {
             if let Some(k) = phase_of(*rank, t) {
@@ -624,8 +626,8 @@ fn phase_bitmaps(
             }
         }
     }
-    let mut messages: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
-    let mut id = 0u32;
+    let mut messages: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
+    let mut id = 0u64;
     for chunk in 0..trace.message_chunk_count() {
         use crate::store::tables::msg_col::{SENDER, SEND_TIME};
         let (rows, cols) = trace.message_columns(chunk, &[SENDER, SEND_TIME])?;
@@ -640,9 +642,9 @@ fn phase_bitmaps(
             id += 1;
         }
     }
-    let sorted = |mut ids: Vec<u32>| {
+    let sorted = |mut ids: Vec<u64>| {
         ids.sort_unstable();
-        RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+        RoaringTreemap::from_sorted_iter(ids).expect("sorted ids")
     };
     for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
         phase.ops = serialize(&sorted(ops));
@@ -762,7 +764,7 @@ pub struct TemplateMatch {
     /// Last event's start.
     pub end: Time,
     /// The operations matched.
-    pub ops: RoaringBitmap,
+    pub ops: RoaringTreemap,
 }
 
 /// Finds `template` in the trace with at most `errors` edits per process. A match is a set of
@@ -790,7 +792,7 @@ pub fn match_template(
     let (mut alphabet, events) = process_events::extract(trace, false, false)?;
     let mut per_process: Vec<Vec<ProcessPatternOccurrences>> = vec![Vec::new(); events.len()];
     // Edits of each per-process match, by its first operation.
-    let mut edits: crate::hash::FxHashMap<u32, u32> = Default::default();
+    let mut edits: crate::hash::FxHashMap<u64, u32> = Default::default();
     for p in template {
         let symbols: Vec<u32> = p
             .events
@@ -814,7 +816,7 @@ pub fn match_template(
         let mut occurrences = Vec::with_capacity(found.len());
         for m in found {
             if m.end > m.start {
-                edits.insert(e.ops[m.start] as u32, m.distance as u32);
+                edits.insert(e.ops[m.start], m.distance as u32);
                 occurrences.push((m.start, m.end));
             }
         }

@@ -72,7 +72,7 @@ pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalMod
 pub fn matrix(
     trace: &Trace,
     comm: Option<CommId>,
-    within: Option<(&roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
+    within: Option<(&roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
 ) -> Result<CommMatrix> {
     use crate::model::OpKind;
     use crate::store::tables::msg_col::{BYTES, COMM, RECEIVER, SENDER};
@@ -81,7 +81,7 @@ pub fn matrix(
         CommMatrix::from_pairs(n, trace.pairs())
     } else {
         let mut m = CommMatrix::new(n);
-        let mut id = 0u32;
+        let mut id = 0u64;
         for chunk in 0..trace.message_chunk_count() {
             let (rows, cols) = trace.message_columns(chunk, &[SENDER, RECEIVER, COMM, BYTES])?;
             let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
@@ -114,7 +114,7 @@ pub fn matrix(
             if !all_to_all(c.kind) || comm.is_some_and(|id| id != c.comm) {
                 continue;
             }
-            if within.is_some_and(|(_, ops)| !c.ops.iter().any(|&op| ops.contains(op as u32))) {
+            if within.is_some_and(|(_, ops)| !c.ops.iter().any(|&op| ops.contains(op))) {
                 continue;
             }
             if let Some(members) = trace.header().communicator(c.comm) {
@@ -500,7 +500,7 @@ pub fn topology_key(comm: Option<CommId>, phase: Option<u32>) -> String {
 pub fn topology_of(
     trace: &Trace,
     comm: Option<CommId>,
-    phase: Option<(u32, &roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
+    phase: Option<(u32, &roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
     refresh: bool,
 ) -> Result<TopologyResult> {
     let key = topology_key(comm, phase.map(|p| p.0));

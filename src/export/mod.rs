@@ -152,9 +152,7 @@ struct Positions<'t> {
 
 impl Positions<'_> {
     fn of(&self, id: OpId) -> Result<OpPosition> {
-        let (chunk, row) = u32::try_from(id)
-            .map(split_id)
-            .map_err(|_| Error::Corrupt(format!("operation id {id} is out of range")))?;
+        let (chunk, row) = split_id(id);
         let info = self
             .chunks
             .binary_search_by_key(&chunk, |c| c.chunk)

@@ -9,7 +9,7 @@
 //! read back and joined, and whole chunks are laid back to back into packs of up to
 //! [`CHUNK_ROWS`] rows, with one posting list per index dimension and pack.
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
@@ -24,7 +24,7 @@ pub(super) type Placement = (u32, u32, u32, u32);
 pub(super) type Piece = (u64, u32);
 
 /// The index groups of a chunk: per dimension and value, the ids.
-pub(super) type Postings = Vec<(IndexDim, u32, RoaringBitmap)>;
+pub(super) type Postings = Vec<(IndexDim, u32, RoaringTreemap)>;
 
 /// Chunks shorter than this are encoded without compressing their columns, and the pack that
 /// holds them is compressed whole: a column of a few hundred rows compresses badly alone.
@@ -73,7 +73,7 @@ pub(super) struct OpPacker {
     /// Whether a chunk in the pack was encoded without compression (a short one): the pack
     /// is then compressed whole, where the short chunks' columns have company.
     compress: bool,
-    postings: HashMap<(IndexDim, u32), RoaringBitmap>,
+    postings: HashMap<(IndexDim, u32), RoaringTreemap>,
     next_pack: u32,
     placed: Vec<Placement>,
 }
@@ -117,7 +117,7 @@ impl OpPacker {
         let pack = self.next_pack;
         self.next_pack += 1;
         writer.put_op_pack(pack, &self.bytes, std::mem::take(&mut self.compress))?;
-        let mut by_dim: HashMap<IndexDim, Vec<(u32, RoaringBitmap)>> = HashMap::default();
+        let mut by_dim: HashMap<IndexDim, Vec<(u32, RoaringTreemap)>> = HashMap::default();
         for ((dim, value), ids) in self.postings.drain() {
             by_dim.entry(dim).or_default().push((value, ids));
         }

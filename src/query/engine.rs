@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 use super::ast::{
     Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, Measure,
@@ -55,7 +55,7 @@ fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
 }
 
 /// Phase `n`'s messages and operations (default parameters), or why there is no such phase.
-fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringBitmap, RoaringBitmap)> {
+fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringTreemap, RoaringTreemap)> {
     let found = detection::phases(trace, &PhaseParams::default(), false)?;
     match found.phase(n) {
         Some(p) => Ok((p.message_ids(), p.op_ids())),
@@ -118,7 +118,7 @@ pub struct PlanStep {
 /// What a selection evaluates to: operation or message ids, and the plan that found them.
 struct Selected {
     messages: bool,
-    ids: RoaringBitmap,
+    ids: RoaringTreemap,
     plan: Vec<PlanStep>,
 }
 
@@ -131,7 +131,7 @@ pub struct Engine<'a> {
 /// A row of a selection, read from the store.
 enum Row {
     Op(u64, Operation),
-    Msg(u32, Message),
+    Msg(u64, Message),
 }
 
 impl<'a> Engine<'a> {
@@ -261,8 +261,8 @@ impl<'a> Engine<'a> {
         dim: IndexDim,
         values: impl IntoIterator<Item = u32>,
         chunks: Option<&[u32]>,
-    ) -> Result<RoaringBitmap> {
-        let mut out = RoaringBitmap::new();
+    ) -> Result<RoaringTreemap> {
+        let mut out = RoaringTreemap::new();
         for v in values {
             out |= match chunks {
                 Some(c) => self.trace.index_in_chunks(dim, v, c)?,
@@ -346,7 +346,7 @@ impl<'a> Engine<'a> {
         });
         let chunks = self.candidate_chunks(sel, messages)?;
         if let Some(chunks) = &chunks {
-            let mut keep = RoaringBitmap::new();
+            let mut keep = RoaringTreemap::new();
             for &c in chunks {
                 keep.insert_range(row_id(c, 0)..=row_id(c, u16::MAX as usize));
             }
@@ -476,7 +476,7 @@ impl<'a> Engine<'a> {
         scope: &Scope,
         messages: bool,
         chunks: Option<&[u32]>,
-    ) -> Result<(RoaringBitmap, String)> {
+    ) -> Result<(RoaringTreemap, String)> {
         let index = |dim: IndexDim, v: u32| self.union_in(dim, [v], chunks);
         let (own, other) = if messages {
             (IndexDim::MessageSender, IndexDim::MessageReceiver)
@@ -565,9 +565,9 @@ impl<'a> Engine<'a> {
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
         // Rows are read chunk by chunk (a roaring container is a chunk), checking for Ctrl-C.
         let mut read: Vec<Row> = Vec::new();
-        let mut chunk_ids = RoaringBitmap::new();
+        let mut chunk_ids = RoaringTreemap::new();
         let mut current_chunk = None;
-        let flush = |ids: &mut RoaringBitmap, read: &mut Vec<Row>| -> Result<()> {
+        let flush = |ids: &mut RoaringTreemap, read: &mut Vec<Row>| -> Result<()> {
             self.check_cancel()?;
             if selected.messages {
                 read.extend(
@@ -1166,10 +1166,10 @@ impl<'a> Engine<'a> {
     pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
         let mut selected = self.select_ids(sel)?;
         let rows = self.rows(sel, &mut selected)?;
-        let mut ids = RoaringBitmap::new();
+        let mut ids = RoaringTreemap::new();
         for r in &rows {
             match r {
-                Row::Op(id, _) => ids.insert(*id as u32),
+                Row::Op(id, _) => ids.insert(*id),
                 Row::Msg(id, _) => ids.insert(*id),
             };
         }

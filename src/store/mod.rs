@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 pub use catalog::{
     Catalog, CatalogEntry, OpChunkInfo, PairTraffic, RankTraffic, TraceMeta, TraceSummary,
@@ -196,7 +196,7 @@ fn unframe(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
 /// Encodes the posting lists of one dimension in one chunk: for each value, the bitmap of the
 /// ids that have it. One blob per chunk and dimension, however many values (ranks, peers) the
 /// chunk holds: a blob per value would cost a directory entry and a frame per rank.
-pub fn encode_postings(postings: &mut [(u32, RoaringBitmap)]) -> Vec<u8> {
+pub fn encode_postings(postings: &mut [(u32, RoaringTreemap)]) -> Vec<u8> {
     postings.sort_unstable_by_key(|(v, _)| *v);
     let mut raw = Vec::new();
     codec::put_varint(&mut raw, postings.len() as u64);
@@ -214,7 +214,7 @@ pub fn encode_postings(postings: &mut [(u32, RoaringBitmap)]) -> Vec<u8> {
 }
 
 /// The bitmap of `value` in posting lists written by [`encode_postings`], if it has one.
-fn decode_posting(bytes: &[u8], value: u32, what: &str) -> Result<Option<RoaringBitmap>> {
+fn decode_posting(bytes: &[u8], value: u32, what: &str) -> Result<Option<RoaringTreemap>> {
     let raw = unframe(bytes, what)?;
     let mut pos = 0;
     let count = codec::get_varint(&raw, &mut pos)?;
@@ -227,7 +227,7 @@ fn decode_posting(bytes: &[u8], value: u32, what: &str) -> Result<Option<Roaring
             .filter(|&e| e <= raw.len())
             .ok_or_else(|| Error::Corrupt(format!("{what}: a posting list runs past its end")))?;
         if current == u64::from(value) {
-            return RoaringBitmap::deserialize_from(&raw[pos..end])
+            return RoaringTreemap::deserialize_from(&raw[pos..end])
                 .map(Some)
                 .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")));
         }
@@ -256,7 +256,7 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
 }
 
 /// Compresses a serialized bitmap (a view's operations).
-fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
+fn encode_bitmap(bitmap: &RoaringTreemap) -> Vec<u8> {
     let mut raw = Vec::with_capacity(bitmap.serialized_size());
     // Writing to a Vec fails only when memory is exhausted.
     #[allow(clippy::expect_used)]
@@ -266,9 +266,9 @@ fn encode_bitmap(bitmap: &RoaringBitmap) -> Vec<u8> {
     frame(&raw)
 }
 
-fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringBitmap> {
+fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringTreemap> {
     let raw = unframe(bytes, what)?;
-    RoaringBitmap::deserialize_from(&raw[..])
+    RoaringTreemap::deserialize_from(&raw[..])
         .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
 }
 
@@ -850,7 +850,7 @@ impl TraceWriter<'_> {
         &mut self,
         dim: IndexDim,
         chunk: u32,
-        postings: &mut [(u32, RoaringBitmap)],
+        postings: &mut [(u32, RoaringTreemap)],
     ) -> Result<()> {
         self.put_encoded_postings(dim, chunk, encode_postings(postings))
     }
@@ -960,7 +960,7 @@ pub struct StoredView {
     /// The statement that defined it, as canonical query text.
     pub definition: String,
     /// The selected ids.
-    pub ids: RoaringBitmap,
+    pub ids: RoaringTreemap,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -1120,8 +1120,8 @@ impl TraceReader {
     }
 
     /// The ids with `value` on `dim` (the union of its per-chunk bitmaps).
-    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
-        let mut out = RoaringBitmap::new();
+    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringTreemap> {
+        let mut out = RoaringTreemap::new();
         let prefix = [b'i', dim as u8];
         for blob in self.segment.scan_prefix(&prefix) {
             self.check_cancel()?;
@@ -1272,8 +1272,8 @@ impl TraceReader {
         dim: IndexDim,
         value: u32,
         chunks: &[u32],
-    ) -> Result<RoaringBitmap> {
-        let mut out = RoaringBitmap::new();
+    ) -> Result<RoaringTreemap> {
+        let mut out = RoaringTreemap::new();
         for chunk in self.posting_chunks(dim, chunks) {
             if let Some(bytes) = self.segment.get(&postings_key(dim, chunk))? {
                 let what = format!("index {dim:?} chunk {chunk} of trace {:?}", self.meta.name);
@@ -1284,8 +1284,8 @@ impl TraceReader {
         }
         if dim.of_operations() {
             // A pack holds other chunks too: keep only the ids of the chunks asked for.
-            let mut wanted = RoaringBitmap::new();
-            for &chunk in chunks.iter().filter(|&&c| c <= u32::from(u16::MAX)) {
+            let mut wanted = RoaringTreemap::new();
+            for &chunk in chunks {
                 wanted.insert_range(tables::row_id(chunk, 0)..=tables::row_id(chunk, 0xffff));
             }
             out &= wanted;

@@ -19,14 +19,18 @@ pub const CHUNK_ROWS: usize = 1 << 16;
 
 const CHUNK_FORMAT: u8 = 1;
 
-/// The id of row `row` of chunk `chunk`.
-pub fn row_id(chunk: u32, row: usize) -> u32 {
-    (chunk << 16) | row as u32
+/// The id of row `row` of chunk `chunk`: 64 bits, so that ids never run out before chunk
+/// numbers do (2^32 chunks of 2^16 rows).
+pub fn row_id(chunk: u32, row: usize) -> u64 {
+    (u64::from(chunk) << 16) | (row as u64 & 0xffff)
 }
 
-/// The chunk and row an id names.
-pub fn split_id(id: u32) -> (u32, usize) {
-    (id >> 16, (id & 0xffff) as usize)
+/// The chunk and row an id names (`u32::MAX` as the chunk of an id beyond every chunk).
+pub fn split_id(id: u64) -> (u32, usize) {
+    (
+        u32::try_from(id >> 16).unwrap_or(u32::MAX),
+        (id & 0xffff) as usize,
+    )
 }
 
 /// One chunk of a table in column form.
