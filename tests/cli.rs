@@ -530,3 +530,44 @@ fn demo_runs_the_papers_queries_and_a_piped_script_runs_in_the_shell() {
     assert!(text.starts_with("count(*)\n720\nview,rows\nr0,"), "{text}");
     assert!(text.contains("\nname,rows,of,definition\nr0,"), "{text}");
 }
+
+/// `query --format csv|json` writes rows as they come; what it prints is byte for byte what
+/// the library's whole result prints, for selections (with and without ORDER BY and LIMIT,
+/// empty ones included), aggregates and other statements.
+#[test]
+fn streamed_csv_and_json_equal_the_whole_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
+    ok(mtfdb(&db, &["import", example, "--name", "s"]));
+    let statements = [
+        "SELECT ALL OPERATIONS LIMIT 50",
+        "SELECT ALL MESSAGES",
+        "SELECT ALL OPERATIONS FOR PROCESS(3) ORDER BY duration_ns DESC LIMIT 5",
+        "SELECT ALL MESSAGES ORDER BY size",
+        "SELECT ALL OPERATIONS LIMIT 0",
+        "SELECT ALL MESSAGES WHERE SIZE > 18446744073709551615",
+        "SELECT COUNT(*) FROM OPERATIONS GROUP BY PROCESS",
+        "SELECT STATISTICS FOR ALL PROCESSES",
+    ];
+    let wholes: Vec<mtfdb::query::ResultSet> = {
+        let mut session = mtfdb::query::Session::new(Database::open_existing(&db).unwrap());
+        session.use_trace("s").unwrap();
+        statements.iter().map(|s| session.run(s).unwrap()).collect()
+    };
+    for (statement, whole) in statements.into_iter().zip(wholes) {
+        let csv = ok(mtfdb(
+            &db,
+            &["query", statement, "--trace", "s", "--format", "csv"],
+        ));
+        assert_eq!(csv, whole.to_csv(), "{statement}");
+        let json = ok(mtfdb(
+            &db,
+            &["query", statement, "--trace", "s", "--format", "json"],
+        ));
+        assert_eq!(json, format!("{}\n", whole.to_json()), "{statement}");
+    }
+}

@@ -84,3 +84,92 @@ proptest! {
         prop_assert_eq!(ids_of(&result), expected, "{}", text);
     }
 }
+
+/// A column `ORDER BY` can name, with the value the naive side computes for it.
+fn order_value(model: &Model, messages: bool, id: u64, column: &str) -> u64 {
+    if messages {
+        let m = &model
+            .messages
+            .iter()
+            .find(|(i, _)| u64::from(*i) == id)
+            .expect("a selected message")
+            .1;
+        match column {
+            "size" => m.bytes,
+            "sender" => u64::from(m.sender),
+            _ => m.send_time,
+        }
+    } else {
+        let o = &model
+            .ops
+            .iter()
+            .find(|(i, _)| *i == id)
+            .expect("a selected operation")
+            .1;
+        match column {
+            "duration_ns" => o.end - o.start,
+            "bytes_sent" => o.send_bytes,
+            "rank" => u64::from(o.rank),
+            _ => o.start,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// `LIMIT k` and `ORDER BY … LIMIT k` (read until the limit, top-k) give exactly the rows,
+    /// in the order, that a full stable sort of the naive scan's rows gives cut to k: ties
+    /// keep id order.
+    #[test]
+    fn limit_and_top_k_equal_a_full_sort(
+        config in config_strategy(),
+        (sel, _) in selection_strategy(),
+        key in 0usize..4,
+        descending in any::<bool>(),
+        ordered in any::<bool>(),
+        k in 0u64..40,
+    ) {
+        let mut w = world().lock().unwrap_or_else(|p| p.into_inner());
+        let name = ensure_trace(&mut w, &config);
+        let model = &w.models[&name];
+        prop_assume!(scope_valid(sel.filter.scope.as_ref(), model.ranks));
+        prop_assume!(sel.filter.predicate.as_ref().map_or(0, Expr::depth) <= MAX_NESTING);
+        let messages = sel.target == mtfdb::query::Target::Messages;
+        let columns: [&str; 4] = if messages {
+            ["size", "sender", "send_time_ns", "size"]
+        } else {
+            ["duration_ns", "bytes_sent", "rank", "start_ns"]
+        };
+        let column = columns[key];
+        let mut expected: Vec<u64> = naive(model, &sel).into_iter().collect();
+        let text = if ordered {
+            // A stable sort of rows in id order: ties stay in id order.
+            expected.sort_by(|a, b| {
+                let o = order_value(model, messages, *a, column)
+                    .cmp(&order_value(model, messages, *b, column));
+                if descending { o.reverse() } else { o }
+            });
+            let dir = if descending { " DESC" } else { "" };
+            format!("SELECT {sel} ORDER BY {column}{dir} LIMIT {k}")
+        } else {
+            format!("SELECT {sel} LIMIT {k}")
+        };
+        expected.truncate(k as usize);
+        w.session.use_trace(&name).unwrap();
+        let result = w
+            .session
+            .run(&text)
+            .map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        let id = result.column("id").expect("an id column");
+        let got: Vec<u64> = result
+            .rows
+            .iter()
+            .map(|r| match &r[id] {
+                mtfdb::query::Value::Int(i) => *i as u64,
+                v => panic!("{v:?}"),
+            })
+            .collect();
+        prop_assert_eq!(got, expected, "{}", text);
+    }
+}

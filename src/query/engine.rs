@@ -16,7 +16,7 @@ use super::ast::{
     Statistic, Target, TimeWindow, Within,
 };
 use super::ast::{Analysis, Threshold};
-use super::result::{ResultSet, Value};
+use super::result::{ResultSet, RowSink, Value};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
 use crate::analysis::structure;
@@ -126,6 +126,39 @@ struct Selected {
 pub struct Engine<'a> {
     trace: &'a Trace,
     cancel: Option<&'a AtomicBool>,
+}
+
+/// The columns of a selection's rows: operations or messages.
+fn row_columns(messages: bool) -> Vec<String> {
+    let names: &[&str] = if messages {
+        &[
+            "id",
+            "sender",
+            "receiver",
+            "comm",
+            "tag",
+            "size",
+            "send_time_ns",
+            "recv_time_ns",
+        ]
+    } else {
+        &[
+            "id",
+            "rank",
+            "thread",
+            "operation",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "comm",
+            "peer",
+            "tag",
+            "bytes_sent",
+            "bytes_received",
+            "root",
+        ]
+    };
+    names.iter().map(|n| n.to_string()).collect()
 }
 
 /// A row of a selection, read from the store.
@@ -555,6 +588,24 @@ impl<'a> Engine<'a> {
     /// Reads the selected rows and keeps those the indexes could not decide: time overlap,
     /// peers within an AMONG set, and the WHERE predicate.
     fn rows(&self, sel: &Selection, selected: &mut Selected) -> Result<Vec<Row>> {
+        let mut kept = Vec::new();
+        self.each_row(sel, selected, |row| {
+            kept.push(row);
+            Ok(true)
+        })?;
+        Ok(kept)
+    }
+
+    /// Reads the selected rows chunk by chunk (a roaring container is a chunk), checking for
+    /// Ctrl-C, and hands each row that overlaps the window, has its peers in the set and
+    /// matches WHERE to `visit`, which returns whether it wants more: `LIMIT n` stops reading
+    /// after n rows. Memory holds one chunk's rows, never the selection's.
+    fn each_row(
+        &self,
+        sel: &Selection,
+        selected: &mut Selected,
+        mut visit: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
         let among: Option<Vec<Rank>> = match &sel.filter.scope {
             Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
             _ => None,
@@ -563,58 +614,67 @@ impl<'a> Engine<'a> {
             check_nesting(p)?;
         }
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
-        // Rows are read chunk by chunk (a roaring container is a chunk), checking for Ctrl-C.
-        let mut read: Vec<Row> = Vec::new();
-        let mut chunk_ids = RoaringTreemap::new();
-        let mut current_chunk = None;
-        let flush = |ids: &mut RoaringTreemap, read: &mut Vec<Row>| -> Result<()> {
-            self.check_cancel()?;
-            if selected.messages {
-                read.extend(
-                    self.trace
-                        .messages_by_id_without_ops(ids)?
-                        .into_iter()
-                        .map(|(id, m)| Row::Msg(id, m)),
-                );
-            } else {
-                read.extend(
-                    self.trace
-                        .operations(ids)?
-                        .into_iter()
-                        .map(|(id, o)| Row::Op(id, o)),
-                );
-            }
-            ids.clear();
-            Ok(())
+        let keep = |row: &Row| {
+            sel.filter.time.is_none_or(|w| overlaps(row, w))
+                && among.as_ref().is_none_or(|set| peers_within(row, set))
+                && sel
+                    .filter
+                    .predicate
+                    .as_ref()
+                    .is_none_or(|p| eval(p, row, &comm_ids))
         };
-        for id in &selected.ids {
-            if current_chunk != Some(id >> 16) && !chunk_ids.is_empty() {
-                flush(&mut chunk_ids, &mut read)?;
-            }
-            current_chunk = Some(id >> 16);
+        let mut kept = 0u64;
+        let mut stopped = false;
+        let mut chunk_ids = RoaringTreemap::new();
+        let mut ids = selected.ids.iter().peekable();
+        while let Some(id) = ids.next() {
             chunk_ids.insert(id);
+            let same_chunk = ids.peek().is_some_and(|next| next >> 16 == id >> 16);
+            if same_chunk {
+                continue;
+            }
+            for row in self.read_rows(selected.messages, &chunk_ids)? {
+                if keep(&row) {
+                    kept += 1;
+                    if !visit(row)? {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            chunk_ids.clear();
+            if stopped {
+                break;
+            }
         }
-        if !chunk_ids.is_empty() {
-            flush(&mut chunk_ids, &mut read)?;
-        }
-        let kept: Vec<Row> = read
-            .into_iter()
-            .filter(|row| {
-                sel.filter.time.is_none_or(|w| overlaps(row, w))
-                    && among.as_ref().is_none_or(|set| peers_within(row, set))
-                    && sel
-                        .filter
-                        .predicate
-                        .as_ref()
-                        .is_none_or(|p| eval(p, row, &comm_ids))
-            })
-            .collect();
         selected.plan.push(PlanStep {
-            step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
+            step: if stopped {
+                "read rows until the limit; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            } else {
+                "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            },
             estimated: selected.ids.len(),
-            actual: Some(kept.len() as u64),
+            actual: Some(kept),
         });
-        Ok(kept)
+        Ok(())
+    }
+
+    /// The rows of `ids`, all in one chunk.
+    fn read_rows(&self, messages: bool, ids: &RoaringTreemap) -> Result<Vec<Row>> {
+        self.check_cancel()?;
+        Ok(if messages {
+            self.trace
+                .messages_by_id_without_ops(ids)?
+                .into_iter()
+                .map(|(id, m)| Row::Msg(id, m))
+                .collect()
+        } else {
+            self.trace
+                .operations(ids)?
+                .into_iter()
+                .map(|(id, o)| Row::Op(id, o))
+                .collect()
+        })
     }
 
     /// Communicator names in a predicate, resolved once.
@@ -642,68 +702,41 @@ impl<'a> Engine<'a> {
     }
 
     fn rows_result(&self, rows: &[Row], messages: bool) -> ResultSet {
-        if messages {
-            let mut r = ResultSet::new([
-                "id",
-                "sender",
-                "receiver",
-                "comm",
-                "tag",
-                "size",
-                "send_time_ns",
-                "recv_time_ns",
-            ]);
-            for row in rows {
-                if let Row::Msg(id, m) = row {
-                    r.push(vec![
-                        (*id).into(),
-                        m.sender.into(),
-                        m.receiver.into(),
-                        self.comm_name(m.comm).into(),
-                        m.tag.into(),
-                        m.bytes.into(),
-                        m.send_time.into(),
-                        m.recv_time.into(),
-                    ]);
-                }
-            }
-            r
-        } else {
-            let mut r = ResultSet::new([
-                "id",
-                "rank",
-                "thread",
-                "operation",
-                "start_ns",
-                "end_ns",
-                "duration_ns",
-                "comm",
-                "peer",
-                "tag",
-                "bytes_sent",
-                "bytes_received",
-                "root",
-            ]);
-            for row in rows {
-                if let Row::Op(id, o) = row {
-                    r.push(vec![
-                        (*id).into(),
-                        o.rank.into(),
-                        o.thread.into(),
-                        self.trace.kind_name(o.kind).into(),
-                        o.start.into(),
-                        o.end.into(),
-                        (o.end - o.start).into(),
-                        o.comm.map(|c| self.comm_name(c)).into(),
-                        o.dest.or(o.source).into(),
-                        o.send_tag.or(o.recv_tag).into(),
-                        o.send_bytes.into(),
-                        o.recv_bytes.into(),
-                        o.root.into(),
-                    ]);
-                }
-            }
-            r
+        let mut r = ResultSet::new(row_columns(messages));
+        for row in rows {
+            r.push(self.row_values(row));
+        }
+        r
+    }
+
+    /// A row's values, in the order of [`row_columns`].
+    fn row_values(&self, row: &Row) -> Vec<Value> {
+        match row {
+            Row::Msg(id, m) => vec![
+                (*id).into(),
+                m.sender.into(),
+                m.receiver.into(),
+                self.comm_name(m.comm).into(),
+                m.tag.into(),
+                m.bytes.into(),
+                m.send_time.into(),
+                m.recv_time.into(),
+            ],
+            Row::Op(id, o) => vec![
+                (*id).into(),
+                o.rank.into(),
+                o.thread.into(),
+                self.trace.kind_name(o.kind).into(),
+                o.start.into(),
+                o.end.into(),
+                (o.end - o.start).into(),
+                o.comm.map(|c| self.comm_name(c)).into(),
+                o.dest.or(o.source).into(),
+                o.send_tag.or(o.recv_tag).into(),
+                o.send_bytes.into(),
+                o.recv_bytes.into(),
+                o.root.into(),
+            ],
         }
     }
 
@@ -716,6 +749,11 @@ impl<'a> Engine<'a> {
 
     /// Runs a SELECT (or plans it, for EXPLAIN).
     pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
+        if !explain && matches!(s.body, SelectBody::Rows(_)) {
+            let mut r = ResultSet::new(Vec::<String>::new());
+            self.select_into(s, &mut r)?;
+            return Ok(r);
+        }
         let (result, plan) = match &s.body {
             SelectBody::Rows(sel) => {
                 let mut selected = self.select_ids(sel)?;
@@ -745,8 +783,8 @@ impl<'a> Engine<'a> {
                 group_by,
             } => {
                 let mut selected = self.select_ids(selection)?;
-                let rows = self.rows(selection, &mut selected)?;
-                (self.aggregate(&rows, aggregates, group_by)?, selected.plan)
+                let r = self.aggregate(selection, &mut selected, aggregates, group_by)?;
+                (r, selected.plan)
             }
             SelectBody::Statistic {
                 statistic,
@@ -769,9 +807,59 @@ impl<'a> Engine<'a> {
         order_and_limit(result, s, self.cancel)
     }
 
+    /// Runs a `SELECT` and hands its rows to `sink` as they come: a selection of rows
+    /// without `ORDER BY` is written while it is read and stops reading at its `LIMIT`; with
+    /// `ORDER BY … LIMIT k` only the k first rows are held (top-k). Other statements are
+    /// computed whole (an aggregate holds its groups, not its rows) and then handed over.
+    pub fn select_into(&self, s: &Select, sink: &mut dyn RowSink) -> Result<()> {
+        let SelectBody::Rows(sel) = &s.body else {
+            return sink.result(self.select(s, false)?);
+        };
+        let mut selected = self.select_ids(sel)?;
+        let columns = row_columns(selected.messages);
+        let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if s.order_by.is_empty() {
+            sink.columns(&columns)?;
+            if limit == Some(0) {
+                return Ok(());
+            }
+            let mut written = 0usize;
+            return self.each_row(sel, &mut selected, |row| {
+                sink.row(self.row_values(&row))?;
+                written += 1;
+                Ok(limit.is_none_or(|l| written < l))
+            });
+        }
+        let keys = order_keys(&columns, s)?;
+        let mut all = ResultSet::new(columns);
+        match limit {
+            Some(k) => {
+                let mut top = TopK {
+                    keys,
+                    k,
+                    rows: Vec::new(),
+                };
+                self.each_row(sel, &mut selected, |row| {
+                    top.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all.rows = top.into_rows();
+            }
+            None => {
+                self.each_row(sel, &mut selected, |row| {
+                    all.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all = order_and_limit(all, s, self.cancel)?;
+            }
+        }
+        sink.result(all)
+    }
+
     fn aggregate(
         &self,
-        rows: &[Row],
+        selection: &Selection,
+        selected: &mut Selected,
         aggregates: &[Aggregate],
         group_by: &[GroupKey],
     ) -> Result<ResultSet> {
@@ -781,7 +869,9 @@ impl<'a> Engine<'a> {
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
         let mut groups: BTreeMap<Vec<GroupValue>, Vec<Acc>> = BTreeMap::new();
-        for row in rows {
+        // Rows are folded into their groups as they are read: memory holds the groups.
+        self.each_row(selection, selected, |row| {
+            let row = &row;
             let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
             let accs = groups
                 .entry(key)
@@ -796,7 +886,8 @@ impl<'a> Engine<'a> {
                 };
                 acc.add(v);
             }
-        }
+            Ok(true)
+        })?;
         if groups.is_empty() && group_by.is_empty() {
             groups.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
         }
@@ -1389,16 +1480,18 @@ impl Acc {
     }
 }
 
-fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) -> Result<ResultSet> {
-    if !s.order_by.is_empty() {
-        let mut keys = Vec::new();
-        for k in &s.order_by {
+/// The result columns `ORDER BY` names, with whether each is descending.
+fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, bool)>> {
+    let column = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+    s.order_by
+        .iter()
+        .map(|k| {
             let col = match &k.column {
-                OrderColumn::Name(n) => r.column(n),
-                OrderColumn::Aggregate(a) => r.column(&a.to_string()),
-                OrderColumn::Position(p) => (*p as usize)
-                    .checked_sub(1)
-                    .filter(|i| *i < r.columns.len()),
+                OrderColumn::Name(n) => column(n),
+                OrderColumn::Aggregate(a) => column(&a.to_string()),
+                OrderColumn::Position(p) => {
+                    (*p as usize).checked_sub(1).filter(|i| *i < columns.len())
+                }
             }
             .ok_or_else(|| {
                 Error::unknown(
@@ -1407,27 +1500,61 @@ fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) ->
                     format!(
                         "ORDER BY {}: the result has no such column; its columns are {}",
                         k.column_text(),
-                        r.columns.join(", ")
+                        columns.join(", ")
                     ),
                 )
             })?;
-            keys.push((col, k.descending));
+            Ok((col, k.descending))
+        })
+        .collect()
+}
+
+/// Orders two result rows by `keys`.
+fn compare_rows(keys: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    for &(c, desc) in keys {
+        let o = compare_values(&a[c], &b[c]);
+        let o = if desc { o.reverse() } else { o };
+        if o != std::cmp::Ordering::Equal {
+            return o;
         }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// The `k` first rows in `keys` order of everything pushed, ties kept in the order pushed,
+/// holding at most about 2k rows: the same rows, in the same order, as a stable sort of all
+/// of them cut to k.
+struct TopK {
+    keys: Vec<(usize, bool)>,
+    k: usize,
+    rows: Vec<Vec<Value>>,
+}
+
+impl TopK {
+    fn push(&mut self, row: Vec<Value>) {
+        self.rows.push(row);
+        if self.rows.len() >= 2 * self.k + 1024 {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        let keys = &self.keys;
+        self.rows.sort_by(|a, b| compare_rows(keys, a, b));
+        self.rows.truncate(self.k);
+    }
+
+    fn into_rows(mut self) -> Vec<Vec<Value>> {
+        self.cut();
+        self.rows
+    }
+}
+
+fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) -> Result<ResultSet> {
+    if !s.order_by.is_empty() {
+        let keys = order_keys(&r.columns, s)?;
         let rows = std::mem::take(&mut r.rows);
-        r.rows = sort_rows(
-            rows,
-            |a, b| {
-                for &(c, desc) in &keys {
-                    let o = compare_values(&a[c], &b[c]);
-                    let o = if desc { o.reverse() } else { o };
-                    if o != std::cmp::Ordering::Equal {
-                        return o;
-                    }
-                }
-                std::cmp::Ordering::Equal
-            },
-            cancel,
-        )?;
+        r.rows = sort_rows(rows, |a, b| compare_rows(&keys, a, b), cancel)?;
     }
     if let Some(n) = s.limit {
         r.rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
@@ -1624,6 +1751,31 @@ impl Session {
     pub fn run(&mut self, text: &str) -> Result<ResultSet> {
         let stmt = super::parse_statement(text).map_err(query_error)?;
         self.execute(&stmt)
+    }
+
+    /// Runs one statement and hands its rows to `sink` as they come: a `SELECT` of rows is
+    /// written while it is read (see [`Engine::select_into`]); other statements are computed
+    /// and then handed over whole.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// let mut session = mtfdb::query::Session::new(db);
+    /// session.use_trace("paper").unwrap();
+    /// let mut first = mtfdb::query::ResultSet::new(Vec::<String>::new());
+    /// session.run_into("SELECT ALL OPERATIONS LIMIT 2", &mut first).unwrap();
+    /// assert_eq!(first.len(), 2);
+    /// ```
+    pub fn run_into(&mut self, text: &str, sink: &mut dyn RowSink) -> Result<()> {
+        let stmt = super::parse_statement(text).map_err(query_error)?;
+        let Statement::Select(select) = &stmt else {
+            return sink.result(self.execute(&stmt)?);
+        };
+        self.cancel.store(false, Ordering::Relaxed);
+        let cancel = self.cancel.clone();
+        let trace = self.trace()?;
+        Engine::with_cancel(trace, &cancel).select_into(select, sink)
     }
 
     /// Runs a parsed statement.

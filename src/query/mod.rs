@@ -20,4 +20,4 @@ pub use ast::{
 };
 pub use engine::{query_error, Engine, PlanStep, Session};
 pub use parser::{parse_script, parse_statement, QueryError};
-pub use result::{pad, ResultSet, Value};
+pub use result::{csv_line, csv_row, json_element, pad, ResultSet, RowSink, Value};

@@ -200,19 +200,9 @@ impl ResultSet {
 
     /// CSV with a header line (RFC 4180 quoting).
     pub fn to_csv(&self) -> String {
-        let quote = |s: &str| {
-            if s.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = String::new();
-        let header: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
-        let _ = writeln!(out, "{}", header.join(","));
+        let mut out = csv_line(self.columns.iter().map(String::as_str));
         for row in &self.rows {
-            let cells: Vec<String> = row.iter().map(|v| quote(&v.render())).collect();
-            let _ = writeln!(out, "{}", cells.join(","));
+            out.push_str(&csv_row(row));
         }
         out
     }
@@ -223,6 +213,57 @@ impl ResultSet {
         // if it ever did the message stands in the output instead of a panic.
         serde_json::to_string_pretty(self)
             .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+    }
+}
+
+/// One CSV line (RFC 4180 quoting), with its line end.
+pub fn csv_line<'a>(cells: impl Iterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = cells
+        .map(|s| {
+            if s.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        })
+        .collect();
+    let mut out = quoted.join(",");
+    out.push('\n');
+    out
+}
+
+/// A row as one CSV line.
+pub fn csv_row(row: &[Value]) -> String {
+    let cells: Vec<String> = row.iter().map(Value::render).collect();
+    csv_line(cells.iter().map(String::as_str))
+}
+
+/// A row as the JSON object [`ResultSet::to_json`] prints for it, indented as an element of
+/// its array: a writer can print a result's rows one by one, exactly as `to_json` would.
+pub fn json_element(columns: &[String], row: &[Value]) -> String {
+    let object = serde_json::to_string_pretty(&JsonRow(columns, row))
+        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+    let mut out = String::with_capacity(object.len() + 16);
+    for (i, line) in object.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("  ");
+        out.push_str(line);
+    }
+    out
+}
+
+/// One row as a JSON object keyed by column name.
+struct JsonRow<'a>(&'a [String], &'a [Value]);
+
+impl Serialize for JsonRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0.iter().zip(self.1) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
     }
 }
 
@@ -243,19 +284,9 @@ pub fn pad(text: &str, width: usize, right: bool) -> String {
 
 impl Serialize for ResultSet {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        struct Row<'a>(&'a [String], &'a [Value]);
-        impl Serialize for Row<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                let mut m = s.serialize_map(Some(self.0.len()))?;
-                for (k, v) in self.0.iter().zip(self.1) {
-                    m.serialize_entry(k, v)?;
-                }
-                m.end()
-            }
-        }
         let mut seq = s.serialize_seq(Some(self.rows.len()))?;
         for row in &self.rows {
-            seq.serialize_element(&Row(&self.columns, row))?;
+            seq.serialize_element(&JsonRow(&self.columns, row))?;
         }
         seq.end()
     }
@@ -266,6 +297,40 @@ impl<'a> IntoIterator for &'a ResultSet {
     type IntoIter = std::slice::Iter<'a, Vec<Value>>;
     fn into_iter(self) -> Self::IntoIter {
         self.rows.iter()
+    }
+}
+
+/// Where a statement's rows go as they are produced: the CLI writes them out as they come, a
+/// [`ResultSet`] collects them.
+pub trait RowSink {
+    /// The result's column names, once, before any row.
+    fn columns(&mut self, columns: &[String]) -> crate::Result<()>;
+    /// One row, its values in column order.
+    fn row(&mut self, row: Vec<Value>) -> crate::Result<()>;
+    /// A whole result at once (for statements computed whole).
+    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+        self.columns(&result.columns)?;
+        for row in result.rows {
+            self.row(row)?;
+        }
+        Ok(())
+    }
+}
+
+impl RowSink for ResultSet {
+    fn columns(&mut self, columns: &[String]) -> crate::Result<()> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+
+    fn row(&mut self, row: Vec<Value>) -> crate::Result<()> {
+        self.rows.push(row);
+        Ok(())
+    }
+
+    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+        *self = result;
+        Ok(())
     }
 }
 

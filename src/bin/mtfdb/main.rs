@@ -4,6 +4,7 @@ mod demo;
 mod info;
 mod progress;
 mod repl;
+mod stream;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -360,8 +361,17 @@ fn run(cli: Cli) -> Result<(), Error> {
             if let Some(t) = trace {
                 session.use_trace(&t)?;
             }
-            let result = session.run(&statement)?;
-            emit(&format.render(&result))?;
+            match format {
+                // A table needs every row for its column widths.
+                OutputFormat::Table => emit(&format.render(&session.run(&statement)?))?,
+                // CSV and JSON are written as the rows come: `LIMIT`, a closed pipe or Ctrl-C
+                // stop the reading, and memory holds no more than a chunk's rows.
+                OutputFormat::Csv | OutputFormat::Json => {
+                    let mut out = stream::RowWriter::new(format == OutputFormat::Json);
+                    session.run_into(&statement, &mut out)?;
+                    out.finish()?;
+                }
+            }
         }
         Command::Demo => demo::run(cli.db)?,
         Command::Repl { trace } => repl::run(open_existing_db(cli.db)?, trace.as_deref())?,
