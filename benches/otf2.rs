@@ -7,7 +7,12 @@
 //! (Debian's `otf2-tools`), the reference reader decoding and printing every record. The ratio
 //! is otf2-print's time over mtfdb's; best of three runs each, as the machine is shared.
 //!
-//! `cargo bench --bench otf2` runs both sizes; `MTFDB_BENCH_EVENTS=2000000` picks others.
+//! A last case imports an archive of 16,384 locations (16,384 MPI ranks, 1M records, one
+//! iteration of the stencil), written by the same library: one event file per location, read
+//! with at most 256 open at a time, and its peak memory.
+//!
+//! `cargo bench --bench otf2` runs both sizes; `MTFDB_BENCH_EVENTS=2000000` picks others, and
+//! `MTFDB_BENCH_LOCATIONS=4096` another location count for the last case (0 skips it).
 
 mod common;
 
@@ -29,10 +34,14 @@ fn require(program: &str, args: &[&str], install: &str) {
     }
 }
 
-/// Writes (or reuses) an archive of about `events` events; returns its folder and the
-/// generator's counts.
-fn archive(data: &Path, events: u64) -> (PathBuf, serde_json::Value) {
-    let dir = data.join(format!("otf2-{events}"));
+/// Writes (or reuses) an archive of about `events` events over `ranks` ranks; returns its
+/// folder and the generator's counts.
+fn archive(data: &Path, events: u64, ranks: u32) -> (PathBuf, serde_json::Value) {
+    let dir = if ranks == 16 {
+        data.join(format!("otf2-{events}"))
+    } else {
+        data.join(format!("otf2-{events}-{ranks}ranks"))
+    };
     let counts = dir.join("counts.json");
     if let Ok(text) = std::fs::read_to_string(&counts) {
         if let Ok(v) = serde_json::from_str(&text) {
@@ -45,6 +54,7 @@ fn archive(data: &Path, events: u64) -> (PathBuf, serde_json::Value) {
         .arg(&script)
         .arg(&dir)
         .args(["--events", &events.to_string()])
+        .args(["--ranks", &ranks.to_string()])
         .output()
         .unwrap();
     assert!(
@@ -60,19 +70,35 @@ fn archive(data: &Path, events: u64) -> (PathBuf, serde_json::Value) {
 fn main() {
     require("python3", &["-c", "import otf2"], "pip install otf2");
     require("otf2-print", &["--version"], "apt-get install otf2-tools");
-    let sizes = common::sizes(&[1_000_000, 10_000_000]);
+    let mut cases: Vec<(u64, u32)> = common::sizes(&[1_000_000, 10_000_000])
+        .into_iter()
+        .map(|events| (events, 16))
+        .collect();
+    let locations: u32 = std::env::var("MTFDB_BENCH_LOCATIONS")
+        .ok()
+        .map_or(16_384, |v| v.trim().parse().expect("a location count"));
+    if locations > 0 {
+        cases.push((1_000_000, locations));
+    }
     let data = common::data_dir();
     let exe = env!("CARGO_BIN_EXE_mtfdb");
     println!(
-        "OTF2 import benchmark: 16 ranks, 2D stencil with Isend/Irecv/Waitall and Allreduce, on {} cores; best of {RUNS}",
+        "OTF2 import benchmark: 2D stencil with Isend/Irecv/Waitall and Allreduce, on {} cores; best of {RUNS}",
         common::cores()
     );
     println!(
-        "{:>11} {:>11} {:>14} {:>10} {:>12} {:>8} {:>10}",
-        "events", "archive MiB", "otf2-print s", "import s", "events/s", "ratio", "peak MiB"
+        "{:>7} {:>11} {:>11} {:>14} {:>10} {:>12} {:>8} {:>10}",
+        "ranks",
+        "events",
+        "archive MiB",
+        "otf2-print s",
+        "import s",
+        "events/s",
+        "ratio",
+        "peak MiB"
     );
-    for &events in &sizes {
-        let (dir, counts) = archive(&data, events);
+    for (events, ranks) in cases {
+        let (dir, counts) = archive(&data, events, ranks);
         let written = counts["events"].as_u64().unwrap();
         let anchor = dir.join("traces.otf2");
 
@@ -88,7 +114,7 @@ fn main() {
         // A fresh database folder per run, all removed beforehand: removing the previous
         // run's database is not part of the time measured.
         let dbs: Vec<PathBuf> = (0..RUNS)
-            .map(|run| data.join(format!("db-otf2-{events}-{run}")))
+            .map(|run| data.join(format!("db-otf2-{events}-{ranks}-{run}")))
             .collect();
         for db in &dbs {
             let _ = std::fs::remove_dir_all(db);
@@ -122,7 +148,8 @@ fn main() {
             let _ = std::fs::remove_dir_all(db);
         }
         println!(
-            "{:>11} {:>11.0} {:>14.2} {:>10.2} {:>12.0} {:>7.1}x {:>10.0}",
+            "{:>7} {:>11} {:>11.0} {:>14.2} {:>10.2} {:>12.0} {:>7.1}x {:>10.0}",
+            ranks,
             written,
             common::dir_size(&dir) as f64 / (1 << 20) as f64,
             print_secs,
