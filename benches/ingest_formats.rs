@@ -21,6 +21,10 @@
 //! writer (`tests/fixtures/dumpi/writer.rs`) under `target/`. Its files are binary: the
 //! baseline reads them and counts their bytes.
 //!
+//! GXL: a 16-rank stencil2d generated and imported in memory, then exported as GXL (the MTF
+//! paper's exchange syntax) under `target/`; the baseline reads the `.gxl` file and counts its
+//! lines.
+//!
 //! `cargo bench --bench ingest_formats`; `MTFDB_BENCH_EVENTS=1000000` sets the records.
 
 mod common;
@@ -30,7 +34,7 @@ mod dumpi_writer;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use mtfdb::ingest::{dumpi, otf1, paraver, EventSink};
+use mtfdb::ingest::{dumpi, gxl, otf1, paraver, EventSink};
 use mtfdb::model::{Operation, RoutineEvent, StrId, TraceHeader};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
@@ -50,6 +54,7 @@ fn main() {
         otf1(records);
         paraver(records);
         dumpi_ring(records);
+        gxl_stencil(records);
     }
 }
 
@@ -155,6 +160,37 @@ fn paraver(records: u64) {
     measure(
         &case,
         |path, sink| paraver::read_trace(path, sink).map(|_| ()),
+        |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
+    );
+}
+
+/// The GXL case: records are operations plus routine enters and leaves.
+fn gxl_stencil(records: u64) {
+    use mtfdb::gen::{iterations_for_events, GenConfig, Scenario};
+    let dir = common::data_dir().join(format!("gxl-{records}"));
+    let file = dir.join("stencil.gxl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let iterations = iterations_for_events(Scenario::Stencil2d, 16, records).unwrap();
+    let config = GenConfig::new(Scenario::Stencil2d, 16, iterations);
+    let (db, truth) = common::generated_db(&dir.join("db"), "s", &config);
+    if !file.exists() {
+        let trace = db.trace("s").unwrap();
+        mtfdb::export::export_file(&trace, mtfdb::export::Format::Gxl, &file).unwrap();
+    }
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir.join("db"));
+    let case = Case {
+        format: "gxl",
+        records: truth.events,
+        source: file.clone(),
+        files: vec![file],
+        dir,
+        text: true,
+    };
+    let messages = truth.messages;
+    measure(
+        &case,
+        |path, sink| gxl::parse_file(path, sink),
         |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
     );
 }
