@@ -190,7 +190,7 @@ fn gxl_stencil(records: u64) {
     let messages = truth.messages;
     measure(
         &case,
-        |path, sink| gxl::parse_file(path, sink),
+        gxl::parse_file,
         |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
     );
 }
