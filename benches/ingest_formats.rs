@@ -188,11 +188,9 @@ fn gxl_stencil(records: u64) {
         text: true,
     };
     let messages = truth.messages;
-    measure(
-        &case,
-        gxl::parse_file,
-        |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
-    );
+    measure(&case, gxl::parse_file, |info| {
+        assert_eq!((info.processes, info.summary.messages), (16, messages))
+    });
 }
 
 /// The DUMPI case.
