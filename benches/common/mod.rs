@@ -12,11 +12,20 @@ use mtfdb::Database;
 
 /// Event counts from `MTFDB_BENCH_EVENTS` (comma-separated), else `default`.
 pub fn sizes(default: &[u64]) -> Vec<u64> {
-    std::env::var("MTFDB_BENCH_EVENTS")
+    env_list("MTFDB_BENCH_EVENTS", default)
+}
+
+/// A comma-separated list of numbers from the environment variable `var`, else `default`.
+pub fn env_list<T: std::str::FromStr + Clone>(var: &str, default: &[T]) -> Vec<T> {
+    std::env::var(var)
         .ok()
         .map(|s| {
             s.split(',')
-                .map(|x| x.trim().parse().expect("event counts"))
+                .map(|x| {
+                    x.trim()
+                        .parse()
+                        .unwrap_or_else(|_| panic!("{var}: {x:?} is not a number"))
+                })
                 .collect()
         })
         .unwrap_or_else(|| default.to_vec())
