@@ -1490,3 +1490,19 @@ fn a_receive_buffer_capacity_is_marked_cap_1() {
         "t.mtf:3:16: syntax: expected 1 after cap= (rb= is the receive buffer's capacity), found \"0\""
     );
 }
+
+#[test]
+fn a_rank_of_2_31_is_refused_at_once_without_a_table_of_its_size() {
+    // Found by the fuzzer (kept in tests/corpus/mtf/rank-2-31.mtf): the reader counted
+    // operations per rank in a table as long as the largest rank seen, and filled 16 GiB
+    // before the rank was refused. Only declared ranks are counted now.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/mtf/rank-2-31.mtf"
+    ))
+    .unwrap();
+    assert_eq!(
+        error_of(&text),
+        "t.mtf:6:1: unknown rank: rank 2147483648 is not a declared process (ranks are 0-1)"
+    );
+}
