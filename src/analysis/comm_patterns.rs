@@ -184,6 +184,9 @@ enum Node {
     Event { process: u32, event: u32 },
 }
 
+/// A communication pattern's shape: per process, the pattern or event it contributes.
+type Shape = Vec<(Rank, ShapePart)>;
+
 /// Joins process-pattern occurrences into communication patterns. `patterns[i]` are the
 /// patterns of `events[i]`; an event covered by several occurrences belongs to the longest
 /// (occurrences that would share events with a longer one are dropped).
@@ -276,8 +279,8 @@ pub fn assemble(
     }
     // Occurrences grouped by shape; a shape is hashed once per occurrence, and messages find
     // their occurrence by index (hashing a shape per message cost messages x ranks).
-    let mut shape_index: FxHashMap<Vec<(Rank, ShapePart)>, usize> = FxHashMap::default();
-    let mut by_shape: Vec<(Vec<(Rank, ShapePart)>, Vec<CommOccurrence>)> = Vec::new();
+    let mut shape_index: FxHashMap<Shape, usize> = FxHashMap::default();
+    let mut by_shape: Vec<(Shape, Vec<CommOccurrence>)> = Vec::new();
     let mut occurrence_of_root: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
     for (root, list) in members {
         if !list
