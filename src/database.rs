@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{mtf_text, otf2};
+use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -16,8 +16,8 @@ use crate::model::{
 };
 use crate::store::tables::{self, split_id};
 use crate::store::{
-    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredView, Table, TraceMeta,
-    TraceReader, TraceSummary,
+    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredResult, StoredView, Table,
+    TraceMeta, TraceReader, TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -27,6 +27,14 @@ pub enum SourceFormat {
     MtfText,
     /// An OTF2 archive (Score-P), versions 2.0 to 3.x: its anchor file or its folder.
     Otf2,
+    /// An OTF v1 trace (VampirTrace): its master file `NAME.otf` or its folder.
+    Otf1,
+    /// A Paraver trace (Extrae, Dimemas): its `.prv`, with the `.pcf` and `.row` beside it.
+    Paraver,
+    /// A GXL graph of MTF entities, as `mtfdb export --format gxl` writes it.
+    Gxl,
+    /// An SST DUMPI trace: its `.meta` file or its folder.
+    Dumpi,
 }
 
 impl SourceFormat {
@@ -35,6 +43,10 @@ impl SourceFormat {
         match self {
             SourceFormat::MtfText => "mtf",
             SourceFormat::Otf2 => "otf2",
+            SourceFormat::Otf1 => "otf1",
+            SourceFormat::Paraver => "paraver",
+            SourceFormat::Gxl => "gxl",
+            SourceFormat::Dumpi => "dumpi",
         }
     }
 
@@ -52,8 +64,12 @@ impl SourceFormat {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(SourceFormat::MtfText),
             "otf2" => Ok(SourceFormat::Otf2),
-            other => Err(Error::Usage(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives)"
+            "otf1" | "otf" => Ok(SourceFormat::Otf1),
+            "paraver" | "prv" => Ok(SourceFormat::Paraver),
+            "gxl" => Ok(SourceFormat::Gxl),
+            "dumpi" => Ok(SourceFormat::Dumpi),
+            other => Err(Error::Unsupported(format!(
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs), dumpi (SST DUMPI traces)"
             ))),
         }
     }
@@ -62,13 +78,26 @@ impl SourceFormat {
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         require_exists(path)?;
         if path.is_dir() {
+            if dumpi::find_meta(path).is_ok() {
+                return Ok(SourceFormat::Dumpi);
+            }
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
+                Err(_) if otf1::find_master(path).is_ok() => Ok(SourceFormat::Otf1),
                 Err(e) => Err(e),
             };
         }
         if otf2::looks_like_anchor(path) {
             return Ok(SourceFormat::Otf2);
+        }
+        if otf1::looks_like_master(path) {
+            return Ok(SourceFormat::Otf1);
+        }
+        if paraver::looks_like_prv(path) {
+            return Ok(SourceFormat::Paraver);
+        }
+        if dumpi::looks_like_meta(path) || dumpi::looks_like_rank_file(path) {
+            return Ok(SourceFormat::Dumpi);
         }
         let mut head = [0u8; 4096];
         let n = {
@@ -77,15 +106,23 @@ impl SourceFormat {
             f.read(&mut head).map_err(|e| Error::io(path, e))?
         };
         let text = String::from_utf8_lossy(&head[..n]);
+        // A UTF-8 byte order mark, as some editors write, before the first line.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let first = text
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'));
+        if gxl::looks_like_gxl(&head[..n]) {
+            return Ok(SourceFormat::Gxl);
+        }
         match first {
             Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
-            _ => Err(Error::Usage(format!(
+            _ => Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
-                 an OTF2 archive is given by its anchor file or folder); use --format to force one",
+                 an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
+                 NAME.otf master file or folder, a Paraver trace by its .prv starting with \
+                 #Paraver, a GXL graph is XML with a <gxl> root, a DUMPI trace by its .meta file \
+                 or folder); use --format to force one (mtf, otf2, otf1, paraver, gxl, dumpi)",
                 path.display()
             ))),
         }
@@ -120,11 +157,20 @@ pub struct Database {
 }
 
 impl Database {
-    /// Opens the database at `path`, creating it if absent. Refuses a database of another
-    /// storage format version, and removes what interrupted imports left behind.
+    /// Opens the database at `path`, creating it if absent (in an existing folder; never in a
+    /// folder that holds other files). Refuses a database of another storage format version,
+    /// and removes what interrupted imports left behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database {
             store: Store::open(path)?,
+        })
+    }
+
+    /// Opens the database at `path`, which must exist: nothing is created (for commands that
+    /// only read, so that a mistyped path is an error, not a new empty database).
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database {
+            store: Store::open_with(path, false)?,
         })
     }
 
@@ -178,6 +224,10 @@ impl Database {
             |sink| match format {
                 SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
                 SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+                SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
+                SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
+                SourceFormat::Gxl => gxl::parse_file(path, sink),
+                SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
             },
         )?;
         Ok(info_of(&meta))
@@ -273,7 +323,8 @@ fn require_exists(path: &Path) -> Result<()> {
 }
 
 /// The name a trace gets without `--name`: the file's stem; for an OTF2 archive given by its
-/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name.
+/// folder, or by an anchor called `traces.otf2` (Score-P's default), the folder's name; for a
+/// DUMPI trace, its `.meta` file's stem.
 fn default_trace_name(path: &Path, format: SourceFormat) -> String {
     let stem = |p: &Path| {
         p.file_stem()
@@ -286,7 +337,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             .and_then(|p| p.file_name().map(|s| s.to_string_lossy().to_string()))
     };
     let name = match format {
-        SourceFormat::Otf2 if path.is_dir() => folder_name(path),
+        SourceFormat::Otf2 | SourceFormat::Otf1 if path.is_dir() => folder_name(path),
         SourceFormat::Otf2 if stem(path).as_deref() == Some("traces") => path
             .parent()
             .map(|p| {
@@ -298,6 +349,7 @@ fn default_trace_name(path: &Path, format: SourceFormat) -> String {
             })
             .and_then(folder_name)
             .or_else(|| stem(path)),
+        SourceFormat::Dumpi => dumpi::find_meta(path).ok().and_then(|m| stem(&m)),
         _ => stem(path),
     };
     name.unwrap_or_else(|| "trace".to_string())
@@ -321,6 +373,18 @@ pub struct Trace {
 impl Trace {
     fn meta(&self) -> &TraceMeta {
         self.reader.meta()
+    }
+
+    /// Makes every later read of this trace (and the analyses over it) stop with
+    /// [`Error::Cancelled`] once `flag` is set; Ctrl-C sets it in the shell and the CLI.
+    pub fn set_cancel(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.reader.set_cancel(flag);
+    }
+
+    /// [`Error::Cancelled`] when the flag given to [`Trace::set_cancel`] is set: long
+    /// computations call it between steps.
+    pub fn check_cancel(&self) -> Result<()> {
+        self.reader.check_cancel()
     }
 
     /// The trace's name.
@@ -399,7 +463,7 @@ impl Trace {
         Ok(ops
             .into_iter()
             .enumerate()
-            .map(|(row, op)| (u64::from(tables::row_id(info.chunk, row)), op))
+            .map(|(row, op)| (tables::row_id(info.chunk, row), op))
             .collect())
     }
 
@@ -413,7 +477,7 @@ impl Trace {
     }
 
     /// The operations whose ids are in `ids` (from an index or a view), in id order.
-    pub fn operations(&self, ids: &RoaringBitmap) -> Result<Vec<(OpId, Operation)>> {
+    pub fn operations(&self, ids: &RoaringTreemap) -> Result<Vec<(OpId, Operation)>> {
         let mut out = Vec::with_capacity(ids.len() as usize);
         let mut current: Option<(u32, Vec<Operation>)> = None;
         for id in ids {
@@ -442,7 +506,7 @@ impl Trace {
                     self.name()
                 ))
             })?;
-            out.push((u64::from(id), op.clone()));
+            out.push((id, op.clone()));
         }
         Ok(out)
     }
@@ -484,13 +548,13 @@ impl Trace {
         dim: IndexDim,
         value: u32,
         chunks: &[u32],
-    ) -> Result<RoaringBitmap> {
+    ) -> Result<RoaringTreemap> {
         self.reader.index_in_chunks(dim, value, chunks)
     }
 
     /// The operation ids indexed under `value` on `dim` (also message ids for the message
     /// dimensions).
-    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringBitmap> {
+    pub fn index(&self, dim: IndexDim, value: u32) -> Result<RoaringTreemap> {
         self.reader.index(dim, value)
     }
 
@@ -521,23 +585,23 @@ impl Trace {
     }
 
     /// The messages whose ids are in `ids`, with their ids, in id order.
-    pub fn messages_by_id(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+    pub fn messages_by_id(&self, ids: &RoaringTreemap) -> Result<Vec<(u64, Message)>> {
         self.read_messages(ids, true)
     }
 
     /// Like [`Trace::messages_by_id`] but without reading the two operation-id columns, the
     /// costliest to decode: `send_op` and `recv_op` are 0 in what it returns. For queries, which
     /// show messages without their operations.
-    pub fn messages_by_id_without_ops(&self, ids: &RoaringBitmap) -> Result<Vec<(u32, Message)>> {
+    pub fn messages_by_id_without_ops(&self, ids: &RoaringTreemap) -> Result<Vec<(u64, Message)>> {
         self.read_messages(ids, false)
     }
 
-    fn read_messages(&self, ids: &RoaringBitmap, with_ops: bool) -> Result<Vec<(u32, Message)>> {
+    fn read_messages(&self, ids: &RoaringTreemap, with_ops: bool) -> Result<Vec<(u64, Message)>> {
         use tables::msg_col::*;
         let wanted: Vec<usize> = (0..COUNT)
             .filter(|&c| with_ops || (c != SEND_OP && c != RECV_OP))
             .collect();
-        let ids: Vec<u32> = ids.iter().collect();
+        let ids: Vec<u64> = ids.iter().collect();
         let mut out = Vec::with_capacity(ids.len());
         let mut current: Option<(u32, tables::DecodedColumns)> = None;
         for (i, &id) in ids.iter().enumerate() {
@@ -552,7 +616,7 @@ impl Trace {
                 // Columns are read from their start, but only as far as the last row wanted.
                 let last = ids[i..]
                     .iter()
-                    .take_while(|&&x| x >> 16 == chunk)
+                    .take_while(|&&x| split_id(x).0 == chunk)
                     .last()
                     .map_or(0, |&x| split_id(x).1);
                 let (rows, cols) =
@@ -589,8 +653,8 @@ impl Trace {
     }
 
     /// The ids of every operation.
-    pub fn all_operation_ids(&self) -> RoaringBitmap {
-        let mut ids = RoaringBitmap::new();
+    pub fn all_operation_ids(&self) -> RoaringTreemap {
+        let mut ids = RoaringTreemap::new();
         for c in self.op_chunks() {
             if c.rows > 0 {
                 ids.insert_range(
@@ -602,10 +666,10 @@ impl Trace {
     }
 
     /// The ids of every message (`0..messages`, chunk-addressed like operations).
-    pub fn all_message_ids(&self) -> RoaringBitmap {
-        let mut ids = RoaringBitmap::new();
+    pub fn all_message_ids(&self) -> RoaringTreemap {
+        let mut ids = RoaringTreemap::new();
         if self.summary().messages > 0 {
-            ids.insert_range(0..self.summary().messages as u32);
+            ids.insert_range(0..self.summary().messages);
         }
         ids
     }
@@ -631,18 +695,18 @@ impl Trace {
     }
 
     /// Stores an analysis result (see [`crate::analysis::detection`]) under `key`.
-    pub fn put_result<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+    pub fn put_result<T: StoredResult>(&self, key: &str, value: &T) -> Result<()> {
         self.reader.put_result(key, value)
     }
 
-    /// The analysis result stored under `key`, if any.
-    pub fn result<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+    /// The analysis result stored under `key`, if any stored under `T`'s schema version.
+    pub fn result<T: StoredResult>(&self, key: &str) -> Result<Option<T>> {
         self.reader.result(key)
     }
 
-    /// The analysis result stored under `key`; when there is none, or with `refresh`, the
-    /// one `compute` makes, stored under `key` first.
-    pub fn stored_result<T: serde::Serialize + serde::de::DeserializeOwned>(
+    /// The analysis result stored under `key`; when there is none (or only one of another
+    /// schema version), or with `refresh`, the one `compute` makes, stored under `key` first.
+    pub fn stored_result<T: StoredResult>(
         &self,
         key: &str,
         refresh: bool,
@@ -696,6 +760,29 @@ impl Trace {
     /// Every anomaly recorded at import.
     pub fn anomalies(&self) -> Result<Vec<Anomaly>> {
         self.reader.anomalies()
+    }
+
+    /// The number of anomaly chunks: read a trace with many anomalies chunk by chunk.
+    pub fn anomaly_chunk_count(&self) -> u32 {
+        self.meta().anomaly_chunks
+    }
+
+    /// The anomalies of one chunk, in the order the import recorded them.
+    pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
+        self.reader.anomaly_chunk(chunk)
+    }
+
+    /// The number of routine-call chunks.
+    pub fn routine_chunk_count(&self) -> u32 {
+        self.meta().routine_chunks
+    }
+
+    /// The routine calls of one chunk, in the order they ended (calls of different locations
+    /// interleave).
+    pub fn routine_chunk(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
+        Ok(tables::read_routines(
+            &self.reader.chunk(Table::Routines, chunk)?,
+        ))
     }
 }
 

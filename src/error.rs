@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 /// A position in an input file, for error messages: `file:line:column`, or a byte offset
 /// for binary formats.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +46,14 @@ impl fmt::Display for InputError {
     }
 }
 
-/// Everything that can go wrong in mtfdb.
+/// Everything that can go wrong in mtfdb, by kind, so that a program can match on what
+/// happened: a query's syntax ([`Error::Syntax`], with its line and column), a name that names
+/// nothing ([`Error::UnknownName`], [`Error::NoSuchTrace`]), a limit ([`Error::LimitExceeded`]),
+/// damaged storage ([`Error::Corrupt`]), I/O ([`Error::Io`], [`Error::Storage`]), an input that
+/// cannot be read ([`Error::Input`], [`Error::Unsupported`]), a cancelled statement
+/// ([`Error::Cancelled`]). New kinds may be added: match with a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
@@ -58,6 +66,33 @@ pub enum Error {
     /// An input file broke the format or a metamodel rule; the import was rejected.
     #[error("{0}")]
     Input(Box<InputError>),
+    /// An input mtfdb does not read: a format it does not recognise, or a variant of one it
+    /// does not support.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A statement of the query language that does not parse: where (line, column) and why.
+    #[error("{}", crate::query::parser::Located(.0))]
+    Syntax(Box<crate::query::QueryError>),
+    /// A statement or a call names something the trace or the database does not have: a
+    /// process, a communicator, a view, a phase, a pattern, a result column.
+    #[error("{message}")]
+    UnknownName {
+        /// What kind of thing was named.
+        what: NameKind,
+        /// The name (or number) as given.
+        name: String,
+        /// The whole message, with what does exist.
+        message: String,
+    },
+    /// A request beyond one of mtfdb's documented limits (nesting depth, histogram bins, name
+    /// length, …), or a result that does not fit its type (a sum past 2^127 - 1).
+    #[error("{message}")]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// The whole message, with the limit's value.
+        message: String,
+    },
     /// A trace item broke a metamodel rule at the import seam
     /// ([`crate::ingest::ValidatingSink`]); a reader that knows where the item came from
     /// turns it into an [`Error::Input`] at that place.
@@ -91,9 +126,49 @@ pub enum Error {
     /// The user cancelled the running statement (Ctrl-C).
     #[error("cancelled")]
     Cancelled,
+    /// One stage of an import stopped because another failed; that other stage's error is
+    /// the one reported (the import never returns this one when it knows the cause).
+    #[error("the import pipeline stopped")]
+    PipelineStopped,
     /// A request that cannot be carried out as asked (bad argument).
     #[error("{0}")]
     Usage(String),
+}
+
+/// What an [`Error::UnknownName`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum NameKind {
+    /// A world rank the trace does not have.
+    Process,
+    /// A communicator, by name or id.
+    Communicator,
+    /// A stored view.
+    View,
+    /// An execution phase, by number.
+    Phase,
+    /// A communication pattern, by number.
+    Pattern,
+    /// A column of a result (`ORDER BY`).
+    Column,
+    /// A database directory that does not exist.
+    Database,
+    /// A trace format (`--format`).
+    Format,
+}
+
+/// Which limit an [`Error::LimitExceeded`] hit; each is documented in `grammar/query.ebnf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Limit {
+    /// Nesting of parentheses and `NOT` in a `WHERE` condition.
+    NestingDepth,
+    /// `HISTOGRAM … BINS n`.
+    HistogramBins,
+    /// The length of a view's or trace's name.
+    NameLength,
+    /// A value that does not fit its type.
+    ValueRange,
 }
 
 fn list_names(names: &[String]) -> String {
@@ -105,6 +180,23 @@ fn list_names(names: &[String]) -> String {
 }
 
 impl Error {
+    /// An [`Error::UnknownName`].
+    pub fn unknown(what: NameKind, name: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::UnknownName {
+            what,
+            name: name.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An [`Error::LimitExceeded`].
+    pub fn limit(limit: Limit, message: impl Into<String>) -> Error {
+        Error::LimitExceeded {
+            limit,
+            message: message.into(),
+        }
+    }
+
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {

@@ -9,29 +9,43 @@
 use crate::hash::FxHashMap as HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
+
+mod pack;
+mod tally;
+
+pub(crate) use tally::Tally;
 
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::ingest::{EventSink, Policy, ValidatingSink};
 use crate::model::{
-    flags, Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
-    RoutineEvent, StrId, Time, TraceHeader,
+    Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
+    RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
+use crate::store::segment::SpillFile;
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_index_bitmap, IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Table, TraceMeta,
-    TraceSummary, TraceWriter,
+    encode_postings, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
 /// (about 70 MiB of columns; more buys no compression and costs memory).
 const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 8;
+/// Rows a location must have buffered to be stored as a chunk of its own when the buffers
+/// are relieved (chunks this long compress as well as full ones); shorter buffers are parked.
+const OWN_CHUNK_ROWS: usize = pack::SHORT_CHUNK_ROWS;
 /// Anomalies per stored anomaly chunk.
 const ANOMALY_CHUNK: usize = 65_536;
 
 /// A unit of work for the writer thread.
 enum Job {
+    /// Rows of an operation chunk that stays open, to park in the scratch file.
+    OpPiece {
+        chunk: u32,
+        cols: Columns,
+    },
+    /// The last rows of an operation chunk: joined with its parked pieces and packed.
     Ops {
         chunk: u32,
         rank: Rank,
@@ -50,12 +64,18 @@ enum Job {
         chunk: u32,
         anomalies: Vec<Anomaly>,
     },
+    /// Operation jobs of many locations at once, in order: one hand-over instead of one per
+    /// location (thousands of locations made the two threads take turns per job).
+    Batch(Vec<Job>),
 }
 
-/// Encodes chunks and their index bitmaps and writes them; runs on its own thread.
-fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
+/// Encodes chunks and their index postings and writes them; runs on its own thread. Returns
+/// where each operation chunk was packed.
+fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<pack::Placement>> {
     use rayon::prelude::*;
     let mut batch: Vec<Job> = Vec::new();
+    let mut pieces: HashMap<u32, Vec<pack::Piece>> = HashMap::default();
+    let mut packer = pack::OpPacker::default();
     while let Ok(job) = jobs.recv() {
         // Chunks that queued up meanwhile are encoded together on every core (at the end of
         // an import, when the other stages are done, that is where the time goes).
@@ -66,21 +86,56 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
                 Err(_) => break,
             }
         }
-        let encoded: Vec<Encoded> = if batch.len() > 1 {
-            batch.par_drain(..).map(encode_job).collect()
+        // Parking comes first, in order: a chunk's pieces are in the scratch file before
+        // its last rows are joined to them.
+        let mut work = Vec::with_capacity(batch.len());
+        let flat = batch.drain(..).flat_map(|job| match job {
+            Job::Batch(jobs) => jobs,
+            job => vec![job],
+        });
+        for job in flat {
+            match job {
+                Job::OpPiece { chunk, cols } => {
+                    let spill = writer.spill_file()?;
+                    let piece = spill.append(&cols.encode_fast())?;
+                    pieces.entry(chunk).or_default().push(piece);
+                }
+                Job::Ops { chunk, rank, cols } => {
+                    let parked = pieces.remove(&chunk).unwrap_or_default();
+                    work.push((Job::Ops { chunk, rank, cols }, parked));
+                }
+                job => work.push((job, Vec::new())),
+            }
+        }
+        if work.iter().any(|(_, parked)| !parked.is_empty()) {
+            writer.spill_file()?.flush()?;
+        }
+        let spill = writer.spill();
+        let encoded: Vec<Result<Encoded>> = if work.len() > 1 {
+            work.into_par_iter()
+                .map(|(job, parked)| encode_job(job, spill, &parked))
+                .collect()
         } else {
-            batch.drain(..).map(encode_job).collect()
+            work.into_iter()
+                .map(|(job, parked)| encode_job(job, spill, &parked))
+                .collect()
         };
         for job in encoded {
-            match job {
+            match job? {
+                Encoded::Ops {
+                    chunk,
+                    rows,
+                    postings,
+                    bytes,
+                } => packer.add(writer, chunk, rows, bytes, postings)?,
                 Encoded::Chunk {
                     table,
                     chunk,
-                    indexes,
+                    postings,
                     bytes,
                 } => {
-                    for (dim, value, index) in indexes {
-                        writer.put_encoded_index(dim, value, chunk, index)?;
+                    for (dim, index) in postings {
+                        writer.put_encoded_postings(dim, chunk, index)?;
                     }
                     writer.put_encoded_chunk(table, chunk, bytes)?;
                 }
@@ -90,49 +145,64 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<()> {
                 Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
                     writer.put_anomalies(chunk, &anomalies)?
                 }
-                Encoded::Plain(Job::Ops { .. } | Job::Messages { .. }) => {
-                    unreachable!("column chunks are encoded")
-                }
+                Encoded::Plain(_) => {}
             }
         }
     }
-    Ok(())
+    packer.finish(writer)
 }
 
-/// A job with its column chunk and indexes encoded, ready for sled.
+/// A job with its column chunk and indexes encoded, ready for the segment.
 enum Encoded {
+    /// An operation chunk, joined and encoded, for the packer.
+    Ops {
+        chunk: u32,
+        rows: usize,
+        postings: pack::Postings,
+        bytes: Vec<u8>,
+    },
+    /// A message chunk with its posting lists, per dimension.
     Chunk {
         table: Table,
         chunk: u32,
-        indexes: Vec<(IndexDim, u32, Vec<u8>)>,
+        postings: Vec<(IndexDim, Vec<u8>)>,
         bytes: Vec<u8>,
     },
     /// A table chunk or anomalies, encoded as they are written.
     Plain(Job),
 }
 
-fn encode_job(job: Job) -> Encoded {
-    let encode_indexes = |groups: Vec<(IndexDim, u32, RoaringBitmap)>| {
-        groups
-            .into_iter()
-            .map(|(dim, value, ids)| (dim, value, encode_index_bitmap(&ids)))
-            .collect()
-    };
-    match job {
-        Job::Ops { chunk, rank, cols } => Encoded::Chunk {
-            table: Table::Operations,
-            chunk,
-            indexes: encode_indexes(op_chunk_indexes(chunk, rank, &cols)),
-            bytes: cols.encode(),
-        },
-        Job::Messages { chunk, cols } => Encoded::Chunk {
-            table: Table::Messages,
-            chunk,
-            indexes: encode_indexes(message_chunk_indexes(chunk, &cols)),
-            bytes: cols.encode(),
-        },
-        job @ (Job::Table { .. } | Job::Anomalies { .. }) => Encoded::Plain(job),
-    }
+fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Result<Encoded> {
+    Ok(match job {
+        Job::Ops { chunk, rank, cols } => {
+            let cols = pack::join_pieces(spill, parked, cols, chunk)?;
+            Encoded::Ops {
+                chunk,
+                rows: cols.rows,
+                postings: op_chunk_indexes(chunk, rank, &cols),
+                bytes: pack::encode_chunk(&cols),
+            }
+        }
+        Job::Messages { chunk, cols } => {
+            let mut by_dim: Vec<(IndexDim, Vec<(u32, RoaringTreemap)>)> = Vec::new();
+            for (dim, value, ids) in message_chunk_indexes(chunk, &cols) {
+                match by_dim.last_mut() {
+                    Some((d, list)) if *d == dim => list.push((value, ids)),
+                    _ => by_dim.push((dim, vec![(value, ids)])),
+                }
+            }
+            Encoded::Chunk {
+                table: Table::Messages,
+                chunk,
+                postings: by_dim
+                    .into_iter()
+                    .map(|(dim, mut list)| (dim, encode_postings(&mut list)))
+                    .collect(),
+                bytes: cols.encode(),
+            }
+        }
+        job => Encoded::Plain(job),
+    })
 }
 
 /// Groups a chunk's rows by the value `value_of` gives each (None: not indexed) into
@@ -140,14 +210,14 @@ fn encode_job(job: Job) -> Encoded {
 fn group_rows(
     chunk: u32,
     rows: usize,
-    groups: &mut HashMap<u32, RoaringBitmap>,
+    groups: &mut HashMap<u32, RoaringTreemap>,
     mut value_of: impl FnMut(usize) -> Option<u32>,
 ) {
     // Ids are collected in ascending order per value, then built into bitmaps in one go
     // (inserting run by run into an array container shifts it every time).
     let mut ids: HashMap<u32, u32> = HashMap::default();
     let mut last: Option<(u32, usize)> = None;
-    let mut lists: Vec<Vec<u32>> = Vec::new();
+    let mut lists: Vec<Vec<u64>> = Vec::new();
     for r in 0..rows {
         let Some(v) = value_of(r) else { continue };
         let slot = match last {
@@ -166,7 +236,7 @@ fn group_rows(
     }
     for (v, slot) in ids {
         let list = std::mem::take(&mut lists[slot as usize]);
-        let bitmap = RoaringBitmap::from_sorted_iter(list).expect("row ids ascend");
+        let bitmap = RoaringTreemap::from_sorted_iter(list).expect("row ids ascend");
         *groups.entry(v).or_default() |= bitmap;
     }
 }
@@ -176,10 +246,14 @@ fn opt_value(cell: u64) -> Option<u32> {
 }
 
 /// The index bitmaps of one operation chunk: process, communicator, kind and peer.
-fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+fn op_chunk_indexes(
+    chunk: u32,
+    rank: Rank,
+    cols: &Columns,
+) -> Vec<(IndexDim, u32, RoaringTreemap)> {
     use tables::op_col::*;
     let mut out = Vec::new();
-    let mut all = RoaringBitmap::new();
+    let mut all = RoaringTreemap::new();
     if cols.rows > 0 {
         all.insert_range(row_id(chunk, 0)..row_id(chunk, cols.rows - 1) + 1);
     }
@@ -195,7 +269,7 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
     by(IndexDim::Comm, &|r| opt_value(c[COMM][r]));
     by(IndexDim::Kind, &|r| Some(c[KIND][r] as u32));
     // A row's peers: destination, source, root (a Sendrecv has two).
-    let mut peers: HashMap<u32, RoaringBitmap> = HashMap::default();
+    let mut peers: HashMap<u32, RoaringTreemap> = HashMap::default();
     for col in [DEST, SOURCE, ROOT] {
         let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, |r| opt_value(c[col][r]));
@@ -210,7 +284,7 @@ fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> Vec<(IndexDim, u3
 }
 
 /// The index bitmaps of one message chunk: sender, receiver, communicator.
-fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringBitmap)> {
+fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringTreemap)> {
     use tables::msg_col::*;
     let mut out = Vec::new();
     for (dim, col) in [
@@ -232,7 +306,10 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
 /// A chunk being filled for one location.
 struct OpenChunk {
     chunk: u32,
+    /// Its rows not parked yet.
     cols: Columns,
+    /// All its rows, parked or not.
+    rows: usize,
     first_row: u64,
     first_start: Time,
     last_start: Time,
@@ -245,8 +322,22 @@ struct Location {
     thread: u32,
     rows: u64,
     open: Option<OpenChunk>,
+    /// The location's chunks so far: (index of the first row, chunk number), ascending.
+    chunks: Vec<(u64, u32)>,
     stack: Vec<(StrId, Time)>,
     last_time: Time,
+}
+
+impl Location {
+    /// The id of the location's `index`-th operation, if it has one.
+    fn op_id(&self, index: u64) -> Option<OpId> {
+        if index >= self.rows {
+            return None;
+        }
+        let i = self.chunks.partition_point(|&(first, _)| first <= index);
+        let (first, chunk) = *self.chunks.get(i.checked_sub(1)?)?;
+        Some(row_id(chunk, (index - first) as usize))
+    }
 }
 
 /// The index of `(rank, thread)` among `locations[rank]`, creating the location if new.
@@ -262,6 +353,7 @@ fn locate(locations: &mut [Vec<Location>], rank: Rank, thread: u32) -> Result<us
                 thread,
                 rows: 0,
                 open: None,
+                chunks: Vec::new(),
                 stack: Vec::new(),
                 last_time: 0,
             });
@@ -317,12 +409,10 @@ struct Derived {
     anomalies: Vec<Anomaly>,
     anomaly_chunks: u32,
     anomaly_counts: HashMap<&'static str, u64>,
-    /// Sums already reported as overflowing (reported once each).
-    overflowed: std::collections::HashSet<(Option<Rank>, String)>,
-    /// Per process traffic, by rank.
-    traffic: Vec<RankTraffic>,
-    /// Messages and bytes per (sender, receiver).
-    pairs: HashMap<(Rank, Rank), (u64, u64)>,
+    /// Traffic per process and per pair, and the anomalies counting finds.
+    tally: Tally,
+    /// Anomalies the tally just found, on their way to the record.
+    found: Vec<Anomaly>,
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
@@ -336,17 +426,14 @@ impl Derived {
         }
     }
 
-    /// Reports, once per sum, that a byte count passed 2^64 - 1 (it stays saturated there).
-    fn overflow(&mut self, rank: Option<Rank>, what: &str) -> Result<()> {
-        if !self.overflowed.insert((rank, what.to_string())) {
-            return Ok(());
+    /// Records what the tally found.
+    fn record_found(&mut self) -> Result<()> {
+        let mut found = std::mem::take(&mut self.found);
+        for a in found.drain(..) {
+            self.record_anomaly(a)?;
         }
-        self.record_anomaly(Anomaly::ValueOverflow {
-            rank,
-            what: format!(
-                "the sum of {what} passed 2^64 - 1 bytes; it is kept at 18446744073709551615 (saturated)"
-            ),
-        })
+        self.found = found;
+        Ok(())
     }
 
     fn record_anomaly(&mut self, a: Anomaly) -> Result<()> {
@@ -373,24 +460,8 @@ impl Derived {
 
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        if let Some(t) = self.traffic.get_mut(m.sender as usize) {
-            t.messages_sent += 1;
-            if add_bytes(&mut t.p2p_sent_bytes, m.bytes) {
-                self.overflow(Some(m.sender), "bytes sent by the rank")?;
-            }
-        }
-        if let Some(t) = self.traffic.get_mut(m.receiver as usize) {
-            t.messages_received += 1;
-            if add_bytes(&mut t.p2p_recv_bytes, m.bytes) {
-                self.overflow(Some(m.receiver), "bytes received by the rank")?;
-            }
-        }
-        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
-        pair.0 += 1;
-        if add_bytes(&mut pair.1, m.bytes) {
-            let what = format!("bytes from rank {} to rank {}", m.sender, m.receiver);
-            self.overflow(None, &what)?;
-        }
+        self.tally.message(m, &mut self.found);
+        self.record_found()?;
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -430,6 +501,9 @@ struct Importer {
     op_chunks: Vec<OpChunkInfo>,
     next_chunk: u32,
     buffered_rows: usize,
+    /// Operation jobs waiting to be handed to the writer together, and their rows.
+    outbox: Vec<Job>,
+    outbox_rows: usize,
     kind_counts: HashMap<OpKind, u64>,
     routines: ChunkedTable,
     routine_count: u64,
@@ -458,9 +532,8 @@ impl Importer {
                 anomalies: Vec::new(),
                 anomaly_chunks: 0,
                 anomaly_counts: HashMap::default(),
-                overflowed: std::collections::HashSet::new(),
-                traffic: Vec::new(),
-                pairs: HashMap::default(),
+                tally: Tally::default(),
+                found: Vec::new(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
             },
@@ -468,6 +541,8 @@ impl Importer {
             op_chunks: Vec::new(),
             next_chunk: 0,
             buffered_rows: 0,
+            outbox: Vec::new(),
+            outbox_rows: 0,
             kind_counts: HashMap::default(),
             routines: ChunkedTable::new(Table::Routines),
             routine_count: 0,
@@ -482,7 +557,7 @@ impl Importer {
         self.last_time = Some(self.last_time.map_or(end, |t| t.max(end)));
     }
 
-    /// Sends a location's open chunk to the writer.
+    /// Sends a location's open chunk to the writer, complete.
     fn flush_location(&mut self, rank: Rank, idx: usize) -> Result<()> {
         let loc = &mut self.locations[rank as usize][idx];
         let Some(open) = loc.open.take() else {
@@ -494,36 +569,73 @@ impl Importer {
             rank: loc.rank,
             thread: loc.thread,
             first_row: open.first_row,
-            rows: open.cols.rows as u32,
+            rows: open.rows as u32,
             first_start: open.first_start,
             last_start: open.last_start,
             max_end: open.max_end,
+            // Placed by the writer.
+            pack: 0,
+            offset: 0,
+            len: 0,
         });
-        self.derived
-            .jobs
-            .send(Job::Ops {
-                chunk: open.chunk,
-                rank: loc.rank,
-                cols: open.cols,
-            })
-            .map_err(|_| writer_gone())
+        let rows = open.cols.rows;
+        let job = Job::Ops {
+            chunk: open.chunk,
+            rank: loc.rank,
+            cols: open.cols,
+        };
+        self.post(job, rows)
     }
 
-    /// Flushes the location with the most buffered rows, to keep memory bounded.
-    fn flush_largest(&mut self) -> Result<()> {
-        let mut best: Option<(usize, Rank, usize)> = None;
-        for (rank, threads) in self.locations.iter().enumerate() {
-            for (i, loc) in threads.iter().enumerate() {
-                let rows = loc.open.as_ref().map_or(0, |o| o.cols.rows);
-                if rows > best.map_or(0, |b| b.0) {
-                    best = Some((rows, rank as Rank, i));
+    /// Queues an operation job for the writer; sends the queue once it holds a chunk's worth
+    /// of rows.
+    fn post(&mut self, job: Job, rows: usize) -> Result<()> {
+        self.outbox.push(job);
+        self.outbox_rows += rows;
+        if self.outbox_rows >= CHUNK_ROWS {
+            self.send_outbox()?;
+        }
+        Ok(())
+    }
+
+    /// Sends the queued operation jobs.
+    fn send_outbox(&mut self) -> Result<()> {
+        self.outbox_rows = 0;
+        let job = match self.outbox.len() {
+            0 => return Ok(()),
+            1 => self.outbox.pop(),
+            _ => Some(Job::Batch(std::mem::take(&mut self.outbox))),
+        };
+        match job {
+            Some(job) => self.derived.jobs.send(job).map_err(|_| writer_gone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Empties every buffer when the cap on buffered rows is reached: a location with a
+    /// large buffer stores it as a chunk of its own; the others park their rows in the
+    /// scratch file and keep their chunk open, so that many locations with few rows each
+    /// still make full chunks. One pass over the locations per cap's worth of rows.
+    fn relieve_buffers(&mut self) -> Result<()> {
+        for rank in 0..self.locations.len() {
+            for i in 0..self.locations[rank].len() {
+                let Some(open) = self.locations[rank][i].open.as_mut() else {
+                    continue;
+                };
+                if open.cols.rows >= OWN_CHUNK_ROWS {
+                    self.flush_location(rank as Rank, i)?;
+                } else if open.cols.rows > 0 {
+                    // The buffer goes with the job: a location that had a few rows starts
+                    // again from nothing instead of holding its largest buffer forever.
+                    let cols =
+                        std::mem::replace(&mut open.cols, Columns::new(tables::op_col::COUNT));
+                    self.buffered_rows -= cols.rows;
+                    let (chunk, rows) = (open.chunk, cols.rows);
+                    self.post(Job::OpPiece { chunk, cols }, rows)?;
                 }
             }
         }
-        match best {
-            Some((_, rank, i)) => self.flush_location(rank, i),
-            None => Ok(()),
-        }
+        self.send_outbox()
     }
 
     fn finish_import(mut self) -> Result<TraceMeta> {
@@ -549,6 +661,7 @@ impl Importer {
                 self.flush_location(rank as Rank, i)?;
             }
         }
+        self.send_outbox()?;
         if let Some(matcher) = self.matcher.take() {
             matcher.finish(&mut self.derived)?;
         }
@@ -562,25 +675,8 @@ impl Importer {
         ] {
             table.flush_if(true, &d.jobs)?;
         }
-        let mut pairs: Vec<PairTraffic> = d
-            .pairs
-            .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
-                sender,
-                receiver,
-                messages,
-                bytes,
-            })
-            .collect();
-        pairs.sort_by_key(|p| (p.sender, p.receiver));
-        let mut message_bytes = 0u64;
-        let mut over = false;
-        for p in &pairs {
-            over |= add_bytes(&mut message_bytes, p.bytes);
-        }
-        if over {
-            d.overflow(None, "all message bytes")?;
-        }
+        let (pairs, message_bytes) = d.tally.finish(&mut d.found);
+        d.record_found()?;
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
         let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
@@ -595,7 +691,7 @@ impl Importer {
         meta.op_chunks = self.op_chunks;
         meta.message_chunks = d.messages.next_chunk;
         meta.message_chunk_times = std::mem::take(&mut d.message_chunk_times);
-        meta.traffic = std::mem::take(&mut d.traffic);
+        meta.traffic = std::mem::take(&mut d.tally.traffic);
         meta.pairs = pairs;
         meta.link_chunks = d.links.next_chunk;
         meta.collective_chunks = d.collectives.next_chunk;
@@ -627,7 +723,7 @@ impl EventSink for Importer {
     fn header(&mut self, header: &TraceHeader) -> Result<()> {
         self.meta.header = header.clone();
         self.locations = (0..header.processes.len()).map(|_| Vec::new()).collect();
-        self.derived.traffic = vec![RankTraffic::default(); header.processes.len()];
+        self.derived.tally = Tally::new(header.processes.len());
         self.matcher = Some(Matcher::new(header));
         Ok(())
     }
@@ -644,16 +740,6 @@ impl EventSink for Importer {
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.note_time(op.start, op.end);
         *self.kind_counts.entry(op.kind).or_default() += 1;
-        if op.kind.is_collective() {
-            if let Some(t) = self.derived.traffic.get_mut(op.rank as usize) {
-                let over = add_bytes(&mut t.coll_send_bytes, op.send_bytes)
-                    | add_bytes(&mut t.coll_recv_bytes, op.recv_bytes);
-                if over {
-                    self.derived
-                        .overflow(Some(op.rank), "collective bytes of the rank")?;
-                }
-            }
-        }
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
         let processes = self.locations.len();
@@ -662,49 +748,50 @@ impl EventSink for Importer {
         let depth = loc.stack.len() as u16;
         loc.last_time = loc.last_time.max(op.end);
         if loc.open.is_none() {
-            if *next_chunk == u32::from(u16::MAX) + 1 {
-                return Err(Error::Usage(
-                    "the trace has more than 2^32 operations, more than one trace can hold".into(),
+            if *next_chunk == u32::MAX {
+                return Err(Error::limit(
+                    crate::Limit::ValueRange,
+                    "the trace needs more than 2^32 operation chunks (a chunk holds up to \
+                     65,536 operations of one thread of one rank), more than one trace can hold",
                 ));
             }
             // Room for a whole chunk when the row cap allows it for every process: growing
             // sixteen columns row by row would copy each of them many times over.
-            let room = (MAX_BUFFERED_ROWS / processes.max(1)).clamp(1024, CHUNK_ROWS);
+            // With many processes that is a few rows each: the cap, not the room, bounds memory.
+            let room = (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS);
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
                 cols: Columns::with_capacity(tables::op_col::COUNT, room),
+                rows: 0,
                 first_row: loc.rows,
                 first_start: op.start,
                 last_start: op.start,
                 max_end: op.end,
             });
+            loc.chunks.push((loc.rows, *next_chunk));
             *next_chunk += 1;
         }
         let open = loc.open.as_mut().expect("just opened");
-        let id = u64::from(row_id(open.chunk, open.cols.rows));
+        let id = row_id(open.chunk, open.rows);
         tables::push_operation(&mut open.cols, op, depth);
+        open.rows += 1;
         open.last_start = op.start;
         open.max_end = open.max_end.max(op.end);
         loc.rows += 1;
-        let full = open.cols.rows == CHUNK_ROWS;
+        let full = open.rows == CHUNK_ROWS;
         let rank = loc.rank;
         self.buffered_rows += 1;
-        if op.flags & flags::WITHOUT_RECORDS != 0 {
-            if let OpKind::Other(name) = op.kind {
-                self.derived.record_anomaly(Anomaly::CallWithoutRecords {
-                    op: id,
-                    rank: op.rank,
-                    name,
-                })?;
-            }
-        }
+        self.derived
+            .tally
+            .operation(id, op, &mut self.derived.found);
+        self.derived.record_found()?;
         if let Some(m) = self.matcher.as_mut() {
             m.operation(id, op, &mut self.derived)?;
         }
         if full {
             self.flush_location(rank, idx)?;
         } else if self.buffered_rows >= MAX_BUFFERED_ROWS {
-            self.flush_largest()?;
+            self.relieve_buffers()?;
         }
         Ok(())
     }
@@ -735,6 +822,36 @@ impl EventSink for Importer {
         Ok(())
     }
 
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        self.derived.record_anomaly(anomaly.clone())
+    }
+
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        let mut positions = at.iter();
+        let resolved = anomaly.map_ops(|_| {
+            let p = positions.next().ok_or_else(|| {
+                Error::Usage(format!(
+                    "an anomaly ({}) names more operations than positions were given",
+                    anomaly.kind_name()
+                ))
+            })?;
+            self.locations
+                .get(p.rank as usize)
+                .and_then(|threads| threads.iter().find(|l| l.thread == p.thread))
+                .and_then(|l| l.op_id(p.index))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "an anomaly ({}) names operation {} of rank {} thread {}, which the source did not deliver",
+                        anomaly.kind_name(),
+                        p.index,
+                        p.rank,
+                        p.thread
+                    ))
+                })
+        })?;
+        self.derived.record_anomaly(resolved)
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.meta.header.locations = locations.to_vec();
         Ok(())
@@ -742,21 +859,6 @@ impl EventSink for Importer {
 
     fn finish(&mut self) -> Result<()> {
         Ok(())
-    }
-}
-
-/// Adds `x` to a byte count; on overflow the count stays at `u64::MAX` and `true` says so
-/// (no sum wraps silently).
-fn add_bytes(total: &mut u64, x: u64) -> bool {
-    match total.checked_add(x) {
-        Some(v) => {
-            *total = v;
-            false
-        }
-        None => {
-            *total = u64::MAX;
-            true
-        }
     }
 }
 
@@ -775,6 +877,7 @@ enum Entry {
     Operation(usize),
     Routine(RoutineEvent),
     Anomaly(Anomaly),
+    AnomalyAt(Anomaly, Vec<OpPosition>),
     Locations(Vec<crate::model::Location>),
 }
 
@@ -805,14 +908,12 @@ fn abandoned(e: Error) -> Error {
 }
 
 /// Marks a stage that stopped only because another stage failed; the other's error wins.
-const PIPELINE_STOPPED: &str = "import pipeline stopped";
-
 fn pipeline_stopped() -> Error {
-    Error::Storage(PIPELINE_STOPPED.into())
+    Error::PipelineStopped
 }
 
 fn is_pipeline_stopped(e: &Error) -> bool {
-    matches!(e, Error::Storage(m) if m == PIPELINE_STOPPED)
+    matches!(e, Error::PipelineStopped)
 }
 
 /// The [`EventSink`] a source writes into during an import. It batches what it receives and
@@ -874,6 +975,10 @@ impl EventSink for ImportSink {
         self.push(Entry::Anomaly(anomaly.clone()))
     }
 
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        self.push(Entry::AnomalyAt(anomaly.clone(), at.to_vec()))
+    }
+
     fn locations(&mut self, locations: &[crate::model::Location]) -> Result<()> {
         self.push(Entry::Locations(locations.to_vec()))
     }
@@ -896,7 +1001,8 @@ fn import_batches(
                 Entry::String(id, text) => importer.string(*id, text)?,
                 Entry::Operation(slot) => importer.operation(&batch.ops[*slot])?,
                 Entry::Routine(ev) => importer.routine(ev)?,
-                Entry::Anomaly(a) => importer.derived.record_anomaly(a.clone())?,
+                Entry::Anomaly(a) => importer.anomaly(a)?,
+                Entry::AnomalyAt(a, at) => importer.anomaly_at(a, at)?,
                 Entry::Locations(l) => importer.locations(l)?,
             }
         }
@@ -904,6 +1010,22 @@ fn import_batches(
         let _ = recycle.try_send(batch);
     }
     importer.finish_import()
+}
+
+/// Records in the chunk directory where the writer packed each operation chunk.
+fn place_op_chunks(mut meta: TraceMeta, placed: Vec<pack::Placement>) -> Result<TraceMeta> {
+    let chunks = &mut meta.op_chunks;
+    for (chunk, pack, offset, len) in placed {
+        let info = chunks
+            .binary_search_by_key(&chunk, |c| c.chunk)
+            .ok()
+            .and_then(|i| chunks.get_mut(i))
+            .ok_or_else(|| {
+                Error::Storage(format!("operation chunk {chunk} was stored but not listed"))
+            })?;
+        (info.pack, info.offset, info.len) = (pack, offset, len);
+    }
+    Ok(meta)
 }
 
 /// Runs `parse`, which feeds an [`ImportSink`], and stores what it produced through `writer`:
@@ -943,7 +1065,7 @@ pub fn run_import(
             .join()
             .unwrap_or_else(|_| Err(Error::Storage("the chunk writer panicked".into())));
         match (parsed, imported, written) {
-            (Ok(()), Ok(meta), Ok(())) => Ok(meta),
+            (Ok(()), Ok(meta), Ok(placed)) => place_op_chunks(meta, placed),
             (p, i, w) => {
                 let errors = [p.err(), i.err(), w.err()];
                 let mut errors = errors.into_iter().flatten();

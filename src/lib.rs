@@ -18,6 +18,7 @@
 pub mod analysis;
 pub mod database;
 pub mod error;
+pub mod export;
 pub mod gen;
 pub mod hash;
 pub mod import;
@@ -27,4 +28,4 @@ pub mod query;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};
-pub use error::{Error, InputError, Result};
+pub use error::{Error, InputError, Limit, NameKind, Result};

@@ -8,7 +8,8 @@ use mtfdb::ingest::mtf_text::{
 };
 use mtfdb::ingest::{EventSink, Policy, ValidatingSink};
 use mtfdb::model::{
-    flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader,
+    flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
+    Processor, RoutineEvent, TraceHeader,
 };
 use mtfdb::{Error, Result};
 
@@ -20,6 +21,10 @@ struct Collect {
     strings: Vec<String>,
     ops: Vec<Operation>,
     routines: Vec<RoutineEvent>,
+    /// Anomalies with the positions of the operations they name.
+    anomalies: Vec<(Anomaly, Vec<OpPosition>)>,
+    /// Locations reported at the end.
+    locations: Vec<Vec<Location>>,
     order: Vec<Item>,
     finished: u32,
 }
@@ -29,6 +34,8 @@ enum Item {
     Str(u32),
     Op(usize),
     Routine(usize),
+    Anomaly(usize),
+    Locations(usize),
 }
 
 impl EventSink for Collect {
@@ -75,6 +82,20 @@ impl EventSink for Collect {
         self.routines.push(*event);
         Ok(())
     }
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        self.anomaly_at(anomaly, &[])
+    }
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        assert_eq!(anomaly.ops().len(), at.len(), "a position per operation");
+        self.order.push(Item::Anomaly(self.anomalies.len()));
+        self.anomalies.push((anomaly.clone(), at.to_vec()));
+        Ok(())
+    }
+    fn locations(&mut self, locations: &[Location]) -> Result<()> {
+        self.order.push(Item::Locations(self.locations.len()));
+        self.locations.push(locations.to_vec());
+        Ok(())
+    }
     fn finish(&mut self) -> Result<()> {
         self.finished += 1;
         Ok(())
@@ -90,6 +111,15 @@ impl Collect {
                 Item::Str(id) => sink.string(id, &self.strings[id as usize])?,
                 Item::Op(i) => sink.operation(&self.ops[i])?,
                 Item::Routine(i) => sink.routine(&self.routines[i])?,
+                Item::Anomaly(i) => {
+                    let (a, at) = &self.anomalies[i];
+                    if at.is_empty() {
+                        sink.anomaly(a)?
+                    } else {
+                        sink.anomaly_at(a, at)?
+                    }
+                }
+                Item::Locations(i) => sink.locations(&self.locations[i])?,
             }
         }
         sink.finish()
@@ -175,15 +205,62 @@ fn grammar_example_parses_with_exact_counts() {
             members: vec![0, 2]
         }
     );
+    assert_eq!(
+        h.locations,
+        vec![Location {
+            name: "CUDA[0:7]".into(),
+            kind: LocationKind::Accelerator,
+            group: "GPU 0 of node01".into(),
+            rank: Some(0),
+            thread: Some(2),
+            regions: 3,
+            events: 6,
+        }]
+    );
     assert_eq!(c.ops.len(), 29);
     assert_eq!(c.routines.len(), 2);
     assert_eq!(
         c.strings,
-        vec!["exchange", "MPI_BYTE", "MPI_DOUBLE", "Comm_rank"]
+        vec![
+            "exchange",
+            "MPI_BYTE",
+            "MPI_DOUBLE",
+            "Comm_rank",
+            "MPI_Comm_rank"
+        ]
     );
     assert_eq!(stats.operations, 29);
     assert_eq!(stats.routine_events, 2);
-    assert_eq!(stats.strings, 4);
+    assert_eq!(stats.strings, 5);
+    assert_eq!(
+        c.anomalies,
+        vec![
+            (
+                Anomaly::SkippedRecord {
+                    rank: Some(1),
+                    time: Some(300),
+                    what: "a metric record of an undeclared counter".into()
+                },
+                vec![]
+            ),
+            (
+                Anomaly::CallWithoutRecords {
+                    op: 0,
+                    rank: 0,
+                    name: 4
+                },
+                vec![OpPosition {
+                    rank: 0,
+                    thread: 1,
+                    index: 0
+                }]
+            ),
+        ]
+    );
+    assert!(
+        c.locations.is_empty(),
+        "declared locations are the header's"
+    );
     assert_eq!(c.ops.iter().filter(|o| o.thread == 1).count(), 1);
     assert_eq!(
         c.ops.iter().filter(|o| o.kind == OpKind::Other(3)).count(),
@@ -272,7 +349,6 @@ fn grammar_example_survives_write_and_parse() {
 fn hand_built() -> Collect {
     let mut c = Collect {
         header: Some(TraceHeader {
-            locations: Vec::new(),
             scenario: "stencil \"big\" run\twith a tab".into(),
             trace_name: "rt-1".into(),
             comments: "line one\nline two # not a comment\\".into(),
@@ -334,6 +410,18 @@ fn hand_built() -> Collect {
                     name: "odd, mixed".into(),
                     members: vec![1, 3, 5, 0],
                 },
+            ],
+            locations: vec![
+                Location {
+                    name: "CUDA[0:13] \"stream\" #2".into(),
+                    kind: LocationKind::Accelerator,
+                    group: "rank=0's GPU".into(),
+                    rank: Some(0),
+                    thread: Some(3),
+                    regions: 12,
+                    events: 40,
+                },
+                Location::new("uncore reader", LocationKind::Metric),
             ],
         }),
         ..Collect::default()
@@ -481,6 +569,279 @@ fn round_trip_of_every_field_flag_thread_and_name() {
     assert!(lines.contains(&r#"2.3 8 enter "solve(int, double)""#));
     assert!(lines.contains(&r#"2.3 9 10 "MPI_Send""#));
     assert!(lines.contains(&"4 61 61 Iprobe c=0 from=0 rtag=5 flag=0"));
+    assert!(lines.contains(
+        &r#"location "CUDA[0:13] \"stream\" #2" accelerator group="rank=0's GPU" rank=0 thread=3 regions=12 events=40"#
+    ));
+    assert!(lines.contains(&r#"location "uncore reader" metric"#));
+}
+
+/// One anomaly of every class, with the extremes of its fields, after the hand-built
+/// trace's operations (whose positions they name).
+fn every_anomaly_class(c: &mut Collect) {
+    let p = |rank, thread, index| OpPosition {
+        rank,
+        thread,
+        index,
+    };
+    let name = |c: &mut Collect, text: &str| match c.strings.iter().position(|s| s == text) {
+        Some(i) => i as u32,
+        None => {
+            c.strings.push(text.to_string());
+            let id = c.strings.len() as u32 - 1;
+            c.order.push(Item::Str(id));
+            id
+        }
+    };
+    let solve = name(c, "solve(int, double)");
+    let main = name(c, "main");
+    let odd = name(c, "a \"b\"\n=c, #d");
+    let other = name(c, "MPI_Send");
+    let list: Vec<(Anomaly, Vec<OpPosition>)> = vec![
+        (
+            Anomaly::UnmatchedSend {
+                op: 0,
+                rank: 0,
+                dest: 1,
+                comm: 70000,
+                tag: i32::MIN,
+            },
+            vec![p(0, 0, 0)],
+        ),
+        (
+            Anomaly::UnmatchedReceive {
+                op: 0,
+                rank: 1,
+                source: 3,
+                comm: 3,
+                tag: -1,
+            },
+            vec![p(1, 0, 1)],
+        ),
+        (
+            Anomaly::RequestNeverCompleted {
+                op: 0,
+                rank: 0,
+                request: u64::MAX,
+            },
+            vec![p(0, 0, 0)],
+        ),
+        (
+            Anomaly::UnknownRequest {
+                op: 0,
+                rank: 1,
+                request: 17,
+            },
+            vec![p(1, 0, 2)],
+        ),
+        (
+            Anomaly::IncompleteCollective {
+                kind: OpKind::Other(other),
+                comm: 0,
+                present: 1,
+                expected: u32::MAX,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::IncompleteCollective {
+                kind: OpKind::Ibcast,
+                comm: 3,
+                present: 2,
+                expected: 4,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::WaitBeforeRequest {
+                op: 0,
+                request_op: 0,
+                rank: 1,
+            },
+            vec![p(1, 0, 2), p(1, 0, 0)],
+        ),
+        (
+            Anomaly::UnresolvedWildcard { op: 0, rank: 1 },
+            vec![p(1, 0, 0)],
+        ),
+        (
+            Anomaly::RootMismatch {
+                op: 0,
+                rank: 2,
+                kind: OpKind::Bcast,
+                comm: 0,
+            },
+            vec![p(2, 3, 0)],
+        ),
+        (Anomaly::MissingFinalize { rank: 5 }, vec![]),
+        (
+            Anomaly::UnclosedRoutine {
+                rank: 2,
+                routine: solve,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::CrossedLeave {
+                rank: 2,
+                thread: 3,
+                time: u64::MAX,
+                routine: main,
+                innermost: odd,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::LeaveWithoutEnter {
+                rank: 0,
+                thread: 0,
+                time: 0,
+                routine: odd,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::CallWithoutRecords {
+                op: 0,
+                rank: 2,
+                name: other,
+            },
+            vec![p(2, 3, 0)],
+        ),
+        (
+            Anomaly::LengthMismatch {
+                send_op: 0,
+                recv_op: 0,
+                sent: 8,
+                received: 0,
+            },
+            vec![p(0, 0, 0), p(1, 0, 0)],
+        ),
+        (
+            Anomaly::ValueOverflow {
+                rank: None,
+                what: String::new(),
+            },
+            vec![],
+        ),
+        (
+            Anomaly::ValueOverflow {
+                rank: Some(4),
+                what: "sum of bytes".into(),
+            },
+            vec![],
+        ),
+        (
+            Anomaly::SkippedRecord {
+                rank: None,
+                time: None,
+                what: "x".into(),
+            },
+            vec![],
+        ),
+        (
+            Anomaly::SkippedRecord {
+                rank: Some(3),
+                time: Some(12),
+                what: "a \"quoted\" what\n".into(),
+            },
+            vec![],
+        ),
+    ];
+    for entry in list {
+        c.order.push(Item::Anomaly(c.anomalies.len()));
+        c.anomalies.push(entry);
+    }
+}
+
+#[test]
+fn anomalies_of_every_class_and_late_locations_survive_write_and_parse() {
+    let mut original = hand_built();
+    every_anomaly_class(&mut original);
+    original.order.push(Item::Locations(0));
+    original.locations.push(vec![Location::new(
+        "thread 7 = \"late\"",
+        LocationKind::CpuThread,
+    )]);
+    let text = write(&original);
+    let parsed = parse_ok(&text);
+    assert_eq!(parsed.anomalies, original.anomalies);
+    assert_eq!(parsed.ops, original.ops);
+    // Late locations come with the header's, which they replace.
+    let mut all = original.header.as_ref().unwrap().locations.clone();
+    all.extend(original.locations[0].clone());
+    assert_eq!(parsed.locations, vec![all]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.contains(&"anomaly WaitBeforeRequest op=1:2 request_op=1:0 rank=1"));
+    assert!(lines.contains(&"anomaly CallWithoutRecords op=2.3:0 rank=2 name=MPI_Send"));
+    assert!(lines.contains(
+        &"anomaly IncompleteCollective kind=\"MPI_Send\" comm=0 present=1 expected=4294967295"
+    ));
+    assert!(lines.contains(&"anomaly IncompleteCollective kind=Ibcast comm=3 present=2 expected=4"));
+    assert!(lines.contains(&r#"anomaly SkippedRecord rank=3 time=12 what="a \"quoted\" what\n""#));
+    assert!(lines.contains(&r#"anomaly ValueOverflow what="""#));
+    assert!(lines.contains(&r#"location "thread 7 = \"late\"" cpu-thread"#));
+}
+
+#[test]
+fn anomaly_and_location_lines_are_checked() {
+    let head =
+        "MTF 1\nprocess 0 P0\nprocess 1 P1\ncommunicator 0 W 0-1\n0 1 2 Send c=0 to=1 tag=0\n";
+    let err = |tail: &str| error_of(&format!("{head}{tail}"));
+    assert_eq!(
+        err("anomaly Bogus rank=0\n"),
+        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, ValueOverflow, SkippedRecord)"
+    );
+    assert_eq!(
+        err("anomaly MissingFinalize\n"),
+        "t.mtf:6:9: syntax: the anomaly MissingFinalize needs the field rank="
+    );
+    assert_eq!(
+        err("anomaly MissingFinalize rank=0 rank=1\n"),
+        "t.mtf:6:32: syntax: the field rank= appears twice"
+    );
+    assert_eq!(
+        err("anomaly MissingFinalize rank=0 tag=1\n"),
+        "t.mtf:6:32: syntax: unknown field \"tag\" (the fields here are those of the class's variant in model::Anomaly)"
+    );
+    assert_eq!(
+        err("anomaly MissingFinalize rank=x\n"),
+        "t.mtf:6:30: syntax: expected an unsigned integer below 2^32, found \"x\""
+    );
+    assert_eq!(
+        err("anomaly UnresolvedWildcard op=0:1 rank=0\n"),
+        "t.mtf:6:31: unknown operation: names operation 1 of rank 0 thread 0, but 1 operations of it precede this line"
+    );
+    assert_eq!(
+        err("anomaly UnresolvedWildcard op=1.2:0 rank=1\n"),
+        "t.mtf:6:31: unknown operation: names operation 0 of rank 1 thread 2, but 0 operations of it precede this line"
+    );
+    assert_eq!(
+        err("anomaly UnresolvedWildcard op=0 rank=0\n"),
+        "t.mtf:6:31: syntax: expected an operation position rank[.thread]:index, found \"0\""
+    );
+    assert_eq!(
+        err("location gpu accelerator rank=2\n"),
+        "t.mtf:6:31: unknown rank: location \"gpu\" belongs to rank 2, but the trace declares 2 processes"
+    );
+    assert_eq!(
+        err("location gpu gpu\n"),
+        "t.mtf:6:14: syntax: expected a location kind (cpu-thread, accelerator, metric, process, other), found \"gpu\""
+    );
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\nlocation t cpu-thread rank=1\n"),
+        "t.mtf:3:28: unknown rank: location \"t\" belongs to rank 1, but the trace declares 1 processes"
+    );
+    assert_eq!(
+        err("location t cpu-thread events=-1\n"),
+        "t.mtf:6:30: syntax: expected a count, found \"-1\""
+    );
+    // An anomaly line may come right after the header.
+    let c = parse_ok("MTF 1\nprocess 0 P0\nanomaly MissingFinalize rank=0\n");
+    assert_eq!(
+        c.anomalies,
+        vec![(Anomaly::MissingFinalize { rank: 0 }, vec![])]
+    );
+    assert_eq!(c.headers, 1);
 }
 
 #[test]
@@ -721,7 +1082,7 @@ fn syntax_errors_say_what_was_expected() {
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 zz=3\n"),
-        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag)"
+        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec)"
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 to=2\n"),
@@ -759,7 +1120,7 @@ fn syntax_errors_say_what_was_expected() {
         event_error("0 1 enter a b\n"),
         "t.mtf:9:13: syntax: expected the end of the line, found \"b\""
     );
-    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator) or an event, found \"x\"");
+    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"x\"");
     assert_eq!(
         error_of("MTF 1\nprocess 0\n"),
         "t.mtf:2:10: syntax: expected a space before a process name, found end of line"
@@ -776,7 +1137,7 @@ fn syntax_errors_say_what_was_expected() {
         error_of("MTF 1\ncommunicator 1 c 0;1\n"),
         "t.mtf:2:19: syntax: expected ',', '-' or the end of the member list, found \";1\""
     );
-    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator) or an event, found \"whatever\"");
+    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"whatever\"");
     assert_eq!(
         error_of("MTF 1\ncommunicator 1 c 0-4294967295\n"),
         "t.mtf:2:18: syntax: the range 0-4294967295 is too large (at most 16777216 members)"
@@ -967,7 +1328,6 @@ mod property {
         let n = 4;
         let mut c = Collect {
             header: Some(TraceHeader {
-                locations: Vec::new(),
                 scenario: names[0].clone(),
                 trace_name: names[1].clone(),
                 comments: names[2].clone(),
@@ -986,6 +1346,11 @@ mod property {
                     id: 0,
                     name: names[5 % names.len()].clone(),
                     members: vec![3, 1, 0, 2],
+                }],
+                locations: vec![Location {
+                    group: names[6 % names.len()].clone(),
+                    rank: Some(2),
+                    ..Location::new(&names[3], LocationKind::CpuThread)
                 }],
             }),
             ..Collect::default()
@@ -1061,4 +1426,50 @@ mod property {
             prop_assert_eq!(&parsed.order, &original.order);
         }
     }
+}
+
+#[test]
+fn declared_strings_keep_their_ids_and_undeclared_ones_follow_in_first_use_order() {
+    let c = parse_ok(
+        "MTF 1\nprocess 0 P0\nstring solve\nstring \"\"\nstring solve\n\
+         0 1 enter main\n0 2 enter solve\n0 3 4 Comm_rank dt=\"\"\n0 5 leave solve\n0 6 leave main\n",
+    );
+    assert_eq!(c.strings, vec!["solve", "", "solve", "main", "Comm_rank"]);
+    // A declared name used later means its first id.
+    assert_eq!(c.routines[1].routine, 0);
+    assert_eq!(c.ops[0].datatype, Some(1));
+    assert_eq!(c.ops[0].kind, OpKind::Other(4));
+    // The writer declares a whole table so that the parse gives the same ids back.
+    let mut w = MtfWriter::new(Vec::new());
+    w.header(c.header.as_ref().unwrap()).unwrap();
+    w.strings(&c.strings).unwrap();
+    for op in &c.ops {
+        w.operation(op).unwrap();
+    }
+    w.finish().unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    assert!(
+        text.contains("string solve\nstring \"\"\nstring solve\nstring main\nstring Comm_rank\n")
+    );
+    assert_eq!(parse_ok(&text).strings, c.strings);
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\n0 1 2 Init\nstring x\n"),
+        "t.mtf:4:1: declaration after events: a string declaration after the first event (line 3); declarations come before the events"
+    );
+}
+
+#[test]
+fn a_call_without_its_records_is_marked_rec_0() {
+    // A quoted call is Other(name), as the OTF2 reader keeps such calls.
+    let c = parse_ok("MTF 1\nprocess 0 P0\n0 1 2 \"MPI_Iallgather\" rec=0\n");
+    assert_eq!(c.ops[0].flags, flags::WITHOUT_RECORDS);
+    assert_eq!(c.ops[0].kind, OpKind::Other(0));
+    assert_eq!(
+        write(&c).lines().last(),
+        Some("0 1 2 \"MPI_Iallgather\" rec=0")
+    );
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\n0 1 2 Init rec=1\n"),
+        "t.mtf:3:16: syntax: expected 0 after rec= (a call recorded without its records), found \"1\""
+    );
 }

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mtfdb::model::{flags, OpClass, OpKind, Operation};
-use mtfdb::Error;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -489,25 +488,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// whose message contains each of `needles`, and checks the database still holds exactly
 /// the earlier trace.
 fn rejected(archive: &Path, needles: &[&str]) -> String {
-    let (_dir, db) = temp_db();
-    db.import(fixture("pingpong-isend"), Some("earlier"))
-        .unwrap();
-    let before = db.traces().unwrap()[0].summary.clone();
-    let err = db.import(archive, Some("damaged")).unwrap_err();
-    let message = err.to_string();
-    for needle in needles {
-        assert!(
-            message.contains(needle),
-            "{message:?} should mention {needle:?}"
-        );
-    }
-    assert!(
-        matches!(err, Error::Input(_) | Error::Io { .. }),
-        "a user's input error, not {err:?}"
-    );
-    assert_eq!(db.trace_names().unwrap(), vec!["earlier".to_string()]);
-    assert_eq!(db.traces().unwrap()[0].summary, before);
-    message
+    common::rejected_import(&fixture("pingpong-isend"), archive, needles)
 }
 
 #[test]

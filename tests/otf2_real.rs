@@ -120,7 +120,12 @@ fn oracle(anchor: &Path) -> Oracle {
         }
     }
     let rank_of: BTreeMap<u64, u32> = world
-        .map(|(_, ids)| ids.into_iter().enumerate().map(|(r, l)| (l, r as u32)).collect())
+        .map(|(_, ids)| {
+            ids.into_iter()
+                .enumerate()
+                .map(|(r, l)| (l, r as u32))
+                .collect()
+        })
         .unwrap_or_default();
     o.ranks = rank_of.len();
     let events = otf2_print(&[], anchor);
@@ -165,7 +170,10 @@ fn every_real_otf2_archive_imports_and_equals_otf2_print() {
         return;
     }
     let archives = anchors(&dir);
-    assert!(archives.len() >= 9, "expected the nine archives, found {archives:?}");
+    assert!(
+        archives.len() >= 9,
+        "expected the nine archives, found {archives:?}"
+    );
     let (_tmp, db) = temp_db();
     for (i, anchor) in archives.iter().enumerate() {
         let name = format!("t{i}");
@@ -233,7 +241,11 @@ fn the_real_archives_numbers_match_their_readme() {
         assert_eq!(info.summary.messages, messages, "{folder}");
         assert_eq!(info.summary.message_bytes, bytes, "{folder}");
         assert_eq!(info.processes, ranks, "{folder}");
-        assert!(info.summary.anomalies.is_empty(), "{folder}: {:?}", info.summary.anomalies);
+        assert!(
+            info.summary.anomalies.is_empty(),
+            "{folder}: {:?}",
+            info.summary.anomalies
+        );
     }
     // The accelerator streams and OpenMP threads of the CUDA run are listed by kind.
     let trace = db.trace("casita/2_cuda_simple").unwrap();

@@ -28,7 +28,7 @@ fn session(dir: &tempfile::TempDir) -> Session {
 
 fn int(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i) => i64::try_from(*i).expect("a test value fits 64 bits"),
         other => panic!("not an integer: {other:?}"),
     }
 }

@@ -16,7 +16,7 @@ use mtfdb::Database;
 
 fn int(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i) => i64::try_from(*i).expect("a test value fits 64 bits"),
         other => panic!("not an integer: {other:?}"),
     }
 }
@@ -35,7 +35,7 @@ fn fan_in_and_fan_out_equal_the_ground_truth_for_every_scenario() {
         };
         let truth = import_generated(&db, &config, &scenario.to_string());
         let trace = db.trace(&scenario.to_string()).unwrap();
-        let traffic = process_traffic(&trace);
+        let traffic = process_traffic(&trace).unwrap();
         let ranks: Vec<Rank> = (0..16).collect();
         let fan_in = fan_table(&traffic, &ranks, Direction::In);
         let fan_out = fan_table(&traffic, &ranks, Direction::Out);

@@ -5,7 +5,7 @@ use mtfdb::ingest::EventSink;
 use mtfdb::model::{
     flags, Communicator, OpKind, Operation, Process, Processor, RoutineEvent, TraceHeader,
 };
-use mtfdb::store::IndexDim;
+use mtfdb::store::{IndexDim, OpChunkInfo};
 use mtfdb::{Database, Error};
 
 /// Opens a database with sled directly (no background flusher, so dropping it releases the
@@ -260,7 +260,7 @@ fn a_database_of_another_format_version_is_refused() {
     let path = dir.path().join("db");
     drop(Database::open(&path).unwrap());
     {
-        let raw = raw_sled(&path);
+        let raw = raw_sled(&path.join("catalog"));
         raw.insert("format_version", &999u32.to_le_bytes()).unwrap();
         raw.flush().unwrap();
     }
@@ -268,9 +268,10 @@ fn a_database_of_another_format_version_is_refused() {
     assert_eq!(
         err.to_string(),
         format!(
-            "database {}: was written with storage format version 999, but this mtfdb reads version 3; \
+            "database {}: was written with storage format version 999, but this mtfdb reads version {}; \
              re-import its traces with a matching mtfdb",
-            path.display()
+            path.display(),
+            mtfdb::store::FORMAT_VERSION
         )
     );
 }
@@ -322,28 +323,39 @@ fn a_damaged_chunk_is_reported_not_misread() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     import_sample(&Database::open(&path).unwrap(), "sample");
-    {
-        let raw = raw_sled(&path);
-        let tree = raw.open_tree("trace/0").unwrap();
-        let key = [b'o', 0, 0, 0, 1];
-        let mut value = tree.get(key).unwrap().unwrap().to_vec();
-        let mid = value.len() / 2;
-        value[mid] ^= 0x10;
-        tree.insert(key, value).unwrap();
-        raw.flush().unwrap();
+    let segment = path.join("segments/0.seg");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let original = bytes.clone();
+    // Flip one bit in every 4 KiB page's middle until process 0's operations fail: the
+    // error must name the trace, the file and the offset.
+    let mut reported = None;
+    for at in (2048..bytes.len() - 4096).step_by(4096) {
+        bytes[at] ^= 0x10;
+        std::fs::write(&segment, &bytes).unwrap();
+        let db = Database::open(&path).unwrap();
+        let trace = db.trace("sample").unwrap();
+        match trace.process_operations(0) {
+            Ok(ops) => assert_eq!(ops.len() as u64, RANK0_OPS, "flip at {at}"),
+            Err(err) => {
+                reported = Some((at, err.to_string()));
+                break;
+            }
+        }
+        bytes.copy_from_slice(&original);
     }
-    let db = Database::open(&path).unwrap();
-    let trace = db.trace("sample").unwrap();
-    let err = trace.process_operations(0).unwrap_err();
-    let _still_open = &db;
-    assert_eq!(
-        err.to_string(),
-        "corrupt database: operation chunk 1 of trace \"sample\" fails its checksum"
+    let (at, message) = reported.expect("some flip hits an operation chunk");
+    assert!(
+        message.starts_with(&format!(
+            "corrupt database: trace \"sample\": segment file {}: the ",
+            segment.display()
+        )) && message.contains("fail their checksum"),
+        "flip at {at}: {message}"
     );
 }
 
 #[test]
-fn reopening_the_database_mid_import_keeps_everything_written() {
+fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
+    use mtfdb::model::Anomaly;
     use mtfdb::store::tables::{push_operation, Columns};
     use mtfdb::store::{Store, Table, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
@@ -357,20 +369,57 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
         c
     };
     let mut writer = store.begin_import("t").unwrap();
-    for chunk in 0..10 {
-        writer
-            .put_chunk(Table::Operations, chunk, &chunk_of(chunk))
-            .unwrap();
-        if chunk == 4 {
-            assert!(
-                writer.relieve_memory().unwrap(),
-                "nothing else holds the database: it reopens"
-            );
+    // A second import cannot take the same name while the first runs.
+    assert!(matches!(
+        store.begin_import("t"),
+        Err(Error::TraceExists(name)) if name == "t"
+    ));
+    let anomalies = vec![Anomaly::LeaveWithoutEnter {
+        rank: 1,
+        thread: 0,
+        time: 5,
+        routine: 2,
+    }];
+    // Operation chunks are stored two to a pack, each placed by its directory entry; the
+    // index postings are per pack.
+    let mut op_chunks = Vec::new();
+    for pack in (0..5u32).rev() {
+        let mut bytes = Vec::new();
+        let mut peers = roaring::RoaringTreemap::new();
+        for chunk in [2 * pack, 2 * pack + 1] {
+            let encoded = chunk_of(chunk).encode();
+            op_chunks.push(OpChunkInfo {
+                chunk,
+                rank: 0,
+                thread: 0,
+                first_row: 0,
+                rows: 3,
+                first_start: 0,
+                last_start: 0,
+                max_end: 0,
+                pack,
+                offset: bytes.len() as u32,
+                len: encoded.len() as u32,
+            });
+            bytes.extend_from_slice(&encoded);
+            peers.extend(u64::from(chunk) << 16..(u64::from(chunk) << 16) + 3);
         }
+        writer.put_op_pack(pack, &bytes, pack % 2 == 0).unwrap();
+        writer
+            .put_postings(
+                IndexDim::Peer,
+                pack,
+                &mut [(4, peers), (9, [1u64].into_iter().collect())],
+            )
+            .unwrap();
     }
+    op_chunks.sort_by_key(|c| c.chunk);
+    writer.put_anomalies(0, &anomalies).unwrap();
     writer
         .commit(&TraceMeta {
             name: "t".into(),
+            anomaly_chunks: 1,
+            op_chunks,
             ..TraceMeta::default()
         })
         .unwrap();
@@ -382,12 +431,35 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
             "chunk {chunk}"
         );
     }
-    // While a reader is alive its handle would keep the old database open: no reopen.
+    assert_eq!(reader.index(IndexDim::Peer, 4).unwrap().len(), 30);
+    assert_eq!(
+        reader
+            .index_in_chunks(IndexDim::Peer, 4, &[2, 7, 11])
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        vec![
+            2 << 16,
+            (2 << 16) + 1,
+            (2 << 16) + 2,
+            7 << 16,
+            (7 << 16) + 1,
+            (7 << 16) + 2
+        ]
+    );
+    assert!(reader.index(IndexDim::Peer, 5).unwrap().is_empty());
+    assert_eq!(reader.anomalies().unwrap(), anomalies);
+    // An import dropped without commit leaves no file behind and frees its name.
+    let before = std::fs::read_dir(dir.path().join("db/segments"))
+        .unwrap()
+        .count();
     let mut second = store.begin_import("u").unwrap();
-    assert!(!second.relieve_memory().unwrap());
-    drop(reader);
-    assert!(second.relieve_memory().unwrap());
+    second.put_op_pack(0, &chunk_of(0).encode(), false).unwrap();
     drop(second);
+    let after = std::fs::read_dir(dir.path().join("db/segments"))
+        .unwrap()
+        .count();
+    assert_eq!((before, after), (1, 1));
     let names: Vec<String> = store
         .ready_traces()
         .unwrap()
@@ -395,4 +467,97 @@ fn reopening_the_database_mid_import_keeps_everything_written() {
         .map(|e| e.name)
         .collect();
     assert_eq!(names, vec!["t".to_string()]);
+}
+
+/// Imports the generator's stencil2d of `ranks` ranks with at least `operations` operations
+/// through the library (no file), then reads every operation back chunk by chunk and checks
+/// each rank's operations, times and bytes against the generator's ground truth.
+fn import_and_read_back(ranks: u32, operations: u64) -> mtfdb::TraceInfo {
+    use mtfdb::gen::{generate, GenConfig, Scenario};
+    let mut iterations = 1;
+    let truth = loop {
+        let config = GenConfig::new(Scenario::Stencil2d, ranks, iterations);
+        let mut count = CountingSink::default();
+        let truth = generate(&config, &mut count).unwrap();
+        if truth.operations >= operations {
+            break (config, truth);
+        }
+        let per_iteration = (truth.operations / u64::from(iterations)).max(1);
+        iterations = (operations.div_ceil(per_iteration) as u32).max(iterations + 1);
+    };
+    let (config, truth) = truth;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let info = db
+        .import_events("big", |sink| generate(&config, sink).map(|_| ()))
+        .unwrap();
+    assert_eq!(info.summary.operations, truth.operations);
+    let trace = db.trace("big").unwrap();
+    let mut ops = vec![0u64; ranks as usize];
+    let mut sent = vec![0u64; ranks as usize];
+    let mut last_start = vec![0u64; ranks as usize];
+    let mut ids = std::collections::HashSet::new();
+    for chunk in trace.op_chunks() {
+        let rows = trace.chunk_operations(chunk).unwrap();
+        assert_eq!(rows.len() as u32, chunk.rows, "chunk {}", chunk.chunk);
+        for (id, op) in rows {
+            let r = op.rank as usize;
+            assert_eq!(op.rank, chunk.rank);
+            assert!(op.start >= last_start[r], "rank {r} goes back in time");
+            last_start[r] = op.start;
+            ops[r] += 1;
+            if op.kind.is_send() {
+                sent[r] += op.send_bytes;
+            }
+            assert!(ids.insert(id), "operation id {id} read twice");
+        }
+    }
+    for t in &truth.per_rank {
+        let r = t.rank as usize;
+        assert_eq!(
+            (ops[r], sent[r]),
+            (t.operations, t.p2p_sent_bytes),
+            "rank {r}"
+        );
+    }
+    info
+}
+
+/// Counts what a source emits, to size a generated trace without storing it.
+#[derive(Default)]
+struct CountingSink {
+    operations: u64,
+}
+
+impl EventSink for CountingSink {
+    fn header(&mut self, _: &TraceHeader) -> mtfdb::Result<()> {
+        Ok(())
+    }
+    fn string(&mut self, _: u32, _: &str) -> mtfdb::Result<()> {
+        Ok(())
+    }
+    fn operation(&mut self, _: &Operation) -> mtfdb::Result<()> {
+        self.operations += 1;
+        Ok(())
+    }
+    fn routine(&mut self, _: &RoutineEvent) -> mtfdb::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> mtfdb::Result<()> {
+        Ok(())
+    }
+}
+
+/// Many ranks with few rows each: their rows are parked and packed, and every operation
+/// still reads back exactly once, in order, with its bytes.
+#[test]
+fn many_small_ranks_are_packed_and_read_back_exactly() {
+    import_and_read_back(3_000, 600_000);
+}
+
+/// The issue's scale: 16,384 ranks and 20M operations.
+#[test]
+fn sixteen_thousand_ranks_and_twenty_million_operations_import_and_read_back() {
+    let info = import_and_read_back(16_384, 20_000_000);
+    assert!(info.summary.operations >= 20_000_000);
 }

@@ -6,7 +6,7 @@
 //! multiset of (process, process pattern) and (process, lone event)) are occurrences of one
 //! communication pattern.
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 use super::process_events::{Alphabet, ProcessEvents};
 use crate::hash::FxHashMap;
@@ -131,9 +131,9 @@ pub struct CommOccurrence {
     /// Start time of its last event.
     pub end: Time,
     /// The operations of its events.
-    pub ops: RoaringBitmap,
+    pub ops: RoaringTreemap,
     /// The messages between its events (message ids).
-    pub messages: RoaringBitmap,
+    pub messages: RoaringTreemap,
 }
 
 const NONE: u32 = u32::MAX;
@@ -246,13 +246,13 @@ pub fn assemble(
         node_of[p as usize][i as usize] = id;
         id
     };
-    let mut message_nodes: Vec<(u32, u32)> = Vec::with_capacity(messages.len());
+    let mut message_nodes: Vec<(u64, u32)> = Vec::with_capacity(messages.len());
     for (mid, (send, recv)) in messages.iter().enumerate() {
         if let (Some(&(sp, si, _)), Some(&(rp, _, ri))) = (at.get(send), at.get(recv)) {
             let a = node(&mut uf, &mut nodes, (sp, si));
             let b = node(&mut uf, &mut nodes, (rp, ri));
             uf.union(a, b);
-            message_nodes.push((mid as u32, a));
+            message_nodes.push((mid as u64, a));
         }
     }
     for c in collectives {
@@ -290,8 +290,8 @@ pub fn assemble(
             first_rank: 0,
             events: 0,
             end: 0,
-            ops: RoaringBitmap::new(),
-            messages: RoaringBitmap::new(),
+            ops: RoaringTreemap::new(),
+            messages: RoaringTreemap::new(),
         };
         for &n in &list {
             let (p, range, part) = match nodes[n as usize] {
@@ -313,7 +313,7 @@ pub fn assemble(
             let e = &events[p];
             occ.events += range.len();
             for i in range {
-                occ.ops.insert(e.ops[i] as u32);
+                occ.ops.insert(e.ops[i]);
                 if (e.times[i], e.rank) < (occ.start, occ.first_rank) {
                     occ.start = e.times[i];
                     occ.first_rank = e.rank;

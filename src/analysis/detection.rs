@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 
 use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
@@ -95,19 +95,19 @@ pub struct CommPatternRecord {
 
 impl CommPatternRecord {
     /// The operations of its occurrences.
-    pub fn op_ids(&self) -> RoaringBitmap {
+    pub fn op_ids(&self) -> RoaringTreemap {
         deserialize(&self.ops)
     }
 
     /// The messages of its occurrences.
-    pub fn message_ids(&self) -> RoaringBitmap {
+    pub fn message_ids(&self) -> RoaringTreemap {
         deserialize(&self.messages)
     }
 }
 
 /// A stored bitmap (results are sealed with a checksum, so a damaged one never gets here).
-fn deserialize(bytes: &[u8]) -> RoaringBitmap {
-    RoaringBitmap::deserialize_from(bytes).unwrap_or_default()
+fn deserialize(bytes: &[u8]) -> RoaringTreemap {
+    RoaringTreemap::deserialize_from(bytes).unwrap_or_default()
 }
 
 /// What pattern detection found in a trace.
@@ -123,6 +123,11 @@ pub struct PatternResult {
     pub events: u64,
     /// Seconds the detection took.
     pub seconds: f64,
+}
+
+// Version 2: operation and message ids are 64-bit (roaring treemaps).
+impl crate::store::StoredResult for PatternResult {
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 impl PatternResult {
@@ -261,9 +266,14 @@ pub fn detect_patterns(trace: &Trace, params: &PatternParams) -> Result<PatternR
         use rayon::prelude::*;
         events
             .par_iter()
-            .map(|e| process_patterns(e, params))
-            .collect()
+            .map(|e| {
+                // Between processes, so that Ctrl-C stops a long detection.
+                trace.check_cancel()?;
+                Ok(process_patterns(e, params))
+            })
+            .collect::<Result<_>>()?
     };
+    trace.check_cancel()?;
     let messages = trace.message_ops()?;
     let collectives = trace.collective_instances()?;
     let comm = comm_patterns::assemble(&events, &per_process, &messages, &collectives);
@@ -303,7 +313,7 @@ fn process_record(
     }
 }
 
-fn serialize(bitmap: &RoaringBitmap) -> Vec<u8> {
+fn serialize(bitmap: &RoaringTreemap) -> Vec<u8> {
     let mut out = Vec::with_capacity(bitmap.serialized_size());
     bitmap
         .serialize_into(&mut out)
@@ -313,11 +323,11 @@ fn serialize(bitmap: &RoaringBitmap) -> Vec<u8> {
 
 fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
     // One sort of all ids, instead of a union per occurrence (100,000 of them).
-    let union = |each: &dyn Fn(&comm_patterns::CommOccurrence) -> &RoaringBitmap| {
-        let mut ids: Vec<u32> = p.occurrences.iter().flat_map(|o| each(o).iter()).collect();
+    let union = |each: &dyn Fn(&comm_patterns::CommOccurrence) -> &RoaringTreemap| {
+        let mut ids: Vec<u64> = p.occurrences.iter().flat_map(|o| each(o).iter()).collect();
         ids.sort_unstable();
         ids.dedup();
-        RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+        RoaringTreemap::from_sorted_iter(ids).expect("sorted ids")
     };
     let ops = union(&|o| &o.ops);
     let messages = union(&|o| &o.messages);
@@ -336,6 +346,23 @@ fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
 /// The stored patterns for `params`, computed (and stored) when absent or when `refresh`.
 pub fn patterns(trace: &Trace, params: &PatternParams, refresh: bool) -> Result<PatternResult> {
     trace.stored_result(&params.key(), refresh, || detect_patterns(trace, params))
+}
+
+/// Recomputes the default patterns and phases and then replaces every stored analysis result
+/// of the trace with them (`REFRESH PATTERNS`): an error or a cancellation while computing
+/// leaves the stored results as they were.
+pub fn refresh(trace: &Trace, params: &PatternParams) -> Result<(PatternResult, PhaseResult)> {
+    let phase_params = PhaseParams {
+        patterns: *params,
+        ..PhaseParams::default()
+    };
+    let found = detect_patterns(trace, params)?;
+    let phases = detect_phases(trace, &found, &phase_params)?;
+    trace.check_cancel()?;
+    trace.drop_results("")?;
+    let found = trace.stored_result(&params.key(), true, || Ok(found))?;
+    let phases = trace.stored_result(&phase_params.key(), true, || Ok(phases))?;
+    Ok((found, phases))
 }
 
 /// How phases are cut.
@@ -416,12 +443,12 @@ pub struct PhaseRecord {
 
 impl PhaseRecord {
     /// The operations of the phase.
-    pub fn op_ids(&self) -> RoaringBitmap {
+    pub fn op_ids(&self) -> RoaringTreemap {
         deserialize(&self.ops)
     }
 
     /// The messages of the phase.
-    pub fn message_ids(&self) -> RoaringBitmap {
+    pub fn message_ids(&self) -> RoaringTreemap {
         deserialize(&self.messages)
     }
 }
@@ -439,6 +466,11 @@ pub struct PhaseResult {
     pub tree: String,
     /// Seconds the segmentation took (patterns not included).
     pub seconds: f64,
+}
+
+// Version 2: operation and message ids are 64-bit (roaring treemaps).
+impl crate::store::StoredResult for PhaseResult {
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 impl PhaseResult {
@@ -537,7 +569,7 @@ fn phase_bitmaps(
     let Some(last) = phases.last() else {
         return Ok(());
     };
-    let mut last_ops = RoaringBitmap::new();
+    let mut last_ops = RoaringTreemap::new();
     for id in &last.patterns {
         if let Some(p) = patterns.pattern(*id) {
             last_ops |= p.op_ids();
@@ -586,7 +618,7 @@ fn phase_bitmaps(
         let in_last = || t <= ends.get(&rank).copied().unwrap_or(last.end);
         (k > 0 && (k < starts.len() || in_last())).then(|| k - 1)
     };
-    let mut ops: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
+    let mut ops: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
     for (chunk, rank, times, rows) in &times_of {
         for (row, &t) in times.iter().enumerate().take(*rows) {
             if let Some(k) = phase_of(*rank, t) {
@@ -594,8 +626,8 @@ fn phase_bitmaps(
             }
         }
     }
-    let mut messages: Vec<Vec<u32>> = vec![Vec::new(); phases.len()];
-    let mut id = 0u32;
+    let mut messages: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
+    let mut id = 0u64;
     for chunk in 0..trace.message_chunk_count() {
         use crate::store::tables::msg_col::{SENDER, SEND_TIME};
         let (rows, cols) = trace.message_columns(chunk, &[SENDER, SEND_TIME])?;
@@ -610,9 +642,9 @@ fn phase_bitmaps(
             id += 1;
         }
     }
-    let sorted = |mut ids: Vec<u32>| {
+    let sorted = |mut ids: Vec<u64>| {
         ids.sort_unstable();
-        RoaringBitmap::from_sorted_iter(ids).expect("sorted ids")
+        RoaringTreemap::from_sorted_iter(ids).expect("sorted ids")
     };
     for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
         phase.ops = serialize(&sorted(ops));
@@ -732,7 +764,7 @@ pub struct TemplateMatch {
     /// Last event's start.
     pub end: Time,
     /// The operations matched.
-    pub ops: RoaringBitmap,
+    pub ops: RoaringTreemap,
 }
 
 /// Finds `template` in the trace with at most `errors` edits per process. A match is a set of
@@ -747,16 +779,20 @@ pub fn match_template(
     use crate::query::ast::TemplateEvent;
     let ranks = trace.header().processes.len() as Rank;
     if let Some(p) = template.iter().find(|p| p.rank >= ranks) {
-        return Err(crate::Error::Usage(format!(
-            "the template names P{}, but the trace has ranks 0-{}",
-            p.rank,
-            ranks.saturating_sub(1)
-        )));
+        return Err(crate::Error::unknown(
+            crate::NameKind::Process,
+            p.rank.to_string(),
+            format!(
+                "the template names P{}, but the trace has ranks 0-{}",
+                p.rank,
+                ranks.saturating_sub(1)
+            ),
+        ));
     }
     let (mut alphabet, events) = process_events::extract(trace, false, false)?;
     let mut per_process: Vec<Vec<ProcessPatternOccurrences>> = vec![Vec::new(); events.len()];
     // Edits of each per-process match, by its first operation.
-    let mut edits: crate::hash::FxHashMap<u32, u32> = Default::default();
+    let mut edits: crate::hash::FxHashMap<u64, u32> = Default::default();
     for p in template {
         let symbols: Vec<u32> = p
             .events
@@ -769,16 +805,18 @@ pub fn match_template(
                 })
             })
             .collect();
+        trace.check_cancel()?;
         let e = &events[p.rank as usize];
+        // More edits than the template has events accept whatever they accept: the same.
         let params = super::patterns::matching::MatchParams {
             q: 2,
-            k: errors as usize,
+            k: (errors as usize).min(symbols.len()),
         };
         let found = super::patterns::matching::find_matches(&symbols, &e.symbols, &params);
         let mut occurrences = Vec::with_capacity(found.len());
         for m in found {
             if m.end > m.start {
-                edits.insert(e.ops[m.start] as u32, m.distance as u32);
+                edits.insert(e.ops[m.start], m.distance as u32);
                 occurrences.push((m.start, m.end));
             }
         }

@@ -12,22 +12,62 @@ use crate::query::{ResultSet, Value};
 use crate::store::RankTraffic;
 use crate::Trace;
 
-/// A process's traffic as the import counted it, with its number of distinct partners.
+/// A process's traffic with its number of distinct partners: the counts kept at import, and
+/// its bytes exactly.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessTraffic {
     /// The process.
     pub rank: Rank,
-    /// Message and collective bytes and message counts ([`RankTraffic::fan_in`] and
-    /// [`RankTraffic::fan_out`] as the MTF paper defines them).
+    /// Message counts and bytes as the import kept them (a byte sum past 2^64 - 1 stays at
+    /// 2^64 - 1 there, reported as an anomaly; [`ProcessTraffic::bytes`] has it exactly).
     pub counts: RankTraffic,
+    /// The bytes exactly, in 128 bits.
+    pub bytes: TrafficBytes,
     /// Distinct processes it sent messages to.
     pub receivers: u32,
     /// Distinct processes it received messages from.
     pub senders: u32,
 }
 
-/// Fan-in and fan-out of every process, by rank, from the counts kept at import.
-pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
+/// A process's bytes, in 128 bits: message bytes sent and received, collective sizes sent and
+/// received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrafficBytes {
+    /// Bytes of the messages it sent.
+    pub p2p_sent: u128,
+    /// Bytes of the messages it received.
+    pub p2p_recv: u128,
+    /// Send sizes of its collective calls.
+    pub coll_send: u128,
+    /// Receive sizes of its collective calls.
+    pub coll_recv: u128,
+}
+
+impl TrafficBytes {
+    /// Fan-out: messages plus collective send sizes.
+    pub fn fan_out(&self) -> u128 {
+        self.p2p_sent + self.coll_send
+    }
+
+    /// Fan-in: messages plus collective receive sizes.
+    pub fn fan_in(&self) -> u128 {
+        self.p2p_recv + self.coll_recv
+    }
+}
+
+/// Fan-in and fan-out of every process, by rank, from the counts kept at import; when one of
+/// their byte sums went past 2^64 - 1, the bytes are summed anew from the messages and
+/// collective operations, in 128 bits, so that the answer stays exact.
+pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
+    let saturated = trace.traffic().iter().any(|t| {
+        [
+            t.p2p_sent_bytes,
+            t.p2p_recv_bytes,
+            t.coll_send_bytes,
+            t.coll_recv_bytes,
+        ]
+        .contains(&u64::MAX)
+    });
     let mut traffic: Vec<ProcessTraffic> = trace
         .traffic()
         .iter()
@@ -35,9 +75,39 @@ pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
         .map(|(rank, counts)| ProcessTraffic {
             rank: rank as Rank,
             counts: counts.clone(),
+            bytes: TrafficBytes {
+                p2p_sent: u128::from(counts.p2p_sent_bytes),
+                p2p_recv: u128::from(counts.p2p_recv_bytes),
+                coll_send: u128::from(counts.coll_send_bytes),
+                coll_recv: u128::from(counts.coll_recv_bytes),
+            },
             ..ProcessTraffic::default()
         })
         .collect();
+    if saturated {
+        for t in &mut traffic {
+            t.bytes = TrafficBytes::default();
+        }
+        for m in trace.messages()? {
+            if let Some(t) = traffic.get_mut(m.sender as usize) {
+                t.bytes.p2p_sent += u128::from(m.bytes);
+            }
+            if let Some(t) = traffic.get_mut(m.receiver as usize) {
+                t.bytes.p2p_recv += u128::from(m.bytes);
+            }
+        }
+        for info in trace.op_chunks() {
+            for (_, op) in trace.chunk_operations(info)? {
+                if let Some(t) = traffic
+                    .get_mut(op.rank as usize)
+                    .filter(|_| op.kind.is_collective())
+                {
+                    t.bytes.coll_send += u128::from(op.send_bytes);
+                    t.bytes.coll_recv += u128::from(op.recv_bytes);
+                }
+            }
+        }
+    }
     for p in trace.pairs() {
         if let Some(t) = traffic.get_mut(p.sender as usize) {
             t.receivers += 1;
@@ -46,11 +116,15 @@ pub fn process_traffic(trace: &Trace) -> Vec<ProcessTraffic> {
             t.senders += 1;
         }
     }
-    traffic
+    Ok(traffic)
 }
 
-/// The communication matrix of the whole trace, from the pair counts kept at import.
-pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
+/// The communication matrix of the whole trace, from the pair counts kept at import (or, when
+/// a pair's bytes went past 2^64 - 1 there, from the messages, exactly).
+pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> Result<ResultSet> {
+    if of == MatrixOf::Bytes && trace.pairs().iter().any(|p| p.bytes == u64::MAX) {
+        return Ok(communication_matrix(&trace.messages()?, ranks, of));
+    }
     let cells = trace.pairs().iter().map(|p| {
         let value = match of {
             MatrixOf::Bytes => p.bytes,
@@ -58,7 +132,7 @@ pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> ResultSet {
         };
         (p.sender, p.receiver, value)
     });
-    matrix_result(ranks, cells)
+    Ok(matrix_result(ranks, cells))
 }
 
 /// Which way a fan table looks.
@@ -98,17 +172,17 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
         let row = match direction {
             Direction::In => vec![
                 rank.into(),
-                t.counts.fan_in().into(),
-                t.counts.p2p_recv_bytes.into(),
-                t.counts.coll_recv_bytes.into(),
+                t.bytes.fan_in().into(),
+                t.bytes.p2p_recv.into(),
+                t.bytes.coll_recv.into(),
                 t.counts.messages_received.into(),
                 t.senders.into(),
             ],
             Direction::Out => vec![
                 rank.into(),
-                t.counts.fan_out().into(),
-                t.counts.p2p_sent_bytes.into(),
-                t.counts.coll_send_bytes.into(),
+                t.bytes.fan_out().into(),
+                t.bytes.p2p_sent.into(),
+                t.bytes.coll_send.into(),
                 t.counts.messages_sent.into(),
                 t.receivers.into(),
             ],
@@ -122,7 +196,7 @@ pub fn fan_table(traffic: &[ProcessTraffic], ranks: &[Rank], direction: Directio
 /// count of each operation kind present in the trace, bytes sent and bytes received, then a
 /// totals row.
 pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
-    let traffic = process_traffic(trace);
+    let traffic = process_traffic(trace)?;
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
     let wanted: BTreeSet<Rank> = ranks.iter().copied().collect();
     for info in trace
@@ -138,7 +212,7 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     let bytes = |rank: Rank| {
         traffic
             .get(rank as usize)
-            .map(|t| (t.counts.fan_out(), t.counts.fan_in()))
+            .map(|t| (t.bytes.fan_out(), t.bytes.fan_in()))
     };
     Ok(statistics_rows(trace, ranks, &counts, bytes))
 }
@@ -148,7 +222,7 @@ pub fn statistics_table(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
 /// receive sizes (messages and collective data alike).
 pub fn statistics_table_of(trace: &Trace, ranks: &[Rank], ops: &[Operation]) -> ResultSet {
     let mut counts: BTreeMap<Rank, BTreeMap<OpKind, u64>> = BTreeMap::new();
-    let mut sizes: BTreeMap<Rank, (u64, u64)> = BTreeMap::new();
+    let mut sizes: BTreeMap<Rank, (u128, u128)> = BTreeMap::new();
     for op in ops {
         *counts
             .entry(op.rank)
@@ -156,8 +230,8 @@ pub fn statistics_table_of(trace: &Trace, ranks: &[Rank], ops: &[Operation]) -> 
             .entry(op.kind)
             .or_default() += 1;
         let s = sizes.entry(op.rank).or_default();
-        s.0 += op.send_bytes;
-        s.1 += op.recv_bytes;
+        s.0 += u128::from(op.send_bytes);
+        s.1 += u128::from(op.recv_bytes);
     }
     let bytes = |rank: Rank| Some(sizes.get(&rank).copied().unwrap_or_default());
     statistics_rows(trace, ranks, &counts, bytes)
@@ -167,14 +241,15 @@ fn statistics_rows(
     trace: &Trace,
     ranks: &[Rank],
     counts: &BTreeMap<Rank, BTreeMap<OpKind, u64>>,
-    bytes: impl Fn(Rank) -> Option<(u64, u64)>,
+    bytes: impl Fn(Rank) -> Option<(u128, u128)>,
 ) -> ResultSet {
     let kinds: Vec<OpKind> = trace.summary().by_kind.iter().map(|(k, _)| *k).collect();
     let mut columns = vec!["rank".to_string()];
     columns.extend(kinds.iter().map(|k| trace.kind_name(*k)));
     columns.extend(["bytes_sent".to_string(), "bytes_received".to_string()]);
     let mut r = ResultSet::new(columns);
-    let mut totals = vec![0u64; kinds.len() + 2];
+    // Sums in 128 bits: byte counts of 2^64 - 1 each add up without wrapping.
+    let mut totals = vec![0u128; kinds.len() + 2];
     for &rank in ranks {
         let Some((sent, received)) = bytes(rank) else {
             continue;
@@ -183,7 +258,7 @@ fn statistics_rows(
         let mut row: Vec<Value> = vec![rank.into()];
         for (i, k) in kinds.iter().enumerate() {
             let n = per.and_then(|p| p.get(k)).copied().unwrap_or(0);
-            totals[i] += n;
+            totals[i] += u128::from(n);
             row.push(n.into());
         }
         totals[kinds.len()] += sent;
@@ -228,10 +303,10 @@ pub fn communication_matrix<'a>(
 /// receiver; pairs outside `ranks` are left out.
 fn matrix_result(ranks: &[Rank], entries: impl Iterator<Item = (Rank, Rank, u64)>) -> ResultSet {
     let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let mut cells = vec![vec![0u64; ranks.len()]; ranks.len()];
+    let mut cells = vec![vec![0u128; ranks.len()]; ranks.len()];
     for (sender, receiver, value) in entries {
         if let (Some(&s), Some(&d)) = (index.get(&sender), index.get(&receiver)) {
-            cells[s][d] += value;
+            cells[s][d] += u128::from(value);
         }
     }
     let mut columns = vec!["sender".to_string()];
@@ -254,8 +329,8 @@ pub enum Bins {
     Log2,
 }
 
-/// A histogram of `sizes`: one row per bin with its bounds (`low` inclusive, `high` exclusive)
-/// and count. Empty bins are kept, so the shape reads true.
+/// A histogram of `sizes`: one row per bin with its bounds (`low` inclusive, `high` exclusive,
+/// up to 2^64) and count. Empty bins are kept, so the shape reads true.
 pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
     let mut r = ResultSet::new(["low", "high", "count"]);
     let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) else {
@@ -278,20 +353,22 @@ pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
                 let (low, high) = if b == 0 {
                     (0, 1)
                 } else {
-                    (1u64 << (b - 1), 1u64 << b.min(63))
+                    (1u128 << (b - 1), 1u128 << b)
                 };
                 r.push(vec![low.into(), high.into(), n.into()]);
             }
         }
         Bins::Linear(n) => {
-            let n = u64::from(n.max(1));
-            let width = ((max - min) / n + 1).max(1);
-            let mut counts = vec![0u64; n as usize];
+            let n = n.max(1) as usize;
+            // In 128 bits: the width of 0..2^64-1 and the last bin's end pass 64 bits.
+            let width = u128::from(max - min) / n as u128 + 1;
+            let mut counts = vec![0u64; n];
             for &v in sizes {
-                counts[(((v - min) / width) as usize).min(n as usize - 1)] += 1;
+                let bin = u128::from(v - min) / width;
+                counts[usize::try_from(bin).unwrap_or(usize::MAX).min(n - 1)] += 1;
             }
             for (b, &c) in counts.iter().enumerate() {
-                let low = min + b as u64 * width;
+                let low = u128::from(min) + b as u128 * width;
                 r.push(vec![low.into(), (low + width).into(), c.into()]);
             }
         }
@@ -304,13 +381,13 @@ pub fn size_histogram(sizes: &[u64], bins: Bins) -> ResultSet {
 pub fn mpi_time(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     let mut r = ResultSet::new(["rank", "mpi_time_ns", "calls", "span_ns", "mpi_share"]);
     for &rank in ranks {
-        let (mut busy, mut calls) = (0u64, 0u64);
+        let (mut busy, mut calls) = (0u128, 0u64);
         let (mut first, mut last) = (u64::MAX, 0u64);
         for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
             first = first.min(info.first_start);
             last = last.max(info.max_end);
             for (_, op) in trace.chunk_operations(info)? {
-                busy += op.end - op.start;
+                busy += u128::from(op.end.saturating_sub(op.start));
                 calls += 1;
             }
         }

@@ -19,10 +19,12 @@ pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
     let nests = streams
         .iter()
         .map(|(rank, symbols)| {
+            // Between processes, so that Ctrl-C stops a long analysis.
+            trace.check_cancel()?;
             let nest = loops::nlr_nested(symbols, loops::DEFAULT_MAX_BODY, nesting.clone());
-            (*rank, nest)
+            Ok((*rank, nest))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok((alphabet, nests))
 }
 
@@ -70,7 +72,7 @@ pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalMod
 pub fn matrix(
     trace: &Trace,
     comm: Option<CommId>,
-    within: Option<(&roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
+    within: Option<(&roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
 ) -> Result<CommMatrix> {
     use crate::model::OpKind;
     use crate::store::tables::msg_col::{BYTES, COMM, RECEIVER, SENDER};
@@ -79,7 +81,7 @@ pub fn matrix(
         CommMatrix::from_pairs(n, trace.pairs())
     } else {
         let mut m = CommMatrix::new(n);
-        let mut id = 0u32;
+        let mut id = 0u64;
         for chunk in 0..trace.message_chunk_count() {
             let (rows, cols) = trace.message_columns(chunk, &[SENDER, RECEIVER, COMM, BYTES])?;
             let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
@@ -112,7 +114,7 @@ pub fn matrix(
             if !all_to_all(c.kind) || comm.is_some_and(|id| id != c.comm) {
                 continue;
             }
-            if within.is_some_and(|(_, ops)| !c.ops.iter().any(|&op| ops.contains(op as u32))) {
+            if within.is_some_and(|(_, ops)| !c.ops.iter().any(|&op| ops.contains(op))) {
                 continue;
             }
             if let Some(members) = trace.header().communicator(c.comm) {
@@ -414,6 +416,10 @@ pub struct LoopsResult {
     pub processes: Vec<ProcessLoops>,
 }
 
+impl crate::store::StoredResult for LoopsResult {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// The global model as stored with the trace, as text.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GlobalModelResult {
@@ -421,6 +427,10 @@ pub struct GlobalModelResult {
     pub max_body: u32,
     /// The merged model as text ([`GlobalModel::render`]).
     pub text: String,
+}
+
+impl crate::store::StoredResult for GlobalModelResult {
+    const SCHEMA_VERSION: u32 = 1;
 }
 
 /// The key a structure result is stored under: `what` and NLR's parameters (`calls`: the
@@ -473,6 +483,10 @@ pub struct TopologyResult {
     pub topology: Option<Topology>,
 }
 
+impl crate::store::StoredResult for TopologyResult {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
 /// The key the topology of `comm` and phase `phase` is stored under.
 pub fn topology_key(comm: Option<CommId>, phase: Option<u32>) -> String {
     format!(
@@ -486,7 +500,7 @@ pub fn topology_key(comm: Option<CommId>, phase: Option<u32>) -> String {
 pub fn topology_of(
     trace: &Trace,
     comm: Option<CommId>,
-    phase: Option<(u32, &roaring::RoaringBitmap, &roaring::RoaringBitmap)>,
+    phase: Option<(u32, &roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
     refresh: bool,
 ) -> Result<TopologyResult> {
     let key = topology_key(comm, phase.map(|p| p.0));

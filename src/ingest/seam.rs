@@ -22,7 +22,7 @@
 use crate::error::{Error, Result};
 use crate::ingest::validate::{Validator, Violation};
 use crate::ingest::EventSink;
-use crate::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
+use crate::model::{Anomaly, Location, OpPosition, Operation, RoutineEvent, StrId, TraceHeader};
 
 /// How a [`ValidatingSink`] treats what breaks the rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +160,10 @@ impl EventSink for ValidatingSink<'_> {
 
     fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
         self.inner.anomaly(anomaly)
+    }
+
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        self.inner.anomaly_at(anomaly, at)
     }
 
     fn locations(&mut self, locations: &[Location]) -> Result<()> {

@@ -179,6 +179,31 @@ pub enum LocationKind {
 }
 
 impl LocationKind {
+    /// Every kind, with the token the exchange formats write for it.
+    pub const TOKENS: [(LocationKind, &'static str); 5] = [
+        (LocationKind::CpuThread, "cpu-thread"),
+        (LocationKind::Accelerator, "accelerator"),
+        (LocationKind::Metric, "metric"),
+        (LocationKind::Process, "process"),
+        (LocationKind::Other, "other"),
+    ];
+
+    /// The token the exchange formats write (`cpu-thread`, `accelerator`, …).
+    pub fn token(self) -> &'static str {
+        Self::TOKENS
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("other", |(_, t)| t)
+    }
+
+    /// The kind a token names.
+    pub fn from_token(token: &str) -> Option<LocationKind> {
+        Self::TOKENS
+            .iter()
+            .find(|(_, t)| *t == token)
+            .map(|(k, _)| *k)
+    }
+
     /// A word a person reads in `info`: `CPU thread`, `accelerator`, ….
     pub fn name(self) -> &'static str {
         match self {
@@ -503,7 +528,7 @@ pub struct PatternOccurrence {
 /// Something a real trace does that MPI's rules say should not happen, but that tracers do
 /// record (a truncated run, a lost event). Anomalies are imported, counted and listed; they
 /// never reject a trace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Anomaly {
     /// A send with no matching receive by the end of the trace.
     UnmatchedSend {
@@ -669,7 +694,72 @@ pub enum Anomaly {
     },
 }
 
+/// Where an operation stands in its source: the `index`-th operation (from 0) of location
+/// (`rank`, `thread`), in the order the source delivered them. A source that reports an
+/// anomaly about an operation names it this way, since only the import knows the id it gives
+/// the operation ([`crate::ingest::EventSink::anomaly_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OpPosition {
+    /// World rank.
+    pub rank: Rank,
+    /// Thread within the process.
+    pub thread: u32,
+    /// The operation's index among its location's operations, from 0.
+    pub index: u64,
+}
+
 impl Anomaly {
+    /// The same anomaly with each operation id it names replaced by `f(id)`, in field order
+    /// (`op` then `request_op`; `send_op` then `recv_op`).
+    ///
+    /// ```
+    /// use mtfdb::model::Anomaly;
+    /// let a = Anomaly::WaitBeforeRequest { op: 7, request_op: 3, rank: 0 };
+    /// let b = a.map_ops(|id| Ok::<_, ()>(id * 10)).unwrap();
+    /// assert_eq!(b, Anomaly::WaitBeforeRequest { op: 70, request_op: 30, rank: 0 });
+    /// assert_eq!(a.ops(), vec![7, 3]);
+    /// ```
+    pub fn map_ops<E>(&self, mut f: impl FnMut(OpId) -> Result<OpId, E>) -> Result<Anomaly, E> {
+        let mut a = self.clone();
+        match &mut a {
+            Anomaly::UnmatchedSend { op, .. }
+            | Anomaly::UnmatchedReceive { op, .. }
+            | Anomaly::RequestNeverCompleted { op, .. }
+            | Anomaly::UnknownRequest { op, .. }
+            | Anomaly::UnresolvedWildcard { op, .. }
+            | Anomaly::RootMismatch { op, .. }
+            | Anomaly::CallWithoutRecords { op, .. } => *op = f(*op)?,
+            Anomaly::WaitBeforeRequest { op, request_op, .. } => {
+                *op = f(*op)?;
+                *request_op = f(*request_op)?;
+            }
+            Anomaly::LengthMismatch {
+                send_op, recv_op, ..
+            } => {
+                *send_op = f(*send_op)?;
+                *recv_op = f(*recv_op)?;
+            }
+            Anomaly::IncompleteCollective { .. }
+            | Anomaly::MissingFinalize { .. }
+            | Anomaly::UnclosedRoutine { .. }
+            | Anomaly::CrossedLeave { .. }
+            | Anomaly::LeaveWithoutEnter { .. }
+            | Anomaly::ValueOverflow { .. }
+            | Anomaly::SkippedRecord { .. } => {}
+        }
+        Ok(a)
+    }
+
+    /// The operation ids the anomaly names, in the field order of [`Anomaly::map_ops`].
+    pub fn ops(&self) -> Vec<OpId> {
+        let mut ids = Vec::new();
+        let _ = self.map_ops(|id| {
+            ids.push(id);
+            Ok::<_, ()>(id)
+        });
+        ids
+    }
+
     /// A short, stable name of the anomaly's kind, for counting.
     pub fn kind_name(&self) -> &'static str {
         match self {

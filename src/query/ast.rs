@@ -305,17 +305,88 @@ pub struct TimeWindow {
 }
 
 /// A `WHERE` condition. Precedence when parsing: `NOT` binds tighter than `AND`, which binds
-/// tighter than `OR`; `AND` and `OR` group from the left.
+/// tighter than `OR`. A chain `a AND b AND c` is one [`Expr::And`] of its operands (so that a
+/// chain of any length is a flat list, never a deep tree); parentheses and `NOT` nest, up to
+/// [`MAX_NESTING`] levels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Expr {
     /// `field op value`.
     Compare(Comparison),
-    /// `a AND b`.
-    And(Box<Expr>, Box<Expr>),
-    /// `a OR b`.
-    Or(Box<Expr>, Box<Expr>),
+    /// `a AND b AND …`: every operand holds (at least two operands).
+    And(Vec<Expr>),
+    /// `a OR b OR …`: some operand holds (at least two operands).
+    Or(Vec<Expr>),
     /// `NOT a`.
     Not(Box<Expr>),
+}
+
+/// The deepest nesting of parentheses and `NOT` a `WHERE` condition may have; deeper is an
+/// [`Error::LimitExceeded`](crate::Error::LimitExceeded), well before the stack is at risk.
+pub const MAX_NESTING: usize = 100;
+
+impl Expr {
+    /// `a AND b`, joining chains: `(a AND b) AND c` is the chain `a AND b AND c`, as parsing
+    /// its text gives.
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        Expr::join(a, b, true)
+    }
+
+    /// `a OR b`, joining chains like [`Expr::and`].
+    pub fn or(a: Expr, b: Expr) -> Expr {
+        Expr::join(a, b, false)
+    }
+
+    /// `NOT a`.
+    pub fn negate(a: Expr) -> Expr {
+        Expr::Not(Box::new(a))
+    }
+
+    fn join(a: Expr, b: Expr, and: bool) -> Expr {
+        let mut items = match (a, and) {
+            (Expr::And(v), true) | (Expr::Or(v), false) => v,
+            (other, _) => vec![other],
+        };
+        match (b, and) {
+            (Expr::And(v), true) | (Expr::Or(v), false) => items.extend(v),
+            (other, _) => items.push(other),
+        }
+        if and {
+            Expr::And(items)
+        } else {
+            Expr::Or(items)
+        }
+    }
+
+    /// How deeply parentheses and `NOT` nest in its canonical text (its [`fmt::Display`]): the
+    /// most `NOT`s and parenthesized chains around any comparison. This is what the parser
+    /// counts against [`MAX_NESTING`].
+    pub fn depth(&self) -> usize {
+        // Iterative, so that it is safe on any tree a caller may have built.
+        let mut deepest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((e, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            match e {
+                Expr::Compare(_) => {}
+                Expr::Not(a) => {
+                    // `NOT (a AND b)`: the chain's parentheses are one more level.
+                    let paren = usize::from(matches!(**a, Expr::And(_) | Expr::Or(_)));
+                    stack.push((a, d + 1 + paren));
+                }
+                Expr::And(items) => stack.extend(
+                    items
+                        .iter()
+                        .map(|x| (x, d + usize::from(matches!(x, Expr::And(_) | Expr::Or(_))))),
+                ),
+                Expr::Or(items) => stack.extend(
+                    items
+                        .iter()
+                        .map(|x| (x, d + usize::from(matches!(x, Expr::Or(_))))),
+                ),
+            }
+        }
+        deepest
+    }
 }
 
 /// `SIZE > 1 KiB`, `TAG = 7`, `COMM = C1`.
@@ -398,8 +469,11 @@ impl CmpOp {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Value {
     /// Bytes for `SIZE`, nanoseconds for `DURATION`, a world rank for `SENDER`, `RECEIVER`,
-    /// `PEER` and `ROOT`, the tag for `TAG`.
-    Number(u64),
+    /// `PEER` and `ROOT`, the tag for `TAG`. Any whole number may be written, negative or
+    /// past 2^64 - 1, and compares exactly with every column (`SIZE > 18446744073709551616` is
+    /// false for every row, `SIZE > -1` true); a number past ±(2^127 - 1) is taken as that
+    /// bound, which compares the same with every column.
+    Number(i128),
     /// A communicator, for `COMM`.
     Comm(CommRef),
 }
@@ -858,15 +932,23 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Compare(c) => write!(f, "{c}"),
-            Expr::And(l, r) => {
-                l.fmt_operand(f, matches!(**l, Expr::Or(..)))?;
-                f.write_str(" AND ")?;
-                r.fmt_operand(f, matches!(**r, Expr::Or(..) | Expr::And(..)))
+            Expr::And(items) => {
+                for (i, e) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" AND ")?;
+                    }
+                    e.fmt_operand(f, matches!(e, Expr::Or(..) | Expr::And(..)))?;
+                }
+                Ok(())
             }
-            Expr::Or(l, r) => {
-                l.fmt_operand(f, false)?;
-                f.write_str(" OR ")?;
-                r.fmt_operand(f, matches!(**r, Expr::Or(..)))
+            Expr::Or(items) => {
+                for (i, e) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" OR ")?;
+                    }
+                    e.fmt_operand(f, matches!(e, Expr::Or(..)))?;
+                }
+                Ok(())
             }
             Expr::Not(e) => {
                 f.write_str("NOT ")?;
@@ -880,8 +962,14 @@ impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} ", self.field, self.op.symbol())?;
         match (&self.value, self.field) {
-            (Value::Number(n), Field::Size) => write!(f, "{}", SizeText(*n)),
-            (Value::Number(n), Field::Duration) => write!(f, "{}", TimeText(*n)),
+            (Value::Number(n), Field::Size) => match u64::try_from(*n) {
+                Ok(n) => write!(f, "{}", SizeText(n)),
+                Err(_) => write!(f, "{n}"),
+            },
+            (Value::Number(n), Field::Duration) => match u64::try_from(*n) {
+                Ok(n) => write!(f, "{}", TimeText(n)),
+                Err(_) => write!(f, "{n} ns"),
+            },
             (Value::Number(n), _) => write!(f, "{n}"),
             (Value::Comm(CommRef::Name(n)), _) => write!(f, "{}", NameText(n)),
             (Value::Comm(CommRef::Id(id)), _) => write!(f, "{id}"),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use roaring::RoaringBitmap;
+use roaring::RoaringTreemap;
 
 use super::ast::{
     Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, Measure,
@@ -16,11 +16,11 @@ use super::ast::{
     Statistic, Target, TimeWindow, Within,
 };
 use super::ast::{Analysis, Threshold};
-use super::result::{ResultSet, Value};
+use super::result::{ResultSet, RowSink, Value};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
 use crate::analysis::structure;
-use crate::error::{Error, Result};
+use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::store::tables::row_id;
@@ -28,9 +28,13 @@ use crate::store::{IndexDim, StoredView};
 use crate::{Database, Trace};
 
 fn no_pattern(n: u32, count: usize) -> Error {
-    usage(format!(
-        "no communication pattern {n}: the trace has {count} (SELECT COMMUNICATION PATTERNS lists them)"
-    ))
+    Error::unknown(
+        NameKind::Pattern,
+        n.to_string(),
+        format!(
+            "no communication pattern {n}: the trace has {count} (SELECT COMMUNICATION PATTERNS lists them)"
+        ),
+    )
 }
 
 /// `rank` if the trace has it, else why not: checked before any analysis runs.
@@ -39,22 +43,30 @@ fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
     if rank < ranks {
         Ok(rank)
     } else {
-        Err(usage(format!(
-            "no process {rank}: the trace has ranks 0-{}",
-            ranks.saturating_sub(1)
-        )))
+        Err(Error::unknown(
+            NameKind::Process,
+            rank.to_string(),
+            format!(
+                "no process {rank}: the trace has ranks 0-{}",
+                ranks.saturating_sub(1)
+            ),
+        ))
     }
 }
 
 /// Phase `n`'s messages and operations (default parameters), or why there is no such phase.
-fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringBitmap, RoaringBitmap)> {
+fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringTreemap, RoaringTreemap)> {
     let found = detection::phases(trace, &PhaseParams::default(), false)?;
     match found.phase(n) {
         Some(p) => Ok((p.message_ids(), p.op_ids())),
-        None => Err(usage(format!(
-            "no phase {n}: the trace has {} (SELECT PHASES lists them)",
-            found.phases.len()
-        ))),
+        None => Err(Error::unknown(
+            NameKind::Phase,
+            n.to_string(),
+            format!(
+                "no phase {n}: the trace has {} (SELECT PHASES lists them)",
+                found.phases.len()
+            ),
+        )),
     }
 }
 
@@ -106,7 +118,7 @@ pub struct PlanStep {
 /// What a selection evaluates to: operation or message ids, and the plan that found them.
 struct Selected {
     messages: bool,
-    ids: RoaringBitmap,
+    ids: RoaringTreemap,
     plan: Vec<PlanStep>,
 }
 
@@ -116,10 +128,43 @@ pub struct Engine<'a> {
     cancel: Option<&'a AtomicBool>,
 }
 
+/// The columns of a selection's rows: operations or messages.
+fn row_columns(messages: bool) -> Vec<String> {
+    let names: &[&str] = if messages {
+        &[
+            "id",
+            "sender",
+            "receiver",
+            "comm",
+            "tag",
+            "size",
+            "send_time_ns",
+            "recv_time_ns",
+        ]
+    } else {
+        &[
+            "id",
+            "rank",
+            "thread",
+            "operation",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "comm",
+            "peer",
+            "tag",
+            "bytes_sent",
+            "bytes_received",
+            "root",
+        ]
+    };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
 /// A row of a selection, read from the store.
 enum Row {
     Op(u64, Operation),
-    Msg(u32, Message),
+    Msg(u64, Message),
 }
 
 impl<'a> Engine<'a> {
@@ -171,12 +216,16 @@ impl<'a> Engine<'a> {
                 .iter()
                 .map(|k| format!("{} (id {})", k.name, k.id))
                 .collect();
-            usage(format!(
-                "no communicator {} in trace {:?}; it has: {}",
+            Error::unknown(
+                NameKind::Communicator,
                 describe_comm(c),
-                self.trace.name(),
-                names.join(", ")
-            ))
+                format!(
+                    "no communicator {} in trace {:?}; it has: {}",
+                    describe_comm(c),
+                    self.trace.name(),
+                    names.join(", ")
+                ),
+            )
         })
     }
 
@@ -191,12 +240,36 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The world ranks a selector names, sorted and distinct.
+    /// The world ranks a selector names, sorted and distinct. A rank the trace does not have
+    /// is refused before any list is built, so that a selector never costs more than the
+    /// trace's own ranks.
     pub fn ranks(&self, s: &ProcessSelector) -> Result<Vec<Rank>> {
         let n = self.trace.header().processes.len() as Rank;
+        let no_such = |bad: Rank| {
+            Error::unknown(
+                NameKind::Process,
+                bad.to_string(),
+                format!(
+                    "process {bad} is not in trace {:?}, whose ranks are 0-{}",
+                    self.trace.name(),
+                    n.saturating_sub(1)
+                ),
+            )
+        };
         let mut out: Vec<Rank> = match s {
             ProcessSelector::Process(r) => vec![*r],
-            ProcessSelector::List(ranges) => ranges.iter().flat_map(|r| r.first..=r.last).collect(),
+            ProcessSelector::List(ranges) => {
+                if let Some(bad) = ranges.iter().map(|r| r.first.max(r.last)).find(|r| *r >= n) {
+                    let first_bad = ranges
+                        .iter()
+                        .filter(|r| r.first.max(r.last) >= n)
+                        .map(|r| r.first.max(n))
+                        .min()
+                        .unwrap_or(bad);
+                    return Err(no_such(first_bad));
+                }
+                ranges.iter().flat_map(|r| r.first..=r.last).collect()
+            }
             ProcessSelector::All => (0..n).collect(),
             ProcessSelector::InComm(c) => {
                 let id = self.comm(c)?;
@@ -210,11 +283,7 @@ impl<'a> Engine<'a> {
         out.sort_unstable();
         out.dedup();
         if let Some(bad) = out.iter().find(|r| **r >= n) {
-            return Err(usage(format!(
-                "process {bad} is not in trace {:?}, whose ranks are 0-{}",
-                self.trace.name(),
-                n.saturating_sub(1)
-            )));
+            return Err(no_such(*bad));
         }
         Ok(out)
     }
@@ -225,8 +294,8 @@ impl<'a> Engine<'a> {
         dim: IndexDim,
         values: impl IntoIterator<Item = u32>,
         chunks: Option<&[u32]>,
-    ) -> Result<RoaringBitmap> {
-        let mut out = RoaringBitmap::new();
+    ) -> Result<RoaringTreemap> {
+        let mut out = RoaringTreemap::new();
         for v in values {
             out |= match chunks {
                 Some(c) => self.trace.index_in_chunks(dim, v, c)?,
@@ -310,7 +379,7 @@ impl<'a> Engine<'a> {
         });
         let chunks = self.candidate_chunks(sel, messages)?;
         if let Some(chunks) = &chunks {
-            let mut keep = RoaringBitmap::new();
+            let mut keep = RoaringTreemap::new();
             for &c in chunks {
                 keep.insert_range(row_id(c, 0)..=row_id(c, u16::MAX as usize));
             }
@@ -440,7 +509,7 @@ impl<'a> Engine<'a> {
         scope: &Scope,
         messages: bool,
         chunks: Option<&[u32]>,
-    ) -> Result<(RoaringBitmap, String)> {
+    ) -> Result<(RoaringTreemap, String)> {
         let index = |dim: IndexDim, v: u32| self.union_in(dim, [v], chunks);
         let (own, other) = if messages {
             (IndexDim::MessageSender, IndexDim::MessageReceiver)
@@ -500,170 +569,174 @@ impl<'a> Engine<'a> {
                 .into_iter()
                 .map(|(n, _)| n)
                 .collect();
-            usage(format!(
-                "no view named {name:?} in trace {:?}{}",
-                self.trace.name(),
-                if names.is_empty() {
-                    " (it has none)".to_string()
-                } else {
-                    format!(" (it has: {})", names.join(", "))
-                }
-            ))
+            Error::unknown(
+                NameKind::View,
+                name,
+                format!(
+                    "no view named {name:?} in trace {:?}{}",
+                    self.trace.name(),
+                    if names.is_empty() {
+                        " (it has none)".to_string()
+                    } else {
+                        format!(" (it has: {})", names.join(", "))
+                    }
+                ),
+            )
         })
     }
 
     /// Reads the selected rows and keeps those the indexes could not decide: time overlap,
     /// peers within an AMONG set, and the WHERE predicate.
     fn rows(&self, sel: &Selection, selected: &mut Selected) -> Result<Vec<Row>> {
+        let mut kept = Vec::new();
+        self.each_row(sel, selected, |row| {
+            kept.push(row);
+            Ok(true)
+        })?;
+        Ok(kept)
+    }
+
+    /// Reads the selected rows chunk by chunk (a roaring container is a chunk), checking for
+    /// Ctrl-C, and hands each row that overlaps the window, has its peers in the set and
+    /// matches WHERE to `visit`, which returns whether it wants more: `LIMIT n` stops reading
+    /// after n rows. Memory holds one chunk's rows, never the selection's.
+    fn each_row(
+        &self,
+        sel: &Selection,
+        selected: &mut Selected,
+        mut visit: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
         let among: Option<Vec<Rank>> = match &sel.filter.scope {
             Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
             _ => None,
         };
+        if let Some(p) = &sel.filter.predicate {
+            check_nesting(p)?;
+        }
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
-        // Rows are read chunk by chunk (a roaring container is a chunk), checking for Ctrl-C.
-        let mut read: Vec<Row> = Vec::new();
-        let mut chunk_ids = RoaringBitmap::new();
-        let mut current_chunk = None;
-        let flush = |ids: &mut RoaringBitmap, read: &mut Vec<Row>| -> Result<()> {
-            self.check_cancel()?;
-            if selected.messages {
-                read.extend(
-                    self.trace
-                        .messages_by_id_without_ops(ids)?
-                        .into_iter()
-                        .map(|(id, m)| Row::Msg(id, m)),
-                );
-            } else {
-                read.extend(
-                    self.trace
-                        .operations(ids)?
-                        .into_iter()
-                        .map(|(id, o)| Row::Op(id, o)),
-                );
-            }
-            ids.clear();
-            Ok(())
+        let keep = |row: &Row| {
+            sel.filter.time.is_none_or(|w| overlaps(row, w))
+                && among.as_ref().is_none_or(|set| peers_within(row, set))
+                && sel
+                    .filter
+                    .predicate
+                    .as_ref()
+                    .is_none_or(|p| eval(p, row, &comm_ids))
         };
-        for id in &selected.ids {
-            if current_chunk != Some(id >> 16) && !chunk_ids.is_empty() {
-                flush(&mut chunk_ids, &mut read)?;
-            }
-            current_chunk = Some(id >> 16);
+        let mut kept = 0u64;
+        let mut stopped = false;
+        let mut chunk_ids = RoaringTreemap::new();
+        let mut ids = selected.ids.iter().peekable();
+        while let Some(id) = ids.next() {
             chunk_ids.insert(id);
+            let same_chunk = ids.peek().is_some_and(|next| next >> 16 == id >> 16);
+            if same_chunk {
+                continue;
+            }
+            for row in self.read_rows(selected.messages, &chunk_ids)? {
+                if keep(&row) {
+                    kept += 1;
+                    if !visit(row)? {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            chunk_ids.clear();
+            if stopped {
+                break;
+            }
         }
-        if !chunk_ids.is_empty() {
-            flush(&mut chunk_ids, &mut read)?;
-        }
-        let kept: Vec<Row> = read
-            .into_iter()
-            .filter(|row| {
-                sel.filter.time.is_none_or(|w| overlaps(row, w))
-                    && among.as_ref().is_none_or(|set| peers_within(row, set))
-                    && sel
-                        .filter
-                        .predicate
-                        .as_ref()
-                        .is_none_or(|p| eval(p, row, &comm_ids))
-            })
-            .collect();
         selected.plan.push(PlanStep {
-            step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
+            step: if stopped {
+                "read rows until the limit; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            } else {
+                "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            },
             estimated: selected.ids.len(),
-            actual: Some(kept.len() as u64),
+            actual: Some(kept),
         });
-        Ok(kept)
+        Ok(())
+    }
+
+    /// The rows of `ids`, all in one chunk.
+    fn read_rows(&self, messages: bool, ids: &RoaringTreemap) -> Result<Vec<Row>> {
+        self.check_cancel()?;
+        Ok(if messages {
+            self.trace
+                .messages_by_id_without_ops(ids)?
+                .into_iter()
+                .map(|(id, m)| Row::Msg(id, m))
+                .collect()
+        } else {
+            self.trace
+                .operations(ids)?
+                .into_iter()
+                .map(|(id, o)| Row::Op(id, o))
+                .collect()
+        })
     }
 
     /// Communicator names in a predicate, resolved once.
     fn predicate_comms(&self, p: Option<&Expr>) -> Result<BTreeMap<String, CommId>> {
         let mut out = BTreeMap::new();
-        fn walk(e: &Expr, out: &mut Vec<CommRef>) {
+        let mut stack: Vec<&Expr> = p.into_iter().collect();
+        while let Some(e) = stack.pop() {
             match e {
                 Expr::Compare(Comparison {
                     value: super::ast::Value::Comm(c),
                     ..
-                }) => out.push(c.clone()),
-                Expr::Compare(_) => {}
-                Expr::And(a, b) | Expr::Or(a, b) => {
-                    walk(a, out);
-                    walk(b, out);
+                }) => {
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        out.entry(describe_comm(c))
+                    {
+                        slot.insert(self.comm(c)?);
+                    }
                 }
-                Expr::Not(a) => walk(a, out),
+                Expr::Compare(_) => {}
+                Expr::And(items) | Expr::Or(items) => stack.extend(items),
+                Expr::Not(a) => stack.push(a),
             }
-        }
-        let mut refs = Vec::new();
-        if let Some(p) = p {
-            walk(p, &mut refs);
-        }
-        for c in refs {
-            out.insert(describe_comm(&c), self.comm(&c)?);
         }
         Ok(out)
     }
 
     fn rows_result(&self, rows: &[Row], messages: bool) -> ResultSet {
-        if messages {
-            let mut r = ResultSet::new([
-                "id",
-                "sender",
-                "receiver",
-                "comm",
-                "tag",
-                "size",
-                "send_time_ns",
-                "recv_time_ns",
-            ]);
-            for row in rows {
-                if let Row::Msg(id, m) = row {
-                    r.push(vec![
-                        (*id).into(),
-                        m.sender.into(),
-                        m.receiver.into(),
-                        self.comm_name(m.comm).into(),
-                        m.tag.into(),
-                        m.bytes.into(),
-                        m.send_time.into(),
-                        m.recv_time.into(),
-                    ]);
-                }
-            }
-            r
-        } else {
-            let mut r = ResultSet::new([
-                "id",
-                "rank",
-                "thread",
-                "operation",
-                "start_ns",
-                "end_ns",
-                "duration_ns",
-                "comm",
-                "peer",
-                "tag",
-                "bytes_sent",
-                "bytes_received",
-                "root",
-            ]);
-            for row in rows {
-                if let Row::Op(id, o) = row {
-                    r.push(vec![
-                        (*id).into(),
-                        o.rank.into(),
-                        o.thread.into(),
-                        self.trace.kind_name(o.kind).into(),
-                        o.start.into(),
-                        o.end.into(),
-                        (o.end - o.start).into(),
-                        o.comm.map(|c| self.comm_name(c)).into(),
-                        o.dest.or(o.source).into(),
-                        o.send_tag.or(o.recv_tag).into(),
-                        o.send_bytes.into(),
-                        o.recv_bytes.into(),
-                        o.root.into(),
-                    ]);
-                }
-            }
-            r
+        let mut r = ResultSet::new(row_columns(messages));
+        for row in rows {
+            r.push(self.row_values(row));
+        }
+        r
+    }
+
+    /// A row's values, in the order of [`row_columns`].
+    fn row_values(&self, row: &Row) -> Vec<Value> {
+        match row {
+            Row::Msg(id, m) => vec![
+                (*id).into(),
+                m.sender.into(),
+                m.receiver.into(),
+                self.comm_name(m.comm).into(),
+                m.tag.into(),
+                m.bytes.into(),
+                m.send_time.into(),
+                m.recv_time.into(),
+            ],
+            Row::Op(id, o) => vec![
+                (*id).into(),
+                o.rank.into(),
+                o.thread.into(),
+                self.trace.kind_name(o.kind).into(),
+                o.start.into(),
+                o.end.into(),
+                (o.end - o.start).into(),
+                o.comm.map(|c| self.comm_name(c)).into(),
+                o.dest.or(o.source).into(),
+                o.send_tag.or(o.recv_tag).into(),
+                o.send_bytes.into(),
+                o.recv_bytes.into(),
+                o.root.into(),
+            ],
         }
     }
 
@@ -676,6 +749,11 @@ impl<'a> Engine<'a> {
 
     /// Runs a SELECT (or plans it, for EXPLAIN).
     pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
+        if !explain && matches!(s.body, SelectBody::Rows(_)) {
+            let mut r = ResultSet::new(Vec::<String>::new());
+            self.select_into(s, &mut r)?;
+            return Ok(r);
+        }
         let (result, plan) = match &s.body {
             SelectBody::Rows(sel) => {
                 let mut selected = self.select_ids(sel)?;
@@ -705,8 +783,8 @@ impl<'a> Engine<'a> {
                 group_by,
             } => {
                 let mut selected = self.select_ids(selection)?;
-                let rows = self.rows(selection, &mut selected)?;
-                (self.aggregate(&rows, aggregates, group_by), selected.plan)
+                let r = self.aggregate(selection, &mut selected, aggregates, group_by)?;
+                (r, selected.plan)
             }
             SelectBody::Statistic {
                 statistic,
@@ -726,22 +804,74 @@ impl<'a> Engine<'a> {
             }
             return Ok(r);
         }
-        order_and_limit(result, s)
+        order_and_limit(result, s, self.cancel)
+    }
+
+    /// Runs a `SELECT` and hands its rows to `sink` as they come: a selection of rows
+    /// without `ORDER BY` is written while it is read and stops reading at its `LIMIT`; with
+    /// `ORDER BY … LIMIT k` only the k first rows are held (top-k). Other statements are
+    /// computed whole (an aggregate holds its groups, not its rows) and then handed over.
+    pub fn select_into(&self, s: &Select, sink: &mut dyn RowSink) -> Result<()> {
+        let SelectBody::Rows(sel) = &s.body else {
+            return sink.result(self.select(s, false)?);
+        };
+        let mut selected = self.select_ids(sel)?;
+        let columns = row_columns(selected.messages);
+        let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if s.order_by.is_empty() {
+            sink.columns(&columns)?;
+            if limit == Some(0) {
+                return Ok(());
+            }
+            let mut written = 0usize;
+            return self.each_row(sel, &mut selected, |row| {
+                sink.row(self.row_values(&row))?;
+                written += 1;
+                Ok(limit.is_none_or(|l| written < l))
+            });
+        }
+        let keys = order_keys(&columns, s)?;
+        let mut all = ResultSet::new(columns);
+        match limit {
+            Some(k) => {
+                let mut top = TopK {
+                    keys,
+                    k,
+                    rows: Vec::new(),
+                };
+                self.each_row(sel, &mut selected, |row| {
+                    top.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all.rows = top.into_rows();
+            }
+            None => {
+                self.each_row(sel, &mut selected, |row| {
+                    all.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all = order_and_limit(all, s, self.cancel)?;
+            }
+        }
+        sink.result(all)
     }
 
     fn aggregate(
         &self,
-        rows: &[Row],
+        selection: &Selection,
+        selected: &mut Selected,
         aggregates: &[Aggregate],
         group_by: &[GroupKey],
-    ) -> ResultSet {
+    ) -> Result<ResultSet> {
         let mut columns: Vec<String> = group_by
             .iter()
             .map(|k| k.to_string().to_lowercase())
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
         let mut groups: BTreeMap<Vec<GroupValue>, Vec<Acc>> = BTreeMap::new();
-        for row in rows {
+        // Rows are folded into their groups as they are read: memory holds the groups.
+        self.each_row(selection, selected, |row| {
+            let row = &row;
             let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
             let accs = groups
                 .entry(key)
@@ -756,17 +886,20 @@ impl<'a> Engine<'a> {
                 };
                 acc.add(v);
             }
-        }
+            Ok(true)
+        })?;
         if groups.is_empty() && group_by.is_empty() {
             groups.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
         }
         let mut r = ResultSet::new(columns);
         for (key, accs) in groups {
             let mut row: Vec<Value> = key.into_iter().map(GroupValue::into_value).collect();
-            row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
             r.push(row);
         }
-        r
+        Ok(r)
     }
 
     /// Whether an aggregate is a plain scan of all messages that column reads can answer.
@@ -814,11 +947,19 @@ impl<'a> Engine<'a> {
         let scan_chunk = |chunk: u32| -> Result<Groups> {
             self.check_cancel()?;
             let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
-            let bytes = &cols[msg_col::BYTES].as_ref().expect("decoded")[..rows];
+            let column = |c: usize| -> Result<&[u64]> {
+                cols.get(c)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|v| v.get(..rows))
+                    .ok_or_else(|| {
+                        Error::Corrupt(format!("message chunk {chunk} lacks column {c}"))
+                    })
+            };
+            let bytes = column(msg_col::BYTES)?;
             let key_cols: Vec<&[u64]> = group_by
                 .iter()
-                .map(|k| &cols[key_col(k)].as_ref().expect("decoded")[..rows])
-                .collect();
+                .map(|k| column(key_col(k)))
+                .collect::<Result<_>>()?;
             // Keys are small integers (ranks, tags, communicator ids) in practice: index a dense
             // table by their mixed-radix code when it stays small, else hash the key.
             let radix: Vec<u64> = key_cols
@@ -891,24 +1032,25 @@ impl<'a> Engine<'a> {
             .map(|k| k.to_string().to_lowercase())
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
-        let mut rows: Vec<Vec<Value>> = merged
-            .into_iter()
-            .map(|(key, accs)| {
-                let mut row: Vec<Value> = key
-                    .iter()
-                    .zip(group_by)
-                    .map(|(&v, k)| match k {
-                        GroupKey::Tag => Value::Int(crate::store::codec::unzigzag(v)),
-                        GroupKey::Comm | GroupKey::Operation => {
-                            Value::Text(self.comm_name(v as CommId))
-                        }
-                        _ => Value::Int(v as i64),
-                    })
-                    .collect();
-                row.extend(accs.iter().zip(aggregates).map(|(acc, a)| acc.value(*a)));
-                row
-            })
-            .collect();
+        let mut rows: Vec<Vec<Value>> = Vec::with_capacity(merged.len());
+        for (key, accs) in merged {
+            let mut row: Vec<Value> = key
+                .iter()
+                .zip(group_by)
+                .map(|(&v, k)| match k {
+                    GroupKey::Tag => Value::Int(i128::from(crate::store::codec::unzigzag(v))),
+                    GroupKey::Comm | GroupKey::Operation => match CommId::try_from(v) {
+                        Ok(c) => Value::Text(self.comm_name(c)),
+                        Err(_) => Value::Int(i128::from(v)),
+                    },
+                    _ => Value::Int(i128::from(v)),
+                })
+                .collect();
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
+            rows.push(row);
+        }
         // Groups come out in the order of their stored codes; order them by their values.
         rows.sort_by(|a, b| {
             a.iter()
@@ -979,7 +1121,7 @@ impl<'a> Engine<'a> {
                 } else {
                     "FAN_OUT"
                 })?;
-                let traffic = stats::process_traffic(self.trace);
+                let traffic = stats::process_traffic(self.trace)?;
                 let dir = if statistic == Statistic::FanIn {
                     stats::Direction::In
                 } else {
@@ -1045,7 +1187,7 @@ impl<'a> Engine<'a> {
                     super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
                     super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
                 };
-                let r = stats::trace_matrix(self.trace, &all, of);
+                let r = stats::trace_matrix(self.trace, &all, of)?;
                 let n = r.len();
                 (
                     r,
@@ -1095,6 +1237,15 @@ impl<'a> Engine<'a> {
                 let values: Vec<u64> = rows.iter().map(|r| measure(r, of)).collect();
                 let bins = match bins {
                     Bins::Log2 => stats::Bins::Log2,
+                    Bins::Count(n) if n > super::parser::MAX_BINS => {
+                        return Err(Error::limit(
+                            Limit::HistogramBins,
+                            format!(
+                                "a histogram has at most {} bins, BINS asks for {n}",
+                                super::parser::MAX_BINS
+                            ),
+                        ))
+                    }
                     Bins::Count(n) => stats::Bins::Linear(n),
                 };
                 (stats::size_histogram(&values, bins), selected.plan)
@@ -1106,10 +1257,10 @@ impl<'a> Engine<'a> {
     pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
         let mut selected = self.select_ids(sel)?;
         let rows = self.rows(sel, &mut selected)?;
-        let mut ids = RoaringBitmap::new();
+        let mut ids = RoaringTreemap::new();
         for r in &rows {
             match r {
-                Row::Op(id, _) => ids.insert(*id as u32),
+                Row::Op(id, _) => ids.insert(*id),
                 Row::Msg(id, _) => ids.insert(*id),
             };
         }
@@ -1124,7 +1275,26 @@ impl<'a> Engine<'a> {
 /// A syntax error as the crate's error: "at column 22: expected …" with the statement and a
 /// caret (the CLI adds its own "error: ").
 pub fn query_error(e: super::QueryError) -> Error {
-    Error::Usage(super::parser::Located(&e).to_string())
+    match e.limit {
+        Some(limit) => Error::limit(limit, super::parser::Located(&e).to_string()),
+        None => Error::Syntax(Box::new(e)),
+    }
+}
+
+/// Refuses a condition nested deeper than the language allows (a tree a library caller built
+/// can be any depth; the parser stops at the same limit).
+fn check_nesting(p: &Expr) -> Result<()> {
+    if p.depth() > super::ast::MAX_NESTING {
+        return Err(Error::limit(
+            Limit::NestingDepth,
+            format!(
+                "a condition nests at most {} levels of parentheses and NOT; this one {}",
+                super::ast::MAX_NESTING,
+                p.depth()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn describe_comm(c: &CommRef) -> String {
@@ -1171,55 +1341,61 @@ fn measure(row: &Row, m: Measure) -> u64 {
     }
 }
 
-/// A field's value on a row; `None` when the row has no such field (then a comparison fails,
-/// except `!=`, which holds).
-fn field(row: &Row, f: Field) -> Option<i64> {
+/// A field's value on a row, exactly (sizes and times are 64-bit unsigned, tags and ranks 32
+/// bits: all fit 128 bits with their sign); `None` when the row has no such field (then a
+/// comparison fails, except `!=`, which holds).
+fn field(row: &Row, f: Field) -> Option<i128> {
     match row {
         Row::Op(_, o) => match f {
-            Field::Size => Some(o.send_bytes.max(o.recv_bytes) as i64),
-            Field::Tag => o.send_tag.or(o.recv_tag).map(i64::from),
+            Field::Size => Some(i128::from(o.send_bytes.max(o.recv_bytes))),
+            Field::Tag => o.send_tag.or(o.recv_tag).map(i128::from),
             Field::Sender => {
                 if o.kind.is_send() {
-                    Some(i64::from(o.rank))
+                    Some(i128::from(o.rank))
                 } else {
-                    o.source.map(i64::from)
+                    o.source.map(i128::from)
                 }
             }
             Field::Receiver => {
                 if o.kind.is_send() {
-                    o.dest.map(i64::from)
+                    o.dest.map(i128::from)
                 } else if o.kind.is_receive() {
-                    Some(i64::from(o.rank))
+                    Some(i128::from(o.rank))
                 } else {
                     None
                 }
             }
-            Field::Duration => Some((o.end - o.start) as i64),
-            Field::Peer => o.dest.or(o.source).map(i64::from),
-            Field::Root => o.root.map(i64::from),
-            Field::Comm => o.comm.map(i64::from),
+            Field::Duration => Some(i128::from(o.end) - i128::from(o.start)),
+            Field::Peer => o.dest.or(o.source).map(i128::from),
+            Field::Root => o.root.map(i128::from),
+            Field::Comm => o.comm.map(i128::from),
         },
         Row::Msg(_, m) => match f {
-            Field::Size => Some(m.bytes as i64),
-            Field::Tag => Some(i64::from(m.tag)),
-            Field::Sender => Some(i64::from(m.sender)),
-            Field::Receiver | Field::Peer => Some(i64::from(m.receiver)),
-            Field::Duration => Some(m.recv_time.saturating_sub(m.send_time) as i64),
+            Field::Size => Some(i128::from(m.bytes)),
+            Field::Tag => Some(i128::from(m.tag)),
+            Field::Sender => Some(i128::from(m.sender)),
+            Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
+            Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
             Field::Root => None,
-            Field::Comm => Some(i64::from(m.comm)),
+            Field::Comm => Some(i128::from(m.comm)),
         },
     }
 }
 
+/// Whether `e` holds on `row`. Chains are flat lists and nesting is bounded
+/// ([`check_nesting`]), so the recursion is shallow.
 fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
     match e {
-        Expr::And(a, b) => eval(a, row, comms) && eval(b, row, comms),
-        Expr::Or(a, b) => eval(a, row, comms) || eval(b, row, comms),
+        Expr::And(items) => items.iter().all(|x| eval(x, row, comms)),
+        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms)),
         Expr::Not(a) => !eval(a, row, comms),
         Expr::Compare(c) => {
             let right = match &c.value {
-                super::ast::Value::Number(n) => *n as i64,
-                super::ast::Value::Comm(cr) => i64::from(comms[&describe_comm(cr)]),
+                super::ast::Value::Number(n) => *n,
+                super::ast::Value::Comm(cr) => match comms.get(&describe_comm(cr)) {
+                    Some(id) => i128::from(*id),
+                    None => return c.op == CmpOp::Ne,
+                },
             };
             match field(row, c.field) {
                 Some(left) => c.op.holds(left, right),
@@ -1240,7 +1416,7 @@ impl GroupValue {
     fn into_value(self) -> Value {
         match self {
             GroupValue::None => Value::Null,
-            GroupValue::Int(i) => Value::Int(i),
+            GroupValue::Int(i) => Value::Int(i128::from(i)),
             GroupValue::Text(s) => Value::Text(s),
         }
     }
@@ -1282,10 +1458,15 @@ impl Acc {
         self.max = self.max.max(v);
     }
 
-    fn value(&self, a: Aggregate) -> Value {
-        match a {
+    fn value(&self, a: Aggregate) -> Result<Value> {
+        Ok(match a {
             Aggregate::Count => self.count.into(),
-            Aggregate::Sum(_) => Value::Int(i64::try_from(self.sum).unwrap_or(i64::MAX)),
+            Aggregate::Sum(_) => Value::Int(i128::try_from(self.sum).map_err(|_| {
+                Error::limit(
+                    Limit::ValueRange,
+                    format!("{a} is {}, past 2^127 - 1", self.sum),
+                )
+            })?),
             Aggregate::Avg(_) => {
                 if self.count == 0 {
                     Value::Null
@@ -1295,45 +1476,148 @@ impl Acc {
             }
             Aggregate::Min(_) => (self.count > 0).then_some(self.min).into(),
             Aggregate::Max(_) => (self.count > 0).then_some(self.max).into(),
-        }
+        })
     }
 }
 
-fn order_and_limit(mut r: ResultSet, s: &Select) -> Result<ResultSet> {
-    if !s.order_by.is_empty() {
-        let mut keys = Vec::new();
-        for k in &s.order_by {
+/// The result columns `ORDER BY` names, with whether each is descending.
+fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, bool)>> {
+    let column = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+    s.order_by
+        .iter()
+        .map(|k| {
             let col = match &k.column {
-                OrderColumn::Name(n) => r.column(n),
-                OrderColumn::Aggregate(a) => r.column(&a.to_string()),
-                OrderColumn::Position(p) => (*p as usize)
-                    .checked_sub(1)
-                    .filter(|i| *i < r.columns.len()),
-            }
-            .ok_or_else(|| {
-                usage(format!(
-                    "ORDER BY {}: the result has no such column; its columns are {}",
-                    k.column_text(),
-                    r.columns.join(", ")
-                ))
-            })?;
-            keys.push((col, k.descending));
-        }
-        r.rows.sort_by(|a, b| {
-            for &(c, desc) in &keys {
-                let o = compare_values(&a[c], &b[c]);
-                let o = if desc { o.reverse() } else { o };
-                if o != std::cmp::Ordering::Equal {
-                    return o;
+                OrderColumn::Name(n) => column(n),
+                OrderColumn::Aggregate(a) => column(&a.to_string()),
+                OrderColumn::Position(p) => {
+                    (*p as usize).checked_sub(1).filter(|i| *i < columns.len())
                 }
             }
-            std::cmp::Ordering::Equal
-        });
+            .ok_or_else(|| {
+                Error::unknown(
+                    NameKind::Column,
+                    k.column_text(),
+                    format!(
+                        "ORDER BY {}: the result has no such column; its columns are {}",
+                        k.column_text(),
+                        columns.join(", ")
+                    ),
+                )
+            })?;
+            Ok((col, k.descending))
+        })
+        .collect()
+}
+
+/// Orders two result rows by `keys`.
+fn compare_rows(keys: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    for &(c, desc) in keys {
+        let o = compare_values(&a[c], &b[c]);
+        let o = if desc { o.reverse() } else { o };
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// The `k` first rows in `keys` order of everything pushed, ties kept in the order pushed,
+/// holding at most about 2k rows: the same rows, in the same order, as a stable sort of all
+/// of them cut to k.
+struct TopK {
+    keys: Vec<(usize, bool)>,
+    k: usize,
+    rows: Vec<Vec<Value>>,
+}
+
+impl TopK {
+    fn push(&mut self, row: Vec<Value>) {
+        self.rows.push(row);
+        if self.rows.len() >= 2 * self.k + 1024 {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        let keys = &self.keys;
+        self.rows.sort_by(|a, b| compare_rows(keys, a, b));
+        self.rows.truncate(self.k);
+    }
+
+    fn into_rows(mut self) -> Vec<Vec<Value>> {
+        self.cut();
+        self.rows
+    }
+}
+
+fn order_and_limit(mut r: ResultSet, s: &Select, cancel: Option<&AtomicBool>) -> Result<ResultSet> {
+    if !s.order_by.is_empty() {
+        let keys = order_keys(&r.columns, s)?;
+        let rows = std::mem::take(&mut r.rows);
+        r.rows = sort_rows(rows, |a, b| compare_rows(&keys, a, b), cancel)?;
     }
     if let Some(n) = s.limit {
-        r.rows.truncate(n as usize);
+        r.rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
     }
     Ok(r)
+}
+
+/// Rows a sort orders between two looks at the cancellation flag.
+const SORT_RUN: usize = 1 << 16;
+
+/// A stable sort of `rows` by `cmp` that stops with [`Error::Cancelled`] soon after `cancel` is
+/// set: runs of [`SORT_RUN`] rows are sorted, then merged pairwise, the flag checked between
+/// runs and merges.
+fn sort_rows<T>(
+    mut rows: Vec<T>,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<T>> {
+    let check = || match cancel {
+        Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+        _ => Ok(()),
+    };
+    if rows.len() <= SORT_RUN {
+        check()?;
+        rows.sort_by(&cmp);
+        return Ok(rows);
+    }
+    let mut runs: Vec<Vec<T>> = Vec::new();
+    while !rows.is_empty() {
+        check()?;
+        let rest = rows.split_off(rows.len().min(SORT_RUN));
+        let mut run = std::mem::replace(&mut rows, rest);
+        run.sort_by(&cmp);
+        runs.push(run);
+    }
+    // Each pass merges neighbouring runs, the earlier one first on ties: the sort is stable.
+    while runs.len() > 1 {
+        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+        let mut pass = runs.into_iter();
+        while let Some(a) = pass.next() {
+            let Some(b) = pass.next() else {
+                next.push(a);
+                break;
+            };
+            let mut merged = Vec::with_capacity(a.len() + b.len());
+            let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+            loop {
+                if merged.len() % SORT_RUN == 0 {
+                    check()?;
+                }
+                let take_a = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => cmp(y, x) != std::cmp::Ordering::Less,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (None, None) => break,
+                };
+                merged.extend(if take_a { a.next() } else { b.next() });
+            }
+            next.push(merged);
+        }
+        runs = next;
+    }
+    Ok(runs.pop().unwrap_or_default())
 }
 
 fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
@@ -1341,8 +1625,8 @@ fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
         (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        (Value::Int(x), Value::Float(y)) => (*x as f64).partial_cmp(y).unwrap_or(Ordering::Equal),
-        (Value::Float(x), Value::Int(y)) => x.partial_cmp(&(*y as f64)).unwrap_or(Ordering::Equal),
+        (Value::Int(x), Value::Float(y)) => float_cmp(*x, *y),
+        (Value::Float(x), Value::Int(y)) => float_cmp(*y, *x).reverse(),
         (Value::Text(x), Value::Text(y)) => x.cmp(y),
         (Value::Null, Value::Null) => Ordering::Equal,
         (Value::Null, _) => Ordering::Less,
@@ -1350,6 +1634,13 @@ fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
         (Value::Text(_), _) => Ordering::Greater,
         (_, Value::Text(_)) => Ordering::Less,
     }
+}
+
+/// An integer against a float (NaN equal to everything, as elsewhere in the ordering).
+fn float_cmp(x: i128, y: f64) -> std::cmp::Ordering {
+    (x as f64)
+        .partial_cmp(&y)
+        .unwrap_or(std::cmp::Ordering::Equal)
 }
 
 impl super::ast::OrderKey {
@@ -1396,6 +1687,15 @@ impl Session {
         self.cancel.clone()
     }
 
+    /// Makes `flag` the one that cancels this session's statements (a process-wide Ctrl-C
+    /// flag, say); the trace kept open follows it too.
+    pub fn set_cancel_flag(&mut self, flag: Arc<AtomicBool>) {
+        if let Some(t) = &mut self.open {
+            t.set_cancel(flag.clone());
+        }
+        self.cancel = flag;
+    }
+
     /// The database.
     pub fn database(&self) -> &Database {
         &self.db
@@ -1403,9 +1703,16 @@ impl Session {
 
     /// Chooses the trace later statements query.
     pub fn use_trace(&mut self, name: &str) -> Result<()> {
-        self.open = Some(self.db.trace(name)?);
+        self.open = Some(self.open_trace(name)?);
         self.current = Some(name.to_string());
         Ok(())
+    }
+
+    /// Opens trace `name`, stopped by this session's cancellation flag.
+    fn open_trace(&self, name: &str) -> Result<Trace> {
+        let mut trace = self.db.trace(name)?;
+        trace.set_cancel(self.cancel.clone());
+        Ok(trace)
     }
 
     /// Lets go of the trace kept open between statements (an import in this process can then
@@ -1417,10 +1724,11 @@ impl Session {
     /// The current trace, opened once and kept while it stays current.
     fn trace(&mut self) -> Result<&Trace> {
         let name = self.current_trace()?;
-        if self.open.as_ref().is_none_or(|t| t.name() != name) {
-            self.open = Some(self.db.trace(&name)?);
-        }
-        Ok(self.open.as_ref().expect("just opened"))
+        let open = match self.open.take() {
+            Some(t) if t.name() == name => t,
+            _ => self.open_trace(&name)?,
+        };
+        Ok(self.open.insert(open))
     }
 
     /// The trace statements query: the chosen one, else the only one.
@@ -1430,7 +1738,7 @@ impl Session {
         }
         let traces = self.db.trace_names()?;
         match traces.len() {
-            1 => Ok(traces[0].clone()),
+            1 => Ok(traces.into_iter().next().unwrap_or_default()),
             0 => Err(usage("the database holds no traces; import one first (mtfdb import FILE)")),
             _ => Err(usage(format!(
                 "the database holds several traces; choose one with --trace NAME or USE TRACE name: {}",
@@ -1445,6 +1753,31 @@ impl Session {
         self.execute(&stmt)
     }
 
+    /// Runs one statement and hands its rows to `sink` as they come: a `SELECT` of rows is
+    /// written while it is read (see [`Engine::select_into`]); other statements are computed
+    /// and then handed over whole.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// let mut session = mtfdb::query::Session::new(db);
+    /// session.use_trace("paper").unwrap();
+    /// let mut first = mtfdb::query::ResultSet::new(Vec::<String>::new());
+    /// session.run_into("SELECT ALL OPERATIONS LIMIT 2", &mut first).unwrap();
+    /// assert_eq!(first.len(), 2);
+    /// ```
+    pub fn run_into(&mut self, text: &str, sink: &mut dyn RowSink) -> Result<()> {
+        let stmt = super::parse_statement(text).map_err(query_error)?;
+        let Statement::Select(select) = &stmt else {
+            return sink.result(self.execute(&stmt)?);
+        };
+        self.cancel.store(false, Ordering::Relaxed);
+        let cancel = self.cancel.clone();
+        let trace = self.trace()?;
+        Engine::with_cancel(trace, &cancel).select_into(select, sink)
+    }
+
     /// Runs a parsed statement.
     pub fn execute(&mut self, stmt: &Statement) -> Result<ResultSet> {
         self.cancel.store(false, Ordering::Relaxed);
@@ -1456,27 +1789,7 @@ impl Session {
                 r.push(vec![name.clone().into()]);
                 r
             }
-            Statement::Show(ShowWhat::Traces) => {
-                let mut r = ResultSet::new([
-                    "name",
-                    "processes",
-                    "operations",
-                    "messages",
-                    "format",
-                    "source",
-                ]);
-                for t in self.db.traces()? {
-                    r.push(vec![
-                        t.name.into(),
-                        (t.processes as u64).into(),
-                        t.summary.operations.into(),
-                        t.summary.messages.into(),
-                        t.format.into(),
-                        t.source.into(),
-                    ]);
-                }
-                r
-            }
+            Statement::Show(ShowWhat::Traces) => self.show_traces()?,
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
                 let trace = self.trace()?;
@@ -1487,8 +1800,20 @@ impl Session {
                 Engine::with_cancel(trace, &cancel).select(s, true)?
             }
             Statement::CreateView { name, selection } => {
-                let trace = self.db.trace(&self.current_trace()?)?;
-                let view = Engine::new(&trace).view_ids(selection)?;
+                let chars = name.chars().count();
+                if chars > super::parser::MAX_NAME_CHARS {
+                    return Err(Error::limit(
+                        Limit::NameLength,
+                        format!(
+                            "a view name has at most {} characters, this one {chars}",
+                            super::parser::MAX_NAME_CHARS
+                        ),
+                    ));
+                }
+                let trace = self.open_trace(&self.current_trace()?)?;
+                let view = Engine::with_cancel(&trace, &cancel).view_ids(selection)?;
+                // A Ctrl-C during the selection leaves the views as they were.
+                trace.check_cancel()?;
                 trace.put_view(name, &view)?;
                 let mut r = ResultSet::new(["view", "rows"]);
                 r.push(vec![name.clone().into(), view.ids.len().into()]);
@@ -1498,10 +1823,11 @@ impl Session {
             Statement::DropView(name) => {
                 let trace = self.db.trace(&self.current_trace()?)?;
                 if !trace.drop_view(name)? {
-                    return Err(usage(format!(
-                        "no view named {name:?} in trace {:?}",
-                        trace.name()
-                    )));
+                    return Err(Error::unknown(
+                        NameKind::View,
+                        name,
+                        format!("no view named {name:?} in trace {:?}", trace.name()),
+                    ));
                 }
                 let mut r = ResultSet::new(["dropped view"]);
                 r.push(vec![name.clone().into()]);
@@ -1509,6 +1835,29 @@ impl Session {
             }
         };
         Ok(out)
+    }
+
+    /// `SHOW TRACES`: every trace of the database with its counts.
+    fn show_traces(&self) -> Result<ResultSet> {
+        let mut r = ResultSet::new([
+            "name",
+            "processes",
+            "operations",
+            "messages",
+            "format",
+            "source",
+        ]);
+        for t in self.db.traces()? {
+            r.push(vec![
+                t.name.into(),
+                (t.processes as u64).into(),
+                t.summary.operations.into(),
+                t.summary.messages.into(),
+                t.format.into(),
+                t.source.into(),
+            ]);
+        }
+        Ok(r)
     }
 
     /// Pattern and phase statements: results are read from the trace's stored views when
@@ -1753,13 +2102,7 @@ impl Session {
                 r
             }
             Analysis::Refresh => {
-                trace.drop_results("")?;
-                let found = detection::patterns(trace, &params, true)?;
-                let phase_params = PhaseParams {
-                    patterns: params,
-                    ..PhaseParams::default()
-                };
-                let phases = detection::phases_of(trace, &found, &phase_params, true)?;
+                let (found, phases) = detection::refresh(trace, &params)?;
                 let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
                 r.push(vec![
                     "communication patterns".into(),
@@ -1779,10 +2122,10 @@ impl Session {
     }
 
     fn show(&self, what: ShowWhat) -> Result<ResultSet> {
-        let trace = self.db.trace(&self.current_trace()?)?;
+        let trace = self.open_trace(&self.current_trace()?)?;
         let h = trace.header();
         Ok(match what {
-            ShowWhat::Traces => unreachable!("handled without a trace"),
+            ShowWhat::Traces => self.show_traces()?,
             ShowWhat::Processes => {
                 let counts = trace.operations_per_rank();
                 let mut r = ResultSet::new(["rank", "name", "processor", "operations"]);
@@ -1795,7 +2138,7 @@ impl Session {
                         p.rank.into(),
                         p.name.clone().into(),
                         node.into(),
-                        counts[p.rank as usize].into(),
+                        counts.get(p.rank as usize).copied().into(),
                     ]);
                 }
                 r

@@ -9,12 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use super::ast::*;
 use super::lexer::{tokenize, Kind, Token};
+use crate::error::Limit;
 use crate::model::OpKind;
+
+/// The most bins `HISTOGRAM … BINS n` may ask for.
+pub const MAX_BINS: u32 = 10_000;
+
+/// The longest name, in characters, a view may be given (a stored name is shown in tables).
+pub const MAX_NAME_CHARS: usize = 255;
 
 /// A statement that does not parse: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueryError {
-    /// 1-based line within [`QueryError::statement`].
+    /// 1-based line: within [`QueryError::statement`], counted from
+    /// [`QueryError::first_line`] (so within the script, for a statement of a script).
     pub line: usize,
     /// 1-based column (in characters) within that line.
     pub column: usize,
@@ -23,6 +31,12 @@ pub struct QueryError {
     /// The statement's text, as given to [`parse_statement`] (for [`parse_script`]: the failing
     /// statement, without the text around it).
     pub statement: String,
+    /// The line on which [`QueryError::statement`] starts: 1 for [`parse_statement`], the
+    /// script's line for [`parse_script`].
+    pub first_line: usize,
+    /// The limit the statement went past, when that is the error (nesting depth, histogram
+    /// bins, name length); `None` for a syntax error.
+    pub limit: Option<Limit>,
 }
 
 impl std::error::Error for QueryError {}
@@ -46,12 +60,12 @@ impl fmt::Display for Located<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = self.0;
         let lines: Vec<&str> = e.statement.lines().collect();
-        if lines.len() > 1 {
+        if lines.len() > 1 || e.first_line > 1 {
             write!(f, "at line {}, column {}: {}", e.line, e.column, e.message)?;
         } else {
             write!(f, "at column {}: {}", e.column, e.message)?;
         }
-        if let Some(text) = lines.get(e.line.saturating_sub(1)) {
+        if let Some(text) = lines.get(e.line.saturating_sub(e.first_line.max(1))) {
             // Tabs stay tabs under the text, so the caret lines up in any terminal.
             let pad: String = text
                 .chars()
@@ -69,6 +83,14 @@ impl fmt::Display for Located<'_> {
 }
 
 impl QueryError {
+    /// The same error for a statement that starts `lines` lines further down (a statement a
+    /// caller took out of a longer script).
+    pub fn shifted(mut self, lines: usize) -> QueryError {
+        self.line += lines;
+        self.first_line += lines;
+        self
+    }
+
     /// The error for byte offset `at` of `text`.
     fn at(text: &str, at: usize, message: String) -> QueryError {
         let before = &text[..at.min(text.len())];
@@ -80,6 +102,8 @@ impl QueryError {
             column,
             message,
             statement: text.trim_end_matches(['\n', '\r']).to_string(),
+            first_line: 1,
+            limit: None,
         }
     }
 }
@@ -101,6 +125,7 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         tokens,
         pos: 0,
         end: 0,
+        depth: 0,
     };
     p.end = p.tokens.last().map_or(0, |t| t.end);
     let result = p.statement().and_then(|s| {
@@ -110,13 +135,16 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         }
         Ok(s)
     });
-    result.map_err(|f| QueryError::at(text, f.at, f.message))
+    result.map_err(|f| QueryError {
+        limit: f.limit,
+        ..QueryError::at(text, f.at, f.message)
+    })
 }
 
 /// Parses a script: statements separated by `;` (outside quotes and `--` comments). Returns each
 /// statement with the byte range of its text in `script` (trimmed, without the `;`). Empty
 /// statements and statements of comments only are skipped. The first error stops the parse; its
-/// line and column count within that statement's text.
+/// line counts within the script, its column within that line.
 pub fn parse_script(script: &str) -> Result<Vec<(Statement, Range<usize>)>, QueryError> {
     let mut out = Vec::new();
     for range in split_statements(script) {
@@ -131,7 +159,11 @@ pub fn parse_script(script: &str) -> Result<Vec<(Statement, Range<usize>)>, Quer
             Ok(t) if t.is_empty() => continue,
             _ => {}
         }
-        out.push((parse_statement(text)?, start..end));
+        let line = script[..start].matches('\n').count();
+        out.push((
+            parse_statement(text).map_err(|e| e.shifted(line))?,
+            start..end,
+        ));
     }
     Ok(out)
 }
@@ -196,6 +228,8 @@ pub(crate) fn is_bare_name(name: &str) -> bool {
 struct Fail {
     at: usize,
     message: String,
+    /// Set when a limit, not the syntax, is what failed.
+    limit: Option<Limit>,
 }
 
 type PResult<T> = Result<T, Fail>;
@@ -231,6 +265,8 @@ struct Parser<'a> {
     pos: usize,
     /// Byte offset just past the last token: where "end of statement" is reported.
     end: usize,
+    /// Parentheses and `NOT`s open around the current token in a `WHERE` condition.
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -268,8 +304,20 @@ impl<'a> Parser<'a> {
         yes
     }
 
+    /// The current token, consumed; callers have peeked it (at the end, the last token
+    /// again, so that a wrong call reports a position instead of panicking).
     fn bump(&mut self) -> Token<'a> {
-        let t = self.tokens[self.pos];
+        let t = self
+            .tokens
+            .get(self.pos)
+            .or(self.tokens.last())
+            .copied()
+            .unwrap_or(Token {
+                kind: Kind::Symbol,
+                text: "",
+                start: self.end,
+                end: self.end,
+            });
         self.pos += 1;
         t
     }
@@ -289,14 +337,24 @@ impl<'a> Parser<'a> {
     }
 
     fn fail<T>(&self, message: String) -> PResult<T> {
-        Err(Fail {
-            at: self.here(),
-            message,
-        })
+        self.fail_at(self.here(), message)
     }
 
     fn fail_at<T>(&self, at: usize, message: String) -> PResult<T> {
-        Err(Fail { at, message })
+        Err(Fail {
+            at,
+            message,
+            limit: None,
+        })
+    }
+
+    /// A limit exceeded at byte offset `at`.
+    fn beyond<T>(&self, at: usize, limit: Limit, message: String) -> PResult<T> {
+        Err(Fail {
+            at,
+            message,
+            limit: Some(limit),
+        })
     }
 
     /// `expected {what}, found …` at the current token.
@@ -357,7 +415,9 @@ impl<'a> Parser<'a> {
 
     /// Reports tokens left after a complete statement.
     fn trailing(&self) -> PResult<()> {
-        let t = self.peek().expect("a token");
+        let Some(t) = self.peek() else {
+            return Ok(());
+        };
         let clause = ["BETWEEN", "AMONG", "FOR", "IN", "WHERE", "GROUP"]
             .iter()
             .find(|k| t.is_keyword(k));
@@ -440,7 +500,18 @@ impl<'a> Parser<'a> {
             ))
         } else if self.eat_keyword("CREATE") {
             self.expect_keyword("VIEW", "after CREATE")?;
+            let at = self.here();
             let name = self.name("a view name after CREATE VIEW")?;
+            let chars = name.chars().count();
+            if chars > MAX_NAME_CHARS {
+                return self.beyond(
+                    at,
+                    Limit::NameLength,
+                    format!(
+                        "a view name has at most {MAX_NAME_CHARS} characters, this one {chars}"
+                    ),
+                );
+            }
             self.expect_keyword("AS", "after the view name")?;
             self.expect_keyword("SELECT", "after AS")?;
             let at = self.here();
@@ -478,7 +549,7 @@ impl<'a> Parser<'a> {
             self.pos += 2;
             self.expect_keyword("FOR", "after SELECT PATTERNS")?;
             let at = self.here();
-            match self.selector("after FOR")? {
+            match self.selector("FOR")? {
                 ProcessSelector::Process(rank) => Ok(Some(Analysis::ProcessPatterns {
                     rank,
                     envelope: self.envelope()?,
@@ -501,7 +572,7 @@ impl<'a> Parser<'a> {
             self.pos += 2;
             self.expect_keyword("FOR", "after SELECT LOOPS")?;
             let at = self.here();
-            match self.selector("after FOR")? {
+            match self.selector("FOR")? {
                 ProcessSelector::Process(rank) => Ok(Some(Analysis::Loops(rank))),
                 _ => self.fail_at(
                     at,
@@ -537,7 +608,7 @@ impl<'a> Parser<'a> {
             let rank =
                 if self.eat_keyword("FOR") {
                     let at = self.here();
-                    match self.selector("after FOR")? {
+                    match self.selector("FOR")? {
                         ProcessSelector::Process(rank) => Some(rank),
                         _ => return self.fail_at(
                             at,
@@ -867,6 +938,13 @@ impl<'a> Parser<'a> {
                 if n == 0 {
                     return self.fail_at(at, "BINS needs at least 1 bin, found 0".to_string());
                 }
+                if n > MAX_BINS {
+                    return self.beyond(
+                        at,
+                        Limit::HistogramBins,
+                        format!("a histogram has at most {MAX_BINS} bins, BINS asks for {n}"),
+                    );
+                }
                 Bins::Count(n)
             } else {
                 Bins::Log2
@@ -1144,8 +1222,13 @@ impl<'a> Parser<'a> {
     // ---- numbers with units -----------------------------------------------------------------
 
     /// A number and its optional unit, in base units (bytes or nanoseconds); `after` says where
-    /// it was expected, for messages.
-    fn quantity(&mut self, dim: Dimension, after: &str) -> PResult<u64> {
+    /// it was expected, for messages. `None` for a whole number past 2^128 - 1; with the
+    /// number's token and its text with its unit, for messages.
+    fn quantity(
+        &mut self,
+        dim: Dimension,
+        after: &str,
+    ) -> PResult<(Option<u128>, Token<'a>, String)> {
         let Some(num) = self.peek().filter(|t| t.kind == Kind::Number) else {
             return self.expected(&format!("{} {after}", dim.what()));
         };
@@ -1165,9 +1248,9 @@ impl<'a> Parser<'a> {
             shown = format!("{} {unit}", num.text);
             self.pos += 1;
         }
-        match scaled(num.text, scale) {
-            Some(Ok(v)) => Ok(v),
-            Some(Err(())) => self.fail_at(
+        match scaled_wide(num.text, scale) {
+            Ok(v) => Ok((v, num, shown)),
+            Err(()) => self.fail_at(
                 num.start,
                 format!(
                     "{} is not a whole number of {}: \"{shown}\"",
@@ -1175,12 +1258,52 @@ impl<'a> Parser<'a> {
                     dim.base()
                 ),
             ),
-            None => self.fail_at(num.start, format!("number too large: \"{shown}\"")),
         }
     }
 
+    /// A `WHERE` constant: an optional `-`, a number and, for sizes and durations, its unit;
+    /// in base units. Any magnitude is kept exactly up to ±(2^127 - 1) and clamped there
+    /// beyond, which compares the same with every column.
+    fn constant(&mut self, field: Field, after: &str) -> PResult<i128> {
+        let negative =
+            self.is_symbol("-") && self.peek_at(1).is_some_and(|t| t.kind == Kind::Number);
+        if negative {
+            self.pos += 1;
+        }
+        let magnitude = match field {
+            Field::Size => self.quantity(Dimension::Size, after)?.0,
+            Field::Duration => self.quantity(Dimension::Time, after)?.0,
+            _ => {
+                let num = match self.peek() {
+                    Some(t) if t.kind == Kind::Number && !t.text.contains('.') => t,
+                    _ => {
+                        return self.fail(format!(
+                            "{field} needs a whole number, found {}",
+                            self.found()
+                        ))
+                    }
+                };
+                self.pos += 1;
+                if let Some(t) = self.peek().filter(|t| is_unit_candidate(num, *t)) {
+                    return self.fail(format!(
+                        "{field} takes a plain number, found unit \"{}\"",
+                        t.text
+                    ));
+                }
+                scaled_wide(num.text, 1).ok().flatten()
+            }
+        };
+        let clamped = magnitude.map_or(i128::MAX, |m| i128::try_from(m).unwrap_or(i128::MAX));
+        Ok(if negative { -clamped } else { clamped })
+    }
+
+    /// A point in time (of a time window): nanoseconds that fit 64 bits.
     fn time(&mut self, after: &str) -> PResult<u64> {
-        self.quantity(Dimension::Time, after)
+        let (v, num, shown) = self.quantity(Dimension::Time, after)?;
+        match v.and_then(|v| u64::try_from(v).ok()) {
+            Some(v) => Ok(v),
+            None => self.fail_at(num.start, format!("number too large: \"{shown}\"")),
+        }
     }
 
     /// After `BETWEEN TIME`: `a AND b` or `(a, b)`.
@@ -1214,33 +1337,68 @@ impl<'a> Parser<'a> {
     // ---- predicates -------------------------------------------------------------------------
 
     fn or_expr(&mut self, after: &str) -> PResult<Expr> {
-        let mut left = self.and_expr(after)?;
-        while self.eat_keyword("OR") {
-            let right = self.and_expr("after OR")?;
-            left = Expr::Or(Box::new(left), Box::new(right));
+        let first = self.and_expr(after)?;
+        if !self.is_keyword("OR") {
+            return Ok(first);
         }
-        Ok(left)
+        let mut items = vec![first];
+        while self.eat_keyword("OR") {
+            items.push(self.and_expr("after OR")?);
+        }
+        Ok(Expr::Or(items))
     }
 
     fn and_expr(&mut self, after: &str) -> PResult<Expr> {
-        let mut left = self.unary(after)?;
-        while self.eat_keyword("AND") {
-            let right = self.unary("after AND")?;
-            left = Expr::And(Box::new(left), Box::new(right));
+        let first = self.unary(after)?;
+        if !self.is_keyword("AND") {
+            return Ok(first);
         }
-        Ok(left)
+        let mut items = vec![first];
+        while self.eat_keyword("AND") {
+            items.push(self.unary("after AND")?);
+        }
+        Ok(Expr::And(items))
     }
 
     fn unary(&mut self, after: &str) -> PResult<Expr> {
-        if self.eat_keyword("NOT") {
-            Ok(Expr::Not(Box::new(self.unary("after NOT")?)))
-        } else if self.eat_symbol("(") {
-            let e = self.or_expr("after \"(\"")?;
-            self.expect_symbol(")", "to close \"(\"")?;
-            Ok(e)
-        } else {
-            Ok(Expr::Compare(self.comparison(after)?))
+        // `NOT`s in a row are read in a loop, so that the limit, not the stack, stops them.
+        let mut nots = Vec::new();
+        while self.is_keyword("NOT") {
+            nots.push(self.here());
+            self.nest()?;
+            self.pos += 1;
         }
+        let inner = if self.is_symbol("(") {
+            self.nest()?;
+            self.pos += 1;
+            let e = self.or_expr("after \"(\"");
+            self.depth -= 1;
+            let e = e?;
+            self.expect_symbol(")", "to close \"(\"")?;
+            e
+        } else {
+            let after = if nots.is_empty() { after } else { "after NOT" };
+            Expr::Compare(self.comparison(after)?)
+        };
+        self.depth -= nots.len();
+        Ok(nots.iter().fold(inner, |e, _| Expr::Not(Box::new(e))))
+    }
+
+    /// Enters one more level of `(` or `NOT`, refusing to go past [`MAX_NESTING`].
+    fn nest(&mut self) -> PResult<()> {
+        if self.depth >= MAX_NESTING {
+            let at = self.here();
+            return self.beyond(
+                at,
+                Limit::NestingDepth,
+                format!(
+                    "a condition nests at most {MAX_NESTING} levels of parentheses and NOT; \
+                     this one goes deeper"
+                ),
+            );
+        }
+        self.depth += 1;
+        Ok(())
     }
 
     fn comparison(&mut self, after: &str) -> PResult<Comparison> {
@@ -1281,8 +1439,6 @@ impl<'a> Parser<'a> {
         let op_text = op_token.text;
         let after_op = format!("after {field} {op_text}");
         let value = match field {
-            Field::Size => Value::Number(self.quantity(Dimension::Size, &after_op)?),
-            Field::Duration => Value::Number(self.time(&after_op)?),
             Field::Comm => {
                 if !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                     return self.fail_at(
@@ -1292,17 +1448,7 @@ impl<'a> Parser<'a> {
                 }
                 Value::Comm(self.comm_value(&after_op)?)
             }
-            _ => {
-                let n = self.whole_number(&field.to_string())?;
-                let num = self.tokens[self.pos - 1];
-                if let Some(t) = self.peek().filter(|t| is_unit_candidate(num, *t)) {
-                    return self.fail(format!(
-                        "{field} takes a plain number, found unit \"{}\"",
-                        t.text
-                    ));
-                }
-                Value::Number(n)
-            }
+            _ => Value::Number(self.constant(field, &after_op)?),
         };
         Ok(Comparison { field, op, value })
     }
@@ -1380,24 +1526,38 @@ impl Dimension {
 /// `text` (digits with an optional fraction) times `scale`: `None` on overflow, `Some(Err)` when
 /// the result is not a whole number.
 fn scaled(text: &str, scale: u64) -> Option<Result<u64, ()>> {
+    match scaled_wide(text, scale) {
+        Err(()) => Some(Err(())),
+        Ok(v) => v.and_then(|v| u64::try_from(v).ok()).map(Ok),
+    }
+}
+
+/// `text` (digits with an optional fraction) times `scale`, in 128 bits: `Ok(None)` past
+/// 2^128 - 1, `Err` when the result is not a whole number.
+fn scaled_wide(text: &str, scale: u64) -> Result<Option<u128>, ()> {
     let (int, frac) = text.split_once('.').unwrap_or((text, ""));
     let frac = frac.trim_end_matches('0');
-    let int: u128 = int.parse().ok()?;
-    let whole = int.checked_mul(scale as u128)?;
+    let Some(whole) = int
+        .parse::<u128>()
+        .ok()
+        .and_then(|i| i.checked_mul(u128::from(scale)))
+    else {
+        // Only digits reach here: the number is past 128 bits, whatever its fraction.
+        return Ok(None);
+    };
     if frac.is_empty() {
-        return u64::try_from(whole).ok().map(Ok);
+        return Ok(Some(whole));
     }
     if frac.len() > 30 {
-        return Some(Err(()));
+        return Err(());
     }
-    let digits: u128 = frac.parse().ok()?;
+    let digits: u128 = frac.parse().map_err(|_| ())?;
     let denom = 10u128.pow(frac.len() as u32);
-    let num = digits.checked_mul(scale as u128)?;
+    let num = digits.checked_mul(u128::from(scale)).ok_or(())?;
     if num % denom != 0 {
-        return Some(Err(()));
+        return Err(());
     }
-    let total = whole.checked_add(num / denom)?;
-    u64::try_from(total).ok().map(Ok)
+    Ok(whole.checked_add(num / denom))
 }
 
 #[cfg(test)]

@@ -11,8 +11,9 @@ use serde::{Serialize, Serializer};
 pub enum Value {
     /// No value (a field the row's kind does not have).
     Null,
-    /// A whole number (ranks, counts, bytes, nanoseconds).
-    Int(i64),
+    /// A whole number (ranks, counts, bytes, nanoseconds): every 64-bit size or time, and
+    /// sums of them, exactly.
+    Int(i128),
     /// A measured or averaged quantity.
     Float(f64),
     /// A name.
@@ -29,7 +30,14 @@ impl Value {
                 if v.fract() == 0.0 && v.abs() < 1e15 {
                     format!("{v:.1}")
                 } else {
-                    format!("{v:.6}").trim_end_matches('0').to_string()
+                    // Six decimals at most, without trailing zeros (a whole number keeps
+                    // its ".0": 9223372037284272128.0, never "…128.").
+                    let text = format!("{v:.6}");
+                    let text = text.trim_end_matches('0');
+                    match text.strip_suffix('.') {
+                        Some(whole) => format!("{whole}.0"),
+                        None => text.to_string(),
+                    }
                 }
             }
             Value::Text(s) => s.clone(),
@@ -43,19 +51,33 @@ impl Value {
 
 impl From<u64> for Value {
     fn from(v: u64) -> Value {
-        Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+        Value::Int(i128::from(v))
+    }
+}
+
+impl From<u128> for Value {
+    /// Exact up to 2^127 - 1, which no count or sum of a trace reaches (2^32 operations of at
+    /// most 2^64 - 1 bytes each stay under 2^96); beyond, the largest value.
+    fn from(v: u128) -> Value {
+        Value::Int(i128::try_from(v).unwrap_or(i128::MAX))
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(i128::from(v))
     }
 }
 
 impl From<u32> for Value {
     fn from(v: u32) -> Value {
-        Value::Int(i64::from(v))
+        Value::Int(i128::from(v))
     }
 }
 
 impl From<i32> for Value {
     fn from(v: i32) -> Value {
-        Value::Int(i64::from(v))
+        Value::Int(i128::from(v))
     }
 }
 
@@ -138,30 +160,31 @@ impl ResultSet {
             .iter()
             .map(|r| r.iter().map(Value::render).collect())
             .collect();
+        // A row shorter than the columns (a caller's mistake) prints empty cells, never panics.
+        let cell = |r: &[String], c: usize| r.get(c).map_or(0, |v| v.chars().count());
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|c| {
                 cells
                     .iter()
-                    .map(|r| r[c].chars().count())
+                    .map(|r| cell(r, c))
                     .chain([self.columns[c].chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
         let numeric: Vec<bool> = (0..self.columns.len())
-            .map(|c| self.rows.iter().any(|r| r[c].is_numeric()))
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .any(|r| r.get(c).is_some_and(Value::is_numeric))
+            })
             .collect();
         let mut out = String::new();
         let line = |out: &mut String, vals: &[String]| {
-            let parts: Vec<String> = vals
-                .iter()
-                .enumerate()
-                .map(|(c, v)| {
-                    if numeric[c] {
-                        format!("{v:>w$}", w = widths[c])
-                    } else {
-                        format!("{v:<w$}", w = widths[c])
-                    }
+            let parts: Vec<String> = (0..widths.len())
+                .map(|c| {
+                    let v = vals.get(c).map_or("", String::as_str);
+                    pad(v, widths[c], numeric[c])
                 })
                 .collect();
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
@@ -177,44 +200,93 @@ impl ResultSet {
 
     /// CSV with a header line (RFC 4180 quoting).
     pub fn to_csv(&self) -> String {
-        let quote = |s: &str| {
-            if s.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = String::new();
-        let header: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
-        let _ = writeln!(out, "{}", header.join(","));
+        let mut out = csv_line(self.columns.iter().map(String::as_str));
         for row in &self.rows {
-            let cells: Vec<String> = row.iter().map(|v| quote(&v.render())).collect();
-            let _ = writeln!(out, "{}", cells.join(","));
+            out.push_str(&csv_row(row));
         }
         out
     }
 
     /// A JSON array of objects, one per row, keyed by column name.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a result set always serializes")
+        // Values are numbers, strings and nulls, and keys strings: serializing cannot fail, and
+        // if it ever did the message stands in the output instead of a panic.
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
     }
+}
+
+/// One CSV line (RFC 4180 quoting), with its line end.
+pub fn csv_line<'a>(cells: impl Iterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = cells
+        .map(|s| {
+            if s.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
+            }
+        })
+        .collect();
+    let mut out = quoted.join(",");
+    out.push('\n');
+    out
+}
+
+/// A row as one CSV line.
+pub fn csv_row(row: &[Value]) -> String {
+    let cells: Vec<String> = row.iter().map(Value::render).collect();
+    csv_line(cells.iter().map(String::as_str))
+}
+
+/// A row as the JSON object [`ResultSet::to_json`] prints for it, indented as an element of
+/// its array: a writer can print a result's rows one by one, exactly as `to_json` would.
+pub fn json_element(columns: &[String], row: &[Value]) -> String {
+    let object = serde_json::to_string_pretty(&JsonRow(columns, row))
+        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+    let mut out = String::with_capacity(object.len() + 16);
+    for (i, line) in object.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("  ");
+        out.push_str(line);
+    }
+    out
+}
+
+/// One row as a JSON object keyed by column name.
+struct JsonRow<'a>(&'a [String], &'a [Value]);
+
+impl Serialize for JsonRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0.iter().zip(self.1) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// `text` padded with spaces to `width` characters, on the left when `right` (numbers), else
+/// on the right. Any width works (the standard formatter's width stops at 65,535).
+pub fn pad(text: &str, width: usize, right: bool) -> String {
+    let fill = width.saturating_sub(text.chars().count());
+    let mut out = String::with_capacity(text.len() + fill);
+    if right {
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(text);
+    } else {
+        out.push_str(text);
+        out.extend(std::iter::repeat_n(' ', fill));
+    }
+    out
 }
 
 impl Serialize for ResultSet {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        struct Row<'a>(&'a [String], &'a [Value]);
-        impl Serialize for Row<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                let mut m = s.serialize_map(Some(self.0.len()))?;
-                for (k, v) in self.0.iter().zip(self.1) {
-                    m.serialize_entry(k, v)?;
-                }
-                m.end()
-            }
-        }
         let mut seq = s.serialize_seq(Some(self.rows.len()))?;
         for row in &self.rows {
-            seq.serialize_element(&Row(&self.columns, row))?;
+            seq.serialize_element(&JsonRow(&self.columns, row))?;
         }
         seq.end()
     }
@@ -225,6 +297,40 @@ impl<'a> IntoIterator for &'a ResultSet {
     type IntoIter = std::slice::Iter<'a, Vec<Value>>;
     fn into_iter(self) -> Self::IntoIter {
         self.rows.iter()
+    }
+}
+
+/// Where a statement's rows go as they are produced: the CLI writes them out as they come, a
+/// [`ResultSet`] collects them.
+pub trait RowSink {
+    /// The result's column names, once, before any row.
+    fn columns(&mut self, columns: &[String]) -> crate::Result<()>;
+    /// One row, its values in column order.
+    fn row(&mut self, row: Vec<Value>) -> crate::Result<()>;
+    /// A whole result at once (for statements computed whole).
+    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+        self.columns(&result.columns)?;
+        for row in result.rows {
+            self.row(row)?;
+        }
+        Ok(())
+    }
+}
+
+impl RowSink for ResultSet {
+    fn columns(&mut self, columns: &[String]) -> crate::Result<()> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+
+    fn row(&mut self, row: Vec<Value>) -> crate::Result<()> {
+        self.rows.push(row);
+        Ok(())
+    }
+
+    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+        *self = result;
+        Ok(())
     }
 }
 
@@ -264,9 +370,26 @@ mod tests {
     }
 
     #[test]
+    fn cells_of_any_width_print() {
+        let long = "x".repeat(70_000);
+        let mut r = ResultSet::new(["name", "n"]);
+        r.push(vec![long.clone().into(), Value::Int(u64::MAX.into())]);
+        r.push(vec!["a".into(), Value::Int(1)]);
+        let table = r.to_table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[2], format!("{long}  18446744073709551615"));
+        assert_eq!(lines[3].chars().count(), 70_000 + 2 + 20);
+        assert!(lines[3].starts_with("a ") && lines[3].ends_with(" 1"));
+    }
+
+    #[test]
     fn floats_render_compactly() {
         assert_eq!(Value::Float(2.0).render(), "2.0");
         assert_eq!(Value::Float(0.125).render(), "0.125");
         assert_eq!(Value::Float(1.0 / 3.0).render(), "0.333333");
+        assert_eq!(
+            Value::Float(9.223372037284272e18).render(),
+            "9223372037284272128.0"
+        );
     }
 }

@@ -3,43 +3,41 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::segment::SegmentRef;
 use crate::model::{OpKind, Rank, Time, TraceHeader};
 
 /// The on-disk format version this build reads and writes. Bump it whenever a stored layout
 /// changes; a database of another version is refused on open with a clear message.
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4: the bulk of every trace in segment files, a manifest beside sled.
+/// Version 5: operation chunks packed, index bitmaps stored as one posting list per chunk.
+pub const FORMAT_VERSION: u32 = 5;
 
-/// Whether a trace is visible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TraceState {
-    /// Being imported: invisible, and removed on the next open if the import died.
-    Importing,
-    /// Complete and visible.
-    Ready,
-}
-
-/// One trace in the catalog.
+/// One ready trace in the catalog (imports in progress are not in it: only their segment
+/// file exists, removed on the next open if the import died).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogEntry {
-    /// The trace's id: names its sled tree.
+    /// The trace's id: names its segment file and keys its views and stored results.
     pub id: u64,
     /// The name users refer to it by.
     pub name: String,
-    /// Visible or not.
-    pub state: TraceState,
+    /// Its segment file, with the size and checksum it was written with.
+    pub segment: SegmentRef,
 }
 
 /// The list of traces; stored under one key, so that changing it is one atomic step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
-    /// Every trace, ready or being imported.
+    /// Every ready trace.
     pub traces: Vec<CatalogEntry>,
     /// The next trace id to hand out.
     pub next_id: u64,
 }
 
 /// One chunk of operations: rows `first_row..first_row + rows` of one location
-/// (rank, thread), in time order.
+/// (rank, thread), in time order. Chunks are stored packed: bytes `offset..offset + len` of
+/// the stored operation pack `pack` hold this chunk (a pack holds whole chunks of one or many
+/// locations, up to [`super::tables::CHUNK_ROWS`] rows in all, so that a trace of many small
+/// locations does not pay a stored blob and its indexes per location).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpChunkInfo {
     /// Chunk number: the high 16 bits of its operations' ids.
@@ -58,6 +56,12 @@ pub struct OpChunkInfo {
     pub last_start: Time,
     /// Latest end time of any row.
     pub max_end: Time,
+    /// The stored pack that holds the chunk.
+    pub pack: u32,
+    /// Where the chunk's encoded bytes start in its pack.
+    pub offset: u32,
+    /// Their length.
+    pub len: u32,
 }
 
 /// Counts a user wants to see first; computed during import.
@@ -121,14 +125,15 @@ pub struct RankTraffic {
 }
 
 impl RankTraffic {
-    /// Bytes sent (fan-out, as the MTF paper defines it): messages plus collective send sizes.
-    pub fn fan_out(&self) -> u64 {
-        self.p2p_sent_bytes + self.coll_send_bytes
+    /// Bytes sent (fan-out, as the MTF paper defines it): messages plus collective send sizes,
+    /// in 128 bits (each part may be up to 2^64 - 1).
+    pub fn fan_out(&self) -> u128 {
+        u128::from(self.p2p_sent_bytes) + u128::from(self.coll_send_bytes)
     }
 
-    /// Bytes received (fan-in): messages plus collective receive sizes.
-    pub fn fan_in(&self) -> u64 {
-        self.p2p_recv_bytes + self.coll_recv_bytes
+    /// Bytes received (fan-in): messages plus collective receive sizes, in 128 bits.
+    pub fn fan_in(&self) -> u128 {
+        u128::from(self.p2p_recv_bytes) + u128::from(self.coll_recv_bytes)
     }
 }
 

@@ -79,10 +79,13 @@ const ZSTD_LEVEL: i32 = 1;
 thread_local! {
     /// One zstd decompression context per thread: creating one per column costs more than
     /// decompressing a small column.
+    // Creating a context fails only when memory is exhausted, where allocation aborts anyway.
+    #[allow(clippy::expect_used)]
     static DECOMPRESSOR: std::cell::RefCell<zstd::bulk::Decompressor<'static>> =
         std::cell::RefCell::new(zstd::bulk::Decompressor::new().expect("zstd allocates a context"));
     /// Likewise one compression context per thread (allocating one per column showed up as
     /// page faults in import profiles).
+    #[allow(clippy::expect_used)]
     static COMPRESSOR: std::cell::RefCell<zstd::bulk::Compressor<'static>> =
         std::cell::RefCell::new(zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd allocates a context"));
 }
@@ -104,6 +107,15 @@ pub fn encode_column(values: &[u64], out: &mut Vec<u8>) {
             }
         }
     }
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(&body);
+}
+
+/// [`encode_column`] without the zstd pass: for scratch data read back once (an import's
+/// spilled rows), where compressing costs more than the bytes it saves.
+pub fn encode_column_fast(values: &[u64], out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    encode_body(values, &mut body);
     put_varint(out, body.len() as u64);
     out.extend_from_slice(&body);
 }
@@ -231,10 +243,13 @@ fn encode_dict(values: &[u64], dict: &[u64], out: &mut Vec<u8>) {
         for (i, &v) in group.iter().enumerate() {
             if v != last {
                 last = v;
-                last_code = dict
+                // The dictionary was built from these very values.
+                #[allow(clippy::expect_used)]
+                let code = dict
                     .iter()
                     .position(|&d| d == v)
-                    .expect("value in dictionary") as u8;
+                    .expect("value in dictionary");
+                last_code = code as u8;
             }
             byte |= last_code << (i * bits);
         }
@@ -309,7 +324,10 @@ pub fn unseal<'a>(buf: &'a [u8], what: &str) -> Result<&'a [u8]> {
         return Err(Error::Corrupt(format!("{what} is truncated")));
     }
     let (body, tail) = buf.split_at(buf.len() - 4);
-    let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+    let stored = u32::from_le_bytes(
+        tail.try_into()
+            .map_err(|_| Error::Corrupt(format!("{what} is truncated")))?,
+    );
     if crc32fast::hash(body) != stored {
         return Err(Error::Corrupt(format!("{what} fails its checksum")));
     }

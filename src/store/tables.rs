@@ -1,11 +1,12 @@
 //! The stored tables, each a sequence of column chunks of at most [`CHUNK_ROWS`] rows:
-//! operations (one location's rows per chunk), messages, request links, collective instances
+//! operations (one location's rows per chunk; small chunks of many locations are packed into
+//! one stored blob, see [`crate::store::OpChunkInfo`]), messages, request links, collective instances
 //! and routine calls. A chunk is a [`Columns`]: fixed `u64` columns plus one optional
 //! variable-length list column, encoded column by column by [`codec`](super::codec).
 
 use super::codec::{
-    decode_column, decode_column_prefix, encode_column, get_varint, put_varint, seal, unseal,
-    unzigzag, zigzag,
+    decode_column, decode_column_prefix, encode_column, encode_column_fast, get_varint, put_varint,
+    seal, unseal, unzigzag, zigzag,
 };
 use crate::error::{Error, Result};
 use crate::model::{
@@ -18,14 +19,18 @@ pub const CHUNK_ROWS: usize = 1 << 16;
 
 const CHUNK_FORMAT: u8 = 1;
 
-/// The id of row `row` of chunk `chunk`.
-pub fn row_id(chunk: u32, row: usize) -> u32 {
-    (chunk << 16) | row as u32
+/// The id of row `row` of chunk `chunk`: 64 bits, so that ids never run out before chunk
+/// numbers do (2^32 chunks of 2^16 rows).
+pub fn row_id(chunk: u32, row: usize) -> u64 {
+    (u64::from(chunk) << 16) | (row as u64 & 0xffff)
 }
 
-/// The chunk and row an id names.
-pub fn split_id(id: u32) -> (u32, usize) {
-    (id >> 16, (id & 0xffff) as usize)
+/// The chunk and row an id names (`u32::MAX` as the chunk of an id beyond every chunk).
+pub fn split_id(id: u64) -> (u32, usize) {
+    (
+        u32::try_from(id >> 16).unwrap_or(u32::MAX),
+        (id & 0xffff) as usize,
+    )
 }
 
 /// One chunk of a table in column form.
@@ -58,6 +63,15 @@ impl Columns {
         }
     }
 
+    /// Appends every row of `other` (which has the same columns) after this chunk's rows.
+    pub fn append(&mut self, other: &Columns) {
+        for (mine, theirs) in self.cols.iter_mut().zip(&other.cols) {
+            mine.extend_from_slice(theirs);
+        }
+        self.list.extend_from_slice(&other.list);
+        self.rows += other.rows;
+    }
+
     /// Removes every row, keeping the allocations.
     pub fn clear(&mut self) {
         self.rows = 0;
@@ -67,14 +81,24 @@ impl Columns {
 
     /// Encodes the chunk, sealed with a checksum.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_with(encode_column)
+    }
+
+    /// Encodes the chunk without compressing its columns: for scratch copies read back once.
+    /// [`Columns::decode`] reads either.
+    pub fn encode_fast(&self) -> Vec<u8> {
+        self.encode_with(encode_column_fast)
+    }
+
+    fn encode_with(&self, encode: fn(&[u64], &mut Vec<u8>)) -> Vec<u8> {
         let mut out = vec![CHUNK_FORMAT];
         put_varint(&mut out, self.rows as u64);
         put_varint(&mut out, self.cols.len() as u64);
         put_varint(&mut out, self.list.len() as u64);
         for col in &self.cols {
-            encode_column(col, &mut out);
+            encode(col, &mut out);
         }
-        encode_column(&self.list, &mut out);
+        encode(&self.list, &mut out);
         seal(&mut out);
         out
     }

@@ -3,8 +3,10 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
+use std::path::Path;
+
 use mtfdb::gen::{generate, GenConfig, GroundTruth};
-use mtfdb::Database;
+use mtfdb::{Database, Error};
 
 /// Imports the trace `config` generates as `name`, straight from the generator, and returns
 /// what the generator says the trace holds.
@@ -31,3 +33,29 @@ pub fn generated_db(config: &GenConfig) -> (tempfile::TempDir, Database) {
     import_generated(&db, config, "t");
     (dir, db)
 }
+
+/// Imports `damaged` into a database that already holds the trace at `earlier`, expects an
+/// input or I/O error whose message contains each of `needles`, checks that the database
+/// still holds exactly the earlier trace, and returns the message.
+pub fn rejected_import(earlier: &Path, damaged: &Path, needles: &[&str]) -> String {
+    let (_dir, db) = temp_db();
+    db.import(earlier, Some("earlier")).unwrap();
+    let before = db.traces().unwrap()[0].summary.clone();
+    let err = db.import(damaged, Some("damaged")).unwrap_err();
+    let message = err.to_string();
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "{message:?} should mention {needle:?}"
+        );
+    }
+    assert!(
+        matches!(err, Error::Input(_) | Error::Io { .. }),
+        "a user's input error, not {err:?}"
+    );
+    assert_eq!(db.trace_names().unwrap(), vec!["earlier".to_string()]);
+    assert_eq!(db.traces().unwrap()[0].summary, before);
+    message
+}
+
+pub mod oracle;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use mtfdb::query::Session;
 use mtfdb::{Database, Error};
 
-use crate::OutputFormat;
+use crate::{emit, OutputFormat};
 
 /// The bundled example: a 16-process stencil trace whose world communicator is `C1`.
 const EXAMPLE: &str = include_str!("../../../examples/traces/stencil2d-16.mtf");
@@ -63,20 +63,20 @@ pub fn run(db: Option<PathBuf>) -> Result<(), Error> {
         database.import(&file, Some("wrf16"))?;
     }
     let _ = std::fs::remove_file(&file);
-    println!(
-        "database {} holds the example trace wrf16 (16 processes, world communicator C1)\n",
+    emit!(
+        "database {} holds the example trace wrf16 (16 processes, world communicator C1)\n\n",
         dir.display()
-    );
+    )?;
     let mut session = Session::new(database);
+    session.set_cancel_flag(crate::cancel_flag());
     session.use_trace("wrf16")?;
     for (what, query) in QUERIES {
-        println!("-- {what}\n{query};");
+        emit!("-- {what}\n{query};\n")?;
         let result = session.run(query)?;
-        print!("{}", OutputFormat::Table.render(&result));
-        println!();
+        emit!("{}\n", OutputFormat::Table.render(&result))?;
     }
     if std::io::stdin().is_terminal() {
-        println!("Now try your own queries (.help lists examples, .quit leaves).");
+        emit("Now try your own queries (.help lists examples, .quit leaves).\n")?;
         return crate::repl::run_session(session);
     }
     Ok(())

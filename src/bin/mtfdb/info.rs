@@ -65,14 +65,14 @@ pub fn traces_table(traces: &[TraceInfo]) -> String {
         ]);
     }
     let widths: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
     for row in rows {
         let line: Vec<String> = row
             .iter()
             .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
+            .map(|(cell, w)| mtfdb::query::pad(cell, *w, false))
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
@@ -146,7 +146,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
             p.rank,
             p.name,
             node,
-            thousands(ops_per_rank[p.rank as usize])
+            thousands(ops_per_rank.get(p.rank as usize).copied().unwrap_or(0))
         );
     }
     elide(w, header.processes.len());
@@ -174,7 +174,13 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         w,
         "\nmessages (matched send/receive pairs): {}, {}",
         thousands(s.messages),
-        bytes(s.message_bytes)
+        if s.message_bytes == u64::MAX && s.anomaly_count("value overflow") > 0 {
+            // The import kept a sum past 2^64 - 1 at 2^64 - 1 and reported it: say so.
+            "more than 18,446,744,073,709,551,615 B (a sum past 2^64 - 1; see the value overflow anomalies)"
+                .to_string()
+        } else {
+            bytes(s.message_bytes)
+        }
     );
     let _ = writeln!(
         w,

@@ -4,12 +4,17 @@ mod demo;
 mod info;
 mod progress;
 mod repl;
+mod stream;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use clap::{Parser, Subcommand};
 use mtfdb::database::default_database_path;
+use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
 use mtfdb::query::{ResultSet, Session};
@@ -91,15 +96,17 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         truth: Option<PathBuf>,
     },
-    /// Import a trace into the database: an MTF text file, or an OTF2 archive (its anchor
-    /// file, such as traces.otf2, or its folder).
+    /// Import a trace into the database: an MTF text file, an OTF2 archive (its anchor
+    /// file, such as traces.otf2, or its folder), an OTF v1 trace (its NAME.otf master
+    /// file or its folder), a Paraver trace (its .prv), a GXL graph, or a DUMPI trace (its .meta
+    /// file or folder).
     Import {
-        /// The trace file (or OTF2 archive folder)
+        /// The trace file (or OTF2 archive or OTF v1 trace folder)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf, otf2)
+        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl, dumpi)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
@@ -121,7 +128,9 @@ enum Command {
     },
     /// Run one query and print its result.
     Query {
-        /// The statement, e.g. "SELECT FAN_IN FOR ALL PROCESSES"
+        /// The statement, e.g. "SELECT FAN_IN FOR ALL PROCESSES" (it may start with `-`, as a
+        /// `-- comment` line does)
+        #[arg(allow_hyphen_values = true)]
         statement: String,
         /// The trace to query [default: the only one in the database]
         #[arg(long)]
@@ -138,6 +147,18 @@ enum Command {
         /// The trace to query [default: the only one in the database]
         #[arg(long)]
         trace: Option<String>,
+    },
+    /// Write a stored trace as MTF text or as a GXL graph; importing the file gives the same
+    /// trace back.
+    Export {
+        /// The trace's name
+        name: String,
+        /// mtf (MTF text) or gxl [default: from the output's extension, .mtf or .gxl]
+        #[arg(long)]
+        format: Option<String>,
+        /// Where to write it
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
     /// Remove a trace from the database.
     Drop {
@@ -169,11 +190,62 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // `mtfdb query … | head -1`: the reader has all it wanted; end quietly, as Unix tools do.
+        Err(e) if is_closed_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            match e {
+                Error::Cancelled => ExitCode::from(130),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
+}
+
+/// Where standard output is named in errors.
+const STDOUT: &str = "<stdout>";
+
+/// Writes `text` to standard output. A closed pipe is an [`Error::Io`] on [`STDOUT`] that
+/// [`is_closed_stdout`] recognises, so that callers stop and the command ends with status 0.
+pub fn emit(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::io(STDOUT, e))
+}
+
+/// `emit!("…", args)`: [`emit`] of the formatted text.
+#[macro_export]
+macro_rules! emit {
+    ($($arg:tt)*) => {
+        $crate::emit(&format!($($arg)*))
+    };
+}
+
+/// True for the error of writing to a standard output whose reader has gone.
+pub fn is_closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::Io { path, source }
+        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// The flag Ctrl-C sets to stop the running statement; a second Ctrl-C before the statement
+/// notices ends the process (status 130), as an unresponsive one would expect.
+pub fn cancel_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let seen = flag.clone();
+        // Without a handler (when one cannot be installed) Ctrl-C ends the process, which
+        // leaves the database as it was too: imports and views are written atomically.
+        let _ = ctrlc::set_handler(move || {
+            if seen.swap(true, Ordering::SeqCst) {
+                let _ = std::io::stderr().write_all(b"\nstopped\n");
+                std::process::exit(130);
+            }
+        });
+        flag
+    })
+    .clone()
 }
 
 /// The process's peak resident set size, from `/proc/self/status` (Linux).
@@ -183,8 +255,15 @@ fn peak_memory_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Opens (or creates) the database where `import` was asked to put the trace.
 fn open_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
     Database::open(cli_db.unwrap_or_else(default_database_path))
+}
+
+/// Opens an existing database for a command that only reads: a path without one is an
+/// error, and nothing is created.
+fn open_existing_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
+    Database::open_existing(cli_db.unwrap_or_else(default_database_path))
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
@@ -209,19 +288,19 @@ fn run(cli: Cli) -> Result<(), Error> {
             let ground_truth = generate(&config, &mut writer)?;
             writer.into_inner()?;
             if let Some(path) = truth {
-                let json =
-                    serde_json::to_string_pretty(&ground_truth).expect("ground truth serializes");
+                let json = serde_json::to_string_pretty(&ground_truth)
+                    .map_err(|e| Error::Usage(format!("the ground truth: {e}")))?;
                 std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
             }
-            println!(
-                "wrote {} ({} operations and {} routine events: {} ranks, {} iterations of {})",
+            emit!(
+                "wrote {} ({} operations and {} routine events: {} ranks, {} iterations of {})\n",
                 output.display(),
                 ground_truth.operations,
                 ground_truth.routine_events,
                 ranks,
                 iterations,
                 scenario
-            );
+            )?;
         }
         Command::Import {
             file,
@@ -242,8 +321,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             bar.clear();
             let info = imported?;
             let secs = started.elapsed().as_secs_f64();
-            println!(
-                "imported {} as {:?}: {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)",
+            emit!(
+                "imported {} as {:?}: {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)\n",
                 file.display(),
                 info.name,
                 info.summary.operations,
@@ -251,26 +330,25 @@ fn run(cli: Cli) -> Result<(), Error> {
                 info.summary.collective_instances,
                 secs,
                 info.summary.operations as f64 / secs.max(1e-9)
-            );
+            )?;
             if stats {
                 match peak_memory_kib() {
-                    Some(kib) => println!("peak memory: {kib} KiB"),
-                    None => println!("peak memory: unknown on this system"),
+                    Some(kib) => emit!("peak memory: {kib} KiB\n")?,
+                    None => emit("peak memory: unknown on this system\n")?,
                 }
             }
             if show_info {
-                println!();
-                print!("{}", info::render(&db.trace(&info.name)?, false)?);
+                emit!("\n{}", info::render(&db.trace(&info.name)?, false)?)?;
             }
         }
         Command::Traces => {
-            let db = open_db(cli.db)?;
-            print!("{}", info::traces_table(&db.traces()?));
+            let db = open_existing_db(cli.db)?;
+            emit(&info::traces_table(&db.traces()?))?;
         }
         Command::Info { name, anomalies } => {
-            let db = open_db(cli.db)?;
+            let db = open_existing_db(cli.db)?;
             let trace = db.trace(&name)?;
-            print!("{}", info::render(&trace, anomalies)?);
+            emit(&info::render(&trace, anomalies)?)?;
         }
         Command::Query {
             statement,
@@ -278,19 +356,59 @@ fn run(cli: Cli) -> Result<(), Error> {
             format,
         } => {
             let format = OutputFormat::parse(&format)?;
-            let mut session = Session::new(open_db(cli.db)?);
+            let mut session = Session::new(open_existing_db(cli.db)?);
+            session.set_cancel_flag(cancel_flag());
             if let Some(t) = trace {
                 session.use_trace(&t)?;
             }
-            let result = session.run(&statement)?;
-            print!("{}", format.render(&result));
+            match format {
+                // A table needs every row for its column widths.
+                OutputFormat::Table => emit(&format.render(&session.run(&statement)?))?,
+                // CSV and JSON are written as the rows come: `LIMIT`, a closed pipe or Ctrl-C
+                // stop the reading, and memory holds no more than a chunk's rows.
+                OutputFormat::Csv | OutputFormat::Json => {
+                    let mut out = stream::RowWriter::new(format == OutputFormat::Json);
+                    session.run_into(&statement, &mut out)?;
+                    out.finish()?;
+                }
+            }
         }
         Command::Demo => demo::run(cli.db)?,
-        Command::Repl { trace } => repl::run(open_db(cli.db)?, trace.as_deref())?,
+        Command::Repl { trace } => repl::run(open_existing_db(cli.db)?, trace.as_deref())?,
+        Command::Export {
+            name,
+            format,
+            output,
+        } => {
+            let format = match format {
+                Some(f) => ExportFormat::from_name(&f)?,
+                None => match output.extension().and_then(|e| e.to_str()) {
+                    Some(e) if e.eq_ignore_ascii_case("gxl") => ExportFormat::Gxl,
+                    Some(e) if e.eq_ignore_ascii_case("mtf") => ExportFormat::MtfText,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "{}: say which format to write with --format mtf or --format gxl",
+                            output.display()
+                        )))
+                    }
+                },
+            };
+            let db = open_existing_db(cli.db)?;
+            let trace = db.trace(&name)?;
+            let stats = mtfdb::export::export_file(&trace, format, &output)?;
+            println!(
+                "exported {name:?} to {} ({}): {} operations, {} routine calls, {} anomalies recorded by its source",
+                output.display(),
+                format.name(),
+                stats.operations,
+                stats.routine_calls,
+                stats.source_anomalies
+            );
+        }
         Command::Drop { name } => {
-            let db = open_db(cli.db)?;
+            let db = open_existing_db(cli.db)?;
             db.drop_trace(&name)?;
-            println!("dropped trace {name:?}");
+            emit!("dropped trace {name:?}\n")?;
         }
     }
     Ok(())

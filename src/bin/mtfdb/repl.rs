@@ -20,7 +20,7 @@ use mtfdb::model::OpKind;
 use mtfdb::query::{parse_script, query_error, Session};
 use mtfdb::{Database, Error};
 
-use crate::OutputFormat;
+use crate::{emit, is_closed_stdout, OutputFormat};
 
 /// Rows a table shows before it is cut, with a note saying how many were left out.
 const MAX_TABLE_ROWS: usize = 200;
@@ -264,24 +264,28 @@ impl Shell {
         let args: Vec<&str> = parts.collect();
         match (cmd, args.as_slice()) {
             (".quit" | ".exit", _) => return Ok(false),
-            (".help", _) => print!("{HELP}"),
+            (".help", _) => emit(HELP)?,
             (".open", [path]) => {
-                self.session = Session::new(Database::open(path)?);
-                println!("opened {path}");
+                let mut session = Session::new(Database::open_existing(path)?);
+                session.set_cancel_flag(self.session.cancel_flag());
+                self.session = session;
+                emit!("opened {path}\n")?;
             }
             (".import", [file]) | (".import", [file, _]) => {
                 let name = args.get(1).copied();
                 self.session.close_trace();
                 let info = self.session.database().import(file, name)?;
-                println!(
-                    "imported {file} as {:?}: {} operations, {} messages",
-                    info.name, info.summary.operations, info.summary.messages
-                );
+                emit!(
+                    "imported {file} as {:?}: {} operations, {} messages\n",
+                    info.name,
+                    info.summary.operations,
+                    info.summary.messages
+                )?;
             }
-            (".traces", []) => self.statement("SHOW TRACES")?,
+            (".traces", []) => self.statement("SHOW TRACES", None)?,
             (".use", [name]) => {
                 self.session.use_trace(name)?;
-                println!("using trace {name}");
+                emit!("using trace {name}\n")?;
             }
             (".mode", [m]) => {
                 self.mode = match *m {
@@ -315,27 +319,37 @@ impl Shell {
         Ok(true)
     }
 
-    /// Runs the statements of `text` and prints each result.
-    fn statement(&mut self, text: &str) -> Result<(), Error> {
-        let statements = parse_script(text).map_err(query_error)?;
-        for (stmt, _) in statements {
+    /// Runs the statements of `text` and prints each result. In a script, `first_line` is the
+    /// script's line on which `text` starts, and errors name the script's lines: a syntax
+    /// error its line and column, a statement that fails its first line.
+    fn statement(&mut self, text: &str, first_line: Option<usize>) -> Result<(), Error> {
+        let shift = first_line.map_or(0, |l| l.saturating_sub(1));
+        let statements = parse_script(text).map_err(|e| query_error(e.shifted(shift)))?;
+        for (stmt, range) in statements {
             let started = Instant::now();
-            let result = self.session.execute(&stmt)?;
+            let result = match (self.session.execute(&stmt), first_line) {
+                (Ok(r), _) => r,
+                (Err(e), Some(first)) => {
+                    let line = first + text[..range.start].matches('\n').count();
+                    return Err(at_line(line, e));
+                }
+                (Err(e), None) => return Err(e),
+            };
             let elapsed = started.elapsed();
             if self.mode == OutputFormat::Table && result.len() > MAX_TABLE_ROWS {
                 let mut shown = result.clone();
                 shown.rows.truncate(MAX_TABLE_ROWS);
-                print!("{}", shown.to_table());
-                println!(
-                    "… {} more rows not shown (add LIMIT, or .mode csv to print them all)",
-                    result.len() - MAX_TABLE_ROWS
-                );
-                println!("({} rows)", result.len());
+                emit!(
+                    "{}… {} more rows not shown (add LIMIT, or .mode csv to print them all)\n({} rows)\n",
+                    shown.to_table(),
+                    result.len() - MAX_TABLE_ROWS,
+                    result.len()
+                )?;
             } else {
-                print!("{}", self.mode.render(&result));
+                emit(&self.mode.render(&result))?;
             }
             if self.timer {
-                println!("time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
+                emit!("time: {:.3} ms\n", elapsed.as_secs_f64() * 1e3)?;
             }
         }
         Ok(())
@@ -348,29 +362,45 @@ impl Shell {
     fn script(&mut self, script: &str) -> Result<(), Error> {
         let mut first_error: Option<Error> = None;
         let mut pending = String::new();
-        let report = |r: Result<(), Error>, first_error: &mut Option<Error>| {
-            if let Err(e) = r {
-                eprintln!("error: {e}");
-                first_error.get_or_insert(e);
+        // The script's line on which `pending` starts.
+        let mut pending_line = 1;
+        // Reports an error and goes on; a closed output or a Ctrl-C ends the script.
+        let report = |r: Result<(), Error>, first_error: &mut Option<Error>| -> Result<(), Error> {
+            match r {
+                Err(e) if is_closed_stdout(&e) || matches!(e, Error::Cancelled) => Err(e),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    first_error.get_or_insert(e);
+                    Ok(())
+                }
+                Ok(()) => Ok(()),
             }
         };
-        for line in script.lines() {
+        for (i, line) in script.lines().enumerate() {
             if pending.trim().is_empty() && line.trim_start().starts_with('.') {
-                let r = self.meta(line.trim()).map(|_| ());
-                report(r, &mut first_error);
+                let r = self
+                    .meta(line.trim())
+                    .map(|_| ())
+                    .map_err(|e| at_line(i + 1, e));
+                report(r, &mut first_error)?;
+                pending.clear();
                 continue;
+            }
+            if pending.trim().is_empty() {
+                pending.clear();
+                pending_line = i + 1;
             }
             pending.push_str(line);
             pending.push('\n');
             if pending.trim_end().ends_with(';') {
-                let r = self.statement(&pending);
-                report(r, &mut first_error);
+                let r = self.statement(&pending, Some(pending_line));
+                report(r, &mut first_error)?;
                 pending.clear();
             }
         }
         if !pending.trim().is_empty() {
-            let r = self.statement(&pending);
-            report(r, &mut first_error);
+            let r = self.statement(&pending, Some(pending_line));
+            report(r, &mut first_error)?;
         }
         match first_error {
             Some(_) => Err(Error::Usage(
@@ -385,9 +415,20 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".mtfdb_history"))
 }
 
+/// `error` of the statement on line `line` of a script: a syntax error already names its line;
+/// others are prefixed with it.
+fn at_line(line: usize, error: Error) -> Error {
+    match error {
+        Error::Syntax(_) | Error::Cancelled => error,
+        Error::Io { .. } if is_closed_stdout(&error) => error,
+        other => Error::Usage(format!("line {line}: {other}")),
+    }
+}
+
 /// Runs the shell on `db` (interactive on a terminal, a script otherwise).
 pub fn run(db: Database, trace: Option<&str>) -> Result<(), Error> {
     let mut session = Session::new(db);
+    session.set_cancel_flag(crate::cancel_flag());
     if let Some(t) = trace {
         session.use_trace(t)?;
     }
@@ -409,9 +450,8 @@ pub fn run_session(session: Session) -> Result<(), Error> {
             .map_err(|e| Error::io("<stdin>", e))?;
         return shell.script(&script);
     }
-    // Ctrl-C while a statement runs cancels it; at the prompt the editor handles it.
-    let cancel = shell.session.cancel_flag();
-    let _ = ctrlc::set_handler(move || cancel.store(true, std::sync::atomic::Ordering::Relaxed));
+    // Ctrl-C while a statement runs cancels it (the handler is installed with the session's
+    // flag); at the prompt the editor handles it.
 
     let mut editor: Editor<ReplHelper, DefaultHistory> =
         Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
@@ -422,10 +462,10 @@ pub fn run_session(session: Session) -> Result<(), Error> {
     if let Some(h) = &history {
         let _ = editor.load_history(h);
     }
-    println!(
-        "mtfdb {} — statements end with ';', .help for help, .quit to leave",
+    emit!(
+        "mtfdb {} — statements end with ';', .help for help, .quit to leave\n",
         env!("CARGO_PKG_VERSION")
-    );
+    )?;
     loop {
         match editor.readline("mtfdb> ") {
             Ok(line) => {
@@ -437,11 +477,17 @@ pub fn run_session(session: Session) -> Result<(), Error> {
                 let outcome = if line.starts_with('.') {
                     shell.meta(&line)
                 } else {
-                    shell.statement(&line).map(|_| true)
+                    shell.statement(&line, None).map(|_| true)
                 };
+                // A Ctrl-C that stopped the statement is spent; the next one stops the next.
+                shell
+                    .session
+                    .cancel_flag()
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
                 match outcome {
                     Ok(true) => {}
                     Ok(false) => break,
+                    Err(e) if is_closed_stdout(&e) => return Err(e),
                     Err(e) => eprintln!("error: {e}"),
                 }
                 if let Some(h) = editor.helper_mut() {

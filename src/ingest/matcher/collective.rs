@@ -170,6 +170,8 @@ impl Collectives {
         };
         if inst.ops.len() as u32 == size {
             debug_assert_eq!(pos, 0, "instances complete in index order");
+            // `pos` was found in `series.open` just above.
+            #[allow(clippy::expect_used)]
             let instance = series
                 .open
                 .remove(pos)

@@ -82,6 +82,8 @@ impl P2p {
                     self.waiting += 1;
                     return None;
                 }
+                // Empty queues are removed from the map as soon as they empty.
+                #[allow(clippy::expect_used)]
                 let other = queue
                     .items
                     .pop_front()

@@ -21,7 +21,13 @@
 //! `MPI_ANY_SOURCE`, optionally followed by the actual source), `tag=` send tag, `rtag=`
 //! receive tag (`*` marks `MPI_ANY_TAG`), `b=` bytes sent, `rb=` bytes received, `dt=`
 //! datatype, `root=` root, `req=` request created, `done=` requests completed (comma
-//! separated), `flag=0` a Test/Iprobe that completed nothing.
+//! separated), `flag=0` a Test/Iprobe that completed nothing, `rec=0` a call recorded
+//! without its MPI records.
+//!
+//! What a foreign source found travels too: `string NAME` declares the string table in id
+//! order, `location NAME KIND key=value…` a location that is not an MPI rank's main thread,
+//! and `anomaly CLASS key=value…` an anomaly the source recorded, naming operations by their
+//! position `rank[.thread]:index` ([`crate::ingest::EventSink::anomaly_at`]).
 //!
 //! [`parse_file`] / [`parse_reader`] stream a file into an [`crate::ingest::EventSink`],
 //! validating it with [`crate::ingest::validate::Validator`]; [`MtfWriter`] is an

@@ -35,6 +35,8 @@ impl Hasher for QuickHasher {
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
+            // `chunks_exact(8)` yields slices of exactly 8 bytes.
+            #[allow(clippy::unwrap_used)]
             self.mix(u64::from_le_bytes(c.try_into().unwrap()));
         }
         let rest = chunks.remainder();
@@ -82,6 +84,8 @@ fn kind_table() -> &'static [KindSlot] {
     TABLE.get_or_init(|| {
         let mut table = vec![None; KIND_SLOTS];
         for &k in OpKind::ALL {
+            // Every kind of `OpKind::ALL` has its MPI name (only `Other` lacks one).
+            #[allow(clippy::expect_used)]
             let bare = &k.mpi_name().expect("fixed kinds have names")[4..];
             let lower: &'static [u8] =
                 Box::leak(bare.to_ascii_lowercase().into_bytes().into_boxed_slice());

@@ -15,13 +15,15 @@ use nom::bytes::complete::{take_while, take_while1};
 use nom::character::complete::{i32 as nom_i32, u32 as nom_u32, u64 as nom_u64};
 use nom::IResult;
 
+mod reports;
+
 use super::names::{is_bare, kind_from_name, QuickBuild};
 use crate::error::{Error, Result};
 use crate::ingest::validate::{Field, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
-    flags, Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId,
-    TraceHeader,
+    flags, Communicator, Location, OpKind, Operation, Process, Processor, Rank, RoutineEvent,
+    StrId, TraceHeader,
 };
 
 type In<'a> = &'a [u8];
@@ -283,6 +285,8 @@ const SLOT_OTHER: usize = 2;
 struct Interner {
     map: HashMap<Box<[u8]>, StrId, QuickBuild>,
     cache: [(Vec<u8>, StrId); 3],
+    /// The id the next new name gets (declared names may repeat, so not `map.len()`).
+    next: StrId,
 }
 
 impl Interner {
@@ -290,7 +294,17 @@ impl Interner {
         Interner {
             map: HashMap::default(),
             cache: [(Vec::new(), 0), (Vec::new(), 0), (Vec::new(), 0)],
+            next: 0,
         }
+    }
+
+    /// Gives a declared name the next id, even if the name is known already (a string
+    /// table may hold a text twice); later uses of the name get its first id.
+    fn declare(&mut self, name: &[u8]) -> StrId {
+        let id = self.next;
+        self.next += 1;
+        self.map.entry(name.into()).or_insert(id);
+        id
     }
 
     /// The id of `name`, and its text when it is new (so the caller defines it).
@@ -309,7 +323,8 @@ impl Interner {
             Some(&id) => (id, None),
             None => {
                 let text = std::str::from_utf8(name).map_err(|_| ())?;
-                let id = self.map.len() as StrId;
+                let id = self.next;
+                self.next += 1;
                 self.map.insert(name.into(), id);
                 (id, Some(text))
             }
@@ -344,6 +359,10 @@ struct HeaderBuilder {
     processors: Vec<DeclPos>,
     processes: Vec<DeclPos>,
     comms: Vec<DeclPos>,
+    /// The `string` declarations, in order: the string table's first entries.
+    strings: Vec<String>,
+    /// The `location` declarations: where each one's rank is, if it names one.
+    locations: Vec<DeclPos>,
 }
 
 /// Largest member range accepted in one `a-b` item.
@@ -353,7 +372,7 @@ const MAX_RANGE: u64 = 1 << 24;
 // Event lines
 
 /// Positions of the fields of the current event line: byte offset + 1, or 0 when absent.
-const N_SLOTS: usize = 17;
+const N_SLOTS: usize = 18;
 
 fn slot_of(field: Field) -> Option<usize> {
     Some(match field {
@@ -394,7 +413,16 @@ fn routine_keyword(s: In) -> Option<bool> {
     }
 }
 
-const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag";
+/// The word of letters a line starts with (`anomaly`, `process`, …).
+fn keyword<'a>(rest: In<'a>) -> &'a [u8] {
+    let end = rest
+        .iter()
+        .position(|&b| !b.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec";
 
 #[derive(PartialEq, Eq)]
 enum Phase {
@@ -413,6 +441,12 @@ struct LineParser {
     scratch: Vec<u8>,
     first_event_line: u64,
     stats: ParseStats,
+    /// Operations read so far per rank on thread 0, and per (rank, thread) on other threads:
+    /// what `anomaly` lines may name.
+    op_counts: Vec<u64>,
+    thread_op_counts: HashMap<(Rank, u32), u64, QuickBuild>,
+    /// `location` lines after the first event, handed to the sink at the end.
+    late_locations: Vec<Location>,
 }
 
 impl LineParser {
@@ -430,6 +464,9 @@ impl LineParser {
             scratch: Vec::new(),
             first_event_line: 0,
             stats: ParseStats::default(),
+            op_counts: Vec::new(),
+            thread_op_counts: HashMap::default(),
+            late_locations: Vec::new(),
         }
     }
 
@@ -458,19 +495,38 @@ impl LineParser {
         }
         match self.phase {
             Phase::Version => self.version(line, rest),
-            Phase::Header if rest[0].is_ascii_digit() => {
+            Phase::Header if rest[0].is_ascii_digit() || keyword(rest) == b"anomaly" => {
                 self.end_header(sink)?;
                 self.phase = Phase::Events;
                 self.first_event_line = self.ctx.line_no;
-                self.event(line, sink)
+                self.line_in_events(line, rest, sink)
             }
             Phase::Header => self.declaration(line, rest),
-            Phase::Events if rest[0].is_ascii_digit() => self.event(line, sink),
-            Phase::Events => {
-                let word = &rest[..rest
-                    .iter()
-                    .position(|&b| !b.is_ascii_alphabetic())
-                    .unwrap_or(rest.len())];
+            Phase::Events => self.line_in_events(line, rest, sink),
+        }
+    }
+
+    /// A line after the header that does not start with a digit where it begins: an event
+    /// after spaces, an `anomaly` line, a late `location` line, or a misplaced declaration.
+    fn line_in_events<S: EventSink + ?Sized>(
+        &mut self,
+        line: &[u8],
+        rest: &[u8],
+        sink: &mut S,
+    ) -> Result<()> {
+        match rest[0] {
+            b'0'..=b'9' => self.event(line, sink),
+            _ => {
+                if keyword(rest) == b"anomaly" {
+                    return self.anomaly_line(line, rest, sink);
+                }
+                if keyword(rest) == b"location" {
+                    let (location, _) = self.location_line(line, rest)?;
+                    self.check_location_rank(line, &location, None)?;
+                    self.late_locations.push(location);
+                    return Ok(());
+                }
+                let word = keyword(rest);
                 if matches!(
                     word,
                     b"scenario"
@@ -479,6 +535,7 @@ impl LineParser {
                         | b"processor"
                         | b"process"
                         | b"communicator"
+                        | b"string"
                         | b"MTF"
                 ) {
                     let message = format!(
@@ -675,6 +732,17 @@ impl LineParser {
                 self.hb.header.communicators.push(Communicator { id, name: text, members });
                 self.hb.comms.push(pos([id_off, id_off], items, self.ctx.line_no));
             }
+            b"string" => {
+                let (s, text) = self.decl_name(line, s, "a string")?;
+                self.expect_end(line, s)?;
+                self.interner.declare(text.as_bytes());
+                self.hb.strings.push(text);
+            }
+            b"location" => {
+                let (location, rank_off) = self.location_line(line, rest)?;
+                self.hb.header.locations.push(location);
+                self.hb.locations.push(pos([rank_off.unwrap_or(kw_off), kw_off], Vec::new(), self.ctx.line_no));
+            }
             b"MTF" => {
                 let message = "the version line appears twice".to_string();
                 return Err(self.ctx.error(line, kw_off, "duplicate declaration", message));
@@ -683,7 +751,7 @@ impl LineParser {
                 return Err(self.ctx.expected(
                     line,
                     rest,
-                    "a declaration (scenario, trace, comment, processor, process, communicator) or an event",
+                    "a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event",
                 ))
             }
         }
@@ -698,6 +766,8 @@ impl LineParser {
         if order.iter().enumerate().any(|(i, &j)| i != j) {
             let mut procs: Vec<Option<Process>> = hb.header.processes.drain(..).map(Some).collect();
             let mut poss: Vec<Option<DeclPos>> = hb.processes.drain(..).map(Some).collect();
+            // `order` is a permutation: each index is taken once.
+            #[allow(clippy::expect_used)]
             for &j in &order {
                 hb.header
                     .processes
@@ -705,10 +775,18 @@ impl LineParser {
                 hb.processes.push(poss[j].take().expect("each index once"));
             }
         }
-        match sink.header(&self.hb.header) {
-            Err(Error::Rule(violation)) => Err(self.header_error(*violation)),
-            other => other,
+        for (location, decl) in self.hb.header.locations.iter().zip(&self.hb.locations) {
+            self.check_location_rank(&decl.text, location, Some(decl))?;
         }
+        match sink.header(&self.hb.header) {
+            Err(Error::Rule(violation)) => return Err(self.header_error(*violation)),
+            other => other?,
+        }
+        for (id, text) in self.hb.strings.iter().enumerate() {
+            self.stats.strings += 1;
+            sink.string(id as StrId, text)?;
+        }
+        Ok(())
     }
 
     fn header_error(&self, v: Violation) -> Error {
@@ -849,6 +927,7 @@ impl LineParser {
                 b"req" => 14,
                 b"done" => 15,
                 b"flag" => 16,
+                b"rec" => 17,
                 _ => {
                     let message = format!(
                         "unknown field {:?} (the fields are {FIELD_KEYS})",
@@ -969,7 +1048,7 @@ impl LineParser {
                         }
                     }
                 }
-                _ => match v.first() {
+                16 => match v.first() {
                     Some(b'0') if at_sep(&v[1..]) => {
                         self.op.flags |= flags::NOT_COMPLETED;
                         &v[1..]
@@ -977,9 +1056,17 @@ impl LineParser {
                     Some(b'1') if at_sep(&v[1..]) => &v[1..],
                     _ => return Err(bad("0 or 1 after flag=")),
                 },
+                _ => match v.first() {
+                    Some(b'0') if at_sep(&v[1..]) => {
+                        self.op.flags |= flags::WITHOUT_RECORDS;
+                        &v[1..]
+                    }
+                    _ => return Err(bad("0 after rec= (a call recorded without its records)")),
+                },
             };
         }
         self.stats.operations += 1;
+        self.count_operation(rank, thread);
         match sink.operation(&self.op) {
             Err(Error::Rule(v)) => Err(self.violation(line, *v)),
             other => other,
@@ -1037,6 +1124,11 @@ impl LineParser {
             }
             Phase::Header => self.end_header(sink)?,
             Phase::Events => {}
+        }
+        if !self.late_locations.is_empty() {
+            let mut all = std::mem::take(&mut self.hb.header.locations);
+            all.append(&mut self.late_locations);
+            sink.locations(&all)?;
         }
         sink.finish()?;
         Ok(self.stats)

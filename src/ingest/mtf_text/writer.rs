@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 use super::names::{can_be_bare, names_a_kind};
 use crate::error::{Error, Result};
+use crate::ingest::anomaly_fields::{self as anomaly, Val};
 use crate::ingest::EventSink;
-use crate::model::{flags, OpKind, Operation, Rank, RoutineEvent, StrId, TraceHeader};
+use crate::model::{
+    flags, Anomaly, Location, OpKind, OpPosition, Operation, Rank, RoutineEvent, StrId, TraceHeader,
+};
 
 /// Bytes gathered before they are handed to the underlying writer.
 const FLUSH_AT: usize = 1 << 20;
@@ -55,6 +58,20 @@ impl<W: Write> MtfWriter<W> {
         }
     }
 
+    /// Declares a whole string table, right after [`EventSink::header`]: `string` lines in
+    /// id order, so that a parse gives every name the id it has here (and keeps names no
+    /// event uses), instead of ids in first-use order.
+    pub fn strings(&mut self, table: &[String]) -> Result<()> {
+        for (id, text) in table.iter().enumerate() {
+            self.string(id as StrId, text)?;
+            self.buf.extend_from_slice(b"string ");
+            push_name(&mut self.buf, text);
+            self.buf.push(b'\n');
+            self.maybe_flush()?;
+        }
+        Ok(())
+    }
+
     /// Writes what is buffered and returns the underlying writer.
     pub fn into_inner(mut self) -> Result<W> {
         self.flush_buf()?;
@@ -86,12 +103,102 @@ impl<W: Write> MtfWriter<W> {
     }
 
     fn who(&mut self, rank: Rank, thread: u32) {
-        push_u64(&mut self.buf, rank.into());
-        if thread != 0 {
-            self.buf.push(b'.');
-            push_u64(&mut self.buf, thread.into());
-        }
+        push_who(&mut self.buf, rank, thread);
     }
+
+    /// Writes a `location` line.
+    fn location(&mut self, l: &Location) {
+        let b = &mut self.buf;
+        b.extend_from_slice(b"location ");
+        push_name(b, &l.name);
+        b.push(b' ');
+        b.extend_from_slice(l.kind.token().as_bytes());
+        if !l.group.is_empty() {
+            b.extend_from_slice(b" group=");
+            push_name(b, &l.group);
+        }
+        for (key, value) in [
+            (&b" rank="[..], l.rank.map(u64::from)),
+            (b" thread=", l.thread.map(u64::from)),
+            (b" regions=", Some(l.regions).filter(|&n| n != 0)),
+            (b" events=", Some(l.events).filter(|&n| n != 0)),
+        ] {
+            if let Some(v) = value {
+                b.extend_from_slice(key);
+                push_u64(b, v);
+            }
+        }
+        b.push(b'\n');
+    }
+
+    /// Writes an `anomaly` line; `at` gives the positions of the operations it names.
+    fn anomaly_line(&mut self, a: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        let (class, fields) = anomaly::fields(a);
+        let b = &mut self.buf;
+        b.extend_from_slice(b"anomaly ");
+        b.extend_from_slice(class.as_bytes());
+        for (key, value) in fields {
+            b.push(b' ');
+            b.extend_from_slice(key.as_bytes());
+            b.push(b'=');
+            match value {
+                Val::Num(v) => push_u64(b, v),
+                Val::Int(v) => {
+                    if v < 0 {
+                        b.push(b'-');
+                    }
+                    push_u64(b, v.unsigned_abs());
+                }
+                Val::Str(id) => b.extend_from_slice(
+                    self.names
+                        .get(id as usize)
+                        .and_then(Option::as_ref)
+                        .ok_or_else(|| Self::undefined(id))?,
+                ),
+                Val::Kind(kind) => push_call(b, &self.call_names, kind)?,
+                Val::Op(i) => {
+                    let p = at.get(i).ok_or_else(|| {
+                        Error::Usage(format!(
+                            "MTF writer: the anomaly {class} names {} operations but {} positions were given",
+                            a.ops().len(),
+                            at.len()
+                        ))
+                    })?;
+                    push_who(b, p.rank, p.thread);
+                    b.push(b':');
+                    push_u64(b, p.index);
+                }
+                Val::Text(t) => push_name(b, &t),
+            }
+        }
+        b.push(b'\n');
+        self.maybe_flush()
+    }
+}
+
+fn push_who(buf: &mut Vec<u8>, rank: Rank, thread: u32) {
+    push_u64(buf, rank.into());
+    if thread != 0 {
+        buf.push(b'.');
+        push_u64(buf, thread.into());
+    }
+}
+
+/// Appends the call name of `kind`: its MPI name without `MPI_`, or its `Other` name.
+// Only `Other` lacks an MPI name, and it has its own arm.
+#[allow(clippy::expect_used)]
+fn push_call(buf: &mut Vec<u8>, call_names: &[Option<Box<[u8]>>], kind: OpKind) -> Result<()> {
+    match kind {
+        OpKind::Other(id) => {
+            let name = call_names
+                .get(id as usize)
+                .and_then(Option::as_ref)
+                .ok_or_else(|| MtfWriter::<Vec<u8>>::undefined(id))?;
+            buf.extend_from_slice(name);
+        }
+        k => buf.extend_from_slice(&k.mpi_name().expect("fixed kinds have names").as_bytes()[4..]),
+    }
+    Ok(())
 }
 
 /// Appends `s` as a name token: bare when it can be, else quoted with escapes.
@@ -233,6 +340,9 @@ impl<W: Write> EventSink for MtfWriter<W> {
             push_members(b, &c.members);
             b.push(b'\n');
         }
+        for l in &header.locations {
+            self.location(l);
+        }
         self.maybe_flush()
     }
 
@@ -264,19 +374,7 @@ impl<W: Write> EventSink for MtfWriter<W> {
         b.push(b' ');
         push_u64(b, op.end);
         b.push(b' ');
-        match op.kind {
-            OpKind::Other(id) => {
-                let name = self
-                    .call_names
-                    .get(id as usize)
-                    .and_then(Option::as_ref)
-                    .ok_or_else(|| Self::undefined(id))?;
-                b.extend_from_slice(name);
-            }
-            k => {
-                b.extend_from_slice(&k.mpi_name().expect("fixed kinds have names").as_bytes()[4..])
-            }
-        }
+        push_call(b, &self.call_names, op.kind)?;
         if let Some(c) = op.comm {
             b.extend_from_slice(b" c=");
             push_u64(b, c.into());
@@ -343,6 +441,9 @@ impl<W: Write> EventSink for MtfWriter<W> {
         if op.flags & flags::NOT_COMPLETED != 0 {
             b.extend_from_slice(b" flag=0");
         }
+        if op.flags & flags::WITHOUT_RECORDS != 0 {
+            b.extend_from_slice(b" rec=0");
+        }
         b.push(b'\n');
         self.maybe_flush()
     }
@@ -361,6 +462,31 @@ impl<W: Write> EventSink for MtfWriter<W> {
             .ok_or_else(|| Self::undefined(id))?;
         b.extend_from_slice(name);
         b.push(b'\n');
+        self.maybe_flush()
+    }
+
+    /// Writes an anomaly that names no operation; one that does needs
+    /// [`EventSink::anomaly_at`], since MTF text names operations by position.
+    fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        if !anomaly.ops().is_empty() {
+            return Err(Error::Usage(format!(
+                "MTF writer: the anomaly {:?} names operations by id; MTF text names them by position (anomaly_at)",
+                anomaly.kind_name()
+            )));
+        }
+        self.anomaly_line(anomaly, &[])
+    }
+
+    fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
+        self.anomaly_line(anomaly, at)
+    }
+
+    /// Writes the locations as `location` lines after the events (where a source that
+    /// learns them at the end reports them).
+    fn locations(&mut self, locations: &[Location]) -> Result<()> {
+        for l in locations {
+            self.location(l);
+        }
         self.maybe_flush()
     }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reader::{ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, LITTLE_ENDIAN};
+use super::reader::{ChunkReader, Decoder, BIG_ENDIAN, CHUNK_HEADER, END_OF_FILE, LITTLE_ENDIAN};
 use crate::error::{Error, Result};
 
 /// The magic string an anchor file starts with (after its buffer header).
@@ -13,6 +13,8 @@ const MAGIC: &str = "OTF2";
 pub const OLDEST_VERSION: (u8, u8) = (1, 0);
 /// The newest major version read.
 pub const NEWEST_MAJOR: u8 = 3;
+/// The anchor file format whose layout this reader knows to its end (OTF2 2.x and 3.x).
+const KNOWN_ANCHOR_FORMAT: u8 = 3;
 
 /// What the anchor file says about the archive.
 #[derive(Debug, Clone)]
@@ -151,12 +153,32 @@ pub fn read(path: &Path) -> Result<Anchor> {
     let machine = d.string("machine name").map_err(fail)?;
     let creator = d.string("creator").map_err(fail)?;
     let description = d.string("description").map_err(fail)?;
-    // Archive properties (`OTF2::…` name, value): not used, but checked to be whole.
+    // Archive properties (`OTF2::…` name, value) and the trace's identifier (format 2 on), the
+    // snapshot and thumbnail counts (format 3 on): not used, but checked to be whole, as
+    // OTF2's own reader does, so that a truncated anchor is refused.
     if anchor_format > 1 {
         let n = d.u32_full("number of properties").map_err(fail)?;
         for _ in 0..n {
             let _ = d.string("property name").map_err(fail)?;
             let _ = d.string("property value").map_err(fail)?;
+        }
+        let _ = d.u64_full("trace identifier").map_err(fail)?;
+    }
+    if anchor_format > 2 {
+        let _ = d.u32_full("number of snapshots").map_err(fail)?;
+        let _ = d.u32_full("number of thumbnails").map_err(fail)?;
+    }
+    // The end-of-file marker closes the anchor of the format this reader knows; later
+    // formats may hold more before it.
+    if anchor_format == KNOWN_ANCHOR_FORMAT {
+        let at = start + d.pos() as u64;
+        let marker = d.u8("end-of-file marker").map_err(fail)?;
+        if marker != END_OF_FILE {
+            return Err(r.error(
+                at,
+                "bad anchor file",
+                format!("expected the end-of-file marker {END_OF_FILE}, found {marker}"),
+            ));
         }
     }
     Ok(Anchor {

@@ -235,6 +235,8 @@ impl LocationConverter {
     /// Takes out the item [`LocationConverter::ready`] returned.
     #[inline]
     pub fn pop(&mut self) -> Slot {
+        // Called only after `ready` saw a complete item at the front.
+        #[allow(clippy::expect_used)]
         let slot = self.out.pop_front().expect("a ready item");
         debug_assert!(slot.complete, "only a complete item leaves");
         self.out_base += 1;
@@ -473,10 +475,9 @@ impl LocationConverter {
             self.push(Item::Anomaly(anomaly), offset, true);
         }
         while self.stack.len() > at {
-            let frame = self
-                .stack
-                .pop()
-                .expect("the stack holds at least `at` frames");
+            let Some(frame) = self.stack.pop() else {
+                break;
+            };
             self.close_frame(ctx, frame, time, offset)?;
         }
         Ok(())

@@ -18,9 +18,9 @@
 //! as ranks within the communicator; they are translated to world ranks here.
 
 mod anchor;
-mod convert;
+pub(crate) mod convert;
 mod defs;
-mod events;
+pub(crate) mod events;
 mod layout;
 mod reader;
 
@@ -194,6 +194,8 @@ fn event_file(anchor: &Anchor, l: &defs::Location) -> Result<Option<PathBuf>> {
 
 impl Archive {
     fn open(anchor: &Anchor, defs: Definitions, layout: Layout) -> Result<Archive> {
+        // `Layout::of` refuses definitions without clock properties.
+        #[allow(clippy::expect_used)]
         let clock = defs.clock.expect("checked by the layout");
         let mut locations = Vec::with_capacity(layout.threads.len());
         let mut events_expected = 0u64;

@@ -131,6 +131,8 @@ impl<'a> Decoder<'a> {
 
     /// A full-width (uncompressed) 64-bit integer.
     pub fn u64_full(&mut self, what: &str) -> std::result::Result<u64, Fault> {
+        // `take(8)` returns exactly 8 bytes.
+        #[allow(clippy::expect_used)]
         let b: [u8; 8] = self.take(8, what)?.try_into().expect("8 bytes");
         Ok(if self.big {
             u64::from_be_bytes(b)
@@ -141,6 +143,8 @@ impl<'a> Decoder<'a> {
 
     /// A full-width 32-bit integer.
     pub fn u32_full(&mut self, what: &str) -> std::result::Result<u32, Fault> {
+        // `take(4)` returns exactly 4 bytes.
+        #[allow(clippy::expect_used)]
         let b: [u8; 4] = self.take(4, what)?.try_into().expect("4 bytes");
         Ok(if self.big {
             u32::from_be_bytes(b)
@@ -162,6 +166,8 @@ impl<'a> Decoder<'a> {
             }
             if size <= max && self.end - self.pos > size as usize && self.data.len() - self.pos > 8
             {
+                // A range of 8 bytes, checked to be inside the data just above.
+                #[allow(clippy::expect_used)]
                 let b: [u8; 8] = self.data[self.pos + 1..self.pos + 9]
                     .try_into()
                     .expect("8 bytes");
@@ -451,6 +457,8 @@ impl ChunkReader {
             return Ok(small as usize);
         }
         self.ensure(8, start)?;
+        // A range of 8 bytes, ensured to be in the window just above.
+        #[allow(clippy::expect_used)]
         let b: [u8; 8] = self.buf[self.pos..self.pos + 8]
             .try_into()
             .expect("8 bytes");
@@ -482,6 +490,8 @@ impl ChunkReader {
             let chunk_left = self.chunk_end.saturating_sub(self.buf_off) as usize;
             let limit = window.len().min(chunk_left);
             if p + 9 < limit && window[p] == TIMESTAMP {
+                // A range of 8 bytes, inside the window by the test above.
+                #[allow(clippy::expect_used)]
                 let b: [u8; 8] = window[p + 1..p + 9].try_into().expect("8 bytes");
                 self.time = u64::from_le_bytes(b);
                 p += 9;
@@ -546,6 +556,8 @@ impl ChunkReader {
                 END_OF_FILE => return Ok(Next::End),
                 TIMESTAMP if self.events => {
                     self.ensure(8, start)?;
+                    // A range of 8 bytes, ensured to be in the window just above.
+                    #[allow(clippy::expect_used)]
                     let b: [u8; 8] = self.buf[self.pos..self.pos + 8]
                         .try_into()
                         .expect("8 bytes");

@@ -1,0 +1,296 @@
+//! Export: write a stored trace in an exchange format that mtfdb (and others) read back.
+//!
+//! - [`Format::MtfText`]: the MTF text format (`grammar/mtf.ebnf`).
+//! - [`Format::Gxl`]: the MTF paper's GXL graph of MTF entities ([`gxl`]).
+//!
+//! An export reads the trace through the library and never writes to the store. It streams:
+//! the events come in time order from [`order`] (operations read chunk by chunk, routine
+//! calls sorted with a bounded memory), and the anomalies chunk by chunk, so memory follows a
+//! chunk, not the trace. Importing what an export wrote gives the same trace: the same
+//! header, operations, routine calls, messages, request links, collective instances and
+//! anomalies (operation and message ids aside, which are the import's to give); exporting
+//! that again gives the same bytes.
+//!
+//! What the import derives from the operations (messages, request links, collective
+//! instances, the anomalies matching finds, calls without their records, sums past 2^64 - 1)
+//! is found again along the export by the same [`Matcher`] and [`Tally`] the import uses,
+//! fed the operations in the export's own order. The anomalies
+//! the trace holds beyond those (what its source recorded: a region never left, crossed
+//! leaves, skipped records, …) are written as such, so that the import keeps them.
+//!
+//! ```no_run
+//! let db = mtfdb::Database::open("traces.mtfdb")?;
+//! let trace = db.trace("wrf16")?;
+//! mtfdb::export::export_file(&trace, mtfdb::export::Format::Gxl, "wrf16.gxl".as_ref())?;
+//! # Ok::<(), mtfdb::Error>(())
+//! ```
+
+mod calls;
+pub mod gxl;
+pub mod mtf_text;
+mod order;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hash::FxHashMap as HashMap;
+use crate::import::Tally;
+use crate::ingest::matcher::{MatchSink, Matcher};
+use crate::model::{
+    Anomaly, CollectiveInstance, Message, OpId, OpPosition, Operation, RequestLink, RoutineCall,
+    RoutineEvent, TraceHeader,
+};
+use crate::store::tables::split_id;
+use crate::store::OpChunkInfo;
+use crate::Trace;
+
+use order::{Event, Events};
+
+/// The formats mtfdb exports to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Format {
+    /// The MTF text format, version 1.
+    MtfText,
+    /// GXL, the graph exchange language the MTF paper carries traces in.
+    Gxl,
+}
+
+impl Format {
+    /// The short name used on the command line (`--format gxl`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::MtfText => "mtf",
+            Format::Gxl => "gxl",
+        }
+    }
+
+    /// Parses a `--format` argument of `export`.
+    pub fn from_name(name: &str) -> Result<Format> {
+        match name.to_ascii_lowercase().as_str() {
+            "mtf" | "mtf-text" => Ok(Format::MtfText),
+            "gxl" => Ok(Format::Gxl),
+            other => Err(Error::Usage(format!(
+                "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL graph)"
+            ))),
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ExportStats {
+    /// Operations written.
+    pub operations: u64,
+    /// Routine calls written.
+    pub routine_calls: u64,
+    /// Messages, request links and collective instances found again along the export.
+    pub messages: u64,
+    /// Request links.
+    pub request_links: u64,
+    /// Collective instances.
+    pub collective_instances: u64,
+    /// Anomalies written as the source's (the import keeps them as they are).
+    pub source_anomalies: u64,
+    /// Anomalies the import derives again from the operations.
+    pub derived_anomalies: u64,
+}
+
+/// Writes `trace` in `format` to `out`; `name` names the output in errors.
+pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Result<ExportStats> {
+    match format {
+        Format::MtfText => walk(trace, &mut mtf_text::TextWriter::new(out, name)),
+        Format::Gxl => {
+            let s = trace.summary();
+            let times = s.first_time.zip(s.last_time);
+            walk(trace, &mut gxl::GxlWriter::new(out, name, times))
+        }
+    }
+}
+
+/// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
+/// file is removed rather than left half written.
+pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
+    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    let written = export(trace, format, file, path);
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+/// What a format writer receives from [`walk`], in this order: the header once, then the
+/// events in export order interleaved with what matching derives from them, then the
+/// source's anomalies, then `finish`. Operations are named by their positions.
+pub(crate) trait Writer {
+    /// The declarations, and the trace's string table (names by id).
+    fn header(&mut self, header: &TraceHeader, strings: &[String]) -> Result<()>;
+    /// An operation at its position.
+    fn operation(&mut self, op: &Operation, at: OpPosition) -> Result<()>;
+    /// A routine call begins (`enter`) or ends.
+    fn routine(&mut self, call: &RoutineCall, enter: bool) -> Result<()>;
+    /// A message matching found, between the operations at `send` and `recv`.
+    fn message(&mut self, m: &Message, send: OpPosition, recv: OpPosition) -> Result<()>;
+    /// A request link matching found.
+    fn request_link(&mut self, request: OpPosition, completion: OpPosition) -> Result<()>;
+    /// A collective instance matching found, with its members' positions.
+    fn collective(&mut self, c: &CollectiveInstance, members: &[OpPosition]) -> Result<()>;
+    /// An anomaly, with the positions of the operations it names; `derived` when matching
+    /// finds it again on import, else the source recorded it.
+    fn anomaly(&mut self, a: &Anomaly, at: &[OpPosition], derived: bool) -> Result<()>;
+    /// The end.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// Operation ids to positions, through the chunk directory.
+struct Positions<'t> {
+    chunks: &'t [OpChunkInfo],
+}
+
+impl Positions<'_> {
+    fn of(&self, id: OpId) -> Result<OpPosition> {
+        let (chunk, row) = split_id(id);
+        let info = self
+            .chunks
+            .binary_search_by_key(&chunk, |c| c.chunk)
+            .map(|i| self.chunks[i])
+            .map_err(|_| Error::Corrupt(format!("operation id {id} names no stored chunk")))?;
+        Ok(OpPosition {
+            rank: info.rank,
+            thread: info.thread,
+            index: info.first_row + row as u64,
+        })
+    }
+
+    fn all(&self, ids: &[OpId]) -> Result<Vec<OpPosition>> {
+        ids.iter().map(|&id| self.of(id)).collect()
+    }
+}
+
+/// Receives what the matcher and the import's tally find along the export and hands it to
+/// the writer.
+struct Derived<'w, 't> {
+    writer: &'w mut dyn Writer,
+    positions: Positions<'t>,
+    /// The anomalies found, by count: what the import will find again.
+    anomalies: HashMap<Anomaly, u64>,
+    tally: Tally,
+    /// What the tally just found.
+    found: Vec<Anomaly>,
+    stats: ExportStats,
+}
+
+impl Derived<'_, '_> {
+    /// An anomaly any import of the operations finds again.
+    fn derive(&mut self, a: &Anomaly) -> Result<()> {
+        self.stats.derived_anomalies += 1;
+        *self.anomalies.entry(a.clone()).or_default() += 1;
+        let at = self.positions.all(&a.ops())?;
+        self.writer.anomaly(a, &at, true)
+    }
+
+    fn derive_found(&mut self) -> Result<()> {
+        let mut found = std::mem::take(&mut self.found);
+        for a in found.drain(..) {
+            self.derive(&a)?;
+        }
+        self.found = found;
+        Ok(())
+    }
+}
+
+impl MatchSink for Derived<'_, '_> {
+    fn message(&mut self, m: &Message) -> Result<()> {
+        self.stats.messages += 1;
+        let (send, recv) = (self.positions.of(m.send_op)?, self.positions.of(m.recv_op)?);
+        self.writer.message(m, send, recv)?;
+        self.tally.message(m, &mut self.found);
+        self.derive_found()
+    }
+
+    fn request_link(&mut self, l: &RequestLink) -> Result<()> {
+        self.stats.request_links += 1;
+        let request = self.positions.of(l.request_op)?;
+        let completion = self.positions.of(l.completion_op)?;
+        self.writer.request_link(request, completion)
+    }
+
+    fn collective(&mut self, c: &CollectiveInstance) -> Result<()> {
+        self.stats.collective_instances += 1;
+        let members = self.positions.all(&c.ops)?;
+        self.writer.collective(c, &members)
+    }
+
+    fn anomaly(&mut self, a: &Anomaly) -> Result<()> {
+        self.derive(a)
+    }
+}
+
+/// Feeds `trace` to `writer`: header, events in export order with what matching derives,
+/// the source's anomalies, the end.
+fn walk(trace: &Trace, writer: &mut dyn Writer) -> Result<ExportStats> {
+    let strings: Vec<String> = (0..)
+        .map_while(|id| trace.string(id).map(str::to_string))
+        .collect();
+    writer.header(trace.header(), &strings)?;
+    let mut matcher = Matcher::new(trace.header());
+    let mut derived = Derived {
+        writer,
+        positions: Positions {
+            chunks: trace.op_chunks(),
+        },
+        anomalies: HashMap::default(),
+        tally: Tally::new(trace.header().processes.len()),
+        found: Vec::new(),
+        stats: ExportStats::default(),
+    };
+    let mut events = Events::new(trace)?;
+    while let Some(event) = events.next_event()? {
+        match event {
+            Event::Op { id, op, at } => {
+                derived.stats.operations += 1;
+                derived.writer.operation(&op, at)?;
+                derived.tally.operation(id, &op, &mut derived.found);
+                derived.derive_found()?;
+                matcher.operation(id, &op, &mut derived)?;
+            }
+            Event::Enter(call) => {
+                derived.stats.routine_calls += 1;
+                derived.writer.routine(&call, true)?;
+            }
+            Event::Leave(call) => derived.writer.routine(&call, false)?,
+        }
+    }
+    matcher.finish(&mut derived)?;
+    derived.tally.finish(&mut derived.found);
+    derived.derive_found()?;
+    // What the trace holds beyond what matching finds again is the source's.
+    for chunk in 0..trace.anomaly_chunk_count() {
+        for a in trace.anomaly_chunk(chunk)? {
+            match derived.anomalies.get_mut(&a) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => {
+                    derived.stats.source_anomalies += 1;
+                    let at = derived.positions.all(&a.ops())?;
+                    derived.writer.anomaly(&a, &at, false)?;
+                }
+            }
+        }
+    }
+    derived.writer.finish()?;
+    Ok(derived.stats)
+}
+
+/// A routine call's enter or leave as the event a source delivers.
+pub(crate) fn routine_event(call: &RoutineCall, enter: bool) -> RoutineEvent {
+    RoutineEvent {
+        rank: call.rank,
+        thread: call.thread,
+        time: if enter { call.start } else { call.end },
+        routine: call.routine,
+        enter,
+    }
+}

@@ -1,0 +1,1116 @@
+//! DUMPI import: the real trace in `../shared/traces/dumpi/testtrace` against its reference
+//! `dumpi2ascii` dump, a DUMPI 1.1 fixture (written by `tests/fixtures/dumpi/writer.rs`) with a
+//! communicator made by `MPI_Comm_create` on a subgroup, a split, a dup, Waitall, Waitany and
+//! Testsome, checked against the reference `dumpi2ascii` dump of its files and against the
+//! messages, collectives and communicators it was written to hold, and damaged files.
+
+mod common;
+
+#[path = "fixtures/dumpi/writer.rs"]
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::temp_db;
+use mtfdb::model::{flags, Anomaly, OpKind, Operation, Rank};
+use mtfdb::{Error, SourceFormat, Trace};
+use writer::{handle::*, label::*, Arg, RankWriter, Status};
+
+// ---------------------------------------------------------------------------------------
+// The fixture.
+
+/// Wall-clock seconds of the fixture's start.
+const T0: u32 = 1_700_000_000;
+/// Ranks of the fixture.
+const RANKS: usize = 6;
+/// Address of the profiled function `solve`.
+const SOLVE: u64 = 0x40_1000;
+
+/// One rank's script: its writer and its clock.
+struct Script {
+    w: RankWriter,
+    now: u64,
+}
+
+impl Script {
+    fn new(rank: usize) -> Script {
+        let mut w = RankWriter::new([1, 1, 0], T0);
+        w.functions.push((SOLVE, "solve".into()));
+        Script {
+            w,
+            // Ranks start 10 us apart: rank 0's MPI_Init is the trace's first event.
+            now: u64::from(T0) * 1_000_000_000 + 500_000 + rank as u64 * 10_000,
+        }
+    }
+
+    /// A call of 1 us after a gap of 1 us; returns its record's offset.
+    fn call(&mut self, func: u16, args: Vec<Arg>) -> u64 {
+        self.on_thread(func, 0, args)
+    }
+
+    fn on_thread(&mut self, func: u16, thread: u16, args: Vec<Arg>) -> u64 {
+        self.now += 1_000;
+        let start = self.now;
+        self.now += 1_000;
+        self.w.call(func, thread, start, self.now, &args)
+    }
+}
+
+fn st(bytes: i32, source: i32, tag: i32) -> Status {
+    Status { bytes, source, tag }
+}
+
+/// Offsets of records the damage tests overwrite.
+struct Marks {
+    /// Rank 3's `MPI_Comm_rank` record.
+    rank3_comm_rank: u64,
+    /// Rank 2's `MPI_Waitall` record and the offset of its request count.
+    rank2_waitall: u64,
+}
+
+/// Writes the fixture trace `subcomm` (DUMPI 1.1, 6 ranks) into `dir`:
+///
+/// - the odd ranks make a communicator with `MPI_Comm_group`, `MPI_Group_incl` and
+///   `MPI_Comm_create` (world ranks 1, 3, 5; the even ranks get `MPI_COMM_NULL`), broadcast 10
+///   doubles from its rank 1 (world 3), exchange messages in its ranks (its rank 0 to 2: 5
+///   ints, tag 7, received with `MPI_ANY_SOURCE`/`MPI_ANY_TAG` and completed by `MPI_Waitany`;
+///   its rank 2 to 1: 3 doubles, tag 9), reduce 2 ints with `MPI_Allreduce`, and free it;
+/// - the even ranks pass 4 ints around a ring 0 → 2 → 4 → 0 (tag 3) on the world,
+///   completing with `MPI_Testsome` (a first call that finds nothing, then both requests) on
+///   rank 0, `MPI_Waitall` on rank 2, `MPI_Waitany` then `MPI_Wait` on rank 4; rank 0 does it
+///   inside the profiled function `solve`, and its thread 1 calls `MPI_Comm_rank` meanwhile;
+/// - everyone splits the world by parity with keys 10 − rank (members 4, 2, 0 and 5, 3, 1),
+///   dups the result and synchronizes on the dup, sends 2 chars from split rank 0 to split
+///   rank 1 (world 4 → 2, 5 → 3), gathers an int at split rank 0, and ends with a world
+///   barrier.
+fn write_subcomm(dir: &Path) -> (PathBuf, Marks) {
+    let mut s: Vec<Script> = (0..RANKS).map(Script::new).collect();
+    let mut marks = Marks {
+        rank3_comm_rank: 0,
+        rank2_waitall: 0,
+    };
+    for (r, p) in s.iter_mut().enumerate() {
+        let ri = r as i32;
+        p.call(
+            INIT,
+            vec![Arg::Argv(vec!["./fixture".into(), "-n".into(), "6".into()])],
+        );
+        let at = p.call(COMM_RANK, vec![Arg::H(COMM_WORLD), Arg::I(ri)]);
+        if r == 3 {
+            marks.rank3_comm_rank = at;
+        }
+        p.call(COMM_SIZE, vec![Arg::H(COMM_WORLD), Arg::I(RANKS as i32)]);
+        p.call(COMM_GROUP, vec![Arg::H(COMM_WORLD), Arg::H(3)]);
+        p.call(
+            GROUP_INCL,
+            vec![Arg::H(3), Arg::I(3), Arg::Ints(vec![1, 3, 5]), Arg::H(4)],
+        );
+        let sub = if r % 2 == 1 { 4 } else { COMM_NULL };
+        p.call(
+            COMM_CREATE,
+            vec![Arg::H(COMM_WORLD), Arg::H(4), Arg::H(sub)],
+        );
+        p.call(GROUP_FREE, vec![Arg::H(4)]);
+        if r % 2 == 1 {
+            let local = (ri - 1) / 2;
+            p.call(
+                BCAST,
+                vec![Arg::I(10), Arg::H(MPI_DOUBLE), Arg::I(1), Arg::H(4)],
+            );
+            match local {
+                0 => {
+                    p.call(ISEND, writer::send_args(5, MPI_INT, 2, 7, 4, Some(2)));
+                    p.call(WAIT, vec![Arg::I(2), Arg::St(Some(vec![st(0, 0, 0)]))]);
+                }
+                1 => {
+                    p.call(
+                        RECV,
+                        writer::recv_args(3, MPI_DOUBLE, 2, 9, 4, Some(st(24, 2, 9))),
+                    );
+                }
+                _ => {
+                    p.call(
+                        IRECV,
+                        writer::irecv_args(5, MPI_INT, ANY_SOURCE, ANY_TAG, 4, 2),
+                    );
+                    p.call(ISEND, writer::send_args(3, MPI_DOUBLE, 1, 9, 4, Some(3)));
+                    p.call(
+                        WAITANY,
+                        vec![
+                            Arg::I(2),
+                            Arg::Ints(vec![2, 3]),
+                            Arg::I(0),
+                            Arg::St(Some(vec![st(20, 0, 7)])),
+                        ],
+                    );
+                    p.call(
+                        WAITANY,
+                        vec![
+                            Arg::I(2),
+                            Arg::Ints(vec![REQUEST_NULL, 3]),
+                            Arg::I(1),
+                            Arg::St(Some(vec![st(0, 0, 0)])),
+                        ],
+                    );
+                }
+            }
+            p.call(
+                ALLREDUCE,
+                vec![Arg::I(2), Arg::H(MPI_INT), Arg::I8(3), Arg::H(4)],
+            );
+            p.call(COMM_FREE, vec![Arg::H(4)]);
+        } else {
+            let (prev, next) = ((ri + 4) % 6, (ri + 2) % 6);
+            if r == 0 {
+                p.call(FUNCTION_ENTER, vec![Arg::I64(SOLVE)]);
+            }
+            p.call(
+                IRECV,
+                writer::irecv_args(4, MPI_INT, prev, 3, COMM_WORLD, 2),
+            );
+            p.call(
+                ISEND,
+                writer::send_args(4, MPI_INT, next, 3, COMM_WORLD, Some(3)),
+            );
+            let two = || Arg::Ints(vec![2, 3]);
+            match r {
+                0 => {
+                    p.on_thread(COMM_RANK, 1, vec![Arg::H(COMM_WORLD), Arg::I(0)]);
+                    p.call(
+                        TESTSOME,
+                        vec![
+                            Arg::I(2),
+                            two(),
+                            Arg::I(0),
+                            Arg::Ints(vec![]),
+                            Arg::St(None),
+                        ],
+                    );
+                    p.call(
+                        TESTSOME,
+                        vec![
+                            Arg::I(2),
+                            two(),
+                            Arg::I(2),
+                            Arg::Ints(vec![1, 0]),
+                            Arg::St(Some(vec![st(0, 0, 0), st(16, 4, 3)])),
+                        ],
+                    );
+                    p.call(FUNCTION_EXIT, vec![Arg::I64(SOLVE)]);
+                }
+                2 => {
+                    marks.rank2_waitall = p.call(
+                        WAITALL,
+                        vec![
+                            Arg::I(2),
+                            two(),
+                            Arg::St(Some(vec![st(16, 0, 3), st(0, 0, 0)])),
+                        ],
+                    );
+                }
+                _ => {
+                    p.call(
+                        WAITANY,
+                        vec![
+                            Arg::I(2),
+                            two(),
+                            Arg::I(1),
+                            Arg::St(Some(vec![st(0, 0, 0)])),
+                        ],
+                    );
+                    p.call(WAIT, vec![Arg::I(2), Arg::St(Some(vec![st(16, 2, 3)]))]);
+                }
+            }
+        }
+        let color = ri % 2;
+        p.call(
+            COMM_SPLIT,
+            vec![
+                Arg::H(COMM_WORLD),
+                Arg::I(color),
+                Arg::I(10 - ri),
+                Arg::H(5),
+            ],
+        );
+        p.call(COMM_DUP, vec![Arg::H(5), Arg::H(6)]);
+        p.call(BARRIER, vec![Arg::H(6)]);
+        // Split ranks: 4, 2, 0 and 5, 3, 1.
+        let split_rank = if r % 2 == 1 {
+            (5 - ri) / 2
+        } else {
+            (4 - ri) / 2
+        };
+        match split_rank {
+            0 => {
+                p.call(SEND, writer::send_args(2, MPI_CHAR, 1, 11, 5, None));
+            }
+            1 => {
+                p.call(
+                    RECV,
+                    writer::recv_args(2, MPI_CHAR, 0, 11, 5, Some(st(2, 0, 11))),
+                );
+            }
+            _ => {}
+        }
+        let mut gather = vec![
+            Arg::I(split_rank),
+            Arg::I(1),
+            Arg::H(MPI_INT),
+            Arg::I(0),
+            Arg::H(5),
+        ];
+        if split_rank == 0 {
+            gather.extend([Arg::I(1), Arg::H(MPI_INT)]);
+        }
+        p.call(GATHER, gather);
+        p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+        p.call(FINALIZE, vec![]);
+    }
+    let writers: Vec<RankWriter> = s.into_iter().map(|p| p.w).collect();
+    (writer::write_trace(dir, "subcomm", &writers), marks)
+}
+
+/// Writes the fixture's files into `$DUMPI_FIXTURE_OUT`, to dump them with the reference
+/// `dumpi2ascii` (see `tests/fixtures/dumpi/README.md`).
+#[test]
+#[ignore]
+fn write_fixture_files() {
+    let out = std::env::var("DUMPI_FIXTURE_OUT").expect("set DUMPI_FIXTURE_OUT to a folder");
+    write_subcomm(Path::new(&out));
+}
+
+fn subcomm() -> (tempfile::TempDir, PathBuf, Marks) {
+    let dir = tempfile::tempdir().unwrap();
+    let (meta, marks) = write_subcomm(dir.path());
+    (dir, meta, marks)
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference dumps: `dumpi2ascii`'s text, parsed.
+
+/// One call as `dumpi2ascii` prints it.
+#[derive(Debug, Clone)]
+struct DumpCall {
+    name: String,
+    thread: u32,
+    /// Wall-clock entry and return, ns since the epoch.
+    enter: u64,
+    leave: u64,
+    /// Arguments by name (`requests[2]` is `requests`), values as printed.
+    args: BTreeMap<String, String>,
+}
+
+impl DumpCall {
+    fn int(&self, name: &str) -> Option<i64> {
+        let v = self.args.get(name)?;
+        v.split_whitespace().next()?.parse().ok()
+    }
+
+    /// The name in parentheses after a value (`9 (MPI_INT)` gives `MPI_INT`).
+    fn label(&self, name: &str) -> Option<&str> {
+        let v = self.args.get(name)?;
+        Some(v.split_once(" (")?.1.trim_end_matches(')'))
+    }
+
+    /// An array value (`[2, 3]`; `<IGNORED>` is empty).
+    fn ints(&self, name: &str) -> Vec<i64> {
+        let Some(v) = self.args.get(name) else {
+            return Vec::new();
+        };
+        v.trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect()
+    }
+
+    /// The statuses printed for argument `name`: (bytes, source, tag) each.
+    fn statuses(&self, name: &str) -> Vec<(i64, i64, i64)> {
+        let Some(v) = self.args.get(name) else {
+            return Vec::new();
+        };
+        v.split('{')
+            .skip(1)
+            .map(|s| {
+                let field = |f: &str| -> i64 {
+                    let at = s.find(&format!("{f}=")).unwrap() + f.len() + 1;
+                    s[at..].split([',', '}']).next().unwrap().parse().unwrap()
+                };
+                (field("bytes"), field("source"), field("tag"))
+            })
+            .collect()
+    }
+}
+
+/// A `dumpi2ascii` dump: its calls and its datatype sizes (by index: name, bytes).
+struct Dump {
+    calls: Vec<DumpCall>,
+    types: BTreeMap<i64, (String, u64)>,
+}
+
+fn walltime(text: &str) -> u64 {
+    let (s, ns) = text.split_once('.').unwrap();
+    s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap()
+}
+
+fn parse_dump(text: &str) -> Dump {
+    let mut calls: Vec<DumpCall> = Vec::new();
+    let mut types = BTreeMap::new();
+    let mut open = false;
+    for line in text.lines() {
+        if let Some((name, rest)) = line.split_once(" entering at walltime ") {
+            let (wall, rest) = rest.split_once(',').unwrap();
+            let thread = rest
+                .rsplit_once("in thread ")
+                .unwrap()
+                .1
+                .trim_end_matches('.')
+                .parse()
+                .unwrap();
+            calls.push(DumpCall {
+                name: name.to_string(),
+                thread,
+                enter: walltime(wall),
+                leave: 0,
+                args: BTreeMap::new(),
+            });
+            open = true;
+        } else if let Some((_, rest)) = line.split_once(" returning at walltime ") {
+            calls.last_mut().unwrap().leave = walltime(rest.split_once(',').unwrap().0);
+            open = false;
+        } else if let Some(rest) = line.strip_prefix("Datatype ") {
+            // Datatype 9 (MPI_INT) has size 4
+            let (index, rest) = rest.split_once(" (").unwrap();
+            let (name, size) = rest.split_once(") has size ").unwrap();
+            types.insert(
+                index.parse().unwrap(),
+                (name.to_string(), size.parse().unwrap()),
+            );
+        } else if open {
+            let (left, value) = line.split_once('=').unwrap();
+            let name = left.rsplit(' ').next().unwrap();
+            let name = name.split('[').next().unwrap();
+            calls
+                .last_mut()
+                .unwrap()
+                .args
+                .insert(name.to_string(), value.to_string());
+        }
+    }
+    Dump { calls, types }
+}
+
+/// (sender, receiver, messages, bytes) per communicating pair, sorted.
+fn sorted_pairs(trace: &Trace) -> Vec<(Rank, Rank, u64, u64)> {
+    let mut pairs: Vec<_> = trace
+        .pairs()
+        .iter()
+        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// Operations of `rank`, in time order (threads merged).
+fn rank_operations(trace: &Trace, rank: Rank) -> Vec<Operation> {
+    let mut ops: Vec<Operation> = trace
+        .process_operations(rank)
+        .unwrap()
+        .into_iter()
+        .map(|(_, op)| op)
+        .collect();
+    ops.sort_by_key(|o| (o.start, o.thread));
+    ops
+}
+
+/// Checks that what mtfdb stored for `rank` is, call by call, what the reference dump of its
+/// file says: names, threads, times (from the trace's first event at wall time `origin`),
+/// communicators, peers and roots translated to world ranks, tags, bytes (counts times the
+/// dump's datatype sizes; collectives by Score-P's convention), datatypes, requests and what
+/// each Wait or Test completed. Returns how many calls were compared.
+fn assert_matches_dump(trace: &Trace, rank: Rank, dump: &Dump, origin: u64) -> usize {
+    let ops = rank_operations(trace, rank);
+    let calls: Vec<&DumpCall> = dump
+        .calls
+        .iter()
+        .filter(|c| !c.name.starts_with("Function_"))
+        .collect();
+    assert_eq!(
+        ops.iter()
+            .map(|o| trace.kind_name(o.kind))
+            .collect::<Vec<_>>(),
+        calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "rank {rank}: calls in order"
+    );
+    let header = trace.header();
+    let members = |c: u32| header.communicator(c).unwrap().members.clone();
+    let size = |dt: i64| dump.types[&dt].1;
+    let mut handles: BTreeMap<i64, u32> = BTreeMap::new();
+    for (op, d) in ops.iter().zip(&calls) {
+        let at = format!("rank {rank}, {} entering at {}", d.name, d.enter);
+        assert_eq!(op.thread, d.thread, "{at}: thread");
+        assert_eq!(op.start, d.enter - origin, "{at}: start");
+        assert_eq!(op.end, d.leave - origin, "{at}: end");
+        // The communicator: the world's handle is the world; any other handle names one
+        // communicator from its creation to its release.
+        let handle = d.int("comm").or(d.int("oldcomm"));
+        if let Some(h) = handle {
+            let c = op.comm.unwrap_or_else(|| panic!("{at}: no communicator"));
+            if h == 2 {
+                assert_eq!(
+                    header.communicator(c).unwrap().name,
+                    "MPI_COMM_WORLD",
+                    "{at}"
+                );
+            } else {
+                assert_eq!(*handles.entry(h).or_insert(c), c, "{at}: handle {h}");
+            }
+            if d.name == "MPI_Comm_free" {
+                handles.remove(&h);
+            }
+        }
+        let world = |local: i64| members(op.comm.unwrap())[local as usize];
+        let datatype = op.datatype.map(|id| trace.string(id).unwrap().to_string());
+        if let Some(dest) = d.int("dest") {
+            assert_eq!(op.dest, Some(world(dest)), "{at}: destination");
+            assert_eq!(op.send_tag, d.int("tag").map(|t| t as i32), "{at}: tag");
+            let bytes = d.int("count").unwrap() as u64 * size(d.int("datatype").unwrap());
+            assert_eq!(op.send_bytes, bytes, "{at}: bytes sent");
+            assert_eq!(datatype.as_deref(), d.label("datatype"), "{at}: datatype");
+        }
+        if let Some(source) = d.int("source") {
+            let status = d.statuses("status").first().copied();
+            let tag = d.int("tag").unwrap();
+            if source >= 0 {
+                assert_eq!(op.source, Some(world(source)), "{at}: source");
+            } else {
+                assert_ne!(op.flags & flags::ANY_SOURCE, 0, "{at}: any source");
+                if let Some((_, s, _)) = status {
+                    assert_eq!(op.source, Some(world(s)), "{at}: actual source");
+                }
+            }
+            match (tag, status) {
+                (-1, Some((_, _, t))) => {
+                    assert_eq!(op.recv_tag, Some(t as i32), "{at}: actual tag")
+                }
+                (-1, None) => assert_ne!(op.flags & flags::ANY_TAG, 0, "{at}: any tag"),
+                (t, _) => assert_eq!(op.recv_tag, Some(t as i32), "{at}: tag"),
+            }
+            let bytes = d.int("count").unwrap() as u64 * size(d.int("datatype").unwrap());
+            assert_eq!(op.recv_bytes, bytes, "{at}: bytes received");
+        }
+        if matches!(op.kind, OpKind::Isend | OpKind::Irecv) {
+            assert_eq!(
+                op.request,
+                d.ints("request").first().map(|&r| r as u64),
+                "{at}: request"
+            );
+        }
+        // What a Wait or Test completed (MPI_REQUEST_NULL, handle 1, completes nothing).
+        let requests = if d.args.contains_key("requests") {
+            d.ints("requests")
+        } else {
+            d.ints("request")
+        };
+        let done: Option<Vec<i64>> = match op.kind {
+            OpKind::Wait | OpKind::Waitall => Some(requests.clone()),
+            OpKind::Test | OpKind::Testall => Some(if d.int("flag") == Some(0) {
+                vec![]
+            } else {
+                requests.clone()
+            }),
+            OpKind::Waitany | OpKind::Testany => Some(
+                d.int("index")
+                    .map(|i| vec![requests[i as usize]])
+                    .unwrap_or_default(),
+            ),
+            OpKind::Waitsome | OpKind::Testsome => Some(
+                d.ints("indices")
+                    .iter()
+                    .map(|&i| requests[i as usize])
+                    .collect(),
+            ),
+            _ => None,
+        };
+        if let Some(done) = done {
+            let done: Vec<u64> = done
+                .into_iter()
+                .filter(|&r| r > 1)
+                .map(|r| r as u64)
+                .collect();
+            assert_eq!(op.completes, done, "{at}: requests completed");
+            let nothing = done.is_empty() && matches!(op.kind, OpKind::Testsome | OpKind::Test);
+            assert_eq!(
+                op.flags & flags::NOT_COMPLETED != 0,
+                nothing,
+                "{at}: completed or not"
+            );
+        }
+        if op.kind.is_collective() {
+            let c = op.comm.unwrap();
+            let n = members(c).len() as u64;
+            let me = members(c).iter().position(|&m| m == rank).unwrap() as i64;
+            let root = d.int("root");
+            if let Some(root) = root {
+                assert_eq!(op.root, Some(world(root)), "{at}: root");
+            }
+            let is_root = root == Some(me);
+            let block =
+                |count: &str, dt: &str| d.int(count).unwrap() as u64 * size(d.int(dt).unwrap());
+            let want = match op.kind {
+                OpKind::Barrier => (0, 0),
+                OpKind::Bcast if is_root => {
+                    (n * block("count", "datatype"), block("count", "datatype"))
+                }
+                OpKind::Bcast => (0, block("count", "datatype")),
+                OpKind::Allreduce => (
+                    n * block("count", "datatype"),
+                    n * block("count", "datatype"),
+                ),
+                OpKind::Gather if is_root => (
+                    block("recvcount", "recvtype"),
+                    n * block("recvcount", "recvtype"),
+                ),
+                OpKind::Gather => (block("sendcount", "sendtype"), 0),
+                k => panic!("{at}: no byte rule for {k:?} in this test"),
+            };
+            assert_eq!(
+                (op.send_bytes, op.recv_bytes),
+                want,
+                "{at}: collective bytes"
+            );
+            let dt = d.label("datatype").or(d.label("sendtype"));
+            assert_eq!(datatype.as_deref(), dt, "{at}: datatype");
+        }
+    }
+    // Profiled functions: one routine call per entry and exit.
+    let enters: Vec<&DumpCall> = dump
+        .calls
+        .iter()
+        .filter(|c| c.name == "Function_enter")
+        .collect();
+    let exits: Vec<&DumpCall> = dump
+        .calls
+        .iter()
+        .filter(|c| c.name == "Function_exit")
+        .collect();
+    let routines: Vec<_> = trace
+        .routine_calls()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.rank == rank)
+        .collect();
+    assert_eq!(routines.len(), enters.len(), "rank {rank}: routine calls");
+    for ((r, e), x) in routines.iter().zip(&enters).zip(&exits) {
+        let name = e.args["fn"].split('"').nth(1).unwrap();
+        assert_eq!(trace.string(r.routine), Some(name));
+        assert_eq!((r.start, r.end), (e.enter - origin, x.enter - origin));
+    }
+    calls.len()
+}
+
+// ---------------------------------------------------------------------------------------
+// The real trace.
+
+fn testtrace() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/dumpi/testtrace");
+    if dir.join("testtrace.meta").exists() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+#[test]
+fn testtrace_rank0_equals_its_reference_dump_line_for_line() {
+    let Some(dir) = testtrace() else { return };
+    let (_tmp, db) = temp_db();
+    db.import(dir.join("testtrace.meta"), None).unwrap();
+    let trace = db.trace("testtrace").unwrap();
+    let dump = parse_dump(&std::fs::read_to_string(dir.join("testtrace-0000.txt")).unwrap());
+    // Rank 0's MPI_Init is the earliest record of the four files (ranks 1-3 start at
+    // .739561, .738101 and .738346 s): the trace's times count from it.
+    let origin = dump.calls[0].enter;
+    let compared = assert_matches_dump(&trace, 0, &dump, origin);
+    assert_eq!(compared, 9);
+    assert_eq!(trace.summary().first_time, Some(0));
+    assert_eq!(trace.header().scenario, "./mpi");
+    assert_eq!(trace.header().processes.len(), 4);
+}
+
+#[test]
+fn testtrace_ring_barrier_and_allreduce_are_exact() {
+    let Some(dir) = testtrace() else { return };
+    let (_tmp, db) = temp_db();
+    // The folder is recognized as a DUMPI trace and named after its meta file.
+    assert_eq!(SourceFormat::detect(&dir).unwrap(), SourceFormat::Dumpi);
+    let info = db.import(&dir, None).unwrap();
+    assert_eq!(
+        (info.name.as_str(), info.format.as_str()),
+        ("testtrace", "dumpi")
+    );
+    let trace = db.trace("testtrace").unwrap();
+    let pairs = sorted_pairs(&trace);
+    // The ring 0 -> 1 -> 2 -> 3 -> 0, one MPI_INT each.
+    assert_eq!(
+        pairs,
+        vec![(0, 1, 1, 4), (1, 2, 1, 4), (2, 3, 1, 4), (3, 0, 1, 4)]
+    );
+    for m in trace.messages().unwrap() {
+        assert_eq!((m.tag, m.comm), (1337, 0));
+    }
+    let mut instances: Vec<(OpKind, u32, usize, u64, u64)> = trace
+        .collective_instances()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.kind, c.comm, c.ops.len(), c.send_bytes, c.recv_bytes))
+        .collect();
+    instances.sort();
+    // Allreduce of one MPI_INT on 4 ranks: each sends and receives 4 x 4 bytes.
+    assert_eq!(
+        instances,
+        vec![
+            (OpKind::Barrier, 0, 4, 0, 0),
+            (OpKind::Allreduce, 0, 4, 64, 64)
+        ]
+    );
+    let s = trace.summary();
+    assert_eq!((s.operations, s.request_links), (36, 4));
+    assert!(s.anomalies.is_empty(), "{:?}", s.anomalies);
+}
+
+// ---------------------------------------------------------------------------------------
+// The fixture.
+
+#[test]
+fn fixture_equals_the_reference_dump_of_every_rank() {
+    let (_dir, meta, _) = subcomm();
+    let (_tmp, db) = temp_db();
+    db.import(&meta, None).unwrap();
+    let trace = db.trace("subcomm").unwrap();
+    // The first event: rank 0's MPI_Init, 501 us after the start second.
+    let origin = u64::from(T0) * 1_000_000_000 + 501_000;
+    let refs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dumpi/subcomm");
+    let mut compared = 0;
+    for rank in 0..RANKS as Rank {
+        let text = std::fs::read_to_string(refs.join(format!("subcomm-{rank:04}.txt"))).unwrap();
+        compared += assert_matches_dump(&trace, rank, &parse_dump(&text), origin);
+    }
+    assert_eq!(compared as u64, trace.summary().operations);
+}
+
+#[test]
+fn fixture_communicators_messages_and_collectives_are_exact() {
+    let (_dir, meta, _) = subcomm();
+    let (_tmp, db) = temp_db();
+    db.import(&meta, Some("sub")).unwrap();
+    let trace = db.trace("sub").unwrap();
+    let h = trace.header();
+    assert_eq!(h.scenario, "./fixture -n 6");
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["node0", "node1", "node2"]
+    );
+    // The communicators the trace created, by how and with whom (ids from 7 on, after the
+    // world and the six MPI_COMM_SELF).
+    let mut created: Vec<(String, Vec<Rank>)> = h
+        .communicators
+        .iter()
+        .filter(|c| c.id > RANKS as u32)
+        .map(|c| (c.name.clone(), c.members.clone()))
+        .collect();
+    created.sort();
+    assert_eq!(
+        created,
+        vec![
+            (
+                "MPI_Comm_create #0 of MPI_COMM_WORLD".to_string(),
+                vec![1, 3, 5]
+            ),
+            // Dups of the split's communicators 8 and 9.
+            (
+                "MPI_Comm_dup #0 of communicator 8".to_string(),
+                vec![4, 2, 0]
+            ),
+            (
+                "MPI_Comm_dup #0 of communicator 9".to_string(),
+                vec![5, 3, 1]
+            ),
+            (
+                "MPI_Comm_split #1 of MPI_COMM_WORLD, color 0".to_string(),
+                vec![4, 2, 0]
+            ),
+            (
+                "MPI_Comm_split #1 of MPI_COMM_WORLD, color 1".to_string(),
+                vec![5, 3, 1]
+            ),
+        ]
+    );
+    let id = |members: &[Rank], how: &str| {
+        h.communicators
+            .iter()
+            .find(|c| c.members == members && c.name.starts_with(how))
+            .unwrap()
+            .id
+    };
+    let (sub, even, odd) = (
+        id(&[1, 3, 5], "MPI_Comm_create"),
+        id(&[4, 2, 0], "MPI_Comm_split"),
+        id(&[5, 3, 1], "MPI_Comm_split"),
+    );
+    let (even_dup, odd_dup) = (
+        id(&[4, 2, 0], "MPI_Comm_dup"),
+        id(&[5, 3, 1], "MPI_Comm_dup"),
+    );
+
+    // Messages in world ranks: the subgroup's, the ring's and the split communicators'.
+    let mut messages: Vec<(Rank, Rank, u32, i32, u64)> = trace
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| (m.sender, m.receiver, m.comm, m.tag, m.bytes))
+        .collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        vec![
+            (0, 2, 0, 3, 16),
+            (1, 5, sub, 7, 20),
+            (2, 4, 0, 3, 16),
+            (4, 0, 0, 3, 16),
+            (4, 2, even, 11, 2),
+            (5, 3, sub, 9, 24),
+            (5, 3, odd, 11, 2),
+        ]
+    );
+    let pairs = sorted_pairs(&trace);
+    assert_eq!(
+        pairs,
+        vec![
+            (0, 2, 1, 16),
+            (1, 5, 1, 20),
+            (2, 4, 1, 16),
+            (4, 0, 1, 16),
+            (4, 2, 1, 2),
+            (5, 3, 2, 26)
+        ]
+    );
+
+    // Collective instances: (kind, communicator, root, members, bytes sent, received).
+    let mut instances: Vec<(OpKind, u32, Option<Rank>, usize, u64, u64)> = trace
+        .collective_instances()
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            (
+                c.kind,
+                c.comm,
+                c.root,
+                c.ops.len(),
+                c.send_bytes,
+                c.recv_bytes,
+            )
+        })
+        .collect();
+    instances.sort();
+    let mut want = vec![
+        (OpKind::Barrier, 0, None, 6, 0, 0),
+        (OpKind::Barrier, even_dup, None, 3, 0, 0),
+        (OpKind::Barrier, odd_dup, None, 3, 0, 0),
+        // 10 doubles from the subgroup's rank 1 (world 3): it sends 3 x 80, all receive 80.
+        (OpKind::Bcast, sub, Some(3), 3, 240, 240),
+        // One int gathered at split rank 0 (world 4 and 5).
+        (OpKind::Gather, even, Some(4), 3, 12, 12),
+        (OpKind::Gather, odd, Some(5), 3, 12, 12),
+        // 2 ints reduced over 3 members: each sends and receives 3 x 8 bytes.
+        (OpKind::Allreduce, sub, None, 3, 72, 72),
+    ];
+    want.sort();
+    assert_eq!(instances, want);
+
+    // Every request completed: rank 1's Isend, rank 5's Irecv and Isend (Waitany twice),
+    // and the ring's six (Testsome, Waitall, Waitany and Wait).
+    let s = trace.summary();
+    assert_eq!(s.request_links, 9);
+    assert!(s.anomalies.is_empty(), "{:?}", s.anomalies);
+    // Rank 0's first Testsome found nothing.
+    let not_completed: Vec<(Rank, OpKind)> = (0..RANKS as Rank)
+        .flat_map(|r| rank_operations(&trace, r))
+        .filter(|o| o.flags & flags::NOT_COMPLETED != 0)
+        .map(|o| (o.rank, o.kind))
+        .collect();
+    assert_eq!(not_completed, vec![(0, OpKind::Testsome)]);
+    // Rank 5's wildcard receive learned its source (world 1) and tag from its Waitany.
+    let irecv = rank_operations(&trace, 5)
+        .into_iter()
+        .find(|o| o.kind == OpKind::Irecv)
+        .unwrap();
+    assert_eq!(
+        (irecv.source, irecv.recv_tag, irecv.comm),
+        (Some(1), Some(7), Some(sub))
+    );
+    assert_eq!(
+        irecv.flags & (flags::ANY_SOURCE | flags::ANY_TAG),
+        flags::ANY_SOURCE | flags::ANY_TAG
+    );
+    // Rank 0's profiled function and its second thread.
+    let routines = trace.routine_calls().unwrap();
+    assert_eq!(routines.len(), 1);
+    assert_eq!(
+        (routines[0].rank, trace.string(routines[0].routine)),
+        (0, Some("solve"))
+    );
+    let ring: Vec<u16> = rank_operations(&trace, 0)
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::Irecv | OpKind::Isend | OpKind::Testsome))
+        .map(|o| o.depth)
+        .collect();
+    assert_eq!(ring, vec![1, 1, 1, 1]);
+    let threads: Vec<(String, Option<Rank>, Option<u32>, u64)> = h
+        .locations
+        .iter()
+        .map(|l| (l.name.clone(), l.rank, l.thread, l.events))
+        .collect();
+    assert_eq!(
+        threads,
+        vec![("rank 0 thread 1".to_string(), Some(0), Some(1), 1)]
+    );
+}
+
+/// A trace of DUMPI 0.6.1, whose `MPI_Init` wrote its argument count twice and whose statuses
+/// have no tag: a wildcard receive still learns its source.
+#[test]
+fn early_format_quirks_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.w.version = [0, 6, 1];
+        p.call(INIT, vec![Arg::Argv(vec!["./old".into()])]);
+        if r == 0 {
+            p.call(
+                SEND,
+                writer::send_args(8, MPI_DOUBLE, 1, 5, COMM_WORLD, None),
+            );
+        } else {
+            p.call(
+                IRECV,
+                writer::irecv_args(8, MPI_DOUBLE, ANY_SOURCE, 5, COMM_WORLD, 2),
+            );
+            p.call(WAIT, vec![Arg::I(2), Arg::St(Some(vec![st(64, 0, 0)]))]);
+        }
+        p.call(FINALIZE, vec![]);
+    }
+    let writers: Vec<RankWriter> = ranks.into_iter().map(|p| p.w).collect();
+    let meta = writer::write_trace(dir.path(), "old", &writers);
+    let (_tmp, db) = temp_db();
+    db.import(&meta, None).unwrap();
+    let trace = db.trace("old").unwrap();
+    assert_eq!(trace.header().scenario, "./old");
+    assert!(trace.header().comments.starts_with("SST DUMPI 0.6.1 trace"));
+    let m = trace.messages().unwrap();
+    assert_eq!(m.len(), 1);
+    assert_eq!(
+        (m[0].sender, m[0].receiver, m[0].tag, m[0].bytes),
+        (0, 1, 5, 64)
+    );
+    assert!(trace.summary().anomalies.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Formats and damaged input.
+
+#[test]
+fn formats_are_detected_and_named() {
+    let (dir, meta, _) = subcomm();
+    assert_eq!(SourceFormat::detect(&meta).unwrap(), SourceFormat::Dumpi);
+    assert_eq!(
+        SourceFormat::detect(dir.path()).unwrap(),
+        SourceFormat::Dumpi
+    );
+    assert_eq!(
+        SourceFormat::from_name("dumpi").unwrap(),
+        SourceFormat::Dumpi
+    );
+    // A rank's .bin file leads to its trace.
+    let bin = dir.path().join("subcomm-0003.bin");
+    assert_eq!(SourceFormat::detect(&bin).unwrap(), SourceFormat::Dumpi);
+    let (_tmp, db) = temp_db();
+    let info = db.import_as(&bin, None, SourceFormat::Dumpi).unwrap();
+    assert_eq!((info.name.as_str(), info.processes), ("subcomm", RANKS));
+    // Unknown files and format names say which formats mtfdb reads.
+    let other = dir.path().join("notes.txt");
+    std::fs::write(&other, "hello\n").unwrap();
+    for e in [
+        SourceFormat::detect(&other).unwrap_err().to_string(),
+        SourceFormat::from_name("vampir").unwrap_err().to_string(),
+    ] {
+        for f in ["mtf", "otf2", "dumpi"] {
+            assert!(e.contains(f), "{e}");
+        }
+    }
+}
+
+/// Imports `meta`, which must fail with an input error at `file`, byte `offset`, of `rule`;
+/// the database's traces stay as they were.
+fn assert_refused(
+    db: &mtfdb::Database,
+    meta: &Path,
+    file: &Path,
+    offset: u64,
+    rule: &str,
+) -> String {
+    let before = db.trace_names().unwrap();
+    let e = db.import(meta, Some("broken")).unwrap_err();
+    assert_eq!(db.trace_names().unwrap(), before);
+    match &e {
+        Error::Input(i) => {
+            assert_eq!(i.file, file.display().to_string(), "{e}");
+            assert_eq!(
+                (i.line, i.column, i.rule.as_str()),
+                (0, offset, rule),
+                "{e}"
+            );
+        }
+        other => panic!("expected an input error, got {other}"),
+    }
+    e.to_string()
+}
+
+#[test]
+fn damaged_files_are_refused_with_file_and_offset_and_leave_the_database_unchanged() {
+    let (_tmp, db) = temp_db();
+    {
+        let (_dir, meta, _) = subcomm();
+        db.import(&meta, Some("good")).unwrap();
+    }
+    let rank_file = |dir: &Path, r: usize| dir.join(format!("subcomm-{r:04}.bin"));
+
+    // Truncated: rank 2's file cut in the middle of its stream loses its index.
+    let (dir, meta, _) = subcomm();
+    let f = rank_file(dir.path(), 2);
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
+    let msg = assert_refused(
+        &db,
+        &meta,
+        &f,
+        (bytes.len() / 2 - 64) as u64,
+        "truncated file",
+    );
+    assert!(msg.contains("index"), "{msg}");
+
+    // Bad magic: rank 1's first byte.
+    let (dir, meta, _) = subcomm();
+    let f = rank_file(dir.path(), 1);
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[0] = 0;
+    std::fs::write(&f, &bytes).unwrap();
+    assert_refused(&db, &meta, &f, 0, "bad magic");
+
+    // Bad record: rank 3's MPI_Comm_rank record gets a label that is no function.
+    let (dir, meta, marks) = subcomm();
+    let f = rank_file(dir.path(), 3);
+    let mut bytes = std::fs::read(&f).unwrap();
+    let at = marks.rank3_comm_rank as usize;
+    bytes[at..at + 2].copy_from_slice(&0x7777u16.to_be_bytes());
+    std::fs::write(&f, &bytes).unwrap();
+    let msg = assert_refused(&db, &meta, &f, marks.rank3_comm_rank, "bad record");
+    assert!(msg.contains("30583"), "{msg}");
+
+    // Bad record: rank 2's MPI_Waitall announces 2^31 - 1 requests. Its count follows the
+    // label (2 bytes), mask (1), thread (2), CPU and wall times (12 each) and count (4).
+    let (dir, meta, marks) = subcomm();
+    let f = rank_file(dir.path(), 2);
+    let mut bytes = std::fs::read(&f).unwrap();
+    let at = marks.rank2_waitall as usize + 33;
+    bytes[at..at + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+    std::fs::write(&f, &bytes).unwrap();
+    let msg = assert_refused(&db, &meta, &f, marks.rank2_waitall, "bad record");
+    assert!(
+        msg.contains("MPI_Waitall") && msg.contains("2147483647"),
+        "{msg}"
+    );
+
+    // A missing rank file is named.
+    let (dir, meta, _) = subcomm();
+    let f = rank_file(dir.path(), 4);
+    std::fs::remove_file(&f).unwrap();
+    let before = db.trace_names().unwrap();
+    match db.import(&meta, Some("broken")).unwrap_err() {
+        Error::Io { path, .. } => assert_eq!(path, f),
+        other => panic!("expected an I/O error, got {other}"),
+    }
+    assert_eq!(db.trace_names().unwrap(), before);
+    assert_eq!(before, vec!["good".to_string()]);
+}
+
+#[test]
+fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
+    // Rank 1 sends on a communicator handle the trace never created: the call is kept as a
+    // plain call and reported once, and its partner's receive is never matched.
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.call(INIT, vec![Arg::Argv(vec![])]);
+        if r == 1 {
+            p.call(SEND, writer::send_args(1, MPI_INT, 0, 1, 9, None));
+            p.call(SEND, writer::send_args(1, MPI_INT, 0, 1, 9, None));
+        }
+        p.call(FINALIZE, vec![]);
+    }
+    let writers: Vec<RankWriter> = ranks.into_iter().map(|p| p.w).collect();
+    let meta = writer::write_trace(dir.path(), "odd", &writers);
+    let (_tmp, db) = temp_db();
+    db.import(&meta, None).unwrap();
+    let trace = db.trace("odd").unwrap();
+    let sends: Vec<Operation> = rank_operations(&trace, 1)
+        .into_iter()
+        .filter(|o| trace.kind_name(o.kind) == "MPI_Send")
+        .collect();
+    assert_eq!(sends.len(), 2);
+    assert!(sends
+        .iter()
+        .all(|o| matches!(o.kind, OpKind::Other(_)) && o.comm.is_none()));
+    let anomalies = trace.anomalies().unwrap();
+    assert_eq!(anomalies.len(), 1, "{anomalies:?}");
+    match &anomalies[0] {
+        Anomaly::SkippedRecord { rank, what, .. } => {
+            assert_eq!(*rank, Some(1));
+            assert!(
+                what.contains("handle 9") && what.ends_with("2 calls"),
+                "{what}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_record_that_breaks_a_rule_is_refused_at_its_offset() {
+    // Rank 1's second call starts before its first: the seam refuses the time going
+    // backwards, and the error names rank 1's file and the record.
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+    let mut at = 0;
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.call(INIT, vec![Arg::Argv(vec![])]);
+        if r == 1 {
+            p.now -= 50_000;
+            at = p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+        } else {
+            p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+        }
+        p.call(FINALIZE, vec![]);
+    }
+    let writers: Vec<RankWriter> = ranks.into_iter().map(|p| p.w).collect();
+    let meta = writer::write_trace(dir.path(), "back", &writers);
+    let (_tmp, db) = temp_db();
+    let file = dir.path().join("back-0001.bin");
+    assert_refused(&db, &meta, &file, at, "time goes backwards");
+    assert!(db.trace_names().unwrap().is_empty());
+}

@@ -1,0 +1,610 @@
+//! OTF v1 import: the real VampirTrace trace in `../shared/traces/otf1/jacobi` against
+//! `otfprint` (Debian's `otf-trace`, the reference reader), a hand-written fixture with
+//! collectives and messages on a sub-communicator (`tests/fixtures/otf1/subgroup`, in short
+//! and long record forms, plain and compressed as VampirTrace writes them), and damaged
+//! input.
+
+mod common;
+
+use common::temp_db;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flate2::{Compress, Compression, FlushCompress};
+use mtfdb::model::{Anomaly, LocationKind, OpKind, Operation};
+use mtfdb::SourceFormat;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otf1/subgroup")
+}
+
+fn jacobi() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/otf1/jacobi");
+    if dir.exists() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+fn have(program: &str) -> bool {
+    let found = Command::new(program)
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {program} is not installed (apt-get install otf-trace)");
+    }
+    found
+}
+
+/// A copy of the folder `from` in a fresh temporary folder.
+fn copy(from: &Path) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join(from.file_name().unwrap());
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        let mut perms = std::fs::metadata(to.join(p.file_name().unwrap()))
+            .unwrap()
+            .permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(to.join(p.file_name().unwrap()), perms).unwrap();
+    }
+    (tmp, to)
+}
+
+/// Compresses every definitions and events stream of the trace in `dir` as OTF does (one
+/// zlib stream per file, flushed, never finished) and removes the plain files.
+fn compress_streams(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".def") || name.ends_with(".events") {
+            let text = std::fs::read(&p).unwrap();
+            let mut z = Compress::new(Compression::default(), true);
+            let mut out = Vec::with_capacity(text.len() + 64);
+            z.compress_vec(&text, &mut out, FlushCompress::Full)
+                .unwrap();
+            std::fs::write(dir.join(format!("{name}.z")), out).unwrap();
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+}
+
+/// The number after `key` (up to the next comma) in an `otfprint` line.
+fn field(line: &str, key: &str) -> u64 {
+    let rest = &line[line
+        .find(key)
+        .unwrap_or_else(|| panic!("{key:?} in {line}"))
+        + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn quoted(line: &str, key: &str) -> String {
+    let rest = &line[line.find(key).unwrap() + key.len()..];
+    rest.split('"').nth(1).unwrap().to_string()
+}
+
+/// What `otfprint` shows of a trace, in world ranks (the order of `MPI_COMM_WORLD`).
+#[derive(Debug, Default)]
+struct Printed {
+    /// (sender, receiver) -> (messages, bytes) of the send records.
+    sends: BTreeMap<(u32, u32), (u64, u64)>,
+    /// (sender, receiver) -> (messages, bytes) of the receive records.
+    receives: BTreeMap<(u32, u32), (u64, u64)>,
+    /// (rank, MPI function) -> Enter records.
+    calls: BTreeMap<(u32, String), u64>,
+    /// Enter records by process token.
+    enters: BTreeMap<u64, u64>,
+    /// Process names by token.
+    names: BTreeMap<u64, String>,
+}
+
+/// Runs `otfprint` on a copy of the trace in `dir` (decompressed first with `otfdecompress`:
+/// `otfprint` reads only plain streams) and parses what it prints.
+fn otfprint(dir: &Path, master: &str) -> Printed {
+    let (_tmp, copy) = copy(dir);
+    for entry in std::fs::read_dir(&copy).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "z") {
+            let out = Command::new("otfdecompress").arg(&p).output().unwrap();
+            assert!(
+                out.status.success(),
+                "otfdecompress {}: {out:?}",
+                p.display()
+            );
+        }
+    }
+    let out = Command::new("otfprint")
+        .arg(copy.join(master))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "otfprint: {out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut world: Vec<u64> = Vec::new();
+    let mut mpi_group = None;
+    let mut functions: BTreeMap<u64, (String, u64)> = BTreeMap::new();
+    let mut printed = Printed::default();
+    for line in text.lines() {
+        if line.contains("DefProcessGroup:") && line.contains("name \"MPI_COMM_WORLD\"") {
+            let procs = &line[line.find("procs ").unwrap() + 6..];
+            world = procs
+                .split(", ")
+                .map(|p| p.trim().parse().unwrap())
+                .collect();
+        } else if line.contains("DefProcess:") {
+            printed
+                .names
+                .insert(field(line, "process "), quoted(line, "name "));
+        } else if line.contains("DefFunctionGroup:") && quoted(line, "name ") == "MPI" {
+            mpi_group = Some(field(line, "group "));
+        } else if line.contains("DefFunction:") {
+            functions.insert(
+                field(line, "function "),
+                (quoted(line, "name "), field(line, "group ")),
+            );
+        }
+    }
+    let rank = |token: u64| world.iter().position(|&p| p == token).map(|r| r as u32);
+    for line in text.lines() {
+        if line.contains(" Enter: ") {
+            let process = field(line, "process ");
+            *printed.enters.entry(process).or_default() += 1;
+            let (name, group) = &functions[&field(line, "function ")];
+            if let (Some(r), true) = (rank(process), Some(*group) == mpi_group) {
+                *printed.calls.entry((r, name.clone())).or_default() += 1;
+            }
+        } else if line.contains(" SendMessage: ") || line.contains(" ReceiveMessage: ") {
+            let pair = (
+                rank(field(line, "sender ")).unwrap(),
+                rank(field(line, "receiver ")).unwrap(),
+            );
+            let map = if line.contains(" SendMessage: ") {
+                &mut printed.sends
+            } else {
+                &mut printed.receives
+            };
+            let e = map.entry(pair).or_default();
+            e.0 += 1;
+            e.1 += field(line, "length ");
+        }
+    }
+    printed
+}
+
+/// Every operation of the trace, by id.
+fn operations(trace: &mtfdb::Trace) -> BTreeMap<u64, Operation> {
+    let mut ops = BTreeMap::new();
+    for rank in 0..trace.header().processes.len() as u32 {
+        ops.extend(trace.process_operations(rank).unwrap());
+    }
+    ops
+}
+
+/// What mtfdb stored, in `otfprint`'s terms: send and receive pairs, MPI calls by name.
+fn stored(trace: &mtfdb::Trace) -> Printed {
+    let mut mine = Printed::default();
+    for p in trace.pairs() {
+        mine.sends
+            .insert((p.sender, p.receiver), (p.messages, p.bytes));
+    }
+    for op in operations(trace).values() {
+        *mine
+            .calls
+            .entry((op.rank, trace.kind_name(op.kind)))
+            .or_default() += 1;
+        if let Some(source) = op.source {
+            let e = mine.receives.entry((source, op.rank)).or_default();
+            e.0 += 1;
+            e.1 += op.recv_bytes;
+        }
+    }
+    mine
+}
+
+#[test]
+fn the_jacobi_trace_gives_otfprints_messages_bytes_and_calls() {
+    let Some(dir) = jacobi() else { return };
+    let (_tmp, db) = temp_db();
+    let info = db.import(&dir, Some("jacobi")).unwrap();
+    assert_eq!(info.format, "otf1");
+    assert_eq!(info.processes, 2);
+    let trace = db.trace("jacobi").unwrap();
+    // The numbers the traces' README lists.
+    assert_eq!(info.summary.messages, 200);
+    assert_eq!(info.summary.message_bytes, 408_000);
+    let mine = stored(&trace);
+    assert_eq!(mine.receives.values().map(|r| r.0).sum::<u64>(), 200);
+    assert!(trace.messages().unwrap().iter().all(|m| m.bytes == 2040));
+    assert!(trace.anomalies().unwrap().is_empty());
+
+    // The CUDA streams are locations of their ranks' processes, not ranks.
+    let locations = &trace.header().locations;
+    assert_eq!(
+        locations
+            .iter()
+            .map(|l| (l.name.as_str(), l.kind, l.rank, l.group.as_str()))
+            .collect::<Vec<_>>(),
+        vec![
+            (
+                "CUDA[0:2] 0:1",
+                LocationKind::Accelerator,
+                Some(0),
+                "Process 0"
+            ),
+            (
+                "CUDA[1:2] 1:1",
+                LocationKind::Accelerator,
+                Some(1),
+                "Process 1"
+            ),
+        ]
+    );
+
+    if !(have("otfprint") && have("otfdecompress")) {
+        return;
+    }
+    let printed = otfprint(&dir, "jacobi_mpi+cuda.otf");
+    assert_eq!(mine.sends, printed.sends);
+    assert_eq!(mine.receives, printed.receives);
+    assert_eq!(mine.calls, printed.calls);
+    assert_eq!(printed.sends.values().map(|s| s.0).sum::<u64>(), 200);
+    for l in locations {
+        let (&token, _) = printed
+            .names
+            .iter()
+            .find(|(_, name)| **name == l.name)
+            .unwrap();
+        assert_eq!(l.regions, printed.enters[&token], "kernels of {}", l.name);
+    }
+}
+
+/// (kind, communicator, root, member ranks, bytes sent, bytes received) of every collective
+/// instance, sorted.
+type Instance = (OpKind, u32, Option<u32>, Vec<u32>, u64, u64);
+
+fn instances(trace: &mtfdb::Trace) -> Vec<Instance> {
+    let ops = operations(trace);
+    let mut all: Vec<Instance> = trace
+        .collective_instances()
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let mut ranks: Vec<u32> = c.ops.iter().map(|id| ops[id].rank).collect();
+            ranks.sort();
+            (c.kind, c.comm, c.root, ranks, c.send_bytes, c.recv_bytes)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The exact content of the fixture, read plain or compressed.
+fn check_fixture(trace: &mtfdb::Trace) {
+    let h = trace.header();
+    assert_eq!(h.processes.len(), 4);
+    let comms: Vec<(u32, &str, Vec<u32>)> = h
+        .communicators
+        .iter()
+        .map(|c| (c.id, c.name.as_str(), c.members.clone()))
+        .collect();
+    // The node group is not a communicator: it is not marked as one.
+    assert_eq!(
+        comms,
+        vec![
+            (1, "MPI_COMM_WORLD", vec![0, 1, 2, 3]),
+            (0x10, "MPI Communicator 1", vec![3, 1]),
+            (0x11, "MPI Communicator 2", vec![0, 2]),
+        ]
+    );
+    let mut messages: Vec<_> = trace
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| (m.sender, m.receiver, m.comm, m.tag, m.bytes))
+        .collect();
+    messages.sort();
+    assert_eq!(messages, vec![(1, 3, 0x10, 5, 100), (2, 0, 1, 7, 64)]);
+    assert_eq!(
+        instances(trace),
+        vec![
+            (OpKind::Barrier, 1, None, vec![0, 1, 2, 3], 0, 0),
+            (OpKind::Bcast, 0x10, Some(3), vec![1, 3], 128, 128),
+            (OpKind::Reduce, 0x10, Some(1), vec![1, 3], 16, 16),
+            (OpKind::Allreduce, 0x10, None, vec![1, 3], 16, 16),
+            (OpKind::Allgather, 0x11, None, vec![0, 2], 32, 64),
+        ]
+    );
+    let ops = operations(trace);
+    // The old-style collective record, outside any MPI call, spans its duration (ticks are
+    // ns here).
+    let allgather: Vec<(u32, u64, u64)> = ops
+        .values()
+        .filter(|o| o.kind == OpKind::Allgather)
+        .map(|o| (o.rank, o.start, o.end))
+        .collect();
+    assert_eq!(allgather, vec![(0, 0x200, 0x250), (2, 0x200, 0x250)]);
+    // The receive of the MPI_Irecv was recorded in the MPI_Wait that completed it.
+    let links = trace.request_links().unwrap();
+    assert_eq!(links.len(), 1);
+    let (irecv, wait) = (&ops[&links[0].request_op], &ops[&links[0].completion_op]);
+    assert_eq!(
+        (
+            irecv.kind,
+            irecv.rank,
+            irecv.source,
+            irecv.recv_tag,
+            irecv.recv_bytes
+        ),
+        (OpKind::Irecv, 0, Some(2), Some(7), 64)
+    );
+    assert_eq!((irecv.start, irecv.end), (0x300, 0x310));
+    assert_eq!(
+        (wait.kind, wait.start, wait.end),
+        (OpKind::Wait, 0x400, 0x410)
+    );
+    let mut calls: Vec<(u32, u64, u64)> = trace
+        .routine_calls()
+        .unwrap()
+        .iter()
+        .map(|r| (r.rank, r.start, r.end))
+        .collect();
+    calls.sort();
+    assert_eq!(
+        calls,
+        vec![(0, 0, 0x520), (1, 0, 0x620), (2, 0, 0x520), (3, 0, 0x620)],
+        "one call of main per rank"
+    );
+    assert_eq!(
+        trace.anomalies().unwrap(),
+        Vec::<Anomaly>::new(),
+        "a clean trace"
+    );
+}
+
+#[test]
+fn collectives_and_messages_on_a_sub_communicator_are_exact() {
+    let (_tmp, db) = temp_db();
+    let info = db.import(fixture().join("sub.otf"), None).unwrap();
+    assert_eq!((info.name.as_str(), info.format.as_str()), ("sub", "otf1"));
+    assert_eq!(info.summary.messages, 2);
+    check_fixture(&db.trace("sub").unwrap());
+
+    if have("otfprint") {
+        let printed = otfprint(&fixture(), "sub.otf");
+        let mut mine = stored(&db.trace("sub").unwrap());
+        // otfprint shows the old-style collective records outside any MPI call as records,
+        // not calls; mtfdb makes them operations (checked above).
+        mine.calls.retain(|(_, name), _| name != "MPI_Allgather");
+        assert_eq!(mine.sends, printed.sends);
+        assert_eq!(mine.receives, printed.receives);
+        assert_eq!(mine.calls, printed.calls);
+    }
+}
+
+#[test]
+fn compressed_streams_read_as_the_plain_ones() {
+    let (_tmp, dir) = copy(&fixture());
+    compress_streams(&dir);
+    assert!(dir.join("sub.3.events.z").exists() && !dir.join("sub.3.events").exists());
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("z")).unwrap();
+    check_fixture(&db.trace("z").unwrap());
+}
+
+/// Imports `trace` into a database that already holds one trace, expects an error whose
+/// message contains each of `needles`, and checks the database still holds exactly the
+/// earlier trace.
+fn rejected(trace: &Path, needles: &[&str]) -> String {
+    common::rejected_import(&fixture(), trace, needles)
+}
+
+/// The byte offset an error names.
+fn offset_of(message: &str) -> u64 {
+    message
+        .split("byte ")
+        .nth(1)
+        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no offset in {message}"))
+}
+
+#[test]
+fn a_cut_or_corrupt_zlib_stream_is_refused_with_its_file_and_offset() {
+    let (_tmp, dir) = copy(&fixture());
+    compress_streams(&dir);
+    let events = dir.join("sub.3.events.z");
+    let data = std::fs::read(&events).unwrap();
+    let cut = data.len() / 2;
+    std::fs::write(&events, &data[..cut]).unwrap();
+    let message = rejected(
+        &dir,
+        &[
+            "sub.3.events.z: byte ",
+            "truncated zlib stream",
+            "compressed block",
+        ],
+    );
+    assert!(offset_of(&message) <= cut as u64, "{message}");
+
+    // A damaged zlib header: refused at its start (the decompressor reads the two header
+    // bytes before it judges them).
+    let mut bad = data.clone();
+    bad[0] = 0;
+    std::fs::write(&events, &bad).unwrap();
+    let message = rejected(&dir, &["sub.3.events.z: byte ", "damaged zlib stream"]);
+    assert!(offset_of(&message) <= 2, "{message}");
+}
+
+#[test]
+fn the_real_trace_cut_short_is_refused() {
+    let Some(trace) = jacobi() else { return };
+    let (_tmp, dir) = copy(&trace);
+    let events = dir.join("jacobi_mpi+cuda.2.events.z");
+    let data = std::fs::read(&events).unwrap();
+    std::fs::write(&events, &data[..10_000]).unwrap();
+    let message = rejected(
+        &dir,
+        &["jacobi_mpi+cuda.2.events.z: byte ", "truncated zlib stream"],
+    );
+    assert!(offset_of(&message) <= 10_000, "{message}");
+}
+
+/// A copy of the fixture with `old` replaced by `new` in stream file `file`, and the 1-based
+/// line where the replacement is.
+fn edited(file: &str, old: &str, new: &str) -> (tempfile::TempDir, PathBuf, usize) {
+    let (tmp, dir) = copy(&fixture());
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().position(|l| l == old).unwrap() + 1;
+    std::fs::write(
+        &path,
+        text.replacen(&format!("\n{old}\n"), &format!("\n{new}\n"), 1),
+    )
+    .unwrap();
+    (tmp, dir, line)
+}
+
+#[test]
+fn a_malformed_record_is_refused_with_its_file_line_and_column() {
+    let (_tmp, dir, line) = edited("sub.2.events", "S4L64T5C10", "S4L64C10");
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.2.events:{line}:6: bad event record: expected T or TAG (message tag)"
+        )],
+    );
+    let (_tmp, dir, line) = edited("sub.0.def", "DF9G2NM\"MPI_Recv\"", "DF9NM\"MPI_Recv\"");
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.0.def:{line}:4: bad definition record: expected G or GROUP (function group)"
+        )],
+    );
+    // A record cut short at the end of a plain stream.
+    let (_tmp, dir) = copy(&fixture());
+    let path = dir.join("sub.1.events");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 2]).unwrap();
+    let lines = text.lines().count();
+    rejected(
+        &dir,
+        &[&format!("sub.1.events:{lines}:2: truncated record")],
+    );
+}
+
+#[test]
+fn references_to_undefined_things_and_time_going_back_are_refused() {
+    let (_tmp, dir, line) = edited("sub.2.events", "E8", "E99");
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.2.events:{line}:1: unknown function: function 99 is not defined"
+        )],
+    );
+    let (_tmp, dir, line) = edited("sub.2.events", "510", "50");
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.2.events:{line}:1: time goes backwards: time 50 is before the previous time 500"
+        )],
+    );
+    let (_tmp, dir, line) = edited(
+        "sub.3.events",
+        "RECEIVE 2 LEN 64 TAG 5 COMM 10",
+        "RECEIVE 2 LEN 64 TAG 5 COMM 20",
+    );
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.3.events:{line}:1: unknown communicator: communicator 32"
+        )],
+    );
+    let (_tmp, dir) = copy(&fixture());
+    std::fs::remove_file(dir.join("sub.2.events")).unwrap();
+    rejected(
+        &dir,
+        &["sub.2.events", "events stream 2 of processes 2 is missing"],
+    );
+}
+
+#[test]
+fn records_of_unknown_kinds_are_skipped_and_reported() {
+    let (_tmp, dir, _) = edited("sub.1.events", "PB", "QQQ 5");
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("q")).unwrap();
+    let trace = db.trace("q").unwrap();
+    assert_eq!(trace.summary().messages, 2);
+    let anomalies = trace.anomalies().unwrap();
+    assert_eq!(anomalies.len(), 1, "{anomalies:?}");
+    assert!(
+        matches!(&anomalies[0], Anomaly::SkippedRecord { rank: Some(0), time: Some(0), what } if what.contains("QQQ 5")),
+        "{anomalies:?}"
+    );
+}
+
+#[test]
+fn the_format_is_detected_from_the_master_file_or_folder() {
+    let (_db_dir, db) = temp_db();
+    db.import(fixture(), None).unwrap();
+    db.import(fixture().join("sub.otf"), None).unwrap();
+    db.import_as(fixture(), Some("forced"), SourceFormat::Otf1)
+        .unwrap();
+    assert_eq!(
+        db.trace_names().unwrap(),
+        vec!["forced".to_string(), "sub".into(), "subgroup".into()]
+    );
+    assert_eq!(SourceFormat::from_name("otf1").unwrap(), SourceFormat::Otf1);
+    let err = SourceFormat::from_name("vtf").unwrap_err().to_string();
+    for name in ["mtf", "otf2", "otf1"] {
+        assert!(err.contains(name), "{err}");
+    }
+    // An unknown file: the error names every format mtfdb reads.
+    let err = db
+        .import(fixture().join("sub.0.def"), None)
+        .unwrap_err()
+        .to_string();
+    for needle in ["MTF text", "OTF2", "OTF v1"] {
+        assert!(err.contains(needle), "{err}");
+    }
+    // An MTF text file forced as OTF v1 is refused, naming it.
+    let mtf = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces/stencil2d-16.mtf");
+    let err = db
+        .import_as(&mtf, Some("x"), SourceFormat::Otf1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("stencil2d-16.mtf") && err.contains("not an OTF v1 master file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_command_line_imports_a_master_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(tmp.path().join("db"))
+        .arg("import")
+        .arg(fixture().join("sub.otf"))
+        .args(["--format", "otf1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("imported")
+            && stdout.contains("as \"sub\"")
+            && stdout.contains("2 messages"),
+        "{stdout}"
+    );
+}
