@@ -26,14 +26,7 @@ use mtfdb::ingest::mtf_text::MtfWriter;
 
 /// Rank counts from `MTFDB_BENCH_RANKS` (comma-separated), else the five.
 fn rank_counts() -> Vec<u32> {
-    std::env::var("MTFDB_BENCH_RANKS")
-        .ok()
-        .map(|s| {
-            s.split(',')
-                .map(|x| x.trim().parse().expect("rank counts"))
-                .collect()
-        })
-        .unwrap_or_else(|| vec![16, 1_024, 4_096, 16_384, 100_000])
+    common::env_list("MTFDB_BENCH_RANKS", &[16, 1_024, 4_096, 16_384, 100_000])
 }
 
 /// The baseline: read the whole file and count its lines.

@@ -16,14 +16,25 @@
 //! every tenth iteration). The baseline reads both files and counts their lines; the columns
 //! are the same as OTF v1's.
 //!
+//! DUMPI: 16 ranks in a ring, each iteration an `MPI_Irecv` from the left, an `MPI_Isend` to
+//! the right and an `MPI_Waitall`, an `MPI_Allreduce` every eighth, written by the tests' DUMPI
+//! writer (`tests/fixtures/dumpi/writer.rs`) under `target/`. Its files are binary: the
+//! baseline reads them and counts their bytes.
+//!
+//! GXL: a 16-rank stencil2d generated and imported in memory, then exported as GXL (the MTF
+//! paper's exchange syntax) under `target/`; the baseline reads the `.gxl` file and counts its
+//! lines.
+//!
 //! `cargo bench --bench ingest_formats`; `MTFDB_BENCH_EVENTS=1000000` sets the records.
 
 mod common;
+#[path = "../tests/fixtures/dumpi/writer.rs"]
+mod dumpi_writer;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use mtfdb::ingest::{otf1, paraver, EventSink};
+use mtfdb::ingest::{dumpi, gxl, otf1, paraver, EventSink};
 use mtfdb::model::{Operation, RoutineEvent, StrId, TraceHeader};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
@@ -42,6 +53,8 @@ fn main() {
     for &records in &common::sizes(&[320_000]) {
         otf1(records);
         paraver(records);
+        dumpi_ring(records);
+        gxl_stencil(records);
     }
 }
 
@@ -56,6 +69,8 @@ struct Case {
     files: Vec<PathBuf>,
     /// What the reader and the import are given.
     source: PathBuf,
+    /// Whether the files are text (the plain read counts lines) or binary (bytes).
+    text: bool,
 }
 
 /// Times, on `case`, the plain read of its files, `read` (the format's reader alone, into a
@@ -66,12 +81,21 @@ fn measure(
     read: impl Fn(&Path, &mut Counter) -> mtfdb::Result<()>,
     check: impl Fn(&mtfdb::TraceInfo),
 ) {
-    let (lines, read_secs) = common::best(RUNS, || {
-        case.files.iter().map(|f| read_lines(f)).sum::<u64>()
+    let (units, read_secs) = common::best(RUNS, || {
+        case.files
+            .iter()
+            .map(|f| {
+                if case.text {
+                    read_lines(f)
+                } else {
+                    std::fs::read(f).unwrap().len() as u64
+                }
+            })
+            .sum::<u64>()
     });
     assert!(
-        lines > case.records,
-        "{lines} lines for {} records",
+        units > case.records,
+        "{units} lines or bytes for {} records",
         case.records
     );
     let (items, parse_secs) = common::best(RUNS, || {
@@ -112,6 +136,7 @@ fn otf1(records: u64) {
         source: dir.join("bench.otf"),
         dir,
         files,
+        text: true,
     };
     measure(
         &case,
@@ -130,12 +155,143 @@ fn paraver(records: u64) {
         source: dir.join("ring.prv"),
         files: vec![dir.join("ring.prv"), dir.join("ring.pcf")],
         dir,
+        text: true,
     };
     measure(
         &case,
         |path, sink| paraver::read_trace(path, sink).map(|_| ()),
         |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
     );
+}
+
+/// The GXL case: records are operations plus routine enters and leaves.
+fn gxl_stencil(records: u64) {
+    use mtfdb::gen::{iterations_for_events, GenConfig, Scenario};
+    let dir = common::data_dir().join(format!("gxl-{records}"));
+    let file = dir.join("stencil.gxl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let iterations = iterations_for_events(Scenario::Stencil2d, 16, records).unwrap();
+    let config = GenConfig::new(Scenario::Stencil2d, 16, iterations);
+    let (db, truth) = common::generated_db(&dir.join("db"), "s", &config);
+    if !file.exists() {
+        let trace = db.trace("s").unwrap();
+        mtfdb::export::export_file(&trace, mtfdb::export::Format::Gxl, &file).unwrap();
+    }
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir.join("db"));
+    let case = Case {
+        format: "gxl",
+        records: truth.events,
+        source: file.clone(),
+        files: vec![file],
+        dir,
+        text: true,
+    };
+    let messages = truth.messages;
+    measure(&case, gxl::parse_file, |info| {
+        assert_eq!((info.processes, info.summary.messages), (16, messages))
+    });
+}
+
+/// The DUMPI case.
+fn dumpi_ring(records: u64) {
+    let dir = common::data_dir().join(format!("dumpi-{records}"));
+    let (written, messages) = write_dumpi(&dir, records);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let case = Case {
+        format: "dumpi",
+        records: written,
+        source: dir.join("ring.meta"),
+        files,
+        dir,
+        text: false,
+    };
+    measure(
+        &case,
+        |path, sink| dumpi::read_trace(path, sink, &mut |_| {}).map(|_| ()),
+        |info| assert_eq!((info.processes, info.summary.messages), (16, messages)),
+    );
+}
+
+/// Writes (or reuses) the DUMPI ring of about `records` call records; returns how many, and
+/// the messages they hold.
+fn write_dumpi(dir: &Path, records: u64) -> (u64, u64) {
+    use dumpi_writer::{handle::*, label::*, Arg, RankWriter, Status};
+    const RANKS: usize = 16;
+    let per_rank = records / RANKS as u64;
+    // Every rank writes the same calls: count them once.
+    let mut calls = 1u64;
+    let mut iterations = 0u64;
+    while calls + 4 < per_rank {
+        calls += 3 + u64::from(iterations % 8 == 7);
+        iterations += 1;
+    }
+    calls += 1;
+    let (written, messages) = (calls * RANKS as u64, iterations * RANKS as u64);
+    if dir.join("ring.meta").exists() {
+        return (written, messages);
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let writers: Vec<RankWriter> = (0..RANKS)
+        .map(|r| {
+            let mut w = RankWriter::new([1, 1, 0], 1_700_000_000);
+            let mut now = 1_700_000_000u64 * 1_000_000_000 + r as u64 * 1_000;
+            let mut call = |w: &mut RankWriter, func: u16, args: &[Arg]| {
+                now += 500;
+                w.call(func, 0, now, now + 1_000, args);
+                now += 1_000;
+            };
+            let (left, right) = (((r + RANKS - 1) % RANKS) as i32, ((r + 1) % RANKS) as i32);
+            call(&mut w, INIT, &[Arg::Argv(vec!["./ring".into()])]);
+            for i in 0..iterations {
+                call(
+                    &mut w,
+                    IRECV,
+                    &dumpi_writer::irecv_args(128, MPI_DOUBLE, left, 1, COMM_WORLD, 2),
+                );
+                call(
+                    &mut w,
+                    ISEND,
+                    &dumpi_writer::send_args(128, MPI_DOUBLE, right, 1, COMM_WORLD, Some(3)),
+                );
+                let st = Status {
+                    bytes: 1024,
+                    source: left,
+                    tag: 1,
+                };
+                call(
+                    &mut w,
+                    WAITALL,
+                    &[
+                        Arg::I(2),
+                        Arg::Ints(vec![2, 3]),
+                        Arg::St(Some(vec![st, st])),
+                    ],
+                );
+                if i % 8 == 7 {
+                    call(
+                        &mut w,
+                        ALLREDUCE,
+                        &[
+                            Arg::I(1),
+                            Arg::H(MPI_DOUBLE),
+                            Arg::I8(3),
+                            Arg::H(COMM_WORLD),
+                        ],
+                    );
+                }
+            }
+            call(&mut w, FINALIZE, &[]);
+            w
+        })
+        .collect();
+    dumpi_writer::write_trace(dir, "ring", &writers);
+    (written, messages)
 }
 
 /// Writes (or reuses) the Paraver trace of about `records` records; returns how many, and the

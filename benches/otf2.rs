@@ -96,8 +96,8 @@ fn archive(data: &Path, ranks: u64, events: u64) -> (PathBuf, serde_json::Value)
     (dir, serde_json::from_str(&line).unwrap())
 }
 
-/// The fastest of `RUNS` runs, with the largest peak; `None` if a run failed (`run` has said
-/// why).
+/// The fastest of `RUNS` runs (wall time; processor time the least of the runs too), with the
+/// largest peak; `None` if a run failed (`run` has said why).
 fn best_of(mut run: impl FnMut() -> Option<ChildRun>) -> Option<ChildRun> {
     let mut best: Option<ChildRun> = None;
     for _ in 0..RUNS {
@@ -105,6 +105,7 @@ fn best_of(mut run: impl FnMut() -> Option<ChildRun>) -> Option<ChildRun> {
         best = Some(match best {
             Some(b) => ChildRun {
                 secs: b.secs.min(r.secs),
+                cpu_secs: b.cpu_secs.min(r.cpu_secs),
                 peak_kib: b.peak_kib.max(r.peak_kib),
                 success: true,
             },
@@ -183,14 +184,20 @@ fn otf2_print(anchor: &Path) -> ChildRun {
 fn compile_noop_reader(data: &Path) -> Option<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/otf2_read_noop.c");
     let exe = data.join("otf2_read_noop");
-    // otf2-config (libotf2-trace-dev) gives the flags; plain -lotf2 otherwise.
-    let flags = Command::new("otf2-config")
-        .args(["--cflags", "--ldflags", "--libs"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_else(|| "-lotf2".to_string());
+    // otf2-config (libotf2-trace-dev) gives the flags, one kind per call (given several, it
+    // prints only the last); plain -lotf2 otherwise.
+    let config = |kind: &str| {
+        Command::new("otf2-config")
+            .arg(kind)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let flags = match (config("--cflags"), config("--ldflags"), config("--libs")) {
+        (Some(c), Some(l), Some(libs)) => format!("{c} {l} {libs}"),
+        _ => "-lotf2".to_string(),
+    };
     let skip = "the OTF2 library's no-op reader (benches/otf2_read_noop.c)";
     let compiled = Command::new("cc")
         .args(["-O2", "-Wall", "-o"])
@@ -297,32 +304,29 @@ fn against_otf2_print(data: &Path) {
 
 /// Table 2: 64, 1,024 and 16,384 ranks against the OTF2 library's no-op reader.
 fn against_the_library(data: &Path) {
-    let cases: Vec<(u64, u64)> = match std::env::var("MTFDB_BENCH_RANKS") {
-        Ok(list) => list
-            .split(',')
-            .map(|r| {
-                let ranks: u64 = r.trim().parse().expect("rank counts");
-                let events = RANK_CASES
-                    .iter()
-                    .find(|c| c.0 == ranks)
-                    .map_or(RANK_CASE_EVENTS, |c| c.1);
-                (ranks, events)
-            })
-            .collect(),
-        Err(_) => RANK_CASES.to_vec(),
-    };
+    let defaults: Vec<u64> = RANK_CASES.iter().map(|c| c.0).collect();
+    let cases = common::env_list("MTFDB_BENCH_RANKS", &defaults)
+        .into_iter()
+        .map(|ranks| {
+            let events = RANK_CASES
+                .iter()
+                .find(|c| c.0 == ranks)
+                .map_or(RANK_CASE_EVENTS, |c| c.1);
+            (ranks, events)
+        });
     println!();
     println!("one location per rank, against the OTF2 library (libotf2) reading the same archive with no-op callbacks");
     println!("(benches/otf2_read_noop.c): merged = its global event reader (locations merged by time, as the import does),");
     println!("per-location = each location alone (no merge); ratio = the library's seconds / import seconds (>= 1: import as");
-    println!("fast or faster); the import runs under ulimit -n {OPEN_FILES}");
+    println!("fast or faster); the import runs under ulimit -n {OPEN_FILES}; cpu s = its processor time on all cores");
     let reader = compile_noop_reader(data);
     println!(
-        "{:>6} {:>10} {:>8} | {:>8} {:>10} {:>8} | {:>9} {:>6} {:>8} | {:>9} {:>6} {:>8}",
+        "{:>6} {:>10} {:>8} | {:>8} {:>6} {:>10} {:>8} | {:>9} {:>6} {:>8} | {:>9} {:>6} {:>8}",
         "ranks",
         "events",
         "arch MiB",
         "import s",
+        "cpu s",
         "events/s",
         "peak MiB",
         "merged s",
@@ -365,11 +369,12 @@ fn against_the_library(data: &Path) {
             None => format!("{:>9} {:>6} {:>8}", "-", "-", "-"),
         };
         println!(
-            "{:>6} {:>10} {:>8.0} | {:>8.2} {:>10.0} {:>8.0} | {} | {}",
+            "{:>6} {:>10} {:>8.0} | {:>8.2} {:>6.2} {:>10.0} {:>8.0} | {} | {}",
             ranks,
             written,
             archive_mib(&dir),
             import.secs,
+            import.cpu_secs,
             written as f64 / import.secs,
             mib(import.peak_kib),
             baseline(merged),

@@ -428,6 +428,10 @@ impl Derived {
 
     /// Records what the tally found.
     fn record_found(&mut self) -> Result<()> {
+        // Called for every operation and message; almost always with nothing found.
+        if self.found.is_empty() {
+            return Ok(());
+        }
         let mut found = std::mem::take(&mut self.found);
         for a in found.drain(..) {
             self.record_anomaly(a)?;

@@ -57,6 +57,12 @@ impl Script {
     }
 }
 
+/// Writes the ranks' scripts as trace `name` into `dir`; returns its meta file.
+fn write_scripts(dir: &Path, name: &str, scripts: Vec<Script>) -> PathBuf {
+    let writers: Vec<RankWriter> = scripts.into_iter().map(|p| p.w).collect();
+    writer::write_trace(dir, name, &writers)
+}
+
 fn st(bytes: i32, source: i32, tag: i32) -> Status {
     Status { bytes, source, tag }
 }
@@ -1113,4 +1119,60 @@ fn a_record_that_breaks_a_rule_is_refused_at_its_offset() {
     let file = dir.path().join("back-0001.bin");
     assert_refused(&db, &meta, &file, at, "time goes backwards");
     assert!(db.trace_names().unwrap().is_empty());
+}
+
+#[test]
+fn a_receive_buffer_larger_than_its_message_is_legal_and_a_smaller_one_is_reported() {
+    // DUMPI records the buffer a receive posted (count x datatype size), not the length it
+    // got: rank 1 posts 100 doubles for a message of 10 (legal in MPI), then 5 doubles for a
+    // message of 10 (truncation, MPI_ERR_TRUNCATE).
+    let dir = tempfile::tempdir().unwrap();
+    let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.call(INIT, vec![Arg::Argv(vec![])]);
+        if r == 0 {
+            p.call(
+                SEND,
+                writer::send_args(10, MPI_DOUBLE, 1, 1, COMM_WORLD, None),
+            );
+            p.call(
+                SEND,
+                writer::send_args(10, MPI_DOUBLE, 1, 2, COMM_WORLD, None),
+            );
+        } else {
+            p.call(
+                RECV,
+                writer::recv_args(100, MPI_DOUBLE, 0, 1, COMM_WORLD, Some(st(80, 0, 1))),
+            );
+            p.call(
+                RECV,
+                writer::recv_args(5, MPI_DOUBLE, 0, 2, COMM_WORLD, Some(st(40, 0, 2))),
+            );
+        }
+        p.call(FINALIZE, vec![]);
+    }
+    let meta = write_scripts(dir.path(), "buffers", ranks);
+    let (_tmp, db) = temp_db();
+    db.import(&meta, None).unwrap();
+    let trace = db.trace("buffers").unwrap();
+    assert_eq!(trace.summary().messages, 2);
+    let receives: Vec<Operation> = rank_operations(&trace, 1)
+        .into_iter()
+        .filter(|o| o.kind == OpKind::Recv)
+        .collect();
+    assert_eq!(
+        receives.iter().map(|o| o.recv_bytes).collect::<Vec<_>>(),
+        vec![800, 40]
+    );
+    assert!(receives.iter().all(|o| o.flags & flags::RECV_CAPACITY != 0));
+    let mismatches: Vec<(u64, u64)> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::LengthMismatch { sent, received, .. } => Some((sent, received)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(mismatches, vec![(80, 40)]);
 }

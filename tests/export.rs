@@ -702,7 +702,22 @@ fn every_real_trace_that_imports_comes_back_the_same_from_mtf_text_and_gxl() {
     let traces = import_every_trace(&Database::open(&db).unwrap(), &root);
     let names: Vec<&str> = traces.iter().map(|(n, _)| n.as_str()).collect();
     println!("round trips of: {names:?}");
-    for must in ["otf2_ping-pong", "otf2_ping-pong-papi", "otf2_mi300-hip"] {
+    // Every trace of every format there: a reader that regresses fails here, not silently.
+    for must in [
+        "dumpi_testtrace",
+        "otf1_jacobi",
+        "paraver_lulesh_lulesh_7+1_with_uncores_sockets1+2.chop8.prv",
+        "paraver_qsort_qsort_beo3.prv",
+        "otf2_casita_1_ocl_deps",
+        "otf2_casita_1_scorep-ompt-host-nested",
+        "otf2_casita_1_xeonphi_jacobi_01",
+        "otf2_casita_2_cuda_simple",
+        "otf2_casita_2_jacobi_blame_cpu_015",
+        "otf2_casita_4_mpi_ls_barr",
+        "otf2_ping-pong",
+        "otf2_ping-pong-papi",
+        "otf2_mi300-hip",
+    ] {
         assert!(names.contains(&must), "{must} did not import: {names:?}");
     }
     for (name, path) in &traces {

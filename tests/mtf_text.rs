@@ -1082,7 +1082,7 @@ fn syntax_errors_say_what_was_expected() {
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 zz=3\n"),
-        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec)"
+        "t.mtf:9:21: syntax: unknown field \"zz\" (the fields are c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec, cap)"
     );
     assert_eq!(
         event_error("0 1 5 Send c=0 to=1 to=2\n"),
@@ -1471,5 +1471,38 @@ fn a_call_without_its_records_is_marked_rec_0() {
     assert_eq!(
         error_of("MTF 1\nprocess 0 P0\n0 1 2 Init rec=1\n"),
         "t.mtf:3:16: syntax: expected 0 after rec= (a call recorded without its records), found \"1\""
+    );
+}
+
+#[test]
+fn a_receive_buffer_capacity_is_marked_cap_1() {
+    // rb= is the buffer the receive posted (as DUMPI records it): a shorter message is legal.
+    let text = "MTF 1\nprocess 0 P0\nprocess 1 P1\ncommunicator 0 C0 0,1\n\
+                0 10 20 Send c=0 to=1 tag=1 b=8\n1 5 30 Recv c=0 from=0 rtag=1 rb=800 cap=1\n";
+    let c = parse_ok(text);
+    assert_eq!(c.ops[1].flags, flags::RECV_CAPACITY);
+    assert_eq!(
+        write(&c).lines().last(),
+        Some("1 5 30 Recv c=0 from=0 rtag=1 rb=800 cap=1")
+    );
+    assert_eq!(
+        error_of("MTF 1\nprocess 0 P0\n0 1 2 Init cap=0\n"),
+        "t.mtf:3:16: syntax: expected 1 after cap= (rb= is the receive buffer's capacity), found \"0\""
+    );
+}
+
+#[test]
+fn a_rank_of_2_31_is_refused_at_once_without_a_table_of_its_size() {
+    // Found by the fuzzer (kept in tests/corpus/mtf/rank-2-31.mtf): the reader counted
+    // operations per rank in a table as long as the largest rank seen, and filled 16 GiB
+    // before the rank was refused. Only declared ranks are counted now.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/corpus/mtf/rank-2-31.mtf"
+    ))
+    .unwrap();
+    assert_eq!(
+        error_of(&text),
+        "t.mtf:6:1: unknown rank: rank 2147483648 is not a declared process (ranks are 0-1)"
     );
 }

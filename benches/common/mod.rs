@@ -14,11 +14,20 @@ use mtfdb::Database;
 
 /// Event counts from `MTFDB_BENCH_EVENTS` (comma-separated), else `default`.
 pub fn sizes(default: &[u64]) -> Vec<u64> {
-    std::env::var("MTFDB_BENCH_EVENTS")
+    env_list("MTFDB_BENCH_EVENTS", default)
+}
+
+/// A comma-separated list of numbers from the environment variable `var`, else `default`.
+pub fn env_list<T: std::str::FromStr + Clone>(var: &str, default: &[T]) -> Vec<T> {
+    std::env::var(var)
         .ok()
         .map(|s| {
             s.split(',')
-                .map(|x| x.trim().parse().expect("event counts"))
+                .map(|x| {
+                    x.trim()
+                        .parse()
+                        .unwrap_or_else(|_| panic!("{var}: {x:?} is not a number"))
+                })
                 .collect()
         })
         .unwrap_or_else(|| default.to_vec())
@@ -111,6 +120,8 @@ extern "C" {
 pub struct ChildRun {
     /// Wall time from spawn to exit.
     pub secs: f64,
+    /// Processor time, user and system, over all its threads.
+    pub cpu_secs: f64,
     /// Its maximum resident set in KiB (`ru_maxrss` from `wait4`).
     pub peak_kib: u64,
     /// It exited with status 0.
@@ -138,8 +149,10 @@ pub fn run_child(cmd: &mut Command) -> ChildRun {
     let pid = unsafe { wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let secs = started.elapsed().as_secs_f64();
     assert_eq!(pid, child.id() as i32, "wait4 failed");
+    let seconds = |t: [i64; 2]| t[0] as f64 + t[1] as f64 / 1e6;
     ChildRun {
         secs,
+        cpu_secs: seconds(usage.utime) + seconds(usage.stime),
         peak_kib: usage.maxrss as u64,
         success: status == 0,
     }

@@ -348,6 +348,17 @@ pub fn patterns(trace: &Trace, params: &PatternParams, refresh: bool) -> Result<
     trace.stored_result(&params.key(), refresh, || detect_patterns(trace, params))
 }
 
+/// The patterns stored for `params`, if they were detected before (reads, never computes:
+/// for `EXPLAIN`).
+pub fn stored_patterns(trace: &Trace, params: &PatternParams) -> Result<Option<PatternResult>> {
+    trace.result(&params.key())
+}
+
+/// The phases stored for `params`, if they were detected before (reads, never computes).
+pub fn stored_phases(trace: &Trace, params: &PhaseParams) -> Result<Option<PhaseResult>> {
+    trace.result(&params.key())
+}
+
 /// Recomputes the default patterns and phases and then replaces every stored analysis result
 /// of the trace with them (`REFRESH PATTERNS`): an error or a cancellation while computing
 /// leaves the stored results as they were.

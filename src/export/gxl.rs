@@ -318,13 +318,17 @@ impl<W: Write> Writer for GxlWriter<W> {
             (flags::ANY_TAG, "anyTag"),
             (flags::NOT_COMPLETED, "notCompleted"),
             (flags::WITHOUT_RECORDS, "withoutRecords"),
+            (flags::RECV_CAPACITY, "recvCapacity"),
         ] {
             if op.flags & bit != 0 {
                 self.flag(name);
             }
         }
-        let known =
-            flags::ANY_SOURCE | flags::ANY_TAG | flags::NOT_COMPLETED | flags::WITHOUT_RECORDS;
+        let known = flags::ANY_SOURCE
+            | flags::ANY_TAG
+            | flags::NOT_COMPLETED
+            | flags::WITHOUT_RECORDS
+            | flags::RECV_CAPACITY;
         let other = op.flags & !known;
         self.opt_int("otherFlags", Some(other).filter(|&f| f != 0));
         self.close_node();

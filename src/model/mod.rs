@@ -268,6 +268,10 @@ pub mod flags {
     /// An MPI call the source recorded without the records that say what it did (peer,
     /// communicator, sizes): kept as a call of its name (`OpKind::Other`), outside matching.
     pub const WITHOUT_RECORDS: u8 = 8;
+    /// The receive's `recv_bytes` is the buffer it posted (count × datatype size, as DUMPI
+    /// records it), not the length it received: a shorter message is legal, a longer one is
+    /// truncation.
+    pub const RECV_CAPACITY: u8 = 16;
 }
 
 /// One MPI call of one process: the metamodel's `MPOperation` with the fields of all its

@@ -19,8 +19,12 @@ use crate::model::{CommId, OpKind, Rank, Time};
 pub enum Statement {
     /// `SELECT …`: a selection, an aggregate or a statistic.
     Select(Select),
-    /// `EXPLAIN SELECT …`: show the plan of the query instead of running it.
+    /// `EXPLAIN SELECT …`: show the plan of the query without running it: it reads no rows,
+    /// runs no analysis and writes nothing.
     Explain(Select),
+    /// `EXPLAIN ANALYZE SELECT …`: run the query and show its plan with the rows each step
+    /// actually kept.
+    ExplainAnalyze(Select),
     /// `SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS`.
     Show(ShowWhat),
     /// `USE TRACE name`: the trace later statements query.
@@ -603,6 +607,7 @@ impl fmt::Display for Statement {
         match self {
             Statement::Select(s) => write!(f, "{s}"),
             Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
+            Statement::ExplainAnalyze(s) => write!(f, "EXPLAIN ANALYZE {s}"),
             Statement::Show(w) => write!(f, "SHOW {w}"),
             Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),
             Statement::CreateView { name, selection } => {

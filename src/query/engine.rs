@@ -56,7 +56,14 @@ fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
 
 /// Phase `n`'s messages and operations (default parameters), or why there is no such phase.
 fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringTreemap, RoaringTreemap)> {
-    let found = detection::phases(trace, &PhaseParams::default(), false)?;
+    phase_of(
+        &detection::phases(trace, &PhaseParams::default(), false)?,
+        n,
+    )
+}
+
+/// Phase `n`'s message and operation ids in `found`.
+fn phase_of(found: &detection::PhaseResult, n: u32) -> Result<(RoaringTreemap, RoaringTreemap)> {
     match found.phase(n) {
         Some(p) => Ok((p.message_ids(), p.op_ids())),
         None => Err(Error::unknown(
@@ -126,6 +133,9 @@ struct Selected {
 pub struct Engine<'a> {
     trace: &'a Trace,
     cancel: Option<&'a AtomicBool>,
+    /// `EXPLAIN`: plan from the bitmaps and the stored results only; read no rows, run no
+    /// analysis, write nothing.
+    plan_only: bool,
 }
 
 /// The columns of a selection's rows: operations or messages.
@@ -173,7 +183,14 @@ impl<'a> Engine<'a> {
         Engine {
             trace,
             cancel: None,
+            plan_only: false,
         }
+    }
+
+    /// This engine for `EXPLAIN`: statements are planned, not run (see [`Statement::Explain`]).
+    pub fn plan_only(mut self) -> Engine<'a> {
+        self.plan_only = true;
+        self
     }
 
     /// An engine that stops with [`Error::Cancelled`] once `flag` is set (checked between
@@ -182,6 +199,7 @@ impl<'a> Engine<'a> {
         Engine {
             trace,
             cancel: Some(flag),
+            plan_only: false,
         }
     }
 
@@ -457,6 +475,35 @@ impl<'a> Engine<'a> {
                         actual: None,
                     });
                 }
+                Within::Pattern(n) if self.plan_only => {
+                    self.plan_stored_ids(
+                        &mut ids,
+                        &mut plan,
+                        detection::stored_patterns(self.trace, &PatternParams::default())?
+                            .map(|found| {
+                                found
+                                    .pattern(*n)
+                                    .map(|p| (p.message_ids(), p.op_ids()))
+                                    .ok_or_else(|| no_pattern(*n, found.patterns.len()))
+                            })
+                            .transpose()?,
+                        messages,
+                        format!("pattern {n}'s occurrences"),
+                        "pattern detection",
+                    );
+                }
+                Within::Phase(n) if self.plan_only => {
+                    self.plan_stored_ids(
+                        &mut ids,
+                        &mut plan,
+                        detection::stored_phases(self.trace, &PhaseParams::default())?
+                            .map(|found| phase_of(&found, *n))
+                            .transpose()?,
+                        messages,
+                        format!("phase {n}'s operations"),
+                        "phase detection",
+                    );
+                }
                 Within::Pattern(n) => {
                     let found = detection::patterns(self.trace, &PatternParams::default(), false)?;
                     let Some(p) = found.pattern(*n) else {
@@ -502,6 +549,32 @@ impl<'a> Engine<'a> {
             ids,
             plan,
         })
+    }
+
+    /// `EXPLAIN`'s step for a pattern's or phase's ids: from the stored result when there is
+    /// one; else the analysis that would run first is named and the ids are left as they are
+    /// (the estimate is an upper bound).
+    fn plan_stored_ids(
+        &self,
+        ids: &mut RoaringTreemap,
+        plan: &mut Vec<PlanStep>,
+        stored: Option<(RoaringTreemap, RoaringTreemap)>,
+        messages: bool,
+        what: String,
+        analysis: &str,
+    ) {
+        let step = match stored {
+            Some((message_ids, op_ids)) => {
+                *ids &= if messages { message_ids } else { op_ids };
+                format!("AND {what} (stored)")
+            }
+            None => format!("AND {what}: {analysis} runs first (nothing stored yet)"),
+        };
+        plan.push(PlanStep {
+            step,
+            estimated: ids.len(),
+            actual: None,
+        });
     }
 
     fn scope_bitmap(
@@ -614,6 +687,14 @@ impl<'a> Engine<'a> {
             check_nesting(p)?;
         }
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        if self.plan_only {
+            selected.plan.push(PlanStep {
+                step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
+                estimated: selected.ids.len(),
+                actual: None,
+            });
+            return Ok(());
+        }
         let keep = |row: &Row| {
             sel.filter.time.is_none_or(|w| overlaps(row, w))
                 && among.as_ref().is_none_or(|set| peers_within(row, set))
@@ -765,15 +846,19 @@ impl<'a> Engine<'a> {
                 selection,
                 group_by,
             } if self.is_message_scan(aggregates, selection, group_by) => {
-                let r = self.message_scan_aggregate(aggregates, group_by)?;
                 let n = self.trace.summary().messages;
+                let (r, actual) = if self.plan_only {
+                    (ResultSet::new(Vec::<String>::new()), None)
+                } else {
+                    (self.message_scan_aggregate(aggregates, group_by)?, Some(n))
+                };
                 let plan = vec![PlanStep {
                     step: format!(
                         "scan only the needed columns of the message chunks ({}), in parallel",
                         self.trace.message_chunk_count()
                     ),
                     estimated: n,
-                    actual: Some(n),
+                    actual,
                 }];
                 (r, plan)
             }
@@ -1114,6 +1199,58 @@ impl<'a> Engine<'a> {
                 actual: Some(n as u64),
             }]
         };
+        if self.plan_only {
+            // The statistics kept at import or computed per process: name the step, run nothing.
+            let per_process = |name: &str, what: &str| -> Result<(ResultSet, Vec<PlanStep>)> {
+                let n = fixed_ranks(name)?.len() as u64;
+                let step = PlanStep {
+                    step: what.to_string(),
+                    estimated: n,
+                    actual: None,
+                };
+                Ok((ResultSet::new(Vec::<String>::new()), vec![step]))
+            };
+            match statistic {
+                Statistic::FanIn => {
+                    return per_process(
+                        "FAN_IN",
+                        "scan messages and collective operations per process",
+                    )
+                }
+                Statistic::FanOut => {
+                    return per_process(
+                        "FAN_OUT",
+                        "scan messages and collective operations per process",
+                    )
+                }
+                Statistic::MpiTime => {
+                    return per_process("MPI TIME", "sum operation durations per process")
+                }
+                Statistic::Statistics
+                    if filter.within.is_empty()
+                        && filter.time.is_none()
+                        && filter.predicate.is_none() =>
+                {
+                    return per_process(
+                        "STATISTICS",
+                        "count operations per process and kind; bytes per process",
+                    )
+                }
+                Statistic::Matrix(_)
+                    if filter.is_empty() && target.is_none_or(|t| t == Target::Messages) =>
+                {
+                    let n = all.len() as u64;
+                    let step = PlanStep {
+                        step: "message counts and bytes per pair, kept at import".into(),
+                        estimated: n,
+                        actual: None,
+                    };
+                    return Ok((ResultSet::new(Vec::<String>::new()), vec![step]));
+                }
+                // The others select rows, which plan-only reading leaves unread.
+                _ => {}
+            }
+        }
         Ok(match statistic {
             Statistic::FanIn | Statistic::FanOut => {
                 let ranks = fixed_ranks(if statistic == Statistic::FanIn {
@@ -1796,6 +1933,12 @@ impl Session {
                 Engine::with_cancel(trace, &cancel).select(s, false)?
             }
             Statement::Explain(s) => {
+                let trace = self.trace()?;
+                Engine::with_cancel(trace, &cancel)
+                    .plan_only()
+                    .select(s, true)?
+            }
+            Statement::ExplainAnalyze(s) => {
                 let trace = self.trace()?;
                 Engine::with_cancel(trace, &cancel).select(s, true)?
             }

@@ -472,6 +472,10 @@ impl<'a> Parser<'a> {
             self.expect_keyword("TREE", "after SHOW PHASE")?;
             Ok(Statement::Analysis(Analysis::PhaseTree(self.threshold()?)))
         } else if self.eat_keyword("EXPLAIN") {
+            if self.eat_keyword("ANALYZE") {
+                self.expect_keyword("SELECT", "after EXPLAIN ANALYZE")?;
+                return Ok(Statement::ExplainAnalyze(self.select(true)?));
+            }
             self.expect_keyword("SELECT", "after EXPLAIN")?;
             Ok(Statement::Explain(self.select(true)?))
         } else if self.eat_keyword("SHOW") {

@@ -570,7 +570,9 @@ impl RankConverter {
         } else {
             (Slot::Count, Slot::Datatype, Slot::Tag)
         };
+        // DUMPI records the buffer the receive posted, not the length it got.
         op.recv_bytes = self.bytes(rec.get(count), rec.get(dt), t);
+        op.flags |= flags::RECV_CAPACITY;
         if op.datatype.is_none() {
             op.datatype = rec.get(dt).map(|d| names.datatype(d));
         }

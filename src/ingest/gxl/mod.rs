@@ -574,6 +574,7 @@ impl GraphReader {
             (flags::ANY_TAG, "anyTag"),
             (flags::NOT_COMPLETED, "notCompleted"),
             (flags::WITHOUT_RECORDS, "withoutRecords"),
+            (flags::RECV_CAPACITY, "recvCapacity"),
         ] {
             if a.flag(name)? {
                 op.flags |= bit;

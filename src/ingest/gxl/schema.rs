@@ -14,7 +14,7 @@
 //! | `ProcessTrace` | `PT<rank>` | `rank` |
 //! | `Communicator` | `COMM<id>` | `commId`, `commName`, `members` (a `seq` of world ranks, in communicator-rank order) |
 //! | `Location` | `LOC<i>` | `locationName`, `kind`, `group`, `rank`, `thread`, `regions`, `events` |
-//! | an operation class | `o<rank>.<thread>.<index>` | `call` (`MPI_Isend`) or `otherCall` (an MPI call of no fixed kind), `rank`, `thread`, `startTime`, `endTime`, `nestingLevel`, and as the call has them `comm`, `dest`, `source`, `sendTag`, `recvTag`, `sendBytes`, `recvBytes`, `dataType`, `root`, `request`, `completes` (a `seq`), `anySource`, `anyTag`, `notCompleted`, `withoutRecords` (`bool`s), `otherFlags` |
+//! | an operation class | `o<rank>.<thread>.<index>` | `call` (`MPI_Isend`) or `otherCall` (an MPI call of no fixed kind), `rank`, `thread`, `startTime`, `endTime`, `nestingLevel`, and as the call has them `comm`, `dest`, `source`, `sendTag`, `recvTag`, `sendBytes`, `recvBytes`, `dataType`, `root`, `request`, `completes` (a `seq`), `anySource`, `anyTag`, `notCompleted`, `withoutRecords`, `recvCapacity` (`bool`s), `otherFlags` |
 //! | `RoutineCall` | `r<rank>.<thread>.<index>` | `routineCallName`, `rank`, `thread`, `nestingLevel`, `startTime`, `endTime` |
 //! | `Message` | `m<k>` | `sender`, `receiver`, `comm`, `tag`, `dataSize`, `sendTime`, `recvTime` |
 //! | `CollectiveInstance` | `ci<k>` | `call` or `otherCall`, `comm`, `root`, `startTime`, `endTime`, `sendBytes`, `recvBytes` |

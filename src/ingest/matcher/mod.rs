@@ -257,9 +257,10 @@ impl Matcher {
             op: id,
             time: op.start,
             bytes: op.send_bytes,
+            capacity: false,
         };
-        if let Some((m, received)) = self.p2p.arrive(channel, true, me) {
-            self.check_length(&m, received, out)?;
+        if let Some((m, recv)) = self.p2p.arrive(channel, true, me) {
+            self.check_length(&m, &recv, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -293,12 +294,13 @@ impl Matcher {
             op: id,
             time: op.end,
             bytes: op.recv_bytes,
+            capacity: op.flags & flags::RECV_CAPACITY != 0,
         };
         if op.request.is_some() && !op.kind.is_send() {
             self.irecvs.insert(id, None);
         }
-        if let Some((m, received)) = self.p2p.arrive(channel, false, me) {
-            self.check_length(&m, received, out)?;
+        if let Some((m, recv)) = self.p2p.arrive(channel, false, me) {
+            self.check_length(&m, &recv, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -329,9 +331,19 @@ impl Matcher {
 
     /// A message whose receive recorded another length than its send: the message keeps
     /// the send's, the difference is reported. A length of 0 on either side means the source
-    /// did not record it (several tracers write 0 for an unknown length).
-    fn check_length(&mut self, m: &Message, received: u64, out: &mut impl MatchSink) -> Result<()> {
+    /// did not record it (several tracers write 0 for an unknown length); a receive that
+    /// recorded its buffer's capacity may be longer than the message, not shorter.
+    fn check_length(
+        &mut self,
+        m: &Message,
+        recv: &Waiting,
+        out: &mut impl MatchSink,
+    ) -> Result<()> {
+        let received = recv.bytes;
         if received == m.bytes || received == 0 || m.bytes == 0 {
+            return Ok(());
+        }
+        if recv.capacity && received > m.bytes {
             return Ok(());
         }
         out.anomaly(&Anomaly::LengthMismatch {

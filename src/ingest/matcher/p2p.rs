@@ -33,6 +33,8 @@ pub(super) struct Waiting {
     pub time: Time,
     /// Bytes sent (a send) or received (a receive).
     pub bytes: u64,
+    /// A receive's `bytes` is its buffer's capacity ([`crate::model::flags::RECV_CAPACITY`]).
+    pub capacity: bool,
 }
 
 /// The waiting side(s) of one channel.
@@ -73,7 +75,7 @@ impl P2p {
         channel: Channel,
         is_send: bool,
         me: Waiting,
-    ) -> Option<(Message, u64)> {
+    ) -> Option<(Message, Waiting)> {
         let other = match self.queues.entry(channel) {
             Entry::Occupied(mut e) => {
                 let queue = e.get_mut();
@@ -120,7 +122,7 @@ impl P2p {
             send_op: send.op,
             recv_op: recv.op,
         };
-        Some((message, recv.bytes))
+        Some((message, recv))
     }
 
     /// Everything still waiting, ordered by operation id (a `Sendrecv`'s send before its
@@ -159,6 +161,7 @@ mod tests {
             op,
             time: op * 10,
             bytes: op,
+            capacity: false,
         }
     }
 

@@ -22,7 +22,8 @@
 //! receive tag (`*` marks `MPI_ANY_TAG`), `b=` bytes sent, `rb=` bytes received, `dt=`
 //! datatype, `root=` root, `req=` request created, `done=` requests completed (comma
 //! separated), `flag=0` a Test/Iprobe that completed nothing, `rec=0` a call recorded
-//! without its MPI records.
+//! without its MPI records, `cap=1` a receive whose `rb=` is its buffer's capacity (a shorter
+//! message is legal).
 //!
 //! What a foreign source found travels too: `string NAME` declares the string table in id
 //! order, `location NAME KIND key=value…` a location that is not an MPI rank's main thread,

@@ -372,7 +372,7 @@ const MAX_RANGE: u64 = 1 << 24;
 // Event lines
 
 /// Positions of the fields of the current event line: byte offset + 1, or 0 when absent.
-const N_SLOTS: usize = 18;
+const N_SLOTS: usize = 19;
 
 fn slot_of(field: Field) -> Option<usize> {
     Some(match field {
@@ -422,7 +422,7 @@ fn keyword<'a>(rest: In<'a>) -> &'a [u8] {
     &rest[..end]
 }
 
-const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec";
+const FIELD_KEYS: &str = "c, to, from, tag, rtag, b, rb, dt, root, req, done, flag, rec, cap";
 
 #[derive(PartialEq, Eq)]
 enum Phase {
@@ -928,6 +928,7 @@ impl LineParser {
                 b"done" => 15,
                 b"flag" => 16,
                 b"rec" => 17,
+                b"cap" => 18,
                 _ => {
                     let message = format!(
                         "unknown field {:?} (the fields are {FIELD_KEYS})",
@@ -1056,12 +1057,19 @@ impl LineParser {
                     Some(b'1') if at_sep(&v[1..]) => &v[1..],
                     _ => return Err(bad("0 or 1 after flag=")),
                 },
-                _ => match v.first() {
+                17 => match v.first() {
                     Some(b'0') if at_sep(&v[1..]) => {
                         self.op.flags |= flags::WITHOUT_RECORDS;
                         &v[1..]
                     }
                     _ => return Err(bad("0 after rec= (a call recorded without its records)")),
+                },
+                _ => match v.first() {
+                    Some(b'1') if at_sep(&v[1..]) => {
+                        self.op.flags |= flags::RECV_CAPACITY;
+                        &v[1..]
+                    }
+                    _ => return Err(bad("1 after cap= (rb= is the receive buffer's capacity)")),
                 },
             };
         }

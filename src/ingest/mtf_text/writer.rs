@@ -444,6 +444,9 @@ impl<W: Write> EventSink for MtfWriter<W> {
         if op.flags & flags::WITHOUT_RECORDS != 0 {
             b.extend_from_slice(b" rec=0");
         }
+        if op.flags & flags::RECV_CAPACITY != 0 {
+            b.extend_from_slice(b" cap=1");
+        }
         b.push(b'\n');
         self.maybe_flush()
     }
