@@ -184,6 +184,9 @@ enum Node {
     Event { process: u32, event: u32 },
 }
 
+/// A communication pattern's shape: per process, the pattern or event it contributes.
+type Shape = Vec<(Rank, ShapePart)>;
+
 /// Joins process-pattern occurrences into communication patterns. `patterns[i]` are the
 /// patterns of `events[i]`; an event covered by several occurrences belongs to the longest
 /// (occurrences that would share events with a longer one are dropped).
@@ -274,9 +277,11 @@ pub fn assemble(
         let root = uf.find(n);
         members.entry(root).or_default().push(n);
     }
-    let mut by_shape: FxHashMap<Vec<(Rank, ShapePart)>, Vec<CommOccurrence>> = FxHashMap::default();
-    let mut occurrence_of_root: FxHashMap<u32, (Vec<(Rank, ShapePart)>, usize)> =
-        FxHashMap::default();
+    // Occurrences grouped by shape; a shape is hashed once per occurrence, and messages find
+    // their occurrence by index (hashing a shape per message cost messages x ranks).
+    let mut shape_index: FxHashMap<Shape, usize> = FxHashMap::default();
+    let mut by_shape: Vec<(Shape, Vec<CommOccurrence>)> = Vec::new();
+    let mut occurrence_of_root: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
     for (root, list) in members {
         if !list
             .iter()
@@ -323,16 +328,23 @@ pub fn assemble(
             shape.push((e.rank, part));
         }
         shape.sort();
-        let list = by_shape.entry(shape.clone()).or_default();
-        occurrence_of_root.insert(root, (shape, list.len()));
+        let group = match shape_index.get(&shape) {
+            Some(&g) => g,
+            None => {
+                shape_index.insert(shape.clone(), by_shape.len());
+                by_shape.push((shape, Vec::new()));
+                by_shape.len() - 1
+            }
+        };
+        let list = &mut by_shape[group].1;
+        occurrence_of_root.insert(root, (group, list.len()));
         list.push(occ);
     }
+    drop(shape_index);
     for (mid, n) in message_nodes {
         let root = uf.find(n);
-        if let Some((shape, i)) = occurrence_of_root.get(&root) {
-            if let Some(list) = by_shape.get_mut(shape) {
-                list[*i].messages.insert(mid);
-            }
+        if let Some(&(group, i)) = occurrence_of_root.get(&root) {
+            by_shape[group].1[i].messages.insert(mid);
         }
     }
     let mut out: Vec<CommPattern> = by_shape
