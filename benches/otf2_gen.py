@@ -23,8 +23,9 @@ possible, not periodic, so corner/edge/interior ranks have 2/3/4 neighbours):
     MPI_Finalize, Leave main, ProgramEnd
 
 The number of iterations is chosen so that the total is as close to N as possible. At the end
-one JSON line is printed: {"events": ..., "messages": ..., "message_bytes": ..., ...} with the
-exact numbers written (the event count is checked against OTF2's own count per location).
+one JSON line is printed: {"events": ..., "messages": ..., "message_bytes": ...,
+"event_chunk": ..., ...} with the exact numbers written (the event count is checked against
+OTF2's own count per location).
 
 Speed: the OTF2 C functions are called through ctypes function pointers whose argument types
 are set once (the `_otf2` wrappers set them on every call, which costs several times more).
@@ -345,6 +346,7 @@ def main():
         "ranks": ranks,
         "grid": [px, py],
         "iterations": iterations,
+        "event_chunk": EVENT_CHUNK,
         "anchor": os.path.join(out, "traces.otf2"),
         "seconds": round(time.time() - started, 2),
     }))

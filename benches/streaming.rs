@@ -19,51 +19,21 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use mtfdb::gen::{iterations_for_events, GenConfig, Scenario};
 
 const RANKS: u32 = 64;
 
-/// The part of `struct rusage` before `ru_maxrss` is two `timeval`s.
-#[repr(C)]
-struct Rusage {
-    utime: [i64; 2],
-    stime: [i64; 2],
-    maxrss: i64,
-    rest: [i64; 13],
-}
-
-extern "C" {
-    fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
-}
-
 /// Runs `mtfdb` with `args`, its standard output into `out`; returns seconds and peak KiB.
-/// (The child starts as a copy of this process, and its peak counts that copy's: this process
-/// is kept small.)
 fn run(args: &[&str], out: &Path) -> (f64, u64) {
-    let started = Instant::now();
-    // Reaped by `wait4` below, which also gives its peak memory.
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .args(args)
-        .stdout(std::fs::File::create(out).unwrap())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut status = 0i32;
-    let mut usage = Rusage {
-        utime: [0; 2],
-        stime: [0; 2],
-        maxrss: 0,
-        rest: [0; 13],
-    };
-    // SAFETY: waits for our own child, writing into the two locals.
-    let pid = unsafe { wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let secs = started.elapsed().as_secs_f64();
-    assert_eq!(pid, child.id() as i32, "wait4 failed");
-    assert_eq!(status, 0, "mtfdb {args:?} failed");
-    (secs, usage.maxrss as u64)
+    let run = common::run_child(
+        Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+            .args(args)
+            .stdout(std::fs::File::create(out).unwrap())
+            .stderr(Stdio::inherit()),
+    );
+    assert!(run.success, "mtfdb {args:?} failed");
+    (run.secs, run.peak_kib)
 }
 
 /// Reads every file below `dir` (the baseline), through a 1 MiB buffer: this process must

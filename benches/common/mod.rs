@@ -1,10 +1,12 @@
 //! What the benchmarks share: the sizes to run, where their data goes, a database holding a
-//! generated trace, and reading the `mtfdb` binary's report.
+//! generated trace, reading the `mtfdb` binary's report, and timing a child process with its
+//! peak memory.
 
 // Each bench is its own crate and uses only some of these.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 use mtfdb::gen::{generate, GenConfig, GroundTruth};
@@ -98,4 +100,60 @@ pub fn generated_db(dir: &Path, name: &str, config: &GenConfig) -> (Database, Gr
     })
     .unwrap();
     (db, truth.expect("generated"))
+}
+
+/// The part of Linux's `struct rusage` before `ru_maxrss` is two `timeval`s.
+#[repr(C)]
+struct Rusage {
+    utime: [i64; 2],
+    stime: [i64; 2],
+    maxrss: i64,
+    rest: [i64; 13],
+}
+
+extern "C" {
+    fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
+}
+
+/// What a child process took.
+#[derive(Clone, Copy, Debug)]
+pub struct ChildRun {
+    /// Wall time from spawn to exit.
+    pub secs: f64,
+    /// Processor time, user and system, over all its threads.
+    pub cpu_secs: f64,
+    /// Its maximum resident set in KiB (`ru_maxrss` from `wait4`).
+    pub peak_kib: u64,
+    /// It exited with status 0.
+    pub success: bool,
+}
+
+/// Runs `cmd` (its standard streams as the caller set them) to its end. The child starts as a
+/// copy of this process and its peak counts that copy's, so the calling bench must stay small
+/// (it only spawns and measures).
+pub fn run_child(cmd: &mut Command) -> ChildRun {
+    let started = Instant::now();
+    // Reaped by `wait4` below, which clippy does not see.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let mut status = 0i32;
+    let mut usage = Rusage {
+        utime: [0; 2],
+        stime: [0; 2],
+        maxrss: 0,
+        rest: [0; 13],
+    };
+    // SAFETY: waits for our own child, writing into the two locals.
+    let pid = unsafe { wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let secs = started.elapsed().as_secs_f64();
+    assert_eq!(pid, child.id() as i32, "wait4 failed");
+    let seconds = |t: [i64; 2]| t[0] as f64 + t[1] as f64 / 1e6;
+    ChildRun {
+        secs,
+        cpu_secs: seconds(usage.utime) + seconds(usage.stime),
+        peak_kib: usage.maxrss as u64,
+        success: status == 0,
+    }
 }
