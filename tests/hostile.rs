@@ -473,6 +473,10 @@ fn ctrl_c_stops_a_running_statement_and_changes_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Read what it writes, as a terminal would: a statement that is already writing rows
+    // when Ctrl-C comes must not block on a full pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let drain = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     std::thread::sleep(Duration::from_millis(300));
     let signalled = Instant::now();
     let kill = Command::new("kill")
@@ -489,6 +493,7 @@ fn ctrl_c_stops_a_running_statement_and_changes_nothing() {
         .unwrap();
     let status = child.wait().unwrap();
     let late = signalled.elapsed();
+    drain.join().unwrap().unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert_eq!(stderr, "error: cancelled\n");
     assert!(late < Duration::from_millis(800), "{late:?}");
