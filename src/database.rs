@@ -656,11 +656,7 @@ impl Trace {
     pub fn all_operation_ids(&self) -> RoaringTreemap {
         let mut ids = RoaringTreemap::new();
         for c in self.op_chunks() {
-            if c.rows > 0 {
-                ids.insert_range(
-                    tables::row_id(c.chunk, 0)..=tables::row_id(c.chunk, c.rows as usize - 1),
-                );
-            }
+            ids.insert_range(tables::chunk_ids(c.chunk, c.rows as usize));
         }
         ids
     }

@@ -23,7 +23,7 @@ use crate::analysis::structure;
 use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
-use crate::store::tables::row_id;
+use crate::store::tables::{chunk_ids, split_id, CHUNK_ROWS};
 use crate::store::{IndexDim, StoredView};
 use crate::{Database, Trace};
 
@@ -399,7 +399,7 @@ impl<'a> Engine<'a> {
         if let Some(chunks) = &chunks {
             let mut keep = RoaringTreemap::new();
             for &c in chunks {
-                keep.insert_range(row_id(c, 0)..=row_id(c, u16::MAX as usize));
+                keep.insert_range(chunk_ids(c, CHUNK_ROWS));
             }
             ids &= keep;
             plan.push(PlanStep {
@@ -535,7 +535,7 @@ impl<'a> Engine<'a> {
             // Chunks entirely outside the window go without being read.
             for c in self.trace.op_chunks() {
                 if c.rows > 0 && (c.first_start > w.end || c.max_end < w.start) {
-                    ids.remove_range(row_id(c.chunk, 0)..=row_id(c.chunk, c.rows as usize - 1));
+                    ids.remove_range(chunk_ids(c.chunk, c.rows as usize));
                 }
             }
             plan.push(PlanStep {

@@ -1286,7 +1286,7 @@ impl TraceReader {
             // A pack holds other chunks too: keep only the ids of the chunks asked for.
             let mut wanted = RoaringTreemap::new();
             for &chunk in chunks {
-                wanted.insert_range(tables::row_id(chunk, 0)..=tables::row_id(chunk, 0xffff));
+                wanted.insert_range(tables::chunk_ids(chunk, tables::CHUNK_ROWS));
             }
             out &= wanted;
         }

@@ -25,6 +25,11 @@ pub fn row_id(chunk: u32, row: usize) -> u64 {
     (u64::from(chunk) << 16) | (row as u64 & 0xffff)
 }
 
+/// The ids of the first `rows` rows of chunk `chunk` (all it can hold: [`CHUNK_ROWS`]).
+pub fn chunk_ids(chunk: u32, rows: usize) -> std::ops::Range<u64> {
+    row_id(chunk, 0)..row_id(chunk, 0) + rows.min(CHUNK_ROWS) as u64
+}
+
 /// The chunk and row an id names (`u32::MAX` as the chunk of an id beyond every chunk).
 pub fn split_id(id: u64) -> (u32, usize) {
     (
