@@ -658,17 +658,6 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Reads the selected rows and keeps those the indexes could not decide: time overlap,
-    /// peers within an AMONG set, and the WHERE predicate.
-    fn rows(&self, sel: &Selection, selected: &mut Selected) -> Result<Vec<Row>> {
-        let mut kept = Vec::new();
-        self.each_row(sel, selected, |row| {
-            kept.push(row);
-            Ok(true)
-        })?;
-        Ok(kept)
-    }
-
     /// Reads the selected rows chunk by chunk (a roaring container is a chunk), checking for
     /// Ctrl-C, and hands each row that overlaps the window, has its peers in the set and
     /// matches WHERE to `visit`, which returns whether it wants more: `LIMIT n` stops reading
@@ -706,15 +695,17 @@ impl<'a> Engine<'a> {
         };
         let mut kept = 0u64;
         let mut stopped = false;
-        let mut chunk_ids = RoaringTreemap::new();
+        let mut one_chunk = RoaringTreemap::new();
         let mut ids = selected.ids.iter().peekable();
         while let Some(id) = ids.next() {
-            chunk_ids.insert(id);
-            let same_chunk = ids.peek().is_some_and(|next| next >> 16 == id >> 16);
+            one_chunk.insert(id);
+            let same_chunk = ids
+                .peek()
+                .is_some_and(|&next| split_id(next).0 == split_id(id).0);
             if same_chunk {
                 continue;
             }
-            for row in self.read_rows(selected.messages, &chunk_ids)? {
+            for row in self.read_rows(selected.messages, &one_chunk)? {
                 if keep(&row) {
                     kept += 1;
                     if !visit(row)? {
@@ -723,7 +714,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            chunk_ids.clear();
+            one_chunk.clear();
             if stopped {
                 break;
             }
@@ -782,14 +773,6 @@ impl<'a> Engine<'a> {
         Ok(out)
     }
 
-    fn rows_result(&self, rows: &[Row], messages: bool) -> ResultSet {
-        let mut r = ResultSet::new(row_columns(messages));
-        for row in rows {
-            r.push(self.row_values(row));
-        }
-        r
-    }
-
     /// A row's values, in the order of [`row_columns`].
     fn row_values(&self, row: &Row) -> Vec<Value> {
         match row {
@@ -838,8 +821,12 @@ impl<'a> Engine<'a> {
         let (result, plan) = match &s.body {
             SelectBody::Rows(sel) => {
                 let mut selected = self.select_ids(sel)?;
-                let rows = self.rows(sel, &mut selected)?;
-                (self.rows_result(&rows, selected.messages), selected.plan)
+                let mut r = ResultSet::new(row_columns(selected.messages));
+                self.each_row(sel, &mut selected, |row| {
+                    r.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                (r, selected.plan)
             }
             SelectBody::Aggregate {
                 aggregates,
@@ -1286,14 +1273,13 @@ impl<'a> Engine<'a> {
                     filter: filter.clone(),
                 };
                 let mut selected = self.select_ids(&sel)?;
-                let rows = self.rows(&sel, &mut selected)?;
-                let ops: Vec<Operation> = rows
-                    .into_iter()
-                    .filter_map(|r| match r {
-                        Row::Op(_, o) => Some(o),
-                        Row::Msg(..) => None,
-                    })
-                    .collect();
+                let mut ops: Vec<Operation> = Vec::new();
+                self.each_row(&sel, &mut selected, |row| {
+                    if let Row::Op(_, o) = row {
+                        ops.push(o);
+                    }
+                    Ok(true)
+                })?;
                 (
                     stats::statistics_table_of(self.trace, &ranks, &ops),
                     selected.plan,
@@ -1340,17 +1326,13 @@ impl<'a> Engine<'a> {
                     return Err(usage("a COMMUNICATION MATRIX is computed over messages"));
                 }
                 let mut selected = self.select_ids(&sel)?;
-                let rows = self.rows(&sel, &mut selected)?;
-                let messages: Vec<Message> = rows
-                    .into_iter()
-                    .filter_map(|r| {
-                        if let Row::Msg(_, m) = r {
-                            Some(m)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
+                let mut messages: Vec<Message> = Vec::new();
+                self.each_row(&sel, &mut selected, |row| {
+                    if let Row::Msg(_, m) = row {
+                        messages.push(m);
+                    }
+                    Ok(true)
+                })?;
                 let ranks = match &filter.scope {
                     Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,
                     _ => all.clone(),
@@ -1370,8 +1352,11 @@ impl<'a> Engine<'a> {
                     filter: filter.clone(),
                 };
                 let mut selected = self.select_ids(&sel)?;
-                let rows = self.rows(&sel, &mut selected)?;
-                let values: Vec<u64> = rows.iter().map(|r| measure(r, of)).collect();
+                let mut values: Vec<u64> = Vec::new();
+                self.each_row(&sel, &mut selected, |row| {
+                    values.push(measure(&row, of));
+                    Ok(true)
+                })?;
                 let bins = match bins {
                     Bins::Log2 => stats::Bins::Log2,
                     Bins::Count(n) if n > super::parser::MAX_BINS => {
@@ -1393,14 +1378,13 @@ impl<'a> Engine<'a> {
     /// Evaluates a selection to the ids a view stores.
     pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
         let mut selected = self.select_ids(sel)?;
-        let rows = self.rows(sel, &mut selected)?;
         let mut ids = RoaringTreemap::new();
-        for r in &rows {
-            match r {
-                Row::Op(id, _) => ids.insert(*id),
-                Row::Msg(id, _) => ids.insert(*id),
+        self.each_row(sel, &mut selected, |row| {
+            match row {
+                Row::Op(id, _) | Row::Msg(id, _) => ids.insert(id),
             };
-        }
+            Ok(true)
+        })?;
         Ok(StoredView {
             messages: selected.messages,
             definition: format!("SELECT {sel}"),
