@@ -169,60 +169,77 @@ fn dict_bits(n: usize) -> usize {
     }
 }
 
-/// Encodes a column with whichever encoding is smallest; sizes are computed in one pass and
-/// only the winner is written.
+/// The distinct values of a column in order of first appearance, if there are at most 16.
+fn small_dictionary(values: &[u64]) -> Option<Vec<u64>> {
+    let first = *values.first()?;
+    let mut dict: Vec<u64> = Vec::with_capacity(16);
+    dict.push(first);
+    let mut last = first;
+    for &v in values {
+        // Equal neighbours are common; only a new value needs the dictionary scan.
+        if v != last && !dict.contains(&v) {
+            if dict.len() == 16 {
+                return None;
+            }
+            dict.push(v);
+        }
+        last = v;
+    }
+    Some(dict)
+}
+
+/// Encodes a column with whichever encoding is smallest; only the winner is written.
 fn encode_body(values: &[u64], out: &mut Vec<u8>) {
     let Some(&first) = values.first() else {
         out.push(ENC_CONST);
         put_varint(out, 0);
         return;
     };
-    let mut dict: Vec<u64> = Vec::with_capacity(16);
-    dict.push(first);
-    let mut dict_ok = true;
+    let dict = small_dictionary(values);
+    let dict_len = match &dict {
+        Some(dict) if dict.len() == 1 => {
+            out.push(ENC_CONST);
+            put_varint(out, first);
+            return;
+        }
+        Some(dict) => {
+            2 + dict.iter().map(|&d| varint_len(d)).sum::<usize>()
+                + values.len().div_ceil(8 / dict_bits(dict.len()))
+        }
+        None => usize::MAX,
+    };
+    // Every varint takes at least a byte: a dictionary no longer than one byte per value
+    // wins without sizing the other two encodings.
+    if let Some(dict) = dict.as_ref().filter(|_| dict_len <= values.len()) {
+        encode_dict(values, dict, out);
+        return;
+    }
     let (mut delta_len, mut plain_len) = (0usize, 0usize);
     let mut prev = 0u64;
-    let mut last = first;
     for &v in values {
-        // Equal neighbours are common; only a new value needs the dictionary scan.
-        if dict_ok && v != last && !dict.contains(&v) {
-            if dict.len() == 16 {
-                dict_ok = false;
-            } else {
-                dict.push(v);
-            }
-        }
-        last = v;
         delta_len += varint_len(zigzag(v.wrapping_sub(prev) as i64));
         plain_len += varint_len(v);
         prev = v;
     }
-    if dict_ok && dict.len() == 1 {
-        out.push(ENC_CONST);
-        put_varint(out, first);
-        return;
-    }
-    let dict_len = if dict_ok {
-        2 + dict.iter().map(|&d| varint_len(d)).sum::<usize>()
-            + values.len().div_ceil(8 / dict_bits(dict.len()))
-    } else {
-        usize::MAX
-    };
-    if dict_len <= delta_len && dict_len <= plain_len {
-        encode_dict(values, &dict, out);
-    } else if delta_len <= plain_len {
-        out.reserve(delta_len + 1);
-        out.push(ENC_DELTA);
-        let mut prev = 0u64;
-        for &v in values {
-            put_varint(out, zigzag(v.wrapping_sub(prev) as i64));
-            prev = v;
+    match dict {
+        Some(dict) if dict_len <= delta_len && dict_len <= plain_len => {
+            encode_dict(values, &dict, out)
         }
-    } else {
-        out.reserve(plain_len + 1);
-        out.push(ENC_PLAIN);
-        for &v in values {
-            put_varint(out, v);
+        _ if delta_len <= plain_len => {
+            out.reserve(delta_len + 1);
+            out.push(ENC_DELTA);
+            let mut prev = 0u64;
+            for &v in values {
+                put_varint(out, zigzag(v.wrapping_sub(prev) as i64));
+                prev = v;
+            }
+        }
+        _ => {
+            out.reserve(plain_len + 1);
+            out.push(ENC_PLAIN);
+            for &v in values {
+                put_varint(out, v);
+            }
         }
     }
 }
