@@ -316,6 +316,16 @@ struct OpenChunk {
     max_end: Time,
 }
 
+/// The rows to make room for in a location's buffer when its chunk holds `rows` rows already:
+/// the rest of the chunk when twice the row cap allows it for every process, since growing
+/// sixteen columns row by row copies each of them many times over. Room is address space
+/// until rows are written into it, so the cap, not the room, bounds memory; twice the cap's
+/// share lets each of a few processes hold a whole chunk. With many processes that is a few
+/// rows each.
+fn chunk_room(processes: usize, rows: usize) -> usize {
+    (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS - rows.min(CHUNK_ROWS))
+}
+
 /// One (rank, thread) stream: its open chunk and its routine stack.
 struct Location {
     rank: Rank,
@@ -621,7 +631,8 @@ impl Importer {
     /// scratch file and keep their chunk open, so that many locations with few rows each
     /// still make full chunks. One pass over the locations per cap's worth of rows.
     fn relieve_buffers(&mut self) -> Result<()> {
-        for rank in 0..self.locations.len() {
+        let processes = self.locations.len();
+        for rank in 0..processes {
             for i in 0..self.locations[rank].len() {
                 let Some(open) = self.locations[rank][i].open.as_mut() else {
                     continue;
@@ -631,8 +642,11 @@ impl Importer {
                 } else if open.cols.rows > 0 {
                     // The buffer goes with the job: a location that had a few rows starts
                     // again from nothing instead of holding its largest buffer forever.
-                    let cols =
-                        std::mem::replace(&mut open.cols, Columns::new(tables::op_col::COUNT));
+                    let room = chunk_room(processes, open.rows);
+                    let cols = std::mem::replace(
+                        &mut open.cols,
+                        Columns::with_capacity(tables::op_col::COUNT, room),
+                    );
                     self.buffered_rows -= cols.rows;
                     let (chunk, rows) = (open.chunk, cols.rows);
                     self.post(Job::OpPiece { chunk, cols }, rows)?;
@@ -759,13 +773,9 @@ impl EventSink for Importer {
                      65,536 operations of one thread of one rank), more than one trace can hold",
                 ));
             }
-            // Room for a whole chunk when the row cap allows it for every process: growing
-            // sixteen columns row by row would copy each of them many times over.
-            // With many processes that is a few rows each: the cap, not the room, bounds memory.
-            let room = (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS);
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
-                cols: Columns::with_capacity(tables::op_col::COUNT, room),
+                cols: Columns::with_capacity(tables::op_col::COUNT, chunk_room(processes, 0)),
                 rows: 0,
                 first_row: loc.rows,
                 first_start: op.start,

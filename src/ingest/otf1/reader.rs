@@ -22,7 +22,7 @@ use super::records::{self, Record};
 use super::stream::{self, LineReader};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::ingest::otf2::convert::{ConvertError, Item, LocationConverter};
+use crate::ingest::otf2::convert::{ConvertError, LocationConverter};
 use crate::ingest::otf2::events::Event;
 use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
@@ -602,11 +602,7 @@ impl Reader {
             // Take this location's items while it stays the earliest.
             let bound = heap.peek().map_or(Time::MAX, |Reverse((t, _))| *t);
             loop {
-                match self.ranks[i].convert.pop().item {
-                    Item::Op(op) => sink.operation(&op)?,
-                    Item::Routine(r) => sink.routine(&r)?,
-                    Item::Anomaly(a) => sink.anomaly(&a)?,
-                }
+                self.ranks[i].convert.deliver(sink, |_, e| e)?;
                 self.flush_anomalies(sink)?;
                 match self.next_time(i)? {
                     Some(t) if t <= bound => continue,

@@ -11,7 +11,9 @@
 use std::collections::VecDeque;
 
 use super::events::Event;
+use crate::error::Error;
 use crate::hash::FxHashMap;
+use crate::ingest::EventSink;
 use crate::model::{flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time};
 
 /// What a region is to mtfdb.
@@ -152,7 +154,7 @@ impl Context {
 }
 
 /// An item for the sink.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Item {
     Op(Operation),
     Routine(RoutineEvent),
@@ -232,15 +234,35 @@ impl LocationConverter {
         self.out.front().filter(|s| s.complete)
     }
 
-    /// Takes out the item [`LocationConverter::ready`] returned.
+    /// Drops the item [`LocationConverter::ready`] returned.
     #[inline]
-    pub fn pop(&mut self) -> Slot {
-        // Called only after `ready` saw a complete item at the front.
-        #[allow(clippy::expect_used)]
-        let slot = self.out.pop_front().expect("a ready item");
-        debug_assert!(slot.complete, "only a complete item leaves");
+    pub fn pop(&mut self) {
+        debug_assert!(self.ready().is_some(), "only a complete item leaves");
+        self.out.pop_front();
         self.out_base += 1;
-        slot
+    }
+
+    /// Hands the ready item at the front to `sink` and drops it; nothing if none is ready.
+    /// An error is passed to `place` with the file offset of the record the item came from.
+    /// The item goes by reference: moving an operation out of the queue would copy it once
+    /// more per event.
+    #[inline]
+    pub fn deliver(
+        &mut self,
+        sink: &mut dyn EventSink,
+        place: impl FnOnce(u64, Error) -> Error,
+    ) -> crate::Result<()> {
+        let Some(slot) = self.ready() else {
+            return Ok(());
+        };
+        let delivered = match &slot.item {
+            Item::Op(op) => sink.operation(op),
+            Item::Routine(r) => sink.routine(r),
+            Item::Anomaly(a) => sink.anomaly(a),
+        };
+        delivered.map_err(|e| place(slot.offset, e))?;
+        self.pop();
+        Ok(())
     }
 
     /// The request id as the model keeps it: unique per process, so threads' ids are kept apart.
@@ -715,8 +737,9 @@ mod tests {
 
     fn drain(c: &mut LocationConverter) -> Vec<Item> {
         let mut items = Vec::new();
-        while c.ready().is_some() {
-            items.push(c.pop().item);
+        while let Some(slot) = c.ready() {
+            items.push(slot.item.clone());
+            c.pop();
         }
         items
     }

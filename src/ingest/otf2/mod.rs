@@ -36,7 +36,7 @@ use crate::ingest::EventSink;
 use crate::model::StrId;
 
 use anchor::Anchor;
-use convert::{Item, LocationConverter};
+use convert::LocationConverter;
 use defs::Definitions;
 use events::EventStream;
 use layout::Layout;
@@ -395,16 +395,9 @@ impl Archive {
     /// Checks location `i`'s next item (which is ready) and hands it to the sink.
     fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
         let loc = &mut self.locations[i];
-        let slot = loc.convert.pop();
-        let offset = slot.offset;
         let reader = loc.stream.reader();
-        let delivered = match &slot.item {
-            Item::Op(op) => sink.operation(op),
-            Item::Routine(r) => sink.routine(r),
-            Item::Anomaly(a) => sink.anomaly(a),
-        };
         // The seam checked the item; a broken rule is placed at the record it came from.
-        delivered.map_err(|e| match e {
+        loc.convert.deliver(sink, |offset, e| match e {
             Error::Rule(v) => reader.error(offset, v.rule, v.message),
             other => other,
         })
