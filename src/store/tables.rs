@@ -63,7 +63,9 @@ impl Columns {
     pub fn with_capacity(ncols: usize, rows: usize) -> Columns {
         Columns {
             rows: 0,
-            cols: vec![Vec::with_capacity(rows); ncols],
+            // Not `vec![Vec::with_capacity(rows); ncols]`: a clone of an empty vector has no
+            // capacity, so all columns but the last would grow row by row.
+            cols: (0..ncols).map(|_| Vec::with_capacity(rows)).collect(),
             list: Vec::with_capacity(rows),
         }
     }
