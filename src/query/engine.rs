@@ -731,6 +731,22 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// What `pick` takes from each row [`Engine::each_row`] keeps: only that is held, never
+    /// the rows.
+    fn collect_rows<T>(
+        &self,
+        sel: &Selection,
+        selected: &mut Selected,
+        pick: impl Fn(Row) -> Option<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each_row(sel, selected, |row| {
+            out.extend(pick(row));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
     /// The rows of `ids`, all in one chunk.
     fn read_rows(&self, messages: bool, ids: &RoaringTreemap) -> Result<Vec<Row>> {
         self.check_cancel()?;
@@ -1273,13 +1289,11 @@ impl<'a> Engine<'a> {
                     filter: filter.clone(),
                 };
                 let mut selected = self.select_ids(&sel)?;
-                let mut ops: Vec<Operation> = Vec::new();
-                self.each_row(&sel, &mut selected, |row| {
-                    if let Row::Op(_, o) = row {
-                        ops.push(o);
-                    }
-                    Ok(true)
-                })?;
+                let ops: Vec<Operation> =
+                    self.collect_rows(&sel, &mut selected, |row| match row {
+                        Row::Op(_, o) => Some(o),
+                        Row::Msg(..) => None,
+                    })?;
                 (
                     stats::statistics_table_of(self.trace, &ranks, &ops),
                     selected.plan,
@@ -1326,13 +1340,11 @@ impl<'a> Engine<'a> {
                     return Err(usage("a COMMUNICATION MATRIX is computed over messages"));
                 }
                 let mut selected = self.select_ids(&sel)?;
-                let mut messages: Vec<Message> = Vec::new();
-                self.each_row(&sel, &mut selected, |row| {
-                    if let Row::Msg(_, m) = row {
-                        messages.push(m);
-                    }
-                    Ok(true)
-                })?;
+                let messages: Vec<Message> =
+                    self.collect_rows(&sel, &mut selected, |row| match row {
+                        Row::Msg(_, m) => Some(m),
+                        Row::Op(..) => None,
+                    })?;
                 let ranks = match &filter.scope {
                     Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,
                     _ => all.clone(),
@@ -1352,11 +1364,8 @@ impl<'a> Engine<'a> {
                     filter: filter.clone(),
                 };
                 let mut selected = self.select_ids(&sel)?;
-                let mut values: Vec<u64> = Vec::new();
-                self.each_row(&sel, &mut selected, |row| {
-                    values.push(measure(&row, of));
-                    Ok(true)
-                })?;
+                let values: Vec<u64> =
+                    self.collect_rows(&sel, &mut selected, |row| Some(measure(&row, of)))?;
                 let bins = match bins {
                     Bins::Log2 => stats::Bins::Log2,
                     Bins::Count(n) if n > super::parser::MAX_BINS => {
