@@ -68,32 +68,8 @@ fn archive(data: &Path, ranks: u64, events: u64) -> (PathBuf, serde_json::Value)
         16 => data.join(format!("otf2-{events}")),
         _ => data.join(format!("otf2-{events}-{ranks}ranks")),
     };
-    let counts = dir.join("counts.json");
-    if let Ok(text) = std::fs::read_to_string(&counts) {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-            // Archives cached by an older generator lack the chunk size: written again.
-            if v["event_chunk"].is_u64() {
-                return (dir, v);
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/otf2_gen.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(&dir)
-        .args(["--events", &events.to_string()])
-        .args(["--ranks", &ranks.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "otf2_gen.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    std::fs::write(&counts, &line).unwrap();
-    (dir, serde_json::from_str(&line).unwrap())
+    let counts = common::otf2_archive(&dir, ranks, events).unwrap();
+    (dir, counts)
 }
 
 /// The fastest of `RUNS` runs (wall time; processor time the least of the runs too), with the
