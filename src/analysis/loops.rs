@@ -763,7 +763,7 @@ impl Rules<'_> {
 /// A channel traffic flows on: the messages from one rank to another (in FIFO order, the
 /// paper's channel without the tag, which the symbols do not carry), or the calls of one
 /// collective (numbered per rank: the k-th call on every member is one instance).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Channel {
     Message { from: u32, to: u32 },
     Collective(u32),
@@ -774,9 +774,31 @@ enum Channel {
 /// iteration makes (the item's whole traffic for an event). Two items of different rank
 /// sets are linked when their ranges on a channel overlap, and the link is regular (the
 /// paper's condition for coalescing) when the ranges are equal on every channel they share.
+///
+/// The flows of a list are kept in one vector, each item's ranges a sorted slice of it: a
+/// merge of many ranks makes millions of them, and a map (or a vector) per item made
+/// allocation a third of its time.
 #[derive(Debug, Default)]
-struct Flow {
-    ranges: FxHashMap<Channel, Range>,
+struct Flows {
+    /// Every item's ranges, item after item, each item's sorted by channel.
+    ranges: Vec<(Channel, Range)>,
+    /// Where each item's ranges start in `ranges`, and the end of the last.
+    bounds: Vec<usize>,
+}
+
+impl Flows {
+    /// The ranges of item `i`, sorted by channel.
+    fn of(&self, i: usize) -> &[(Channel, Range)] {
+        &self.ranges[self.bounds[i]..self.bounds[i + 1]]
+    }
+}
+
+/// The range on `channel` of an item's sorted ranges.
+fn range_on<'r>(ranges: &'r [(Channel, Range)], channel: &Channel) -> Option<&'r Range> {
+    ranges
+        .binary_search_by(|(c, _)| c.cmp(channel))
+        .ok()
+        .map(|i| &ranges[i].1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -817,10 +839,15 @@ fn count_traffic(
 /// The flow of every item of a list, numbering each channel's traffic from 0 at the list's
 /// start. A collective whose ranks of one item are at different call numbers gets no range
 /// (it cannot make a regular link).
-fn flows(items: &[GlobalItem], rules: &Rules) -> Vec<Flow> {
+fn flows(items: &[GlobalItem], rules: &Rules) -> Flows {
     let mut next: FxHashMap<(Channel, u32), u64> = FxHashMap::default();
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Flows {
+        ranges: Vec::new(),
+        bounds: Vec::with_capacity(items.len() + 1),
+    };
+    out.bounds.push(0);
     let mut per = FxHashMap::default();
+    let mut all: Vec<(Channel, Range)> = Vec::new();
     for item in items {
         per.clear();
         let count = match item {
@@ -833,8 +860,7 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Vec<Flow> {
                 1
             }
         };
-        let mut flow = Flow::default();
-        let mut mixed: Vec<Channel> = Vec::new();
+        all.clear();
         for (&(channel, rank), &n) in &per {
             let at = next.entry((channel, rank)).or_default();
             let range = Range {
@@ -843,17 +869,16 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Vec<Flow> {
                 per_iteration: n,
             };
             *at = range.end;
-            match flow.ranges.get(&channel) {
-                Some(seen) if *seen != range => mixed.push(channel),
-                _ => {
-                    flow.ranges.insert(channel, range);
-                }
-            }
+            all.push((channel, range));
         }
-        for channel in mixed {
-            flow.ranges.remove(&channel);
-        }
-        out.push(flow);
+        // A channel keeps its range only when every rank of the item has the same one.
+        all.sort_unstable_by_key(|(c, _)| *c);
+        out.ranges.extend(
+            all.chunk_by(|x, y| x.0 == y.0)
+                .filter(|group| group.iter().all(|(_, r)| *r == group[0].1))
+                .map(|group| group[0]),
+        );
+        out.bounds.push(out.ranges.len());
     }
     out
 }
@@ -861,16 +886,12 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Vec<Flow> {
 /// Whether two items of disjoint rank sets exchange traffic: `Some(true)` when linked by a
 /// regular link (equal ranges on every channel they share), `Some(false)` when linked but
 /// not regularly, `None` when not linked.
-fn link(a: &Flow, b: &Flow) -> Option<bool> {
-    let (small, large) = if a.ranges.len() <= b.ranges.len() {
-        (a, b)
-    } else {
-        (b, a)
-    };
+fn link(a: &[(Channel, Range)], b: &[(Channel, Range)]) -> Option<bool> {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     let mut linked = false;
     let mut regular = true;
-    for (channel, x) in &small.ranges {
-        if let Some(y) = large.ranges.get(channel) {
+    for (channel, x) in small {
+        if let Some(y) = range_on(large, channel) {
             if x.start < y.end && y.start < x.end {
                 linked = true;
                 regular &= x.start == y.start && x.end == y.end;
@@ -880,21 +901,21 @@ fn link(a: &Flow, b: &Flow) -> Option<bool> {
     linked.then_some(regular)
 }
 
-/// Every iteration boundary strictly inside loop `item` (with flow `flow`) at which traffic
-/// of the other list starts or ends (`edges`: per channel, the sorted starts and ends of the
-/// other list's ranges), as iteration numbers, sorted: where the paper's regularization
-/// splits a loop so that each part links whole.
-fn cut_points(item: &GlobalItem, flow: &Flow, edges: &FxHashMap<Channel, Vec<u64>>) -> Vec<u64> {
+/// Every iteration boundary strictly inside loop `item` (with ranges `flow`) at which
+/// traffic of the other list starts or ends (`edges`), as iteration numbers, sorted: where
+/// the paper's regularization splits a loop so that each part links whole.
+fn cut_points(item: &GlobalItem, flow: &[(Channel, Range)], edges: &Edges) -> Vec<u64> {
     let GlobalItem::Loop { count, .. } = item else {
         return Vec::new();
     };
     let mut cuts = Vec::new();
-    for (channel, x) in &flow.ranges {
-        let (Some(edges), true) = (edges.get(channel), x.per_iteration > 0) else {
+    for (channel, x) in flow {
+        let edges = edges.on(channel);
+        if edges.is_empty() || x.per_iteration == 0 {
             continue;
-        };
-        let from = edges.partition_point(|&e| e <= x.start);
-        for &edge in edges[from..].iter().take_while(|&&e| e < x.end) {
+        }
+        let from = edges.partition_point(|&(_, e)| e <= x.start);
+        for &(_, edge) in edges[from..].iter().take_while(|&&(_, e)| e < x.end) {
             if (edge - x.start) % x.per_iteration == 0 {
                 let t = (edge - x.start) / x.per_iteration;
                 if t > 0 && t < *count {
@@ -908,21 +929,28 @@ fn cut_points(item: &GlobalItem, flow: &Flow, edges: &FxHashMap<Channel, Vec<u64
     cuts
 }
 
-/// Per channel, the sorted starts and ends of the ranges of `flows`.
-fn edges(flows: &[Flow]) -> FxHashMap<Channel, Vec<u64>> {
-    let mut out: FxHashMap<Channel, Vec<u64>> = FxHashMap::default();
-    for flow in flows {
-        for (channel, range) in &flow.ranges {
-            out.entry(*channel)
-                .or_default()
-                .extend([range.start, range.end]);
-        }
+/// The starts and ends of a list's ranges, sorted by channel and then by number.
+struct Edges(Vec<(Channel, u64)>);
+
+impl Edges {
+    /// The edges of every range of `flows`.
+    fn of(flows: &Flows) -> Edges {
+        let mut all: Vec<(Channel, u64)> = flows
+            .ranges
+            .iter()
+            .flat_map(|&(c, r)| [(c, r.start), (c, r.end)])
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        Edges(all)
     }
-    for list in out.values_mut() {
-        list.sort_unstable();
-        list.dedup();
+
+    /// The edges on `channel`, sorted.
+    fn on(&self, channel: &Channel) -> &[(Channel, u64)] {
+        let from = self.0.partition_point(|(c, _)| c < channel);
+        let to = from + self.0[from..].partition_point(|(c, _)| c == channel);
+        &self.0[from..to]
     }
-    out
 }
 
 /// `count` iterations of `body` over `ranks`: a loop, or the body itself for one iteration.
@@ -939,15 +967,11 @@ fn iterations(count: u64, ranks: &[u32], body: &[GlobalItem]) -> Vec<GlobalItem>
 }
 
 /// Splits the loops of `list` at their cut points against `other`'s edges; whether any was.
-fn split_loops(
-    list: &mut Vec<GlobalItem>,
-    flows: &[Flow],
-    other: &FxHashMap<Channel, Vec<u64>>,
-) -> bool {
+fn split_loops(list: &mut Vec<GlobalItem>, flows: &Flows, other: &Edges) -> bool {
     let mut out = Vec::with_capacity(list.len());
     let mut split = false;
-    for (item, flow) in list.drain(..).zip(flows) {
-        let cuts = cut_points(&item, flow, other);
+    for (i, item) in list.drain(..).enumerate() {
+        let cuts = cut_points(&item, flows.of(i), other);
         match item {
             GlobalItem::Loop { count, ranks, body } if !cuts.is_empty() => {
                 split = true;
@@ -968,17 +992,19 @@ fn split_loops(
 /// no link starts or stops mid-loop on an iteration boundary (P1.4's regularization; a link
 /// that starts or stops inside an iteration would need the paper's "shift", which is not
 /// done, and stays irregular: its loops are then not coalesced).
-fn regularize(a: &mut Vec<GlobalItem>, b: &mut Vec<GlobalItem>, rules: &Rules) {
+/// Returns both lists' flows as they stand after it.
+fn regularize(a: &mut Vec<GlobalItem>, b: &mut Vec<GlobalItem>, rules: &Rules) -> (Flows, Flows) {
     // Splitting one side moves no edge of the other, only adds edges of its own; a few
     // rounds settle it, the bound is a safeguard.
     for _ in 0..16 {
         let (fa, fb) = (flows(a, rules), flows(b, rules));
-        let split_a = split_loops(a, &fa, &edges(&fb));
-        let split_b = split_loops(b, &fb, &edges(&fa));
+        let split_a = split_loops(a, &fa, &Edges::of(&fb));
+        let split_b = split_loops(b, &fb, &Edges::of(&fa));
         if !split_a && !split_b {
-            return;
+            return (fa, fb);
         }
     }
+    (flows(a, rules), flows(b, rules))
 }
 
 /// Above this many cells, two item lists are not aligned but put side by side.
@@ -1134,10 +1160,9 @@ fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: &Rules) ->
         return a;
     }
     let (flows_a, flows_b) = if rules.communicating {
-        regularize(&mut a, &mut b, rules);
-        (flows(&a, rules), flows(&b, rules))
+        regularize(&mut a, &mut b, rules)
     } else {
-        (Vec::new(), Vec::new())
+        (Flows::default(), Flows::default())
     };
     let affinity = |i: usize, j: usize| -> Option<u32> {
         let (x, y) = (&a[i], &b[j]);
@@ -1149,7 +1174,7 @@ fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: &Rules) ->
         if !rules.communicating {
             return affinity(x, y, false);
         }
-        let linked = link(&flows_a[i], &flows_b[j]) == Some(true);
+        let linked = link(flows_a.of(i), flows_b.of(j)) == Some(true);
         let needs_link = match x {
             GlobalItem::Loop { .. } => true,
             GlobalItem::Event { symbol, .. } => (rules.role)(*symbol) == Role::Collective,
