@@ -90,7 +90,7 @@ type ListedLocation<'a> = (
 
 #[test]
 fn other_paradigms_locations_are_listed_and_never_ranks() {
-    let (_d, db) = temp_db();
+    let (dir, db) = temp_db();
     let t = import(&db, "real-paradigms");
     let h = t.header();
     assert_eq!(h.processes.len(), 2);
@@ -186,6 +186,38 @@ fn other_paradigms_locations_are_listed_and_never_ranks() {
     // kernels on their threads.
     assert_eq!(t.summary().routine_calls, 2 + 6 + 6 + 1);
     assert!(classes(&t).is_empty(), "{:?}", classes(&t));
+    // `info` shows them at a glance: how many of each kind, then each with its rank, thread
+    // and group (compared word by word: the columns' padding aside).
+    drop(t);
+    drop(db);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(dir.path().join("db"))
+        .args(["info", "real-paradigms"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let info = String::from_utf8(out.stdout).unwrap();
+    let section: Vec<String> = info
+        .lines()
+        .skip_while(|l| !l.starts_with("other locations"))
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        section,
+        vec![
+            "other locations (not MPI ranks): 5",
+            "CPU thread 2 6 regions entered 12 events",
+            "accelerator 3 7 regions entered 14 events",
+            "OMP thread 1 CPU thread rank 0 thread 1 in MPI Rank 0 3 regions",
+            "CUDA[0:7] accelerator rank 0 thread 2 in MPI Rank 0 3 regions",
+            "OMP thread 1 CPU thread rank 1 thread 1 in MPI Rank 1 3 regions",
+            "CUDA[0:7] accelerator rank 1 thread 2 in MPI Rank 1 3 regions",
+            "HIP queue 0 accelerator rank 1 thread 3 in HIP Context 0 1 regions",
+        ],
+        "{info}"
+    );
 }
 
 #[test]
