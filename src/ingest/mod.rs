@@ -24,6 +24,7 @@ pub(crate) mod anomaly_fields;
 pub mod dumpi;
 pub mod gxl;
 pub mod matcher;
+mod merge;
 pub mod mtf_text;
 pub mod otf1;
 pub mod otf2;

@@ -37,11 +37,10 @@ mod funcs;
 mod meta;
 mod record;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
 use crate::model::{Communicator, Location, LocationKind, Process, Processor, Rank, TraceHeader};
@@ -271,40 +270,16 @@ impl Merge {
         Ok(())
     }
 
+    fn run(&mut self, sink: &mut dyn EventSink, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
+        let locations = self.readers.len();
+        TimeMerge::prime(self, locations)?.run(self, sink, progress)
+    }
+}
+
+impl TimeOrderedStreams for Merge {
     fn next_time(&mut self, i: usize) -> Result<Option<u64>> {
         self.fill(i)?;
         Ok(self.readers[i].convert.ready().map(|h| h.time))
-    }
-
-    fn run(&mut self, sink: &mut dyn EventSink, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-        for i in 0..self.readers.len() {
-            if let Some(t) = self.next_time(i)? {
-                heap.push(Reverse((t, i)));
-            }
-        }
-        let mut next_report = 1u64 << 16;
-        while let Some(Reverse((_, i))) = heap.pop() {
-            // Take this rank's items while it stays the earliest.
-            let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
-            loop {
-                self.deliver(i, sink)?;
-                match self.next_time(i)? {
-                    Some(t) if t <= bound => continue,
-                    Some(t) => {
-                        heap.push(Reverse((t, i)));
-                        break;
-                    }
-                    None => break,
-                }
-            }
-            if self.state.events >= next_report {
-                progress(&self.state);
-                next_report = self.state.events + (1 << 16);
-            }
-        }
-        progress(&self.state);
-        Ok(())
     }
 
     /// Hands rank `i`'s next item (which is ready) to the sink, after any new strings.
@@ -328,6 +303,16 @@ impl Merge {
         })
     }
 
+    fn events(&self) -> u64 {
+        self.state.events
+    }
+
+    fn progress(&self) -> Progress {
+        self.state
+    }
+}
+
+impl Merge {
     /// The threads other than each rank's main thread, with what they recorded.
     fn locations(&self) -> Vec<Location> {
         let mut out = Vec::new();

@@ -13,8 +13,7 @@
 //! `MPI_Irecv` when a Wait or Test completes it; such a record is given to the oldest
 //! `MPI_Irecv` of the process still waiting for one, and the completing call is linked to it.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::layout::{Layout, Place};
 use super::master::Master;
@@ -22,6 +21,7 @@ use super::records::{self, Record};
 use super::stream::{self, LineReader};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
+use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::otf2::convert::{ConvertError, LocationConverter};
 use crate::ingest::otf2::events::Event;
 use crate::ingest::otf2::Progress;
@@ -562,11 +562,6 @@ impl Reader {
         }
     }
 
-    fn next_time(&mut self, i: usize) -> Result<Option<Time>> {
-        self.fill(i)?;
-        Ok(self.ranks[i].convert.ready().map(|slot| slot.item.time()))
-    }
-
     fn flush_anomalies(&mut self, sink: &mut dyn EventSink) -> Result<()> {
         for a in self.anomalies.drain(..) {
             sink.anomaly(&a)?;
@@ -582,44 +577,13 @@ impl Reader {
         sink: &mut dyn EventSink,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<ReadStats> {
-        let mut state = Progress {
-            locations: (self.ranks.len() + self.layout.locations.len()) as u64,
-            ..Progress::default()
-        };
         sink.header(&self.layout.header)?;
         for (id, s) in self.layout.strings.iter().enumerate() {
             sink.string(id as StrId, s)?;
         }
         self.anomalies.extend(skipped);
-        let mut heap: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
-        for i in 0..self.ranks.len() {
-            if let Some(t) = self.next_time(i)? {
-                heap.push(Reverse((t, i)));
-            }
-        }
-        let mut next_report = 1u64 << 16;
-        while let Some(Reverse((_, i))) = heap.pop() {
-            // Take this location's items while it stays the earliest.
-            let bound = heap.peek().map_or(Time::MAX, |Reverse((t, _))| *t);
-            loop {
-                self.ranks[i].convert.deliver(sink, |_, e| e)?;
-                self.flush_anomalies(sink)?;
-                match self.next_time(i)? {
-                    Some(t) if t <= bound => continue,
-                    Some(t) => {
-                        heap.push(Reverse((t, i)));
-                        break;
-                    }
-                    None => break,
-                }
-            }
-            if self.events >= next_report {
-                state.events = self.events;
-                state.locations_done = self.ranks.iter().filter(|l| l.done).count() as u64;
-                progress(&state);
-                next_report = self.events + (1 << 16);
-            }
-        }
+        let ranks = self.ranks.len();
+        TimeMerge::prime(&mut self, ranks)?.run(&mut self, sink, progress)?;
         // Streams of processes that are not ranks: their records are only counted.
         for s in 0..self.streams.len() {
             while !self.streams[s].done {
@@ -629,7 +593,7 @@ impl Reader {
             }
         }
         self.flush_anomalies(sink)?;
-        state.events = self.events;
+        let mut state = self.progress();
         state.locations_done = state.locations;
         progress(&state);
         if !self.layout.locations.is_empty() {
@@ -639,5 +603,31 @@ impl Reader {
         Ok(ReadStats {
             events: self.events,
         })
+    }
+}
+
+impl TimeOrderedStreams for Reader {
+    fn next_time(&mut self, i: usize) -> Result<Option<Time>> {
+        self.fill(i)?;
+        Ok(self.ranks[i].convert.ready().map(|slot| slot.item.time()))
+    }
+
+    /// Hands rank `i`'s ready item to the sink, then the anomalies reading it found.
+    fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
+        self.ranks[i].convert.deliver(sink, |_, e| e)?;
+        self.flush_anomalies(sink)
+    }
+
+    fn events(&self) -> u64 {
+        self.events
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            locations: (self.ranks.len() + self.layout.locations.len()) as u64,
+            locations_done: self.ranks.iter().filter(|l| l.done).count() as u64,
+            events: self.events,
+            events_expected: 0,
+        }
     }
 }

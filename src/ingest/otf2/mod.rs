@@ -26,12 +26,11 @@ mod reader;
 
 pub use anchor::looks_like_anchor;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
+use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::EventSink;
 use crate::model::StrId;
 
@@ -159,7 +158,8 @@ fn read_plan(n: usize) -> ReadPlan {
 struct Archive {
     layout: Layout,
     locations: Vec<Location>,
-    events_expected: u64,
+    /// How far the read has come (the events the definitions announce included).
+    state: Progress,
     /// The definitions' strings, for the program name of a ProgramBegin record.
     program_names: FxHashMap<u32, String>,
     /// Locations of no process, to be counted: id, event file, local definitions.
@@ -220,8 +220,12 @@ impl Archive {
         }
         let mut archive = Archive {
             layout,
+            state: Progress {
+                locations: locations.len() as u64,
+                events_expected,
+                ..Progress::default()
+            },
             locations,
-            events_expected,
             program_names: defs.strings,
             unplaced: Vec::new(),
             chunk_size: anchor.event_chunk_size,
@@ -309,33 +313,14 @@ impl Archive {
         Ok(read)
     }
 
-    /// The time of location `i`'s next item, reading more of it if needed; `None` once it
-    /// has nothing more.
-    fn next_time(&mut self, i: usize, events: &mut u64) -> Result<Option<u64>> {
-        if self.locations[i].convert.ready().is_none() {
-            *events += self.fill(i)?;
-        }
-        Ok(self.locations[i].convert.ready().map(|s| s.item.time()))
-    }
-
     fn run(
         &mut self,
         sink: &mut dyn EventSink,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<ReadStats> {
-        let mut state = Progress {
-            locations: self.locations.len() as u64,
-            events_expected: self.events_expected,
-            ..Progress::default()
-        };
         // Prime every location (this also finds the program name of ProgramBegin records).
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-        for i in 0..self.locations.len() {
-            match self.next_time(i, &mut state.events)? {
-                Some(t) => heap.push(Reverse((t, i))),
-                None => state.locations_done += 1,
-            }
-        }
+        let locations = self.locations.len();
+        let merge = TimeMerge::prime(self, locations)?;
         let mut header = self.layout.header.clone();
         if let Some(name) = self.locations.iter().find_map(|l| l.convert.program) {
             header.scenario = self.program_names.get(&name).cloned().unwrap_or_default();
@@ -358,38 +343,30 @@ impl Archive {
             sink.anomaly(a)?;
         }
 
-        let mut next_report = 1u64 << 16;
-        while let Some(Reverse((_, i))) = heap.pop() {
-            // Take this location's items while it stays the earliest.
-            let bound = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
-            loop {
-                self.deliver(i, sink)?;
-                match self.next_time(i, &mut state.events)? {
-                    Some(t) if t <= bound => continue,
-                    Some(t) => {
-                        heap.push(Reverse((t, i)));
-                        break;
-                    }
-                    None => {
-                        state.locations_done += 1;
-                        break;
-                    }
-                }
-            }
-            if state.events >= next_report {
-                progress(&state);
-                next_report = state.events + (1 << 16);
-            }
-        }
-        progress(&state);
+        merge.run(self, sink, progress)?;
         let others = self.other_locations(self.chunk_size, self.clock)?;
         if !others.is_empty() {
             sink.locations(&others)?;
         }
         sink.finish()?;
         Ok(ReadStats {
-            events: state.events,
+            events: self.state.events,
         })
+    }
+}
+
+impl TimeOrderedStreams for Archive {
+    /// The time of location `i`'s next item, reading more of it if needed; `None` once it
+    /// has nothing more.
+    fn next_time(&mut self, i: usize) -> Result<Option<u64>> {
+        if self.locations[i].convert.ready().is_none() {
+            self.state.events += self.fill(i)?;
+        }
+        let next = self.locations[i].convert.ready().map(|s| s.item.time());
+        if next.is_none() {
+            self.state.locations_done += 1;
+        }
+        Ok(next)
     }
 
     /// Checks location `i`'s next item (which is ready) and hands it to the sink.
@@ -401,5 +378,13 @@ impl Archive {
             Error::Rule(v) => reader.error(offset, v.rule, v.message),
             other => other,
         })
+    }
+
+    fn events(&self) -> u64 {
+        self.state.events
+    }
+
+    fn progress(&self) -> Progress {
+        self.state
     }
 }
