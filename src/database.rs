@@ -297,6 +297,7 @@ impl Database {
     pub fn trace(&self, name: &str) -> Result<Trace> {
         Ok(Trace {
             reader: self.store.reader(name)?,
+            chunks_by_rank: std::sync::OnceLock::new(),
         })
     }
 
@@ -368,6 +369,9 @@ fn info_of(meta: &TraceMeta) -> TraceInfo {
 /// One imported trace.
 pub struct Trace {
     reader: TraceReader,
+    /// Per rank, the places in `op_chunks` of its chunks: built on first use, so that finding
+    /// one rank's chunks costs its chunks, not a scan of every rank's.
+    chunks_by_rank: std::sync::OnceLock<Vec<Vec<u32>>>,
 }
 
 impl Trace {
@@ -467,10 +471,39 @@ impl Trace {
             .collect())
     }
 
+    /// The operation chunks of `rank` (all its threads), in chunk order.
+    ///
+    /// ```no_run
+    /// # let db = mtfdb::Database::open("traces.mtfdb")?;
+    /// let trace = db.trace("wrf16")?;
+    /// let rows: u64 = trace.op_chunks_of(3).map(|c| u64::from(c.rows)).sum();
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn op_chunks_of(&self, rank: Rank) -> impl Iterator<Item = &OpChunkInfo> {
+        let chunks = self.op_chunks();
+        let by_rank = self.chunks_by_rank.get_or_init(|| {
+            let ranks = chunks
+                .iter()
+                .map(|c| c.rank as usize + 1)
+                .max()
+                .unwrap_or(0);
+            let mut by_rank = vec![Vec::new(); ranks];
+            for (i, c) in chunks.iter().enumerate() {
+                by_rank[c.rank as usize].push(i as u32);
+            }
+            by_rank
+        });
+        by_rank
+            .get(rank as usize)
+            .into_iter()
+            .flatten()
+            .map(move |&i| &chunks[i as usize])
+    }
+
     /// Every operation of `rank` (all its threads), in time order per thread.
     pub fn process_operations(&self, rank: Rank) -> Result<Vec<(OpId, Operation)>> {
         let mut out = Vec::new();
-        for info in self.op_chunks().iter().filter(|c| c.rank == rank) {
+        for info in self.op_chunks_of(rank) {
             out.extend(self.chunk_operations(info)?);
         }
         Ok(out)

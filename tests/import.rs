@@ -207,3 +207,29 @@ fn every_scenario_imported_from_mtf_text_gives_its_ground_truth() {
         check_against_truth(&db.trace(&info.name).unwrap(), &truth);
     }
 }
+
+/// A rank's chunks, found through the per-rank directory, are exactly those the whole
+/// directory lists for it, in chunk order; a rank the trace does not have has none.
+#[test]
+fn op_chunks_of_a_rank_are_its_chunks_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    // Enough iterations that each rank's operations fill several chunks.
+    let config = GenConfig::new(Scenario::Stencil2d, 4, 8_000);
+    import_generated(&db, &config, "t");
+    let trace = db.trace("t").unwrap();
+    let mut several = false;
+    for rank in 0..5 {
+        let scanned: Vec<u32> = trace
+            .op_chunks()
+            .iter()
+            .filter(|c| c.rank == rank)
+            .map(|c| c.chunk)
+            .collect();
+        let direct: Vec<u32> = trace.op_chunks_of(rank).map(|c| c.chunk).collect();
+        assert_eq!(direct, scanned, "rank {rank}");
+        assert_eq!(direct.is_empty(), rank == 4, "rank {rank}");
+        several |= direct.len() > 1;
+    }
+    assert!(several, "a rank with several chunks");
+}

@@ -368,7 +368,7 @@ struct CommOp {
 fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<CommOp>> {
     use crate::store::tables::{op_col, row_id};
     let mut ops = Vec::new();
-    for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
+    for info in trace.op_chunks_of(rank) {
         let mut wanted = vec![
             op_col::START,
             op_col::KIND,

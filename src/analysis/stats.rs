@@ -383,7 +383,7 @@ pub fn mpi_time(trace: &Trace, ranks: &[Rank]) -> Result<ResultSet> {
     for &rank in ranks {
         let (mut busy, mut calls) = (0u128, 0u64);
         let (mut first, mut last) = (u64::MAX, 0u64);
-        for info in trace.op_chunks().iter().filter(|c| c.rank == rank) {
+        for info in trace.op_chunks_of(rank) {
             first = first.min(info.first_start);
             last = last.max(info.max_end);
             for (_, op) in trace.chunk_operations(info)? {

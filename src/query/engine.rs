@@ -24,7 +24,7 @@ use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::store::tables::{chunk_ids, split_id, CHUNK_ROWS};
-use crate::store::{IndexDim, StoredView};
+use crate::store::{IndexDim, OpChunkInfo, StoredView};
 use crate::{Database, Trace};
 
 fn no_pattern(n: u32, count: usize) -> Error {
@@ -347,15 +347,30 @@ impl<'a> Engine<'a> {
         if window.is_none() && ranks.is_none() {
             return Ok(None);
         }
-        Ok(Some(
-            self.trace
+        let in_window = |c: &&OpChunkInfo| {
+            window.is_none_or(|w| c.first_start <= w.end && c.max_end >= w.start)
+        };
+        Ok(Some(match ranks {
+            // Each rank's own chunks, not a scan of every chunk per rank.
+            Some(ranks) => {
+                let mut chunks: Vec<u32> = ranks
+                    .iter()
+                    .flat_map(|&r| self.trace.op_chunks_of(r))
+                    .filter(in_window)
+                    .map(|c| c.chunk)
+                    .collect();
+                chunks.sort_unstable();
+                chunks.dedup();
+                chunks
+            }
+            None => self
+                .trace
                 .op_chunks()
                 .iter()
-                .filter(|c| window.is_none_or(|w| c.first_start <= w.end && c.max_end >= w.start))
-                .filter(|c| ranks.as_ref().is_none_or(|r| r.contains(&c.rank)))
+                .filter(in_window)
                 .map(|c| c.chunk)
                 .collect(),
-        ))
+        }))
     }
 
     /// The operation kinds a target selects, among those the trace has.
