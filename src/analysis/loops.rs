@@ -809,24 +809,25 @@ struct Range {
 }
 
 /// Counts per channel of one iteration of `items` (times `times`), collective calls per
-/// (symbol, rank).
+/// (symbol, rank): each use as an entry of `out`, summed per key by [`flows`].
 fn count_traffic(
     items: &[GlobalItem],
     times: u64,
     rules: &Rules,
-    out: &mut FxHashMap<(Channel, u32), u64>,
+    out: &mut Vec<((Channel, u32), u64)>,
 ) {
     for item in items {
         match item {
             GlobalItem::Event { symbol, ranks } => {
+                let role = (rules.role)(*symbol);
                 for &r in ranks {
-                    let key = match (rules.role)(*symbol) {
+                    let key = match role {
                         Role::Send(q) => (Channel::Message { from: r, to: q }, 0),
                         Role::Receive(q) => (Channel::Message { from: q, to: r }, 0),
                         Role::Collective => (Channel::Collective(*symbol), r),
                         Role::Local => continue,
                     };
-                    *out.entry(key).or_default() += times;
+                    out.push((key, times));
                 }
             }
             GlobalItem::Loop { count, body, .. } => {
@@ -846,7 +847,9 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Flows {
         bounds: Vec::with_capacity(items.len() + 1),
     };
     out.bounds.push(0);
-    let mut per = FxHashMap::default();
+    // A vector sorted and summed per item, not a map cleared per item: clearing a map that
+    // one large loop grew costs its whole capacity for every small item after it.
+    let mut per: Vec<((Channel, u32), u64)> = Vec::new();
     let mut all: Vec<(Channel, Range)> = Vec::new();
     for item in items {
         per.clear();
@@ -860,8 +863,11 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Flows {
                 1
             }
         };
+        per.sort_unstable_by_key(|(key, _)| *key);
         all.clear();
-        for (&(channel, rank), &n) in &per {
+        for uses in per.chunk_by(|x, y| x.0 == y.0) {
+            let (channel, rank) = uses[0].0;
+            let n = uses.iter().fold(0u64, |n, (_, t)| n.saturating_add(*t));
             let at = next.entry((channel, rank)).or_default();
             let range = Range {
                 start: *at,
@@ -871,8 +877,8 @@ fn flows(items: &[GlobalItem], rules: &Rules) -> Flows {
             *at = range.end;
             all.push((channel, range));
         }
-        // A channel keeps its range only when every rank of the item has the same one.
-        all.sort_unstable_by_key(|(c, _)| *c);
+        // A channel keeps its range only when every rank of the item has the same one (`all`
+        // is sorted by channel, as `per` is).
         out.ranges.extend(
             all.chunk_by(|x, y| x.0 == y.0)
                 .filter(|group| group.iter().all(|(_, r)| *r == group[0].1))
