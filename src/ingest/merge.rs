@@ -43,8 +43,10 @@ impl TimeMerge {
         Ok(TimeMerge { heap })
     }
 
-    /// Hands every item of `streams` to `sink` in time order (equal times in location order),
-    /// reporting progress every 65,536 events and once at the end.
+    /// Hands every item of `streams` to `sink` in time order, reporting progress every 65,536
+    /// events and once at the end. A location keeps delivering while its next item is no
+    /// later than every other location's, so items of equal time from one location stay
+    /// together; ties between locations go to the lower location first.
     pub fn run(
         mut self,
         streams: &mut impl TimeOrderedStreams,
