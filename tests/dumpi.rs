@@ -1165,14 +1165,6 @@ fn a_receive_buffer_larger_than_its_message_is_legal_and_a_smaller_one_is_report
         vec![800, 40]
     );
     assert!(receives.iter().all(|o| o.flags & flags::RECV_CAPACITY != 0));
-    let mismatches: Vec<(u64, u64)> = trace
-        .anomalies()
-        .unwrap()
-        .into_iter()
-        .filter_map(|a| match a {
-            Anomaly::LengthMismatch { sent, received, .. } => Some((sent, received)),
-            _ => None,
-        })
-        .collect();
+    let mismatches = common::length_mismatches(&trace);
     assert_eq!(mismatches, vec![(80, 40)]);
 }

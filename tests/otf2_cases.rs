@@ -422,15 +422,7 @@ fn garbage_lengths_and_overflowing_sums_are_reported_never_wrapped() {
             ("value overflow", 3)
         ])
     );
-    let mismatch: Vec<(u64, u64)> = t
-        .anomalies()
-        .unwrap()
-        .into_iter()
-        .filter_map(|a| match a {
-            Anomaly::LengthMismatch { sent, received, .. } => Some((sent, received)),
-            _ => None,
-        })
-        .collect();
+    let mismatch = common::length_mismatches(&t);
     assert_eq!(mismatch, vec![(4096, 3_000_000_000_000)]);
     // The message keeps the send's length; the sums saturate instead of wrapping.
     assert_eq!(

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use mtfdb::gen::{generate, GenConfig, GroundTruth};
-use mtfdb::{Database, Error};
+use mtfdb::model::Anomaly;
+use mtfdb::{Database, Error, Trace};
 
 /// Imports the trace `config` generates as `name`, straight from the generator, and returns
 /// what the generator says the trace holds.
@@ -56,6 +57,19 @@ pub fn rejected_import(earlier: &Path, damaged: &Path, needles: &[&str]) -> Stri
     assert_eq!(db.trace_names().unwrap(), vec!["earlier".to_string()]);
     assert_eq!(db.traces().unwrap()[0].summary, before);
     message
+}
+
+/// (bytes sent, bytes received) of every receive-length mismatch the trace reports.
+pub fn length_mismatches(trace: &Trace) -> Vec<(u64, u64)> {
+    trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::LengthMismatch { sent, received, .. } => Some((sent, received)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub mod oracle;
