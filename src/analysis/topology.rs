@@ -35,9 +35,10 @@
 //! assert!(topo.adjacent(0, 3) && topo.adjacent(3, 1) && !topo.adjacent(0, 1));
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
+use crate::hash::FxHashMap;
 use crate::store::PairTraffic;
 
 /// Bytes sent from rank to rank: a sparse `n x n` communication matrix.
@@ -849,7 +850,7 @@ impl fmt::Display for Unidentified {
 
 /// The filtered graph of a matrix and the fraction of bytes dropped.
 fn filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
-    let mut volume: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut volume: FxHashMap<(u32, u32), u64> = FxHashMap::default();
     let mut total: u64 = 0;
     for &(s, r, bytes) in &matrix.entries {
         total += bytes;
@@ -988,7 +989,7 @@ fn refine(g: &Graph, h: &Graph) -> Option<(Vec<u32>, Vec<u32>)> {
     let mut ch: Vec<u32> = h.adj.iter().map(|l| l.len() as u32).collect();
     let mut classes = 0usize;
     loop {
-        let mut table: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
+        let mut table: FxHashMap<(u32, Vec<u32>), u32> = FxHashMap::default();
         let mut counts: Vec<i64> = Vec::new();
         let mut step = |graph: &Graph, colours: &[u32], sign: i64| -> Vec<u32> {
             graph
@@ -1081,7 +1082,7 @@ fn search(
 ) -> Result<Vec<u32>, Failure> {
     const NONE: u32 = u32::MAX;
     let n = g.n();
-    let mut class_size: HashMap<u32, u32> = HashMap::new();
+    let mut class_size: FxHashMap<u32, u32> = FxHashMap::default();
     for &c in gc {
         *class_size.entry(c).or_default() += 1;
     }
