@@ -18,7 +18,6 @@ use super::phases::{self, Mode, PhaseTree};
 use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
 use crate::model::{Rank, RoutineCall, Time};
-use crate::store::OpChunkInfo;
 use crate::Trace;
 
 /// How process patterns are found.
@@ -588,11 +587,7 @@ fn phase_bitmaps(
         }
     }
     let mut times_of: Vec<(u32, Rank, Vec<u64>, usize)> = Vec::new();
-    // In the order they are stored: chunks of one pack one after the other, each pack
-    // decompressed once.
-    let mut stored: Vec<&OpChunkInfo> = trace.op_chunks().iter().collect();
-    stored.sort_by_key(|c| (c.pack, c.offset));
-    for info in stored {
+    for info in trace.op_chunks() {
         if info.rows == 0 || info.max_end < phases[0].start {
             continue;
         }

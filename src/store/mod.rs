@@ -990,14 +990,19 @@ impl ViewRecord {
     }
 }
 
+/// Decompressed operation packs a trace keeps for its readers (a pack holds at most 65,536
+/// rows: under a MiB compressed as imports make them, about 10 MiB at the very most).
+const PACK_CACHE_BYTES: usize = 64 << 20;
+
 /// Reads one ready trace: its segment, and its views and stored results in sled.
 pub struct TraceReader {
     segment: Segment,
     meta: TraceMeta,
     /// Set (by Ctrl-C) to stop whatever reads this trace: every chunk read checks it.
     cancel: Option<Arc<AtomicBool>>,
-    /// The operation packs read last: a scan location by location reads each pack's chunks
-    /// one after the other.
+    /// The operation packs read last, most recent last, at most [`PACK_CACHE_BYTES`] of
+    /// them: chunk ids follow the order locations began, packs the order their chunks were
+    /// finished, so a scan in chunk order moves back and forth among many packs.
     packs: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
     id: u64,
     per_trace: sled::Tree,
@@ -1077,7 +1082,6 @@ impl TraceReader {
 
     /// Operation pack `pack`, from the few read last or from the segment.
     fn op_pack(&self, pack: u32) -> Result<Arc<Vec<u8>>> {
-        const KEEP: usize = 4;
         let mut cache = self.packs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pos) = cache.iter().position(|(p, _)| *p == pack) {
             let hit = cache.remove(pos);
@@ -1096,10 +1100,12 @@ impl TraceReader {
             _ => return Err(Error::Corrupt(format!("{what} has an unknown layout"))),
         };
         let bytes = Arc::new(bytes);
-        if cache.len() == KEEP {
-            cache.remove(0);
-        }
         cache.push((pack, bytes.clone()));
+        // The least recent go first; the pack just read always stays.
+        let mut held: usize = cache.iter().map(|(_, b)| b.len()).sum();
+        while held > PACK_CACHE_BYTES && cache.len() > 1 {
+            held -= cache.remove(0).1.len();
+        }
         Ok(bytes)
     }
 
