@@ -254,9 +254,7 @@ fn op_chunk_indexes(
     use tables::op_col::*;
     let mut out = Vec::new();
     let mut all = RoaringTreemap::new();
-    if cols.rows > 0 {
-        all.insert_range(row_id(chunk, 0)..row_id(chunk, cols.rows - 1) + 1);
-    }
+    all.insert_range(tables::chunk_ids(chunk, cols.rows));
     out.push((IndexDim::Process, rank, all));
     let c = &cols.cols;
     let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
@@ -317,11 +315,9 @@ struct OpenChunk {
 }
 
 /// The rows to make room for in a location's buffer when its chunk holds `rows` rows already:
-/// the rest of the chunk when twice the row cap allows it for every process, since growing
-/// sixteen columns row by row copies each of them many times over. Room is address space
-/// until rows are written into it, so the cap, not the room, bounds memory; twice the cap's
-/// share lets each of a few processes hold a whole chunk. With many processes that is a few
-/// rows each.
+/// the rest of the chunk, up to the process's share of the row cap, since growing sixteen
+/// columns row by row copies each of them many times over. With many processes that is a few
+/// rows each: the cap, not the room, bounds memory.
 fn chunk_room(processes: usize, rows: usize) -> usize {
     (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS - rows.min(CHUNK_ROWS))
 }

@@ -144,13 +144,8 @@ impl Context {
     }
 }
 
-/// An item of the rank's output.
-#[derive(Debug)]
-pub(crate) enum Item {
-    Op(Operation),
-    Routine(RoutineEvent),
-    Anomaly(Anomaly),
-}
+/// An item of the rank's output: the OTF2 converter's.
+pub(crate) use crate::ingest::otf2::convert::Item;
 
 /// An item waiting to leave, with its time and the record it came from.
 #[derive(Debug)]

@@ -47,7 +47,7 @@ use crate::model::{Communicator, Location, LocationKind, Process, Processor, Ran
 
 use bin::{error_at, RankFile, Stream};
 use comms::MgmtTable;
-use convert::{Context, Item, Names, RankConverter};
+use convert::{Context, Names, RankConverter};
 use record::{Decoder, Record};
 
 /// Whether `path` is a DUMPI `.meta` file (text with `numprocs=` and `fileprefix=` lines).
@@ -291,13 +291,8 @@ impl TimeOrderedStreams for Merge {
         let Some(held) = r.convert.pop() else {
             return Ok(());
         };
-        let delivered = match &held.item {
-            Item::Op(op) => sink.operation(op),
-            Item::Routine(e) => sink.routine(e),
-            Item::Anomaly(a) => sink.anomaly(a),
-        };
         // The seam checked the item; a broken rule is placed at the record it came from.
-        delivered.map_err(|e| match e {
+        held.item.send_to(sink).map_err(|e| match e {
             Error::Rule(v) => error_at(r.stream.path(), held.offset, v.rule, v.message),
             other => other,
         })

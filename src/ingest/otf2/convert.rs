@@ -153,8 +153,8 @@ impl Context {
     }
 }
 
-/// An item for the sink.
-#[derive(Debug, Clone)]
+/// An item for the sink (of the OTF2, OTF v1 and DUMPI converters).
+#[derive(Debug)]
 pub(crate) enum Item {
     Op(Operation),
     Routine(RoutineEvent),
@@ -162,6 +162,15 @@ pub(crate) enum Item {
 }
 
 impl Item {
+    /// Hands the item to `sink`.
+    pub fn send_to(&self, sink: &mut dyn EventSink) -> crate::Result<()> {
+        match self {
+            Item::Op(op) => sink.operation(op),
+            Item::Routine(r) => sink.routine(r),
+            Item::Anomaly(a) => sink.anomaly(a),
+        }
+    }
+
     /// The time the item is ordered by.
     pub fn time(&self) -> Time {
         match self {
@@ -256,12 +265,7 @@ impl LocationConverter {
         let Some(slot) = self.ready() else {
             return Ok(());
         };
-        let delivered = match &slot.item {
-            Item::Op(op) => sink.operation(op),
-            Item::Routine(r) => sink.routine(r),
-            Item::Anomaly(a) => sink.anomaly(a),
-        };
-        delivered.map_err(|e| place(slot.offset, e))?;
+        slot.item.send_to(sink).map_err(|e| place(slot.offset, e))?;
         self.pop();
         Ok(())
     }
@@ -738,9 +742,9 @@ mod tests {
 
     fn drain(c: &mut LocationConverter) -> Vec<Item> {
         let mut items = Vec::new();
-        while let Some(slot) = c.ready() {
-            items.push(slot.item.clone());
-            c.pop();
+        while c.ready().is_some() {
+            items.extend(c.out.pop_front().map(|slot| slot.item));
+            c.out_base += 1;
         }
         items
     }
