@@ -850,14 +850,12 @@ impl<'a> Engine<'a> {
             return Ok(r);
         }
         let (result, plan) = match &s.body {
+            // Only EXPLAIN comes here (rows are streamed by `select_into`): it shows the plan
+            // with each step's row count, so the rows are read and counted, not kept.
             SelectBody::Rows(sel) => {
                 let mut selected = self.select_ids(sel)?;
-                let mut r = ResultSet::new(row_columns(selected.messages));
-                self.each_row(sel, &mut selected, |row| {
-                    r.push(self.row_values(&row));
-                    Ok(true)
-                })?;
-                (r, selected.plan)
+                self.each_row(sel, &mut selected, |_| Ok(true))?;
+                (ResultSet::new(Vec::<String>::new()), selected.plan)
             }
             SelectBody::Aggregate {
                 aggregates,
