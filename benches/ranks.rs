@@ -50,12 +50,14 @@ struct Row {
 
 /// Runs every statement once on a fresh session over `db`'s trace `name`.
 fn time_statements(db_dir: &Path, name: &str, ranks: u32) -> Row {
-    // One open database at a time: each session opens its own.
-    let operations = {
-        let db = Database::open(db_dir).unwrap();
-        let operations = db.trace(name).unwrap().summary().operations;
-        operations
-    };
+    // One open database at a time: this one is closed at the end of the statement, and each
+    // session opens its own.
+    let operations = Database::open(db_dir)
+        .unwrap()
+        .trace(name)
+        .unwrap()
+        .summary()
+        .operations;
     let mut secs = Vec::new();
     for (_, statement) in STATEMENTS {
         let mut session = Session::new(Database::open(db_dir).unwrap());
