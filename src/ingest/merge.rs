@@ -5,8 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::otf2::Progress;
-use super::EventSink;
+use super::{EventSink, Progress};
 use crate::error::Result;
 use crate::model::Time;
 

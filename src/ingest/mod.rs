@@ -34,6 +34,20 @@ pub mod validate;
 
 pub use seam::{Policy, ValidatingSink};
 
+/// How far the read of a trace of one file per location (OTF2, OTF v1, DUMPI) has come, for
+/// a progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    /// Locations (threads) in the trace.
+    pub locations: u64,
+    /// Locations read to their end.
+    pub locations_done: u64,
+    /// Event records read so far.
+    pub events: u64,
+    /// Event records the trace's definitions announce (0 when unknown).
+    pub events_expected: u64,
+}
+
 use crate::error::Result;
 use crate::model::{Anomaly, Location, OpPosition, Operation, RoutineEvent, StrId, TraceHeader};
 

@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use mtfdb::ingest::otf2::Progress;
+use mtfdb::ingest::Progress;
 
 /// A one-line progress display on standard error, drawn only when it is a terminal.
 pub struct ProgressBar {

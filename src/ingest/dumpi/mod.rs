@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
-use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
+use crate::ingest::Progress;
 use crate::model::{Communicator, Location, LocationKind, Process, Processor, Rank, TraceHeader};
 
 use bin::{error_at, RankFile, Stream};

@@ -36,8 +36,8 @@ pub use reader::ReadStats;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
+use crate::ingest::Progress;
 
 /// Reads the OTF v1 trace at `path` (its master file `NAME.otf` or its folder) into `sink`,
 /// calling `progress` now and then.

@@ -24,8 +24,8 @@ use crate::hash::FxHashMap;
 use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::otf2::convert::{ConvertError, LocationConverter};
 use crate::ingest::otf2::events::Event;
-use crate::ingest::otf2::Progress;
 use crate::ingest::EventSink;
+use crate::ingest::Progress;
 use crate::model::{Anomaly, OpKind, Rank, StrId, Time};
 
 type Converted<T> = std::result::Result<T, ConvertError>;

@@ -41,18 +41,8 @@ use events::EventStream;
 use layout::Layout;
 use reader::ReadPlan;
 
-/// How far an OTF2 import has come, for a progress display.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Progress {
-    /// Locations (threads) in the archive.
-    pub locations: u64,
-    /// Locations read to their end.
-    pub locations_done: u64,
-    /// Event records read so far.
-    pub events: u64,
-    /// Event records the archive's definitions announce (0 when unknown).
-    pub events_expected: u64,
-}
+/// How far an OTF2 import has come (the readers of OTF v1 and DUMPI report the same).
+pub use crate::ingest::Progress;
 
 /// What a read found.
 #[derive(Debug, Clone, Default)]
