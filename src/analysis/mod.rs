@@ -12,3 +12,4 @@ pub mod process_events;
 pub mod stats;
 pub mod structure;
 pub mod topology;
+pub mod waits;

@@ -1,0 +1,422 @@
+//! Wait states: how long each MPI call waited because a partner was late, by Scalasca's
+//! definitions (Geimer, Wolf, Wylie et al., "The Scalasca performance toolset architecture";
+//! its wait-state patterns).
+//!
+//! Every wait belongs to one operation and never exceeds its duration, so the waits of a rank
+//! never add up to more than its time in MPI:
+//!
+//! - **Late Sender** ([`WaitKind::LateSender`]): a blocking receive (`MPI_Recv`, the receive
+//!   half of `MPI_Sendrecv`), or the Wait/Waitall/Waitany/Waitsome that completes an
+//!   `MPI_Irecv`, waits `min(send start, its end) - its start` when positive; a completion of
+//!   several receives takes the largest. Test calls never wait (they return at once). A
+//!   receive that ended before its send started (clocks out of step) waited for nothing the
+//!   trace can show: it is counted in [`WaitStates::inconsistent`] instead.
+//! - **Late Receiver** ([`WaitKind::LateReceiver`]): a blocking `MPI_Send`, `MPI_Ssend` or
+//!   `MPI_Rsend` that ends after its receive was posted waits
+//!   `min(receive start, its end) - its start` when positive; one that ended before the
+//!   receive was posted was eager and did not wait. (`MPI_Bsend` returns once buffered.)
+//! - **Wait at Barrier** / **Wait at N x N** (Allreduce, Allgather(v), Alltoall(v/w),
+//!   Reduce_scatter(_block)): each member waits `min(last member's start, its end) - its
+//!   start`.
+//! - **Late Broadcast** (Bcast, Scatter(v)): a non-root waits `min(root's start, its end) -
+//!   its start`. **Early Reduce** (Reduce, Gather(v)): the root waits `min(first non-root's
+//!   start, its end) - its start`.
+//! - Non-blocking collectives: the Wait that completes a member's request gets the N x N rule
+//!   over the instance (the last member's start of the non-blocking call), or the barrier
+//!   rule for `MPI_Ibarrier`.
+//!
+//! Scan and Exscan have no wait state here (Scalasca defines none for them), nor do
+//! collectives whose members are not all in the trace.
+//!
+//! ```
+//! use mtfdb::analysis::waits::{late_receiver, late_sender, wait_for_last};
+//! // A receive posted at 100 that ends at 900, for a send that started at 600: 500 ns late.
+//! assert_eq!(late_sender(100, 900, 600), 500);
+//! // A send that started before the receive was posted: no wait.
+//! assert_eq!(late_sender(100, 900, 50), 0);
+//! // A blocking send over [100, 700] whose receive was posted at 400 waited 300 ns.
+//! assert_eq!(late_receiver(100, 700, 400), 300);
+//! // ... and did not wait when it ended before the receive was posted (eager).
+//! assert_eq!(late_receiver(100, 300, 400), 0);
+//! // A member of an Allreduce over [100, 900] whose last member entered at 750.
+//! assert_eq!(wait_for_last(100, 900, 750), 650);
+//! ```
+
+use std::fmt;
+
+use crate::error::Result;
+use crate::hash::FxHashMap;
+use crate::model::{OpId, OpKind, Rank, Time};
+use crate::Trace;
+
+/// Why an operation waited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WaitKind {
+    /// A receive (or the completion of a non-blocking one) waited for a send that started
+    /// later.
+    LateSender,
+    /// A blocking send waited for its receive to be posted.
+    LateReceiver,
+    /// A barrier member waited for the last member to enter.
+    WaitAtBarrier,
+    /// A member of an all-to-all style collective waited for the last member to enter.
+    WaitAtNxN,
+    /// A non-root waited for the root of a broadcast or scatter.
+    LateBroadcast,
+    /// The root of a reduce or gather waited for the first non-root.
+    EarlyReduce,
+}
+
+impl WaitKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [WaitKind; 6] = [
+        WaitKind::LateSender,
+        WaitKind::LateReceiver,
+        WaitKind::WaitAtBarrier,
+        WaitKind::WaitAtNxN,
+        WaitKind::LateBroadcast,
+        WaitKind::EarlyReduce,
+    ];
+
+    /// The kind's name as reports print it (`late sender`).
+    ///
+    /// ```
+    /// use mtfdb::analysis::waits::WaitKind;
+    /// assert_eq!(WaitKind::WaitAtNxN.name(), "wait at NxN");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitKind::LateSender => "late sender",
+            WaitKind::LateReceiver => "late receiver",
+            WaitKind::WaitAtBarrier => "wait at barrier",
+            WaitKind::WaitAtNxN => "wait at NxN",
+            WaitKind::LateBroadcast => "late broadcast",
+            WaitKind::EarlyReduce => "early reduce",
+        }
+    }
+}
+
+impl fmt::Display for WaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One operation's wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    /// The operation that waited (the receive, send, collective call, or the Wait that
+    /// completed a non-blocking one).
+    pub op: OpId,
+    /// Its rank.
+    pub rank: Rank,
+    /// Why it waited.
+    pub kind: WaitKind,
+    /// How long (ns), at least 1.
+    pub time: Time,
+    /// The rank it waited for: the late sender or receiver, the last member to enter, the
+    /// root, the first non-root.
+    pub partner: Rank,
+}
+
+/// `min(send_start, end) - start` when positive: what a receive (or the completion of one)
+/// over `[start, end]` waited for a send that started at `send_start`.
+pub fn late_sender(start: Time, end: Time, send_start: Time) -> Time {
+    send_start.min(end).saturating_sub(start)
+}
+
+/// What a blocking send over `[start, end]` waited for its receive, posted at `recv_start`:
+/// `min(recv_start, end) - start` when the send ended after the receive was posted, else 0
+/// (the send was eager).
+pub fn late_receiver(start: Time, end: Time, recv_start: Time) -> Time {
+    if end > recv_start {
+        recv_start.min(end).saturating_sub(start)
+    } else {
+        0
+    }
+}
+
+/// `min(awaited, end) - start` when positive: what a call over `[start, end]` waited for a
+/// partner that started at `awaited` (the last member of a barrier or N x N collective, the
+/// root of a broadcast, the first non-root of a reduce).
+pub fn wait_for_last(start: Time, end: Time, awaited: Time) -> Time {
+    awaited.min(end).saturating_sub(start)
+}
+
+/// Every wait of a trace, in operation order, with totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WaitStates {
+    /// The waits, one per waiting operation at most, sorted by operation id.
+    pub waits: Vec<Wait>,
+    /// Messages whose receive (or the Wait completing it) ended before the send started, as
+    /// skewed clocks record them: no wait is counted for them.
+    pub inconsistent: u64,
+}
+
+impl WaitStates {
+    /// The total waiting time (ns) of each kind, in [`WaitKind::ALL`] order.
+    pub fn totals(&self) -> [Time; 6] {
+        let mut out = [0; 6];
+        for w in &self.waits {
+            out[kind_slot(w.kind)] += w.time;
+        }
+        out
+    }
+
+    /// The total waiting time (ns) per rank and kind, for ranks `0..ranks`.
+    pub fn per_rank(&self, ranks: u32) -> Vec<[Time; 6]> {
+        let mut out = vec![[0; 6]; ranks as usize];
+        for w in &self.waits {
+            if let Some(row) = out.get_mut(w.rank as usize) {
+                row[kind_slot(w.kind)] += w.time;
+            }
+        }
+        out
+    }
+
+    /// The wait of operation `op`, if it waited.
+    pub fn of(&self, op: OpId) -> Option<&Wait> {
+        self.waits
+            .binary_search_by_key(&op, |w| w.op)
+            .ok()
+            .map(|i| &self.waits[i])
+    }
+}
+
+fn kind_slot(kind: WaitKind) -> usize {
+    WaitKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+/// What the analysis needs of one operation.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    start: Time,
+    end: Time,
+    kind: OpKind,
+    rank: Rank,
+}
+
+/// The calls of every operation, by id: one vector per chunk, so that memory is what the
+/// trace's operations need (32 bytes each), not a hash entry per operation.
+struct Calls {
+    chunks: FxHashMap<u32, Vec<Call>>,
+}
+
+impl Calls {
+    fn read(trace: &Trace) -> Result<Calls> {
+        let mut chunks = FxHashMap::default();
+        for info in trace.op_chunks() {
+            trace.check_cancel()?;
+            let calls = trace
+                .chunk_operations(info)?
+                .into_iter()
+                .map(|(_, op)| Call {
+                    start: op.start,
+                    end: op.end,
+                    kind: op.kind,
+                    rank: op.rank,
+                })
+                .collect();
+            chunks.insert(info.chunk, calls);
+        }
+        Ok(Calls { chunks })
+    }
+
+    fn get(&self, op: OpId) -> Option<Call> {
+        let (chunk, row) = crate::store::tables::split_id(op);
+        self.chunks.get(&chunk)?.get(row).copied()
+    }
+}
+
+/// Collects waits, keeping the largest per operation (a Waitall over several late receives).
+#[derive(Default)]
+struct Found {
+    by_op: FxHashMap<OpId, Wait>,
+    inconsistent: u64,
+}
+
+impl Found {
+    fn add(&mut self, op: OpId, call: Call, kind: WaitKind, time: Time, partner: Rank) {
+        if time == 0 {
+            return;
+        }
+        let wait = Wait {
+            op,
+            rank: call.rank,
+            kind,
+            time,
+            partner,
+        };
+        self.by_op
+            .entry(op)
+            .and_modify(|w| {
+                if time > w.time {
+                    *w = wait;
+                }
+            })
+            .or_insert(wait);
+    }
+}
+
+/// Whether a completion call can wait (Wait variants do; Test variants return at once).
+fn waits_for_completion(kind: OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome
+    )
+}
+
+/// The wait states of every operation of `trace`.
+///
+/// ```no_run
+/// # fn main() -> mtfdb::Result<()> {
+/// use mtfdb::analysis::waits::{wait_states, WaitKind};
+/// let db = mtfdb::Database::open("mtfdb.db")?;
+/// let trace = db.trace("stencil")?;
+/// let waits = wait_states(&trace)?;
+/// let late = waits.totals()[0];
+/// println!("{} ns of {}", late, WaitKind::LateSender);
+/// # Ok(())
+/// # }
+/// ```
+pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
+    let calls = Calls::read(trace)?;
+    // The Wait (or Test) that completed each non-blocking call.
+    let completion: FxHashMap<OpId, OpId> = trace
+        .request_links()?
+        .into_iter()
+        .map(|l| (l.request_op, l.completion_op))
+        .collect();
+    let mut found = Found::default();
+    for chunk in 0..trace.message_chunk_count() {
+        trace.check_cancel()?;
+        for m in trace.message_chunk(chunk)? {
+            let (Some(send), Some(recv)) = (calls.get(m.send_op), calls.get(m.recv_op)) else {
+                continue;
+            };
+            // Late sender: the blocking receive itself, or the Wait completing the Irecv.
+            let waiting = if recv.kind == OpKind::Irecv {
+                completion
+                    .get(&m.recv_op)
+                    .and_then(|&w| Some((w, calls.get(w)?)))
+                    .filter(|(_, w)| waits_for_completion(w.kind))
+            } else {
+                Some((m.recv_op, recv))
+            };
+            if let Some((op, call)) = waiting {
+                if send.start >= call.end {
+                    // The receive returned before its send began: the clocks disagree, and
+                    // no wait can be told from them.
+                    found.inconsistent += 1;
+                } else {
+                    let time = late_sender(call.start, call.end, send.start);
+                    found.add(op, call, WaitKind::LateSender, time, send.rank);
+                }
+            }
+            // Late receiver: blocking sends only.
+            if matches!(send.kind, OpKind::Send | OpKind::Ssend | OpKind::Rsend) {
+                let time = late_receiver(send.start, send.end, recv.start);
+                found.add(m.send_op, send, WaitKind::LateReceiver, time, recv.rank);
+            }
+        }
+    }
+    for instance in trace.collective_instances()? {
+        trace.check_cancel()?;
+        let members: Option<Vec<(OpId, Call)>> = instance
+            .ops
+            .iter()
+            .map(|&op| Some((op, calls.get(op)?)))
+            .collect();
+        let Some(members) = members else { continue };
+        collective_waits(
+            instance.kind,
+            instance.root,
+            &members,
+            &completion,
+            &calls,
+            &mut found,
+        );
+    }
+    let mut waits: Vec<Wait> = found.by_op.into_values().collect();
+    waits.sort_unstable_by_key(|w| w.op);
+    Ok(WaitStates {
+        waits,
+        inconsistent: found.inconsistent,
+    })
+}
+
+/// The waits of one collective instance's members (see the module's rules).
+fn collective_waits(
+    kind: OpKind,
+    root: Option<Rank>,
+    members: &[(OpId, Call)],
+    completion: &FxHashMap<OpId, OpId>,
+    calls: &Calls,
+    found: &mut Found,
+) {
+    let Some(blocking) = kind.blocking_collective() else {
+        return;
+    };
+    let Some(&(_, last)) = members.iter().max_by_key(|(_, c)| c.start) else {
+        return;
+    };
+    if kind != blocking {
+        // Non-blocking: the Wait completing each member's request waits for the last member
+        // to have started the call.
+        let wait_kind = if blocking == OpKind::Barrier {
+            WaitKind::WaitAtBarrier
+        } else {
+            WaitKind::WaitAtNxN
+        };
+        for (op, _) in members {
+            let Some(&w) = completion.get(op) else {
+                continue;
+            };
+            let Some(call) = calls.get(w).filter(|c| waits_for_completion(c.kind)) else {
+                continue;
+            };
+            let time = wait_for_last(call.start, call.end, last.start);
+            found.add(w, call, wait_kind, time, last.rank);
+        }
+        return;
+    }
+    use OpKind::*;
+    match blocking {
+        Barrier | Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv | Alltoallw
+        | ReduceScatter | ReduceScatterBlock => {
+            let wait_kind = if blocking == Barrier {
+                WaitKind::WaitAtBarrier
+            } else {
+                WaitKind::WaitAtNxN
+            };
+            for &(op, call) in members {
+                let time = wait_for_last(call.start, call.end, last.start);
+                found.add(op, call, wait_kind, time, last.rank);
+            }
+        }
+        Bcast | Scatter | Scatterv => {
+            let Some(&(_, root)) = members.iter().find(|(_, c)| Some(c.rank) == root) else {
+                return;
+            };
+            for &(op, call) in members.iter().filter(|(_, c)| c.rank != root.rank) {
+                let time = wait_for_last(call.start, call.end, root.start);
+                found.add(op, call, WaitKind::LateBroadcast, time, root.rank);
+            }
+        }
+        Reduce | Gather | Gatherv => {
+            let Some(&(root_op, root_call)) = members.iter().find(|(_, c)| Some(c.rank) == root)
+            else {
+                return;
+            };
+            let first = members
+                .iter()
+                .filter(|(_, c)| c.rank != root_call.rank)
+                .min_by_key(|(_, c)| c.start);
+            if let Some(&(_, first)) = first {
+                let time = wait_for_last(root_call.start, root_call.end, first.start);
+                found.add(root_op, root_call, WaitKind::EarlyReduce, time, first.rank);
+            }
+        }
+        _ => {}
+    }
+}
