@@ -254,3 +254,74 @@ fn no_rank_waits_longer_than_it_spends_in_mpi() {
         assert_eq!(states.inconsistent, 0, "{scenario}");
     }
 }
+
+/// Every real trace in `../shared/traces` (OTF2, OTF v1, DUMPI, Paraver): its waits are
+/// non-negative by construction, each lies within its own call, and no rank waits longer than
+/// it spends in MPI. Skipped with a message when the traces are not beside this checkout.
+#[test]
+fn real_traces_wait_within_their_time_in_mpi() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    if !root.is_dir() {
+        eprintln!("skipped: {} is absent", root.display());
+        return;
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name == "traces.otf2"
+                || name.ends_with(".otf")
+                || name.ends_with(".prv")
+                || name.ends_with(".meta")
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 13, "the shared traces: {files:?}");
+    let mut waited_somewhere = false;
+    for file in files {
+        let (_dir, db) = temp_db();
+        db.import(&file, Some("t")).unwrap();
+        let trace = db.trace("t").unwrap();
+        let states = wait_states(&trace).unwrap();
+        let ranks = trace.header().processes.len() as u32;
+        for (rank, waits) in states.per_rank(ranks).iter().enumerate() {
+            let in_mpi: u64 = trace
+                .process_operations(rank as Rank)
+                .unwrap()
+                .iter()
+                .map(|(_, op)| op.end - op.start)
+                .sum();
+            let waited: u64 = waits.iter().sum();
+            assert!(
+                waited <= in_mpi,
+                "{}: rank {rank} waited {waited} ns of {in_mpi} in MPI",
+                file.display()
+            );
+        }
+        for w in &states.waits {
+            let ids = std::iter::once(w.op).collect();
+            let (_, op) = trace.operations(&ids).unwrap().pop().unwrap();
+            assert!(
+                w.time > 0 && w.time <= op.end - op.start,
+                "{}: {w:?} in {op:?}",
+                file.display()
+            );
+        }
+        waited_somewhere |= !states.waits.is_empty();
+        eprintln!(
+            "{}: {} waits, {:?} ns by kind, {} inconsistent",
+            file.display(),
+            states.waits.len(),
+            states.totals(),
+            states.inconsistent
+        );
+    }
+    assert!(waited_somewhere, "some real trace waits");
+}
