@@ -858,6 +858,7 @@ fn world() -> World {
             iterations,
             seed: 7,
             shuffle_ranks: ranks % 2 == 0,
+            delays: Vec::new(),
         };
         let name = format!("{scenario}-{ranks}");
         session

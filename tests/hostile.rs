@@ -412,6 +412,7 @@ fn large_db(dir: &Path) -> PathBuf {
             iterations: 300,
             seed: 1,
             shuffle_ranks: false,
+            delays: Vec::new(),
         },
         "big",
     );

@@ -137,6 +137,7 @@ fn every_scenario_imports_to_its_ground_truth() {
                 iterations: 9,
                 seed: 7,
                 shuffle_ranks: shuffle,
+                delays: Vec::new(),
             };
             let name = format!("{scenario}-{shuffle}");
             let truth = import_generated(&db, &config, &name);
@@ -196,6 +197,7 @@ fn every_scenario_imported_from_mtf_text_gives_its_ground_truth() {
             iterations: 7,
             seed: 11,
             shuffle_ranks: true,
+            delays: Vec::new(),
         };
         let file = dir.path().join(format!("{scenario}.mtf"));
         let mut writer = MtfWriter::create(&file).unwrap();

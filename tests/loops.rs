@@ -327,6 +327,7 @@ mod executable {
             let config = GenConfig {
                 seed,
                 shuffle_ranks: shuffle,
+                delays: Vec::new(),
                 ..GenConfig::new(scenario, ranks, iterations)
             };
             let truth = generate(&config, &mut NullSink).unwrap();

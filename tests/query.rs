@@ -444,6 +444,7 @@ fn the_engine_agrees_with_a_naive_scan_on_every_scenario() {
                     iterations: 3,
                     seed: 5,
                     shuffle_ranks: true,
+                    delays: Vec::new(),
                 },
                 sink,
             )

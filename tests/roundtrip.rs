@@ -90,6 +90,7 @@ fn every_scenario_survives_write_then_parse() {
                 iterations: 6,
                 seed: 3,
                 shuffle_ranks: shuffle,
+                delays: Vec::new(),
             };
             let mut original = Recorder::default();
             let truth = generate(&config, &mut original).unwrap();

@@ -194,6 +194,7 @@ fn database(dir: &Path) -> Database {
             iterations: 8,
             seed: 1,
             shuffle_ranks: false,
+            delays: Vec::new(),
         },
         "small",
     );

@@ -18,6 +18,7 @@ fn matrix(scenario: Scenario, ranks: u32, shuffle: bool) -> (CommMatrix, GroundT
     let (_dir, db) = temp_db();
     let config = GenConfig {
         shuffle_ranks: shuffle,
+        delays: Vec::new(),
         seed: 7,
         ..GenConfig::new(scenario, ranks, 2)
     };
@@ -155,6 +156,7 @@ fn alltoall_has_no_point_to_point_matrix_and_is_identified_from_its_collectives(
             let (_dir, db) = temp_db();
             let config = GenConfig {
                 shuffle_ranks: shuffle,
+                delays: Vec::new(),
                 ..GenConfig::new(Scenario::Alltoall, ranks, 2)
             };
             import_generated(&db, &config, "t");

@@ -325,3 +325,57 @@ fn real_traces_wait_within_their_time_in_mpi() {
     }
     assert!(waited_somewhere, "some real trace waits");
 }
+
+/// Total waiting time per rank of a generated trace.
+fn per_rank_waits(config: &mtfdb::gen::GenConfig) -> Vec<u64> {
+    let (_dir, db) = common::generated_db(config);
+    let states = wait_states(&db.trace("t").unwrap()).unwrap();
+    states
+        .per_rank(config.ranks)
+        .iter()
+        .map(|w| w.iter().sum())
+        .collect()
+}
+
+/// `gen --delay`: rank 5 computes 10 ms longer in iteration 6. Against the same trace without
+/// the delay (same seed, so the same jitter), rank by rank:
+/// - the delayed rank itself waits no more;
+/// - in the scenarios whose iterations end in an N x N collective or pass data along chains
+///   (ring, sweep, lu, bt, cg, alltoall), every other rank waits 10 ms more in all, for the
+///   delayed rank or for a partner that waited for it;
+/// - in stencil2d, its four mesh neighbours (1, 4, 6, 9 on the 4x4 grid) wait 10 ms more (late
+///   sender), and nobody else: the Gather and Scatterv that follow are rooted, and by
+///   Scalasca's rules their non-roots never wait while the root waits for the *first*
+///   non-root, not the late one.
+///
+/// To within twice the largest compute jitter (a wait the run without the delay already had
+/// in the same call is absorbed into the longer one).
+#[test]
+fn an_injected_delay_makes_exactly_the_ranks_that_depend_on_it_wait_that_long() {
+    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    const DELAY: i64 = 10_000_000;
+    // stencil2d's 2 ms compute has up to 125 us of jitter.
+    const SLACK: i64 = 250_000;
+    for scenario in Scenario::ALL {
+        let base = GenConfig::new(scenario, 16, 12);
+        let delayed = GenConfig {
+            delays: vec![Delay {
+                rank: 5,
+                iteration: 6,
+                duration: DELAY as u64,
+            }],
+            ..base.clone()
+        };
+        let (before, after) = (per_rank_waits(&base), per_rank_waits(&delayed));
+        for rank in 0..16 {
+            let more = after[rank] as i64 - before[rank] as i64;
+            let waits_for_it =
+                rank != 5 && (scenario != Scenario::Stencil2d || [1, 4, 6, 9].contains(&rank));
+            let expected = if waits_for_it { DELAY } else { 0 };
+            assert!(
+                (more - expected).abs() <= SLACK,
+                "{scenario}: rank {rank} waits {more} ns more, expected {expected}"
+            );
+        }
+    }
+}

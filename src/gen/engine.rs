@@ -151,6 +151,10 @@ pub(crate) struct Gen<'s> {
     instances: [u64; NKINDS],
     routine_events: u64,
     patterns: std::collections::BTreeMap<String, PatternTruth>,
+    /// Per logical position, the extra computation still due in the current iteration.
+    delay_due: Vec<Time>,
+    /// The injected delays, as (world rank, iteration, ns).
+    delays: Vec<(Rank, u32, Time)>,
 }
 
 impl<'s> Gen<'s> {
@@ -176,6 +180,28 @@ impl<'s> Gen<'s> {
             instances: [0; NKINDS],
             routine_events: 0,
             patterns: std::collections::BTreeMap::new(),
+            delay_due: vec![0; n as usize],
+            delays: Vec::new(),
+        }
+    }
+
+    /// The delays to inject (see [`super::Delay`]).
+    pub(crate) fn set_delays(&mut self, delays: &[super::Delay]) {
+        self.delays = delays
+            .iter()
+            .map(|d| (d.rank, d.iteration, d.duration))
+            .collect();
+    }
+
+    /// Iteration `i` of the main loop begins: the delays of that iteration fall due, each
+    /// added to its rank's first computation of the iteration.
+    pub(crate) fn start_iteration(&mut self, i: u32) {
+        self.delay_due.iter_mut().for_each(|d| *d = 0);
+        for &(rank, iteration, duration) in &self.delays {
+            if iteration == i {
+                let p = self.world_members[rank as usize] as usize;
+                self.delay_due[p] = self.delay_due[p].saturating_add(duration);
+            }
         }
     }
 
@@ -228,7 +254,10 @@ impl<'s> Gen<'s> {
     /// Position `p` computes for `base` ns plus up to `base / 16` of jitter.
     pub(crate) fn compute(&mut self, p: u32, base: Time) {
         let j = self.jitter(base / 16);
-        self.clock[p as usize] += base + j;
+        // A delay is drawn after the jitter, so that a delayed run has the same jitter as
+        // the run without it.
+        let delay = std::mem::take(&mut self.delay_due[p as usize]);
+        self.clock[p as usize] += base + j + delay;
     }
 
     fn routine(&mut self, p: u32, routine: StrId, enter: bool) -> Result<()> {

@@ -48,7 +48,8 @@ pub use truth::{GroundTruth, PairTruth, RankTruth};
 use crate::error::{Error, Result};
 use crate::ingest::EventSink;
 use crate::model::{
-    Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId, TraceHeader,
+    Communicator, OpKind, Operation, Process, Processor, Rank, RoutineEvent, StrId, Time,
+    TraceHeader,
 };
 use engine::Gen;
 
@@ -155,6 +156,61 @@ pub struct GenConfig {
     pub seed: u64,
     /// Scramble the numbering: logical position i becomes world rank `permutation[i]`.
     pub shuffle_ranks: bool,
+    /// Imbalance to inject: each makes one rank compute longer in one iteration.
+    pub delays: Vec<Delay>,
+}
+
+/// Extra computation of one rank in one iteration of the main loop (`gen --delay
+/// RANK:ITERATION:DURATION`): the rank starts that iteration's communication `duration` ns
+/// later, and whoever waits for it waits that much longer.
+///
+/// ```
+/// use mtfdb::gen::Delay;
+/// let d: Delay = "3:5:2ms".parse().unwrap();
+/// assert_eq!(d, Delay { rank: 3, iteration: 5, duration: 2_000_000 });
+/// assert_eq!("3:5:250".parse::<Delay>().unwrap().duration, 250);
+/// assert!("3:5".parse::<Delay>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    /// The world rank that computes longer.
+    pub rank: Rank,
+    /// The iteration of the main loop, from 0.
+    pub iteration: u32,
+    /// How much longer (ns).
+    pub duration: Time,
+}
+
+impl std::str::FromStr for Delay {
+    type Err = String;
+
+    /// `RANK:ITERATION:DURATION`, the duration in ns or with a unit `ns`, `us`, `ms` or `s`.
+    fn from_str(text: &str) -> std::result::Result<Delay, String> {
+        let usage = || format!("a delay is RANK:ITERATION:DURATION (like 3:5:2ms), not {text:?}");
+        let [rank, iteration, duration] = text.split(':').collect::<Vec<_>>()[..] else {
+            return Err(usage());
+        };
+        let (digits, unit) = duration
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or((duration, ""), |at| duration.split_at(at));
+        let scale: Time = match unit {
+            "" | "ns" => 1,
+            "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            _ => return Err(usage()),
+        };
+        let duration = digits
+            .parse::<Time>()
+            .ok()
+            .and_then(|d| d.checked_mul(scale))
+            .ok_or_else(usage)?;
+        Ok(Delay {
+            rank: rank.parse().map_err(|_| usage())?,
+            iteration: iteration.parse().map_err(|_| usage())?,
+            duration,
+        })
+    }
 }
 
 impl GenConfig {
@@ -166,6 +222,7 @@ impl GenConfig {
             iterations,
             seed: 1,
             shuffle_ranks: false,
+            delays: Vec::new(),
         }
     }
 
@@ -315,7 +372,16 @@ fn header(config: &GenConfig, program: &dyn Program, perm: &[Rank]) -> TraceHead
             } else {
                 "in topology order"
             }
-        ),
+        ) + &config
+            .delays
+            .iter()
+            .map(|d| {
+                format!(
+                    ", rank {} {} ns late in iteration {}",
+                    d.rank, d.duration, d.iteration
+                )
+            })
+            .collect::<String>(),
         processors,
         processes,
         communicators,
@@ -336,8 +402,20 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
     } else {
         (0..n).collect()
     };
+    for d in &config.delays {
+        if d.rank >= n || d.iteration >= config.iterations {
+            return Err(Error::Usage(format!(
+                "a delay of rank {} in iteration {}: the trace has ranks 0-{} and iterations 0-{}",
+                d.rank,
+                d.iteration,
+                n.saturating_sub(1),
+                config.iterations.saturating_sub(1)
+            )));
+        }
+    }
     let header = header(config, program.as_ref(), &perm);
     let mut g = Gen::new(sink, perm, config.seed);
+    g.set_delays(&config.delays);
     g.header(&header)?;
     let main = g.intern("main")?;
     let init = g.intern("init")?;
@@ -366,6 +444,7 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
 
     for i in 0..config.iterations {
         g.enter_all(solve)?;
+        g.start_iteration(i);
         program.iteration(&mut g, i)?;
         g.leave_all(solve)?;
     }

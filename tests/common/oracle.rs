@@ -319,6 +319,7 @@ pub fn config_strategy() -> impl Strategy<Value = GenConfig> {
             iterations,
             seed,
             shuffle_ranks,
+            delays: Vec::new(),
         }
     })
 }

@@ -89,6 +89,10 @@ enum Command {
         /// Renumber ranks randomly (the topology stays, the numbering is scrambled)
         #[arg(long)]
         shuffle_ranks: bool,
+        /// Make RANK compute DURATION longer in ITERATION (from 0), as RANK:ITERATION:DURATION
+        /// with the duration in ns or with a unit (3:5:2ms); repeat for several
+        #[arg(long = "delay", value_name = "RANK:ITERATION:DURATION")]
+        delays: Vec<mtfdb::gen::Delay>,
         /// Where to write the trace
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
@@ -274,6 +278,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             iterations,
             seed,
             shuffle_ranks,
+            delays,
             output,
             truth,
         } => {
@@ -283,6 +288,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 iterations,
                 seed,
                 shuffle_ranks,
+                delays,
             };
             let mut writer = MtfWriter::create(&output)?;
             let ground_truth = generate(&config, &mut writer)?;
