@@ -25,7 +25,9 @@ pub mod import;
 pub mod ingest;
 pub mod model;
 pub mod query;
+pub mod results;
 pub mod store;
 
 pub use database::{Database, SourceFormat, Trace, TraceInfo};
 pub use error::{Error, InputError, Limit, NameKind, Result};
+pub use results::{ResultSet, RowSink, Value};

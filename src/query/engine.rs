@@ -16,13 +16,13 @@ use super::ast::{
     Statistic, Target, TimeWindow, Within,
 };
 use super::ast::{Analysis, Threshold};
-use super::result::{ResultSet, RowSink, Value};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::stats;
 use crate::analysis::structure;
 use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
+use crate::results::{ResultSet, RowSink, Value};
 use crate::store::tables::{chunk_ids, split_id, CHUNK_ROWS};
 use crate::store::{IndexDim, OpChunkInfo, StoredView};
 use crate::{Database, Trace};
@@ -1906,7 +1906,7 @@ impl Session {
     /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
     /// let mut session = mtfdb::query::Session::new(db);
     /// session.use_trace("paper").unwrap();
-    /// let mut first = mtfdb::query::ResultSet::new(Vec::<String>::new());
+    /// let mut first = mtfdb::ResultSet::new(Vec::<String>::new());
     /// session.run_into("SELECT ALL OPERATIONS LIMIT 2", &mut first).unwrap();
     /// assert_eq!(first.len(), 2);
     /// ```

@@ -1,7 +1,7 @@
 //! The query layer: the language ([`ast`], parsed by [`parse_statement`]; the grammar, with
 //! examples that the tests parse, is `grammar/query.ebnf`), the [`Engine`] that plans and runs
 //! it over the store's bitmap indexes, the [`Session`] that keeps the current trace, and the
-//! typed [`ResultSet`] it returns.
+//! typed [`ResultSet`](crate::results::ResultSet) it returns.
 
 // No input reaches a panic: `unwrap` and `expect` are denied here outside tests, and this
 // module has no exception (every former one became an error).
@@ -11,7 +11,6 @@ pub mod ast;
 mod engine;
 mod lexer;
 pub mod parser;
-mod result;
 
 pub use ast::{
     Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, MatrixMeasure,
@@ -20,4 +19,3 @@ pub use ast::{
 };
 pub use engine::{query_error, Engine, PlanStep, Session};
 pub use parser::{parse_script, parse_statement, QueryError};
-pub use result::{csv_line, csv_row, json_element, pad, ResultSet, RowSink, Value};

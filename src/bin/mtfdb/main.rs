@@ -17,7 +17,8 @@ use mtfdb::database::default_database_path;
 use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
-use mtfdb::query::{ResultSet, Session};
+use mtfdb::query::Session;
+use mtfdb::results::ResultSet;
 use mtfdb::{Database, Error, SourceFormat};
 
 /// How a result is printed.

@@ -1,4 +1,6 @@
-//! Query results: a typed [`ResultSet`] that prints as an aligned table, CSV or JSON.
+//! Results: one typed [`ResultSet`] (named columns, rows of [`Value`]s) that queries, analyses,
+//! export and the command line share, and the one place it is formatted as an aligned table,
+//! CSV or JSON, whole or row by row ([`RowSink`], [`csv_row`], [`json_element`]).
 
 use std::fmt::Write;
 
@@ -108,7 +110,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// The rows a query returned, with named columns.
 ///
 /// ```
-/// use mtfdb::query::{ResultSet, Value};
+/// use mtfdb::results::{ResultSet, Value};
 /// let mut r = ResultSet::new(["rank", "bytes"]);
 /// r.push(vec![Value::Int(0), Value::Int(4096)]);
 /// assert_eq!(r.to_csv(), "rank,bytes\n0,4096\n");
