@@ -14,6 +14,7 @@
 
 mod analyses;
 pub mod ast;
+mod cursor;
 mod exec;
 mod lexer;
 mod names;
@@ -27,6 +28,7 @@ pub use ast::{
     Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select, SelectBody,
     Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, Within,
 };
+pub use cursor::Rows;
 pub use session::{query_error, Session};
 
 use crate::error::Error;

@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::ast::{ShowWhat, Statement};
+use super::ast::{SelectBody, ShowWhat, Statement};
+use super::cursor::Rows;
+use super::exec::row_columns;
 use super::plan::Engine;
 use super::usage;
 use crate::error::{Error, Limit, NameKind, Result};
@@ -91,12 +93,18 @@ impl Session {
 
     /// The current trace, opened once and kept while it stays current.
     pub(super) fn trace(&mut self) -> Result<&Trace> {
+        Ok(self.open_current()?.0)
+    }
+
+    /// The current trace, opened once and kept while it stays current, with the flag that
+    /// cancels statements (borrowed together, as a cursor holds both).
+    fn open_current(&mut self) -> Result<(&Trace, &AtomicBool)> {
         let name = self.current_trace()?;
         let open = match self.open.take() {
             Some(t) if t.name() == name => t,
             _ => self.open_trace(&name)?,
         };
-        Ok(self.open.insert(open))
+        Ok((self.open.insert(open), &self.cancel))
     }
 
     /// The trace statements query: the chosen one, else the only one.
@@ -119,6 +127,48 @@ impl Session {
     pub fn run(&mut self, text: &str) -> Result<ResultSet> {
         let stmt = super::parse_statement(text).map_err(query_error)?;
         self.execute(&stmt)
+    }
+
+    /// Runs one statement and returns a cursor over its rows, typed getters on each
+    /// ([`Row::get`](crate::results::Row::get)). A `SELECT` of rows without `ORDER BY` is read
+    /// as the cursor is advanced, a chunk at a time, and stops reading at its `LIMIT` or when
+    /// the cursor is dropped; `ORDER BY … LIMIT k` holds only the k first rows; other
+    /// statements are computed, then handed out row by row. The cursor's rows are those
+    /// [`Session::run`] returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// let mut session = mtfdb::Session::new(db);
+    /// let rows = session.query("SELECT COUNT(*) FROM OPERATIONS GROUP BY PROCESS")?;
+    /// assert_eq!(rows.columns(), ["process", "count(*)"]);
+    /// for row in rows {
+    ///     let row = row?;
+    ///     let (rank, count): (u32, u64) = (row.get(0)?, row.get("count(*)")?);
+    ///     assert!(rank < 16 && count > 0);
+    /// }
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn query(&mut self, text: &str) -> Result<Rows<'_>> {
+        let stmt = super::parse_statement(text).map_err(query_error)?;
+        let select = match &stmt {
+            Statement::Select(select) if select.order_by.is_empty() => select,
+            _ => return Ok(Rows::computed(self.execute(&stmt)?)),
+        };
+        let SelectBody::Rows(selection) = &select.body else {
+            return Ok(Rows::computed(self.execute(&stmt)?));
+        };
+        self.cancel.store(false, Ordering::Relaxed);
+        let (trace, cancel) = self.open_current()?;
+        let engine = Engine::with_cancel(trace, cancel);
+        let mut selected = engine.select_ids(selection)?;
+        let columns = row_columns(selected.messages);
+        let scan = engine.scan(selection, &mut selected)?;
+        let limit = select
+            .limit
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        Ok(Rows::scanning(columns, scan, limit))
     }
 
     /// Runs one statement and hands its rows to `sink` as they come: a `SELECT` of rows is

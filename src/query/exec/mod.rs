@@ -63,64 +63,30 @@ pub(crate) enum Row {
 }
 
 impl<'a> Engine<'a> {
-    /// Reads the selected rows chunk by chunk (a roaring container is a chunk), checking for
-    /// Ctrl-C, and hands each row that overlaps the window, has its peers in the set and
-    /// matches WHERE to `visit`, which returns whether it wants more: `LIMIT n` stops reading
-    /// after n rows. Memory holds one chunk's rows, never the selection's.
+    /// Reads the selected rows chunk by chunk through a [`Scan`] and hands each row it keeps
+    /// to `visit`, which returns whether it wants more: `LIMIT n` stops reading after n rows.
+    /// Memory holds one chunk's rows, never the selection's. The ids are the scan's
+    /// afterwards: `selected` keeps its plan, with this step added.
     pub(crate) fn each_row(
         &self,
         sel: &Selection,
         selected: &mut Selected,
         mut visit: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        let among: Option<Vec<Rank>> = match &sel.filter.scope {
-            Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
-            _ => None,
-        };
-        if let Some(p) = &sel.filter.predicate {
-            check_nesting(p)?;
-        }
-        let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        let estimated = selected.ids.len();
+        let mut scan = self.scan(sel, selected)?;
         if self.plan_only {
             selected.plan.push(PlanStep {
                 step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
-                estimated: selected.ids.len(),
+                estimated,
                 actual: None,
             });
             return Ok(());
         }
-        let keep = |row: &Row| {
-            sel.filter.time.is_none_or(|w| overlaps(row, w))
-                && among.as_ref().is_none_or(|set| peers_within(row, set))
-                && sel
-                    .filter
-                    .predicate
-                    .as_ref()
-                    .is_none_or(|p| eval(p, row, &comm_ids))
-        };
-        let mut kept = 0u64;
         let mut stopped = false;
-        let mut one_chunk = RoaringTreemap::new();
-        let mut ids = selected.ids.iter().peekable();
-        while let Some(id) = ids.next() {
-            one_chunk.insert(id);
-            let same_chunk = ids
-                .peek()
-                .is_some_and(|&next| split_id(next).0 == split_id(id).0);
-            if same_chunk {
-                continue;
-            }
-            for row in self.read_rows(selected.messages, &one_chunk)? {
-                if keep(&row) {
-                    kept += 1;
-                    if !visit(row)? {
-                        stopped = true;
-                        break;
-                    }
-                }
-            }
-            one_chunk.clear();
-            if stopped {
+        while let Some(row) = scan.next_row()? {
+            if !visit(row)? {
+                stopped = true;
                 break;
             }
         }
@@ -130,10 +96,34 @@ impl<'a> Engine<'a> {
             } else {
                 "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into()
             },
-            estimated: selected.ids.len(),
-            actual: Some(kept),
+            estimated,
+            actual: Some(scan.kept),
         });
         Ok(())
+    }
+
+    /// The scan of a selection's ids (taken out of `selected`): names in the filter are
+    /// resolved and its nesting checked now, before any row is read.
+    pub(crate) fn scan(&self, sel: &Selection, selected: &mut Selected) -> Result<Scan<'a>> {
+        let among: Option<Vec<Rank>> = match &sel.filter.scope {
+            Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
+            _ => None,
+        };
+        if let Some(p) = &sel.filter.predicate {
+            check_nesting(p)?;
+        }
+        let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        Ok(Scan {
+            engine: *self,
+            messages: selected.messages,
+            ids: std::mem::take(&mut selected.ids).into_iter().peekable(),
+            chunk: Vec::new().into_iter(),
+            time: sel.filter.time,
+            among,
+            predicate: sel.filter.predicate.clone(),
+            comm_ids,
+            kept: 0,
+        })
     }
 
     /// What `pick` takes from each row [`Engine::each_row`] keeps: only that is held, never
@@ -362,6 +352,67 @@ impl<'a> Engine<'a> {
             definition: format!("SELECT {sel}"),
             ids,
         })
+    }
+}
+
+/// The rows of a selection that overlap its time window, have their peers in its `AMONG`
+/// set and match its `WHERE`, read one chunk at a time as they are asked for (a roaring
+/// container is a chunk), with a look at Ctrl-C before each chunk. Memory holds one chunk's
+/// rows, never the selection's; dropping the scan stops the reading.
+pub(crate) struct Scan<'a> {
+    engine: Engine<'a>,
+    messages: bool,
+    ids: std::iter::Peekable<roaring::treemap::IntoIter>,
+    /// The rest of the chunk being read.
+    chunk: std::vec::IntoIter<Row>,
+    time: Option<TimeWindow>,
+    among: Option<Vec<Rank>>,
+    predicate: Option<Expr>,
+    comm_ids: BTreeMap<String, CommId>,
+    /// Rows kept so far.
+    pub(crate) kept: u64,
+}
+
+impl Scan<'_> {
+    /// The next row kept, or `None` after the last.
+    pub(crate) fn next_row(&mut self) -> Result<Option<Row>> {
+        loop {
+            while let Some(row) = self.chunk.next() {
+                if self.keeps(&row) {
+                    self.kept += 1;
+                    return Ok(Some(row));
+                }
+            }
+            let Some(first) = self.ids.next() else {
+                return Ok(None);
+            };
+            let mut one_chunk = RoaringTreemap::new();
+            one_chunk.insert(first);
+            while let Some(id) = self
+                .ids
+                .next_if(|next| split_id(*next).0 == split_id(first).0)
+            {
+                one_chunk.insert(id);
+            }
+            self.chunk = self
+                .engine
+                .read_rows(self.messages, &one_chunk)?
+                .into_iter();
+        }
+    }
+
+    /// The next row kept, as its values in the order of [`row_columns`].
+    pub(crate) fn next_values(&mut self) -> Result<Option<Vec<Value>>> {
+        Ok(self.next_row()?.map(|row| self.engine.row_values(&row)))
+    }
+
+    fn keeps(&self, row: &Row) -> bool {
+        self.time.is_none_or(|w| overlaps(row, w))
+            && self.among.as_ref().is_none_or(|set| peers_within(row, set))
+            && self
+                .predicate
+                .as_ref()
+                .is_none_or(|p| eval(p, row, &self.comm_ids))
     }
 }
 
