@@ -40,7 +40,10 @@ enum Source<'s> {
     /// A result computed whole.
     Computed(std::vec::IntoIter<Vec<Value>>),
     /// A selection read as it is asked for, with the rows its `LIMIT` still lets through.
-    Scan { scan: Scan<'s>, left: Option<usize> },
+    Scan {
+        scan: Box<Scan<'s>>,
+        left: Option<usize>,
+    },
     /// Past the last row or an error.
     Done,
 }
@@ -58,7 +61,10 @@ impl<'s> Rows<'s> {
     pub(crate) fn scanning(columns: Vec<String>, scan: Scan<'s>, limit: Option<usize>) -> Rows<'s> {
         Rows {
             columns: columns.into(),
-            source: Source::Scan { scan, left: limit },
+            source: Source::Scan {
+                scan: Box::new(scan),
+                left: limit,
+            },
         }
     }
 
