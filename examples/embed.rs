@@ -4,8 +4,7 @@
 //! the bundled 16-process stencil trace into a temporary database.
 
 use mtfdb::model::OpKind;
-use mtfdb::store::IndexDim;
-use mtfdb::Database;
+use mtfdb::{Database, IndexDim};
 
 fn main() -> Result<(), mtfdb::Error> {
     let trace_file = std::env::args().nth(1).unwrap_or_else(|| {

@@ -133,6 +133,16 @@ pub enum Error {
     /// A request that cannot be carried out as asked (bad argument).
     #[error("{0}")]
     Usage(String),
+    /// A result's value read as a type it does not convert to
+    /// ([`Row::get`](crate::results::Row::get)): text as a number, null as anything but an
+    /// `Option`, a number outside the type's range.
+    #[error("{message}")]
+    ColumnType {
+        /// The column's name.
+        column: String,
+        /// The whole message: the value found and the type asked for.
+        message: String,
+    },
 }
 
 /// What an [`Error::UnknownName`] names.

@@ -553,7 +553,7 @@ fn streamed_csv_and_json_equal_the_whole_result() {
         "SELECT COUNT(*) FROM OPERATIONS GROUP BY PROCESS",
         "SELECT STATISTICS FOR ALL PROCESSES",
     ];
-    let wholes: Vec<mtfdb::query::ResultSet> = {
+    let wholes: Vec<mtfdb::results::ResultSet> = {
         let mut session = mtfdb::query::Session::new(Database::open_existing(&db).unwrap());
         session.use_trace("s").unwrap();
         statements.iter().map(|s| session.run(s).unwrap()).collect()

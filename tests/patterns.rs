@@ -11,7 +11,8 @@ use mtfdb::analysis::detection::{self, PatternParams, PhaseParams};
 use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::ingest::EventSink;
 use mtfdb::model::{OpKind, Operation, Rank, RoutineEvent, StrId, TraceHeader};
-use mtfdb::query::{Session, Value};
+use mtfdb::query::Session;
+use mtfdb::results::Value;
 use mtfdb::Database;
 
 /// Communication patterns found, as sorted (occurrences, processes) pairs.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use mtfdb::gen::{generate, GenConfig, GroundTruth, Scenario};
 use mtfdb::model::OpKind;
-use mtfdb::query::{ResultSet, Session, Value};
+use mtfdb::query::Session;
+use mtfdb::results::{ResultSet, Value};
 use mtfdb::Database;
 
 const EXAMPLE: &str = concat!(

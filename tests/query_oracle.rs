@@ -166,7 +166,7 @@ proptest! {
             .rows
             .iter()
             .map(|r| match &r[id] {
-                mtfdb::query::Value::Int(i) => *i as u64,
+                mtfdb::results::Value::Int(i) => *i as u64,
                 v => panic!("{v:?}"),
             })
             .collect();

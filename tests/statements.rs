@@ -37,7 +37,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use mtfdb::gen::{GenConfig, Scenario};
-use mtfdb::query::{ResultSet, Session};
+use mtfdb::query::Session;
+use mtfdb::results::ResultSet;
 use mtfdb::{Database, Error, Limit, NameKind};
 
 /// One record of a statement file.

@@ -11,7 +11,7 @@ use mtfdb::analysis::stats::{
 };
 use mtfdb::gen::{GenConfig, Scenario};
 use mtfdb::model::Rank;
-use mtfdb::query::Value;
+use mtfdb::results::Value;
 use mtfdb::Database;
 
 fn int(v: &Value) -> i64 {

@@ -8,14 +8,15 @@ use common::{generated_db, temp_db};
 
 use mtfdb::analysis::{process_events, structure};
 use mtfdb::gen::{GenConfig, Scenario};
-use mtfdb::query::{Session, Value};
+use mtfdb::query::Session;
+use mtfdb::results::Value;
 
 fn session_with(scenario: Scenario, ranks: u32, iterations: u32) -> (tempfile::TempDir, Session) {
     let (dir, db) = generated_db(&GenConfig::new(scenario, ranks, iterations));
     (dir, Session::new(db))
 }
 
-fn text(r: &mtfdb::query::ResultSet) -> String {
+fn text(r: &mtfdb::results::ResultSet) -> String {
     r.rows
         .iter()
         .map(|row| row.iter().map(Value::render).collect::<Vec<_>>().join(" "))

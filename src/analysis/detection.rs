@@ -8,6 +8,7 @@
 //! ([`comm_patterns`]), then the sequence of communication-pattern instances by start time cut
 //! into phases ([`phases`](mod@super::phases)).
 
+use std::fmt;
 use std::time::Instant;
 
 use roaring::RoaringTreemap;
@@ -17,7 +18,7 @@ use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
 use super::phases::{self, Mode, PhaseTree};
 use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
-use crate::model::{Rank, RoutineCall, Time};
+use crate::model::{OpKind, Rank, RoutineCall, Time};
 use crate::Trace;
 
 /// How process patterns are found.
@@ -778,16 +779,52 @@ pub struct TemplateMatch {
     pub ops: RoaringTreemap,
 }
 
+/// One process of a `MATCH PATTERN` template: `P1: R0 S2 S5`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateProcess {
+    /// The world rank.
+    pub rank: Rank,
+    /// Its events, in order.
+    pub events: Vec<TemplateEvent>,
+}
+
+/// One event of a template, in the alphabet of pattern detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TemplateEvent {
+    /// `S3`: a send to world rank 3.
+    Send(Rank),
+    /// `R0`: a receive from world rank 0.
+    Receive(Rank),
+    /// `MPI_Bcast(0)`, `BROADCAST(0)`, `MPI_Allreduce`: a collective, with its root's world rank
+    /// for rooted ones.
+    Collective(OpKind, Option<Rank>),
+}
+
+impl fmt::Display for TemplateEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateEvent::Send(r) => write!(f, "S{r}"),
+            TemplateEvent::Receive(r) => write!(f, "R{r}"),
+            TemplateEvent::Collective(kind, root) => {
+                write!(f, "{}", kind.mpi_name().unwrap_or("MPI_Other"))?;
+                if let Some(root) = root {
+                    write!(f, "({root})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Finds `template` in the trace with at most `errors` edits per process. A match is a set of
 /// per-process matches linked by messages or collectives that covers every process of the
 /// template.
 pub fn match_template(
     trace: &Trace,
-    template: &[crate::query::ast::TemplateProcess],
+    template: &[TemplateProcess],
     errors: u32,
 ) -> Result<Vec<TemplateMatch>> {
     use super::process_events::EventKey;
-    use crate::query::ast::TemplateEvent;
     let ranks = trace.header().processes.len() as Rank;
     if let Some(p) = template.iter().find(|p| p.rank >= ranks) {
         return Err(crate::Error::unknown(

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
 use crate::model::{Message, OpKind, Operation, Rank};
-use crate::query::{ResultSet, Value};
+use crate::results::{ResultSet, Value};
 use crate::store::RankTraffic;
 use crate::Trace;
 

@@ -12,6 +12,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::analysis::detection::{TemplateEvent, TemplateProcess};
 use crate::model::{CommId, OpKind, Rank, Time};
 
 /// One statement of the language.
@@ -101,27 +102,6 @@ impl Threshold {
     pub fn value(self) -> f64 {
         f64::from(self.0) / 1000.0
     }
-}
-
-/// One process of a `MATCH PATTERN` template: `P1: R0 S2 S5`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TemplateProcess {
-    /// The world rank.
-    pub rank: Rank,
-    /// Its events, in order.
-    pub events: Vec<TemplateEvent>,
-}
-
-/// One event of a template, in the alphabet of pattern detection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum TemplateEvent {
-    /// `S3`: a send to world rank 3.
-    Send(Rank),
-    /// `R0`: a receive from world rank 0.
-    Receive(Rank),
-    /// `MPI_Bcast(0)`, `BROADCAST(0)`, `MPI_Allreduce`: a collective, with its root's world rank
-    /// for rooted ones.
-    Collective(OpKind, Option<Rank>),
 }
 
 /// What `SHOW` lists.
@@ -696,22 +676,6 @@ impl fmt::Display for Threshold {
                 " WITH THRESHOLD {sign}{whole}.{}",
                 frac.trim_end_matches('0')
             )
-        }
-    }
-}
-
-impl fmt::Display for TemplateEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TemplateEvent::Send(r) => write!(f, "S{r}"),
-            TemplateEvent::Receive(r) => write!(f, "R{r}"),
-            TemplateEvent::Collective(kind, root) => {
-                write!(f, "{}", kind.mpi_name().unwrap_or("MPI_Other"))?;
-                if let Some(root) = root {
-                    write!(f, "({root})")?;
-                }
-                Ok(())
-            }
         }
     }
 }

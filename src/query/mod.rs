@@ -1,23 +1,41 @@
 //! The query layer: the language ([`ast`], parsed by [`parse_statement`]; the grammar, with
-//! examples that the tests parse, is `grammar/query.ebnf`), the [`Engine`] that plans and runs
-//! it over the store's bitmap indexes, the [`Session`] that keeps the current trace, and the
-//! typed [`ResultSet`] it returns.
+//! examples that the tests parse, is `grammar/query.ebnf`) and the [`Session`] that runs it
+//! over the current trace, returning the typed [`ResultSet`](crate::results::ResultSet) or
+//! streaming rows ([`Session::run_into`]).
+//!
+//! Inside, a statement goes through name resolution (`names`), planning into bitmap algebra
+//! over the store's indexes (`plan`, whose steps `EXPLAIN` prints), and the operators that read
+//! and filter rows, aggregate, order and limit them (`exec`); statistics (`statistic`) and
+//! analyses (`analyses`) render their findings as rows.
 
 // No input reaches a panic: `unwrap` and `expect` are denied here outside tests, and this
 // module has no exception (every former one became an error).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod analyses;
 pub mod ast;
-mod engine;
+mod cursor;
+mod exec;
 mod lexer;
+mod names;
 pub mod parser;
-mod result;
+mod plan;
+mod session;
+mod statistic;
 
 pub use ast::{
     Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, MatrixMeasure,
     Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select, SelectBody,
     Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, Within,
 };
-pub use engine::{query_error, Engine, PlanStep, Session};
+pub use cursor::Rows;
+pub use session::{query_error, Session};
+
+use crate::error::Error;
 pub use parser::{parse_script, parse_statement, QueryError};
-pub use result::{csv_line, csv_row, json_element, pad, ResultSet, RowSink, Value};
+
+/// A statement the language accepts but the trace or the clauses cannot serve, as the crate's
+/// error.
+pub(crate) fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
+}

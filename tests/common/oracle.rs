@@ -277,13 +277,13 @@ pub fn window_of(span: u64, a: u32, b: u32) -> mtfdb::query::TimeWindow {
 }
 
 /// The `id` column of a result, as a set; panics on a repeated id.
-pub fn ids_of(result: &mtfdb::query::ResultSet) -> BTreeSet<u64> {
+pub fn ids_of(result: &mtfdb::results::ResultSet) -> BTreeSet<u64> {
     let id = result.column("id").expect("an id column");
     let got: BTreeSet<u64> = result
         .rows
         .iter()
         .map(|r| match &r[id] {
-            mtfdb::query::Value::Int(i) => u64::try_from(*i).expect("ids are unsigned"),
+            mtfdb::results::Value::Int(i) => u64::try_from(*i).expect("ids are unsigned"),
             v => panic!("{v:?}"),
         })
         .collect();

@@ -72,7 +72,7 @@ pub fn traces_table(traces: &[TraceInfo]) -> String {
         let line: Vec<String> = row
             .iter()
             .zip(&widths)
-            .map(|(cell, w)| mtfdb::query::pad(cell, *w, false))
+            .map(|(cell, w)| mtfdb::results::pad(cell, *w, false))
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }

@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use clap::{Parser, Subcommand};
-use mtfdb::database::default_database_path;
+use mtfdb::default_database_path;
 use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
-use mtfdb::query::{ResultSet, Session};
+use mtfdb::query::Session;
+use mtfdb::results::ResultSet;
 use mtfdb::{Database, Error, SourceFormat};
 
 /// How a result is printed.

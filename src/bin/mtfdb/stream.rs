@@ -1,9 +1,9 @@
 //! Writing a query's rows to standard output as they come, as CSV or JSON, byte for byte as
-//! [`ResultSet::to_csv`](mtfdb::query::ResultSet::to_csv) and `to_json` print a whole result.
+//! [`ResultSet::to_csv`](mtfdb::results::ResultSet::to_csv) and `to_json` print a whole result.
 
 use std::io::{BufWriter, Stdout, Write};
 
-use mtfdb::query::{csv_line, csv_row, json_element, RowSink, Value};
+use mtfdb::results::{csv_line, csv_row, json_element, RowSink, Value};
 use mtfdb::{Error, Result};
 
 use crate::STDOUT;

@@ -1,9 +1,14 @@
-//! Query results: a typed [`ResultSet`] that prints as an aligned table, CSV or JSON.
+//! Results: one typed [`ResultSet`] (named columns, rows of [`Value`]s) that queries, analyses,
+//! export and the command line share, and the one place it is formatted as an aligned table,
+//! CSV or JSON, whole or row by row ([`RowSink`], [`csv_row`], [`json_element`]).
 
 use std::fmt::Write;
+use std::sync::Arc;
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
+
+use crate::error::{Error, NameKind, Result};
 
 /// One cell of a result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,7 +113,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// The rows a query returned, with named columns.
 ///
 /// ```
-/// use mtfdb::query::{ResultSet, Value};
+/// use mtfdb::results::{ResultSet, Value};
 /// let mut r = ResultSet::new(["rank", "bytes"]);
 /// r.push(vec![Value::Int(0), Value::Int(4096)]);
 /// assert_eq!(r.to_csv(), "rank,bytes\n0,4096\n");
@@ -304,11 +309,11 @@ impl<'a> IntoIterator for &'a ResultSet {
 /// [`ResultSet`] collects them.
 pub trait RowSink {
     /// The result's column names, once, before any row.
-    fn columns(&mut self, columns: &[String]) -> crate::Result<()>;
+    fn columns(&mut self, columns: &[String]) -> Result<()>;
     /// One row, its values in column order.
-    fn row(&mut self, row: Vec<Value>) -> crate::Result<()>;
+    fn row(&mut self, row: Vec<Value>) -> Result<()>;
     /// A whole result at once (for statements computed whole).
-    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+    fn result(&mut self, result: ResultSet) -> Result<()> {
         self.columns(&result.columns)?;
         for row in result.rows {
             self.row(row)?;
@@ -318,19 +323,211 @@ pub trait RowSink {
 }
 
 impl RowSink for ResultSet {
-    fn columns(&mut self, columns: &[String]) -> crate::Result<()> {
+    fn columns(&mut self, columns: &[String]) -> Result<()> {
         self.columns = columns.to_vec();
         Ok(())
     }
 
-    fn row(&mut self, row: Vec<Value>) -> crate::Result<()> {
+    fn row(&mut self, row: Vec<Value>) -> Result<()> {
         self.rows.push(row);
         Ok(())
     }
 
-    fn result(&mut self, result: ResultSet) -> crate::Result<()> {
+    fn result(&mut self, result: ResultSet) -> Result<()> {
         *self = result;
         Ok(())
+    }
+}
+
+/// One row of a result, as a cursor ([`Rows`](crate::query::Rows)) hands it out: its values in
+/// column order, read by position or by column name as typed values.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mtfdb::results::{Row, Value};
+/// let columns: Arc<[String]> = Arc::from(vec!["rank".to_string(), "operation".to_string()]);
+/// let row = Row::new(columns, vec![Value::Int(3), "MPI_Send".into()]);
+/// assert_eq!(row.get::<u32>(0)?, 3);
+/// assert_eq!(row.get::<String>("operation")?, "MPI_Send");
+/// assert!(row.get::<u64>("operation").is_err()); // text is not a number
+/// # Ok::<(), mtfdb::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    columns: Arc<[String]>,
+    values: Vec<Value>,
+}
+
+impl Row {
+    /// A row of `values` under `columns` (shared by every row of a result).
+    pub fn new(columns: Arc<[String]>, values: Vec<Value>) -> Row {
+        Row { columns, values }
+    }
+
+    /// The result's column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The values, in column order.
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// The values, in column order, taken out of the row.
+    pub fn into_values(self) -> Vec<Value> {
+        self.values
+    }
+
+    /// The value in `column` (a position from 0, or a name, case-insensitive).
+    pub fn value(&self, column: impl ColumnIndex) -> Result<&Value> {
+        let i = column.position(&self.columns)?;
+        self.values
+            .get(i)
+            .ok_or_else(|| no_column(&i.to_string(), &self.columns))
+    }
+
+    /// The value in `column` (a position from 0, or a name, case-insensitive) as a `T`; an
+    /// [`Error::ColumnType`] when it does not convert (text read as a number, a null read as
+    /// anything but an `Option`, a number out of `T`'s range).
+    pub fn get<T: FromValue>(&self, column: impl ColumnIndex) -> Result<T> {
+        let i = column.position(&self.columns)?;
+        let value = self
+            .values
+            .get(i)
+            .ok_or_else(|| no_column(&i.to_string(), &self.columns))?;
+        T::from_value(value).ok_or_else(|| {
+            let name = self.columns.get(i).map_or("?", String::as_str);
+            Error::ColumnType {
+                column: name.to_string(),
+                message: format!(
+                    "column {name} holds {}, which is not {}",
+                    describe(value),
+                    T::EXPECTED
+                ),
+            }
+        })
+    }
+}
+
+/// A value as an error message names it.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Int(v) => format!("the integer {v}"),
+        Value::Float(v) => format!("the number {v}"),
+        Value::Text(s) => format!("the text {s:?}"),
+    }
+}
+
+fn no_column(name: &str, columns: &[String]) -> Error {
+    Error::unknown(
+        NameKind::Column,
+        name,
+        format!(
+            "the result has no column {name}; its columns are {}",
+            columns.join(", ")
+        ),
+    )
+}
+
+/// How [`Row::get`] names a column: by position from 0 (`usize`) or by name (`&str`,
+/// case-insensitive, as [`ResultSet::column`]).
+pub trait ColumnIndex {
+    /// The column's position among `columns`, or an [`Error::UnknownName`] listing them.
+    fn position(&self, columns: &[String]) -> Result<usize>;
+}
+
+impl ColumnIndex for usize {
+    fn position(&self, columns: &[String]) -> Result<usize> {
+        if *self < columns.len() {
+            Ok(*self)
+        } else {
+            Err(no_column(&self.to_string(), columns))
+        }
+    }
+}
+
+impl ColumnIndex for &str {
+    fn position(&self, columns: &[String]) -> Result<usize> {
+        columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(self))
+            .ok_or_else(|| no_column(self, columns))
+    }
+}
+
+/// A Rust type a [`Value`] converts to, for [`Row::get`]: the integers (when the value is an
+/// integer in their range), `f64` (a float, or an integer), `String` (text), [`Value`] itself,
+/// and `Option<T>` (null as `None`).
+pub trait FromValue: Sized {
+    /// What the type accepts, as an error message says it: `"an integer from 0 to 2^64 - 1"`.
+    const EXPECTED: &'static str;
+    /// The value as this type, or `None` when it does not convert.
+    fn from_value(value: &Value) -> Option<Self>;
+}
+
+/// The integer types: an [`Value::Int`] within their range.
+macro_rules! integer_from_value {
+    ($($t:ty => $expected:literal),* $(,)?) => {$(
+        impl FromValue for $t {
+            const EXPECTED: &'static str = $expected;
+            fn from_value(value: &Value) -> Option<$t> {
+                match value {
+                    Value::Int(v) => <$t>::try_from(*v).ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+integer_from_value! {
+    i128 => "an integer",
+    i64 => "an integer from -2^63 to 2^63 - 1 (i64)",
+    u64 => "an integer from 0 to 2^64 - 1 (u64)",
+    i32 => "an integer from -2^31 to 2^31 - 1 (i32)",
+    u32 => "an integer from 0 to 2^32 - 1 (u32)",
+    usize => "an integer from 0 to usize::MAX (usize)",
+}
+
+impl FromValue for f64 {
+    const EXPECTED: &'static str = "a number (f64)";
+    /// A float, or an integer as the nearest float.
+    fn from_value(value: &Value) -> Option<f64> {
+        match value {
+            Value::Float(v) => Some(*v),
+            Value::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for String {
+    const EXPECTED: &'static str = "text (String)";
+    fn from_value(value: &Value) -> Option<String> {
+        match value {
+            Value::Text(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for Value {
+    const EXPECTED: &'static str = "a value";
+    fn from_value(value: &Value) -> Option<Value> {
+        Some(value.clone())
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    const EXPECTED: &'static str = T::EXPECTED;
+    /// `None` for null, else the value as a `T`.
+    fn from_value(value: &Value) -> Option<Option<T>> {
+        match value {
+            Value::Null => Some(None),
+            v => T::from_value(v).map(Some),
+        }
     }
 }
 

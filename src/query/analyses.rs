@@ -1,0 +1,306 @@
+//! Pattern, phase, loop and topology statements: each runs its analysis (or reads the result
+//! stored before with the same parameters) and renders what it found as rows.
+
+use super::ast::{Analysis, Threshold};
+use super::names::{known_rank, phase_ids};
+use super::plan::Engine;
+use super::session::Session;
+use super::usage;
+use crate::analysis::detection::{self, PatternParams, PhaseParams};
+use crate::analysis::structure;
+use crate::error::{Error, Result};
+use crate::model::Time;
+use crate::results::{ResultSet, Value};
+
+fn phase_params(threshold: Threshold) -> PhaseParams {
+    PhaseParams {
+        threshold: threshold.0,
+        ..PhaseParams::default()
+    }
+}
+
+/// Nanoseconds as seconds.
+fn seconds(ns: Time) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// `1, 5, 8` with at most `max` items, then `… (n in all)`.
+fn list_text<T: std::fmt::Display>(items: &[T], max: usize) -> String {
+    let shown: Vec<String> = items.iter().take(max).map(|x| x.to_string()).collect();
+    let mut s = shown.join(", ");
+    if items.len() > max {
+        s.push_str(&format!(", … ({} in all)", items.len()));
+    }
+    s
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut} …")
+}
+
+impl Session {
+    /// Pattern and phase statements: results are read from the trace's stored views when
+    /// they were computed before with the same parameters.
+    pub(super) fn analysis(&mut self, a: &Analysis) -> Result<ResultSet> {
+        let trace = self.trace()?;
+        let params = PatternParams::default();
+        Ok(match a {
+            Analysis::ProcessPatterns { rank, envelope } => {
+                let params = PatternParams {
+                    envelope: *envelope,
+                    ..params
+                };
+                let rank = known_rank(trace, *rank)?;
+                let found = detection::patterns(trace, &params, false)?;
+                let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
+                    return Err(Error::Corrupt(format!(
+                        "the stored patterns have no process {rank}"
+                    )));
+                };
+                let mut r =
+                    ResultSet::new(["pattern", "sequence", "length", "occurrences", "positions"]);
+                for (i, pat) in p.patterns.iter().enumerate() {
+                    r.push(vec![
+                        (i as u64 + 1).into(),
+                        pat.sequence.clone().into(),
+                        pat.length.into(),
+                        (pat.positions.len() as u64).into(),
+                        list_text(&pat.positions, 20).into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::CommunicationPatterns { envelope } => {
+                let params = PatternParams {
+                    envelope: *envelope,
+                    ..params
+                };
+                let found = detection::patterns(trace, &params, false)?;
+                let mut r = ResultSet::new([
+                    "pattern",
+                    "processes",
+                    "occurrences",
+                    "events",
+                    "messages",
+                    "first_s",
+                    "last_s",
+                    "shape",
+                ]);
+                for p in &found.patterns {
+                    let first = p.occurrences.first().map_or(0, |o| o.0);
+                    let last = p.occurrences.last().map_or(0, |o| o.1);
+                    r.push(vec![
+                        p.id.into(),
+                        crate::model::rank_ranges(&p.processes).into(),
+                        (p.occurrences.len() as u64).into(),
+                        p.events.into(),
+                        p.message_ids().len().into(),
+                        seconds(first).into(),
+                        seconds(last).into(),
+                        shorten(&p.shape, 200).into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::Match { template, errors } => {
+                let matches = detection::match_template(trace, template, *errors)?;
+                let mut r = ResultSet::new([
+                    "match",
+                    "processes",
+                    "edits",
+                    "start_s",
+                    "end_s",
+                    "operations",
+                ]);
+                for (i, m) in matches.iter().enumerate() {
+                    r.push(vec![
+                        (i as u64 + 1).into(),
+                        crate::model::rank_ranges(&m.processes).into(),
+                        m.edits.into(),
+                        seconds(m.start).into(),
+                        seconds(m.end).into(),
+                        m.ops.len().into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::Phases(threshold) => {
+                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+                let mut r = ResultSet::new([
+                    "phase",
+                    "node",
+                    "instances",
+                    "start_s",
+                    "end_s",
+                    "duration_s",
+                    "patterns",
+                    "routine",
+                ]);
+                for p in &found.phases {
+                    r.push(vec![
+                        p.number.into(),
+                        format!("S{}", p.node).into(),
+                        format!("{}-{}", p.first, p.last).into(),
+                        seconds(p.start).into(),
+                        seconds(p.end).into(),
+                        seconds(p.end - p.start).into(),
+                        list_text(&p.patterns, 20).into(),
+                        p.routine.clone().into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::PhaseTree(threshold) => {
+                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+                let mut r = ResultSet::new(["segmentation tree"]);
+                for line in found.tree.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
+            Analysis::Loops(rank) => {
+                let rank = known_rank(trace, *rank)?;
+                let found = structure::loops(trace, false)?;
+                let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
+                    return Err(Error::Corrupt(format!(
+                        "the stored loop models have no process {rank}"
+                    )));
+                };
+                let mut r = ResultSet::new(["loop nest"]);
+                for line in p.nest.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r.push(vec![format!(
+                    "-- {} events, {} bytes of model",
+                    p.events,
+                    p.nest.len()
+                )
+                .into()]);
+                if let Some(main) = &p.main_loop {
+                    r.push(vec![format!("-- main loop: {main}").into()]);
+                }
+                r
+            }
+            Analysis::GlobalModel => {
+                let found = structure::global_model_text(trace, false)?;
+                let mut r = ResultSet::new(["global model"]);
+                for line in found.text.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
+            Analysis::Topology { comm, phase } => {
+                let comm_id = match comm {
+                    Some(c) => Some(Engine::new(trace).comm(c)?),
+                    None => None,
+                };
+                let bitmaps = match phase {
+                    Some(k) => {
+                        let (messages, ops) = phase_ids(trace, *k)?;
+                        Some((*k, messages, ops))
+                    }
+                    None => None,
+                };
+                let t = structure::topology_of(
+                    trace,
+                    comm_id,
+                    bitmaps.as_ref().map(|(k, m, o)| (*k, m, o)),
+                    false,
+                )?;
+                let mut r = ResultSet::new([
+                    "topology",
+                    "dimensions",
+                    "traffic_dropped",
+                    "rank",
+                    "coordinates",
+                ]);
+                let (dims, coordinates) = match &t.topology {
+                    Some(found) => (&found.dims[..], &found.coordinates[..]),
+                    None => (&[][..], &[][..]),
+                };
+                let dims: Vec<String> = dims.iter().map(u32::to_string).collect();
+                if coordinates.is_empty() {
+                    r.push(vec![
+                        t.description.clone().into(),
+                        Value::Null,
+                        t.dropped_fraction.into(),
+                        Value::Null,
+                        Value::Null,
+                    ]);
+                }
+                for (rank, coords) in coordinates.iter().enumerate() {
+                    let first = rank == 0;
+                    let coords: Vec<String> = coords.iter().map(u32::to_string).collect();
+                    r.push(vec![
+                        if first {
+                            t.description.clone().into()
+                        } else {
+                            Value::Null
+                        },
+                        if first {
+                            dims.join("x").into()
+                        } else {
+                            Value::Null
+                        },
+                        if first {
+                            t.dropped_fraction.into()
+                        } else {
+                            Value::Null
+                        },
+                        (rank as u64).into(),
+                        format!("({})", coords.join(",")).into(),
+                    ]);
+                }
+                r
+            }
+            Analysis::LogicalTrace(rank) => {
+                let found = structure::topology_of(trace, None, None, false)?;
+                let Some(t) = found.topology else {
+                    return Err(usage(format!(
+                        "a logical trace needs a known topology: {}",
+                        found.description
+                    )));
+                };
+                let rank = match rank {
+                    Some(r) => known_rank(trace, *r)?,
+                    None => structure::maximal_process(&t),
+                };
+                let events = structure::logical_trace(trace, &t, rank)?;
+                let nest = structure::logical_nest(&events);
+                let mut r = ResultSet::new(["logical trace"]);
+                r.push(vec![format!("-- rank {rank}; topology: {t}").into()]);
+                for line in nest.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r.push(vec![format!(
+                    "-- {} events, {} bytes of model",
+                    events.len(),
+                    nest.len()
+                )
+                .into()]);
+                r
+            }
+            Analysis::Refresh => {
+                let (found, phases) = detection::refresh(trace, &params)?;
+                let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
+                r.push(vec![
+                    "communication patterns".into(),
+                    (found.patterns.len() as u64).into(),
+                    found.events.into(),
+                    found.seconds.into(),
+                ]);
+                r.push(vec![
+                    "phases".into(),
+                    (phases.phases.len() as u64).into(),
+                    (phases.nodes.len() as u64).into(),
+                    phases.seconds.into(),
+                ]);
+                r
+            }
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! Aggregation: rows folded into their groups as they are read (memory holds the groups, not
+//! the rows), and the scan of all messages that reads only the columns the groups and sizes
+//! need, on every core.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use super::order::compare_values;
+use super::{measure, Row};
+use crate::error::{Error, Limit, Result};
+use crate::hash::FxHashMap;
+use crate::model::CommId;
+use crate::query::ast::{Aggregate, GroupKey, Measure, Selection, Target};
+use crate::query::plan::{Engine, Selected};
+use crate::results::{ResultSet, Value};
+
+impl<'a> Engine<'a> {
+    pub(crate) fn aggregate(
+        &self,
+        selection: &Selection,
+        selected: &mut Selected,
+        aggregates: &[Aggregate],
+        group_by: &[GroupKey],
+    ) -> Result<ResultSet> {
+        let mut columns: Vec<String> = group_by
+            .iter()
+            .map(|k| k.to_string().to_lowercase())
+            .collect();
+        columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
+        let mut groups: BTreeMap<Vec<GroupValue>, Vec<Acc>> = BTreeMap::new();
+        // Rows are folded into their groups as they are read: memory holds the groups.
+        self.each_row(selection, selected, |row| {
+            let row = &row;
+            let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
+            let accs = groups
+                .entry(key)
+                .or_insert_with(|| vec![Acc::default(); aggregates.len()]);
+            for (acc, a) in accs.iter_mut().zip(aggregates) {
+                let v = match a {
+                    Aggregate::Count => 0,
+                    Aggregate::Sum(m)
+                    | Aggregate::Avg(m)
+                    | Aggregate::Min(m)
+                    | Aggregate::Max(m) => measure(row, *m),
+                };
+                acc.add(v);
+            }
+            Ok(true)
+        })?;
+        if groups.is_empty() && group_by.is_empty() {
+            groups.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
+        }
+        let mut r = ResultSet::new(columns);
+        for (key, accs) in groups {
+            let mut row: Vec<Value> = key.into_iter().map(GroupValue::into_value).collect();
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
+            r.push(row);
+        }
+        Ok(r)
+    }
+
+    /// Whether an aggregate is a plain scan of all messages that column reads can answer.
+    pub(crate) fn is_message_scan(
+        &self,
+        aggregates: &[Aggregate],
+        selection: &Selection,
+        group_by: &[GroupKey],
+    ) -> bool {
+        selection.target == Target::Messages
+            && selection.filter.is_empty()
+            && !group_by.contains(&GroupKey::Operation)
+            && aggregates.iter().all(|a| {
+                !matches!(
+                    a,
+                    Aggregate::Sum(Measure::Duration)
+                        | Aggregate::Avg(Measure::Duration)
+                        | Aggregate::Min(Measure::Duration)
+                        | Aggregate::Max(Measure::Duration)
+                )
+            })
+    }
+
+    /// Aggregates every message reading only the columns the groups and sizes need, chunk by
+    /// chunk on every core.
+    pub(crate) fn message_scan_aggregate(
+        &self,
+        aggregates: &[Aggregate],
+        group_by: &[GroupKey],
+    ) -> Result<ResultSet> {
+        use crate::store::tables::msg_col;
+        let key_col = |k: &GroupKey| match k {
+            GroupKey::Process => msg_col::SENDER,
+            GroupKey::Peer => msg_col::RECEIVER,
+            GroupKey::Tag => msg_col::TAG,
+            GroupKey::Comm | GroupKey::Operation => msg_col::COMM,
+        };
+        let mut wanted: Vec<usize> = group_by.iter().map(key_col).collect();
+        wanted.push(msg_col::BYTES);
+        let chunks = self.trace.message_chunk_count();
+        type Groups = BTreeMap<Vec<u64>, Vec<Acc>>;
+        // Chunks are scanned in parallel (rayon), each into its own groups, merged at the end.
+        // Every aggregate of this path measures SIZE, so one accumulator per group serves them
+        // all; it is copied per aggregate at the end.
+        let scan_chunk = |chunk: u32| -> Result<Groups> {
+            self.check_cancel()?;
+            let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
+            let column = |c: usize| -> Result<&[u64]> {
+                cols.get(c)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|v| v.get(..rows))
+                    .ok_or_else(|| {
+                        Error::Corrupt(format!("message chunk {chunk} lacks column {c}"))
+                    })
+            };
+            let bytes = column(msg_col::BYTES)?;
+            let key_cols: Vec<&[u64]> = group_by
+                .iter()
+                .map(|k| column(key_col(k)))
+                .collect::<Result<_>>()?;
+            // Keys are small integers (ranks, tags, communicator ids) in practice: index a dense
+            // table by their mixed-radix code when it stays small, else hash the key.
+            let radix: Vec<u64> = key_cols
+                .iter()
+                .map(|c| c.iter().copied().max().unwrap_or(0) + 1)
+                .collect();
+            let space = radix
+                .iter()
+                .try_fold(1u64, |acc, r| acc.checked_mul(*r))
+                .filter(|s| *s <= 1 << 16);
+            let mut groups: Groups = BTreeMap::new();
+            if let Some(space) = space {
+                let mut dense = vec![Acc::default(); space as usize];
+                for (r, &size) in bytes.iter().enumerate() {
+                    let mut code = 0u64;
+                    for (c, rad) in key_cols.iter().zip(&radix) {
+                        code = code * rad + c[r];
+                    }
+                    dense[code as usize].add(size);
+                }
+                for (code, acc) in dense.into_iter().enumerate().filter(|(_, a)| a.count > 0) {
+                    let mut key = vec![0u64; radix.len()];
+                    let mut rest = code as u64;
+                    for i in (0..radix.len()).rev() {
+                        key[i] = rest % radix[i];
+                        rest /= radix[i];
+                    }
+                    groups.insert(key, vec![acc; aggregates.len()]);
+                }
+            } else {
+                let mut hashed: FxHashMap<Vec<u64>, Acc> = FxHashMap::default();
+                let mut key = Vec::with_capacity(key_cols.len());
+                for (r, &size) in bytes.iter().enumerate() {
+                    key.clear();
+                    key.extend(key_cols.iter().map(|c| c[r]));
+                    match hashed.get_mut(&key) {
+                        Some(acc) => acc.add(size),
+                        None => {
+                            let mut acc = Acc::default();
+                            acc.add(size);
+                            hashed.insert(key.clone(), acc);
+                        }
+                    }
+                }
+                groups.extend(
+                    hashed
+                        .into_iter()
+                        .map(|(k, acc)| (k, vec![acc; aggregates.len()])),
+                );
+            }
+            Ok(groups)
+        };
+        let partials: Vec<Result<Groups>> = (0..chunks).into_par_iter().map(scan_chunk).collect();
+        let mut merged: Groups = BTreeMap::new();
+        for part in partials {
+            for (k, accs) in part? {
+                match merged.get_mut(&k) {
+                    Some(into) => into.iter_mut().zip(&accs).for_each(|(a, b)| a.merge(b)),
+                    None => {
+                        merged.insert(k, accs);
+                    }
+                }
+            }
+        }
+        if merged.is_empty() && group_by.is_empty() {
+            merged.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
+        }
+        let mut columns: Vec<String> = group_by
+            .iter()
+            .map(|k| k.to_string().to_lowercase())
+            .collect();
+        columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
+        let mut rows: Vec<Vec<Value>> = Vec::with_capacity(merged.len());
+        for (key, accs) in merged {
+            let mut row: Vec<Value> = key
+                .iter()
+                .zip(group_by)
+                .map(|(&v, k)| match k {
+                    GroupKey::Tag => Value::Int(i128::from(crate::store::codec::unzigzag(v))),
+                    GroupKey::Comm | GroupKey::Operation => match CommId::try_from(v) {
+                        Ok(c) => Value::Text(self.comm_name(c)),
+                        Err(_) => Value::Int(i128::from(v)),
+                    },
+                    _ => Value::Int(i128::from(v)),
+                })
+                .collect();
+            for (acc, a) in accs.iter().zip(aggregates) {
+                row.push(acc.value(*a)?);
+            }
+            rows.push(row);
+        }
+        // Groups come out in the order of their stored codes; order them by their values.
+        rows.sort_by(|a, b| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| compare_values(x, y))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let mut r = ResultSet::new(columns);
+        for row in rows {
+            r.push(row);
+        }
+        Ok(r)
+    }
+
+    fn group_value(&self, row: &Row, key: GroupKey) -> GroupValue {
+        match (row, key) {
+            (Row::Op(_, o), GroupKey::Process) => GroupValue::Int(i64::from(o.rank)),
+            (Row::Msg(_, m), GroupKey::Process) => GroupValue::Int(i64::from(m.sender)),
+            (Row::Op(_, o), GroupKey::Peer) => o
+                .dest
+                .or(o.source)
+                .map_or(GroupValue::None, |p| GroupValue::Int(i64::from(p))),
+            (Row::Msg(_, m), GroupKey::Peer) => GroupValue::Int(i64::from(m.receiver)),
+            (Row::Op(_, o), GroupKey::Operation) => GroupValue::Text(self.trace.kind_name(o.kind)),
+            (Row::Msg(..), GroupKey::Operation) => GroupValue::Text("message".into()),
+            (Row::Op(_, o), GroupKey::Tag) => o
+                .send_tag
+                .or(o.recv_tag)
+                .map_or(GroupValue::None, |t| GroupValue::Int(i64::from(t))),
+            (Row::Msg(_, m), GroupKey::Tag) => GroupValue::Int(i64::from(m.tag)),
+            (Row::Op(_, o), GroupKey::Comm) => o
+                .comm
+                .map_or(GroupValue::None, |c| GroupValue::Text(self.comm_name(c))),
+            (Row::Msg(_, m), GroupKey::Comm) => GroupValue::Text(self.comm_name(m.comm)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupValue {
+    None,
+    Int(i64),
+    Text(String),
+}
+
+impl GroupValue {
+    fn into_value(self) -> Value {
+        match self {
+            GroupValue::None => Value::Null,
+            GroupValue::Int(i) => Value::Int(i128::from(i)),
+            GroupValue::Text(s) => Value::Text(s),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Acc {
+    count: u64,
+    sum: u128,
+    /// Meaningful only when `count > 0`.
+    min: u64,
+    max: u64,
+}
+
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc {
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl Acc {
+    fn merge(&mut self, o: &Acc) {
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn value(&self, a: Aggregate) -> Result<Value> {
+        Ok(match a {
+            Aggregate::Count => self.count.into(),
+            Aggregate::Sum(_) => Value::Int(i128::try_from(self.sum).map_err(|_| {
+                Error::limit(
+                    Limit::ValueRange,
+                    format!("{a} is {}, past 2^127 - 1", self.sum),
+                )
+            })?),
+            Aggregate::Avg(_) => {
+                if self.count == 0 {
+                    Value::Null
+                } else {
+                    Value::Float(self.sum as f64 / self.count as f64)
+                }
+            }
+            Aggregate::Min(_) => (self.count > 0).then_some(self.min).into(),
+            Aggregate::Max(_) => (self.count > 0).then_some(self.max).into(),
+        })
+    }
+}

@@ -1,0 +1,525 @@
+//! Execution: the operators over a plan's ids. The scan reads the selected rows chunk by
+//! chunk and filters them by what no index answers (time overlap, peers, `WHERE`); rows then
+//! stream out ([`Engine::select_into`]), fold into groups ([`aggregate`]), or are ordered and
+//! cut to their `LIMIT` ([`order`]).
+
+mod aggregate;
+mod order;
+
+use std::collections::BTreeMap;
+
+use roaring::RoaringTreemap;
+
+use super::ast::{
+    CmpOp, Comparison, Expr, Field, Measure, Scope, Select, SelectBody, Selection, TimeWindow,
+};
+use super::names::describe_comm;
+use super::plan::{Engine, PlanStep, Selected};
+use crate::error::{Error, Limit, Result};
+use crate::model::{CommId, Message, Operation, Rank};
+use crate::results::{ResultSet, RowSink, Value};
+use crate::store::tables::split_id;
+use crate::store::StoredView;
+
+use order::{order_and_limit, order_keys, TopK};
+
+/// The columns of a selection's rows: operations or messages.
+pub(crate) fn row_columns(messages: bool) -> Vec<String> {
+    let names: &[&str] = if messages {
+        &[
+            "id",
+            "sender",
+            "receiver",
+            "comm",
+            "tag",
+            "size",
+            "send_time_ns",
+            "recv_time_ns",
+        ]
+    } else {
+        &[
+            "id",
+            "rank",
+            "thread",
+            "operation",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "comm",
+            "peer",
+            "tag",
+            "bytes_sent",
+            "bytes_received",
+            "root",
+        ]
+    };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// A row of a selection, read from the store.
+pub(crate) enum Row {
+    Op(u64, Operation),
+    Msg(u64, Message),
+}
+
+impl<'a> Engine<'a> {
+    /// Reads the selected rows chunk by chunk through a [`Scan`] and hands each row it keeps
+    /// to `visit`, which returns whether it wants more: `LIMIT n` stops reading after n rows.
+    /// Memory holds one chunk's rows, never the selection's. The ids are the scan's
+    /// afterwards: `selected` keeps its plan, with this step added.
+    pub(crate) fn each_row(
+        &self,
+        sel: &Selection,
+        selected: &mut Selected,
+        mut visit: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let estimated = selected.ids.len();
+        let mut scan = self.scan(sel, selected)?;
+        if self.plan_only {
+            selected.plan.push(PlanStep {
+                step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
+                estimated,
+                actual: None,
+            });
+            return Ok(());
+        }
+        let mut stopped = false;
+        while let Some(row) = scan.next_row()? {
+            if !visit(row)? {
+                stopped = true;
+                break;
+            }
+        }
+        selected.plan.push(PlanStep {
+            step: if stopped {
+                "read rows until the limit; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            } else {
+                "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into()
+            },
+            estimated,
+            actual: Some(scan.kept),
+        });
+        Ok(())
+    }
+
+    /// The scan of a selection's ids (taken out of `selected`): names in the filter are
+    /// resolved and its nesting checked now, before any row is read.
+    pub(crate) fn scan(&self, sel: &Selection, selected: &mut Selected) -> Result<Scan<'a>> {
+        let among: Option<Vec<Rank>> = match &sel.filter.scope {
+            Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
+            _ => None,
+        };
+        if let Some(p) = &sel.filter.predicate {
+            check_nesting(p)?;
+        }
+        let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        Ok(Scan {
+            engine: *self,
+            messages: selected.messages,
+            ids: std::mem::take(&mut selected.ids).into_iter().peekable(),
+            chunk: Vec::new().into_iter(),
+            time: sel.filter.time,
+            among,
+            predicate: sel.filter.predicate.clone(),
+            comm_ids,
+            kept: 0,
+        })
+    }
+
+    /// What `pick` takes from each row [`Engine::each_row`] keeps: only that is held, never
+    /// the rows.
+    pub(crate) fn collect_rows<T>(
+        &self,
+        sel: &Selection,
+        selected: &mut Selected,
+        pick: impl Fn(Row) -> Option<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each_row(sel, selected, |row| {
+            out.extend(pick(row));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// The rows of `ids`, all in one chunk.
+    pub(crate) fn read_rows(&self, messages: bool, ids: &RoaringTreemap) -> Result<Vec<Row>> {
+        self.check_cancel()?;
+        Ok(if messages {
+            self.trace
+                .messages_by_id_without_ops(ids)?
+                .into_iter()
+                .map(|(id, m)| Row::Msg(id, m))
+                .collect()
+        } else {
+            self.trace
+                .operations(ids)?
+                .into_iter()
+                .map(|(id, o)| Row::Op(id, o))
+                .collect()
+        })
+    }
+
+    /// Communicator names in a predicate, resolved once.
+    pub(crate) fn predicate_comms(&self, p: Option<&Expr>) -> Result<BTreeMap<String, CommId>> {
+        let mut out = BTreeMap::new();
+        let mut stack: Vec<&Expr> = p.into_iter().collect();
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Compare(Comparison {
+                    value: super::ast::Value::Comm(c),
+                    ..
+                }) => {
+                    if let std::collections::btree_map::Entry::Vacant(slot) =
+                        out.entry(describe_comm(c))
+                    {
+                        slot.insert(self.comm(c)?);
+                    }
+                }
+                Expr::Compare(_) => {}
+                Expr::And(items) | Expr::Or(items) => stack.extend(items),
+                Expr::Not(a) => stack.push(a),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A row's values, in the order of [`row_columns`].
+    pub(crate) fn row_values(&self, row: &Row) -> Vec<Value> {
+        match row {
+            Row::Msg(id, m) => vec![
+                (*id).into(),
+                m.sender.into(),
+                m.receiver.into(),
+                self.comm_name(m.comm).into(),
+                m.tag.into(),
+                m.bytes.into(),
+                m.send_time.into(),
+                m.recv_time.into(),
+            ],
+            Row::Op(id, o) => vec![
+                (*id).into(),
+                o.rank.into(),
+                o.thread.into(),
+                self.trace.kind_name(o.kind).into(),
+                o.start.into(),
+                o.end.into(),
+                (o.end - o.start).into(),
+                o.comm.map(|c| self.comm_name(c)).into(),
+                o.dest.or(o.source).into(),
+                o.send_tag.or(o.recv_tag).into(),
+                o.send_bytes.into(),
+                o.recv_bytes.into(),
+                o.root.into(),
+            ],
+        }
+    }
+
+    pub(crate) fn comm_name(&self, id: CommId) -> String {
+        self.trace
+            .header()
+            .communicator(id)
+            .map_or_else(|| id.to_string(), |c| c.name.clone())
+    }
+
+    /// Runs a SELECT (or plans it, for EXPLAIN).
+    pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
+        if !explain && matches!(s.body, SelectBody::Rows(_)) {
+            let mut r = ResultSet::new(Vec::<String>::new());
+            self.select_into(s, &mut r)?;
+            return Ok(r);
+        }
+        let (result, plan) = match &s.body {
+            // Only EXPLAIN comes here (rows are streamed by `select_into`): it shows the plan
+            // with each step's row count, so the rows are read and counted, not kept.
+            SelectBody::Rows(sel) => {
+                let mut selected = self.select_ids(sel)?;
+                self.each_row(sel, &mut selected, |_| Ok(true))?;
+                (ResultSet::new(Vec::<String>::new()), selected.plan)
+            }
+            SelectBody::Aggregate {
+                aggregates,
+                selection,
+                group_by,
+            } if self.is_message_scan(aggregates, selection, group_by) => {
+                let n = self.trace.summary().messages;
+                let (r, actual) = if self.plan_only {
+                    (ResultSet::new(Vec::<String>::new()), None)
+                } else {
+                    (self.message_scan_aggregate(aggregates, group_by)?, Some(n))
+                };
+                let plan = vec![PlanStep {
+                    step: format!(
+                        "scan only the needed columns of the message chunks ({}), in parallel",
+                        self.trace.message_chunk_count()
+                    ),
+                    estimated: n,
+                    actual,
+                }];
+                (r, plan)
+            }
+            SelectBody::Aggregate {
+                aggregates,
+                selection,
+                group_by,
+            } => {
+                let mut selected = self.select_ids(selection)?;
+                let r = self.aggregate(selection, &mut selected, aggregates, group_by)?;
+                (r, selected.plan)
+            }
+            SelectBody::Statistic {
+                statistic,
+                target,
+                filter,
+            } => self.statistic(*statistic, *target, filter)?,
+        };
+        if explain {
+            let mut r = ResultSet::new(["step", "plan", "estimated_rows", "actual_rows"]);
+            for (i, p) in plan.iter().enumerate() {
+                r.push(vec![
+                    ((i + 1) as u64).into(),
+                    p.step.clone().into(),
+                    p.estimated.into(),
+                    p.actual.into(),
+                ]);
+            }
+            return Ok(r);
+        }
+        order_and_limit(result, s, self.cancel)
+    }
+
+    /// Runs a `SELECT` and hands its rows to `sink` as they come: a selection of rows
+    /// without `ORDER BY` is written while it is read and stops reading at its `LIMIT`; with
+    /// `ORDER BY … LIMIT k` only the k first rows are held (top-k). Other statements are
+    /// computed whole (an aggregate holds its groups, not its rows) and then handed over.
+    pub fn select_into(&self, s: &Select, sink: &mut dyn RowSink) -> Result<()> {
+        let SelectBody::Rows(sel) = &s.body else {
+            return sink.result(self.select(s, false)?);
+        };
+        let mut selected = self.select_ids(sel)?;
+        let columns = row_columns(selected.messages);
+        let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if s.order_by.is_empty() {
+            sink.columns(&columns)?;
+            if limit == Some(0) {
+                return Ok(());
+            }
+            let mut written = 0usize;
+            return self.each_row(sel, &mut selected, |row| {
+                sink.row(self.row_values(&row))?;
+                written += 1;
+                Ok(limit.is_none_or(|l| written < l))
+            });
+        }
+        let keys = order_keys(&columns, s)?;
+        let mut all = ResultSet::new(columns);
+        match limit {
+            Some(k) => {
+                let mut top = TopK {
+                    keys,
+                    k,
+                    rows: Vec::new(),
+                };
+                self.each_row(sel, &mut selected, |row| {
+                    top.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all.rows = top.into_rows();
+            }
+            None => {
+                self.each_row(sel, &mut selected, |row| {
+                    all.push(self.row_values(&row));
+                    Ok(true)
+                })?;
+                all = order_and_limit(all, s, self.cancel)?;
+            }
+        }
+        sink.result(all)
+    }
+
+    /// Evaluates a selection to the ids a view stores.
+    pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
+        let mut selected = self.select_ids(sel)?;
+        let mut ids = RoaringTreemap::new();
+        self.each_row(sel, &mut selected, |row| {
+            match row {
+                Row::Op(id, _) | Row::Msg(id, _) => ids.insert(id),
+            };
+            Ok(true)
+        })?;
+        Ok(StoredView {
+            messages: selected.messages,
+            definition: format!("SELECT {sel}"),
+            ids,
+        })
+    }
+}
+
+/// The rows of a selection that overlap its time window, have their peers in its `AMONG`
+/// set and match its `WHERE`, read one chunk at a time as they are asked for (a roaring
+/// container is a chunk), with a look at Ctrl-C before each chunk. Memory holds one chunk's
+/// rows, never the selection's; dropping the scan stops the reading.
+pub(crate) struct Scan<'a> {
+    engine: Engine<'a>,
+    messages: bool,
+    ids: std::iter::Peekable<roaring::treemap::IntoIter>,
+    /// The rest of the chunk being read.
+    chunk: std::vec::IntoIter<Row>,
+    time: Option<TimeWindow>,
+    among: Option<Vec<Rank>>,
+    predicate: Option<Expr>,
+    comm_ids: BTreeMap<String, CommId>,
+    /// Rows kept so far.
+    pub(crate) kept: u64,
+}
+
+impl Scan<'_> {
+    /// The next row kept, or `None` after the last.
+    pub(crate) fn next_row(&mut self) -> Result<Option<Row>> {
+        loop {
+            while let Some(row) = self.chunk.next() {
+                if self.keeps(&row) {
+                    self.kept += 1;
+                    return Ok(Some(row));
+                }
+            }
+            let Some(first) = self.ids.next() else {
+                return Ok(None);
+            };
+            let mut one_chunk = RoaringTreemap::new();
+            one_chunk.insert(first);
+            while let Some(id) = self
+                .ids
+                .next_if(|next| split_id(*next).0 == split_id(first).0)
+            {
+                one_chunk.insert(id);
+            }
+            self.chunk = self
+                .engine
+                .read_rows(self.messages, &one_chunk)?
+                .into_iter();
+        }
+    }
+
+    /// The next row kept, as its values in the order of [`row_columns`].
+    pub(crate) fn next_values(&mut self) -> Result<Option<Vec<Value>>> {
+        Ok(self.next_row()?.map(|row| self.engine.row_values(&row)))
+    }
+
+    fn keeps(&self, row: &Row) -> bool {
+        self.time.is_none_or(|w| overlaps(row, w))
+            && self.among.as_ref().is_none_or(|set| peers_within(row, set))
+            && self
+                .predicate
+                .as_ref()
+                .is_none_or(|p| eval(p, row, &self.comm_ids))
+    }
+}
+
+/// Refuses a condition nested deeper than the language allows (a tree a library caller built
+/// can be any depth; the parser stops at the same limit).
+fn check_nesting(p: &Expr) -> Result<()> {
+    if p.depth() > super::ast::MAX_NESTING {
+        return Err(Error::limit(
+            Limit::NestingDepth,
+            format!(
+                "a condition nests at most {} levels of parentheses and NOT; this one {}",
+                super::ast::MAX_NESTING,
+                p.depth()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn overlaps(row: &Row, w: TimeWindow) -> bool {
+    let (start, end) = match row {
+        Row::Op(_, o) => (o.start, o.end),
+        Row::Msg(_, m) => (m.send_time, m.recv_time.max(m.send_time)),
+    };
+    start <= w.end && end >= w.start
+}
+
+/// For AMONG on operations: a point-to-point operation's peers must be in the set too.
+fn peers_within(row: &Row, set: &[Rank]) -> bool {
+    match row {
+        Row::Op(_, o) => [o.dest, o.source]
+            .iter()
+            .flatten()
+            .all(|p| set.binary_search(p).is_ok()),
+        Row::Msg(..) => true,
+    }
+}
+
+pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
+    match (row, m) {
+        (Row::Op(_, o), Measure::Size) => o.send_bytes.max(o.recv_bytes),
+        (Row::Op(_, o), Measure::Duration) => o.end - o.start,
+        (Row::Msg(_, msg), Measure::Size) => msg.bytes,
+        (Row::Msg(_, msg), Measure::Duration) => msg.recv_time.saturating_sub(msg.send_time),
+    }
+}
+
+/// A field's value on a row, exactly (sizes and times are 64-bit unsigned, tags and ranks 32
+/// bits: all fit 128 bits with their sign); `None` when the row has no such field (then a
+/// comparison fails, except `!=`, which holds).
+fn field(row: &Row, f: Field) -> Option<i128> {
+    match row {
+        Row::Op(_, o) => match f {
+            Field::Size => Some(i128::from(o.send_bytes.max(o.recv_bytes))),
+            Field::Tag => o.send_tag.or(o.recv_tag).map(i128::from),
+            Field::Sender => {
+                if o.kind.is_send() {
+                    Some(i128::from(o.rank))
+                } else {
+                    o.source.map(i128::from)
+                }
+            }
+            Field::Receiver => {
+                if o.kind.is_send() {
+                    o.dest.map(i128::from)
+                } else if o.kind.is_receive() {
+                    Some(i128::from(o.rank))
+                } else {
+                    None
+                }
+            }
+            Field::Duration => Some(i128::from(o.end) - i128::from(o.start)),
+            Field::Peer => o.dest.or(o.source).map(i128::from),
+            Field::Root => o.root.map(i128::from),
+            Field::Comm => o.comm.map(i128::from),
+        },
+        Row::Msg(_, m) => match f {
+            Field::Size => Some(i128::from(m.bytes)),
+            Field::Tag => Some(i128::from(m.tag)),
+            Field::Sender => Some(i128::from(m.sender)),
+            Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
+            Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
+            Field::Root => None,
+            Field::Comm => Some(i128::from(m.comm)),
+        },
+    }
+}
+
+/// Whether `e` holds on `row`. Chains are flat lists and nesting is bounded
+/// ([`check_nesting`]), so the recursion is shallow.
+fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
+    match e {
+        Expr::And(items) => items.iter().all(|x| eval(x, row, comms)),
+        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms)),
+        Expr::Not(a) => !eval(a, row, comms),
+        Expr::Compare(c) => {
+            let right = match &c.value {
+                super::ast::Value::Number(n) => *n,
+                super::ast::Value::Comm(cr) => match comms.get(&describe_comm(cr)) {
+                    Some(id) => i128::from(*id),
+                    None => return c.op == CmpOp::Ne,
+                },
+            };
+            match field(row, c.field) {
+                Some(left) => c.op.holds(left, right),
+                None => c.op == CmpOp::Ne,
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Ordering and limits: `ORDER BY` keys resolved against the result's columns, a stable sort
+//! that stops when cancelled, and the top-k that keeps about 2k rows for `ORDER BY … LIMIT k`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{Error, NameKind, Result};
+use crate::query::ast::{OrderColumn, Select};
+use crate::results::{ResultSet, Value};
+
+/// The result columns `ORDER BY` names, with whether each is descending.
+pub(crate) fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, bool)>> {
+    let column = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+    s.order_by
+        .iter()
+        .map(|k| {
+            let col = match &k.column {
+                OrderColumn::Name(n) => column(n),
+                OrderColumn::Aggregate(a) => column(&a.to_string()),
+                OrderColumn::Position(p) => {
+                    (*p as usize).checked_sub(1).filter(|i| *i < columns.len())
+                }
+            }
+            .ok_or_else(|| {
+                Error::unknown(
+                    NameKind::Column,
+                    k.column_text(),
+                    format!(
+                        "ORDER BY {}: the result has no such column; its columns are {}",
+                        k.column_text(),
+                        columns.join(", ")
+                    ),
+                )
+            })?;
+            Ok((col, k.descending))
+        })
+        .collect()
+}
+
+/// Orders two result rows by `keys`.
+fn compare_rows(keys: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    for &(c, desc) in keys {
+        let o = compare_values(&a[c], &b[c]);
+        let o = if desc { o.reverse() } else { o };
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// The `k` first rows in `keys` order of everything pushed, ties kept in the order pushed,
+/// holding at most about 2k rows: the same rows, in the same order, as a stable sort of all
+/// of them cut to k.
+pub(crate) struct TopK {
+    pub(crate) keys: Vec<(usize, bool)>,
+    pub(crate) k: usize,
+    pub(crate) rows: Vec<Vec<Value>>,
+}
+
+impl TopK {
+    pub(crate) fn push(&mut self, row: Vec<Value>) {
+        self.rows.push(row);
+        if self.rows.len() >= 2 * self.k + 1024 {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        let keys = &self.keys;
+        self.rows.sort_by(|a, b| compare_rows(keys, a, b));
+        self.rows.truncate(self.k);
+    }
+
+    pub(crate) fn into_rows(mut self) -> Vec<Vec<Value>> {
+        self.cut();
+        self.rows
+    }
+}
+
+pub(crate) fn order_and_limit(
+    mut r: ResultSet,
+    s: &Select,
+    cancel: Option<&AtomicBool>,
+) -> Result<ResultSet> {
+    if !s.order_by.is_empty() {
+        let keys = order_keys(&r.columns, s)?;
+        let rows = std::mem::take(&mut r.rows);
+        r.rows = sort_rows(rows, |a, b| compare_rows(&keys, a, b), cancel)?;
+    }
+    if let Some(n) = s.limit {
+        r.rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    Ok(r)
+}
+
+/// Rows a sort orders between two looks at the cancellation flag.
+const SORT_RUN: usize = 1 << 16;
+
+/// A stable sort of `rows` by `cmp` that stops with [`Error::Cancelled`] soon after `cancel` is
+/// set: runs of [`SORT_RUN`] rows are sorted, then merged pairwise, the flag checked between
+/// runs and merges.
+pub(crate) fn sort_rows<T>(
+    mut rows: Vec<T>,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<T>> {
+    let check = || match cancel {
+        Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+        _ => Ok(()),
+    };
+    if rows.len() <= SORT_RUN {
+        check()?;
+        rows.sort_by(&cmp);
+        return Ok(rows);
+    }
+    let mut runs: Vec<Vec<T>> = Vec::new();
+    while !rows.is_empty() {
+        check()?;
+        let rest = rows.split_off(rows.len().min(SORT_RUN));
+        let mut run = std::mem::replace(&mut rows, rest);
+        run.sort_by(&cmp);
+        runs.push(run);
+    }
+    // Each pass merges neighbouring runs, the earlier one first on ties: the sort is stable.
+    while runs.len() > 1 {
+        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+        let mut pass = runs.into_iter();
+        while let Some(a) = pass.next() {
+            let Some(b) = pass.next() else {
+                next.push(a);
+                break;
+            };
+            let mut merged = Vec::with_capacity(a.len() + b.len());
+            let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+            loop {
+                if merged.len() % SORT_RUN == 0 {
+                    check()?;
+                }
+                let take_a = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => cmp(y, x) != std::cmp::Ordering::Less,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (None, None) => break,
+                };
+                merged.extend(if take_a { a.next() } else { b.next() });
+            }
+            next.push(merged);
+        }
+        runs = next;
+    }
+    Ok(runs.pop().unwrap_or_default())
+}
+
+pub(crate) fn compare_values(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        (Value::Int(x), Value::Float(y)) => float_cmp(*x, *y),
+        (Value::Float(x), Value::Int(y)) => float_cmp(*y, *x).reverse(),
+        (Value::Text(x), Value::Text(y)) => x.cmp(y),
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        (Value::Text(_), _) => Ordering::Greater,
+        (_, Value::Text(_)) => Ordering::Less,
+    }
+}
+
+/// An integer against a float (NaN equal to everything, as elsewhere in the ordering).
+fn float_cmp(x: i128, y: f64) -> std::cmp::Ordering {
+    (x as f64)
+        .partial_cmp(&y)
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+impl crate::query::ast::OrderKey {
+    fn column_text(&self) -> String {
+        match &self.column {
+            OrderColumn::Name(n) => n.clone(),
+            OrderColumn::Aggregate(a) => a.to_string(),
+            OrderColumn::Position(p) => p.to_string(),
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Planning: a selection becomes bitmap algebra over the store's indexes (process,
+//! communicator, kind, peer; sender, receiver, communicator for messages) and chunk pruning by
+//! time, with each step recorded as a [`PlanStep`] that `EXPLAIN` prints. No row is read here:
+//! the [`Selected`] ids and their plan are what the operators of [`exec`](super::exec) read.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use roaring::RoaringTreemap;
+
+use super::ast::{Scope, Selection, Target, Within};
+use super::names::{no_pattern, phase_ids, phase_of, rank_list};
+use super::usage;
+use crate::analysis::detection::{self, PatternParams, PhaseParams};
+use crate::error::{Error, Result};
+use crate::model::OpKind;
+use crate::store::tables::{chunk_ids, CHUNK_ROWS};
+use crate::store::{IndexDim, OpChunkInfo};
+use crate::Trace;
+
+/// One step of a plan, as `EXPLAIN` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlanStep {
+    /// What the step does.
+    pub step: String,
+    /// Rows the step keeps, as the bitmaps say (before rows are read).
+    pub estimated: u64,
+    /// Rows that survive it once read (`None` for steps answered by bitmaps alone).
+    pub actual: Option<u64>,
+}
+
+/// What a selection evaluates to: operation or message ids, and the plan that found them.
+pub(crate) struct Selected {
+    pub(crate) messages: bool,
+    pub(crate) ids: RoaringTreemap,
+    pub(crate) plan: Vec<PlanStep>,
+}
+
+/// Runs statements against one trace.
+#[derive(Clone, Copy)]
+pub(crate) struct Engine<'a> {
+    pub(crate) trace: &'a Trace,
+    pub(crate) cancel: Option<&'a AtomicBool>,
+    /// `EXPLAIN`: plan from the bitmaps and the stored results only; read no rows, run no
+    /// analysis, write nothing.
+    pub(crate) plan_only: bool,
+}
+
+impl<'a> Engine<'a> {
+    /// An engine over `trace`.
+    pub fn new(trace: &'a Trace) -> Engine<'a> {
+        Engine {
+            trace,
+            cancel: None,
+            plan_only: false,
+        }
+    }
+
+    /// This engine for `EXPLAIN`: statements are planned, not run (see [`Statement::Explain`](super::ast::Statement::Explain)).
+    pub fn plan_only(mut self) -> Engine<'a> {
+        self.plan_only = true;
+        self
+    }
+
+    /// An engine that stops with [`Error::Cancelled`] once `flag` is set (checked between
+    /// chunks), so that Ctrl-C in the REPL stops the query, not the session.
+    pub fn with_cancel(trace: &'a Trace, flag: &'a AtomicBool) -> Engine<'a> {
+        Engine {
+            trace,
+            cancel: Some(flag),
+            plan_only: false,
+        }
+    }
+
+    pub(crate) fn check_cancel(&self) -> Result<()> {
+        match self.cancel {
+            Some(f) if f.load(Ordering::Relaxed) => Err(Error::Cancelled),
+            _ => Ok(()),
+        }
+    }
+
+    /// The union of `dim`'s bitmaps for `values`, reading only `chunks` when given.
+    pub(crate) fn union_in(
+        &self,
+        dim: IndexDim,
+        values: impl IntoIterator<Item = u32>,
+        chunks: Option<&[u32]>,
+    ) -> Result<RoaringTreemap> {
+        let mut out = RoaringTreemap::new();
+        for v in values {
+            out |= match chunks {
+                Some(c) => self.trace.index_in_chunks(dim, v, c)?,
+                None => self.trace.index(dim, v)?,
+            };
+        }
+        Ok(out)
+    }
+
+    /// The chunks a selection can touch, when its time window or process scope narrows them
+    /// (from the chunk directories, without reading any bitmap); `None` for all.
+    pub(crate) fn candidate_chunks(
+        &self,
+        sel: &Selection,
+        messages: bool,
+    ) -> Result<Option<Vec<u32>>> {
+        let window = sel.filter.time;
+        if messages {
+            return Ok(window.map(|w| {
+                self.trace
+                    .message_chunk_times()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (lo, hi))| *lo <= w.end && *hi >= w.start)
+                    .map(|(i, _)| i as u32)
+                    .collect()
+            }));
+        }
+        let ranks = sel
+            .filter
+            .scope
+            .as_ref()
+            .map(|s| self.scope_ranks(s))
+            .transpose()?;
+        if window.is_none() && ranks.is_none() {
+            return Ok(None);
+        }
+        let in_window = |c: &&OpChunkInfo| {
+            window.is_none_or(|w| c.first_start <= w.end && c.max_end >= w.start)
+        };
+        Ok(Some(match ranks {
+            // Each rank's own chunks, not a scan of every chunk per rank.
+            Some(ranks) => {
+                let mut chunks: Vec<u32> = ranks
+                    .iter()
+                    .flat_map(|&r| self.trace.op_chunks_of(r))
+                    .filter(in_window)
+                    .map(|c| c.chunk)
+                    .collect();
+                chunks.sort_unstable();
+                chunks.dedup();
+                chunks
+            }
+            None => self
+                .trace
+                .op_chunks()
+                .iter()
+                .filter(in_window)
+                .map(|c| c.chunk)
+                .collect(),
+        }))
+    }
+
+    /// The operation kinds a target selects, among those the trace has.
+    pub(crate) fn kinds(&self, target: Target) -> Vec<OpKind> {
+        self.trace
+            .summary()
+            .by_kind
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| match target {
+                Target::Messages | Target::Operations => true,
+                Target::PointToPoint => k.is_send() || k.is_receive(),
+                Target::Sends => k.is_send(),
+                Target::Receives => k.is_receive(),
+                Target::Collectives => k.is_collective(),
+                Target::Operation(want) => *k == want,
+            })
+            .collect()
+    }
+
+    /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
+    /// read yet.
+    pub(crate) fn select_ids(&self, sel: &Selection) -> Result<Selected> {
+        let messages = sel.target == Target::Messages;
+        let mut plan = Vec::new();
+        let mut ids = if messages {
+            self.trace.all_message_ids()
+        } else {
+            self.trace.all_operation_ids()
+        };
+        plan.push(PlanStep {
+            step: if messages {
+                "all messages (ids 0..n)".into()
+            } else {
+                "all operations (chunk ranges)".into()
+            },
+            estimated: ids.len(),
+            actual: None,
+        });
+        let chunks = self.candidate_chunks(sel, messages)?;
+        if let Some(chunks) = &chunks {
+            let mut keep = RoaringTreemap::new();
+            for &c in chunks {
+                keep.insert_range(chunk_ids(c, CHUNK_ROWS));
+            }
+            ids &= keep;
+            plan.push(PlanStep {
+                step: format!(
+                    "only the {} chunk{} the time window and processes can touch",
+                    chunks.len(),
+                    if chunks.len() == 1 { "" } else { "s" }
+                ),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        let chunks = chunks.as_deref();
+        if !messages && sel.target != Target::Operations {
+            let kinds = self.kinds(sel.target);
+            let names: Vec<String> = kinds.iter().map(|k| self.trace.kind_name(*k)).collect();
+            ids &= self.union_in(IndexDim::Kind, kinds.iter().map(|k| k.code()), chunks)?;
+            plan.push(PlanStep {
+                step: format!(
+                    "AND kind index [{}]",
+                    if names.is_empty() {
+                        "none in trace".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        if let Some(scope) = &sel.filter.scope {
+            let (bits, what) = self.scope_bitmap(scope, messages, chunks)?;
+            ids &= bits;
+            plan.push(PlanStep {
+                step: format!("AND {what}"),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        for w in &sel.filter.within {
+            match w {
+                Within::Comm(c) => {
+                    let id = self.comm(c)?;
+                    let dim = if messages {
+                        IndexDim::MessageComm
+                    } else {
+                        IndexDim::Comm
+                    };
+                    ids &= self.union_in(dim, [id], chunks)?;
+                    plan.push(PlanStep {
+                        step: format!("AND {dim:?} index [{id}]"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
+                }
+                Within::View(name) => {
+                    let view = self.view(name)?;
+                    if view.messages != messages {
+                        return Err(usage(format!(
+                            "view {name:?} holds {}, but this query selects {}",
+                            if view.messages {
+                                "messages"
+                            } else {
+                                "operations"
+                            },
+                            if messages { "messages" } else { "operations" }
+                        )));
+                    }
+                    ids &= &view.ids;
+                    plan.push(PlanStep {
+                        step: format!("AND view {name}"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
+                }
+                Within::Pattern(n) if self.plan_only => {
+                    self.plan_stored_ids(
+                        &mut ids,
+                        &mut plan,
+                        detection::stored_patterns(self.trace, &PatternParams::default())?
+                            .map(|found| {
+                                found
+                                    .pattern(*n)
+                                    .map(|p| (p.message_ids(), p.op_ids()))
+                                    .ok_or_else(|| no_pattern(*n, found.patterns.len()))
+                            })
+                            .transpose()?,
+                        messages,
+                        format!("pattern {n}'s occurrences"),
+                        "pattern detection",
+                    );
+                }
+                Within::Phase(n) if self.plan_only => {
+                    self.plan_stored_ids(
+                        &mut ids,
+                        &mut plan,
+                        detection::stored_phases(self.trace, &PhaseParams::default())?
+                            .map(|found| phase_of(&found, *n))
+                            .transpose()?,
+                        messages,
+                        format!("phase {n}'s operations"),
+                        "phase detection",
+                    );
+                }
+                Within::Pattern(n) => {
+                    let found = detection::patterns(self.trace, &PatternParams::default(), false)?;
+                    let Some(p) = found.pattern(*n) else {
+                        return Err(no_pattern(*n, found.patterns.len()));
+                    };
+                    ids &= if messages {
+                        p.message_ids()
+                    } else {
+                        p.op_ids()
+                    };
+                    plan.push(PlanStep {
+                        step: format!("AND pattern {n}'s occurrences"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
+                }
+                Within::Phase(n) => {
+                    let (phase_messages, phase_ops) = phase_ids(self.trace, *n)?;
+                    ids &= if messages { phase_messages } else { phase_ops };
+                    plan.push(PlanStep {
+                        step: format!("AND phase {n}'s operations"),
+                        estimated: ids.len(),
+                        actual: None,
+                    });
+                }
+            }
+        }
+        if let (Some(w), false) = (sel.filter.time, messages) {
+            // Chunks entirely outside the window go without being read.
+            for c in self.trace.op_chunks() {
+                if c.rows > 0 && (c.first_start > w.end || c.max_end < w.start) {
+                    ids.remove_range(chunk_ids(c.chunk, c.rows as usize));
+                }
+            }
+            plan.push(PlanStep {
+                step: format!("prune chunks outside {} ns .. {} ns", w.start, w.end),
+                estimated: ids.len(),
+                actual: None,
+            });
+        }
+        Ok(Selected {
+            messages,
+            ids,
+            plan,
+        })
+    }
+
+    /// `EXPLAIN`'s step for a pattern's or phase's ids: from the stored result when there is
+    /// one; else the analysis that would run first is named and the ids are left as they are
+    /// (the estimate is an upper bound).
+    pub(crate) fn plan_stored_ids(
+        &self,
+        ids: &mut RoaringTreemap,
+        plan: &mut Vec<PlanStep>,
+        stored: Option<(RoaringTreemap, RoaringTreemap)>,
+        messages: bool,
+        what: String,
+        analysis: &str,
+    ) {
+        let step = match stored {
+            Some((message_ids, op_ids)) => {
+                *ids &= if messages { message_ids } else { op_ids };
+                format!("AND {what} (stored)")
+            }
+            None => format!("AND {what}: {analysis} runs first (nothing stored yet)"),
+        };
+        plan.push(PlanStep {
+            step,
+            estimated: ids.len(),
+            actual: None,
+        });
+    }
+
+    pub(crate) fn scope_bitmap(
+        &self,
+        scope: &Scope,
+        messages: bool,
+        chunks: Option<&[u32]>,
+    ) -> Result<(RoaringTreemap, String)> {
+        let index = |dim: IndexDim, v: u32| self.union_in(dim, [v], chunks);
+        let (own, other) = if messages {
+            (IndexDim::MessageSender, IndexDim::MessageReceiver)
+        } else {
+            (IndexDim::Process, IndexDim::Peer)
+        };
+        Ok(match scope {
+            Scope::Between(a, b) => {
+                self.scope_ranks(scope)?;
+                let ab = index(own, *a)? & index(other, *b)?;
+                let ba = index(own, *b)? & index(other, *a)?;
+                (
+                    ab | ba,
+                    format!(
+                        "({own:?}[{a}] AND {other:?}[{b}]) OR ({own:?}[{b}] AND {other:?}[{a}])"
+                    ),
+                )
+            }
+            Scope::For(s) => {
+                let ranks = self.ranks(s)?;
+                let mut bits = self.union_in(own, ranks.iter().copied(), chunks)?;
+                if messages {
+                    bits |= self.union_in(other, ranks.iter().copied(), chunks)?;
+                    (bits, format!("sender or receiver in {}", rank_list(&ranks)))
+                } else {
+                    (bits, format!("Process index {}", rank_list(&ranks)))
+                }
+            }
+            Scope::Among(s) => {
+                let ranks = self.ranks(s)?;
+                let bits = self.union_in(own, ranks.iter().copied(), chunks)?;
+                if messages {
+                    let recv = self.union_in(other, ranks.iter().copied(), chunks)?;
+                    (
+                        bits & recv,
+                        format!("sender and receiver in {}", rank_list(&ranks)),
+                    )
+                } else {
+                    (
+                        bits,
+                        format!(
+                            "Process index {} (peers checked on read)",
+                            rank_list(&ranks)
+                        ),
+                    )
+                }
+            }
+        })
+    }
+}
