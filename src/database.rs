@@ -14,10 +14,11 @@ use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
     TraceHeader,
 };
-use crate::store::tables::{self, split_id};
+use crate::store::ids::{chunk_and_row, chunk_ids};
 use crate::store::{
-    IndexDim, OpChunkInfo, PairTraffic, RankTraffic, Store, StoredResult, StoredView, Table,
-    TraceMeta, TraceReader, TraceSummary,
+    IndexDim, MessageColumns, MessageField, OpChunkInfo, OperationColumns, OperationField,
+    PairTraffic, RankTraffic, Store, StoredResult, StoredView, TraceMeta, TraceReader,
+    TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -462,13 +463,8 @@ impl Trace {
 
     /// The operations of one chunk, with their ids.
     pub fn chunk_operations(&self, info: &OpChunkInfo) -> Result<Vec<(OpId, Operation)>> {
-        let cols = self.reader.chunk(Table::Operations, info.chunk)?;
-        let ops = tables::read_operations(&cols, info.rank, info.thread)?;
-        Ok(ops
-            .into_iter()
-            .enumerate()
-            .map(|(row, op)| (tables::row_id(info.chunk, row), op))
-            .collect())
+        let ops = self.reader.operations(info.chunk, info.rank, info.thread)?;
+        Ok(chunk_ids(info.chunk, ops.len()).zip(ops).collect())
     }
 
     /// The operation chunks of `rank` (all its threads), in chunk order.
@@ -514,7 +510,7 @@ impl Trace {
         let mut out = Vec::with_capacity(ids.len() as usize);
         let mut current: Option<(u32, Vec<Operation>)> = None;
         for id in ids {
-            let (chunk, row) = split_id(id);
+            let (chunk, row) = chunk_and_row(id);
             if current.as_ref().map(|c| c.0) != Some(chunk) {
                 let info = self
                     .op_chunks()
@@ -526,10 +522,9 @@ impl Trace {
                             self.name()
                         ))
                     })?;
-                let cols = self.reader.chunk(Table::Operations, chunk)?;
                 current = Some((
                     chunk,
-                    tables::read_operations(&cols, info.rank, info.thread)?,
+                    self.reader.operations(chunk, info.rank, info.thread)?,
                 ));
             }
             let ops = &current.as_ref().expect("loaded").1;
@@ -544,33 +539,29 @@ impl Trace {
         Ok(out)
     }
 
-    /// Only the `wanted` columns ([`tables::msg_col`] numbers) of message chunk `chunk`: a scan
-    /// that needs two columns decodes two.
-    pub fn message_columns(&self, chunk: u32, wanted: &[usize]) -> Result<tables::DecodedColumns> {
-        self.reader.chunk_columns(Table::Messages, chunk, wanted)
+    /// Only the given fields of message chunk `chunk`, read row by row through the returned
+    /// reader: a scan that needs two fields decodes two columns.
+    pub fn message_columns(&self, chunk: u32, fields: &[MessageField]) -> Result<MessageColumns> {
+        self.reader.message_columns(chunk, fields)
     }
 
-    /// Only the `wanted` columns ([`tables::op_col`] numbers) of operation chunk `chunk`.
+    /// Only the given fields of operation chunk `chunk`, read row by row through the returned
+    /// reader.
     pub fn operation_columns(
         &self,
         chunk: u32,
-        wanted: &[usize],
-    ) -> Result<tables::DecodedColumns> {
-        self.reader.chunk_columns(Table::Operations, chunk, wanted)
+        fields: &[OperationField],
+    ) -> Result<OperationColumns> {
+        self.reader.operation_columns(chunk, fields)
     }
 
     /// Every message's (sending operation, receiving operation), by message id, read from two
     /// columns of the message chunks.
     pub fn message_ops(&self) -> Result<Vec<(OpId, OpId)>> {
-        use tables::msg_col::{RECV_OP, SEND_OP};
         let mut out = Vec::with_capacity(self.summary().messages as usize);
         for chunk in 0..self.message_chunk_count() {
-            let (_, cols) = self.message_columns(chunk, &[SEND_OP, RECV_OP])?;
-            let (sends, recvs) = match (&cols[SEND_OP], &cols[RECV_OP]) {
-                (Some(s), Some(r)) => (s, r),
-                _ => continue,
-            };
-            out.extend(sends.iter().copied().zip(recvs.iter().copied()));
+            let m = self.message_columns(chunk, &[MessageField::SendOp, MessageField::RecvOp])?;
+            out.extend((0..m.rows()).map(|row| (m.send_op(row), m.recv_op(row))));
         }
         Ok(out)
     }
@@ -591,20 +582,21 @@ impl Trace {
         self.reader.index(dim, value)
     }
 
+    /// The rows of chunks `0..chunks` of a table, each chunk's read by `read`.
     fn table_rows<T>(
         &self,
-        table: Table,
         chunks: u32,
-        read: impl Fn(&tables::Columns) -> Result<Vec<T>>,
+        read: impl Fn(&TraceReader, u32) -> Result<Vec<T>>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
         for chunk in 0..chunks {
-            out.extend(read(&self.reader.chunk(table, chunk)?)?);
+            out.extend(read(&self.reader, chunk)?);
         }
         Ok(out)
     }
 
-    /// The number of message chunks (message `i` is row `i & 0xffff` of chunk `i >> 16`).
+    /// The number of message chunks (a message id names its chunk and row, see
+    /// [`crate::store::ids`]).
     pub fn message_chunk_count(&self) -> u32 {
         self.meta().message_chunks
     }
@@ -612,9 +604,7 @@ impl Trace {
     /// The messages of one chunk, in matching order: read a large trace chunk by chunk
     /// rather than whole.
     pub fn message_chunk(&self, chunk: u32) -> Result<Vec<Message>> {
-        Ok(tables::read_messages(
-            &self.reader.chunk(Table::Messages, chunk)?,
-        ))
+        self.reader.messages(chunk)
     }
 
     /// The messages whose ids are in `ids`, with their ids, in id order.
@@ -630,16 +620,16 @@ impl Trace {
     }
 
     fn read_messages(&self, ids: &RoaringTreemap, with_ops: bool) -> Result<Vec<(u64, Message)>> {
-        use tables::msg_col::*;
-        let wanted: Vec<usize> = (0..COUNT)
-            .filter(|&c| with_ops || (c != SEND_OP && c != RECV_OP))
+        let fields: Vec<MessageField> = MessageField::ALL
+            .into_iter()
+            .filter(|f| with_ops || !matches!(f, MessageField::SendOp | MessageField::RecvOp))
             .collect();
         let ids: Vec<u64> = ids.iter().collect();
         let mut out = Vec::with_capacity(ids.len());
-        let mut current: Option<(u32, tables::DecodedColumns)> = None;
+        let mut current: Option<MessageColumns> = None;
         for (i, &id) in ids.iter().enumerate() {
-            let (chunk, row) = split_id(id);
-            if current.as_ref().map(|c| c.0) != Some(chunk) {
+            let (chunk, row) = chunk_and_row(id);
+            if current.as_ref().map(MessageColumns::chunk) != Some(chunk) {
                 if chunk >= self.meta().message_chunks {
                     return Err(Error::Usage(format!(
                         "message id {id} is not in trace {:?}",
@@ -649,38 +639,22 @@ impl Trace {
                 // Columns are read from their start, but only as far as the last row wanted.
                 let last = ids[i..]
                     .iter()
-                    .take_while(|&&x| split_id(x).0 == chunk)
+                    .take_while(|&&x| chunk_and_row(x).0 == chunk)
                     .last()
-                    .map_or(0, |&x| split_id(x).1);
-                let (rows, cols) =
+                    .map_or(0, |&x| chunk_and_row(x).1);
+                current = Some(
                     self.reader
-                        .chunk_column_prefixes(Table::Messages, chunk, &wanted, last + 1)?;
-                current = Some((chunk, (rows, cols)));
+                        .message_column_prefixes(chunk, &fields, last + 1)?,
+                );
             }
-            let (_, (rows, cols)) = current.as_ref().expect("loaded");
-            if row >= *rows {
+            let messages = current.as_ref().expect("loaded");
+            if row >= messages.rows() {
                 return Err(Error::Usage(format!(
                     "message id {id} is not in trace {:?}",
                     self.name()
                 )));
             }
-            let col = |c: usize| cols[c].as_ref().map_or(0, |v| v[row]);
-            let send_time = col(SEND_TIME);
-            out.push((
-                id,
-                Message {
-                    sender: col(SENDER) as Rank,
-                    receiver: col(RECEIVER) as Rank,
-                    comm: col(COMM) as u32,
-                    tag: crate::store::codec::unzigzag(col(TAG)) as i32,
-                    bytes: col(BYTES),
-                    send_time,
-                    recv_time: send_time
-                        .wrapping_add(crate::store::codec::unzigzag(col(RECV_DELAY)) as u64),
-                    send_op: col(SEND_OP),
-                    recv_op: col(RECV_OP),
-                },
-            ));
+            out.push((id, messages.message(row)));
         }
         Ok(out)
     }
@@ -689,7 +663,7 @@ impl Trace {
     pub fn all_operation_ids(&self) -> RoaringTreemap {
         let mut ids = RoaringTreemap::new();
         for c in self.op_chunks() {
-            ids.insert_range(tables::chunk_ids(c.chunk, c.rows as usize));
+            ids.insert_range(chunk_ids(c.chunk, c.rows as usize));
         }
         ids
     }
@@ -758,32 +732,25 @@ impl Trace {
 
     /// Every matched message, in matching order (message id = position).
     pub fn messages(&self) -> Result<Vec<Message>> {
-        self.table_rows(Table::Messages, self.meta().message_chunks, |c| {
-            Ok(tables::read_messages(c))
-        })
+        self.table_rows(self.meta().message_chunks, TraceReader::messages)
     }
 
     /// Every request link (non-blocking operation → the Wait/Test that completed it).
     pub fn request_links(&self) -> Result<Vec<RequestLink>> {
-        self.table_rows(Table::Links, self.meta().link_chunks, |c| {
-            Ok(tables::read_links(c))
-        })
+        self.table_rows(self.meta().link_chunks, TraceReader::request_links)
     }
 
     /// Every collective instance.
     pub fn collective_instances(&self) -> Result<Vec<CollectiveInstance>> {
         self.table_rows(
-            Table::Collectives,
             self.meta().collective_chunks,
-            tables::read_collectives,
+            TraceReader::collective_instances,
         )
     }
 
     /// Every routine call.
     pub fn routine_calls(&self) -> Result<Vec<RoutineCall>> {
-        self.table_rows(Table::Routines, self.meta().routine_chunks, |c| {
-            Ok(tables::read_routines(c))
-        })
+        self.table_rows(self.meta().routine_chunks, TraceReader::routine_calls)
     }
 
     /// Every anomaly recorded at import.
@@ -809,9 +776,7 @@ impl Trace {
     /// The routine calls of one chunk, in the order they ended (calls of different locations
     /// interleave).
     pub fn routine_chunk(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
-        Ok(tables::read_routines(
-            &self.reader.chunk(Table::Routines, chunk)?,
-        ))
+        self.reader.routine_calls(chunk)
     }
 }
 

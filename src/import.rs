@@ -26,7 +26,8 @@ use crate::model::{
 use crate::store::segment::SpillFile;
 use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
 use crate::store::{
-    encode_postings, IndexDim, OpChunkInfo, Table, TraceMeta, TraceSummary, TraceWriter,
+    encode_postings, IndexDim, MessageColumns, OpChunkInfo, OperationColumns, Table, TraceMeta,
+    TraceSummary, TraceWriter,
 };
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
@@ -241,22 +242,17 @@ fn group_rows(
     }
 }
 
-fn opt_value(cell: u64) -> Option<u32> {
-    cell.checked_sub(1).map(|v| v as u32)
-}
-
 /// The index bitmaps of one operation chunk: process, communicator, kind and peer.
 fn op_chunk_indexes(
     chunk: u32,
     rank: Rank,
     cols: &Columns,
 ) -> Vec<(IndexDim, u32, RoaringTreemap)> {
-    use tables::op_col::*;
+    let ops = OperationColumns::new(chunk, cols);
     let mut out = Vec::new();
     let mut all = RoaringTreemap::new();
     all.insert_range(tables::chunk_ids(chunk, cols.rows));
     out.push((IndexDim::Process, rank, all));
-    let c = &cols.cols;
     let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
         let mut groups = HashMap::default();
         group_rows(chunk, cols.rows, &mut groups, f);
@@ -264,13 +260,17 @@ fn op_chunk_indexes(
         g.sort_by_key(|(v, _)| *v);
         out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
     };
-    by(IndexDim::Comm, &|r| opt_value(c[COMM][r]));
-    by(IndexDim::Kind, &|r| Some(c[KIND][r] as u32));
+    by(IndexDim::Comm, &|r| ops.comm(r));
+    by(IndexDim::Kind, &|r| ops.kind(r).map(OpKind::code));
     // A row's peers: destination, source, root (a Sendrecv has two).
     let mut peers: HashMap<u32, RoaringTreemap> = HashMap::default();
-    for col in [DEST, SOURCE, ROOT] {
+    for peer in [
+        OperationColumns::dest,
+        OperationColumns::source,
+        OperationColumns::root,
+    ] {
         let mut groups = HashMap::default();
-        group_rows(chunk, cols.rows, &mut groups, |r| opt_value(c[col][r]));
+        group_rows(chunk, cols.rows, &mut groups, |r| peer(&ops, r));
         for (v, ids) in groups {
             *peers.entry(v).or_default() |= ids;
         }
@@ -283,17 +283,18 @@ fn op_chunk_indexes(
 
 /// The index bitmaps of one message chunk: sender, receiver, communicator.
 fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, RoaringTreemap)> {
-    use tables::msg_col::*;
+    let messages = MessageColumns::new(chunk, cols);
     let mut out = Vec::new();
-    for (dim, col) in [
-        (IndexDim::MessageSender, SENDER),
-        (IndexDim::MessageReceiver, RECEIVER),
-        (IndexDim::MessageComm, COMM),
+    for (dim, value) in [
+        (
+            IndexDim::MessageSender,
+            MessageColumns::sender as fn(&_, _) -> _,
+        ),
+        (IndexDim::MessageReceiver, MessageColumns::receiver),
+        (IndexDim::MessageComm, MessageColumns::comm),
     ] {
         let mut groups = HashMap::default();
-        group_rows(chunk, cols.rows, &mut groups, |r| {
-            Some(cols.cols[col][r] as u32)
-        });
+        group_rows(chunk, cols.rows, &mut groups, |r| Some(value(&messages, r)));
         let mut g: Vec<_> = groups.into_iter().collect();
         g.sort_by_key(|(v, _)| *v);
         out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
@@ -641,7 +642,7 @@ impl Importer {
                     let room = chunk_room(processes, open.rows);
                     let cols = std::mem::replace(
                         &mut open.cols,
-                        Columns::with_capacity(tables::op_col::COUNT, room),
+                        Columns::with_capacity(Table::Operations.columns(), room),
                     );
                     self.buffered_rows -= cols.rows;
                     let (chunk, rows) = (open.chunk, cols.rows);
@@ -771,7 +772,7 @@ impl EventSink for Importer {
             }
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
-                cols: Columns::with_capacity(tables::op_col::COUNT, chunk_room(processes, 0)),
+                cols: Columns::with_capacity(Table::Operations.columns(), chunk_room(processes, 0)),
                 rows: 0,
                 first_row: loc.rows,
                 first_start: op.start,

@@ -577,7 +577,7 @@ fn phase_bitmaps(
     calls_of: &crate::hash::FxHashMap<Rank, Vec<RoutineCall>>,
     phases: &mut [PhaseRecord],
 ) -> Result<()> {
-    use crate::store::tables::{op_col, row_id};
+    use crate::store::{MessageField, OperationColumns, OperationField};
     let Some(last) = phases.last() else {
         return Ok(());
     };
@@ -587,22 +587,21 @@ fn phase_bitmaps(
             last_ops |= p.op_ids();
         }
     }
-    let mut times_of: Vec<(u32, Rank, Vec<u64>, usize)> = Vec::new();
+    let mut times_of: Vec<(Rank, OperationColumns)> = Vec::new();
     for info in trace.op_chunks() {
         if info.rows == 0 || info.max_end < phases[0].start {
             continue;
         }
-        let (rows, mut cols) = trace.operation_columns(info.chunk, &[op_col::START])?;
-        if let Some(times) = cols[op_col::START].take() {
-            times_of.push((info.chunk, info.rank, times, rows));
-        }
+        let starts = trace.operation_columns(info.chunk, &[OperationField::Start])?;
+        times_of.push((info.rank, starts));
     }
     // Per process: its last event in the last phase, then the end of the routine calls that
     // began within the phase and hold it.
     let mut last_event: crate::hash::FxHashMap<Rank, Time> = Default::default();
-    for (chunk, rank, times, rows) in &times_of {
-        for (row, &t) in times.iter().enumerate().take(*rows) {
-            if t >= last.start && last_ops.contains(row_id(*chunk, row)) {
+    for (rank, starts) in &times_of {
+        for row in 0..starts.rows() {
+            let t = starts.start(row);
+            if t >= last.start && last_ops.contains(starts.id(row)) {
                 let e = last_event.entry(*rank).or_insert(t);
                 *e = (*e).max(t);
             }
@@ -631,27 +630,21 @@ fn phase_bitmaps(
         (k > 0 && (k < starts.len() || in_last())).then(|| k - 1)
     };
     let mut ops: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
-    for (chunk, rank, times, rows) in &times_of {
-        for (row, &t) in times.iter().enumerate().take(*rows) {
-            if let Some(k) = phase_of(*rank, t) {
-                ops[k].push(row_id(*chunk, row));
+    for (rank, starts) in &times_of {
+        for row in 0..starts.rows() {
+            if let Some(k) = phase_of(*rank, starts.start(row)) {
+                ops[k].push(starts.id(row));
             }
         }
     }
     let mut messages: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
-    let mut id = 0u64;
     for chunk in 0..trace.message_chunk_count() {
-        use crate::store::tables::msg_col::{SENDER, SEND_TIME};
-        let (rows, cols) = trace.message_columns(chunk, &[SENDER, SEND_TIME])?;
-        let (senders, times) = (
-            cols[SENDER].as_deref().unwrap_or(&[]),
-            cols[SEND_TIME].as_deref().unwrap_or(&[]),
-        );
-        for row in 0..rows.min(senders.len()).min(times.len()) {
-            if let Some(k) = phase_of(senders[row] as Rank, times[row]) {
-                messages[k].push(id);
+        let sends =
+            trace.message_columns(chunk, &[MessageField::Sender, MessageField::SendTime])?;
+        for row in 0..sends.rows() {
+            if let Some(k) = phase_of(sends.sender(row), sends.send_time(row)) {
+                messages[k].push(sends.id(row));
             }
-            id += 1;
         }
     }
     let sorted = |mut ids: Vec<u64>| {

@@ -366,55 +366,38 @@ struct CommOp {
 /// The communication operations of `rank`, in time order, read from five columns of its
 /// chunks (not the whole operations), ten with the envelope.
 fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<CommOp>> {
-    use crate::store::tables::{op_col, row_id};
+    use crate::store::OperationField as F;
     let mut ops = Vec::new();
     for info in trace.op_chunks_of(rank) {
-        let mut wanted = vec![
-            op_col::START,
-            op_col::KIND,
-            op_col::DEST,
-            op_col::SOURCE,
-            op_col::ROOT,
-        ];
+        let mut wanted = vec![F::Start, F::Kind, F::Dest, F::Source, F::Root];
         if envelope {
             wanted.extend([
-                op_col::SEND_TAG,
-                op_col::RECV_TAG,
-                op_col::SEND_BYTES,
-                op_col::RECV_BYTES,
-                op_col::DATATYPE,
+                F::SendTag,
+                F::RecvTag,
+                F::SendBytes,
+                F::RecvBytes,
+                F::Datatype,
             ]);
         }
-        let (rows, cols) = trace.operation_columns(info.chunk, &wanted)?;
-        let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
-        let (starts, kinds, dests, sources, roots) = (
-            col(op_col::START),
-            col(op_col::KIND),
-            col(op_col::DEST),
-            col(op_col::SOURCE),
-            col(op_col::ROOT),
-        );
-        let rank_of = crate::store::tables::unopt;
-        for row in 0..rows.min(starts.len()) {
-            let Some(kind) = OpKind::from_code(kinds[row] as u32) else {
+        let chunk = trace.operation_columns(info.chunk, &wanted)?;
+        for row in 0..chunk.rows() {
+            let Some(kind) = chunk.kind(row) else {
                 continue;
             };
             let mut keys: [Option<EventKey>; 2] = [None, None];
             if kind.is_send() {
-                keys[0] = rank_of(dests[row]).map(EventKey::Send);
+                keys[0] = chunk.dest(row).map(EventKey::Send);
             }
             if kind.is_receive() {
-                keys[1] = rank_of(sources[row]).map(EventKey::Receive);
+                keys[1] = chunk.source(row).map(EventKey::Receive);
             }
             if kind.is_collective() {
-                keys[0] = Some(EventKey::Collective(kind, rank_of(roots[row])));
+                keys[0] = Some(EventKey::Collective(kind, chunk.root(row)));
             }
             if keys.iter().any(Option::is_some) {
                 let envelopes = if envelope {
-                    let tag = |c: usize| crate::store::tables::unopt_tag(col(c)[row]).unwrap_or(0);
-                    let datatype = rank_of(col(op_col::DATATYPE)[row]);
-                    let (send_bytes, recv_bytes) =
-                        (col(op_col::SEND_BYTES)[row], col(op_col::RECV_BYTES)[row]);
+                    let datatype = chunk.datatype(row);
+                    let (send_bytes, recv_bytes) = (chunk.send_bytes(row), chunk.recv_bytes(row));
                     if kind.is_collective() {
                         [
                             Some(Envelope {
@@ -427,12 +410,12 @@ fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<Co
                     } else {
                         [
                             Some(Envelope {
-                                tag: tag(op_col::SEND_TAG),
+                                tag: chunk.send_tag(row).unwrap_or(0),
                                 bytes: send_bytes,
                                 datatype,
                             }),
                             Some(Envelope {
-                                tag: tag(op_col::RECV_TAG),
+                                tag: chunk.recv_tag(row).unwrap_or(0),
                                 bytes: recv_bytes,
                                 datatype,
                             }),
@@ -442,8 +425,8 @@ fn communication_ops(trace: &Trace, rank: Rank, envelope: bool) -> Result<Vec<Co
                     [None, None]
                 };
                 ops.push(CommOp {
-                    id: row_id(info.chunk, row) as OpId,
-                    start: starts[row],
+                    id: chunk.id(row),
+                    start: chunk.start(row),
                     thread: info.thread,
                     keys,
                     envelopes,

@@ -75,29 +75,26 @@ pub fn matrix(
     within: Option<(&roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
 ) -> Result<CommMatrix> {
     use crate::model::OpKind;
-    use crate::store::tables::msg_col::{BYTES, COMM, RECEIVER, SENDER};
+    use crate::store::MessageField as F;
     let n = trace.header().processes.len() as u32;
     let mut m = if comm.is_none() && within.is_none() {
         CommMatrix::from_pairs(n, trace.pairs())
     } else {
         let mut m = CommMatrix::new(n);
-        let mut id = 0u64;
         for chunk in 0..trace.message_chunk_count() {
-            let (rows, cols) = trace.message_columns(chunk, &[SENDER, RECEIVER, COMM, BYTES])?;
-            let col = |c: usize| cols[c].as_deref().unwrap_or(&[]);
-            for row in 0..rows {
-                let this = id;
-                id += 1;
-                if comm.is_some_and(|c| u64::from(c) != col(COMM)[row]) {
+            let messages =
+                trace.message_columns(chunk, &[F::Sender, F::Receiver, F::Comm, F::Bytes])?;
+            for row in 0..messages.rows() {
+                if comm.is_some_and(|c| c != messages.comm(row)) {
                     continue;
                 }
-                if within.is_some_and(|(messages, _)| !messages.contains(this)) {
+                if within.is_some_and(|(phase, _)| !phase.contains(messages.id(row))) {
                     continue;
                 }
                 m.add(
-                    col(SENDER)[row] as u32,
-                    col(RECEIVER)[row] as u32,
-                    col(BYTES)[row],
+                    messages.sender(row),
+                    messages.receiver(row),
+                    messages.bytes(row),
                 );
             }
         }

@@ -223,7 +223,7 @@ impl Calls {
     }
 
     fn get(&self, op: OpId) -> Option<Call> {
-        let (chunk, row) = crate::store::tables::split_id(op);
+        let (chunk, row) = crate::store::ids::chunk_and_row(op);
         self.chunks.get(&chunk)?.get(row).copied()
     }
 }

@@ -14,11 +14,10 @@ use std::io::{BufWriter, Write};
 
 use crate::error::{Error, Result};
 use crate::model::{RoutineCall, Time};
-use crate::store::tables::CHUNK_ROWS;
 use crate::Trace;
 
-/// Calls sorted in memory at once (about 12 MiB): one run.
-const RUN: usize = 4 * CHUNK_ROWS;
+/// Calls sorted in memory at once (262,144, about 12 MiB): one run.
+const RUN: usize = 1 << 18;
 /// Bytes of one spilled call.
 const RECORD: usize = 40;
 /// Read buffers of all runs together, while they are merged.

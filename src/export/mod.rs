@@ -44,7 +44,7 @@ use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpPosition, Operation, RequestLink, RoutineCall,
     RoutineEvent, TraceHeader,
 };
-use crate::store::tables::split_id;
+use crate::store::ids::chunk_and_row;
 use crate::store::OpChunkInfo;
 use crate::Trace;
 
@@ -152,7 +152,7 @@ struct Positions<'t> {
 
 impl Positions<'_> {
     fn of(&self, id: OpId) -> Result<OpPosition> {
-        let (chunk, row) = split_id(id);
+        let (chunk, row) = chunk_and_row(id);
         let info = self
             .chunks
             .binary_search_by_key(&chunk, |c| c.chunk)

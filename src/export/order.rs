@@ -22,12 +22,12 @@ use super::calls::CallsByStart;
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
 use crate::model::{OpId, OpPosition, Operation, Rank, RoutineCall, Time};
-use crate::store::tables::CHUNK_ROWS;
 use crate::store::OpChunkInfo;
 use crate::Trace;
 
-/// Operations decoded and held at once across all locations (as many as an import buffers).
-const HELD_ROWS: usize = 8 * CHUNK_ROWS;
+/// Operations decoded and held at once across all locations (524,288: as many as an import
+/// buffers).
+const HELD_ROWS: usize = 1 << 19;
 /// The smallest window a location reads its operations through.
 const MIN_WINDOW: usize = 1024;
 
@@ -197,7 +197,8 @@ impl<'t> Events<'t> {
         }
         let mut keys: Vec<(Rank, u32)> = chunks.keys().copied().collect();
         keys.sort_unstable();
-        let window = (HELD_ROWS / keys.len().max(1)).clamp(MIN_WINDOW, CHUNK_ROWS);
+        // A window never holds more than the rest of one chunk (see `OpCursor::peek`).
+        let window = (HELD_ROWS / keys.len().max(1)).max(MIN_WINDOW);
         let mut events = Events {
             trace,
             calls: CallsByStart::new(trace)?,

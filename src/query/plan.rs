@@ -13,7 +13,7 @@ use super::usage;
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::error::{Error, Result};
 use crate::model::OpKind;
-use crate::store::tables::{chunk_ids, CHUNK_ROWS};
+use crate::store::ids::{chunk_id_space, chunk_ids};
 use crate::store::{IndexDim, OpChunkInfo};
 use crate::Trace;
 
@@ -190,7 +190,7 @@ impl<'a> Engine<'a> {
         if let Some(chunks) = &chunks {
             let mut keep = RoaringTreemap::new();
             for &c in chunks {
-                keep.insert_range(chunk_ids(c, CHUNK_ROWS));
+                keep.insert_range(chunk_id_space(c));
             }
             ids &= keep;
             plan.push(PlanStep {

@@ -36,7 +36,7 @@ pub struct Catalog {
 /// One chunk of operations: rows `first_row..first_row + rows` of one location
 /// (rank, thread), in time order. Chunks are stored packed: bytes `offset..offset + len` of
 /// the stored operation pack `pack` hold this chunk (a pack holds whole chunks of one or many
-/// locations, up to [`super::tables::CHUNK_ROWS`] rows in all, so that a trace of many small
+/// locations, up to [`super::ids::CHUNK_ROWS`] rows in all, so that a trace of many small
 /// locations does not pay a stored blob and its indexes per location).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpChunkInfo {

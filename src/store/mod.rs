@@ -1,6 +1,8 @@
 //! The store: every sled call and every file format of mtfdb lives here, behind [`Store`],
 //! [`TraceWriter`] and [`TraceReader`], so that nothing above `store/` knows how bytes sit
-//! on disk.
+//! on disk. Values leave the store only through the typed readers of [`columns`]
+//! ([`OperationColumns`], [`MessageColumns`]) and the whole-row reads of [`TraceReader`]:
+//! column numbers and value encodings are private to [`tables`].
 //!
 //! Layout of a database folder:
 //!
@@ -36,7 +38,9 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod catalog;
-pub mod codec;
+mod codec;
+pub mod columns;
+pub mod ids;
 pub mod manifest;
 pub mod segment;
 pub mod tables;
@@ -55,12 +59,18 @@ pub use catalog::{
     FORMAT_VERSION,
 };
 use codec::{seal, unseal};
+pub use columns::{
+    ChunkColumns, MessageColumns, MessageField, Messages, OperationColumns, OperationField,
+    Operations,
+};
 use manifest::Manifest;
 use segment::{blob_key, BlobKey, Segment, SegmentWriter};
 use tables::Columns;
 
 use crate::error::{Error, Result};
-use crate::model::Anomaly;
+use crate::model::{
+    Anomaly, CollectiveInstance, Message, Operation, Rank, RequestLink, RoutineCall,
+};
 
 /// sled's page cache: sled now holds only the catalog, views and stored results.
 const CACHE_BYTES: u64 = 16 * 1024 * 1024;
@@ -1248,27 +1258,74 @@ impl TraceReader {
         Ok(found.len())
     }
 
-    /// Only the `wanted` columns of chunk `chunk` of `table` (see [`tables::decode_columns`]).
-    pub fn chunk_columns(
-        &self,
-        table: Table,
-        chunk: u32,
-        wanted: &[usize],
-    ) -> Result<tables::DecodedColumns> {
-        self.chunk_column_prefixes(table, chunk, wanted, usize::MAX)
-    }
-
-    /// [`TraceReader::chunk_columns`] decoding only rows `0..take`; the row count returned is
-    /// the chunk's, the columns hold `min(take, rows)` values.
-    pub fn chunk_column_prefixes(
+    /// Only the columns of chunk `chunk` of `table` in `wanted`, and of each only rows
+    /// `0..take` (see [`tables::decode_column_prefixes`]).
+    fn chunk_column_prefixes(
         &self,
         table: Table,
         chunk: u32,
         wanted: &[usize],
         take: usize,
-    ) -> Result<tables::DecodedColumns> {
+    ) -> Result<Columns> {
         let (what, bytes) = self.chunk_bytes(table, chunk)?;
         tables::decode_column_prefixes(&bytes, table.columns(), wanted, take, &what)
+    }
+
+    /// The given fields of operation chunk `chunk`, decoded once for reading row by row: a
+    /// scan that needs two fields decodes two columns.
+    pub fn operation_columns(
+        &self,
+        chunk: u32,
+        fields: &[OperationField],
+    ) -> Result<OperationColumns> {
+        let wanted = columns::columns_of(fields, OperationField::columns);
+        let columns = self.chunk_column_prefixes(Table::Operations, chunk, &wanted, usize::MAX)?;
+        Ok(OperationColumns::new(chunk, columns))
+    }
+
+    /// The given fields of message chunk `chunk`, decoded once for reading row by row.
+    pub fn message_columns(&self, chunk: u32, fields: &[MessageField]) -> Result<MessageColumns> {
+        self.message_column_prefixes(chunk, fields, usize::MAX)
+    }
+
+    /// [`TraceReader::message_columns`] decoding only the first `rows` rows (the reader's row
+    /// count is still the chunk's): for reading a few messages near a chunk's start.
+    pub fn message_column_prefixes(
+        &self,
+        chunk: u32,
+        fields: &[MessageField],
+        rows: usize,
+    ) -> Result<MessageColumns> {
+        let wanted = columns::columns_of(fields, MessageField::columns);
+        let columns = self.chunk_column_prefixes(Table::Messages, chunk, &wanted, rows)?;
+        Ok(MessageColumns::new(chunk, columns))
+    }
+
+    /// Every operation of operation chunk `chunk`, whose location is (`rank`, `thread`).
+    pub fn operations(&self, chunk: u32, rank: Rank, thread: u32) -> Result<Vec<Operation>> {
+        let columns = self.chunk(Table::Operations, chunk)?;
+        OperationColumns::new(chunk, columns).operations(rank, thread)
+    }
+
+    /// Every message of message chunk `chunk`, in matching order.
+    pub fn messages(&self, chunk: u32) -> Result<Vec<Message>> {
+        let read = MessageColumns::new(chunk, self.chunk(Table::Messages, chunk)?);
+        Ok((0..read.rows()).map(|row| read.message(row)).collect())
+    }
+
+    /// Every request link of request-link chunk `chunk`.
+    pub fn request_links(&self, chunk: u32) -> Result<Vec<RequestLink>> {
+        Ok(tables::read_links(&self.chunk(Table::Links, chunk)?))
+    }
+
+    /// Every collective instance of collective chunk `chunk`.
+    pub fn collective_instances(&self, chunk: u32) -> Result<Vec<CollectiveInstance>> {
+        tables::read_collectives(&self.chunk(Table::Collectives, chunk)?)
+    }
+
+    /// Every routine call of routine-call chunk `chunk`, in the order they ended.
+    pub fn routine_calls(&self, chunk: u32) -> Result<Vec<RoutineCall>> {
+        Ok(tables::read_routines(&self.chunk(Table::Routines, chunk)?))
     }
 
     /// The ids with `value` on `dim` within the given chunks only (point reads, for queries
@@ -1292,7 +1349,7 @@ impl TraceReader {
             // A pack holds other chunks too: keep only the ids of the chunks asked for.
             let mut wanted = RoaringTreemap::new();
             for &chunk in chunks {
-                wanted.insert_range(tables::chunk_ids(chunk, tables::CHUNK_ROWS));
+                wanted.insert_range(ids::chunk_id_space(chunk));
             }
             out &= wanted;
         }

@@ -2,51 +2,37 @@
 //! operations (one location's rows per chunk; small chunks of many locations are packed into
 //! one stored blob, see [`crate::store::OpChunkInfo`]), messages, request links, collective instances
 //! and routine calls. A chunk is a [`Columns`]: fixed `u64` columns plus one optional
-//! variable-length list column, encoded column by column by [`codec`](super::codec).
+//! variable-length list column, encoded column by column by the store's `codec`.
+//!
+//! Which column holds what, and how values are encoded in it, is private to the store: the
+//! importer writes rows with the `push_` functions, and readers read them back through the
+//! typed readers of [`columns`](super::columns).
 
 use super::codec::{
     decode_column, decode_column_prefix, encode_column, encode_column_fast, get_varint, put_varint,
     seal, unseal, unzigzag, zigzag,
 };
+// The writer (the importer) fills chunks up to `CHUNK_ROWS` and numbers their rows by the id
+// layout.
+pub use super::ids::{chunk_ids, row_id, CHUNK_ROWS};
 use crate::error::{Error, Result};
 use crate::model::{
     CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
 };
 
-/// The most rows one chunk holds: one roaring container's worth, so that the high 16 bits of
-/// an id name its chunk and the low 16 bits its row.
-pub const CHUNK_ROWS: usize = 1 << 16;
-
 const CHUNK_FORMAT: u8 = 1;
 
-/// The id of row `row` of chunk `chunk`: 64 bits, so that ids never run out before chunk
-/// numbers do (2^32 chunks of 2^16 rows).
-pub fn row_id(chunk: u32, row: usize) -> u64 {
-    (u64::from(chunk) << 16) | (row as u64 & 0xffff)
-}
-
-/// The ids of the first `rows` rows of chunk `chunk` (all it can hold: [`CHUNK_ROWS`]).
-pub fn chunk_ids(chunk: u32, rows: usize) -> std::ops::Range<u64> {
-    row_id(chunk, 0)..row_id(chunk, 0) + rows.min(CHUNK_ROWS) as u64
-}
-
-/// The chunk and row an id names (`u32::MAX` as the chunk of an id beyond every chunk).
-pub fn split_id(id: u64) -> (u32, usize) {
-    (
-        u32::try_from(id >> 16).unwrap_or(u32::MAX),
-        (id & 0xffff) as usize,
-    )
-}
-
-/// One chunk of a table in column form.
+/// One chunk of a table in column form. Its values are read through the typed readers of
+/// [`columns`](super::columns) (operations, messages) or whole by the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Columns {
     /// Number of rows.
     pub rows: usize,
-    /// The fixed columns, each `rows` long.
-    pub cols: Vec<Vec<u64>>,
-    /// The list column's values, flattened; each row's length is in the column `list_len_col`.
-    pub list: Vec<u64>,
+    /// The fixed columns, each `rows` long (a column left undecoded is empty, one decoded only
+    /// in its first rows is shorter).
+    pub(super) cols: Vec<Vec<u64>>,
+    /// The list column's values, flattened; each row's length is in one of the fixed columns.
+    pub(super) list: Vec<u64>,
 }
 
 impl Columns {
@@ -145,35 +131,22 @@ fn chunk_header<'a>(
     Ok((body, pos, rows, list_len))
 }
 
-/// A chunk's row count and, per column, its values when they were decoded.
-pub type DecodedColumns = (usize, Vec<Option<Vec<u64>>>);
-
-/// Decodes only the `wanted` columns of a chunk (the others are skipped by their length), for
-/// scans that need two columns of nine. Returns the row count and, per column, its values if
-/// wanted.
-pub fn decode_columns(
-    bytes: &[u8],
-    ncols: usize,
-    wanted: &[usize],
-    what: &str,
-) -> Result<DecodedColumns> {
-    decode_column_prefixes(bytes, ncols, wanted, usize::MAX, what)
-}
-
-/// [`decode_columns`] that decodes only rows `0..take` of each wanted column.
-pub fn decode_column_prefixes(
+/// Decodes only the `wanted` columns of a chunk, and of each only rows `0..take`: the others
+/// are skipped by their length and left empty, and so is the list column. For scans that need
+/// two columns of nine, and reads of a chunk's first rows. The row count is the chunk's.
+pub(super) fn decode_column_prefixes(
     bytes: &[u8],
     ncols: usize,
     wanted: &[usize],
     take: usize,
     what: &str,
-) -> Result<DecodedColumns> {
+) -> Result<Columns> {
     let (body, mut pos, rows, _list_len) = chunk_header(bytes, ncols, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
-    let mut out = vec![None; ncols];
-    for (i, slot) in out.iter_mut().enumerate() {
+    let mut cols = vec![Vec::new(); ncols];
+    for (i, col) in cols.iter_mut().enumerate() {
         if wanted.contains(&i) {
-            *slot = Some(decode_column_prefix(body, &mut pos, rows, take)?);
+            *col = decode_column_prefix(body, &mut pos, rows, take)?;
         } else {
             let len = get_varint(body, &mut pos)? as usize;
             pos = pos
@@ -182,7 +155,11 @@ pub fn decode_column_prefixes(
                 .ok_or_else(|| bad("column runs past the end"))?;
         }
     }
-    Ok((rows, out))
+    Ok(Columns {
+        rows,
+        cols,
+        list: Vec::new(),
+    })
 }
 
 /// `None` as 0, `Some(v)` as `v + 1`.
@@ -190,7 +167,8 @@ fn opt(v: Option<u32>) -> u64 {
     v.map_or(0, |v| u64::from(v) + 1)
 }
 
-pub(crate) fn unopt(v: u64) -> Option<u32> {
+/// The inverse of [`opt`].
+pub(super) fn unopt(v: u64) -> Option<u32> {
     v.checked_sub(1).map(|v| v as u32)
 }
 
@@ -199,20 +177,23 @@ fn opt_tag(v: Option<i32>) -> u64 {
     v.map_or(0, |t| zigzag(i64::from(t)) + 1)
 }
 
-pub(crate) fn unopt_tag(v: u64) -> Option<i32> {
+/// The inverse of [`opt_tag`].
+pub(super) fn unopt_tag(v: u64) -> Option<i32> {
     v.checked_sub(1).map(|v| unzigzag(v) as i32)
 }
 
+/// The kind a stored code names; `None` for a code this version does not know.
+pub(super) fn kind_code(code: u64) -> Option<OpKind> {
+    u32::try_from(code).ok().and_then(OpKind::from_code)
+}
+
 fn kind_of(code: u64) -> Result<OpKind> {
-    u32::try_from(code)
-        .ok()
-        .and_then(OpKind::from_code)
-        .ok_or_else(|| Error::Corrupt(format!("unknown operation code {code}")))
+    kind_code(code).ok_or_else(|| Error::Corrupt(format!("unknown operation code {code}")))
 }
 
 /// Column layout of an operation chunk. Rank and thread are the chunk's (one location per
 /// chunk); the end time is stored as a duration.
-pub mod op_col {
+pub(super) mod op_col {
     pub const START: usize = 0;
     pub const DURATION: usize = 1;
     pub const KIND: usize = 2;
@@ -261,47 +242,8 @@ pub fn push_operation(c: &mut Columns, op: &Operation, depth: u16) {
     c.rows += 1;
 }
 
-/// Reads every row of an operation chunk of location (`rank`, `thread`).
-pub fn read_operations(c: &Columns, rank: Rank, thread: u32) -> Result<Vec<Operation>> {
-    use op_col::*;
-    let col = |i: usize, r: usize| c.cols[i][r];
-    let mut list_pos = 0usize;
-    let mut out = Vec::with_capacity(c.rows);
-    for r in 0..c.rows {
-        let n = col(COMPLETES, r) as usize;
-        let completes = c
-            .list
-            .get(list_pos..list_pos + n)
-            .ok_or_else(|| Error::Corrupt("request list column is short".into()))?
-            .to_vec();
-        list_pos += n;
-        let start = col(START, r);
-        out.push(Operation {
-            rank,
-            thread,
-            start,
-            end: start.saturating_add(col(DURATION, r)),
-            kind: kind_of(col(KIND, r))?,
-            comm: unopt(col(COMM, r)),
-            dest: unopt(col(DEST, r)),
-            source: unopt(col(SOURCE, r)),
-            send_tag: unopt_tag(col(SEND_TAG, r)),
-            recv_tag: unopt_tag(col(RECV_TAG, r)),
-            send_bytes: col(SEND_BYTES, r),
-            recv_bytes: col(RECV_BYTES, r),
-            datatype: unopt(col(DATATYPE, r)),
-            root: unopt(col(ROOT, r)),
-            request: col(REQUEST, r).checked_sub(1),
-            completes,
-            flags: col(FLAGS, r) as u8,
-            depth: col(DEPTH, r) as u16,
-        });
-    }
-    Ok(out)
-}
-
 /// Column layout of a message chunk. The receive time is stored relative to the send time.
-pub mod msg_col {
+pub(super) mod msg_col {
     pub const SENDER: usize = 0;
     pub const RECEIVER: usize = 1;
     pub const COMM: usize = 2;
@@ -330,30 +272,8 @@ pub fn push_message(c: &mut Columns, m: &Message) {
     c.rows += 1;
 }
 
-/// Reads every row of a message chunk.
-pub fn read_messages(c: &Columns) -> Vec<Message> {
-    (0..c.rows).map(|r| read_message(c, r)).collect()
-}
-
-/// Reads row `r` of a message chunk.
-pub fn read_message(c: &Columns, r: usize) -> Message {
-    use msg_col::*;
-    let col = |i: usize| c.cols[i][r];
-    Message {
-        sender: col(SENDER) as Rank,
-        receiver: col(RECEIVER) as Rank,
-        comm: col(COMM) as u32,
-        tag: unzigzag(col(TAG)) as i32,
-        bytes: col(BYTES),
-        send_time: col(SEND_TIME),
-        recv_time: col(SEND_TIME).wrapping_add(unzigzag(col(RECV_DELAY)) as u64),
-        send_op: col(SEND_OP),
-        recv_op: col(RECV_OP),
-    }
-}
-
 /// Column layout of a request-link chunk.
-pub mod link_col {
+pub(super) mod link_col {
     pub const REQUEST_OP: usize = 0;
     pub const COMPLETION_OP: usize = 1;
     pub const COUNT: usize = 2;
@@ -367,7 +287,7 @@ pub fn push_link(c: &mut Columns, l: &RequestLink) {
 }
 
 /// Reads every row of a request-link chunk.
-pub fn read_links(c: &Columns) -> Vec<RequestLink> {
+pub(super) fn read_links(c: &Columns) -> Vec<RequestLink> {
     (0..c.rows)
         .map(|r| RequestLink {
             request_op: c.cols[link_col::REQUEST_OP][r],
@@ -377,7 +297,7 @@ pub fn read_links(c: &Columns) -> Vec<RequestLink> {
 }
 
 /// Column layout of a collective-instance chunk; the list column holds member op ids.
-pub mod coll_col {
+pub(super) mod coll_col {
     pub const KIND: usize = 0;
     pub const COMM: usize = 1;
     pub const ROOT: usize = 2;
@@ -406,7 +326,7 @@ pub fn push_collective(c: &mut Columns, ci: &CollectiveInstance) {
 }
 
 /// Reads every row of a collective-instance chunk.
-pub fn read_collectives(c: &Columns) -> Result<Vec<CollectiveInstance>> {
+pub(super) fn read_collectives(c: &Columns) -> Result<Vec<CollectiveInstance>> {
     use coll_col::*;
     let mut pos = 0usize;
     let mut out = Vec::with_capacity(c.rows);
@@ -434,7 +354,7 @@ pub fn read_collectives(c: &Columns) -> Result<Vec<CollectiveInstance>> {
 }
 
 /// Column layout of a routine-call chunk.
-pub mod routine_col {
+pub(super) mod routine_col {
     pub const RANK: usize = 0;
     pub const THREAD: usize = 1;
     pub const ROUTINE: usize = 2;
@@ -458,7 +378,7 @@ pub fn push_routine(c: &mut Columns, rc: &RoutineCall) {
 }
 
 /// Reads every row of a routine-call chunk.
-pub fn read_routines(c: &Columns) -> Vec<RoutineCall> {
+pub(super) fn read_routines(c: &Columns) -> Vec<RoutineCall> {
     use routine_col::*;
     (0..c.rows)
         .map(|r| {
@@ -477,6 +397,9 @@ pub fn read_routines(c: &Columns) -> Vec<RoutineCall> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::columns::{
+        columns_of, MessageColumns, MessageField, OperationColumns, OperationField,
+    };
     use super::*;
     use crate::model::flags;
 
@@ -511,15 +434,60 @@ mod tests {
         let bytes = c.encode();
         let back = Columns::decode(&bytes, op_col::COUNT, "test chunk").unwrap();
         assert_eq!(back, c);
-        let read = read_operations(&back, 3, 0).unwrap();
+        let read = OperationColumns::new(0, &back).operations(3, 0).unwrap();
         assert_eq!(read.len(), CHUNK_ROWS);
         assert_eq!(read, ops);
     }
 
     #[test]
-    fn ids_name_chunk_and_row() {
-        assert_eq!(row_id(3, 17), 3 * 65_536 + 17);
-        assert_eq!(split_id(row_id(65_535, 65_535)), (65_535, 65_535));
+    fn a_partial_read_decodes_only_the_fields_asked_for() {
+        let mut c = Columns::new(op_col::COUNT);
+        let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
+        for op in &ops {
+            push_operation(&mut c, op, op.depth);
+        }
+        let fields = [OperationField::End, OperationField::SendTag];
+        let wanted = columns_of(&fields, OperationField::columns);
+        let read = decode_column_prefixes(&c.encode(), op_col::COUNT, &wanted, 10, "t").unwrap();
+        let read = OperationColumns::new(7, read);
+        assert_eq!(read.rows(), 1000);
+        for (row, op) in ops.iter().enumerate().take(10) {
+            assert_eq!(read.id(row), row_id(7, row));
+            assert_eq!((read.end(row), read.send_tag(row)), (op.end, op.send_tag));
+        }
+    }
+
+    #[test]
+    fn a_message_read_without_its_operations_names_none() {
+        let m = Message {
+            sender: 3,
+            receiver: 1,
+            comm: 2,
+            tag: -4,
+            bytes: 64,
+            send_time: 10,
+            recv_time: 7,
+            send_op: 11,
+            recv_op: 12,
+        };
+        let mut c = Columns::new(msg_col::COUNT);
+        push_message(&mut c, &m);
+        let bytes = c.encode();
+        let all = columns_of(&MessageField::ALL, MessageField::columns);
+        let whole = decode_column_prefixes(&bytes, msg_col::COUNT, &all, 1, "m").unwrap();
+        assert_eq!(MessageColumns::new(0, whole).message(0), m);
+        let without_ops: Vec<MessageField> = MessageField::ALL
+            .into_iter()
+            .filter(|f| !matches!(f, MessageField::SendOp | MessageField::RecvOp))
+            .collect();
+        let wanted = columns_of(&without_ops, MessageField::columns);
+        let part = decode_column_prefixes(&bytes, msg_col::COUNT, &wanted, 1, "m").unwrap();
+        let expected = Message {
+            send_op: 0,
+            recv_op: 0,
+            ..m
+        };
+        assert_eq!(MessageColumns::new(0, part).message(0), expected);
     }
 
     #[test]
@@ -540,10 +508,8 @@ mod tests {
             },
         );
         let mut bytes = c.encode();
-        assert_eq!(
-            read_messages(&Columns::decode(&bytes, msg_col::COUNT, "m").unwrap())[0].recv_time,
-            7
-        );
+        let back = Columns::decode(&bytes, msg_col::COUNT, "m").unwrap();
+        assert_eq!(MessageColumns::new(0, &back).recv_time(0), 7);
         let last = bytes.len() - 6;
         bytes[last] ^= 0x40;
         let err = Columns::decode(&bytes, msg_col::COUNT, "message chunk 0").unwrap_err();

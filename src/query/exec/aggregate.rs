@@ -14,6 +14,24 @@ use crate::model::CommId;
 use crate::query::ast::{Aggregate, GroupKey, Measure, Selection, Target};
 use crate::query::plan::{Engine, Selected};
 use crate::results::{ResultSet, Value};
+use crate::store::{MessageColumns, MessageField};
+
+/// Calls `f` with each row of `rows` and its value of group key `key` (a rank, a tag or a
+/// communicator id): one loop per key, so that reading the key is not decided row by row.
+#[inline]
+fn for_each_key(
+    messages: &MessageColumns,
+    key: &GroupKey,
+    rows: std::ops::Range<usize>,
+    mut f: impl FnMut(usize, i64),
+) {
+    match key {
+        GroupKey::Process => rows.for_each(|r| f(r, messages.sender(r).into())),
+        GroupKey::Peer => rows.for_each(|r| f(r, messages.receiver(r).into())),
+        GroupKey::Tag => rows.for_each(|r| f(r, messages.tag(r).into())),
+        GroupKey::Comm | GroupKey::Operation => rows.for_each(|r| f(r, messages.comm(r).into())),
+    }
+}
 
 impl<'a> Engine<'a> {
     pub(crate) fn aggregate(
@@ -90,42 +108,37 @@ impl<'a> Engine<'a> {
         aggregates: &[Aggregate],
         group_by: &[GroupKey],
     ) -> Result<ResultSet> {
-        use crate::store::tables::msg_col;
-        let key_col = |k: &GroupKey| match k {
-            GroupKey::Process => msg_col::SENDER,
-            GroupKey::Peer => msg_col::RECEIVER,
-            GroupKey::Tag => msg_col::TAG,
-            GroupKey::Comm | GroupKey::Operation => msg_col::COMM,
+        let key_field = |k: &GroupKey| match k {
+            GroupKey::Process => MessageField::Sender,
+            GroupKey::Peer => MessageField::Receiver,
+            GroupKey::Tag => MessageField::Tag,
+            GroupKey::Comm | GroupKey::Operation => MessageField::Comm,
         };
-        let mut wanted: Vec<usize> = group_by.iter().map(key_col).collect();
-        wanted.push(msg_col::BYTES);
+        let mut wanted: Vec<MessageField> = group_by.iter().map(key_field).collect();
+        wanted.push(MessageField::Bytes);
         let chunks = self.trace.message_chunk_count();
-        type Groups = BTreeMap<Vec<u64>, Vec<Acc>>;
+        type Groups = BTreeMap<Vec<i64>, Vec<Acc>>;
         // Chunks are scanned in parallel (rayon), each into its own groups, merged at the end.
         // Every aggregate of this path measures SIZE, so one accumulator per group serves them
         // all; it is copied per aggregate at the end.
         let scan_chunk = |chunk: u32| -> Result<Groups> {
             self.check_cancel()?;
-            let (rows, cols) = self.trace.message_columns(chunk, &wanted)?;
-            let column = |c: usize| -> Result<&[u64]> {
-                cols.get(c)
-                    .and_then(|v| v.as_deref())
-                    .and_then(|v| v.get(..rows))
-                    .ok_or_else(|| {
-                        Error::Corrupt(format!("message chunk {chunk} lacks column {c}"))
-                    })
-            };
-            let bytes = column(msg_col::BYTES)?;
-            let key_cols: Vec<&[u64]> = group_by
-                .iter()
-                .map(|k| column(key_col(k)))
-                .collect::<Result<_>>()?;
+            let messages = self.trace.message_columns(chunk, &wanted)?;
+            let rows = messages.rows();
             // Keys are small integers (ranks, tags, communicator ids) in practice: index a dense
-            // table by their mixed-radix code when it stays small, else hash the key.
-            let radix: Vec<u64> = key_cols
+            // table by their mixed-radix code (each key counted from its least value, 0 at most)
+            // when it stays small, else hash the key.
+            let (least, radix): (Vec<i64>, Vec<u64>) = group_by
                 .iter()
-                .map(|c| c.iter().copied().max().unwrap_or(0) + 1)
-                .collect();
+                .map(|k| {
+                    let (mut lo, mut hi) = (0i64, 0i64);
+                    for_each_key(&messages, k, 0..rows, |_, v| {
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                    });
+                    (lo, hi.abs_diff(lo) + 1)
+                })
+                .unzip();
             let space = radix
                 .iter()
                 .try_fold(1u64, |acc, r| acc.checked_mul(*r))
@@ -133,28 +146,40 @@ impl<'a> Engine<'a> {
             let mut groups: Groups = BTreeMap::new();
             if let Some(space) = space {
                 let mut dense = vec![Acc::default(); space as usize];
-                for (r, &size) in bytes.iter().enumerate() {
-                    let mut code = 0u64;
-                    for (c, rad) in key_cols.iter().zip(&radix) {
-                        code = code * rad + c[r];
+                // The rows' codes, a block of rows at a time, a key at a time.
+                const BLOCK: usize = 1024;
+                let mut codes = [0u64; BLOCK];
+                for first in (0..rows).step_by(BLOCK) {
+                    let block = first..rows.min(first + BLOCK);
+                    codes.fill(0);
+                    for ((k, rad), &lo) in group_by.iter().zip(&radix).zip(&least) {
+                        for_each_key(&messages, k, block.clone(), |r, v| {
+                            let code = &mut codes[r - first];
+                            *code = *code * rad + v.abs_diff(lo);
+                        });
                     }
-                    dense[code as usize].add(size);
+                    for (r, &code) in block.zip(&codes) {
+                        dense[code as usize].add(messages.bytes(r));
+                    }
                 }
                 for (code, acc) in dense.into_iter().enumerate().filter(|(_, a)| a.count > 0) {
-                    let mut key = vec![0u64; radix.len()];
+                    let mut key = vec![0i64; radix.len()];
                     let mut rest = code as u64;
                     for i in (0..radix.len()).rev() {
-                        key[i] = rest % radix[i];
+                        key[i] = least[i].wrapping_add((rest % radix[i]) as i64);
                         rest /= radix[i];
                     }
                     groups.insert(key, vec![acc; aggregates.len()]);
                 }
             } else {
-                let mut hashed: FxHashMap<Vec<u64>, Acc> = FxHashMap::default();
-                let mut key = Vec::with_capacity(key_cols.len());
-                for (r, &size) in bytes.iter().enumerate() {
+                let mut hashed: FxHashMap<Vec<i64>, Acc> = FxHashMap::default();
+                let mut key = Vec::with_capacity(group_by.len());
+                for r in 0..rows {
+                    let size = messages.bytes(r);
                     key.clear();
-                    key.extend(key_cols.iter().map(|c| c[r]));
+                    for k in group_by {
+                        for_each_key(&messages, k, r..r + 1, |_, v| key.push(v));
+                    }
                     match hashed.get_mut(&key) {
                         Some(acc) => acc.add(size),
                         None => {
@@ -198,7 +223,7 @@ impl<'a> Engine<'a> {
                 .iter()
                 .zip(group_by)
                 .map(|(&v, k)| match k {
-                    GroupKey::Tag => Value::Int(i128::from(crate::store::codec::unzigzag(v))),
+                    GroupKey::Tag => Value::Int(i128::from(v)),
                     GroupKey::Comm | GroupKey::Operation => match CommId::try_from(v) {
                         Ok(c) => Value::Text(self.comm_name(c)),
                         Err(_) => Value::Int(i128::from(v)),

@@ -18,7 +18,7 @@ use super::plan::{Engine, PlanStep, Selected};
 use crate::error::{Error, Limit, Result};
 use crate::model::{CommId, Message, Operation, Rank};
 use crate::results::{ResultSet, RowSink, Value};
-use crate::store::tables::split_id;
+use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
 
 use order::{order_and_limit, order_keys, TopK};
@@ -390,7 +390,7 @@ impl Scan<'_> {
             one_chunk.insert(first);
             while let Some(id) = self
                 .ids
-                .next_if(|next| split_id(*next).0 == split_id(first).0)
+                .next_if(|next| chunk_and_row(*next).0 == chunk_and_row(first).0)
             {
                 one_chunk.insert(id);
             }
