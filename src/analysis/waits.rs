@@ -44,13 +44,15 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpId, OpKind, Rank, Time};
 use crate::Trace;
 
 /// Why an operation waited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum WaitKind {
     /// A receive (or the completion of a non-blocking one) waited for a send that started
     /// later.
@@ -103,7 +105,7 @@ impl fmt::Display for WaitKind {
 }
 
 /// One operation's wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wait {
     /// The operation that waited (the receive, send, collective call, or the Wait that
     /// completed a non-blocking one).
@@ -112,6 +114,9 @@ pub struct Wait {
     pub rank: Rank,
     /// Why it waited.
     pub kind: WaitKind,
+    /// When the operation started (ns): it waited over `[start, start + time]`, until the
+    /// partner released it.
+    pub start: Time,
     /// How long (ns), at least 1.
     pub time: Time,
     /// The rank it waited for: the late sender or receiver, the last member to enter, the
@@ -144,7 +149,7 @@ pub fn wait_for_last(start: Time, end: Time, awaited: Time) -> Time {
 }
 
 /// Every wait of a trace, in operation order, with totals.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaitStates {
     /// The waits, one per waiting operation at most, sorted by operation id.
     pub waits: Vec<Wait>,
@@ -181,6 +186,19 @@ impl WaitStates {
             .ok()
             .map(|i| &self.waits[i])
     }
+}
+
+impl crate::store::StoredResult for WaitStates {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+/// The key the wait states are stored under.
+pub const WAITS_KEY: &str = "waits/scalasca";
+
+/// The wait states of `trace`, computed once and stored with it (`refresh`: computed again
+/// and stored anew).
+pub fn stored_wait_states(trace: &Trace, refresh: bool) -> Result<WaitStates> {
+    trace.stored_result(WAITS_KEY, refresh, || wait_states(trace))
 }
 
 fn kind_slot(kind: WaitKind) -> usize {
@@ -244,6 +262,7 @@ impl Found {
             op,
             rank: call.rank,
             kind,
+            start: call.start,
             time,
             partner,
         };
