@@ -205,44 +205,135 @@ fn kind_slot(kind: WaitKind) -> usize {
     WaitKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
+/// What the analysis needs of one operation's call: `Other` for any call that neither
+/// completes a receive nor can wait as a sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// `MPI_Irecv`: its wait is the Wait that completes it.
+    Irecv,
+    /// A Wait variant (Test variants return at once and never wait).
+    Completion,
+    /// A blocking send that can wait for its receiver (`MPI_Send`, `Ssend`, `Rsend`).
+    BlockingSend,
+    /// Any other call.
+    Other,
+}
+
+impl Role {
+    fn of(kind: Option<OpKind>) -> Role {
+        match kind {
+            Some(OpKind::Irecv) => Role::Irecv,
+            Some(OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome) => {
+                Role::Completion
+            }
+            Some(OpKind::Send | OpKind::Ssend | OpKind::Rsend) => Role::BlockingSend,
+            _ => Role::Other,
+        }
+    }
+}
+
 /// What the analysis needs of one operation.
 #[derive(Debug, Clone, Copy)]
 struct Call {
     start: Time,
     end: Time,
-    kind: OpKind,
+    role: Role,
     rank: Rank,
 }
 
-/// The calls of every operation, by id: one vector per chunk, so that memory is what the
-/// trace's operations need (32 bytes each), not a hash entry per operation.
-struct Calls {
-    chunks: FxHashMap<u32, Vec<Call>>,
+/// One operation chunk's calls, three columns decoded.
+struct ChunkCalls {
+    rank: Rank,
+    start: Vec<Time>,
+    end: Vec<Time>,
+    role: Vec<Role>,
+    /// When it was last used (a tick of [`Calls`]), for eviction.
+    used: u64,
 }
 
-impl Calls {
-    fn read(trace: &Trace) -> Result<Calls> {
-        let mut chunks = FxHashMap::default();
-        for info in trace.op_chunks() {
-            trace.check_cancel()?;
-            let calls = trace
-                .chunk_operations(info)?
-                .into_iter()
-                .map(|(_, op)| Call {
-                    start: op.start,
-                    end: op.end,
-                    kind: op.kind,
-                    rank: op.rank,
-                })
-                .collect();
-            chunks.insert(info.chunk, calls);
+/// The most operation rows [`Calls`] keeps decoded: 17 bytes each, about 136 MiB. Messages,
+/// request links and collective instances are read in about the order their operations
+/// happened, so the chunks in use are those of the current stretch of time (one per
+/// location at worst), not the whole trace.
+const CALLS_BUDGET_ROWS: usize = 8 << 20;
+
+/// The calls of operations by id, decoded a chunk at a time (start, end and kind only) and
+/// kept up to [`CALLS_BUDGET_ROWS`], the least recently used chunks dropped first.
+struct Calls<'t> {
+    trace: &'t Trace,
+    rank_of_chunk: FxHashMap<u32, Rank>,
+    chunks: FxHashMap<u32, ChunkCalls>,
+    rows: usize,
+    tick: u64,
+}
+
+impl<'t> Calls<'t> {
+    fn new(trace: &'t Trace) -> Calls<'t> {
+        Calls {
+            trace,
+            rank_of_chunk: trace
+                .op_chunks()
+                .iter()
+                .map(|c| (c.chunk, c.rank))
+                .collect(),
+            chunks: FxHashMap::default(),
+            rows: 0,
+            tick: 0,
         }
-        Ok(Calls { chunks })
     }
 
-    fn get(&self, op: OpId) -> Option<Call> {
+    fn get(&mut self, op: OpId) -> Result<Option<Call>> {
+        use crate::store::OperationField::{End, Kind, Start};
         let (chunk, row) = crate::store::ids::chunk_and_row(op);
-        self.chunks.get(&chunk)?.get(row).copied()
+        self.tick += 1;
+        if !self.chunks.contains_key(&chunk) {
+            let Some(&rank) = self.rank_of_chunk.get(&chunk) else {
+                return Ok(None);
+            };
+            self.trace.check_cancel()?;
+            let cols = self.trace.operation_columns(chunk, &[Start, End, Kind])?;
+            let rows = cols.rows();
+            self.make_room(rows);
+            self.rows += rows;
+            self.chunks.insert(
+                chunk,
+                ChunkCalls {
+                    rank,
+                    start: (0..rows).map(|r| cols.start(r)).collect(),
+                    end: (0..rows).map(|r| cols.end(r)).collect(),
+                    role: (0..rows).map(|r| Role::of(cols.kind(r))).collect(),
+                    used: 0,
+                },
+            );
+        }
+        let Some(c) = self.chunks.get_mut(&chunk) else {
+            return Ok(None);
+        };
+        c.used = self.tick;
+        Ok((row < c.start.len()).then(|| Call {
+            start: c.start[row],
+            end: c.end[row],
+            role: c.role[row],
+            rank: c.rank,
+        }))
+    }
+
+    /// Drops the least recently used chunks until `rows` more fit in the budget (down to
+    /// three quarters of it, so that eviction happens in batches).
+    fn make_room(&mut self, rows: usize) {
+        if self.rows + rows <= CALLS_BUDGET_ROWS {
+            return;
+        }
+        let mut by_use: Vec<(u64, u32)> = self.chunks.iter().map(|(&k, c)| (c.used, k)).collect();
+        by_use.sort_unstable();
+        for (_, chunk) in by_use {
+            if self.rows + rows <= CALLS_BUDGET_ROWS / 4 * 3 {
+                break;
+            }
+            if let Some(c) = self.chunks.remove(&chunk) {
+                self.rows -= c.start.len();
+            }
+        }
     }
 }
 
@@ -277,14 +368,6 @@ impl Found {
     }
 }
 
-/// Whether a completion call can wait (Wait variants do; Test variants return at once).
-fn waits_for_completion(kind: OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome
-    )
-}
-
 /// The wait states of every operation of `trace`.
 ///
 /// ```no_run
@@ -299,28 +382,28 @@ fn waits_for_completion(kind: OpKind) -> bool {
 /// # }
 /// ```
 pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
-    let calls = Calls::read(trace)?;
-    // The Wait (or Test) that completed each non-blocking call.
-    let completion: FxHashMap<OpId, OpId> = trace
-        .request_links()?
-        .into_iter()
-        .map(|l| (l.request_op, l.completion_op))
-        .collect();
+    use crate::store::MessageField::{RecvOp, SendOp, SendTime};
+    let mut calls = Calls::new(trace);
+    let completion = Completions::read(trace)?;
     let mut found = Found::default();
     for chunk in 0..trace.message_chunk_count() {
         trace.check_cancel()?;
-        for m in trace.message_chunk(chunk)? {
-            let (Some(send), Some(recv)) = (calls.get(m.send_op), calls.get(m.recv_op)) else {
+        let messages = trace.message_columns(chunk, &[SendOp, RecvOp, SendTime])?;
+        for row in 0..messages.rows() {
+            let (send_op, recv_op) = (messages.send_op(row), messages.recv_op(row));
+            let (Some(send), Some(recv)) = (calls.get(send_op)?, calls.get(recv_op)?) else {
                 continue;
             };
             // Late sender: the blocking receive itself, or the Wait completing the Irecv.
-            let waiting = if recv.kind == OpKind::Irecv {
-                completion
-                    .get(&m.recv_op)
-                    .and_then(|&w| Some((w, calls.get(w)?)))
-                    .filter(|(_, w)| waits_for_completion(w.kind))
-            } else {
-                Some((m.recv_op, recv))
+            let waiting = match recv.role {
+                Role::Irecv => match completion.of(recv_op) {
+                    Some(w) => calls
+                        .get(w)?
+                        .filter(|c| c.role == Role::Completion)
+                        .map(|c| (w, c)),
+                    None => None,
+                },
+                _ => Some((recv_op, recv)),
             };
             if let Some((op, call)) = waiting {
                 if send.start >= call.end {
@@ -333,28 +416,47 @@ pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
                 }
             }
             // Late receiver: blocking sends only.
-            if matches!(send.kind, OpKind::Send | OpKind::Ssend | OpKind::Rsend) {
+            if send.role == Role::BlockingSend {
                 let time = late_receiver(send.start, send.end, recv.start);
-                found.add(m.send_op, send, WaitKind::LateReceiver, time, recv.rank);
+                found.add(send_op, send, WaitKind::LateReceiver, time, recv.rank);
             }
         }
     }
     for instance in trace.collective_instances()? {
         trace.check_cancel()?;
-        let members: Option<Vec<(OpId, Call)>> = instance
-            .ops
-            .iter()
-            .map(|&op| Some((op, calls.get(op)?)))
-            .collect();
-        let Some(members) = members else { continue };
-        collective_waits(
-            instance.kind,
-            instance.root,
-            &members,
-            &completion,
-            &calls,
-            &mut found,
-        );
+        let mut members = Vec::with_capacity(instance.ops.len());
+        for &op in &instance.ops {
+            match calls.get(op)? {
+                Some(call) => members.push((op, call)),
+                None => break,
+            }
+        }
+        if members.len() < instance.ops.len() {
+            continue;
+        }
+        if instance.kind.blocking_collective() == Some(instance.kind) {
+            blocking_collective_waits(instance.kind, instance.root, &members, &mut found);
+        } else {
+            // Non-blocking: the Wait completing each member's request waits for the last
+            // member to have started the call.
+            let Some(&(_, last)) = members.iter().max_by_key(|(_, c)| c.start) else {
+                continue;
+            };
+            let kind = if instance.kind == OpKind::Ibarrier {
+                WaitKind::WaitAtBarrier
+            } else {
+                WaitKind::WaitAtNxN
+            };
+            for (op, _) in &members {
+                let Some(w) = completion.of(*op) else {
+                    continue;
+                };
+                if let Some(call) = calls.get(w)?.filter(|c| c.role == Role::Completion) {
+                    let time = wait_for_last(call.start, call.end, last.start);
+                    found.add(w, call, kind, time, last.rank);
+                }
+            }
+        }
     }
     let mut waits: Vec<Wait> = found.by_op.into_values().collect();
     waits.sort_unstable_by_key(|w| w.op);
@@ -364,46 +466,45 @@ pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
     })
 }
 
-/// The waits of one collective instance's members (see the module's rules).
-fn collective_waits(
+/// The Wait (or Test) that completed each non-blocking call: the request links, sorted by
+/// the call (16 bytes a link, searched by bisection).
+struct Completions(Vec<(OpId, OpId)>);
+
+impl Completions {
+    fn read(trace: &Trace) -> Result<Completions> {
+        let mut links: Vec<(OpId, OpId)> = trace
+            .request_links()?
+            .into_iter()
+            .map(|l| (l.request_op, l.completion_op))
+            .collect();
+        links.sort_unstable();
+        Ok(Completions(links))
+    }
+
+    fn of(&self, request_op: OpId) -> Option<OpId> {
+        let i = self.0.partition_point(|&(op, _)| op < request_op);
+        self.0
+            .get(i)
+            .filter(|(op, _)| *op == request_op)
+            .map(|l| l.1)
+    }
+}
+
+/// The waits of the members of one blocking collective instance (see the module's rules).
+fn blocking_collective_waits(
     kind: OpKind,
     root: Option<Rank>,
     members: &[(OpId, Call)],
-    completion: &FxHashMap<OpId, OpId>,
-    calls: &Calls,
     found: &mut Found,
 ) {
-    let Some(blocking) = kind.blocking_collective() else {
-        return;
-    };
     let Some(&(_, last)) = members.iter().max_by_key(|(_, c)| c.start) else {
         return;
     };
-    if kind != blocking {
-        // Non-blocking: the Wait completing each member's request waits for the last member
-        // to have started the call.
-        let wait_kind = if blocking == OpKind::Barrier {
-            WaitKind::WaitAtBarrier
-        } else {
-            WaitKind::WaitAtNxN
-        };
-        for (op, _) in members {
-            let Some(&w) = completion.get(op) else {
-                continue;
-            };
-            let Some(call) = calls.get(w).filter(|c| waits_for_completion(c.kind)) else {
-                continue;
-            };
-            let time = wait_for_last(call.start, call.end, last.start);
-            found.add(w, call, wait_kind, time, last.rank);
-        }
-        return;
-    }
     use OpKind::*;
-    match blocking {
+    match kind {
         Barrier | Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv | Alltoallw
         | ReduceScatter | ReduceScatterBlock => {
-            let wait_kind = if blocking == Barrier {
+            let wait_kind = if kind == Barrier {
                 WaitKind::WaitAtBarrier
             } else {
                 WaitKind::WaitAtNxN
