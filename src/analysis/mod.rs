@@ -4,6 +4,7 @@
 //! pure as well: it identifies the communication topology of a rank-to-rank byte matrix.
 
 pub mod comm_patterns;
+pub mod critical_path;
 pub mod detection;
 pub mod loops;
 pub mod patterns;
