@@ -1,6 +1,7 @@
-//! Wait-state benchmark: the wait states of a large trace (10M events by default: a 64-rank
-//! stencil2d generated in memory and imported, not committed), as a user's first
-//! `SELECT WAIT STATES` computes them.
+//! Wait-state benchmark: the wait states and the critical path of a large trace (10M events by
+//! default: a 64-rank stencil2d generated in memory and imported, not committed), as a user's
+//! first `SELECT WAIT STATES` and critical path compute them (the path computes the wait states
+//! it follows, so its step includes them).
 //!
 //! Baseline, measured in the same run: reading every operation of the trace through the
 //! library (`Trace::chunk_operations` over every chunk), the floor of any analysis that looks
@@ -51,6 +52,15 @@ fn main() {
                         states.totals().iter().sum::<u64>()
                     )
                 }
+                "path" => {
+                    let path = mtfdb::analysis::critical_path::critical_path(&trace).unwrap();
+                    format!(
+                        "{} segments, {} ns long, {} ns imbalance",
+                        path.segments.len(),
+                        path.length(),
+                        path.imbalance()
+                    )
+                }
                 other => panic!("unknown step {other}"),
             };
             println!("{:.6} {what}", started.elapsed().as_secs_f64());
@@ -84,6 +94,7 @@ fn main() {
     for (step, label) in [
         ("read", "baseline: read every operation"),
         ("waits", "wait states (all kinds)"),
+        ("path", "wait states and the critical path"),
     ] {
         let mut best: Option<(f64, u64, String)> = None;
         for _ in 0..3 {

@@ -61,8 +61,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::waits::{stored_wait_states, wait_states, WaitStates};
-use crate::error::Result;
+use super::op_times::OpTimes;
+use crate::analysis::waits::{stored_wait_states, wait_states_in, WaitStates};
+use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::model::{OpId, OpKind, Rank, Time};
 use crate::store::OpChunkInfo;
@@ -207,22 +208,38 @@ pub fn stored_critical_path(trace: &Trace, refresh: bool) -> Result<CriticalPath
 /// # }
 /// ```
 pub fn critical_path(trace: &Trace) -> Result<CriticalPath> {
-    critical_path_with(trace, &wait_states(trace)?)
+    let mut times = OpTimes::new(trace);
+    let waits = wait_states_in(trace, &mut times)?;
+    path_over(trace, &waits, &mut times)
 }
 
 /// The critical path of `trace` over its wait states `waits` (from
 /// [`wait_states`] or [`stored_wait_states`]).
 pub fn critical_path_with(trace: &Trace, waits: &WaitStates) -> Result<CriticalPath> {
-    let releases = releases(trace, waits)?;
-    let segments = walk(trace, &releases)?;
-    let averages = averages(trace, waits)?;
+    path_over(trace, waits, &mut OpTimes::new(trace))
+}
+
+/// The path over `waits`, reading operations through `times`: one chunk cache for every
+/// pass, so that what one pass read the next finds decoded.
+fn path_over<'t>(
+    trace: &'t Trace,
+    waits: &WaitStates,
+    times: &mut OpTimes<'t>,
+) -> Result<CriticalPath> {
+    let releases = releases(trace, waits, times)?;
+    let segments = walk(trace, &releases, times)?;
+    let averages = averages(trace, waits, times)?;
     Ok(CriticalPath { segments, averages })
 }
 
 /// When each operation that waited was released, and by which rank: its wait's end and
 /// partner, but for a member of a blocking collective that left after the last member
 /// entered, that entry and that member (see the module's rules).
-fn releases(trace: &Trace, waits: &WaitStates) -> Result<FxHashMap<OpId, (Time, Rank)>> {
+fn releases(
+    trace: &Trace,
+    waits: &WaitStates,
+    times: &mut OpTimes<'_>,
+) -> Result<FxHashMap<OpId, (Time, Rank)>> {
     let mut out: FxHashMap<OpId, (Time, Rank)> = waits
         .waits
         .iter()
@@ -233,30 +250,21 @@ fn releases(trace: &Trace, waits: &WaitStates) -> Result<FxHashMap<OpId, (Time, 
         .into_iter()
         .filter(|i| i.kind.blocking_collective() == Some(i.kind))
         .collect();
-    let ids: roaring::RoaringTreemap = blocking
-        .iter()
-        .flat_map(|i| i.ops.iter().copied())
-        .collect();
-    let calls: FxHashMap<OpId, Member> = trace
-        .operations(&ids)?
-        .into_iter()
-        .map(|(id, op)| {
-            let member = Member {
-                start: op.start,
-                end: op.end,
-                rank: op.rank,
-            };
-            (id, member)
-        })
-        .collect();
     for instance in blocking {
         trace.check_cancel()?;
-        let members: Option<Vec<(OpId, Member)>> = instance
-            .ops
-            .iter()
-            .map(|&op| Some((op, *calls.get(&op)?)))
-            .collect();
-        let Some(members) = members else { continue };
+        let mut members: Vec<(OpId, Member)> = Vec::with_capacity(instance.ops.len());
+        for &op in &instance.ops {
+            let Some(t) = times.get(op)? else { break };
+            let member = Member {
+                start: t.start,
+                end: t.end,
+                rank: t.rank,
+            };
+            members.push((op, member));
+        }
+        if members.len() < instance.ops.len() {
+            continue;
+        }
         // The last member to enter; on ties, the lowest rank.
         let Some(&(_, last)) = members
             .iter()
@@ -290,23 +298,20 @@ struct Call {
     kind: OpKind,
 }
 
-/// How many operation chunks the walk keeps read.
-const CACHED_CHUNKS: usize = 16;
-
 /// The ranks' operations as the walk reaches them: per rank and thread, its chunks (from the
-/// chunk directory), and the few chunks read last.
-struct Timelines<'t> {
+/// chunk directory), read through the shared chunk cache.
+struct Timelines<'t, 'c> {
     trace: &'t Trace,
     threads: FxHashMap<Rank, Vec<Vec<OpChunkInfo>>>,
-    cache: Vec<(u32, Vec<Call>)>,
+    times: &'c mut OpTimes<'t>,
 }
 
-impl<'t> Timelines<'t> {
-    fn new(trace: &'t Trace) -> Timelines<'t> {
+impl<'t, 'c> Timelines<'t, 'c> {
+    fn new(trace: &'t Trace, times: &'c mut OpTimes<'t>) -> Timelines<'t, 'c> {
         Timelines {
             trace,
             threads: FxHashMap::default(),
-            cache: Vec::new(),
+            times,
         }
     }
 
@@ -332,44 +337,33 @@ impl<'t> Timelines<'t> {
             let Some(info) = n.checked_sub(1).map(|i| &chunks[i]) else {
                 continue;
             };
-            let calls = read_chunk(trace, &mut self.cache, info)?;
-            let k = calls.partition_point(|c| c.start < t);
-            if let Some(&call) = k.checked_sub(1).map(|i| &calls[i]) {
-                if best.is_none_or(|b| (call.start, call.end) > (b.start, b.end)) {
-                    best = Some(call);
-                }
+            let Some(c) = self.times.chunk(info.chunk)? else {
+                continue;
+            };
+            let Some(row) = c.start.partition_point(|&s| s < t).checked_sub(1) else {
+                continue;
+            };
+            let (start, end) = (c.start[row], c.end[row]);
+            if best.is_none_or(|b| (start, end) > (b.start, b.end)) {
+                let op = c.id(row);
+                let kind = c.kind[row].ok_or_else(|| unknown_call(op))?;
+                best = Some(Call {
+                    start,
+                    end,
+                    op,
+                    kind,
+                });
             }
         }
         Ok(best)
     }
 }
 
-/// The calls of chunk `info`, from `cache` or read into it (dropping the least recently used).
-fn read_chunk<'c>(
-    trace: &Trace,
-    cache: &'c mut Vec<(u32, Vec<Call>)>,
-    info: &OpChunkInfo,
-) -> Result<&'c [Call]> {
-    if let Some(i) = cache.iter().position(|(c, _)| *c == info.chunk) {
-        let entry = cache.remove(i);
-        cache.push(entry);
-    } else {
-        if cache.len() == CACHED_CHUNKS {
-            cache.remove(0);
-        }
-        let calls = trace
-            .chunk_operations(info)?
-            .into_iter()
-            .map(|(op, o)| Call {
-                start: o.start,
-                end: o.end,
-                op,
-                kind: o.kind,
-            })
-            .collect();
-        cache.push((info.chunk, calls));
-    }
-    Ok(cache.last().map_or(&[], |(_, calls)| calls.as_slice()))
+/// The error for an operation whose stored call code this version does not know.
+fn unknown_call(op: OpId) -> Error {
+    Error::Corrupt(format!(
+        "operation {op} has an MPI call this version does not know"
+    ))
 }
 
 /// The segments, built backwards, merging adjacent computation of one rank.
@@ -403,7 +397,11 @@ impl Backwards {
 }
 
 /// The backward replay (see the module's rules).
-fn walk(trace: &Trace, releases: &FxHashMap<OpId, (Time, Rank)>) -> Result<Vec<Segment>> {
+fn walk<'t>(
+    trace: &'t Trace,
+    releases: &FxHashMap<OpId, (Time, Rank)>,
+    times: &mut OpTimes<'t>,
+) -> Result<Vec<Segment>> {
     let chunks = trace.op_chunks();
     let Some(first) = chunks.iter().map(|c| c.first_start).min() else {
         return Ok(Vec::new());
@@ -416,7 +414,7 @@ fn walk(trace: &Trace, releases: &FxHashMap<OpId, (Time, Rank)>) -> Result<Vec<S
     else {
         return Ok(Vec::new());
     };
-    let mut timelines = Timelines::new(trace);
+    let mut timelines = Timelines::new(trace, times);
     let mut path = Backwards::default();
     // The ranks the path left at instant `left_at`, to break a cycle of waits ending there.
     let mut left_at: Option<Time> = None;
@@ -467,7 +465,11 @@ fn walk(trace: &Trace, releases: &FxHashMap<OpId, (Time, Rank)>) -> Result<Vec<S
 }
 
 /// [`CriticalPath::averages`]: one pass over each rank's operations in turn.
-fn averages(trace: &Trace, waits: &WaitStates) -> Result<Vec<(Option<OpKind>, Time)>> {
+fn averages(
+    trace: &Trace,
+    waits: &WaitStates,
+    times: &mut OpTimes<'_>,
+) -> Result<Vec<(Option<OpKind>, Time)>> {
     let Some(first) = trace.op_chunks().iter().map(|c| c.first_start).min() else {
         return Ok(Vec::new());
     };
@@ -481,20 +483,28 @@ fn averages(trace: &Trace, waits: &WaitStates) -> Result<Vec<(Option<OpKind>, Ti
     let mut totals: FxHashMap<Option<OpKind>, u128> = FxHashMap::default();
     for rank in 0..ranks {
         trace.check_cancel()?;
-        let mut ops = trace.process_operations(rank)?;
+        // The rank's operations (all threads), three columns of each chunk.
+        let mut ops: Vec<(Time, Time, Option<OpKind>, OpId)> = Vec::new();
+        for info in trace.op_chunks_of(rank) {
+            let Some(c) = times.chunk(info.chunk)? else {
+                continue;
+            };
+            ops.extend((0..c.start.len()).map(|r| (c.start[r], c.end[r], c.kind[r], c.id(r))));
+        }
         if ops.is_empty() {
             continue;
         }
-        ops.sort_by_key(|(_, op)| (op.start, op.end));
+        ops.sort_unstable_by_key(|&(start, end, _, id)| (start, end, id));
         // Time covered by at least one of the rank's operations, up to its last end.
         let (mut covered, mut reach) = (0, first);
-        for (id, op) in &ops {
-            let waited = waits.of(*id).map_or(0, |w| w.time);
-            *totals.entry(Some(op.kind)).or_default() +=
-                u128::from((op.end - op.start).saturating_sub(waited));
-            if op.end > reach {
-                covered += op.end - op.start.max(reach);
-                reach = op.end;
+        for &(start, end, kind, id) in &ops {
+            let kind = kind.ok_or_else(|| unknown_call(id))?;
+            let waited = waits.of(id).map_or(0, |w| w.time);
+            *totals.entry(Some(kind)).or_default() +=
+                u128::from((end - start).saturating_sub(waited));
+            if end > reach {
+                covered += end - start.max(reach);
+                reach = end;
             }
         }
         *totals.entry(None).or_default() += u128::from(reach - first - covered);

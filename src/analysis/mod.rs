@@ -7,6 +7,7 @@ pub mod comm_patterns;
 pub mod critical_path;
 pub mod detection;
 pub mod loops;
+mod op_times;
 pub mod patterns;
 pub mod phases;
 pub mod process_events;

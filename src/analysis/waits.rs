@@ -46,6 +46,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::op_times::OpTimes;
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpId, OpKind, Rank, Time};
@@ -241,99 +242,17 @@ struct Call {
     rank: Rank,
 }
 
-/// One operation chunk's calls, three columns decoded.
-struct ChunkCalls {
-    rank: Rank,
-    start: Vec<Time>,
-    end: Vec<Time>,
-    role: Vec<Role>,
-    /// When it was last used (a tick of [`Calls`]), for eviction.
-    used: u64,
-}
+/// Operations' calls by id, through the shared chunk cache.
+struct Calls<'c, 't>(&'c mut OpTimes<'t>);
 
-/// The most operation rows [`Calls`] keeps decoded: 17 bytes each, about 136 MiB. Messages,
-/// request links and collective instances are read in about the order their operations
-/// happened, so the chunks in use are those of the current stretch of time (one per
-/// location at worst), not the whole trace.
-const CALLS_BUDGET_ROWS: usize = 8 << 20;
-
-/// The calls of operations by id, decoded a chunk at a time (start, end and kind only) and
-/// kept up to [`CALLS_BUDGET_ROWS`], the least recently used chunks dropped first.
-struct Calls<'t> {
-    trace: &'t Trace,
-    rank_of_chunk: FxHashMap<u32, Rank>,
-    chunks: FxHashMap<u32, ChunkCalls>,
-    rows: usize,
-    tick: u64,
-}
-
-impl<'t> Calls<'t> {
-    fn new(trace: &'t Trace) -> Calls<'t> {
-        Calls {
-            trace,
-            rank_of_chunk: trace
-                .op_chunks()
-                .iter()
-                .map(|c| (c.chunk, c.rank))
-                .collect(),
-            chunks: FxHashMap::default(),
-            rows: 0,
-            tick: 0,
-        }
-    }
-
+impl Calls<'_, '_> {
     fn get(&mut self, op: OpId) -> Result<Option<Call>> {
-        use crate::store::OperationField::{End, Kind, Start};
-        let (chunk, row) = crate::store::ids::chunk_and_row(op);
-        self.tick += 1;
-        if !self.chunks.contains_key(&chunk) {
-            let Some(&rank) = self.rank_of_chunk.get(&chunk) else {
-                return Ok(None);
-            };
-            self.trace.check_cancel()?;
-            let cols = self.trace.operation_columns(chunk, &[Start, End, Kind])?;
-            let rows = cols.rows();
-            self.make_room(rows);
-            self.rows += rows;
-            self.chunks.insert(
-                chunk,
-                ChunkCalls {
-                    rank,
-                    start: (0..rows).map(|r| cols.start(r)).collect(),
-                    end: (0..rows).map(|r| cols.end(r)).collect(),
-                    role: (0..rows).map(|r| Role::of(cols.kind(r))).collect(),
-                    used: 0,
-                },
-            );
-        }
-        let Some(c) = self.chunks.get_mut(&chunk) else {
-            return Ok(None);
-        };
-        c.used = self.tick;
-        Ok((row < c.start.len()).then(|| Call {
-            start: c.start[row],
-            end: c.end[row],
-            role: c.role[row],
-            rank: c.rank,
+        Ok(self.0.get(op)?.map(|t| Call {
+            start: t.start,
+            end: t.end,
+            role: Role::of(t.kind),
+            rank: t.rank,
         }))
-    }
-
-    /// Drops the least recently used chunks until `rows` more fit in the budget (down to
-    /// three quarters of it, so that eviction happens in batches).
-    fn make_room(&mut self, rows: usize) {
-        if self.rows + rows <= CALLS_BUDGET_ROWS {
-            return;
-        }
-        let mut by_use: Vec<(u64, u32)> = self.chunks.iter().map(|(&k, c)| (c.used, k)).collect();
-        by_use.sort_unstable();
-        for (_, chunk) in by_use {
-            if self.rows + rows <= CALLS_BUDGET_ROWS / 4 * 3 {
-                break;
-            }
-            if let Some(c) = self.chunks.remove(&chunk) {
-                self.rows -= c.start.len();
-            }
-        }
     }
 }
 
@@ -382,8 +301,14 @@ impl Found {
 /// # }
 /// ```
 pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
+    wait_states_in(trace, &mut OpTimes::new(trace))
+}
+
+/// [`wait_states`] reading operations through `times`, which a caller shares with what it
+/// does next (the critical path reads the same chunks).
+pub(crate) fn wait_states_in(trace: &Trace, times: &mut OpTimes<'_>) -> Result<WaitStates> {
     use crate::store::MessageField::{RecvOp, SendOp, SendTime};
-    let mut calls = Calls::new(trace);
+    let mut calls = Calls(times);
     let completion = Completions::read(trace)?;
     let mut found = Found::default();
     for chunk in 0..trace.message_chunk_count() {
