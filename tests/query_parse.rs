@@ -823,7 +823,7 @@ const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT
 
 #[test]
 fn malformed_queries_give_exact_columns_and_messages() {
-    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT or COMM)";
+    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)";
     let cases: Vec<(&str, usize, String)> = vec![
         ("SELECT BROADCAST FOR PROCES(1)", 22, "expected a process selector after FOR, found \"PROCES\"".into()),
         ("SELECT BROADCAST FOR PROCESS(1", 31, "expected \")\" to close PROCESS(, found end of statement".into()),
