@@ -455,7 +455,7 @@ impl CmpOp {
 /// The right-hand side of a comparison, already in base units.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Value {
-    /// Bytes for `SIZE`, nanoseconds for `DURATION`, a world rank for `SENDER`, `RECEIVER`,
+    /// Bytes for `SIZE`, nanoseconds for `DURATION` and `WAIT`, a world rank for `SENDER`, `RECEIVER`,
     /// `PEER` and `ROOT`, the tag for `TAG`. Any whole number may be written, negative or
     /// past 2^64 - 1, and compares exactly with every column (`SIZE > 18446744073709551616` is
     /// false for every row, `SIZE > -1` true); a number past ±(2^127 - 1) is taken as that

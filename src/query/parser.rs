@@ -1078,43 +1078,40 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn group_key(&mut self) -> PResult<GroupKey> {
-        let key = [
-            ("PROCESS", GroupKey::Process),
-            ("PEER", GroupKey::Peer),
-            ("OPERATION", GroupKey::Operation),
-            ("TAG", GroupKey::Tag),
-            ("COMM", GroupKey::Comm),
-        ]
-        .into_iter()
-        .find(|(k, _)| self.is_keyword(k));
-        match key {
-            Some((_, k)) => {
+    /// One of `choices`' keywords, consumed, as its value; else `expected {what}`.
+    fn keyword_of<T: Copy>(&mut self, choices: &[(&str, T)], what: &str) -> PResult<T> {
+        match choices.iter().find(|(k, _)| self.is_keyword(k)) {
+            Some((_, v)) => {
                 self.pos += 1;
-                Ok(k)
+                Ok(*v)
             }
-            None => self.expected("PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY"),
+            None => self.expected(what),
         }
     }
 
+    fn group_key(&mut self) -> PResult<GroupKey> {
+        self.keyword_of(
+            &[
+                ("PROCESS", GroupKey::Process),
+                ("PEER", GroupKey::Peer),
+                ("OPERATION", GroupKey::Operation),
+                ("TAG", GroupKey::Tag),
+                ("COMM", GroupKey::Comm),
+            ],
+            "PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY",
+        )
+    }
+
     fn wait_group(&mut self) -> PResult<WaitGroup> {
-        let key = [
-            ("PROCESS", WaitGroup::Process),
-            ("OPERATION", WaitGroup::Operation),
-            ("ROUTINE", WaitGroup::Routine),
-            ("PHASE", WaitGroup::Phase),
-        ]
-        .into_iter()
-        .find(|(k, _)| self.is_keyword(k));
-        match key {
-            Some((_, k)) => {
-                self.pos += 1;
-                Ok(k)
-            }
-            None => {
-                self.expected("PROCESS, OPERATION, ROUTINE or PHASE after WAIT STATES GROUP BY")
-            }
-        }
+        self.keyword_of(
+            &[
+                ("PROCESS", WaitGroup::Process),
+                ("OPERATION", WaitGroup::Operation),
+                ("ROUTINE", WaitGroup::Routine),
+                ("PHASE", WaitGroup::Phase),
+            ],
+            "PROCESS, OPERATION, ROUTINE or PHASE after WAIT STATES GROUP BY",
+        )
     }
 
     fn order_key(&mut self) -> PResult<OrderKey> {
