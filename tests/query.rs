@@ -324,6 +324,13 @@ fn explain_of_any_statement_reads_no_rows_runs_no_analysis_and_writes_nothing() 
         "SELECT COMMUNICATION MATRIX OF BYTES",
         "SELECT COMMUNICATION MATRIX OF COUNT FOR PROCESSES(0-3)",
         "SELECT HISTOGRAM OF SIZE BINS 4",
+        "SELECT WAIT STATES",
+        "SELECT WAIT STATES FOR PROCESSES(0-3) BETWEEN TIME 0 AND 1 GROUP BY PROCESS",
+        "SELECT WAIT STATES IN PHASE 1 GROUP BY ROUTINE",
+        "SELECT WAIT STATES GROUP BY PHASE",
+        "SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 4",
+        "SELECT OPERATIONS WHERE WAIT > 1 ms",
+        "SELECT ALL OPERATIONS ORDER BY wait DESC LIMIT 3",
     ];
     let before = files_of(&db_path);
     let mut s = Session::new(Database::open_existing(&db_path).unwrap());
@@ -388,6 +395,18 @@ fn explain_of_any_statement_reads_no_rows_runs_no_analysis_and_writes_nothing() 
         );
     }
     assert!(s.run("SHOW VIEWS").unwrap().is_empty());
+    // Nor wait states: the plan says the analysis would run first.
+    let plan = s.run("EXPLAIN SELECT WAIT STATES GROUP BY PHASE").unwrap();
+    for step in [
+        "wait state analysis runs first (nothing stored yet)",
+        "group by phase: phase detection runs first (nothing stored yet)",
+    ] {
+        assert!(
+            plan.rows.iter().any(|row| text(&row[1]) == step),
+            "{step}: {:?}",
+            plan.rows
+        );
+    }
     // Once the patterns are stored, EXPLAIN uses them.
     s.run("SELECT COMMUNICATION PATTERNS").unwrap();
     let plan = s.run("EXPLAIN SELECT OPERATIONS IN PATTERN 1").unwrap();
@@ -529,4 +548,344 @@ fn the_column_scan_of_all_messages_agrees_with_the_row_path() {
         text(&plan.rows[0][1]),
         "scan only the needed columns of the message chunks (1), in parallel"
     );
+}
+
+// ---- wait states -----------------------------------------------------------------------------
+
+/// Three ranks, all inside `main`: rank 0 sends to 1 at 600 (inside `exchange`) and to 2 at
+/// 800, then enters a barrier at 900 and calls `MPI_Finalize` outside any routine; rank 1's
+/// `MPI_Recv` (inside `recv_halo`) is posted at 100 and waits 500 ns; rank 2's `MPI_Wait` on
+/// its `MPI_Irecv` starts at 200 and waits 600 ns; the barrier's last member enters at 960, so
+/// rank 0 waits 60 ns and rank 1 10 ns. Time in MPI: rank 0 210 ns, rank 1 850, rank 2 800.
+const WAITS_TRACE: &str = "MTF 1
+processor 0 node0
+process 0 P0 on 0
+process 1 P1 on 0
+process 2 P2 on 0
+communicator 0 world 0-2
+0 0 enter main
+0 10 enter exchange
+0 600 650 Send c=0 to=1 tag=1 b=8
+0 800 850 Send c=0 to=2 tag=2 b=16
+0 900 leave exchange
+0 900 1000 Barrier c=0
+0 1100 leave main
+0 1200 1210 Finalize
+1 0 enter main
+1 50 enter recv_halo
+1 100 900 Recv c=0 from=0 rtag=1 rb=8
+1 900 leave recv_halo
+1 950 1000 Barrier c=0
+1 1100 leave main
+2 0 enter main
+2 100 110 Irecv c=0 from=0 rtag=2 rb=16 req=1
+2 200 950 Wait done=1
+2 960 1000 Barrier c=0
+2 1100 leave main
+";
+
+fn waits_session(dir: &tempfile::TempDir) -> Session {
+    let path = dir.path().join("t.mtf");
+    std::fs::write(&path, WAITS_TRACE).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    db.import(&path, Some("t")).unwrap();
+    Session::new(db)
+}
+
+fn rows_of(r: &ResultSet) -> Vec<Vec<Value>> {
+    r.rows.clone()
+}
+
+/// A row of `WAIT STATES GROUP BY …`: the key, the six kinds' ns, the total and the share of
+/// `mpi` ns.
+fn group_row(key: Value, kinds: [u64; 6], mpi: u64) -> Vec<Value> {
+    let total: u64 = kinds.iter().sum();
+    let mut row = vec![key];
+    row.extend(kinds.iter().map(|k| Value::from(*k)));
+    row.push(total.into());
+    row.push((total as f64 / mpi as f64).into());
+    row
+}
+
+#[test]
+fn wait_states_total_the_waits_of_the_selected_operations_per_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = waits_session(&dir);
+    let kind_row = |kind: &str, waits: u64, ns: u64, mpi: u64| -> Vec<Value> {
+        vec![
+            kind.into(),
+            waits.into(),
+            ns.into(),
+            (if mpi == 0 {
+                0.0
+            } else {
+                ns as f64 / mpi as f64
+            })
+            .into(),
+        ]
+    };
+    let r = s.run("SELECT WAIT STATES").unwrap();
+    assert_eq!(r.columns, ["kind", "waits", "total_ns", "share"]);
+    assert_eq!(
+        rows_of(&r),
+        vec![
+            kind_row("late sender", 2, 1100, 1860),
+            kind_row("late receiver", 0, 0, 1860),
+            kind_row("wait at barrier", 2, 70, 1860),
+            kind_row("wait at NxN", 0, 0, 1860),
+            kind_row("late broadcast", 0, 0, 1860),
+            kind_row("early reduce", 0, 0, 1860),
+            kind_row("total", 4, 1170, 1860),
+        ]
+    );
+    // FOR, BETWEEN TIME: rank 2's operations overlapping [900, 2000] are its Wait (750 ns in
+    // MPI, 600 waited) and its barrier (40 ns, no wait).
+    let r = s
+        .run("SELECT WAIT STATES FOR PROCESS(2) BETWEEN TIME 900 ns AND 2000 ns")
+        .unwrap();
+    assert_eq!(r.rows[0], kind_row("late sender", 1, 600, 790));
+    assert_eq!(r.rows[6], kind_row("total", 1, 600, 790));
+    // WHERE selects the operations too: rank 0's two sends (50 ns each) and barrier (100 ns)
+    // and rank 1's barrier (50 ns), not rank 2's (40 ns).
+    let r = s
+        .run("SELECT WAIT STATES WHERE DURATION >= 50 ns AND DURATION <= 100 ns")
+        .unwrap();
+    assert_eq!(r.rows[2], kind_row("wait at barrier", 2, 70, 250));
+    assert_eq!(r.rows[6], kind_row("total", 2, 70, 250));
+}
+
+#[test]
+fn wait_states_group_by_process_operation_routine_and_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = waits_session(&dir);
+    let r = s.run("SELECT WAIT STATES GROUP BY PROCESS").unwrap();
+    assert_eq!(
+        r.columns,
+        [
+            "process",
+            "late_sender_ns",
+            "late_receiver_ns",
+            "wait_at_barrier_ns",
+            "wait_at_nxn_ns",
+            "late_broadcast_ns",
+            "early_reduce_ns",
+            "total_ns",
+            "share"
+        ]
+    );
+    assert_eq!(
+        rows_of(&r),
+        vec![
+            group_row(0u64.into(), [0, 0, 60, 0, 0, 0], 210),
+            group_row(1u64.into(), [500, 0, 10, 0, 0, 0], 850),
+            group_row(2u64.into(), [600, 0, 0, 0, 0, 0], 800),
+        ]
+    );
+    // The set restricts the rows; ORDER BY and LIMIT apply as anywhere.
+    let r = s
+        .run(
+            "SELECT WAIT STATES FOR PROCESSES(1-2) GROUP BY PROCESS ORDER BY total_ns DESC LIMIT 1",
+        )
+        .unwrap();
+    assert_eq!(
+        rows_of(&r),
+        vec![group_row(2u64.into(), [600, 0, 0, 0, 0, 0], 800)]
+    );
+    let r = s.run("SELECT WAIT STATES GROUP BY OPERATION").unwrap();
+    assert_eq!(r.columns[0], "operation");
+    assert_eq!(
+        rows_of(&r),
+        vec![
+            group_row("MPI_Barrier".into(), [0, 0, 70, 0, 0, 0], 190),
+            group_row("MPI_Finalize".into(), [0; 6], 10),
+            group_row("MPI_Irecv".into(), [0; 6], 10),
+            group_row("MPI_Recv".into(), [500, 0, 0, 0, 0, 0], 800),
+            group_row("MPI_Send".into(), [0; 6], 100),
+            group_row("MPI_Wait".into(), [600, 0, 0, 0, 0, 0], 750),
+        ]
+    );
+    // The innermost routine around each call; MPI_Finalize is outside every routine.
+    let r = s.run("SELECT WAIT STATES GROUP BY ROUTINE").unwrap();
+    assert_eq!(r.columns[0], "routine");
+    assert_eq!(
+        rows_of(&r),
+        vec![
+            group_row("exchange".into(), [0; 6], 100),
+            group_row("main".into(), [600, 0, 70, 0, 0, 0], 950),
+            group_row("recv_halo".into(), [500, 0, 0, 0, 0, 0], 800),
+            group_row(Value::Null, [0; 6], 10),
+        ]
+    );
+    // Three ranks of a few calls have no phase: every operation is in the empty group.
+    assert!(s.run("SELECT PHASES").unwrap().is_empty());
+    let r = s.run("SELECT WAIT STATES GROUP BY PHASE").unwrap();
+    assert_eq!(r.columns[0], "phase");
+    assert_eq!(
+        rows_of(&r),
+        vec![group_row(Value::Null, [1100, 0, 70, 0, 0, 0], 1860)]
+    );
+}
+
+#[test]
+fn late_senders_list_each_message_a_receive_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = waits_session(&dir);
+    let late = |id: u64, receiver: u64, tag: u64, size: u64, op: u64, name: &str, wait: u64| {
+        vec![
+            Value::from(id),
+            0u64.into(),
+            receiver.into(),
+            tag.into(),
+            size.into(),
+            op.into(),
+            name.into(),
+            wait.into(),
+        ]
+    };
+    let recv = late(0, 1, 1, 8, 1 << 16, "MPI_Recv", 500);
+    let wait = late(1, 2, 2, 16, (2 << 16) + 1, "MPI_Wait", 600);
+    let r = s.run("SELECT LATE SENDERS").unwrap();
+    assert_eq!(
+        r.columns,
+        [
+            "id",
+            "sender",
+            "receiver",
+            "tag",
+            "size",
+            "waiting_op",
+            "operation",
+            "wait_ns"
+        ]
+    );
+    assert_eq!(rows_of(&r), vec![recv.clone(), wait.clone()]);
+    let r = s.run("SELECT LATE SENDERS ORDER BY WAIT DESC").unwrap();
+    assert_eq!(rows_of(&r), vec![wait.clone(), recv.clone()]);
+    let r = s
+        .run("SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 1")
+        .unwrap();
+    assert_eq!(rows_of(&r), vec![wait.clone()]);
+    // The clauses select the waiting operations.
+    let r = s.run("SELECT LATE SENDERS FOR PROCESS(1)").unwrap();
+    assert_eq!(rows_of(&r), vec![recv.clone()]);
+    let r = s
+        .run("SELECT LATE SENDERS BETWEEN TIME 920 ns AND 2000 ns")
+        .unwrap();
+    assert_eq!(rows_of(&r), vec![wait]);
+    assert!(s
+        .run("SELECT LATE SENDERS FOR PROCESS(0)")
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn wait_is_a_column_and_a_field_of_operations_read_only_when_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = waits_session(&dir);
+    // Without WAIT, operation rows are as they were and nothing is computed or stored.
+    let r = s.run("SELECT OPERATIONS FOR PROCESS(1)").unwrap();
+    assert!(!r.columns.iter().any(|c| c == "wait_ns"));
+    let trace = s.database().trace("t").unwrap();
+    let stored = |t: &mtfdb::Trace| {
+        t.result::<mtfdb::analysis::waits::WaitStates>(mtfdb::analysis::waits::WAITS_KEY)
+            .unwrap()
+    };
+    assert!(stored(&trace).is_none());
+    let r = s.run("SELECT OPERATIONS WHERE WAIT > 50 ns").unwrap();
+    let (id, wait) = (col(&r, "id"), col(&r, "wait_ns"));
+    let got: Vec<(i64, i64)> = r
+        .rows
+        .iter()
+        .map(|row| (int(&row[id]), int(&row[wait])))
+        .collect();
+    assert_eq!(got, vec![(2, 60), (1 << 16, 500), ((2 << 16) + 1, 600)]);
+    // Stored once: the next statement reads them back.
+    assert!(stored(&s.database().trace("t").unwrap()).is_some());
+    // Time units as for DURATION; 0 for the operations that did not wait.
+    let r = s.run("SELECT OPERATIONS WHERE WAIT >= 0.5 us").unwrap();
+    assert_eq!(r.len(), 2);
+    let r = s
+        .run("SELECT COUNT(*) FROM OPERATIONS WHERE WAIT = 0")
+        .unwrap();
+    assert_eq!(int(&r.rows[0][0]), 5);
+    // ORDER BY wait alone adds the column.
+    let r = s
+        .run("SELECT OPERATIONS FOR PROCESS(1) ORDER BY wait DESC LIMIT 1")
+        .unwrap();
+    assert_eq!(int(&r.rows[0][col(&r, "wait_ns")]), 500);
+    // The streaming cursor has the column too.
+    let rows = s.query("SELECT OPERATIONS WHERE WAIT > 500 ns").unwrap();
+    assert_eq!(rows.columns().last().map(String::as_str), Some("wait_ns"));
+    let waits: Vec<u64> = rows.map(|r| r.unwrap().get("wait_ns").unwrap()).collect();
+    assert_eq!(waits, vec![600]);
+    // Messages have no wait.
+    let e = s.run("SELECT MESSAGES WHERE WAIT > 0").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("WAIT is the waiting time of an operation"),
+        "{e}"
+    );
+}
+
+/// `gen --delay`: rank 5 computes 10 ms longer in iteration 6 of the 4x4 stencil; its four
+/// mesh neighbours wait for it as late senders.
+#[test]
+fn an_injected_delay_shows_in_wait_states_and_late_senders() {
+    use mtfdb::gen::Delay;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let config = GenConfig {
+        delays: vec![Delay {
+            rank: 5,
+            iteration: 6,
+            duration: 10_000_000,
+        }],
+        ..GenConfig::new(Scenario::Stencil2d, 16, 12)
+    };
+    db.import_events("t", |sink| generate(&config, sink).map(|_| ()))
+        .unwrap();
+    let mut s = Session::new(db);
+    let r = s.run("SELECT WAIT STATES GROUP BY PROCESS").unwrap();
+    let late = col(&r, "late_sender_ns");
+    let waited: Vec<i64> = r
+        .rows
+        .iter()
+        .filter(|row| int(&row[late]) >= 10_000_000)
+        .map(|row| int(&row[0]))
+        .collect();
+    assert_eq!(waited, vec![1, 4, 6, 9]);
+    // The message from rank 5 to each of them in iteration 6: the 7th of the 12 it sends.
+    let mut expected = BTreeMap::new();
+    for to in [1, 4, 6, 9] {
+        let m = s
+            .run(&format!(
+                "SELECT ALL MESSAGES WHERE SENDER = 5 AND RECEIVER = {to} ORDER BY send_time_ns"
+            ))
+            .unwrap();
+        assert_eq!(m.len(), 12, "one message from 5 to {to} per iteration");
+        expected.insert(int(&m.rows[6][0]), to);
+    }
+    let r = s
+        .run("SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 4")
+        .unwrap();
+    let got: BTreeMap<i64, i64> = r
+        .rows
+        .iter()
+        .map(|row| {
+            assert_eq!(int(&row[col(&r, "sender")]), 5);
+            assert!(int(&row[col(&r, "wait_ns")]) >= 9_750_000, "{row:?}");
+            (int(&row[0]), int(&row[col(&r, "receiver")]))
+        })
+        .collect();
+    assert_eq!(got, expected);
+    // Grouped by phase, the waits add up to the ungrouped total.
+    let total = s.run("SELECT WAIT STATES").unwrap();
+    let total_ns = int(&total.rows[6][2]);
+    let by_phase = s.run("SELECT WAIT STATES GROUP BY PHASE").unwrap();
+    let sum: i64 = by_phase
+        .rows
+        .iter()
+        .map(|row| int(&row[col(&by_phase, "total_ns")]))
+        .sum();
+    assert_eq!(sum, total_ns);
 }

@@ -822,8 +822,72 @@ const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT
      COLLECTIVE_OPERATIONS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
 
 #[test]
+fn wait_statements_parse_with_their_clauses_in_any_order() {
+    let stat = |text: &str| match parse_statement(text).unwrap() {
+        Statement::Select(Select {
+            body: SelectBody::Statistic {
+                statistic, filter, ..
+            },
+            order_by,
+            limit,
+        }) => (statistic, filter, order_by, limit),
+        other => panic!("{text}: {other:?}"),
+    };
+    let (statistic, filter, ..) =
+        stat("SELECT WAIT STATES FOR PROCESS(1) GROUP BY ROUTINE IN PHASE 2 BETWEEN TIME 1 AND 2");
+    assert_eq!(statistic, Statistic::WaitStates(Some(WaitGroup::Routine)));
+    assert_eq!(filter.scope, Some(Scope::For(ProcessSelector::Process(1))));
+    assert_eq!(filter.within, vec![Within::Phase(2)]);
+    assert_eq!(
+        filter.time,
+        Some(TimeWindow {
+            start: 1_000_000_000,
+            end: 2_000_000_000
+        })
+    );
+    assert_eq!(stat("select wait states").0, Statistic::WaitStates(None));
+    let (statistic, _, order_by, limit) = stat("SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 4");
+    assert_eq!(statistic, Statistic::LateSenders);
+    assert_eq!(
+        order_by,
+        vec![OrderKey {
+            column: OrderColumn::Name("wait".into()),
+            descending: true
+        }]
+    );
+    assert_eq!(limit, Some(4));
+    let Statement::Select(s) = parse_statement("SELECT OPERATIONS WHERE WAIT > 1 ms").unwrap()
+    else {
+        panic!()
+    };
+    let SelectBody::Rows(sel) = &s.body else {
+        panic!()
+    };
+    assert_eq!(
+        sel.filter.predicate,
+        Some(Expr::Compare(Comparison {
+            field: Field::Wait,
+            op: CmpOp::Gt,
+            value: Value::Number(1_000_000)
+        }))
+    );
+    assert_eq!(s.to_string(), "SELECT OPERATIONS WHERE WAIT > 1 ms");
+    let errors = [
+        ("SELECT WAIT STATES GROUP BY TAG", 29, "expected PROCESS, OPERATION, ROUTINE or PHASE after WAIT STATES GROUP BY, found \"TAG\""),
+        ("SELECT WAIT STATES GROUP BY PROCESS GROUP BY PHASE", 37, "only one GROUP BY may be given"),
+        ("SELECT LATE SENDERS GROUP BY PROCESS", 21, "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …"),
+        ("SELECT LATE RECEIVERS", 13, "expected SENDERS after LATE, found \"RECEIVERS\""),
+        ("SELECT OPERATIONS WHERE WAIT > 1 kb", 34, "unknown time unit \"kb\" (use ns, us, ms, s)"),
+    ];
+    for (text, column, message) in errors {
+        let e = parse_statement(text).unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (column, message), "{text}");
+    }
+}
+
+#[test]
 fn malformed_queries_give_exact_columns_and_messages() {
-    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT or COMM)";
+    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)";
     let cases: Vec<(&str, usize, String)> = vec![
         ("SELECT BROADCAST FOR PROCES(1)", 22, "expected a process selector after FOR, found \"PROCES\"".into()),
         ("SELECT BROADCAST FOR PROCESS(1", 31, "expected \")\" to close PROCESS(, found end of statement".into()),
@@ -1060,6 +1124,7 @@ mod properties {
             Just(Field::Duration),
             Just(Field::Peer),
             Just(Field::Root),
+            Just(Field::Wait),
         ];
         prop_oneof![
             (numeric, op(), number()).prop_map(|(field, op, n)| Expr::Compare(Comparison {
@@ -1153,6 +1218,14 @@ mod properties {
             Just(Statistic::Matrix(MatrixMeasure::Bytes)),
             Just(Statistic::Matrix(MatrixMeasure::Count)),
             (measure, bins).prop_map(|(of, bins)| Statistic::Histogram { of, bins }),
+            prop::option::of(prop::sample::select(vec![
+                WaitGroup::Process,
+                WaitGroup::Operation,
+                WaitGroup::Routine,
+                WaitGroup::Phase,
+            ]))
+            .prop_map(Statistic::WaitStates),
+            Just(Statistic::LateSenders),
         ];
         prop_oneof![
             selection().prop_map(SelectBody::Rows),

@@ -404,6 +404,9 @@ pub enum Field {
     Root,
     /// `COMM`: the communicator.
     Comm,
+    /// `WAIT`: nanoseconds an operation waited for a late partner (its wait state, 0 when it
+    /// did not wait); operations only.
+    Wait,
 }
 
 /// A comparison operator.
@@ -452,7 +455,7 @@ impl CmpOp {
 /// The right-hand side of a comparison, already in base units.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Value {
-    /// Bytes for `SIZE`, nanoseconds for `DURATION`, a world rank for `SENDER`, `RECEIVER`,
+    /// Bytes for `SIZE`, nanoseconds for `DURATION` and `WAIT`, a world rank for `SENDER`, `RECEIVER`,
     /// `PEER` and `ROOT`, the tag for `TAG`. Any whole number may be written, negative or
     /// past 2^64 - 1, and compares exactly with every column (`SIZE > 18446744073709551616` is
     /// false for every row, `SIZE > -1` true); a number past ±(2^127 - 1) is taken as that
@@ -522,6 +525,25 @@ pub enum Statistic {
     },
     /// `MPI TIME`: time inside MPI per process.
     MpiTime,
+    /// `WAIT STATES [GROUP BY …]`: the waiting time of the selected operations per wait kind
+    /// (or per group, by kind), with its share of their time in MPI.
+    WaitStates(Option<WaitGroup>),
+    /// `LATE SENDERS`: the messages whose receive (or the Wait completing it) waited for a
+    /// late send, with that wait.
+    LateSenders,
+}
+
+/// A `GROUP BY` key of `WAIT STATES`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WaitGroup {
+    /// `PROCESS`: the rank that waited.
+    Process,
+    /// `OPERATION`: the MPI call that waited.
+    Operation,
+    /// `ROUTINE`: the innermost user routine enclosing the call.
+    Routine,
+    /// `PHASE`: the detected phase holding the call.
+    Phase,
 }
 
 /// What a communication matrix cell holds.
@@ -935,7 +957,7 @@ impl fmt::Display for Comparison {
                 Ok(n) => write!(f, "{}", SizeText(n)),
                 Err(_) => write!(f, "{n}"),
             },
-            (Value::Number(n), Field::Duration) => match u64::try_from(*n) {
+            (Value::Number(n), Field::Duration | Field::Wait) => match u64::try_from(*n) {
                 Ok(n) => write!(f, "{}", TimeText(n)),
                 Err(_) => write!(f, "{n} ns"),
             },
@@ -958,6 +980,7 @@ impl fmt::Display for Field {
             Field::Peer => "PEER",
             Field::Root => "ROOT",
             Field::Comm => "COMM",
+            Field::Wait => "WAIT",
         })
     }
 }
@@ -1008,7 +1031,21 @@ impl fmt::Display for Statistic {
                 Bins::Count(n) => write!(f, "HISTOGRAM OF {of} BINS {n}"),
             },
             Statistic::MpiTime => f.write_str("MPI TIME"),
+            Statistic::WaitStates(None) => f.write_str("WAIT STATES"),
+            Statistic::WaitStates(Some(by)) => write!(f, "WAIT STATES GROUP BY {by}"),
+            Statistic::LateSenders => f.write_str("LATE SENDERS"),
         }
+    }
+}
+
+impl fmt::Display for WaitGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WaitGroup::Process => "PROCESS",
+            WaitGroup::Operation => "OPERATION",
+            WaitGroup::Routine => "ROUTINE",
+            WaitGroup::Phase => "PHASE",
+        })
     }
 }
 

@@ -22,11 +22,12 @@ pub mod parser;
 mod plan;
 mod session;
 mod statistic;
+mod waits;
 
 pub use ast::{
     Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, MatrixMeasure,
     Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select, SelectBody,
-    Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, Within,
+    Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, WaitGroup, Within,
 };
 pub use cursor::Rows;
 pub use session::{query_error, Session};

@@ -234,6 +234,16 @@ struct Fail {
 
 type PResult<T> = Result<T, Fail>;
 
+/// What a `GROUP BY` among a statement's clauses groups by, if it may have one.
+enum Grouping<'x> {
+    /// No `GROUP BY` here.
+    None,
+    /// An aggregate's keys.
+    Keys(&'x mut Vec<GroupKey>),
+    /// `WAIT STATES`' one key.
+    Waits(&'x mut Option<WaitGroup>),
+}
+
 /// Words that end a value: a word after a number is a unit unless it is one of these.
 const CLAUSE_WORDS: &[&str] = &[
     "AND", "OR", "NOT", "IN", "FOR", "AMONG", "BETWEEN", "WHERE", "GROUP", "ORDER", "LIMIT",
@@ -749,7 +759,7 @@ impl<'a> Parser<'a> {
             };
             let target = self.target(after)?;
             let mut group_by = Vec::new();
-            let filter = self.filter(Some(&mut group_by))?;
+            let filter = self.filter(Grouping::Keys(&mut group_by))?;
             SelectBody::Aggregate {
                 aggregates,
                 selection: Selection { target, filter },
@@ -768,7 +778,16 @@ impl<'a> Parser<'a> {
                 }
                 _ => None,
             };
-            let filter = self.filter(None)?;
+            let mut wait_group = None;
+            let filter = if matches!(statistic, Statistic::WaitStates(_)) {
+                self.filter(Grouping::Waits(&mut wait_group))?
+            } else {
+                self.filter(Grouping::None)?
+            };
+            let statistic = match statistic {
+                Statistic::WaitStates(_) => Statistic::WaitStates(wait_group),
+                other => other,
+            };
             SelectBody::Statistic {
                 statistic,
                 target,
@@ -776,7 +795,7 @@ impl<'a> Parser<'a> {
             }
         } else {
             let target = self.target("after SELECT")?;
-            let filter = self.filter(None)?;
+            let filter = self.filter(Grouping::None)?;
             SelectBody::Rows(Selection { target, filter })
         };
         let mut select = Select {
@@ -957,6 +976,13 @@ impl<'a> Parser<'a> {
         } else if self.is_keyword("MPI") && self.peek_at(1).is_some_and(|t| t.is_keyword("TIME")) {
             self.pos += 2;
             Statistic::MpiTime
+        } else if self.is_keyword("WAIT") && self.peek_at(1).is_some_and(|t| t.is_keyword("STATES"))
+        {
+            self.pos += 2;
+            Statistic::WaitStates(None)
+        } else if self.eat_keyword("LATE") {
+            self.expect_keyword("SENDERS", "after LATE")?;
+            Statistic::LateSenders
         } else {
             return Ok(None);
         };
@@ -965,9 +991,9 @@ impl<'a> Parser<'a> {
 
     // ---- clauses ----------------------------------------------------------------------------
 
-    /// Scope, `IN`, time window and `WHERE` in any order (and `GROUP BY` where `group_by` is
-    /// given), each at most once except `IN`.
-    fn filter(&mut self, mut group_by: Option<&mut Vec<GroupKey>>) -> PResult<Filter> {
+    /// Scope, `IN`, time window and `WHERE` in any order (and `GROUP BY` where `grouping`
+    /// takes one), each at most once except `IN`.
+    fn filter(&mut self, mut grouping: Grouping<'_>) -> PResult<Filter> {
         let mut filter = Filter::default();
         loop {
             let at = self.here();
@@ -1008,21 +1034,31 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
                 filter.predicate = Some(self.or_expr("after WHERE")?);
             } else if self.is_keyword("GROUP") {
-                let Some(keys) = group_by.as_deref_mut() else {
-                    return self.fail(
+                match &mut grouping {
+                    Grouping::None => return self.fail(
                         "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …"
                             .to_string(),
-                    );
-                };
-                if !keys.is_empty() {
-                    return self.fail("only one GROUP BY may be given".to_string());
-                }
-                self.pos += 1;
-                self.expect_keyword("BY", "after GROUP")?;
-                loop {
-                    keys.push(self.group_key()?);
-                    if !self.eat_symbol(",") {
-                        break;
+                    ),
+                    Grouping::Keys(keys) if !keys.is_empty() => {
+                        return self.fail("only one GROUP BY may be given".to_string())
+                    }
+                    Grouping::Waits(Some(_)) => {
+                        return self.fail("only one GROUP BY may be given".to_string())
+                    }
+                    Grouping::Keys(keys) => {
+                        self.pos += 1;
+                        self.expect_keyword("BY", "after GROUP")?;
+                        loop {
+                            keys.push(self.group_key()?);
+                            if !self.eat_symbol(",") {
+                                break;
+                            }
+                        }
+                    }
+                    Grouping::Waits(by) => {
+                        self.pos += 1;
+                        self.expect_keyword("BY", "after GROUP")?;
+                        **by = Some(self.wait_group()?);
                     }
                 }
             } else {
@@ -1042,23 +1078,40 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn group_key(&mut self) -> PResult<GroupKey> {
-        let key = [
-            ("PROCESS", GroupKey::Process),
-            ("PEER", GroupKey::Peer),
-            ("OPERATION", GroupKey::Operation),
-            ("TAG", GroupKey::Tag),
-            ("COMM", GroupKey::Comm),
-        ]
-        .into_iter()
-        .find(|(k, _)| self.is_keyword(k));
-        match key {
-            Some((_, k)) => {
+    /// One of `choices`' keywords, consumed, as its value; else `expected {what}`.
+    fn keyword_of<T: Copy>(&mut self, choices: &[(&str, T)], what: &str) -> PResult<T> {
+        match choices.iter().find(|(k, _)| self.is_keyword(k)) {
+            Some((_, v)) => {
                 self.pos += 1;
-                Ok(k)
+                Ok(*v)
             }
-            None => self.expected("PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY"),
+            None => self.expected(what),
         }
+    }
+
+    fn group_key(&mut self) -> PResult<GroupKey> {
+        self.keyword_of(
+            &[
+                ("PROCESS", GroupKey::Process),
+                ("PEER", GroupKey::Peer),
+                ("OPERATION", GroupKey::Operation),
+                ("TAG", GroupKey::Tag),
+                ("COMM", GroupKey::Comm),
+            ],
+            "PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY",
+        )
+    }
+
+    fn wait_group(&mut self) -> PResult<WaitGroup> {
+        self.keyword_of(
+            &[
+                ("PROCESS", WaitGroup::Process),
+                ("OPERATION", WaitGroup::Operation),
+                ("ROUTINE", WaitGroup::Routine),
+                ("PHASE", WaitGroup::Phase),
+            ],
+            "PROCESS, OPERATION, ROUTINE or PHASE after WAIT STATES GROUP BY",
+        )
     }
 
     fn order_key(&mut self) -> PResult<OrderKey> {
@@ -1276,7 +1329,7 @@ impl<'a> Parser<'a> {
         }
         let magnitude = match field {
             Field::Size => self.quantity(Dimension::Size, after)?.0,
-            Field::Duration => self.quantity(Dimension::Time, after)?.0,
+            Field::Duration | Field::Wait => self.quantity(Dimension::Time, after)?.0,
             _ => {
                 let num = match self.peek() {
                     Some(t) if t.kind == Kind::Number && !t.text.contains('.') => t,
@@ -1415,12 +1468,13 @@ impl<'a> Parser<'a> {
             ("PEER", Field::Peer),
             ("ROOT", Field::Root),
             ("COMM", Field::Comm),
+            ("WAIT", Field::Wait),
         ]
         .into_iter()
         .find(|(k, _)| self.is_keyword(k));
         let Some((_, field)) = field else {
             return self.expected(&format!(
-                "a condition {after} (on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT or COMM)"
+                "a condition {after} (on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)"
             ));
         };
         self.pos += 1;

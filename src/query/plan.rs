@@ -4,13 +4,16 @@
 //! the [`Selected`] ids and their plan are what the operators of [`exec`](super::exec) read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use roaring::RoaringTreemap;
 
 use super::ast::{Scope, Selection, Target, Within};
+use super::exec::uses_wait;
 use super::names::{no_pattern, phase_ids, phase_of, rank_list};
 use super::usage;
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
+use crate::analysis::waits::{self, WaitStates, WAITS_KEY};
 use crate::error::{Error, Result};
 use crate::model::OpKind;
 use crate::store::ids::{chunk_id_space, chunk_ids};
@@ -33,6 +36,9 @@ pub(crate) struct Selected {
     pub(crate) messages: bool,
     pub(crate) ids: RoaringTreemap,
     pub(crate) plan: Vec<PlanStep>,
+    /// The trace's wait states, loaded only when the statement reads `WAIT` (never under
+    /// `EXPLAIN`): operation rows then carry a `wait_ns` column.
+    pub(crate) waits: Option<Arc<WaitStates>>,
 }
 
 /// Runs statements against one trace.
@@ -335,11 +341,47 @@ impl<'a> Engine<'a> {
                 actual: None,
             });
         }
-        Ok(Selected {
+        let mut selected = Selected {
             messages,
             ids,
             plan,
-        })
+            waits: None,
+        };
+        if uses_wait(sel.filter.predicate.as_ref()) {
+            if messages {
+                return Err(usage(
+                    "WAIT is the waiting time of an operation; messages have none \
+                     (SELECT LATE SENDERS lists the messages that were waited for)",
+                ));
+            }
+            self.load_waits(&mut selected)?;
+        }
+        Ok(selected)
+    }
+
+    /// Gives `selected` the trace's wait states: read back when stored, else computed and
+    /// stored first; under `EXPLAIN` only named as a step (nothing is computed or written).
+    pub(crate) fn load_waits(&self, selected: &mut Selected) -> Result<()> {
+        if selected.waits.is_some() {
+            return Ok(());
+        }
+        let estimated = selected.ids.len();
+        let step = if self.plan_only {
+            if self.trace.result::<WaitStates>(WAITS_KEY)?.is_some() {
+                "read the stored wait states".to_string()
+            } else {
+                "wait state analysis runs first (nothing stored yet)".to_string()
+            }
+        } else {
+            selected.waits = Some(Arc::new(waits::stored_wait_states(self.trace, false)?));
+            "read the stored wait states (computed and stored the first time)".to_string()
+        };
+        selected.plan.push(PlanStep {
+            step,
+            estimated,
+            actual: None,
+        });
+        Ok(())
     }
 
     /// `EXPLAIN`'s step for a pattern's or phase's ids: from the stored result when there is

@@ -2,7 +2,7 @@
 //! in MPI, the communication matrix and histograms, over the whole trace (from what import
 //! kept) or over the rows a selection reads.
 
-use super::ast::{Bins, Filter, Scope, Selection, Statistic, Target};
+use super::ast::{Bins, Filter, Scope, Select, Selection, Statistic, Target};
 use super::exec::{measure, Row};
 use super::plan::{Engine, PlanStep};
 use super::usage;
@@ -12,8 +12,10 @@ use crate::model::{Message, Operation, Rank};
 use crate::results::ResultSet;
 
 impl<'a> Engine<'a> {
+    /// Runs (or plans, for `EXPLAIN`) statistic `statistic` of `SELECT` `s`.
     pub(crate) fn statistic(
         &self,
+        s: &Select,
         statistic: Statistic,
         target: Option<Target>,
         filter: &Filter,
@@ -193,6 +195,8 @@ impl<'a> Engine<'a> {
                     selected.plan,
                 )
             }
+            Statistic::WaitStates(by) => self.wait_states_table(by, target, filter)?,
+            Statistic::LateSenders => self.late_senders(s, target, filter)?,
             Statistic::Histogram { of, bins } => {
                 let sel = Selection {
                     target: target.unwrap_or(Target::Messages),

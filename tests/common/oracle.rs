@@ -154,6 +154,10 @@ pub fn op_field(o: &Operation, f: Field) -> Option<i128> {
         Field::Peer => o.dest.or(o.source).map(i128::from),
         Field::Root => o.root.map(i128::from),
         Field::Comm => o.comm.map(i128::from),
+        // The strategies below never generate WAIT: an operation's wait comes from the wait
+        // state analysis (checked on its own in tests/waits.rs and tests/query.rs), which a
+        // naive row-by-row oracle has no independent way to compute.
+        Field::Wait => None,
     }
 }
 
@@ -165,7 +169,8 @@ pub fn msg_field(m: &Message, f: Field) -> Option<i128> {
         Field::Sender => Some(i128::from(m.sender)),
         Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
         Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
-        Field::Root => None,
+        // Messages have no WAIT (the engine refuses it on them).
+        Field::Root | Field::Wait => None,
         Field::Comm => Some(i128::from(m.comm)),
     }
 }

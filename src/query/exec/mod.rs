@@ -7,6 +7,7 @@ mod aggregate;
 mod order;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use roaring::RoaringTreemap;
 
@@ -15,16 +16,32 @@ use super::ast::{
 };
 use super::names::describe_comm;
 use super::plan::{Engine, PlanStep, Selected};
+use crate::analysis::waits::WaitStates;
 use crate::error::{Error, Limit, Result};
 use crate::model::{CommId, Message, Operation, Rank};
 use crate::results::{ResultSet, RowSink, Value};
 use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
 
-use order::{order_and_limit, order_keys, TopK};
+pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
 
-/// The columns of a selection's rows: operations or messages.
-pub(crate) fn row_columns(messages: bool) -> Vec<String> {
+/// Whether a condition reads `WAIT`.
+pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
+    let mut stack: Vec<&Expr> = p.into_iter().collect();
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Compare(c) if c.field == Field::Wait => return true,
+            Expr::Compare(_) => {}
+            Expr::And(items) | Expr::Or(items) => stack.extend(items),
+            Expr::Not(a) => stack.push(a),
+        }
+    }
+    false
+}
+
+/// The columns of a selection's rows: operations or messages; operations with `wait_ns`
+/// last when the statement reads `WAIT` (`waits`).
+pub(crate) fn row_columns(messages: bool, waits: bool) -> Vec<String> {
     let names: &[&str] = if messages {
         &[
             "id",
@@ -53,7 +70,19 @@ pub(crate) fn row_columns(messages: bool) -> Vec<String> {
             "root",
         ]
     };
-    names.iter().map(|n| n.to_string()).collect()
+    let mut columns: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    if waits && !messages {
+        columns.push(WAIT_COLUMN.to_string());
+    }
+    columns
+}
+
+/// The column of an operation's wait (ns).
+pub(crate) const WAIT_COLUMN: &str = "wait_ns";
+
+/// An operation's wait in ns (0 when it did not wait).
+pub(crate) fn wait_of(waits: &WaitStates, op: u64) -> u64 {
+    waits.of(op).map_or(0, |w| w.time)
 }
 
 /// A row of a selection, read from the store.
@@ -122,6 +151,7 @@ impl<'a> Engine<'a> {
             among,
             predicate: sel.filter.predicate.clone(),
             comm_ids,
+            waits: selected.waits.clone(),
             kept: 0,
         })
     }
@@ -184,9 +214,10 @@ impl<'a> Engine<'a> {
         Ok(out)
     }
 
-    /// A row's values, in the order of [`row_columns`].
-    pub(crate) fn row_values(&self, row: &Row) -> Vec<Value> {
-        match row {
+    /// A row's values, in the order of [`row_columns`] (with the wait of an operation when
+    /// `waits` are given).
+    pub(crate) fn row_values(&self, row: &Row, waits: Option<&WaitStates>) -> Vec<Value> {
+        let mut values = match row {
             Row::Msg(id, m) => vec![
                 (*id).into(),
                 m.sender.into(),
@@ -212,7 +243,11 @@ impl<'a> Engine<'a> {
                 o.recv_bytes.into(),
                 o.root.into(),
             ],
+        };
+        if let (Row::Op(id, _), Some(w)) = (row, waits) {
+            values.push(wait_of(w, *id).into());
         }
+        values
     }
 
     pub(crate) fn comm_name(&self, id: CommId) -> String {
@@ -271,7 +306,7 @@ impl<'a> Engine<'a> {
                 statistic,
                 target,
                 filter,
-            } => self.statistic(*statistic, *target, filter)?,
+            } => self.statistic(s, *statistic, *target, filter)?,
         };
         if explain {
             let mut r = ResultSet::new(["step", "plan", "estimated_rows", "actual_rows"]);
@@ -297,7 +332,12 @@ impl<'a> Engine<'a> {
             return sink.result(self.select(s, false)?);
         };
         let mut selected = self.select_ids(sel)?;
-        let columns = row_columns(selected.messages);
+        if !selected.messages && orders_by_wait(s) {
+            self.load_waits(&mut selected)?;
+        }
+        let waits = selected.waits.clone();
+        let waits = waits.as_deref();
+        let columns = row_columns(selected.messages, waits.is_some());
         let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         if s.order_by.is_empty() {
             sink.columns(&columns)?;
@@ -306,7 +346,7 @@ impl<'a> Engine<'a> {
             }
             let mut written = 0usize;
             return self.each_row(sel, &mut selected, |row| {
-                sink.row(self.row_values(&row))?;
+                sink.row(self.row_values(&row, waits))?;
                 written += 1;
                 Ok(limit.is_none_or(|l| written < l))
             });
@@ -321,14 +361,14 @@ impl<'a> Engine<'a> {
                     rows: Vec::new(),
                 };
                 self.each_row(sel, &mut selected, |row| {
-                    top.push(self.row_values(&row));
+                    top.push(self.row_values(&row, waits));
                     Ok(true)
                 })?;
                 all.rows = top.into_rows();
             }
             None => {
                 self.each_row(sel, &mut selected, |row| {
-                    all.push(self.row_values(&row));
+                    all.push(self.row_values(&row, waits));
                     Ok(true)
                 })?;
                 all = order_and_limit(all, s, self.cancel)?;
@@ -369,6 +409,8 @@ pub(crate) struct Scan<'a> {
     among: Option<Vec<Rank>>,
     predicate: Option<Expr>,
     comm_ids: BTreeMap<String, CommId>,
+    /// The wait states, when the statement reads `WAIT`.
+    waits: Option<Arc<WaitStates>>,
     /// Rows kept so far.
     pub(crate) kept: u64,
 }
@@ -403,7 +445,9 @@ impl Scan<'_> {
 
     /// The next row kept, as its values in the order of [`row_columns`].
     pub(crate) fn next_values(&mut self) -> Result<Option<Vec<Value>>> {
-        Ok(self.next_row()?.map(|row| self.engine.row_values(&row)))
+        Ok(self
+            .next_row()?
+            .map(|row| self.engine.row_values(&row, self.waits.as_deref())))
     }
 
     fn keeps(&self, row: &Row) -> bool {
@@ -412,7 +456,7 @@ impl Scan<'_> {
             && self
                 .predicate
                 .as_ref()
-                .is_none_or(|p| eval(p, row, &self.comm_ids))
+                .is_none_or(|p| eval(p, row, &self.comm_ids, self.waits.as_deref()))
     }
 }
 
@@ -462,10 +506,11 @@ pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
 
 /// A field's value on a row, exactly (sizes and times are 64-bit unsigned, tags and ranks 32
 /// bits: all fit 128 bits with their sign); `None` when the row has no such field (then a
-/// comparison fails, except `!=`, which holds).
-fn field(row: &Row, f: Field) -> Option<i128> {
+/// comparison fails, except `!=`, which holds). `WAIT` is read from `waits`, which the
+/// planner loads for any statement that reads it.
+fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
     match row {
-        Row::Op(_, o) => match f {
+        Row::Op(id, o) => match f {
             Field::Size => Some(i128::from(o.send_bytes.max(o.recv_bytes))),
             Field::Tag => o.send_tag.or(o.recv_tag).map(i128::from),
             Field::Sender => {
@@ -488,6 +533,7 @@ fn field(row: &Row, f: Field) -> Option<i128> {
             Field::Peer => o.dest.or(o.source).map(i128::from),
             Field::Root => o.root.map(i128::from),
             Field::Comm => o.comm.map(i128::from),
+            Field::Wait => waits.map(|w| i128::from(wait_of(w, *id))),
         },
         Row::Msg(_, m) => match f {
             Field::Size => Some(i128::from(m.bytes)),
@@ -495,7 +541,7 @@ fn field(row: &Row, f: Field) -> Option<i128> {
             Field::Sender => Some(i128::from(m.sender)),
             Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
             Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
-            Field::Root => None,
+            Field::Root | Field::Wait => None,
             Field::Comm => Some(i128::from(m.comm)),
         },
     }
@@ -503,11 +549,11 @@ fn field(row: &Row, f: Field) -> Option<i128> {
 
 /// Whether `e` holds on `row`. Chains are flat lists and nesting is bounded
 /// ([`check_nesting`]), so the recursion is shallow.
-fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
+fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>, waits: Option<&WaitStates>) -> bool {
     match e {
-        Expr::And(items) => items.iter().all(|x| eval(x, row, comms)),
-        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms)),
-        Expr::Not(a) => !eval(a, row, comms),
+        Expr::And(items) => items.iter().all(|x| eval(x, row, comms, waits)),
+        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms, waits)),
+        Expr::Not(a) => !eval(a, row, comms, waits),
         Expr::Compare(c) => {
             let right = match &c.value {
                 super::ast::Value::Number(n) => *n,
@@ -516,7 +562,7 @@ fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>) -> bool {
                     None => return c.op == CmpOp::Ne,
                 },
             };
-            match field(row, c.field) {
+            match field(row, c.field, waits) {
                 Some(left) => c.op.holds(left, right),
                 None => c.op == CmpOp::Ne,
             }

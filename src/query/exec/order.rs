@@ -7,14 +7,16 @@ use crate::error::{Error, NameKind, Result};
 use crate::query::ast::{OrderColumn, Select};
 use crate::results::{ResultSet, Value};
 
-/// The result columns `ORDER BY` names, with whether each is descending.
+/// The result columns `ORDER BY` names, with whether each is descending. A name matches a
+/// column of that name, or else the column of that name in nanoseconds (`ORDER BY wait` is
+/// `ORDER BY wait_ns`).
 pub(crate) fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, bool)>> {
     let column = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
     s.order_by
         .iter()
         .map(|k| {
             let col = match &k.column {
-                OrderColumn::Name(n) => column(n),
+                OrderColumn::Name(n) => column(n).or_else(|| column(&format!("{n}_ns"))),
                 OrderColumn::Aggregate(a) => column(&a.to_string()),
                 OrderColumn::Position(p) => {
                     (*p as usize).checked_sub(1).filter(|i| *i < columns.len())
@@ -34,6 +36,15 @@ pub(crate) fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, b
             Ok((col, k.descending))
         })
         .collect()
+}
+
+/// Whether `ORDER BY` names an operation's wait (`wait` or `wait_ns`), a column operation
+/// rows carry only when the statement reads `WAIT`.
+pub(crate) fn orders_by_wait(s: &Select) -> bool {
+    s.order_by.iter().any(|k| {
+        matches!(&k.column, OrderColumn::Name(n)
+            if n.eq_ignore_ascii_case("wait") || n.eq_ignore_ascii_case(super::WAIT_COLUMN))
+    })
 }
 
 /// Orders two result rows by `keys`.
