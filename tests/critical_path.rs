@@ -320,3 +320,81 @@ fn the_path_runs_through_the_delayed_rank_and_spans_the_run_in_every_scenario() 
         );
     }
 }
+
+/// `SELECT CRITICAL PATH [SUMMARY]`: the rows are the library's path, segment by segment, and
+/// the summary its length, imbalance, ranks' shares and activities; the delayed rank of a
+/// generated stencil carries the delay on the path.
+#[test]
+fn the_critical_path_statements_give_the_librarys_path() {
+    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    use mtfdb::query::Session;
+    let config = GenConfig {
+        delays: vec![Delay {
+            rank: 5,
+            iteration: 6,
+            duration: 10_000_000,
+        }],
+        ..GenConfig::new(Scenario::Stencil2d, 16, 12)
+    };
+    let (_dir, db) = common::generated_db(&config);
+    let path = critical_path(&db.trace("t").unwrap()).unwrap();
+    let mut s = Session::new(db);
+    s.run("USE TRACE t").unwrap();
+    let rows: Vec<(u64, u64, u64, String)> = s
+        .query("SELECT CRITICAL PATH")
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            (
+                row.get::<u64>("rank").unwrap(),
+                row.get::<u64>("start_ns").unwrap(),
+                row.get::<u64>("end_ns").unwrap(),
+                row.get::<String>("activity").unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, u64, u64, String)> = path
+        .segments
+        .iter()
+        .map(|seg| {
+            let activity = match seg.activity {
+                Activity::Computation => "computation".to_string(),
+                Activity::Mpi { kind, .. } => kind.mpi_name().unwrap().to_string(),
+            };
+            (u64::from(seg.rank), seg.start, seg.end, activity)
+        })
+        .collect();
+    assert_eq!(rows, expected);
+
+    let summary = s.run("SELECT CRITICAL PATH SUMMARY").unwrap();
+    let part = |name: &str| -> Vec<mtfdb::results::Value> {
+        summary
+            .rows
+            .iter()
+            .find(|r| r[0] == mtfdb::results::Value::Text(name.to_string()))
+            .unwrap_or_else(|| panic!("no {name} row"))
+            .clone()
+    };
+    use mtfdb::results::Value::Int;
+    assert_eq!(part("path")[1], Int(i128::from(path.length())));
+    assert_eq!(part("path")[4], Int(i128::from(path.imbalance())));
+    let on_path = path.per_rank(16);
+    assert_eq!(part("rank 5")[1], Int(i128::from(on_path[5])));
+    assert!(
+        on_path[5] >= 10_000_000,
+        "rank 5 carries the delay: {on_path:?}"
+    );
+    // The imbalance is at least most of the delay: the other ranks computed 10 ms less.
+    assert!(path.imbalance() >= 9_000_000, "{}", path.imbalance());
+    // Every rank on the path has a row, and the ranks' times add up to the length.
+    let ranks_total: i128 = summary
+        .rows
+        .iter()
+        .filter(|r| matches!(&r[0], mtfdb::results::Value::Text(t) if t.starts_with("rank ")))
+        .map(|r| match r[1] {
+            Int(t) => t,
+            _ => panic!("a rank's time is a number"),
+        })
+        .sum();
+    assert_eq!(ranks_total, i128::from(path.length()));
+}

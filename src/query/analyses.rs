@@ -6,6 +6,7 @@ use super::names::{known_rank, phase_ids};
 use super::plan::Engine;
 use super::session::Session;
 use super::usage;
+use crate::analysis::critical_path::{self, Activity, CriticalPath};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::structure;
 use crate::error::{Error, Result};
@@ -40,6 +41,63 @@ fn shorten(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().take(max).collect();
     format!("{cut} …")
+}
+
+/// `SELECT CRITICAL PATH SUMMARY`: the path's length and imbalance, each rank's time on it
+/// (ranks that are on it), and each activity's time on it beside the average rank's.
+fn critical_path_summary(
+    path: &CriticalPath,
+    ranks: u32,
+    activity: impl Fn(Option<crate::model::OpKind>) -> Value,
+) -> ResultSet {
+    let mut r = ResultSet::new([
+        "part",
+        "on_path_ns",
+        "share",
+        "average_per_rank_ns",
+        "imbalance_ns",
+    ]);
+    let length = path.length();
+    let share = |t: Time| -> Value {
+        if length == 0 {
+            Value::Null
+        } else {
+            (t as f64 / length as f64).into()
+        }
+    };
+    r.push(vec![
+        "path".into(),
+        length.into(),
+        share(length),
+        Value::Null,
+        path.imbalance().into(),
+    ]);
+    for (rank, t) in path.per_rank(ranks).into_iter().enumerate() {
+        if t > 0 {
+            r.push(vec![
+                format!("rank {rank}").into(),
+                t.into(),
+                share(t),
+                Value::Null,
+                Value::Null,
+            ]);
+        }
+    }
+    for (class, t) in path.per_activity() {
+        let average = path
+            .averages
+            .iter()
+            .find(|(c, _)| *c == class)
+            .map_or(0, |a| a.1);
+        r.push(vec![
+            activity(class),
+            t.into(),
+            share(t),
+            average.into(),
+            t.saturating_sub(average).into(),
+        ]);
+    }
+    r
 }
 
 impl Session {
@@ -184,6 +242,43 @@ impl Session {
                     r.push(vec![format!("-- main loop: {main}").into()]);
                 }
                 r
+            }
+            Analysis::CriticalPath { summary } => {
+                let path = critical_path::stored_critical_path(trace, false)?;
+                let activity = |class: Option<crate::model::OpKind>| -> Value {
+                    match class {
+                        None => "computation".into(),
+                        Some(kind) => trace.kind_name(kind).into(),
+                    }
+                };
+                if *summary {
+                    critical_path_summary(&path, trace.header().processes.len() as u32, activity)
+                } else {
+                    let mut r = ResultSet::new([
+                        "segment",
+                        "rank",
+                        "start_ns",
+                        "end_ns",
+                        "duration_ns",
+                        "activity",
+                        "op",
+                    ]);
+                    for (i, s) in path.segments.iter().enumerate() {
+                        r.push(vec![
+                            (i as u64).into(),
+                            s.rank.into(),
+                            s.start.into(),
+                            s.end.into(),
+                            s.duration().into(),
+                            activity(s.activity.class()),
+                            match s.activity {
+                                Activity::Mpi { op, .. } => op.into(),
+                                Activity::Computation => Value::Null,
+                            },
+                        ]);
+                    }
+                    r
+                }
             }
             Analysis::GlobalModel => {
                 let found = structure::global_model_text(trace, false)?;

@@ -90,6 +90,13 @@ pub enum Analysis {
     },
     /// `SELECT LOGICAL TRACE [FOR PROCESS(n)]`: a process's trace with peers as directions.
     LogicalTrace(Option<Rank>),
+    /// `SELECT CRITICAL PATH [SUMMARY]`: the segments of the run's critical path (rank, time,
+    /// computation or the MPI call), or with `SUMMARY` its length, each rank's share and the
+    /// critical-path imbalance per activity.
+    CriticalPath {
+        /// The summary instead of the segments.
+        summary: bool,
+    },
 }
 
 /// A segmentation threshold `s0` in thousandths (kept exact so statements compare and print
@@ -667,6 +674,13 @@ impl fmt::Display for Analysis {
                 }
                 if let Some(k) = phase {
                     write!(f, " IN PHASE {k}")?;
+                }
+                Ok(())
+            }
+            Analysis::CriticalPath { summary } => {
+                f.write_str("SELECT CRITICAL PATH")?;
+                if *summary {
+                    f.write_str(" SUMMARY")?;
                 }
                 Ok(())
             }

@@ -598,6 +598,12 @@ impl<'a> Parser<'a> {
             self.pos += 2;
             self.expect_keyword("MODEL", "after SELECT GLOBAL")?;
             Ok(Some(Analysis::GlobalModel))
+        } else if word("CRITICAL") {
+            self.pos += 2;
+            self.expect_keyword("PATH", "after SELECT CRITICAL")?;
+            Ok(Some(Analysis::CriticalPath {
+                summary: self.eat_keyword("SUMMARY"),
+            }))
         } else if word("TOPOLOGY") {
             self.pos += 2;
             let (mut comm, mut phase) = (None, None);
