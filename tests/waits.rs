@@ -257,7 +257,8 @@ fn no_rank_waits_longer_than_it_spends_in_mpi() {
 
 /// Every real trace in `../shared/traces` (OTF2, OTF v1, DUMPI, Paraver): its waits are
 /// non-negative by construction, each lies within its own call, and no rank waits longer than
-/// it spends in MPI. Skipped with a message when the traces are not beside this checkout.
+/// it spends in MPI; its critical path spans the run without a gap. Skipped with a message when
+/// the traces are not beside this checkout.
 #[test]
 fn real_traces_wait_within_their_time_in_mpi() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
@@ -313,6 +314,24 @@ fn real_traces_wait_within_their_time_in_mpi() {
                 "{}: {w:?} in {op:?}",
                 file.display()
             );
+        }
+        // The critical path over these waits tiles the run, from the first operation's start
+        // to the last one's end, and every rank's share of it is within the run.
+        let path = mtfdb::analysis::critical_path::critical_path(&trace).unwrap();
+        let ops: Vec<(u64, u64)> = trace
+            .op_chunks()
+            .iter()
+            .flat_map(|info| trace.chunk_operations(info).unwrap())
+            .map(|(_, op)| (op.start, op.end))
+            .collect();
+        if let (Some(first), Some(last)) =
+            (ops.iter().map(|o| o.0).min(), ops.iter().map(|o| o.1).max())
+        {
+            assert_eq!(path.length(), last - first, "{}", file.display());
+            for pair in path.segments.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start, "{}", file.display());
+            }
+            assert!(path.imbalance() <= path.length(), "{}", file.display());
         }
         waited_somewhere |= !states.waits.is_empty();
         eprintln!(
