@@ -398,3 +398,42 @@ fn an_injected_delay_makes_exactly_the_ranks_that_depend_on_it_wait_that_long() 
         }
     }
 }
+
+/// Several `--delay`s add up: rank 5 computes 10 ms longer in iteration 3 and rank 9 in
+/// iteration 8. In the scenarios that pass a delay to every rank (all but stencil2d, see the
+/// test above), each other rank waits 20 ms more, and each delayed rank 10 ms more (for the
+/// other's delay), to within twice the compute jitter.
+#[test]
+fn several_injected_delays_add_up_rank_by_rank() {
+    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    const DELAY: i64 = 10_000_000;
+    const SLACK: i64 = 250_000;
+    for scenario in Scenario::ALL {
+        if scenario == Scenario::Stencil2d {
+            continue;
+        }
+        let base = GenConfig::new(scenario, 16, 12);
+        let delay = |rank, iteration| Delay {
+            rank,
+            iteration,
+            duration: DELAY as u64,
+        };
+        let delayed = GenConfig {
+            delays: vec![delay(5, 3), delay(9, 8)],
+            ..base.clone()
+        };
+        let (before, after) = (per_rank_waits(&base), per_rank_waits(&delayed));
+        for rank in 0..16 {
+            let more = after[rank] as i64 - before[rank] as i64;
+            let expected = if rank == 5 || rank == 9 {
+                DELAY
+            } else {
+                2 * DELAY
+            };
+            assert!(
+                (more - expected).abs() <= 2 * SLACK,
+                "{scenario}: rank {rank} waits {more} ns more, expected {expected}"
+            );
+        }
+    }
+}
