@@ -237,17 +237,11 @@ fn assert_contiguous_and_within_events(trace: &Trace, path: &CriticalPath, what:
 /// delay.
 #[test]
 fn the_path_runs_through_the_delayed_rank_and_spans_the_run_in_every_scenario() {
-    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    use mtfdb::gen::{GenConfig, Scenario};
+    // The delay of `common::delayed_run`.
     const DELAY: Time = 10_000_000;
     for scenario in Scenario::ALL {
-        let config = GenConfig {
-            delays: vec![Delay {
-                rank: 5,
-                iteration: 6,
-                duration: DELAY,
-            }],
-            ..GenConfig::new(scenario, 16, 12)
-        };
+        let config = common::delayed_run(scenario);
         let (_dir, db) = common::generated_db(&config);
         let trace = db.trace("t").unwrap();
         let path = critical_path(&trace).unwrap();
@@ -326,16 +320,9 @@ fn the_path_runs_through_the_delayed_rank_and_spans_the_run_in_every_scenario() 
 /// generated stencil carries the delay on the path.
 #[test]
 fn the_critical_path_statements_give_the_librarys_path() {
-    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    use mtfdb::gen::Scenario;
     use mtfdb::query::Session;
-    let config = GenConfig {
-        delays: vec![Delay {
-            rank: 5,
-            iteration: 6,
-            duration: 10_000_000,
-        }],
-        ..GenConfig::new(Scenario::Stencil2d, 16, 12)
-    };
+    let config = common::delayed_run(Scenario::Stencil2d);
     let (_dir, db) = common::generated_db(&config);
     let path = critical_path(&db.trace("t").unwrap()).unwrap();
     let mut s = Session::new(db);

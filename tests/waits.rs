@@ -371,20 +371,13 @@ fn per_rank_waits(config: &mtfdb::gen::GenConfig) -> Vec<u64> {
 /// in the same call is absorbed into the longer one).
 #[test]
 fn an_injected_delay_makes_exactly_the_ranks_that_depend_on_it_wait_that_long() {
-    use mtfdb::gen::{Delay, GenConfig, Scenario};
+    use mtfdb::gen::{GenConfig, Scenario};
     const DELAY: i64 = 10_000_000;
     // stencil2d's 2 ms compute has up to 125 us of jitter.
     const SLACK: i64 = 250_000;
     for scenario in Scenario::ALL {
         let base = GenConfig::new(scenario, 16, 12);
-        let delayed = GenConfig {
-            delays: vec![Delay {
-                rank: 5,
-                iteration: 6,
-                duration: DELAY as u64,
-            }],
-            ..base.clone()
-        };
+        let delayed = common::delayed_run(scenario);
         let (before, after) = (per_rank_waits(&base), per_rank_waits(&delayed));
         for rank in 0..16 {
             let more = after[rank] as i64 - before[rank] as i64;

@@ -73,3 +73,16 @@ pub fn length_mismatches(trace: &Trace) -> Vec<(u64, u64)> {
 }
 
 pub mod oracle;
+
+/// `GenConfig::new(scenario, 16, 12)` with rank 5 computing 10 ms longer in iteration 6
+/// (`gen --delay 5:6:10ms`), the delayed run the wait-state and critical-path tests compare.
+pub fn delayed_run(scenario: mtfdb::gen::Scenario) -> GenConfig {
+    GenConfig {
+        delays: vec![mtfdb::gen::Delay {
+            rank: 5,
+            iteration: 6,
+            duration: 10_000_000,
+        }],
+        ..GenConfig::new(scenario, 16, 12)
+    }
+}
