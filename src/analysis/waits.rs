@@ -81,6 +81,18 @@ impl WaitKind {
         WaitKind::EarlyReduce,
     ];
 
+    /// The kind's position in [`WaitKind::ALL`] (the order of totals and report columns).
+    ///
+    /// ```
+    /// use mtfdb::analysis::waits::WaitKind;
+    /// for (i, kind) in WaitKind::ALL.into_iter().enumerate() {
+    ///     assert_eq!(kind.index(), i);
+    /// }
+    /// ```
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The kind's name as reports print it (`late sender`).
     ///
     /// ```
@@ -164,7 +176,7 @@ impl WaitStates {
     pub fn totals(&self) -> [Time; 6] {
         let mut out = [0; 6];
         for w in &self.waits {
-            out[kind_slot(w.kind)] += w.time;
+            out[w.kind.index()] += w.time;
         }
         out
     }
@@ -174,7 +186,7 @@ impl WaitStates {
         let mut out = vec![[0; 6]; ranks as usize];
         for w in &self.waits {
             if let Some(row) = out.get_mut(w.rank as usize) {
-                row[kind_slot(w.kind)] += w.time;
+                row[w.kind.index()] += w.time;
             }
         }
         out
@@ -200,10 +212,6 @@ pub const WAITS_KEY: &str = "waits/scalasca";
 /// and stored anew).
 pub fn stored_wait_states(trace: &Trace, refresh: bool) -> Result<WaitStates> {
     trace.stored_result(WAITS_KEY, refresh, || wait_states(trace))
-}
-
-fn kind_slot(kind: WaitKind) -> usize {
-    WaitKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
 /// What the analysis needs of one operation's call: `Other` for any call that neither

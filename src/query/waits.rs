@@ -22,11 +22,6 @@ use crate::hash::FxHashMap;
 use crate::model::{OpId, Operation, Rank, RoutineCall, Time};
 use crate::results::{ResultSet, Value};
 
-/// The position of `kind` in [`WaitKind::ALL`], the order of the columns.
-fn slot(kind: WaitKind) -> usize {
-    WaitKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
-}
-
 /// A kind's name as a column: `late_sender_ns`, `wait_at_nxn_ns`.
 fn kind_column(kind: WaitKind) -> String {
     format!("{}_ns", kind.name().replace(' ', "_").to_lowercase())
@@ -253,8 +248,8 @@ impl<'a> Engine<'a> {
             let tally = groups.entry(key).or_default();
             tally.mpi += op.end - op.start;
             if let Some(w) = waits.as_deref().and_then(|w| w.of(id)) {
-                tally.count[slot(w.kind)] += 1;
-                tally.time[slot(w.kind)] += w.time;
+                tally.count[w.kind.index()] += 1;
+                tally.time[w.kind.index()] += w.time;
             }
             Ok(true)
         })?;
@@ -266,7 +261,7 @@ impl<'a> Engine<'a> {
                 let all = groups.remove(&Key::Missing).unwrap_or_default();
                 let mut r = ResultSet::new(["kind", "waits", "total_ns", "share"]);
                 for kind in WaitKind::ALL {
-                    let (n, t) = (all.count[slot(kind)], all.time[slot(kind)]);
+                    let (n, t) = (all.count[kind.index()], all.time[kind.index()]);
                     r.push(vec![
                         kind.name().into(),
                         n.into(),
