@@ -140,7 +140,14 @@ pub struct Wait {
 /// `min(send_start, end) - start` when positive: what a receive (or the completion of one)
 /// over `[start, end]` waited for a send that started at `send_start`.
 pub fn late_sender(start: Time, end: Time, send_start: Time) -> Time {
-    send_start.min(end).saturating_sub(start)
+    wait_for_last(start, end, send_start)
+}
+
+/// A receive's late-sender wait, or `None` when the waiting call over `[start, end]` (the
+/// receive, or the Wait completing an Irecv) returned before its send began: the clocks
+/// disagree, and no wait can be told from them ([`WaitStates::inconsistent`]).
+pub(crate) fn receive_wait(start: Time, end: Time, send_start: Time) -> Option<Time> {
+    (send_start < end).then(|| late_sender(start, end, send_start))
 }
 
 /// What a blocking send over `[start, end]` waited for its receive, posted at `recv_start`:
@@ -339,13 +346,9 @@ pub(crate) fn wait_states_in(trace: &Trace, times: &mut OpTimes<'_>) -> Result<W
                 _ => Some((recv_op, recv)),
             };
             if let Some((op, call)) = waiting {
-                if send.start >= call.end {
-                    // The receive returned before its send began: the clocks disagree, and
-                    // no wait can be told from them.
-                    found.inconsistent += 1;
-                } else {
-                    let time = late_sender(call.start, call.end, send.start);
-                    found.add(op, call, WaitKind::LateSender, time, send.rank);
+                match receive_wait(call.start, call.end, send.start) {
+                    Some(time) => found.add(op, call, WaitKind::LateSender, time, send.rank),
+                    None => found.inconsistent += 1,
                 }
             }
             // Late receiver: blocking sends only.
@@ -401,10 +404,11 @@ pub(crate) fn wait_states_in(trace: &Trace, times: &mut OpTimes<'_>) -> Result<W
 
 /// The Wait (or Test) that completed each non-blocking call: the request links, sorted by
 /// the call (16 bytes a link, searched by bisection).
-struct Completions(Vec<(OpId, OpId)>);
+pub(crate) struct Completions(Vec<(OpId, OpId)>);
 
 impl Completions {
-    fn read(trace: &Trace) -> Result<Completions> {
+    /// The trace's request links.
+    pub(crate) fn read(trace: &Trace) -> Result<Completions> {
         let mut links: Vec<(OpId, OpId)> = trace
             .request_links()?
             .into_iter()
@@ -414,7 +418,8 @@ impl Completions {
         Ok(Completions(links))
     }
 
-    fn of(&self, request_op: OpId) -> Option<OpId> {
+    /// The operation that completed `request_op`'s request, if any.
+    pub(crate) fn of(&self, request_op: OpId) -> Option<OpId> {
         let i = self.0.partition_point(|&(op, _)| op < request_op);
         self.0
             .get(i)

@@ -153,8 +153,8 @@ pub(crate) struct Gen<'s> {
     patterns: std::collections::BTreeMap<String, PatternTruth>,
     /// Per logical position, the extra computation still due in the current iteration.
     delay_due: Vec<Time>,
-    /// The injected delays, as (world rank, iteration, ns).
-    delays: Vec<(Rank, u32, Time)>,
+    /// The injected delays.
+    delays: Vec<super::Delay>,
 }
 
 impl<'s> Gen<'s> {
@@ -187,21 +187,16 @@ impl<'s> Gen<'s> {
 
     /// The delays to inject (see [`super::Delay`]).
     pub(crate) fn set_delays(&mut self, delays: &[super::Delay]) {
-        self.delays = delays
-            .iter()
-            .map(|d| (d.rank, d.iteration, d.duration))
-            .collect();
+        self.delays = delays.to_vec();
     }
 
     /// Iteration `i` of the main loop begins: the delays of that iteration fall due, each
     /// added to its rank's first computation of the iteration.
     pub(crate) fn start_iteration(&mut self, i: u32) {
         self.delay_due.iter_mut().for_each(|d| *d = 0);
-        for &(rank, iteration, duration) in &self.delays {
-            if iteration == i {
-                let p = self.world_members[rank as usize] as usize;
-                self.delay_due[p] = self.delay_due[p].saturating_add(duration);
-            }
+        for d in self.delays.iter().filter(|d| d.iteration == i) {
+            let p = self.world_members[d.rank as usize] as usize;
+            self.delay_due[p] = self.delay_due[p].saturating_add(d.duration);
         }
     }
 

@@ -16,7 +16,7 @@ use super::names::phase_of;
 use super::plan::{Engine, PlanStep};
 use super::usage;
 use crate::analysis::detection::{self, PhaseParams};
-use crate::analysis::waits::{late_sender, WaitKind, WaitStates};
+use crate::analysis::waits::{receive_wait, Completions, WaitKind, WaitStates};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpId, Operation, Rank, RoutineCall, Time};
@@ -337,14 +337,13 @@ impl<'a> Engine<'a> {
         }
         // Each receive's waiting operation: itself (a blocking receive), or the Wait that
         // completed it (an Irecv).
-        let mut by_receive: FxHashMap<OpId, OpId> = waiting.keys().map(|&op| (op, op)).collect();
-        for link in self.trace.request_links()? {
-            if waiting.contains_key(&link.completion_op) {
-                by_receive
-                    .entry(link.request_op)
-                    .or_insert(link.completion_op);
+        let completions = Completions::read(self.trace)?;
+        let waiting_op = |recv_op: OpId| -> Option<OpId> {
+            if waiting.contains_key(&recv_op) {
+                return Some(recv_op);
             }
-        }
+            completions.of(recv_op).filter(|w| waiting.contains_key(w))
+        };
         let columns: Vec<String> = [
             "id",
             "sender",
@@ -372,13 +371,9 @@ impl<'a> Engine<'a> {
         for chunk in 0..self.trace.message_chunk_count() {
             self.check_cancel()?;
             for m in self.trace.message_chunk(chunk)? {
-                let found = by_receive
-                    .get(&m.recv_op)
-                    .and_then(|op| Some((*op, waiting.get(op)?)));
-                // A receive that ended before its send began (clocks out of step) waited for
-                // nothing the trace can show, as the wait states count it.
-                if let Some((op, (start, end, name))) = found.filter(|(_, w)| m.send_time < w.1) {
-                    let wait = late_sender(*start, *end, m.send_time);
+                let found = waiting_op(m.recv_op).and_then(|op| Some((op, waiting.get(&op)?)));
+                if let Some((op, (start, end, name))) = found {
+                    let wait = receive_wait(*start, *end, m.send_time).unwrap_or(0);
                     if wait > 0 {
                         kept += 1;
                         let row = vec![
