@@ -65,7 +65,7 @@ use super::op_times::OpTimes;
 use crate::analysis::waits::{stored_wait_states, wait_states_in, WaitStates};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::model::{OpId, OpKind, Rank, Time};
+use crate::model::{CollectiveInstance, OpId, OpKind, Rank, Time};
 use crate::store::OpChunkInfo;
 use crate::Trace;
 
@@ -209,24 +209,28 @@ pub fn stored_critical_path(trace: &Trace, refresh: bool) -> Result<CriticalPath
 /// ```
 pub fn critical_path(trace: &Trace) -> Result<CriticalPath> {
     let mut times = OpTimes::new(trace);
-    let waits = wait_states_in(trace, &mut times)?;
-    path_over(trace, &waits, &mut times)
+    let instances = trace.collective_instances()?;
+    let waits = wait_states_in(trace, &mut times, &instances)?;
+    path_over(trace, &waits, &mut times, &instances)
 }
 
 /// The critical path of `trace` over its wait states `waits` (from
 /// [`wait_states`] or [`stored_wait_states`]).
 pub fn critical_path_with(trace: &Trace, waits: &WaitStates) -> Result<CriticalPath> {
-    path_over(trace, waits, &mut OpTimes::new(trace))
+    let instances = trace.collective_instances()?;
+    path_over(trace, waits, &mut OpTimes::new(trace), &instances)
 }
 
-/// The path over `waits`, reading operations through `times`: one chunk cache for every
-/// pass, so that what one pass read the next finds decoded.
+/// The path over `waits`, reading operations through `times` (one chunk cache for every
+/// pass, so that what one pass read the next finds decoded) and the trace's collective
+/// `instances` (read once by the caller, which the wait states may have used too).
 fn path_over<'t>(
     trace: &'t Trace,
     waits: &WaitStates,
     times: &mut OpTimes<'t>,
+    instances: &[CollectiveInstance],
 ) -> Result<CriticalPath> {
-    let releases = releases(trace, waits, times)?;
+    let releases = releases(trace, waits, times, instances)?;
     let segments = walk(trace, &releases, times)?;
     let averages = averages(trace, waits, times)?;
     Ok(CriticalPath { segments, averages })
@@ -239,17 +243,16 @@ fn releases(
     trace: &Trace,
     waits: &WaitStates,
     times: &mut OpTimes<'_>,
+    instances: &[CollectiveInstance],
 ) -> Result<FxHashMap<OpId, (Time, Rank)>> {
     let mut out: FxHashMap<OpId, (Time, Rank)> = waits
         .waits
         .iter()
         .map(|w| (w.op, (w.start + w.time, w.partner)))
         .collect();
-    let blocking: Vec<_> = trace
-        .collective_instances()?
-        .into_iter()
-        .filter(|i| i.kind.blocking_collective() == Some(i.kind))
-        .collect();
+    let blocking = instances
+        .iter()
+        .filter(|i| i.kind.blocking_collective() == Some(i.kind));
     for instance in blocking {
         trace.check_cancel()?;
         let mut members: Vec<(OpId, Member)> = Vec::with_capacity(instance.ops.len());

@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 use super::op_times::OpTimes;
 use crate::error::Result;
 use crate::hash::FxHashMap;
-use crate::model::{OpId, OpKind, Rank, Time};
+use crate::model::{CollectiveInstance, OpId, OpKind, Rank, Time};
 use crate::Trace;
 
 /// Why an operation waited.
@@ -316,12 +316,18 @@ impl Found {
 /// # }
 /// ```
 pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
-    wait_states_in(trace, &mut OpTimes::new(trace))
+    let instances = trace.collective_instances()?;
+    wait_states_in(trace, &mut OpTimes::new(trace), &instances)
 }
 
-/// [`wait_states`] reading operations through `times`, which a caller shares with what it
-/// does next (the critical path reads the same chunks).
-pub(crate) fn wait_states_in(trace: &Trace, times: &mut OpTimes<'_>) -> Result<WaitStates> {
+/// [`wait_states`] reading operations through `times` and the trace's collective
+/// `instances`, which a caller shares with what it does next (the critical path reads the
+/// same chunks and instances).
+pub(crate) fn wait_states_in(
+    trace: &Trace,
+    times: &mut OpTimes<'_>,
+    instances: &[CollectiveInstance],
+) -> Result<WaitStates> {
     use crate::store::MessageField::{RecvOp, SendOp, SendTime};
     let mut calls = Calls(times);
     let completion = Completions::read(trace)?;
@@ -358,7 +364,7 @@ pub(crate) fn wait_states_in(trace: &Trace, times: &mut OpTimes<'_>) -> Result<W
             }
         }
     }
-    for instance in trace.collective_instances()? {
+    for instance in instances {
         trace.check_cancel()?;
         let mut members = Vec::with_capacity(instance.ops.len());
         for &op in &instance.ops {
