@@ -88,24 +88,31 @@ fn main() {
     let trace = db.trace("stencil").unwrap();
     let ((alphabet, nests), read) = best(|| structure::loop_nests(&trace).unwrap());
     let (model, merge) = best(|| structure::merge_nests(&alphabet, &nests));
+    // P1's merge of every rank as its own process, for comparison.
+    let (per_rank, merge_per_rank) = best(|| {
+        loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), |s| {
+            structure::role(&alphabet, s)
+        })
+    });
     let events: u64 = nests.iter().map(|(_, n)| n.events()).sum();
-    let loops = model
-        .items
-        .iter()
-        .filter(|i| matches!(i, loops::GlobalItem::Loop { .. }))
-        .count();
-    assert_eq!(loops, 1, "one main loop");
-    assert!(
-        model
-            .items
+    for items in [&model.model.items, &per_rank.items] {
+        let loops = items
             .iter()
-            .all(|i| i.ranks().len() == ranks as usize),
-        "every top-level item covers every rank"
-    );
+            .filter(|i| matches!(i, loops::GlobalItem::Loop { .. }))
+            .count();
+        assert_eq!(loops, 1, "one main loop");
+        assert!(
+            items.iter().all(|i| i.ranks().len() == ranks as usize),
+            "every top-level item covers every rank"
+        );
+    }
     println!(
-        "global model of {ranks} ranks ({events} events): reading and NLR (baseline) {read:.3} s, merge {merge:.3} s ({:.2}x); {} bytes of model text",
+        "global model of {ranks} ranks ({events} events): reading and NLR (baseline) {read:.3} s, merge of {} classes of ranks {merge:.3} s ({:.2}x), {} bytes of model text; every rank merged as its own process {merge_per_rank:.3} s ({:.2}x), {} bytes",
+        model.classes,
         merge / read,
-        model.render(|s| alphabet.name(s)).len()
+        model.render().len(),
+        merge_per_rank / read,
+        per_rank.render(|s| alphabet.name(s)).len()
     );
     drop(trace);
     drop(db);

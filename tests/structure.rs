@@ -147,11 +147,11 @@ fn the_global_model_gives_the_stored_communication_matrix() {
     for scenario in Scenario::ALL {
         let (_dir, db) = generated_db(&GenConfig::new(scenario, 16, 10));
         let trace = db.trace("t").unwrap();
-        let (alphabet, model) = structure::global_model(&trace).unwrap();
+        let model = structure::global_model(&trace).unwrap();
         let mut from_model: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         for rank in 0..16 {
             for s in model.project(rank) {
-                if let EventKey::Send(q) = alphabet.key(s) {
+                if let EventKey::Send(q) = model.alphabet.key(s) {
                     *from_model.entry((rank, q)).or_default() += 1;
                 }
             }
@@ -228,4 +228,52 @@ fn an_otf2_ping_pong_is_one_loop_of_its_rounds_inside_main() {
         text(&s.run("SELECT GLOBAL MODEL").unwrap()),
         "main( @0-1\nfor i0 in 0..20 @0-1 {\n  R1 S1 @0\n  R0 S0 @1\n}\n) @0-1"
     );
+}
+
+/// The global model of many ranks merges the classes of ranks that do the same relative to
+/// themselves (a grid's interior, its four edges and four corners) and stays exact: every
+/// rank projects its own events, the sends of all projections are the stored matrix, and
+/// the model's text has as many lines at 16,384 ranks as at 1,024.
+#[test]
+fn the_global_model_of_a_16384_rank_grid_is_its_nine_kinds_of_rank_and_exact() {
+    use mtfdb::analysis::loops::expand;
+    use mtfdb::analysis::process_events::EventKey;
+    use std::collections::BTreeMap;
+    let mut lines = Vec::new();
+    for ranks in [1024, 16384] {
+        let (_dir, db) = generated_db(&GenConfig::new(Scenario::Stencil2d, ranks, 3));
+        let trace = db.trace("t").unwrap();
+        let (alphabet, nests) = structure::loop_nests(&trace).unwrap();
+        let model = structure::merge_nests(&alphabet, &nests);
+        assert_eq!(model.classes, 9, "{ranks} ranks");
+        let mut sent: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        for (rank, nest) in &nests {
+            let projected = model.project(*rank);
+            assert_eq!(projected, expand(nest), "rank {rank} of {ranks}");
+            for s in projected {
+                if let EventKey::Send(q) = alphabet.key(s) {
+                    *sent.entry((*rank, q)).or_default() += 1;
+                }
+            }
+        }
+        let stored: BTreeMap<(u32, u32), u64> = trace
+            .pairs()
+            .iter()
+            .map(|p| ((p.sender, p.receiver), p.messages))
+            .collect();
+        assert_eq!(sent, stored, "{ranks} ranks");
+        let text = model.render();
+        // The interior's events, relative to each rank, on one line.
+        assert!(
+            text.contains(
+                "R(r+1) R(r-1) R(r+128) R(r-128) S(r+1) S(r-1) S(r+128) S(r-128) @129-254,"
+            ) || ranks != 16384,
+            "{text}"
+        );
+        // Corner 0 names its peers.
+        let side = (ranks as f64).sqrt() as u32;
+        assert!(text.contains(&format!("S1 S{side} @0\n")), "{text}");
+        lines.push(text.lines().count());
+    }
+    assert_eq!(lines[0], lines[1]);
 }

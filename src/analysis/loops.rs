@@ -14,6 +14,8 @@
 //! carries whole loops (regularization), differing iteration counts are reconciled by the gcd
 //! rule (coprime ones by unrolling), and every construct is annotated with the ranks it
 //! covers. [`merge`] is the same alignment without links (loops coalesce by shape).
+//! [`merge_classes`] merges classes of ranks that run the same model, with peers written as
+//! offsets from the rank ([`Peer::Offset`]), each class as one process.
 //! [`Nlr::with_nesting`] keeps loop bodies balanced with respect to routine entries and
 //! exits, so that loops run over whole calls.
 //!
@@ -33,7 +35,9 @@
 //! assert_eq!(nest.render(|s| format!("S{s}")), "for i0 in 0..4 {\n  S1\n  for i1 in 0..5 { S2 }\n}\n");
 //! ```
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 use crate::hash::FxHashMap;
 
@@ -656,6 +660,19 @@ impl GlobalModel {
     /// assert_eq!(text, "1 @0,2\nfor i0 in 0..3 @0,2 { 2 }\n");
     /// ```
     pub fn render(&self, name: impl Fn(u32) -> String) -> String {
+        self.render_with(|s, _| name(s))
+    }
+
+    /// [`GlobalModel::render`] with each symbol named knowing the ranks of its event, sorted.
+    ///
+    /// ```
+    /// use mtfdb::analysis::loops::{merge, nlr, Role};
+    /// let n = nlr(&[1], 2);
+    /// let text = merge([(0, &n), (2, &n)], |_| Role::Collective)
+    ///     .render_with(|s, ranks| format!("{s}x{}", ranks.len()));
+    /// assert_eq!(text, "1x2 @0,2\n");
+    /// ```
+    pub fn render_with(&self, name: impl Fn(u32, &[u32]) -> String) -> String {
         let mut out = String::new();
         render_global(&self.items, &name, 0, &mut out);
         out
@@ -666,7 +683,7 @@ pub use crate::model::rank_ranges;
 
 fn render_global(
     items: &[GlobalItem],
-    name: &dyn Fn(u32) -> String,
+    name: &dyn Fn(u32, &[u32]) -> String,
     depth: usize,
     out: &mut String,
 ) {
@@ -685,9 +702,9 @@ fn render_global(
                 let _ = write!(out, "for i{depth} in 0..{count} @{} {{", rank_ranges(ranks));
                 if !body.is_empty() && event_run(body, ranks) == body.len() {
                     for item in body {
-                        if let GlobalItem::Event { symbol, .. } = item {
+                        if let GlobalItem::Event { symbol, ranks } = item {
                             out.push(' ');
-                            out.push_str(&name(*symbol));
+                            out.push_str(&name(*symbol, ranks));
                         }
                     }
                     out.push_str(" }\n");
@@ -712,11 +729,11 @@ fn event_run(items: &[GlobalItem], ranks: &[u32]) -> usize {
 }
 
 /// `S1 R3 @0`: events of one rank set.
-fn render_run(run: &[GlobalItem], name: &dyn Fn(u32) -> String, out: &mut String) {
+fn render_run(run: &[GlobalItem], name: &dyn Fn(u32, &[u32]) -> String, out: &mut String) {
     let mut ranks: &[u32] = &[];
     for item in run {
         if let GlobalItem::Event { symbol, ranks: r } = item {
-            out.push_str(&name(*symbol));
+            out.push_str(&name(*symbol, r));
             out.push(' ');
             ranks = r;
         }
@@ -727,27 +744,157 @@ fn render_run(run: &[GlobalItem], name: &dyn Fn(u32) -> String, out: &mut String
 /// What an event is to [`merge`] and [`merge_communicating`].
 ///
 /// ```
-/// use mtfdb::analysis::loops::Role;
-/// assert_ne!(Role::Send(3), Role::Receive(3));
+/// use mtfdb::analysis::loops::{Peer, Role};
+/// assert_ne!(Role::Send(Peer::Rank(3)), Role::Receive(Peer::Rank(3)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// One call of a collective, shared by every rank that has it: equal ones coalesce into
     /// one event, and two loops calling the same instances are linked.
     Collective,
-    /// A send to this rank: each rank's own; it links the loop to the one receiving it.
-    Send(u32),
-    /// A receive from this rank: each rank's own; it links the loop to the one sending it.
-    Receive(u32),
+    /// A send to this peer: each rank's own; it links the loop to the one receiving it.
+    Send(Peer),
+    /// A receive from this peer: each rank's own; it links the loop to the one sending it.
+    Receive(Peer),
     /// An event of the rank alone that means the same on every rank (a routine's entry or
     /// exit): equal ones coalesce into one event, but they link no loops.
     Local,
+}
+
+/// The other end of a send or a receive: a rank, or the rank that has the event plus an
+/// offset (`Offset(1)` on rank 4 is rank 5), which lets ranks that talk to their neighbours
+/// alike share one symbol ([`merge_classes`]).
+///
+/// ```
+/// use mtfdb::analysis::loops::Peer;
+/// assert_eq!(Peer::Offset(-1).of(4), Some(3));
+/// assert_eq!(Peer::Rank(7).of(4), Some(7));
+/// assert_eq!(Peer::Offset(-1).of(0), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// This rank.
+    Rank(u32),
+    /// The rank that has the event, plus this.
+    Offset(i64),
+}
+
+impl Peer {
+    /// The peer's rank as seen from `rank`; `None` when the offset leaves the ranks.
+    pub fn of(self, rank: u32) -> Option<u32> {
+        match self {
+            Peer::Rank(q) => Some(q),
+            Peer::Offset(d) => u32::try_from(i64::from(rank) + d).ok(),
+        }
+    }
+}
+
+/// The units a merge works on: each input of [`merge_classes`] (one rank, or a class of
+/// ranks whose models are the same), named by its smallest rank. Links are followed between
+/// units: the messages one unit's ranks send at one offset to another unit's ranks all have
+/// the same numbers on their own channels, since every rank of a unit runs the same model.
+struct Units {
+    /// The unit of every rank.
+    unit_of: FxHashMap<u32, u32>,
+    /// The ranks of each unit of more than one rank.
+    members: FxHashMap<u32, Vec<u32>>,
+    /// For a unit and a peer of its events, the distinct `(peer's unit, peer - rank)` over
+    /// the unit's ranks (computed once per pair).
+    peers: RefCell<FxHashMap<(u32, Peer), PeerUnits>>,
+}
+
+/// Distinct `(peer's unit, peer - rank)` pairs, shared from [`Units`]'s cache.
+type PeerUnits = Rc<[(u32, i64)]>;
+
+/// The unit of a peer that is in no input.
+const NO_UNIT: u32 = u32::MAX;
+
+impl Units {
+    fn new(classes: &[Vec<u32>]) -> Units {
+        let mut units = Units {
+            unit_of: FxHashMap::default(),
+            members: FxHashMap::default(),
+            peers: RefCell::default(),
+        };
+        for ranks in classes {
+            let Some(&unit) = ranks.first() else { continue };
+            for &r in ranks {
+                units.unit_of.insert(r, unit);
+            }
+            if ranks.len() > 1 {
+                units.members.insert(unit, ranks.clone());
+            }
+        }
+        units
+    }
+
+    /// The ranks of `unit`, appended to `out`.
+    fn ranks_into(&self, unit: u32, out: &mut Vec<u32>) {
+        match self.members.get(&unit) {
+            Some(ranks) => out.extend_from_slice(ranks),
+            None => out.push(unit),
+        }
+    }
+
+    /// The unit of `rank` and the offset `rank - from` of a peer `rank` of `from`.
+    fn peer(&self, from: u32, peer: Peer) -> (u32, i64) {
+        let offset = match peer {
+            Peer::Rank(q) => i64::from(q) - i64::from(from),
+            Peer::Offset(d) => d,
+        };
+        let unit = peer
+            .of(from)
+            .and_then(|q| self.unit_of.get(&q).copied())
+            .unwrap_or(NO_UNIT);
+        (unit, offset)
+    }
+
+    /// Calls `f(peer's unit, peer - rank)` once per distinct pair over the ranks of `unit`.
+    fn each_peer(&self, unit: u32, peer: Peer, mut f: impl FnMut(u32, i64)) {
+        let Some(ranks) = self.members.get(&unit) else {
+            let (u, d) = self.peer(unit, peer);
+            return f(u, d);
+        };
+        let cached = self.peers.borrow().get(&(unit, peer)).cloned();
+        let pairs = cached.unwrap_or_else(|| {
+            let mut pairs: Vec<(u32, i64)> = ranks.iter().map(|&r| self.peer(r, peer)).collect();
+            pairs.sort_unstable();
+            pairs.dedup();
+            let pairs: PeerUnits = pairs.into();
+            self.peers.borrow_mut().insert((unit, peer), pairs.clone());
+            pairs
+        });
+        for &(u, d) in pairs.iter() {
+            f(u, d);
+        }
+    }
+
+    /// `items` with each unit replaced by its ranks, when a unit has several.
+    fn expand(&self, items: &mut [GlobalItem]) {
+        if self.members.is_empty() {
+            return;
+        }
+        for item in items {
+            let (GlobalItem::Event { ranks, .. } | GlobalItem::Loop { ranks, .. }) = item;
+            let mut all = Vec::with_capacity(ranks.len());
+            for &unit in ranks.iter() {
+                self.ranks_into(unit, &mut all);
+            }
+            all.sort_unstable();
+            *ranks = all;
+            if let GlobalItem::Loop { body, .. } = item {
+                self.expand(body);
+            }
+        }
+    }
 }
 
 /// What may be coalesced.
 struct Rules<'s> {
     /// What each symbol is.
     role: &'s dyn Fn(u32) -> Role,
+    /// The ranks (or classes of ranks) merged.
+    units: Units,
     /// Whether loops coalesce only where they are linked by the messages or collective calls
     /// they exchange, with whole loops on both ends of every link (P1.4).
     communicating: bool,
@@ -762,10 +909,12 @@ impl Rules<'_> {
 
 /// A channel traffic flows on: the messages from one rank to another (in FIFO order, the
 /// paper's channel without the tag, which the symbols do not carry), or the calls of one
-/// collective (numbered per rank: the k-th call on every member is one instance).
+/// collective (numbered per rank: the k-th call on every member is one instance). Between
+/// units of several ranks, a channel stands for every rank's own: the messages from each rank
+/// of unit `from` to the rank `offset` away, which is in unit `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Channel {
-    Message { from: u32, to: u32 },
+    Message { from: u32, to: u32, offset: i64 },
     Collective(u32),
 }
 
@@ -820,14 +969,29 @@ fn count_traffic(
         match item {
             GlobalItem::Event { symbol, ranks } => {
                 let role = (rules.role)(*symbol);
-                for &r in ranks {
-                    let key = match role {
-                        Role::Send(q) => (Channel::Message { from: r, to: q }, 0),
-                        Role::Receive(q) => (Channel::Message { from: q, to: r }, 0),
-                        Role::Collective => (Channel::Collective(*symbol), r),
-                        Role::Local => continue,
-                    };
-                    out.push((key, times));
+                for &unit in ranks {
+                    match role {
+                        Role::Send(peer) => rules.units.each_peer(unit, peer, |to, offset| {
+                            let channel = Channel::Message {
+                                from: unit,
+                                to,
+                                offset,
+                            };
+                            out.push(((channel, 0), times));
+                        }),
+                        Role::Receive(peer) => rules.units.each_peer(unit, peer, |from, offset| {
+                            let channel = Channel::Message {
+                                from,
+                                to: unit,
+                                offset: -offset,
+                            };
+                            out.push(((channel, 0), times));
+                        }),
+                        Role::Collective => {
+                            out.push(((Channel::Collective(*symbol), unit), times));
+                        }
+                        Role::Local => {}
+                    }
                 }
             }
             GlobalItem::Loop { count, body, .. } => {
@@ -1254,12 +1418,12 @@ fn merge_items(mut a: Vec<GlobalItem>, mut b: Vec<GlobalItem>, rules: &Rules) ->
 /// sequence back.
 ///
 /// ```
-/// use mtfdb::analysis::loops::{merge, nlr, Role};
+/// use mtfdb::analysis::loops::{merge, nlr, Peer, Role};
 /// // Rank 0 sends twice per iteration for 10 iterations, rank 1 receives 20 times.
 /// let a: Vec<u32> = (0..10).flat_map(|_| [1, 1, 7]).collect();
 /// let b = vec![2; 20];
 /// let (na, nb) = (nlr(&a, 4), nlr(&b, 4));
-/// let role = |s: u32| if s == 2 { Role::Receive(0) } else { Role::Send(1) };
+/// let role = |s: u32| if s == 2 { Role::Receive(Peer::Rank(0)) } else { Role::Send(Peer::Rank(1)) };
 /// let global = merge([(0, &na), (1, &nb)], role);
 /// assert_eq!(
 ///     global.render(|s| format!("e{s}")),
@@ -1294,12 +1458,12 @@ pub fn merge<'a>(
 /// stay side by side.
 ///
 /// ```
-/// use mtfdb::analysis::loops::{merge, merge_communicating, nlr, Role};
+/// use mtfdb::analysis::loops::{merge, merge_communicating, nlr, Peer, Role};
 /// // Symbol 2p is a send to p, 2p + 1 a receive from p: 0 and 1 talk, so do 2 and 3.
 /// let seq = |peer: u32| -> Vec<u32> { (0..5).flat_map(|_| [2 * peer, 2 * peer + 1]).collect() };
 /// let nests = [nlr(&seq(1), 4), nlr(&seq(0), 4), nlr(&seq(3), 4), nlr(&seq(2), 4)];
 /// let models = || nests.iter().enumerate().map(|(r, n)| (r as u32, n));
-/// let role = |s: u32| if s % 2 == 0 { Role::Send(s / 2) } else { Role::Receive(s / 2) };
+/// let role = |s: u32| if s % 2 == 0 { Role::Send(Peer::Rank(s / 2)) } else { Role::Receive(Peer::Rank(s / 2)) };
 /// let global = merge_communicating(models(), role);
 /// let text = global.render(|s| format!("{}{}", ["S", "R"][s as usize % 2], s / 2));
 /// assert_eq!(
@@ -1315,8 +1479,8 @@ pub fn merge<'a>(
 /// let a = nlr(&[2; 10], 4);
 /// let b = nlr(&[1, 1, 1, 1, 9, 1, 1, 1, 1, 1, 1], 4);
 /// let role = |s: u32| match s {
-///     2 => Role::Send(1),
-///     1 => Role::Receive(0),
+///     2 => Role::Send(Peer::Rank(1)),
+///     1 => Role::Receive(Peer::Rank(0)),
 ///     _ => Role::Local,
 /// };
 /// let global = merge_communicating([(0, &a), (1, &b)], role);
@@ -1333,24 +1497,84 @@ pub fn merge_communicating<'a>(
     merge_by(models, &role, true)
 }
 
+/// [`merge_communicating`] over classes of ranks, each given as `(ranks, model)` with
+/// disjoint sorted rank lists, every rank of a class having the class's model: the merge
+/// treats each class as one process and each item of the result covers every rank of its
+/// classes. With peers written as offsets ([`Peer::Offset`]), the ranks of a regular code
+/// fall into a few classes (a 2D stencil's interior, its edges and corners), and the merge
+/// costs what those few cost, at any rank count. Links are followed as between ranks: the
+/// messages a class sends at one offset to the ranks of another are on each rank's own
+/// channel, numbered alike on all of them.
+///
+/// ```
+/// use mtfdb::analysis::loops::{merge_classes, nlr, Peer, Role};
+/// // A ring of 6: every rank sends to the next (symbol 0) and receives from the previous
+/// // (symbol 1), 5 times; rank 5 sends to rank 0 and rank 0 receives from 5 (2 and 3).
+/// let role = |s: u32| match s {
+///     0 => Role::Send(Peer::Offset(1)),
+///     1 => Role::Receive(Peer::Offset(-1)),
+///     2 => Role::Send(Peer::Offset(-5)),
+///     _ => Role::Receive(Peer::Offset(5)),
+/// };
+/// let (first, middle, last) = (nlr(&[0, 3].repeat(5), 4), nlr(&[0, 1].repeat(5), 4), nlr(&[2, 1].repeat(5), 4));
+/// let global = merge_classes(
+///     [(&[0][..], &first), (&[1, 2, 3, 4][..], &middle), (&[5][..], &last)],
+///     role,
+/// );
+/// assert_eq!(
+///     global.render(|s| ["S+1", "R-1", "S-5", "R+5"][s as usize].to_string()),
+///     "for i0 in 0..5 @0-5 {\n  S+1 R+5 @0\n  S+1 R-1 @1-4\n  S-5 R-1 @5\n}\n"
+/// );
+/// assert_eq!(global.project(3), [0, 1].repeat(5));
+/// ```
+pub fn merge_classes<'a>(
+    classes: impl IntoIterator<Item = (&'a [u32], &'a LoopNest)>,
+    role: impl Fn(u32) -> Role,
+) -> GlobalModel {
+    let classes: Vec<(Vec<u32>, &LoopNest)> = classes
+        .into_iter()
+        .map(|(ranks, nest)| (ranks.to_vec(), nest))
+        .collect();
+    merge_units(classes, &role, true)
+}
+
 fn merge_by<'a>(
     models: impl IntoIterator<Item = (u32, &'a LoopNest)>,
     role: &dyn Fn(u32) -> Role,
     communicating: bool,
 ) -> GlobalModel {
-    let rules = &Rules {
-        role,
-        communicating,
-    };
-    let mut level: Vec<Vec<GlobalItem>> = models
+    let classes = models
         .into_iter()
-        .map(|(rank, nest)| {
-            nest.items
-                .iter()
-                .map(|i| GlobalItem::local(i, rank))
-                .collect()
+        .map(|(rank, nest)| (vec![rank], nest))
+        .collect();
+    merge_units(classes, role, communicating)
+}
+
+/// The balanced tree of pairwise merges over `classes`, each one unit named by its first
+/// rank; the units are replaced by their ranks at the end.
+fn merge_units(
+    classes: Vec<(Vec<u32>, &LoopNest)>,
+    role: &dyn Fn(u32) -> Role,
+    communicating: bool,
+) -> GlobalModel {
+    let units = Units::new(&classes.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+    let mut level: Vec<Vec<GlobalItem>> = classes
+        .iter()
+        .filter_map(|(ranks, nest)| {
+            let unit = *ranks.first()?;
+            Some(
+                nest.items
+                    .iter()
+                    .map(|i| GlobalItem::local(i, unit))
+                    .collect(),
+            )
         })
         .collect();
+    let rules = &Rules {
+        role,
+        units,
+        communicating,
+    };
     while level.len() > 1 {
         let mut next = Vec::with_capacity(level.len().div_ceil(2));
         let mut it = level.into_iter();
@@ -1362,9 +1586,9 @@ fn merge_by<'a>(
         }
         level = next;
     }
-    GlobalModel {
-        items: level.pop().unwrap_or_default(),
-    }
+    let mut items = level.pop().unwrap_or_default();
+    rules.units.expand(&mut items);
+    GlobalModel { items }
 }
 
 #[cfg(test)]
@@ -1516,8 +1740,8 @@ mod tests {
     fn role(s: u32) -> Role {
         match s {
             0 => Role::Collective,
-            1 => Role::Send(1),
-            2 => Role::Receive(0),
+            1 => Role::Send(Peer::Rank(1)),
+            2 => Role::Receive(Peer::Rank(0)),
             _ => Role::Local,
         }
     }
@@ -1678,8 +1902,8 @@ mod tests {
             let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 8)).collect();
             let role = |s: u32| match s % 3 {
                 0 => Role::Collective,
-                1 => Role::Send(s % 7),
-                _ => Role::Receive(s % 5),
+                1 => Role::Send(Peer::Rank(s % 7)),
+                _ => Role::Receive(Peer::Rank(s % 5)),
             };
             let global = merge(nests.iter().enumerate().map(|(r, n)| (r as u32 * 2, n)), role);
             for (r, s) in seqs.iter().enumerate() {
@@ -1693,6 +1917,40 @@ mod tests {
             for (r, s) in seqs.iter().enumerate() {
                 prop_assert_eq!(&linked.project(r as u32 * 2), s);
             }
+            // Each process as a class of its own is the per-rank merge.
+            let singletons: Vec<[u32; 1]> = (0..nests.len() as u32).map(|r| [r * 2]).collect();
+            let classes = merge_classes(singletons.iter().map(|r| &r[..]).zip(&nests), role);
+            prop_assert_eq!(classes, linked);
+        }
+
+        #[test]
+        fn every_rank_of_a_class_projects_the_class_sequence(
+            seqs in prop::collection::vec(prop_oneof![periodic(), prop::collection::vec(0u32..3, 0..60)], 1..5),
+            sizes in prop::collection::vec(1u32..5, 5),
+        ) {
+            // Class c holds sizes[c] consecutive ranks; peers are offsets of -2..=2.
+            let nests: Vec<LoopNest> = seqs.iter().map(|s| nlr(s, 8)).collect();
+            let mut next = 0;
+            let classes: Vec<Vec<u32>> = nests
+                .iter()
+                .zip(&sizes)
+                .map(|(_, &n)| {
+                    next += n;
+                    (next - n..next).collect()
+                })
+                .collect();
+            let role = |s: u32| match s % 3 {
+                0 => Role::Collective,
+                1 => Role::Send(Peer::Offset(i64::from(s % 5) - 2)),
+                _ => Role::Receive(Peer::Offset(i64::from(s % 5) - 2)),
+            };
+            let global = merge_classes(classes.iter().map(|r| &r[..]).zip(&nests), role);
+            for (ranks, s) in classes.iter().zip(&seqs) {
+                for &rank in ranks {
+                    prop_assert_eq!(&global.project(rank), s);
+                }
+            }
+            prop_assert!(global.project(next).is_empty());
         }
     }
 }

@@ -11,6 +11,7 @@ mod op_times;
 pub mod patterns;
 pub mod phases;
 pub mod process_events;
+pub mod rank_classes;
 pub mod stats;
 pub mod structure;
 pub mod topology;

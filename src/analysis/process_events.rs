@@ -98,17 +98,32 @@ impl Alphabet {
     /// A symbol in words: `S2`, or with its envelope `S2[tag 7, 64 B, MPI_INT]`; a routine's
     /// entry and exit read `solve(` and `)`.
     pub fn name(&self, symbol: u32) -> String {
+        self.with_envelope(symbol, self.key(symbol).to_string())
+    }
+
+    /// [`Alphabet::name`] with a send's or receive's peer written as `peer`: `S(r+1)`.
+    pub fn name_with_peer(&self, symbol: u32, peer: &str) -> String {
+        let head = match self.key(symbol) {
+            EventKey::Send(_) => format!("S{peer}"),
+            EventKey::Receive(_) => format!("R{peer}"),
+            key => key.to_string(),
+        };
+        self.with_envelope(symbol, head)
+    }
+
+    /// `head`, the event's own words, followed by the symbol's envelope.
+    fn with_envelope(&self, symbol: u32, head: String) -> String {
         let (key, envelope) = &self.keys[symbol as usize];
         match envelope {
             None => match key {
                 EventKey::Enter(_) => match self.routine(symbol) {
                     Some(name) => format!("{name}("),
-                    None => key.to_string(),
+                    None => head,
                 },
-                _ => key.to_string(),
+                _ => head,
             },
             Some(e) => {
-                let mut s = format!("{key}[");
+                let mut s = format!("{head}[");
                 if !matches!(key, EventKey::Collective(..)) {
                     s.push_str(&format!("tag {}, ", e.tag));
                 }
@@ -120,6 +135,16 @@ impl Alphabet {
                 s
             }
         }
+    }
+
+    /// The symbol of `key` with `envelope`, if any event has it.
+    pub fn get_with(&self, key: EventKey, envelope: Option<Envelope>) -> Option<u32> {
+        self.ids.get(&(key, envelope)).copied()
+    }
+
+    /// The envelope a symbol carries, if any.
+    pub fn envelope(&self, symbol: u32) -> Option<Envelope> {
+        self.keys[symbol as usize].1
     }
 
     /// The routine a routine's entry or exit names, if the symbol is one.

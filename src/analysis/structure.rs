@@ -4,8 +4,9 @@
 //! process's events with its peers written as directions of that topology, which expands back
 //! to any rank.
 
-use super::loops::{self, GlobalModel, LoopNest, Role};
+use super::loops::{self, LoopNest, Peer, Role};
 use super::process_events::{self, Alphabet, EventKey};
+use super::rank_classes::RankModel;
 use super::topology::{self, CommMatrix, Family, IdentifyParams, Topology, Unidentified};
 use crate::error::Result;
 use crate::model::{CommId, Rank};
@@ -44,8 +45,8 @@ pub fn nesting(alphabet: &Alphabet) -> Vec<i8> {
 /// their loops to their peers', routine entries and exits are local.
 pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
     match alphabet.key(symbol) {
-        EventKey::Send(q) => Role::Send(q),
-        EventKey::Receive(q) => Role::Receive(q),
+        EventKey::Send(q) => Role::Send(Peer::Rank(q)),
+        EventKey::Receive(q) => Role::Receive(Peer::Rank(q)),
         EventKey::Collective(..) => Role::Collective,
         EventKey::Enter(_) | EventKey::Leave(_) => Role::Local,
     }
@@ -53,16 +54,16 @@ pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
 
 /// The processes' loop nests merged into one model; collectives are shared events (the same
 /// call on every member), sends and receives are each process's own, and loops coalesce only
-/// across processes that communicate (P1.4).
-pub fn global_model(trace: &Trace) -> Result<(Alphabet, GlobalModel)> {
+/// across processes that communicate (P1.4); ranks that do the same relative to themselves
+/// are merged once ([`rank_classes`](super::rank_classes)).
+pub fn global_model(trace: &Trace) -> Result<RankModel> {
     let (alphabet, nests) = loop_nests(trace)?;
-    let model = merge_nests(&alphabet, &nests);
-    Ok((alphabet, model))
+    Ok(merge_nests(&alphabet, &nests))
 }
 
 /// The processes' loop nests merged into one model (P1.4, see [`global_model`]).
-pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> GlobalModel {
-    loops::merge_communicating(nests.iter().map(|(r, n)| (*r, n)), |s| role(alphabet, s))
+pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> RankModel {
+    RankModel::merge(alphabet, nests)
 }
 
 /// The communication matrix (bytes per sender → receiver): the point-to-point messages, and
@@ -427,7 +428,8 @@ pub struct GlobalModelResult {
 }
 
 impl crate::store::StoredResult for GlobalModelResult {
-    const SCHEMA_VERSION: u32 = 1;
+    /// 2: peers relative to the rank in constructs of several ranks.
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 /// The key a structure result is stored under: `what` and NLR's parameters (`calls`: the
@@ -461,10 +463,10 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
 /// [`loops()`], so that asking for one process's nest never pays for the merge.
 pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResult> {
     trace.stored_result(&loops_key("global-model"), refresh, || {
-        let (alphabet, model) = global_model(trace)?;
+        let model = global_model(trace)?;
         Ok(GlobalModelResult {
             max_body: loops::DEFAULT_MAX_BODY as u32,
-            text: model.render(|s| alphabet.name(s)),
+            text: model.render(),
         })
     })
 }
