@@ -246,6 +246,13 @@ fn the_global_model_of_a_16384_rank_grid_is_its_nine_kinds_of_rank_and_exact() {
         let (alphabet, nests) = structure::loop_nests(&trace).unwrap();
         let model = structure::merge_nests(&alphabet, &nests);
         assert_eq!(model.classes, 9, "{ranks} ranks");
+        // The classes talk to each other, so every loop is every rank's.
+        let all: Vec<u32> = (0..ranks).collect();
+        for item in &model.model.items {
+            if let mtfdb::analysis::loops::GlobalItem::Loop { ranks, .. } = item {
+                assert_eq!(ranks, &all);
+            }
+        }
         let mut sent: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         for (rank, nest) in &nests {
             let projected = model.project(*rank);

@@ -1550,17 +1550,81 @@ fn merge_by<'a>(
     merge_units(classes, role, communicating)
 }
 
-/// The balanced tree of pairwise merges over `classes`, each one unit named by its first
-/// rank; the units are replaced by their ranks at the end.
+/// Which classes exchange messages with which: for each class, the others it sends to or
+/// receives from, by index, sorted.
+fn talks(
+    classes: &[(Vec<u32>, &LoopNest)],
+    units: &Units,
+    role: &dyn Fn(u32) -> Role,
+) -> Vec<Vec<usize>> {
+    fn symbols(items: &[Item], out: &mut Vec<u32>) {
+        for item in items {
+            match item {
+                Item::Symbol(s) => out.push(*s),
+                Item::Loop { body, .. } => symbols(body, out),
+            }
+        }
+    }
+    let index: FxHashMap<u32, usize> = classes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (ranks, _))| Some((*ranks.first()?, i)))
+        .collect();
+    let mut talks: Vec<Vec<usize>> = vec![Vec::new(); classes.len()];
+    let mut seen = Vec::new();
+    for (i, (ranks, nest)) in classes.iter().enumerate() {
+        let Some(&unit) = ranks.first() else { continue };
+        seen.clear();
+        symbols(&nest.items, &mut seen);
+        seen.sort_unstable();
+        seen.dedup();
+        for &s in &seen {
+            let (Role::Send(peer) | Role::Receive(peer)) = role(s) else {
+                continue;
+            };
+            units.each_peer(unit, peer, |u, _| {
+                if let Some(&j) = index.get(&u) {
+                    if j != i {
+                        talks[i].push(j);
+                        talks[j].push(i);
+                    }
+                }
+            });
+        }
+    }
+    for list in &mut talks {
+        list.sort_unstable();
+        list.dedup();
+    }
+    talks
+}
+
+/// The pairwise merges of `classes` (each one unit named by its first rank), round after
+/// round until one list is left; the units are replaced by their ranks at the end.
+///
+/// A round pairs each list with the first list (by first rank) that exchanges messages with
+/// it and is still free, so that the lists merged exchange traffic: paired by rank order
+/// alone, two classes that do not talk (a grid's corner and the edge after it) would be
+/// merged, their loops left side by side, each then linked to a different loop, and one of
+/// them kept out of the main loop for good. When fewer than a quarter of the lists found a
+/// partner (lists that talk to no one, or a star of many ranks around one), the free ones
+/// are paired in order as well, so that there are at most about log(n) rounds, as in a
+/// balanced tree (which is what the structural merge, following no links, does).
 fn merge_units(
     classes: Vec<(Vec<u32>, &LoopNest)>,
     role: &dyn Fn(u32) -> Role,
     communicating: bool,
 ) -> GlobalModel {
+    const FREE: usize = usize::MAX;
     let units = Units::new(&classes.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
-    let mut level: Vec<Vec<GlobalItem>> = classes
+    let talks = if communicating {
+        talks(&classes, &units, role)
+    } else {
+        vec![Vec::new(); classes.len()]
+    };
+    let mut lists: Vec<Option<Vec<GlobalItem>>> = classes
         .iter()
-        .filter_map(|(ranks, nest)| {
+        .map(|(ranks, nest)| {
             let unit = *ranks.first()?;
             Some(
                 nest.items
@@ -1575,20 +1639,67 @@ fn merge_units(
         units,
         communicating,
     };
-    while level.len() > 1 {
-        let mut next = Vec::with_capacity(level.len().div_ceil(2));
-        let mut it = level.into_iter();
-        while let Some(a) = it.next() {
-            next.push(match it.next() {
-                Some(b) => merge_items(a, b, rules),
-                None => a,
-            });
+    // The list each class is in (a union-find forest whose roots are the lists), and the
+    // classes of each list.
+    let mut parent: Vec<usize> = (0..classes.len()).collect();
+    let mut members: Vec<Vec<usize>> = (0..classes.len()).map(|i| vec![i]).collect();
+    let mut live: Vec<usize> = (0..lists.len()).filter(|&i| lists[i].is_some()).collect();
+    let mut partner = vec![FREE; classes.len()];
+    while live.len() > 1 {
+        let mut pairs = Vec::new();
+        for &i in &live {
+            if partner[i] != FREE {
+                continue;
+            }
+            let found = members[i]
+                .iter()
+                .flat_map(|&c| &talks[c])
+                .map(|&c| root(&mut parent, c))
+                .filter(|&j| j != i && partner[j] == FREE)
+                .min();
+            if let Some(j) = found {
+                (partner[i], partner[j]) = (j, i);
+                pairs.push((i, j));
+            }
         }
-        level = next;
+        if pairs.len() * 4 < live.len() {
+            let free: Vec<usize> = live
+                .iter()
+                .copied()
+                .filter(|&i| partner[i] == FREE)
+                .collect();
+            pairs.extend(free.chunks_exact(2).map(|p| (p[0], p[1])));
+        }
+        for (i, j) in pairs {
+            let (a, b) = (i.min(j), i.max(j));
+            let (Some(x), Some(y)) = (lists[a].take(), lists[b].take()) else {
+                continue;
+            };
+            lists[a] = Some(merge_items(x, y, rules));
+            parent[b] = a;
+            let moved = std::mem::take(&mut members[b]);
+            members[a].extend(moved);
+        }
+        live.retain(|&i| lists[i].is_some());
+        for &i in &live {
+            partner[i] = FREE;
+        }
     }
-    let mut items = level.pop().unwrap_or_default();
+    let mut items = live
+        .first()
+        .and_then(|&i| lists[i].take())
+        .unwrap_or_default();
     rules.units.expand(&mut items);
     GlobalModel { items }
+}
+
+/// The list class `c` is in now (path halving).
+fn root(parent: &mut [usize], mut c: usize) -> usize {
+    while parent[c] != c {
+        parent[c] = parent[parent[c]];
+        c = parent[c];
+    }
+    c
 }
 
 #[cfg(test)]
