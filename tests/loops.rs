@@ -394,7 +394,7 @@ fn classes_of_a_grid_merge_into_one_main_loop() {
     let offsets = [1i64, -1, 4, -4];
     // Symbols: 2i sends at offsets[i], 2i + 1 receives; 8 the Allreduce; 9 and 10 a routine.
     let role = |s: u32| match s {
-        0..=7 if s % 2 == 0 => Role::Send(Peer::Offset(offsets[s as usize / 2])),
+        0..=7 if s.is_multiple_of(2) => Role::Send(Peer::Offset(offsets[s as usize / 2])),
         0..=7 => Role::Receive(Peer::Offset(offsets[s as usize / 2])),
         8 => Role::Collective,
         _ => Role::Local,
