@@ -599,12 +599,26 @@ fn phase_bitmaps(
     // began within the phase and hold it.
     let mut last_event: crate::hash::FxHashMap<Rank, Time> = Default::default();
     for (rank, starts) in &times_of {
-        for row in 0..starts.rows() {
+        // A process's operations are in time order: the last one of the phase is the first
+        // found from the end, which spares a bitmap lookup per operation; a chunk out of
+        // order is searched whole.
+        let in_order = (1..starts.rows()).all(|row| starts.start(row - 1) <= starts.start(row));
+        let mut latest: Option<Time> = None;
+        for row in (0..starts.rows()).rev() {
             let t = starts.start(row);
-            if t >= last.start && last_ops.contains(starts.id(row)) {
-                let e = last_event.entry(*rank).or_insert(t);
-                *e = (*e).max(t);
+            if in_order && t < last.start {
+                break;
             }
+            if t >= last.start && last_ops.contains(starts.id(row)) {
+                latest = Some(latest.map_or(t, |l: Time| l.max(t)));
+                if in_order {
+                    break;
+                }
+            }
+        }
+        if let Some(t) = latest {
+            let e = last_event.entry(*rank).or_insert(t);
+            *e = (*e).max(t);
         }
     }
     let rank_end = |rank: Rank| -> Time {
@@ -623,16 +637,18 @@ fn phase_bitmaps(
     let ends: crate::hash::FxHashMap<Rank, Time> =
         last_event.keys().map(|&r| (r, rank_end(r))).collect();
     let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
-    // The phase of an operation of `rank` starting at `t` (a message goes with its send).
-    let phase_of = |rank: Rank, t: Time| -> Option<usize> {
+    let end_of = |rank: Rank| ends.get(&rank).copied().unwrap_or(last.end);
+    // The phase of an operation starting at `t` of a process whose last phase ends at `end`
+    // (a message goes with its send).
+    let phase_of = |end: Time, t: Time| -> Option<usize> {
         let k = starts.partition_point(|&s| s <= t);
-        let in_last = || t <= ends.get(&rank).copied().unwrap_or(last.end);
-        (k > 0 && (k < starts.len() || in_last())).then(|| k - 1)
+        (k > 0 && (k < starts.len() || t <= end)).then(|| k - 1)
     };
     let mut ops: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
     for (rank, starts) in &times_of {
+        let end = end_of(*rank);
         for row in 0..starts.rows() {
-            if let Some(k) = phase_of(*rank, starts.start(row)) {
+            if let Some(k) = phase_of(end, starts.start(row)) {
                 ops[k].push(starts.id(row));
             }
         }
@@ -642,7 +658,7 @@ fn phase_bitmaps(
         let sends =
             trace.message_columns(chunk, &[MessageField::Sender, MessageField::SendTime])?;
         for row in 0..sends.rows() {
-            if let Some(k) = phase_of(sends.sender(row), sends.send_time(row)) {
+            if let Some(k) = phase_of(end_of(sends.sender(row)), sends.send_time(row)) {
                 messages[k].push(sends.id(row));
             }
         }
