@@ -336,7 +336,7 @@ pub fn seal(buf: &mut Vec<u8>) {
 }
 
 /// Verifies and strips the CRC-32 that [`seal`] appended; `what` names the value for the error.
-pub fn unseal<'a>(buf: &'a [u8], what: &str) -> Result<&'a [u8]> {
+pub fn unseal<'a, W: std::fmt::Display + ?Sized>(buf: &'a [u8], what: &W) -> Result<&'a [u8]> {
     if buf.len() < 4 {
         return Err(Error::Corrupt(format!("{what} is truncated")));
     }

@@ -189,6 +189,43 @@ fn frame(raw: &[u8]) -> Vec<u8> {
 }
 
 /// The bytes [`frame`] sealed, checked and decompressed.
+/// A chunk as error messages name it: `operations chunk 7 of trace "wrf"`.
+struct ChunkName<'a> {
+    table: Table,
+    chunk: u32,
+    trace: &'a str,
+}
+
+impl std::fmt::Display for ChunkName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} chunk {} of trace {:?}",
+            self.table.name(),
+            self.chunk,
+            self.trace
+        )
+    }
+}
+
+/// A chunk's stored bytes: its own value, or a range of the operation pack that holds it
+/// (shared with the pack cache, not copied).
+enum ChunkBytes {
+    Owned(Vec<u8>),
+    InPack(Arc<Vec<u8>>, std::ops::Range<usize>),
+}
+
+impl std::ops::Deref for ChunkBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Owned(bytes) => bytes,
+            ChunkBytes::InPack(pack, range) => &pack[range.clone()],
+        }
+    }
+}
+
 fn unframe(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
     let body = unseal(bytes, what)?;
     if body.len() < 4 {
@@ -1044,20 +1081,23 @@ impl TraceReader {
         Columns::decode(&bytes, table.columns(), &what)
     }
 
-    /// A chunk's stored bytes, and its name for error messages.
-    fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(String, Vec<u8>)> {
+    /// A chunk's stored bytes, and its name for error messages (written out only when one
+    /// is made: reading a trace of many ranks reads thousands of small chunks).
+    fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(ChunkName<'_>, ChunkBytes)> {
         self.check_cancel()?;
-        let what = format!(
-            "{} chunk {chunk} of trace {:?}",
-            table.name(),
-            self.meta.name
-        );
+        let what = ChunkName {
+            table,
+            chunk,
+            trace: &self.meta.name,
+        };
         let bytes = if table == Table::Operations {
             self.op_chunk_bytes(chunk, &what)?
         } else {
-            self.segment
-                .get(&blob_key(&chunk_key(table.prefix(), chunk)))?
-                .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?
+            ChunkBytes::Owned(
+                self.segment
+                    .get(&blob_key(&chunk_key(table.prefix(), chunk)))?
+                    .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?,
+            )
         };
         Ok((what, bytes))
     }
@@ -1071,8 +1111,8 @@ impl TraceReader {
             .and_then(|i| chunks.get(i))
     }
 
-    /// Operation chunk `chunk`'s bytes, cut from its pack.
-    fn op_chunk_bytes(&self, chunk: u32, what: &str) -> Result<Vec<u8>> {
+    /// Operation chunk `chunk`'s bytes, where they lie in its pack.
+    fn op_chunk_bytes(&self, chunk: u32, what: &ChunkName) -> Result<ChunkBytes> {
         let info = self
             .op_chunk_info(chunk)
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
@@ -1080,8 +1120,8 @@ impl TraceReader {
         let start = info.offset as usize;
         start
             .checked_add(info.len as usize)
-            .and_then(|end| pack.get(start..end))
-            .map(<[u8]>::to_vec)
+            .filter(|&end| pack.get(start..end).is_some())
+            .map(|end| ChunkBytes::InPack(pack.clone(), start..end))
             .ok_or_else(|| {
                 Error::Corrupt(format!(
                     "{what} lies outside operation pack {} of trace {:?}",

@@ -12,6 +12,7 @@ use super::codec::{
     decode_column, decode_column_prefix, encode_column, encode_column_fast, get_varint, put_varint,
     seal, unseal, unzigzag, zigzag,
 };
+use std::fmt;
 // The writer (the importer) fills chunks up to `CHUNK_ROWS` and numbers their rows by the id
 // layout.
 pub use super::ids::{chunk_ids, row_id, CHUNK_ROWS};
@@ -97,7 +98,11 @@ impl Columns {
     }
 
     /// Decodes a chunk of `ncols` columns; `what` names it in errors.
-    pub fn decode(bytes: &[u8], ncols: usize, what: &str) -> Result<Columns> {
+    pub fn decode<W: fmt::Display + ?Sized>(
+        bytes: &[u8],
+        ncols: usize,
+        what: &W,
+    ) -> Result<Columns> {
         let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
         let n = ncols;
         let mut cols = Vec::with_capacity(n);
@@ -111,10 +116,10 @@ impl Columns {
 
 /// Checks a chunk's checksum and header: returns its body, the position of its first column,
 /// its row count and the length of its list column.
-fn chunk_header<'a>(
+fn chunk_header<'a, W: fmt::Display + ?Sized>(
     bytes: &'a [u8],
     ncols: usize,
-    what: &str,
+    what: &W,
 ) -> Result<(&'a [u8], usize, usize, usize)> {
     let body = unseal(bytes, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
@@ -134,12 +139,12 @@ fn chunk_header<'a>(
 /// Decodes only the `wanted` columns of a chunk, and of each only rows `0..take`: the others
 /// are skipped by their length and left empty, and so is the list column. For scans that need
 /// two columns of nine, and reads of a chunk's first rows. The row count is the chunk's.
-pub(super) fn decode_column_prefixes(
+pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
     bytes: &[u8],
     ncols: usize,
     wanted: &[usize],
     take: usize,
-    what: &str,
+    what: &W,
 ) -> Result<Columns> {
     let (body, mut pos, rows, _list_len) = chunk_header(bytes, ncols, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
