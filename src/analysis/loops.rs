@@ -38,6 +38,7 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::hash::FxHashMap;
 
@@ -299,8 +300,9 @@ pub struct Nlr {
     k: usize,
     window: usize,
     /// Per symbol, +1 for an opening one (a routine's entry), -1 for a closing one (its
-    /// exit), 0 (or absent) for others; see [`Nlr::with_nesting`].
-    nesting: Vec<i8>,
+    /// exit), 0 (or absent) for others; see [`Nlr::with_nesting`]. Shared: one table serves
+    /// every process of a trace, and its alphabet grows with the ranks.
+    nesting: Arc<[i8]>,
     /// Top-level terms; `stack[..base]` are final (out of the window).
     stack: Vec<Term>,
     base: usize,
@@ -338,7 +340,7 @@ impl Nlr {
         Nlr {
             k,
             window: window.max(3 * k + 1),
-            nesting: Vec::new(),
+            nesting: Arc::from([]),
             stack: Vec::new(),
             base: 0,
             bodies: Vec::new(),
@@ -366,9 +368,9 @@ impl Nlr {
     ///     "setup( B )\nfor i0 in 0..3 { solve( B ) }\n"
     /// );
     /// ```
-    pub fn with_nesting(k: usize, nesting: Vec<i8>) -> Nlr {
+    pub fn with_nesting(k: usize, nesting: impl Into<Arc<[i8]>>) -> Nlr {
         Nlr {
-            nesting,
+            nesting: nesting.into(),
             ..Nlr::new(k)
         }
     }
@@ -510,7 +512,7 @@ impl Nlr {
 /// assert_eq!(nlr(&seq, 8).render(|s| format!("S{s}")), "for i0 in 0..200 {\n  S1\n  for i1 in 0..3 { S2 }\n}\n");
 /// ```
 pub fn nlr(symbols: &[u32], k: usize) -> LoopNest {
-    nlr_nested(symbols, k, Vec::new())
+    nlr_nested(symbols, k, Arc::from([]))
 }
 
 /// [`nlr`] with balanced loop bodies (see [`Nlr::with_nesting`]).
@@ -523,7 +525,7 @@ pub fn nlr(symbols: &[u32], k: usize) -> LoopNest {
 /// let nested = nlr_nested(&seq, 4, vec![1, -1]);
 /// assert_eq!(nested.render(|s| s.to_string()), "3 2 1\nfor i0 in 0..3 { 0 2 1 }\n");
 /// ```
-pub fn nlr_nested(symbols: &[u32], k: usize, nesting: Vec<i8>) -> LoopNest {
+pub fn nlr_nested(symbols: &[u32], k: usize, nesting: impl Into<Arc<[i8]>>) -> LoopNest {
     let mut r = Nlr::with_nesting(k, nesting);
     r.stack.reserve(64);
     for &s in symbols {

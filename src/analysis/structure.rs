@@ -16,7 +16,8 @@ use crate::Trace;
 /// ([`process_events::extract_with_calls`]).
 pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
     let (alphabet, streams) = process_events::extract_with_calls(trace)?;
-    let nesting = nesting(&alphabet);
+    // One table for every process (a clone per process cost its whole length each time).
+    let nesting: std::sync::Arc<[i8]> = nesting(&alphabet).into();
     let nests = streams
         .iter()
         .map(|(rank, symbols)| {
@@ -272,7 +273,7 @@ pub fn logical_nest(events: &[LogicalEvent]) -> String {
             _ => 0,
         })
         .collect();
-    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, nesting.clone())
+    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, &nesting[..])
         .render_nested(|s| words[s as usize].to_string(), &nesting)
 }
 
