@@ -506,42 +506,84 @@ fn cg_transpose(rows: u32, cols: u32, p: u32) -> Option<u32> {
     (t != p).then_some(t)
 }
 
-/// An undirected simple graph, sorted adjacency lists.
-#[derive(Debug, Clone)]
+/// An undirected simple graph, sorted adjacency lists kept in one vector (node `v`'s
+/// neighbours are `targets[offsets[v]..offsets[v + 1]]`): a graph of 16,384 ranks is two
+/// allocations, not 16,384.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Graph {
-    adj: Vec<Vec<u32>>,
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
 }
 
 impl Graph {
     fn from_edges(n: u32, edges: impl IntoIterator<Item = (u32, u32)>) -> Graph {
-        let mut adj = vec![Vec::new(); n as usize];
-        for (a, b) in edges {
-            if a != b {
-                adj[a as usize].push(b);
-                adj[b as usize].push(a);
-            }
+        let pairs: Vec<(u32, u32)> = edges
+            .into_iter()
+            .filter(|(a, b)| a != b)
+            .flat_map(|(a, b)| [(a, b), (b, a)])
+            .collect();
+        // Counting sort by source, then each list sorted and deduplicated in place.
+        let mut offsets = vec![0u32; n as usize + 1];
+        for &(a, _) in &pairs {
+            offsets[a as usize + 1] += 1;
         }
-        for list in &mut adj {
+        for v in 0..n as usize {
+            offsets[v + 1] += offsets[v];
+        }
+        let mut next = offsets.clone();
+        let mut targets = vec![0u32; pairs.len()];
+        for &(a, b) in &pairs {
+            targets[next[a as usize] as usize] = b;
+            next[a as usize] += 1;
+        }
+        let mut kept = Vec::with_capacity(targets.len());
+        let mut dedup_offsets = Vec::with_capacity(offsets.len());
+        dedup_offsets.push(0);
+        for v in 0..n as usize {
+            let list = &mut targets[offsets[v] as usize..offsets[v + 1] as usize];
             list.sort_unstable();
-            list.dedup();
+            let from = kept.len();
+            for &w in list.iter() {
+                if kept.len() == from || kept.last() != Some(&w) {
+                    kept.push(w);
+                }
+            }
+            dedup_offsets.push(kept.len() as u32);
         }
-        Graph { adj }
+        Graph {
+            offsets: dedup_offsets,
+            targets: kept,
+        }
     }
 
     fn n(&self) -> usize {
-        self.adj.len()
+        self.offsets.len() - 1
+    }
+
+    /// The neighbours of `v`, sorted.
+    fn adj(&self, v: usize) -> &[u32] {
+        &self.targets[self.offsets[v] as usize..self.offsets[v + 1] as usize]
+    }
+
+    fn degree(&self, v: usize) -> usize {
+        (self.offsets[v + 1] - self.offsets[v]) as usize
+    }
+
+    /// Every node's neighbours, in node order.
+    fn lists(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        (0..self.n()).map(|v| self.adj(v))
     }
 
     fn edges(&self) -> u64 {
-        self.adj.iter().map(|l| l.len() as u64).sum::<u64>() / 2
+        self.targets.len() as u64 / 2
     }
 
     fn has_edge(&self, a: u32, b: u32) -> bool {
-        self.adj[a as usize].binary_search(&b).is_ok()
+        self.adj(a as usize).binary_search(&b).is_ok()
     }
 
     fn sorted_degrees(&self) -> Vec<usize> {
-        let mut d: Vec<usize> = self.adj.iter().map(Vec::len).collect();
+        let mut d: Vec<usize> = (0..self.n()).map(|v| self.degree(v)).collect();
         d.sort_unstable();
         d
     }
@@ -552,7 +594,7 @@ impl Graph {
         let mut queue = VecDeque::from([root]);
         dist[root as usize] = 0;
         while let Some(v) = queue.pop_front() {
-            for &w in &self.adj[v as usize] {
+            for &w in self.adj(v as usize) {
                 if dist[w as usize] == u32::MAX {
                     dist[w as usize] = dist[v as usize] + 1;
                     queue.push_back(w);
@@ -971,7 +1013,7 @@ fn components(g: &Graph) -> u32 {
         seen[s] = true;
         let mut stack = vec![s as u32];
         while let Some(v) = stack.pop() {
-            for &w in &g.adj[v as usize] {
+            for &w in g.adj(v as usize) {
                 if !seen[w as usize] {
                     seen[w as usize] = true;
                     stack.push(w);
@@ -997,8 +1039,8 @@ const REFINE_ROUNDS: usize = 6;
 /// function of the structure, so isomorphic graphs still get equal class sizes; only
 /// pruning is lost.
 fn refine(g: &Graph, h: &Graph) -> Option<(Vec<u32>, Vec<u32>)> {
-    let mut cg: Vec<u32> = g.adj.iter().map(|l| l.len() as u32).collect();
-    let mut ch: Vec<u32> = h.adj.iter().map(|l| l.len() as u32).collect();
+    let mut cg: Vec<u32> = g.lists().map(|l| l.len() as u32).collect();
+    let mut ch: Vec<u32> = h.lists().map(|l| l.len() as u32).collect();
     let mut classes = 0usize;
     let mut table: FxHashMap<u64, u32> = FxHashMap::default();
     let mut counts: Vec<i64> = Vec::new();
@@ -1007,8 +1049,7 @@ fn refine(g: &Graph, h: &Graph) -> Option<(Vec<u32>, Vec<u32>)> {
         counts.clear();
         let mut step = |graph: &Graph, colours: &[u32], sign: i64| -> Vec<u32> {
             graph
-                .adj
-                .iter()
+                .lists()
                 .enumerate()
                 .map(|(v, list)| {
                     let neighbours = list.iter().fold(0u64, |sum, &w| {
@@ -1057,6 +1098,12 @@ fn matches(
     );
     if h.graph.sorted_degrees() != g_degrees {
         return Err(Failure::DegreeSequence);
+    }
+    // Ranks numbered as the candidate numbers its positions (row-major, as MPI_Cart_create
+    // numbers them): the identity is an isomorphism, found with one pass over the edges
+    // instead of refinement and search.
+    if *g == h.graph {
+        return Ok((0..g.n() as u32).collect());
     }
     let (gc, hc) = refine(g, &h.graph).ok_or(Failure::Refinement)?;
     search(g, &h.graph, &gc, &hc, h.transitive, budget)
@@ -1107,7 +1154,7 @@ fn search(
         .min_by_key(|&v| {
             (
                 class_size[&gc[v as usize]],
-                std::cmp::Reverse(g.adj[v as usize].len()),
+                std::cmp::Reverse(g.degree(v as usize)),
                 v,
             )
         })
@@ -1121,7 +1168,7 @@ fn search(
         let mut queue = VecDeque::from([root]);
         while let Some(v) = queue.pop_front() {
             order.push(v);
-            for &w in &g.adj[v as usize] {
+            for &w in g.adj(v as usize) {
                 if !seen[w as usize] {
                     seen[w as usize] = true;
                     parent[w as usize] = v;
@@ -1186,7 +1233,7 @@ fn search(
                 let source = map[parent[v] as usize] as usize;
                 let mut list = std::mem::take(&mut cands[d]);
                 list.clear();
-                for &c in &h.adj[source] {
+                for &c in h.adj(source) {
                     steps += 1;
                     if steps > budget {
                         return Err(Failure::SearchBudget);
@@ -1197,7 +1244,7 @@ fn search(
                     }
                     let mut mapped = 0usize;
                     let mut ok = true;
-                    for &u in &g.adj[v] {
+                    for &u in g.adj(v) {
                         let m = map[u as usize];
                         if m != NONE {
                             mapped += 1;
@@ -1208,7 +1255,7 @@ fn search(
                         }
                     }
                     if ok
-                        && h.adj[ci]
+                        && h.adj(ci)
                             .iter()
                             .filter(|&&w| inv[w as usize] != NONE)
                             .count()
@@ -1285,7 +1332,7 @@ pub fn synthetic_matrix(family: Family, dims: &[u32], seed: u64) -> Option<CommM
     let n = r.graph.n() as u32;
     let perm = permutation(n, seed);
     let mut m = CommMatrix::new(n);
-    for (a, list) in r.graph.adj.iter().enumerate() {
+    for (a, list) in r.graph.lists().enumerate() {
         for &b in list.iter().filter(|&&b| b as usize > a) {
             let (pa, pb) = (perm[a], perm[b as usize]);
             m.add(pa, pb, 1 << 20);
@@ -1366,6 +1413,30 @@ mod tests {
             .filter(|&(a, b)| t.adjacent(a, b))
             .count();
         assert_eq!(adjacent, pairs.len(), "{t}: edge count");
+    }
+
+    #[test]
+    fn ranks_numbered_row_major_are_their_positions_and_renumbered_ones_are_found_too() {
+        // A 2D torus 6x8 and a 3D grid 3x4x5 numbered row-major, as MPI_Cart_create does:
+        // the identity is checked first, and rank r sits at position r.
+        for (family, dims) in [(Family::Torus, vec![6, 8]), (Family::Grid, vec![3, 4, 5])] {
+            let r = family.reference(&dims).unwrap();
+            let n: u32 = dims.iter().product();
+            let mut m = CommMatrix::new(n);
+            for (a, list) in r.graph.lists().enumerate() {
+                for &b in list {
+                    m.add(a as u32, b, 1 << 20);
+                }
+            }
+            let t = identify(&m, &IdentifyParams::default()).unwrap();
+            assert_eq!((t.family, &t.dims), (family, &dims));
+            assert_eq!(t.coordinates, r.coords);
+            assert_mapping(&m, &t);
+            // Renumbered, the search finds a mapping all the same.
+            let (m, t) = shuffled(family, &dims, 11);
+            assert_eq!((t.family, &t.dims), (family, &dims));
+            assert_mapping(&m, &t);
+        }
     }
 
     #[test]
@@ -1614,7 +1685,7 @@ mod tests {
         // A 3x3 torus with one edge moved keeps the edge count, not the degrees.
         let mut m = CommMatrix::new(9);
         let r = Family::Torus.reference(&[3, 3]).unwrap();
-        for (a, l) in r.graph.adj.iter().enumerate() {
+        for (a, l) in r.graph.lists().enumerate() {
             for &b in l {
                 if (a as u32) < b && (a, b) != (0, 1) {
                     m.add(a as u32, b, 1);
