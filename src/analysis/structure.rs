@@ -18,8 +18,10 @@ pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
     let (alphabet, streams) = process_events::extract_with_calls(trace)?;
     // One table for every process (a clone per process cost its whole length each time).
     let nesting: std::sync::Arc<[i8]> = nesting(&alphabet).into();
+    // Processes are independent: on every core (pattern detection does the same).
+    use rayon::prelude::*;
     let nests = streams
-        .iter()
+        .par_iter()
         .map(|(rank, symbols)| {
             // Between processes, so that Ctrl-C stops a long analysis.
             trace.check_cancel()?;
