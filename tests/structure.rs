@@ -137,6 +137,15 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     assert_eq!(e, "no process 16: the trace has ranks 0-15");
 }
 
+/// Messages per sender and receiver, as the trace stores them.
+fn stored_pairs(trace: &mtfdb::Trace) -> std::collections::BTreeMap<(u32, u32), u64> {
+    trace
+        .pairs()
+        .iter()
+        .map(|p| ((p.sender, p.receiver), p.messages))
+        .collect()
+}
+
 /// The model is executable: the messages its projections send, rank by rank, are the stored
 /// communication matrix (messages per sender → receiver).
 #[test]
@@ -156,12 +165,7 @@ fn the_global_model_gives_the_stored_communication_matrix() {
                 }
             }
         }
-        let stored: BTreeMap<(u32, u32), u64> = trace
-            .pairs()
-            .iter()
-            .map(|p| ((p.sender, p.receiver), p.messages))
-            .collect();
-        assert_eq!(from_model, stored, "{scenario:?}");
+        assert_eq!(from_model, stored_pairs(&trace), "{scenario:?}");
     }
 }
 
@@ -263,12 +267,7 @@ fn the_global_model_of_a_16384_rank_grid_is_its_nine_kinds_of_rank_and_exact() {
                 }
             }
         }
-        let stored: BTreeMap<(u32, u32), u64> = trace
-            .pairs()
-            .iter()
-            .map(|p| ((p.sender, p.receiver), p.messages))
-            .collect();
-        assert_eq!(sent, stored, "{ranks} ranks");
+        assert_eq!(sent, stored_pairs(&trace), "{ranks} ranks");
         let text = model.render();
         // The interior's events, relative to each rank, on one line.
         assert!(
