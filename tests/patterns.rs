@@ -410,3 +410,34 @@ fn a_ping_pong_is_a_pattern_of_its_rounds() {
         vec![1, 3, 5, 7, 9, 11, 13, 15]
     );
 }
+
+/// Each process's own patterns are stored apart from the communication patterns: what phases,
+/// `SELECT COMMUNICATION PATTERNS` and `IN PATTERN n` read leaves them out, `SELECT PATTERNS FOR
+/// PROCESS(n)` reads them too, and when they are missing they are detected again.
+#[test]
+fn each_process_own_patterns_are_stored_apart_and_read_when_asked() {
+    let (_dir, db) = temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Ring, 8, 10), "t");
+    let trace = db.trace("t").unwrap();
+    let params = PatternParams::default();
+    let full = detection::patterns(&trace, &params, false).unwrap();
+    assert_eq!(full.processes.len(), 8);
+    assert!(full.processes.iter().all(|p| !p.patterns.is_empty()));
+    let communication = detection::communication_patterns(&trace, &params, false).unwrap();
+    assert!(communication.processes.is_empty());
+    assert_eq!(communication.patterns, full.patterns);
+    assert_eq!(detection::patterns(&trace, &params, false).unwrap(), full);
+    // Only the process patterns dropped: detected again, the same.
+    let dropped = trace
+        .drop_results("patterns/delimiters=true,tandems=true,envelope=false/processes")
+        .unwrap();
+    assert_eq!(dropped, 1);
+    let again = detection::patterns(&trace, &params, false).unwrap();
+    assert_eq!(again.processes, full.processes);
+    assert_eq!(again.patterns, full.patterns);
+    drop(trace);
+    let mut s = Session::new(db);
+    s.run("USE TRACE t").unwrap();
+    let rows = s.run("SELECT PATTERNS FOR PROCESS(3)").unwrap();
+    assert_eq!(rows.len(), full.processes[3].patterns.len());
+}

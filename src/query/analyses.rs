@@ -137,7 +137,7 @@ impl Session {
                     envelope: *envelope,
                     ..params
                 };
-                let found = detection::patterns(trace, &params, false)?;
+                let found = detection::communication_patterns(trace, &params, false)?;
                 let mut r = ResultSet::new([
                     "pattern",
                     "processes",

@@ -302,7 +302,11 @@ impl<'a> Engine<'a> {
                     );
                 }
                 Within::Pattern(n) => {
-                    let found = detection::patterns(self.trace, &PatternParams::default(), false)?;
+                    let found = detection::communication_patterns(
+                        self.trace,
+                        &PatternParams::default(),
+                        false,
+                    )?;
                     let Some(p) = found.pattern(*n) else {
                         return Err(no_pattern(*n, found.patterns.len()));
                     };
