@@ -1105,6 +1105,11 @@ impl TraceReader {
     /// The directory entry of operation chunk `chunk`.
     fn op_chunk_info(&self, chunk: u32) -> Option<&OpChunkInfo> {
         let chunks = &self.meta.op_chunks;
+        // Chunks are numbered densely from 0 as imports write them: the entry is at its number
+        // (a search of thousands of entries per chunk read, otherwise).
+        if let Some(info) = chunks.get(chunk as usize).filter(|c| c.chunk == chunk) {
+            return Some(info);
+        }
         chunks
             .binary_search_by_key(&chunk, |c| c.chunk)
             .ok()
