@@ -18,7 +18,9 @@ use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
 use super::phases::{self, Mode, PhaseTree};
 use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
+use crate::hash::FxHashMap;
 use crate::model::{OpKind, Rank, RoutineCall, Time};
+use crate::store::OperationColumns;
 use crate::Trace;
 
 /// How process patterns are found.
@@ -648,7 +650,7 @@ fn phase_bitmaps(
     calls_of: &CallsByRank,
     phases: &mut [PhaseRecord],
 ) -> Result<()> {
-    use crate::store::{MessageField, OperationColumns, OperationField};
+    use crate::store::{MessageField, OperationField};
     let Some(last) = phases.last() else {
         return Ok(());
     };
@@ -658,54 +660,42 @@ fn phase_bitmaps(
             last_ops |= p.op_ids();
         }
     }
-    let mut times_of: Vec<(Rank, OperationColumns)> = Vec::new();
-    for info in trace.op_chunks() {
-        if info.rows == 0 || info.max_end < phases[0].start {
-            continue;
-        }
-        let starts = trace.operation_columns(info.chunk, &[OperationField::Start])?;
-        times_of.push((info.rank, starts));
-    }
-    // Per process: its last event in the last phase, then the end of the routine calls that
-    // began within the phase and hold it.
-    let mut last_event: crate::hash::FxHashMap<Rank, Time> = Default::default();
-    for (rank, starts) in &times_of {
-        // A process's operations are in time order: the last one of the phase is the first
-        // found from the end, which spares a bitmap lookup per operation; a chunk out of
-        // order is searched whole.
-        let in_order = (1..starts.rows()).all(|row| starts.start(row - 1) <= starts.start(row));
+    // Per process: its last operation in the last phase, then the end of the routine calls
+    // that began within the phase and hold it. Its chunks are searched from the last: usually
+    // the last one holds it, and a chunk none of whose operations can be later is not read.
+    // The chunks read are kept for the pass below (about one per process).
+    let mut read: FxHashMap<u32, OperationColumns> = FxHashMap::default();
+    let mut ends: FxHashMap<Rank, Time> = FxHashMap::default();
+    let mut ranks: Vec<Rank> = trace.op_chunks().iter().map(|c| c.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    for rank in ranks {
+        let chunks: Vec<&crate::store::OpChunkInfo> = trace.op_chunks_of(rank).collect();
         let mut latest: Option<Time> = None;
-        for row in (0..starts.rows()).rev() {
-            let t = starts.start(row);
-            if in_order && t < last.start {
-                break;
+        for info in chunks.into_iter().rev() {
+            if info.rows == 0
+                || info.max_end < last.start
+                || latest.is_some_and(|l| info.max_end < l)
+            {
+                continue;
             }
-            if t >= last.start && last_ops.contains(starts.id(row)) {
-                latest = Some(latest.map_or(t, |l: Time| l.max(t)));
-                if in_order {
-                    break;
-                }
+            let starts = trace.operation_columns(info.chunk, &[OperationField::Start])?;
+            if let Some(t) = last_in(&starts, &last_ops, last.start) {
+                latest = Some(latest.map_or(t, |l| l.max(t)));
             }
+            read.insert(info.chunk, starts);
         }
-        if let Some(t) = latest {
-            let e = last_event.entry(*rank).or_insert(t);
-            *e = (*e).max(t);
+        if let Some(event) = latest {
+            let end = calls_of
+                .of(rank)
+                .iter()
+                .filter(|c| c.start >= last.start && c.start <= event && c.end >= event)
+                .map(|c| c.end)
+                .max()
+                .unwrap_or(event);
+            ends.insert(rank, end);
         }
     }
-    let rank_end = |rank: Rank| -> Time {
-        let Some(&event) = last_event.get(&rank) else {
-            return last.end;
-        };
-        calls_of
-            .of(rank)
-            .iter()
-            .filter(|c| c.start >= last.start && c.start <= event && c.end >= event)
-            .map(|c| c.end)
-            .max()
-            .unwrap_or(event)
-    };
-    let ends: crate::hash::FxHashMap<Rank, Time> =
-        last_event.keys().map(|&r| (r, rank_end(r))).collect();
     let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
     let end_of = |rank: Rank| ends.get(&rank).copied().unwrap_or(last.end);
     // The phase of an operation starting at `t` of a process whose last phase ends at `end`
@@ -714,16 +704,25 @@ fn phase_bitmaps(
         let k = starts.partition_point(|&s| s <= t);
         (k > 0 && (k < starts.len() || t <= end)).then(|| k - 1)
     };
-    let mut ops: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
-    for (rank, starts) in &times_of {
-        let end = end_of(*rank);
+    // One chunk at a time, in id order, straight into each phase's bitmap: memory follows the
+    // phases' bitmaps, not the trace.
+    let mut ops: Vec<IdSink> = (0..phases.len()).map(|_| IdSink::default()).collect();
+    for info in trace.op_chunks() {
+        if info.rows == 0 || info.max_end < phases[0].start {
+            continue;
+        }
+        let starts = match read.remove(&info.chunk) {
+            Some(starts) => starts,
+            None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
+        };
+        let end = end_of(info.rank);
         for row in 0..starts.rows() {
             if let Some(k) = phase_of(end, starts.start(row)) {
                 ops[k].push(starts.id(row));
             }
         }
     }
-    let mut messages: Vec<Vec<u64>> = vec![Vec::new(); phases.len()];
+    let mut messages: Vec<IdSink> = (0..phases.len()).map(|_| IdSink::default()).collect();
     for chunk in 0..trace.message_chunk_count() {
         let sends =
             trace.message_columns(chunk, &[MessageField::Sender, MessageField::SendTime])?;
@@ -733,15 +732,69 @@ fn phase_bitmaps(
             }
         }
     }
-    let sorted = |mut ids: Vec<u64>| {
-        ids.sort_unstable();
-        RoaringTreemap::from_sorted_iter(ids).expect("sorted ids")
-    };
     for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
-        phase.ops = serialize(&sorted(ops));
-        phase.messages = serialize(&sorted(msgs));
+        phase.ops = serialize(&ops.finish());
+        phase.messages = serialize(&msgs.finish());
     }
     Ok(())
+}
+
+/// Ids gathered into a bitmap a batch at a time: a push per id is as cheap as a vector's, and
+/// the memory held is one batch, not every id.
+#[derive(Default)]
+struct IdSink {
+    bitmap: RoaringTreemap,
+    pending: Vec<u64>,
+}
+
+impl IdSink {
+    /// Ids held before they go into the bitmap (8 MiB).
+    const BATCH: usize = 1 << 20;
+
+    fn push(&mut self, id: u64) {
+        self.pending.push(id);
+        if self.pending.len() == Self::BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.pending.sort_unstable();
+        // Ids come in increasing order (chunk by chunk, row by row): appended at the end.
+        // Should a batch go below the bitmap's largest, each id is inserted where it belongs.
+        if self.bitmap.append(self.pending.iter().copied()).is_err() {
+            for &id in &self.pending {
+                self.bitmap.insert(id);
+            }
+        }
+        self.pending.clear();
+    }
+
+    fn finish(mut self) -> RoaringTreemap {
+        self.flush();
+        self.bitmap
+    }
+}
+
+/// The latest start at or after `from` of an operation of `starts` that is in `ops`. A chunk
+/// in time order (as a process's operations are) is searched from its end and stops at the
+/// first found, which spares a bitmap lookup per operation; one out of order is searched whole.
+fn last_in(starts: &OperationColumns, ops: &RoaringTreemap, from: Time) -> Option<Time> {
+    let in_order = (1..starts.rows()).all(|row| starts.start(row - 1) <= starts.start(row));
+    let mut latest: Option<Time> = None;
+    for row in (0..starts.rows()).rev() {
+        let t = starts.start(row);
+        if in_order && t < from {
+            break;
+        }
+        if t >= from && ops.contains(starts.id(row)) {
+            latest = Some(latest.map_or(t, |l| l.max(t)));
+            if in_order {
+                break;
+            }
+        }
+    }
+    latest
 }
 
 fn node_records(
@@ -985,4 +1038,26 @@ pub fn match_template(
     }
     out.sort_by_key(|m| (m.start, m.end));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_sink_holds_every_id_once_in_any_order_across_batches() {
+        let mut sink = IdSink::default();
+        let mut want = RoaringTreemap::new();
+        // A batch in order, then ids below it (a second batch that cannot be appended), then
+        // repeats.
+        let ids = (0..IdSink::BATCH as u64).map(|i| 1_000_000 + 2 * i);
+        let low = [7u64, 3, 999_999, 1 << 40, 3];
+        for id in ids.chain(low) {
+            sink.push(id);
+            want.insert(id);
+        }
+        let got = sink.finish();
+        assert_eq!(got.len(), IdSink::BATCH as u64 + 4);
+        assert_eq!(got, want);
+    }
 }
