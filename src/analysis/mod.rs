@@ -6,6 +6,7 @@
 pub mod comm_patterns;
 pub mod critical_path;
 pub mod detection;
+pub mod global_model;
 pub mod loops;
 mod op_times;
 pub mod patterns;

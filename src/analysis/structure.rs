@@ -426,7 +426,7 @@ impl crate::store::StoredResult for LoopsResult {
 pub struct GlobalModelResult {
     /// The largest loop body NLR looked for.
     pub max_body: u32,
-    /// The merged model as text ([`GlobalModel::render`]).
+    /// The merged model as text ([`RankModel::render`]).
     pub text: String,
 }
 
