@@ -185,7 +185,7 @@ fn render_global(
             }
             GlobalItem::Loop { count, ranks, body } => {
                 indent(out, depth);
-                let _ = write!(out, "for i{depth} in 0..{count} @{} {{", rank_ranges(ranks));
+                let _ = write!(out, "for i{depth} in 0..{count} @{} {{", rank_set(ranks));
                 if !body.is_empty() && event_run(body, ranks) == body.len() {
                     for item in body {
                         if let GlobalItem::Event { symbol, ranks } = item {
@@ -206,6 +206,43 @@ fn render_global(
     }
 }
 
+/// `ranks` as [`rank_ranges`] writes them, but for a long regular series (six ranges or more,
+/// all as long and equally far apart, as a grid's edges and interior are): its first two
+/// ranges, `...` and its last.
+///
+/// ```
+/// use mtfdb::analysis::global_model::rank_set;
+/// let interior: Vec<u32> = (1..7).flat_map(|row| row * 8 + 1..row * 8 + 7).collect();
+/// assert_eq!(rank_set(&interior), "9-14,17-22,...,49-54");
+/// assert_eq!(rank_set(&[8, 16, 24, 32, 40, 48]), "8,16,...,48");
+/// assert_eq!(rank_set(&[0, 1, 2, 5]), "0-2,5");
+/// ```
+pub fn rank_set(ranks: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some(last) if last.1.checked_add(1) == Some(r) => last.1 = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    let regular = runs.len() >= 6
+        && runs.windows(2).all(|w| {
+            w[1].1 - w[1].0 == runs[0].1 - runs[0].0 && w[1].0 - w[0].0 == runs[1].0 - runs[0].0
+        });
+    if !regular {
+        return rank_ranges(ranks);
+    }
+    let run = |(a, b): (u32, u32)| {
+        if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    let last = runs[runs.len() - 1];
+    format!("{},{},...,{}", run(runs[0]), run(runs[1]), run(last))
+}
+
 /// The number of leading items of `items` that are events of exactly `ranks`.
 fn event_run(items: &[GlobalItem], ranks: &[u32]) -> usize {
     items
@@ -224,7 +261,7 @@ fn render_run(run: &[GlobalItem], name: &dyn Fn(u32, &[u32]) -> String, out: &mu
             ranks = r;
         }
     }
-    let _ = write!(out, "@{}", rank_ranges(ranks));
+    let _ = write!(out, "@{}", rank_set(ranks));
 }
 
 /// What an event is to [`merge`] and [`merge_communicating`].
