@@ -72,8 +72,9 @@ impl RankModel {
         }
     }
 
-    /// The symbol (of [`RankModel::alphabet`]) that the model's `symbol` is on `rank`.
-    fn absolute(&self, symbol: u32, rank: u32) -> u32 {
+    /// The symbol (of [`RankModel::alphabet`]) that the model's `symbol` is on `rank`: always
+    /// one for a rank of the construct that holds it, whose events it was made from.
+    fn absolute(&self, symbol: u32, rank: u32) -> Option<u32> {
         let on = |key: fn(Rank) -> EventKey, d: i64, envelope| {
             Peer::Offset(d)
                 .of(rank)
@@ -84,8 +85,6 @@ impl RankModel {
             RelativeKey::Send(d, e) => on(EventKey::Send, d, e),
             RelativeKey::Receive(d, e) => on(EventKey::Receive, d, e),
         }
-        // Every symbol of a construct was made from an event of each of its ranks.
-        .unwrap_or(u32::MAX)
     }
 
     /// The sequence of `rank`'s events the model stands for, in the trace's alphabet.
@@ -93,27 +92,37 @@ impl RankModel {
         self.model
             .project(rank)
             .into_iter()
-            .map(|s| self.absolute(s, rank))
+            .filter_map(|s| {
+                let absolute = self.absolute(s, rank);
+                debug_assert!(absolute.is_some(), "symbol {s} of rank {rank}");
+                absolute
+            })
             .collect()
     }
 
     /// The model as text ([`GlobalModel::render`]): events of one rank name their peers
     /// (`S5`), events of several name them relative to each rank (`S(r+1)`, `R(r-128)`).
     pub fn render(&self) -> String {
-        self.model
-            .render_with(|s, ranks| match (self.keys[s as usize], ranks) {
-                (RelativeKey::Same(s), _) => self.alphabet.name(s),
-                (_, [rank]) => self.alphabet.name(self.absolute(s, *rank)),
-                (RelativeKey::Send(d, _) | RelativeKey::Receive(d, _), _) => {
-                    let first = ranks.first().copied().unwrap_or(0);
-                    let peer = match d {
-                        0 => "(r)".to_string(),
-                        d if d > 0 => format!("(r+{d})"),
-                        d => format!("(r-{})", d.unsigned_abs()),
-                    };
-                    self.alphabet.name_with_peer(self.absolute(s, first), &peer)
-                }
-            })
+        self.model.render_with(|s, ranks| {
+            let key = self.keys[s as usize];
+            let first = ranks.first().copied().unwrap_or(0);
+            let (kind, d) = match key {
+                RelativeKey::Same(s) => return self.alphabet.name(s),
+                RelativeKey::Send(d, _) => ("S", d),
+                RelativeKey::Receive(d, _) => ("R", d),
+            };
+            let peer = match d {
+                0 => "(r)".to_string(),
+                d if d > 0 => format!("(r+{d})"),
+                d => format!("(r-{})", d.unsigned_abs()),
+            };
+            match (self.absolute(s, first), ranks.len()) {
+                (Some(a), 1) => self.alphabet.name(a),
+                (Some(a), _) => self.alphabet.name_with_peer(a, &peer),
+                // Cannot happen (see `absolute`); the words without the envelope.
+                (None, _) => format!("{kind}{peer}"),
+            }
+        })
     }
 }
 
