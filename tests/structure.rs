@@ -286,3 +286,31 @@ fn the_global_model_of_a_16384_rank_grid_is_its_nine_kinds_of_rank_and_exact() {
     }
     assert_eq!(lines[0], lines[1]);
 }
+
+/// Every real trace in `../shared/traces` (four formats, with wildcard receives, several
+/// communicators and routines): the global model, whatever classes its ranks fall into,
+/// projects every rank's events exactly. Skipped with a message when the traces are absent.
+#[test]
+fn the_global_model_of_every_real_trace_projects_each_rank_exactly() {
+    use mtfdb::analysis::loops::expand;
+    let Some(files) = common::real_traces() else {
+        return;
+    };
+    for file in files {
+        let (_dir, db) = temp_db();
+        db.import(&file, Some("t")).unwrap();
+        let trace = db.trace("t").unwrap();
+        let (alphabet, nests) = structure::loop_nests(&trace).unwrap();
+        let model = structure::merge_nests(&alphabet, &nests);
+        assert!(
+            (1..=nests.len()).contains(&model.classes),
+            "{file:?}: {} classes",
+            model.classes
+        );
+        for (rank, nest) in &nests {
+            assert_eq!(model.project(*rank), expand(nest), "{file:?} rank {rank}");
+        }
+        let text = model.render();
+        assert!(text.contains('@'), "{file:?}: {text}");
+    }
+}

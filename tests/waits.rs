@@ -261,30 +261,9 @@ fn no_rank_waits_longer_than_it_spends_in_mpi() {
 /// the traces are not beside this checkout.
 #[test]
 fn real_traces_wait_within_their_time_in_mpi() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
-    if !root.is_dir() {
-        eprintln!("skipped: {} is absent", root.display());
+    let Some(files) = common::real_traces() else {
         return;
-    }
-    let mut files = Vec::new();
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            if path.is_dir() {
-                stack.push(path);
-            } else if name == "traces.otf2"
-                || name.ends_with(".otf")
-                || name.ends_with(".prv")
-                || name.ends_with(".meta")
-            {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    assert!(files.len() >= 13, "the shared traces: {files:?}");
+    };
     let mut waited_somewhere = false;
     for file in files {
         let (_dir, db) = temp_db();

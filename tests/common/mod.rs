@@ -3,7 +3,7 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mtfdb::gen::{generate, GenConfig, GroundTruth};
 use mtfdb::model::Anomaly;
@@ -85,4 +85,34 @@ pub fn delayed_run(scenario: mtfdb::gen::Scenario) -> GenConfig {
         }],
         ..GenConfig::new(scenario, 16, 12)
     }
+}
+
+/// Every real trace in `../shared/traces` (OTF2 anchors, OTF v1, DUMPI metadata and Paraver
+/// files), sorted; `None`, having said so, when the traces are not beside this checkout.
+pub fn real_traces() -> Option<Vec<PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    if !root.is_dir() {
+        eprintln!("skipped: {} is absent", root.display());
+        return None;
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name == "traces.otf2"
+                || name.ends_with(".otf")
+                || name.ends_with(".prv")
+                || name.ends_with(".meta")
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 13, "the shared traces: {files:?}");
+    Some(files)
 }
