@@ -55,8 +55,13 @@ impl RankModel {
             classes.entry(relative).or_default().push(*rank);
         }
         // In the order of their first ranks, as the processes would be.
-        let mut classes: Vec<(Vec<u32>, LoopNest)> =
-            classes.into_iter().map(|(n, r)| (r, n)).collect();
+        let mut classes: Vec<(Vec<u32>, LoopNest)> = classes
+            .into_iter()
+            .map(|(n, mut r)| {
+                r.sort_unstable();
+                (r, n)
+            })
+            .collect();
         classes.sort_unstable_by_key(|(ranks, _)| ranks[0]);
         let role = |s: u32| match keys[s as usize] {
             RelativeKey::Send(d, _) => Role::Send(Peer::Offset(d)),
