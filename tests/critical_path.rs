@@ -4,28 +4,12 @@
 
 mod common;
 
-use common::temp_db;
+use common::hand_made_db;
 use mtfdb::analysis::critical_path::{
     critical_path, stored_critical_path, Activity, CriticalPath, Segment,
 };
 use mtfdb::model::{OpKind, Rank, Time};
-use mtfdb::{Database, Trace};
-
-/// A database holding, as `t`, the trace of `ranks` ranks (world communicator 0) whose events
-/// are `events`.
-fn imported(ranks: u32, events: &str) -> (tempfile::TempDir, Database) {
-    let (dir, db) = temp_db();
-    let mut text = String::from("MTF 1\nprocessor 0 node0\n");
-    for r in 0..ranks {
-        text.push_str(&format!("process {r} P{r} on 0\n"));
-    }
-    text.push_str(&format!("communicator 0 world 0-{}\n", ranks - 1));
-    text.push_str(events);
-    let path = dir.path().join("t.mtf");
-    std::fs::write(&path, text).unwrap();
-    db.import(&path, Some("t")).unwrap();
-    (dir, db)
-}
+use mtfdb::Trace;
 
 /// The path as (rank, start, end, "computation" or the MPI name).
 fn listed(path: &CriticalPath) -> Vec<(Rank, Time, Time, &'static str)> {
@@ -45,8 +29,9 @@ fn listed(path: &CriticalPath) -> Vec<(Rank, Time, Time, &'static str)> {
 fn a_late_sender_moves_the_path_to_the_sender_when_the_send_started() {
     // Rank 1's receive over [100, 900] waits until rank 0 starts sending at 600: the path
     // holds the receive from 600 on, and before that rank 0's computation since its Init.
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         2,
+        "",
         "0 0 50 Init\n\
          0 600 650 Send c=0 to=1 tag=1 b=8\n\
          1 10 40 Init\n\
@@ -82,8 +67,9 @@ fn a_late_sender_moves_the_path_to_the_sender_when_the_send_started() {
 fn a_barrier_moves_the_path_to_the_last_member_to_enter() {
     // Rank 0 leaves the barrier last (820) after waiting from 100 for rank 2, the last to
     // enter (700); rank 2 computed since its Init ended at 20.
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         3,
+        "",
         "0 0 10 Init\n\
          0 100 820 Barrier c=0\n\
          1 5 15 Init\n\
@@ -109,8 +95,9 @@ fn the_path_follows_a_chain_of_late_senders_through_computation_and_calls() {
     // sends to rank 2, which has been waiting since 200 and finishes last. Rank 1's Recv and
     // rank 2's are on the path from their senders' starts; the sends are not (they start
     // where the path leaves the sender).
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         3,
+        "",
         "0 0 100 Init\n\
          0 1000 1050 Send c=0 to=1 tag=1 b=8\n\
          1 0 100 Init\n\
@@ -137,8 +124,9 @@ fn the_path_follows_a_chain_of_late_senders_through_computation_and_calls() {
 fn the_root_of_a_gather_passes_the_path_to_the_last_member_not_the_first() {
     // Rank 0, the root, enters at 100; rank 1 at 200 (the first, whom Scalasca's early reduce
     // waits for) and rank 2 at 900 after computing. The root leaves last, at 1000.
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         3,
+        "",
         "0 0 10 Init\n\
          0 100 1000 Gather c=0 b=8 rb=24 root=0\n\
          1 0 10 Init\n\
@@ -162,8 +150,9 @@ fn a_rank_without_calls_before_the_instant_computed_from_the_first_start() {
     // Rank 1 makes no call before its Send at 500: a late sender whose send starts there
     // leaves the path on rank 1's computation back to the trace's first start (0, rank 0's
     // Recv).
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         2,
+        "",
         "0 0 800 Recv c=0 from=1 rtag=1 rb=8\n\
          1 500 550 Send c=0 to=0 tag=1 b=8\n",
     );
@@ -176,8 +165,9 @@ fn a_rank_without_calls_before_the_instant_computed_from_the_first_start() {
 
 #[test]
 fn the_stored_path_is_the_computed_one() {
-    let (_dir, db) = imported(
+    let (_dir, db) = hand_made_db(
         2,
+        "",
         "0 0 50 Init\n\
          0 600 650 Send c=0 to=1 tag=1 b=8\n\
          1 10 40 Init\n\

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::temp_db;
+use common::{hand_made_db, temp_db};
 use mtfdb::analysis::waits::{wait_states, Wait, WaitKind, WaitStates};
 use mtfdb::model::Rank;
 use mtfdb::Database;
@@ -21,17 +21,7 @@ fn waits_and_messages(
     extra: &str,
     events: &str,
 ) -> (WaitStates, Vec<(Rank, String, u64)>, u64) {
-    let (dir, db) = temp_db();
-    let mut text = String::from("MTF 1\nprocessor 0 node0\n");
-    for r in 0..ranks {
-        text.push_str(&format!("process {r} P{r} on 0\n"));
-    }
-    text.push_str(&format!("communicator 0 world 0-{}\n", ranks - 1));
-    text.push_str(extra);
-    text.push_str(events);
-    let path = dir.path().join("t.mtf");
-    std::fs::write(&path, text).unwrap();
-    db.import(&path, Some("t")).unwrap();
+    let (_dir, db) = hand_made_db(ranks, extra, events);
     let states = analyse(&db);
     let listed = list(&db, &states);
     let messages = db.trace("t").unwrap().summary().messages;

@@ -116,3 +116,20 @@ pub fn real_traces() -> Option<Vec<PathBuf>> {
     assert!(files.len() >= 13, "the shared traces: {files:?}");
     Some(files)
 }
+
+/// A database holding, as `t`, a hand-made MTF text trace of `ranks` ranks on one node, with
+/// the world communicator 0, then `declarations` (more communicators, routines) and `events`.
+pub fn hand_made_db(ranks: u32, declarations: &str, events: &str) -> (tempfile::TempDir, Database) {
+    let (dir, db) = temp_db();
+    let mut text = String::from("MTF 1\nprocessor 0 node0\n");
+    for r in 0..ranks {
+        text.push_str(&format!("process {r} P{r} on 0\n"));
+    }
+    text.push_str(&format!("communicator 0 world 0-{}\n", ranks - 1));
+    text.push_str(declarations);
+    text.push_str(events);
+    let path = dir.path().join("t.mtf");
+    std::fs::write(&path, text).unwrap();
+    db.import(&path, Some("t")).unwrap();
+    (dir, db)
+}
