@@ -475,7 +475,7 @@ impl Trace {
     /// let rows: u64 = trace.op_chunks_of(3).map(|c| u64::from(c.rows)).sum();
     /// # Ok::<(), mtfdb::Error>(())
     /// ```
-    pub fn op_chunks_of(&self, rank: Rank) -> impl Iterator<Item = &OpChunkInfo> {
+    pub fn op_chunks_of(&self, rank: Rank) -> impl DoubleEndedIterator<Item = &OpChunkInfo> {
         let chunks = self.op_chunks();
         let by_rank = self.chunks_by_rank.get_or_init(|| {
             let ranks = chunks

@@ -670,9 +670,8 @@ fn phase_bitmaps(
     ranks.sort_unstable();
     ranks.dedup();
     for rank in ranks {
-        let chunks: Vec<&crate::store::OpChunkInfo> = trace.op_chunks_of(rank).collect();
         let mut latest: Option<Time> = None;
-        for info in chunks.into_iter().rev() {
+        for info in trace.op_chunks_of(rank).rev() {
             if info.rows == 0
                 || info.max_end < last.start
                 || latest.is_some_and(|l| info.max_end < l)

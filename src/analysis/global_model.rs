@@ -166,6 +166,7 @@ impl GlobalModel {
 }
 
 pub use crate::model::rank_ranges;
+use crate::model::{rank_runs, run_text};
 
 fn render_global(
     items: &[GlobalItem],
@@ -218,13 +219,7 @@ fn render_global(
 /// assert_eq!(rank_set(&[0, 1, 2, 5]), "0-2,5");
 /// ```
 pub fn rank_set(ranks: &[u32]) -> String {
-    let mut runs: Vec<(u32, u32)> = Vec::new();
-    for &r in ranks {
-        match runs.last_mut() {
-            Some(last) if last.1.checked_add(1) == Some(r) => last.1 = r,
-            _ => runs.push((r, r)),
-        }
-    }
+    let runs = rank_runs(ranks);
     let regular = runs.len() >= 6
         && runs.windows(2).all(|w| {
             w[1].1 - w[1].0 == runs[0].1 - runs[0].0 && w[1].0 - w[0].0 == runs[1].0 - runs[0].0
@@ -232,15 +227,13 @@ pub fn rank_set(ranks: &[u32]) -> String {
     if !regular {
         return rank_ranges(ranks);
     }
-    let run = |(a, b): (u32, u32)| {
-        if a == b {
-            a.to_string()
-        } else {
-            format!("{a}-{b}")
-        }
-    };
     let last = runs[runs.len() - 1];
-    format!("{},{},...,{}", run(runs[0]), run(runs[1]), run(last))
+    format!(
+        "{},{},...,{}",
+        run_text(runs[0]),
+        run_text(runs[1]),
+        run_text(last)
+    )
 }
 
 /// The number of leading items of `items` that are events of exactly `ranks`.
@@ -333,7 +326,7 @@ type PeerUnits = Rc<[(u32, i64)]>;
 const NO_UNIT: u32 = u32::MAX;
 
 impl Units {
-    fn new(classes: &[Vec<u32>]) -> Units {
+    fn new<'r>(classes: impl IntoIterator<Item = &'r [u32]>) -> Units {
         let mut units = Units {
             unit_of: FxHashMap::default(),
             members: FxHashMap::default(),
@@ -345,7 +338,7 @@ impl Units {
                 units.unit_of.insert(r, unit);
             }
             if ranks.len() > 1 {
-                units.members.insert(unit, ranks.clone());
+                units.members.insert(unit, ranks.to_vec());
             }
         }
         units
@@ -1139,7 +1132,7 @@ fn merge_units(
     communicating: bool,
 ) -> GlobalModel {
     const FREE: usize = usize::MAX;
-    let units = Units::new(&classes.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+    let units = Units::new(classes.iter().map(|(r, _)| &r[..]));
     let talks = if communicating {
         talks(&classes, &units, role)
     } else {

@@ -34,21 +34,33 @@ pub type Rank = u32;
 /// assert_eq!(mtfdb::model::rank_ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
 /// ```
 pub fn rank_ranges(ranks: &[Rank]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i {
-            format!("{}-{}", ranks[i], ranks[j])
-        } else {
-            ranks[i].to_string()
-        });
-        i = j + 1;
-    }
+    let parts: Vec<String> = rank_runs(ranks).into_iter().map(run_text).collect();
     parts.join(",")
+}
+
+/// Sorted ranks as runs of consecutive ranks, `(first, last)`.
+///
+/// ```
+/// assert_eq!(mtfdb::model::rank_runs(&[0, 1, 2, 5, 7, 8]), vec![(0, 2), (5, 5), (7, 8)]);
+/// ```
+pub fn rank_runs(ranks: &[Rank]) -> Vec<(Rank, Rank)> {
+    let mut runs: Vec<(Rank, Rank)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some(last) if last.1.checked_add(1) == Some(r) => last.1 = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    runs
+}
+
+/// One run as [`rank_ranges`] writes it: `5`, or `0-3`.
+pub fn run_text((first, last): (Rank, Rank)) -> String {
+    if first == last {
+        first.to_string()
+    } else {
+        format!("{first}-{last}")
+    }
 }
 /// A communicator id, as declared by the trace.
 pub type CommId = u32;
