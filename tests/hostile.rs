@@ -504,3 +504,47 @@ fn ctrl_c_stops_a_running_statement_and_changes_nothing() {
         "name,rows,of,definition\nbefore,19264,operations,SELECT MPI_Bcast\n"
     );
 }
+
+/// Ctrl-C while a result is being written stops the writing: the library looks at the flag
+/// every 4,096 rows, so a sink that sets it at its first row of a sorted result (computed
+/// whole, then written) gets exactly 4,096 rows and the statement ends cancelled.
+#[test]
+fn ctrl_c_while_rows_are_written_stops_the_writing() {
+    use mtfdb::results::{RowSink, Value};
+    struct Interrupting {
+        flag: Arc<AtomicBool>,
+        rows: usize,
+    }
+    impl RowSink for Interrupting {
+        fn columns(&mut self, _: &[String]) -> mtfdb::Result<()> {
+            Ok(())
+        }
+        fn row(&mut self, _: Vec<Value>) -> mtfdb::Result<()> {
+            self.rows += 1;
+            self.flag.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    let (_dir, db) = common::generated_db(&GenConfig::new(Scenario::Stencil2d, 16, 50));
+    let mut session = Session::new(db);
+    session.run("USE TRACE t").unwrap();
+    let mut sink = Interrupting {
+        flag: session.cancel_flag(),
+        rows: 0,
+    };
+    let outcome = session.run_into(
+        "SELECT ALL OPERATIONS ORDER BY duration_ns DESC, id",
+        &mut sink,
+    );
+    assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
+    assert_eq!(sink.rows, 4096);
+    // The next statement runs: the flag is cleared when it starts.
+    let mut sink = Interrupting {
+        flag: Arc::new(AtomicBool::new(false)),
+        rows: 0,
+    };
+    session
+        .run_into("SELECT ALL OPERATIONS LIMIT 10", &mut sink)
+        .unwrap();
+    assert_eq!(sink.rows, 10);
+}

@@ -11,7 +11,7 @@ use super::exec::row_columns;
 use super::plan::Engine;
 use super::usage;
 use crate::error::{Error, Limit, NameKind, Result};
-use crate::results::{ResultSet, RowSink};
+use crate::results::{ResultSet, RowSink, Value};
 use crate::{Database, Trace};
 
 /// A syntax error as the crate's error: "at column 22: expected …" with the statement and a
@@ -187,13 +187,20 @@ impl Session {
     /// ```
     pub fn run_into(&mut self, text: &str, sink: &mut dyn RowSink) -> Result<()> {
         let stmt = super::parse_statement(text).map_err(query_error)?;
+        self.cancel.store(false, Ordering::Relaxed);
+        let cancel = self.cancel.clone();
+        // Writing a large result (every operation sorted, a row per rank) takes a while too:
+        // Ctrl-C stops it as it stops the reading.
+        let mut sink = Cancellable {
+            sink,
+            cancel: &cancel,
+            rows: 0,
+        };
         let Statement::Select(select) = &stmt else {
             return sink.result(self.execute(&stmt)?);
         };
-        self.cancel.store(false, Ordering::Relaxed);
-        let cancel = self.cancel.clone();
         let trace = self.trace()?;
-        Engine::with_cancel(trace, &cancel).select_into(select, sink)
+        Engine::with_cancel(trace, &cancel).select_into(select, &mut sink)
     }
 
     /// Runs a parsed statement.
@@ -339,5 +346,32 @@ impl Session {
                 r
             }
         })
+    }
+}
+
+/// A sink that ends the statement with [`Error::Cancelled`] when the cancellation flag is
+/// set, looked at every [`Cancellable::EVERY`] rows.
+struct Cancellable<'a> {
+    sink: &'a mut dyn RowSink,
+    cancel: &'a AtomicBool,
+    rows: usize,
+}
+
+impl Cancellable<'_> {
+    /// Rows written between two looks at the flag.
+    const EVERY: usize = 4096;
+}
+
+impl RowSink for Cancellable<'_> {
+    fn columns(&mut self, columns: &[String]) -> Result<()> {
+        self.sink.columns(columns)
+    }
+
+    fn row(&mut self, row: Vec<Value>) -> Result<()> {
+        if self.rows.is_multiple_of(Self::EVERY) && self.cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        self.rows += 1;
+        self.sink.row(row)
     }
 }

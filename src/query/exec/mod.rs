@@ -25,8 +25,6 @@ use crate::store::StoredView;
 
 pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
 
-/// Rows written between two looks at the cancellation flag.
-const ROWS_BETWEEN_CANCEL_CHECKS: usize = 4096;
 /// Whether a condition reads `WAIT`.
 pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
     let mut stack: Vec<&Expr> = p.into_iter().collect();
@@ -376,16 +374,7 @@ impl<'a> Engine<'a> {
                 all = order_and_limit(all, s, self.cancel)?;
             }
         }
-        // Written row by row with a look at Ctrl-C now and then: a sorted result of every
-        // operation takes a while to write, and Ctrl-C must stop that too.
-        sink.columns(&all.columns)?;
-        for (i, row) in all.rows.into_iter().enumerate() {
-            if i % ROWS_BETWEEN_CANCEL_CHECKS == 0 {
-                self.check_cancel()?;
-            }
-            sink.row(row)?;
-        }
-        Ok(())
+        sink.result(all)
     }
 
     /// Evaluates a selection to the ids a view stores.
