@@ -666,10 +666,7 @@ fn phase_bitmaps(
     // The chunks read are kept for the pass below (about one per process).
     let mut read: FxHashMap<u32, OperationColumns> = FxHashMap::default();
     let mut ends: FxHashMap<Rank, Time> = FxHashMap::default();
-    let mut ranks: Vec<Rank> = trace.op_chunks().iter().map(|c| c.rank).collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    for rank in ranks {
+    for rank in trace.header().processes.iter().map(|p| p.rank) {
         let mut latest: Option<Time> = None;
         for info in trace.op_chunks_of(rank).rev() {
             if info.rows == 0

@@ -116,16 +116,16 @@ impl RankModel {
                 RelativeKey::Send(d, _) => ("S", d),
                 RelativeKey::Receive(d, _) => ("R", d),
             };
-            let peer = match d {
+            let peer = || match d {
                 0 => "(r)".to_string(),
                 d if d > 0 => format!("(r+{d})"),
                 d => format!("(r-{})", d.unsigned_abs()),
             };
             match (self.absolute(s, first), ranks.len()) {
                 (Some(a), 1) => self.alphabet.name(a),
-                (Some(a), _) => self.alphabet.name_with_peer(a, &peer),
+                (Some(a), _) => self.alphabet.name_with_peer(a, &peer()),
                 // Cannot happen (see `absolute`); the words without the envelope.
-                (None, _) => format!("{kind}{peer}"),
+                (None, _) => format!("{kind}{}", peer()),
             }
         })
     }
