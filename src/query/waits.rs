@@ -13,7 +13,7 @@ use roaring::RoaringTreemap;
 use super::ast::{Filter, Select, Selection, Target, WaitGroup};
 use super::exec::{order_keys, Row, TopK};
 use super::names::phase_of;
-use super::plan::{Engine, PlanStep};
+use super::plan::{Engine, PlanStep, Selected};
 use super::usage;
 use crate::analysis::detection::{self, PhaseParams};
 use crate::analysis::waits::{receive_wait, Completions, WaitKind, WaitStates};
@@ -160,22 +160,26 @@ impl Grouper {
 }
 
 impl<'a> Engine<'a> {
-    /// The selection of the waiting operations: `OPERATIONS` with the statement's clauses.
-    fn waiting_selection(
+    /// The waiting operations: `OPERATIONS` with the statement's clauses, their ids selected
+    /// and the wait states loaded.
+    fn waiting_operations(
         &self,
         what: &str,
         target: Option<Target>,
         filter: &Filter,
-    ) -> Result<Selection> {
+    ) -> Result<(Selection, Selected)> {
         if let Some(t) = target {
             return Err(usage(format!(
                 "{what} is computed over the operations its clauses select; it takes no FROM {t}"
             )));
         }
-        Ok(Selection {
+        let sel = Selection {
             target: Target::Operations,
             filter: filter.clone(),
-        })
+        };
+        let mut selected = self.select_ids(&sel)?;
+        self.load_waits(&mut selected)?;
+        Ok((sel, selected))
     }
 
     /// How to group by `by`, reading what that needs; `None` under `EXPLAIN`, which names the
@@ -228,9 +232,7 @@ impl<'a> Engine<'a> {
         target: Option<Target>,
         filter: &Filter,
     ) -> Result<(ResultSet, Vec<PlanStep>)> {
-        let sel = self.waiting_selection("WAIT STATES", target, filter)?;
-        let mut selected = self.select_ids(&sel)?;
-        self.load_waits(&mut selected)?;
+        let (sel, mut selected) = self.waiting_operations("WAIT STATES", target, filter)?;
         let grouper = match by {
             Some(by) => self.grouper(by, &mut selected.plan)?,
             None => None,
@@ -307,9 +309,7 @@ impl<'a> Engine<'a> {
         target: Option<Target>,
         filter: &Filter,
     ) -> Result<(ResultSet, Vec<PlanStep>)> {
-        let sel = self.waiting_selection("LATE SENDERS", target, filter)?;
-        let mut selected = self.select_ids(&sel)?;
-        self.load_waits(&mut selected)?;
+        let (sel, mut selected) = self.waiting_operations("LATE SENDERS", target, filter)?;
         if let Some(waits) = selected.waits.clone() {
             selected.ids &= late_sender_ops(&waits);
             selected.plan.push(PlanStep {
