@@ -37,8 +37,8 @@ pub struct RankModel {
 }
 
 impl RankModel {
-    /// Merges the loop nests of `nests` (one per rank) over `alphabet`.
-    pub fn merge(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> RankModel {
+    /// Merges the loop nests of `nests` (one per rank) over `alphabet`, which the model keeps.
+    pub fn merge(alphabet: Alphabet, nests: &[(Rank, LoopNest)]) -> RankModel {
         let mut keys = Vec::new();
         let mut ids: FxHashMap<RelativeKey, u32> = FxHashMap::default();
         let mut classes: FxHashMap<LoopNest, Vec<u32>> = FxHashMap::default();
@@ -50,7 +50,7 @@ impl RankModel {
                 })
             };
             let relative = LoopNest {
-                items: relative_items(&nest.items, *rank, alphabet, &mut intern),
+                items: relative_items(&nest.items, *rank, &alphabet, &mut intern),
             };
             classes.entry(relative).or_default().push(*rank);
         }
@@ -66,11 +66,11 @@ impl RankModel {
         let role = |s: u32| match keys[s as usize] {
             RelativeKey::Send(d, _) => Role::Send(Peer::Offset(d)),
             RelativeKey::Receive(d, _) => Role::Receive(Peer::Offset(d)),
-            RelativeKey::Same(s) => super::structure::role(alphabet, s),
+            RelativeKey::Same(s) => super::structure::role(&alphabet, s),
         };
         let model = loops::merge_classes(classes.iter().map(|(r, n)| (&r[..], n)), role);
         RankModel {
-            alphabet: alphabet.clone(),
+            alphabet,
             model,
             keys,
             classes: classes.len(),

@@ -61,12 +61,13 @@ pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
 /// are merged once ([`rank_classes`](super::rank_classes)).
 pub fn global_model(trace: &Trace) -> Result<RankModel> {
     let (alphabet, nests) = loop_nests(trace)?;
-    Ok(merge_nests(&alphabet, &nests))
+    Ok(RankModel::merge(alphabet, &nests))
 }
 
-/// The processes' loop nests merged into one model (P1.4, see [`global_model`]).
+/// The processes' loop nests merged into one model (P1.4, see [`global_model`]), over a copy
+/// of `alphabet` (the model keeps one).
 pub fn merge_nests(alphabet: &Alphabet, nests: &[(Rank, LoopNest)]) -> RankModel {
-    RankModel::merge(alphabet, nests)
+    RankModel::merge(alphabet.clone(), nests)
 }
 
 /// The communication matrix (bytes per sender → receiver): the point-to-point messages, and
