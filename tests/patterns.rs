@@ -142,6 +142,11 @@ fn generated_traces_give_the_communication_patterns_the_generator_emitted() {
 /// (each rank sends to the next and receives from the previous), `pairs` (0↔1 and 2↔3) and
 /// `reduce` (Allreduce then Bcast).
 fn three_phases(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
+    three_phases_of(sink, 30)
+}
+
+/// [`three_phases`] with `calls` calls of each routine: every call is 2 operations per rank.
+fn three_phases_of(sink: &mut dyn EventSink, calls: u32) -> mtfdb::Result<()> {
     let n: Rank = 4;
     sink.header(&TraceHeader::world(n, "world"))?;
     let names = ["ring", "pairs", "reduce"];
@@ -160,7 +165,7 @@ fn three_phases(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
         sink.operation(&recv)
     };
     for (phase, _) in names.iter().enumerate() {
-        for _ in 0..30 {
+        for _ in 0..calls {
             for rank in 0..n {
                 sink.routine(&RoutineEvent {
                     rank,
@@ -265,6 +270,59 @@ fn int(v: &Value) -> i64 {
         Value::Int(i) => i64::try_from(*i).expect("a test value fits 64 bits"),
         other => panic!("not an integer: {other:?}"),
     }
+}
+
+/// Phases of many operations per rank: each rank's operations span several stored chunks,
+/// some wholly inside one phase, some across a boundary; every phase holds exactly the
+/// operations and messages of its routine's calls.
+#[test]
+fn phases_spanning_many_chunks_per_rank_hold_exactly_their_calls() {
+    let calls = 40_000u32;
+    let (_dir, db) = temp_db();
+    db.import_events("phased", |sink| three_phases_of(sink, calls))
+        .unwrap();
+    let trace = db.trace("phased").unwrap();
+    // 240,000 operations per rank: several chunks each.
+    assert!(
+        trace.op_chunks().len() >= 4 * 3,
+        "{}",
+        trace.op_chunks().len()
+    );
+    let mut s = Session::new(db);
+    s.run("USE TRACE phased").unwrap();
+    assert_eq!(s.run("SELECT PHASES").unwrap().len(), 3);
+    let count = |s: &mut Session, q: &str| int(&s.run(q).unwrap().rows[0][0]);
+    // Each call: 8 operations over the 4 ranks, in every phase.
+    for phase in 1..=3 {
+        assert_eq!(
+            count(
+                &mut s,
+                &format!("SELECT COUNT(*) FROM OPERATIONS IN PHASE {phase}")
+            ),
+            8 * i64::from(calls),
+            "phase {phase}"
+        );
+    }
+    // Ring and pairs: 4 messages per call; the reduce phase has none.
+    let messages: Vec<i64> = (1..=3)
+        .map(|k| {
+            count(
+                &mut s,
+                &format!("SELECT COUNT(*) FROM MESSAGES IN PHASE {k}"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        vec![4 * i64::from(calls), 4 * i64::from(calls), 0]
+    );
+    let r = s
+        .run("SELECT STATISTICS FOR ALL PROCESSES IN PHASE 2")
+        .unwrap();
+    let total = r.rows.last().unwrap().clone();
+    let col = |name: &str| r.columns.iter().position(|c| c == name).unwrap();
+    assert_eq!(int(&total[col("MPI_Send")]), 4 * i64::from(calls));
+    assert_eq!(int(&total[col("MPI_Recv")]), 4 * i64::from(calls));
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! into phases ([`phases`](mod@super::phases)).
 
 use std::fmt;
+use std::ops::Range;
 use std::time::Instant;
 
 use roaring::RoaringTreemap;
@@ -20,7 +21,7 @@ use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpKind, Rank, RoutineCall, Time};
-use crate::store::OperationColumns;
+use crate::store::{OpChunkInfo, OperationColumns};
 use crate::Trace;
 
 /// How process patterns are found.
@@ -97,8 +98,12 @@ pub struct CommPatternRecord {
     /// The process of each occurrence's first event.
     pub first_ranks: Vec<Rank>,
     /// The operations of all its occurrences (roaring, serialized).
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     pub ops: Vec<u8>,
     /// The messages of all its occurrences (roaring, serialized).
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     pub messages: Vec<u8>,
 }
 
@@ -506,8 +511,12 @@ pub struct PhaseRecord {
     pub routine: String,
     /// Its operations: every process's operations from its first instance until the next
     /// phase begins (roaring, serialized).
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     pub ops: Vec<u8>,
     /// Its messages: those whose send is one of its operations (roaring, serialized).
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     pub messages: Vec<u8>,
 }
 
@@ -552,19 +561,27 @@ impl PhaseResult {
 
 /// Every routine call, grouped by rank: one sorted vector rather than a map of one vector per
 /// rank (16,384 of them at 16,384 ranks).
-struct CallsByRank(Vec<RoutineCall>);
+struct CallsByRank {
+    calls: Vec<RoutineCall>,
+    /// Where each rank's calls lie in `calls`.
+    of: FxHashMap<Rank, Range<usize>>,
+}
 
 impl CallsByRank {
     fn new(mut calls: Vec<RoutineCall>) -> CallsByRank {
         calls.sort_by_key(|c| c.rank);
-        CallsByRank(calls)
+        let mut of: FxHashMap<Rank, Range<usize>> = FxHashMap::default();
+        for (i, c) in calls.iter().enumerate() {
+            of.entry(c.rank).or_insert(i..i).end = i + 1;
+        }
+        CallsByRank { calls, of }
     }
 
     /// `rank`'s calls, in their stored order.
     fn of(&self, rank: Rank) -> &[RoutineCall] {
-        let from = self.0.partition_point(|c| c.rank < rank);
-        let to = from + self.0[from..].partition_point(|c| c.rank == rank);
-        &self.0[from..to]
+        self.of
+            .get(&rank)
+            .map_or(&[][..], |range| &self.calls[range.clone()])
     }
 }
 
@@ -660,64 +677,84 @@ fn phase_bitmaps(
             last_ops |= p.op_ids();
         }
     }
-    // Per process: its last operation in the last phase, then the end of the routine calls
-    // that began within the phase and hold it. Its chunks are searched from the last: usually
-    // the last one holds it, and a chunk none of whose operations can be later is not read.
-    // The chunks read are kept for the pass below (about one per process).
-    let mut read: FxHashMap<u32, OperationColumns> = FxHashMap::default();
-    let mut ends: FxHashMap<Rank, Time> = FxHashMap::default();
-    for rank in trace.header().processes.iter().map(|p| p.rank) {
-        let mut latest: Option<Time> = None;
-        for info in trace.op_chunks_of(rank).rev() {
-            if info.rows == 0
-                || info.max_end < last.start
-                || latest.is_some_and(|l| info.max_end < l)
-            {
-                continue;
-            }
-            let starts = trace.operation_columns(info.chunk, &[OperationField::Start])?;
-            if let Some(t) = last_in(&starts, &last_ops, last.start) {
-                latest = Some(latest.map_or(t, |l| l.max(t)));
-            }
-            read.insert(info.chunk, starts);
-        }
-        if let Some(event) = latest {
-            let end = calls_of
-                .of(rank)
-                .iter()
-                .filter(|c| c.start >= last.start && c.start <= event && c.end >= event)
-                .map(|c| c.end)
-                .max()
-                .unwrap_or(event);
-            ends.insert(rank, end);
-        }
-    }
     let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
-    let end_of = |rank: Rank| ends.get(&rank).copied().unwrap_or(last.end);
     // The phase of an operation starting at `t` of a process whose last phase ends at `end`
     // (a message goes with its send).
     let phase_of = |end: Time, t: Time| -> Option<usize> {
         let k = starts.partition_point(|&s| s <= t);
         (k > 0 && (k < starts.len() || t <= end)).then(|| k - 1)
     };
-    // One chunk at a time, in id order, straight into each phase's bitmap: memory follows the
-    // phases' bitmaps, not the trace.
-    let mut ops: Vec<IdSink> = (0..phases.len()).map(|_| IdSink::default()).collect();
-    for info in trace.op_chunks() {
-        if info.rows == 0 || info.max_end < phases[0].start {
-            continue;
-        }
-        let starts = match read.remove(&info.chunk) {
-            Some(starts) => starts,
-            None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
+    // Process by process: the end of its last phase, then its operations as runs of ids, one
+    // phase each. A process's operations are in time order, so a chunk is a few runs, and the
+    // bitmaps are built from runs (sorted by id) rather than id by id.
+    let mut op_runs: Vec<Vec<Range<u64>>> = vec![Vec::new(); phases.len()];
+    let mut ends: FxHashMap<Rank, Time> = FxHashMap::default();
+    for rank in trace.header().processes.iter().map(|p| p.rank) {
+        let chunks: Vec<&OpChunkInfo> = trace
+            .op_chunks_of(rank)
+            .filter(|c| c.rows > 0 && c.max_end >= starts[0])
+            .collect();
+        let (latest, mut read) = latest_in_last_phase(trace, &chunks, &last_ops, last.start)?;
+        let end = match latest {
+            Some(event) => {
+                // The routine call that began within the phase and holds its last event.
+                let end = calls_of
+                    .of(rank)
+                    .iter()
+                    .filter(|c| c.start >= last.start && c.start <= event && c.end >= event)
+                    .map(|c| c.end)
+                    .max()
+                    .unwrap_or(event);
+                ends.insert(rank, end);
+                end
+            }
+            None => last.end,
         };
-        let end = end_of(info.rank);
-        for row in 0..starts.rows() {
-            if let Some(k) = phase_of(end, starts.start(row)) {
-                ops[k].push(starts.id(row));
+        for info in &chunks {
+            // Operations are in time order: a chunk whose first and last fall in the same
+            // phase is in it whole, and is not read.
+            let first = phase_of(end, info.first_start);
+            if let Some(k) = first.filter(|_| first == phase_of(end, info.last_start)) {
+                op_runs[k].push(info.ids());
+                continue;
+            }
+            let columns = match read.iter().position(|(chunk, _)| *chunk == info.chunk) {
+                Some(i) => read.swap_remove(i).1,
+                None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
+            };
+            let mut run: Option<(usize, Range<u64>)> = None;
+            for row in 0..columns.rows() {
+                let id = columns.id(row);
+                let k = phase_of(end, columns.start(row));
+                match (&mut run, k) {
+                    (Some((current, ids)), Some(k)) if *current == k && ids.end == id => {
+                        ids.end = id + 1;
+                    }
+                    _ => {
+                        if let Some((current, ids)) = run.take() {
+                            op_runs[current].push(ids);
+                        }
+                        run = k.map(|k| (k, id..id + 1));
+                    }
+                }
+            }
+            if let Some((current, ids)) = run {
+                op_runs[current].push(ids);
             }
         }
     }
+    let end_of = |rank: Rank| ends.get(&rank).copied().unwrap_or(last.end);
+    let ops: Vec<RoaringTreemap> = op_runs
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort_unstable_by_key(|r| r.start);
+            let mut bitmap = RoaringTreemap::new();
+            for ids in runs {
+                bitmap.insert_range(ids);
+            }
+            bitmap
+        })
+        .collect();
     let mut messages: Vec<IdSink> = (0..phases.len()).map(|_| IdSink::default()).collect();
     for chunk in 0..trace.message_chunk_count() {
         let sends =
@@ -729,7 +766,7 @@ fn phase_bitmaps(
         }
     }
     for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
-        phase.ops = serialize(&ops.finish());
+        phase.ops = serialize(&ops);
         phase.messages = serialize(&msgs.finish());
     }
     Ok(())
@@ -772,25 +809,47 @@ impl IdSink {
     }
 }
 
-/// The latest start at or after `from` of an operation of `starts` that is in `ops`. A chunk
-/// in time order (as a process's operations are) is searched from its end and stops at the
-/// first found, which spares a bitmap lookup per operation; one out of order is searched whole.
-fn last_in(starts: &OperationColumns, ops: &RoaringTreemap, from: Time) -> Option<Time> {
-    let in_order = (1..starts.rows()).all(|row| starts.start(row - 1) <= starts.start(row));
+/// The latest start in a process's `chunks` of an operation of `last_ops` (the last phase's)
+/// starting at or after `from`, with the chunks decoded to find it (kept for the caller's
+/// next pass; at most a few). A location's operations are stored in time order (the import
+/// refuses time going backwards), so a chunk's latest operation of `last_ops` is its last one
+/// there, found with one search of the bitmap; its start is the chunk's last start when it is
+/// the chunk's last row, and read otherwise. The chunks are searched from the last, and one
+/// none of whose operations can be later is skipped.
+#[allow(clippy::type_complexity)]
+fn latest_in_last_phase(
+    trace: &Trace,
+    chunks: &[&OpChunkInfo],
+    last_ops: &RoaringTreemap,
+    from: Time,
+) -> Result<(Option<Time>, Vec<(u32, OperationColumns)>)> {
     let mut latest: Option<Time> = None;
-    for row in (0..starts.rows()).rev() {
-        let t = starts.start(row);
-        if in_order && t < from {
-            break;
+    let mut read = Vec::new();
+    for info in chunks.iter().rev() {
+        if info.max_end < from || latest.is_some_and(|l| info.max_end < l) {
+            continue;
         }
-        if t >= from && ops.contains(starts.id(row)) {
+        let ids = info.ids();
+        let mut found = last_ops.iter();
+        found.advance_back_to(ids.end.saturating_sub(1));
+        let Some(id) = found.next_back().filter(|id| ids.contains(id)) else {
+            continue;
+        };
+        let row = (id - ids.start) as usize;
+        let t = if row + 1 == info.rows as usize {
+            info.last_start
+        } else {
+            let starts =
+                trace.operation_columns(info.chunk, &[crate::store::OperationField::Start])?;
+            let t = starts.start(row);
+            read.push((info.chunk, starts));
+            t
+        };
+        if t >= from {
             latest = Some(latest.map_or(t, |l| l.max(t)));
-            if in_order {
-                break;
-            }
         }
     }
-    latest
+    Ok((latest, read))
 }
 
 fn node_records(

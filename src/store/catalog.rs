@@ -64,6 +64,13 @@ pub struct OpChunkInfo {
     pub len: u32,
 }
 
+impl OpChunkInfo {
+    /// The ids of the chunk's operations, in row (and so time) order.
+    pub fn ids(&self) -> std::ops::Range<u64> {
+        super::ids::chunk_ids(self.chunk, self.rows as usize)
+    }
+}
+
 /// Counts a user wants to see first; computed during import.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {

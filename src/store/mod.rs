@@ -996,6 +996,8 @@ pub trait StoredResult: serde::Serialize + serde::de::DeserializeOwned {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ResultRecord {
     schema: u32,
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     value: Vec<u8>,
 }
 
@@ -1014,6 +1016,8 @@ pub struct StoredView {
 struct ViewRecord {
     messages: bool,
     definition: String,
+    // Written as one run of bytes, not a sequence of numbers: read back at memcpy speed.
+    #[serde(with = "serde_bytes")]
     bitmap: Vec<u8>,
 }
 
@@ -1138,6 +1142,10 @@ impl TraceReader {
     /// Operation pack `pack`, from the few read last or from the segment.
     fn op_pack(&self, pack: u32) -> Result<Arc<Vec<u8>>> {
         let mut cache = self.packs.lock().unwrap_or_else(|p| p.into_inner());
+        // Chunks are mostly read in order, many from the pack read last.
+        if let Some((_, bytes)) = cache.last().filter(|(p, _)| *p == pack) {
+            return Ok(bytes.clone());
+        }
         if let Some(pos) = cache.iter().position(|(p, _)| *p == pack) {
             let hit = cache.remove(pos);
             let bytes = hit.1.clone();
@@ -1429,6 +1437,30 @@ impl TraceReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Results stored before their byte fields were written as bytes decode unchanged: the
+    /// two encodings are the same bytes.
+    #[test]
+    fn byte_fields_encode_as_they_did_as_sequences() {
+        #[derive(serde::Serialize)]
+        struct AsSequence {
+            schema: u32,
+            value: Vec<u8>,
+        }
+        let value: Vec<u8> = (0..=255u8).chain([7, 0, 255]).collect();
+        let config = bincode::config::standard();
+        let now = bincode::serde::encode_to_vec(
+            ResultRecord {
+                schema: 3,
+                value: value.clone(),
+            },
+            config,
+        )
+        .unwrap();
+        let before =
+            bincode::serde::encode_to_vec(AsSequence { schema: 3, value }, config).unwrap();
+        assert_eq!(now, before);
+    }
 
     #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     struct Counts {
