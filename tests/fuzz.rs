@@ -859,6 +859,7 @@ fn world() -> World {
             seed: 7,
             shuffle_ranks: ranks % 2 == 0,
             delays: Vec::new(),
+            network: None,
         };
         let name = format!("{scenario}-{ranks}");
         session

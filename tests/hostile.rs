@@ -413,6 +413,7 @@ fn large_db(dir: &Path) -> PathBuf {
             seed: 1,
             shuffle_ranks: false,
             delays: Vec::new(),
+            network: None,
         },
         "big",
     );

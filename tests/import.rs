@@ -138,6 +138,7 @@ fn every_scenario_imports_to_its_ground_truth() {
                 seed: 7,
                 shuffle_ranks: shuffle,
                 delays: Vec::new(),
+                network: None,
             };
             let name = format!("{scenario}-{shuffle}");
             let truth = import_generated(&db, &config, &name);
@@ -198,6 +199,7 @@ fn every_scenario_imported_from_mtf_text_gives_its_ground_truth() {
             seed: 11,
             shuffle_ranks: true,
             delays: Vec::new(),
+            network: None,
         };
         let file = dir.path().join(format!("{scenario}.mtf"));
         let mut writer = MtfWriter::create(&file).unwrap();

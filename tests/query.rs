@@ -465,6 +465,7 @@ fn the_engine_agrees_with_a_naive_scan_on_every_scenario() {
                     seed: 5,
                     shuffle_ranks: true,
                     delays: Vec::new(),
+                    network: None,
                 },
                 sink,
             )

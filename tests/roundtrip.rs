@@ -91,6 +91,7 @@ fn every_scenario_survives_write_then_parse() {
                 seed: 3,
                 shuffle_ranks: shuffle,
                 delays: Vec::new(),
+                network: None,
             };
             let mut original = Recorder::default();
             let truth = generate(&config, &mut original).unwrap();

@@ -196,6 +196,7 @@ fn database(dir: &Path) -> Database {
             seed: 1,
             shuffle_ranks: false,
             delays: Vec::new(),
+            network: None,
         },
         "small",
     );

@@ -33,6 +33,7 @@ fn fan_in_and_fan_out_equal_the_ground_truth_for_every_scenario() {
             seed: 2,
             shuffle_ranks: true,
             delays: Vec::new(),
+            network: None,
         };
         let truth = import_generated(&db, &config, &scenario.to_string());
         let trace = db.trace(&scenario.to_string()).unwrap();

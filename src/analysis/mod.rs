@@ -13,6 +13,7 @@ pub mod patterns;
 pub mod phases;
 pub mod process_events;
 pub mod rank_classes;
+pub mod replay;
 pub mod stats;
 pub mod structure;
 pub mod topology;

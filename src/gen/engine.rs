@@ -11,11 +11,14 @@
 //! member buffer over the bandwidth; computation advances a clock by its base plus up to 1/16
 //! of it in jitter. Every clock only moves forward, so each rank's events go out in time order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::rng::SplitMix64;
 use super::truth::{GroundTruth, PairTruth, PatternTruth, RankTruth};
+use crate::analysis::replay::network::NetworkModel;
+use crate::analysis::replay::schedule::{replay, Call, Step};
 use crate::error::Result;
+use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
 use crate::model::{
     CommId, OpKind, Operation, Rank, RequestId, RoutineEvent, StrId, Time, TraceHeader,
@@ -155,6 +158,108 @@ pub(crate) struct Gen<'s> {
     delay_due: Vec<Time>,
     /// The injected delays.
     delays: Vec<super::Delay>,
+    /// With a network model: the program being recorded, timed by the model at the end.
+    recorder: Option<Recorder>,
+}
+
+/// One event of a rank's recorded program.
+enum Item {
+    /// A routine event, `offset` ns after the rank's previous call ended.
+    Routine { offset: Time, event: RoutineEvent },
+    /// An MPI call after `burst` ns of computation (and routine steps), with what the
+    /// replay makes of it.
+    Call {
+        op: Operation,
+        burst: Time,
+        step: Step,
+    },
+}
+
+/// A trace recorded as a program (per rank: computation, routine events and calls, with
+/// messages matched by envelope in order, as MPI matches them) and timed by the network
+/// model when it ends, with the replay's own scheduler: its times follow the model exactly.
+struct Recorder {
+    net: NetworkModel,
+    /// Per world rank.
+    items: Vec<Vec<Item>>,
+    /// Per world rank: computation since its last call.
+    since_call: Vec<Time>,
+    /// Per envelope (communicator, sender, receiver, tag): messages sent but not received
+    /// yet, and receives posted for messages not sent yet, oldest first.
+    unreceived: FxHashMap<(CommId, Rank, Rank, i32), VecDeque<u64>>,
+    unsent: FxHashMap<(CommId, Rank, Rank, i32), VecDeque<u64>>,
+    messages: u64,
+    /// Per world rank: open requests → (a send?, message).
+    requests: Vec<FxHashMap<RequestId, (bool, u64)>>,
+    /// The collective instance whose members are being emitted, and its member count.
+    instance: Option<(u64, u32)>,
+    instances: u64,
+}
+
+impl Recorder {
+    /// The message of a send (or receive) with this envelope: the oldest posted receive's
+    /// (or sent message's), else a new one left for its partner.
+    fn message(&mut self, envelope: (CommId, Rank, Rank, i32), sending: bool) -> u64 {
+        let (partners, mine) = if sending {
+            (&mut self.unsent, &mut self.unreceived)
+        } else {
+            (&mut self.unreceived, &mut self.unsent)
+        };
+        if let Some(m) = partners.get_mut(&envelope).and_then(VecDeque::pop_front) {
+            return m;
+        }
+        self.messages += 1;
+        mine.entry(envelope).or_default().push_back(self.messages);
+        self.messages
+    }
+
+    /// What the replay makes of `op`.
+    fn step(&mut self, op: &Operation) -> Step {
+        let world = op.rank as usize;
+        let comm = op.comm.unwrap_or(0);
+        let blocking = !op.kind.is_nonblocking();
+        if op.kind.is_collective() {
+            if let Some((instance, members)) = self.instance {
+                return Step::Collective {
+                    instance,
+                    kind: op.kind,
+                    members,
+                    send_bytes: op.send_bytes,
+                    recv_bytes: op.recv_bytes,
+                };
+            }
+        }
+        if let (true, Some(dest)) = (op.kind.is_send(), op.dest) {
+            let message = self.message((comm, op.rank, dest, op.send_tag.unwrap_or(0)), true);
+            if let Some(r) = op.request.filter(|_| !blocking) {
+                self.requests[world].insert(r, (true, message));
+            }
+            return Step::Send {
+                message,
+                bytes: op.send_bytes,
+                blocking,
+            };
+        }
+        if let (true, Some(source)) = (op.kind.is_receive(), op.source) {
+            let message = self.message((comm, source, op.rank, op.recv_tag.unwrap_or(0)), false);
+            if let Some(r) = op.request.filter(|_| !blocking) {
+                self.requests[world].insert(r, (false, message));
+            }
+            return Step::Recv { message, blocking };
+        }
+        if op.kind.is_completion() {
+            let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+            for r in &op.completes {
+                match self.requests[world].remove(r) {
+                    Some((true, m)) => sends.push(m),
+                    Some((false, m)) => recvs.push(m),
+                    None => {}
+                }
+            }
+            return Step::Wait { sends, recvs };
+        }
+        Step::Local
+    }
 }
 
 impl<'s> Gen<'s> {
@@ -182,7 +287,24 @@ impl<'s> Gen<'s> {
             patterns: std::collections::BTreeMap::new(),
             delay_due: vec![0; n as usize],
             delays: Vec::new(),
+            recorder: None,
         }
+    }
+
+    /// Times every MPI call by `net` instead of the default timing (see [`Recorder`]).
+    pub(crate) fn set_network(&mut self, net: NetworkModel) {
+        let n = self.n as usize;
+        self.recorder = Some(Recorder {
+            net: NetworkModel { cpu: 1.0, ..net },
+            items: (0..n).map(|_| Vec::new()).collect(),
+            since_call: vec![0; n],
+            unreceived: FxHashMap::default(),
+            unsent: FxHashMap::default(),
+            messages: 0,
+            requests: vec![FxHashMap::default(); n],
+            instance: None,
+            instances: 0,
+        });
     }
 
     /// The delays to inject (see [`super::Delay`]).
@@ -244,6 +366,11 @@ impl<'s> Gen<'s> {
         for c in &mut self.clock {
             *c -= earliest;
         }
+        if let Some(rec) = &mut self.recorder {
+            for (p, &clock) in self.clock.iter().enumerate() {
+                rec.since_call[self.perm[p] as usize] = clock;
+            }
+        }
     }
 
     /// Position `p` computes for `base` ns plus up to `base / 16` of jitter.
@@ -253,26 +380,44 @@ impl<'s> Gen<'s> {
         // the run without it.
         let delay = std::mem::take(&mut self.delay_due[p as usize]);
         self.clock[p as usize] += base + j + delay;
+        if let Some(rec) = &mut self.recorder {
+            rec.since_call[self.perm[p as usize] as usize] += base + j + delay;
+        }
     }
 
     fn routine(&mut self, p: u32, routine: StrId, enter: bool) -> Result<()> {
         let world = self.perm[p as usize];
         let time = self.clock[p as usize];
-        let acc = &mut self.acc[world as usize];
-        acc.first = acc.first.min(time);
-        acc.last = acc.last.max(time);
-        if enter {
-            acc.routine_calls += 1;
-        }
-        self.routine_events += 1;
         self.clock[p as usize] = time + ROUTINE_STEP;
-        self.sink.routine(&RoutineEvent {
+        let event = RoutineEvent {
             rank: world,
             thread: 0,
             time,
             routine,
             enter,
-        })
+        };
+        if let Some(rec) = &mut self.recorder {
+            let w = world as usize;
+            rec.items[w].push(Item::Routine {
+                offset: rec.since_call[w],
+                event,
+            });
+            rec.since_call[w] += ROUTINE_STEP;
+            return Ok(());
+        }
+        self.send_routine(&event)
+    }
+
+    /// Tallies a routine event and hands it to the sink.
+    fn send_routine(&mut self, event: &RoutineEvent) -> Result<()> {
+        let acc = &mut self.acc[event.rank as usize];
+        acc.first = acc.first.min(event.time);
+        acc.last = acc.last.max(event.time);
+        if event.enter {
+            acc.routine_calls += 1;
+        }
+        self.routine_events += 1;
+        self.sink.routine(event)
     }
 
     /// Position `p` enters `routine`.
@@ -316,9 +461,28 @@ impl<'s> Gen<'s> {
         self.clock[p as usize] = end;
     }
 
-    /// Tallies the operation buffer and hands it to the sink.
+    /// Tallies the operation buffer and hands it to the sink (or records it, with a network
+    /// model).
     fn emit(&mut self) -> Result<()> {
-        let op = &self.op;
+        if let Some(rec) = &mut self.recorder {
+            let step = rec.step(&self.op);
+            let w = self.op.rank as usize;
+            let burst = std::mem::take(&mut rec.since_call[w]);
+            rec.items[w].push(Item::Call {
+                op: self.op.clone(),
+                burst,
+                step,
+            });
+            return Ok(());
+        }
+        let op = std::mem::replace(&mut self.op, Operation::new(0, OpKind::Init, 0, 0));
+        let sent = self.send_op(&op);
+        self.op = op;
+        sent
+    }
+
+    /// Tallies an operation and hands it to the sink.
+    fn send_op(&mut self, op: &Operation) -> Result<()> {
         let acc = &mut self.acc[op.rank as usize];
         acc.kinds[slot(op.kind)] += 1;
         acc.first = acc.first.min(op.start);
@@ -350,7 +514,7 @@ impl<'s> Gen<'s> {
             acc.coll_send_bytes += op.send_bytes;
             acc.coll_recv_bytes += op.recv_bytes;
         }
-        self.sink.operation(&self.op)
+        self.sink.operation(op)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -531,6 +695,10 @@ impl<'s> Gen<'s> {
         let root = c
             .root
             .map(|local| self.perm[c.members[local as usize] as usize]);
+        if let Some(rec) = &mut self.recorder {
+            rec.instances += 1;
+            rec.instance = Some((rec.instances, c.members.len() as u32));
+        }
         for (local, &p) in c.members.iter().enumerate() {
             let start = self.clock[p as usize];
             let end = last + cost + self.jitter(200);
@@ -544,12 +712,92 @@ impl<'s> Gen<'s> {
             op.recv_bytes = recv_bytes;
             self.emit()?;
         }
+        if let Some(rec) = &mut self.recorder {
+            rec.instance = None;
+        }
         self.instances[slot(c.kind)] += 1;
         Ok(())
     }
 
+    /// With a network model: times the recorded program and sends its events, in time order.
+    fn play_recorded(&mut self) -> Result<()> {
+        let Some(rec) = self.recorder.take() else {
+            return Ok(());
+        };
+        let n = rec.items.len();
+        let mut calls: Vec<VecDeque<Call>> = rec
+            .items
+            .iter()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| match item {
+                        Item::Call { op, burst, step } => Some(Call {
+                            burst: *burst,
+                            duration: op.end.saturating_sub(op.start),
+                            step: step.clone(),
+                        }),
+                        Item::Routine { .. } => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut times: Vec<Vec<(Time, Time)>> = vec![Vec::new(); n];
+        let unresolved = replay(
+            &rec.net,
+            &vec![0; n],
+            &mut |r| Ok(calls[r].pop_front()),
+            &mut |r, start, end| {
+                times[r].push((start, end));
+                Ok(())
+            },
+        )?;
+        if unresolved.calls > 0 {
+            return Err(crate::Error::Usage(format!(
+                "this scenario cannot run on the network {}: {} calls would wait forever \
+                 (blocking sends above the eager limit that no receive is posted for)",
+                rec.net, unresolved.calls
+            )));
+        }
+        // Every event with its time, sent in time order (a rank's own in its order).
+        let mut events: Vec<(Time, usize, usize, Item)> = Vec::new();
+        for (w, items) in rec.items.into_iter().enumerate() {
+            let mut previous_end: Time = 0;
+            let mut timed = times[w].iter();
+            for (seq, item) in items.into_iter().enumerate() {
+                match item {
+                    Item::Routine { offset, mut event } => {
+                        event.time = previous_end + offset;
+                        events.push((event.time, w, seq, Item::Routine { offset, event }));
+                    }
+                    Item::Call {
+                        mut op,
+                        burst,
+                        step,
+                    } => {
+                        let &(start, end) = timed
+                            .next()
+                            .ok_or_else(|| crate::Error::Usage("the replay lost a call".into()))?;
+                        (op.start, op.end) = (start, end);
+                        previous_end = end;
+                        events.push((start, w, seq, Item::Call { op, burst, step }));
+                    }
+                }
+            }
+        }
+        events.sort_by_key(|(time, w, seq, _)| (*time, *w, *seq));
+        for (_, _, _, item) in events {
+            match item {
+                Item::Routine { event, .. } => self.send_routine(&event)?,
+                Item::Call { op, .. } => self.send_op(&op)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the trace and returns the ground truth tallied on the way.
-    pub(crate) fn finish(self, mut truth: GroundTruth) -> Result<GroundTruth> {
+    pub(crate) fn finish(mut self, mut truth: GroundTruth) -> Result<GroundTruth> {
+        self.play_recorded()?;
         self.sink.finish()?;
         let mut ops_by_kind = BTreeMap::new();
         let mut per_rank = Vec::with_capacity(self.acc.len());

@@ -144,7 +144,7 @@ impl FromStr for Scenario {
 }
 
 /// What to generate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GenConfig {
     /// The application shape.
     pub scenario: Scenario,
@@ -158,6 +158,9 @@ pub struct GenConfig {
     pub shuffle_ranks: bool,
     /// Imbalance to inject: each makes one rank compute longer in one iteration.
     pub delays: Vec<Delay>,
+    /// Time every MPI call by this network model (`gen --network`) instead of the default
+    /// timing: the trace is then the ground truth of a replay with the same model.
+    pub network: Option<crate::analysis::replay::network::NetworkModel>,
 }
 
 /// Extra computation of one rank in one iteration of the main loop (`gen --delay
@@ -223,6 +226,7 @@ impl GenConfig {
             seed: 1,
             shuffle_ranks: false,
             delays: Vec::new(),
+            network: None,
         }
     }
 
@@ -416,6 +420,9 @@ pub fn generate(config: &GenConfig, sink: &mut dyn EventSink) -> Result<GroundTr
     let header = header(config, program.as_ref(), &perm);
     let mut g = Gen::new(sink, perm, config.seed);
     g.set_delays(&config.delays);
+    if let Some(net) = config.network {
+        g.set_network(net);
+    }
     g.header(&header)?;
     let main = g.intern("main")?;
     let init = g.intern("init")?;

@@ -325,6 +325,7 @@ pub fn config_strategy() -> impl Strategy<Value = GenConfig> {
             seed,
             shuffle_ranks,
             delays: Vec::new(),
+            network: None,
         }
     })
 }

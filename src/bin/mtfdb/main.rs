@@ -94,6 +94,10 @@ enum Command {
         /// with the duration in ns or with a unit (3:5:2ms); repeat for several
         #[arg(long = "delay", value_name = "RANK:ITERATION:DURATION")]
         delays: Vec<mtfdb::gen::Delay>,
+        /// Time every MPI call by this LogGP network (latency, overhead, gap, G in ns per
+        /// byte or as a bandwidth, eager limit), as `SIMULATE` replays it: 1.5us,0.4us,0,0.2,64KiB
+        #[arg(long, value_name = "L,o,g,G,EAGER")]
+        network: Option<mtfdb::analysis::replay::network::NetworkModel>,
         /// Where to write the trace
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
@@ -280,6 +284,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             seed,
             shuffle_ranks,
             delays,
+            network,
             output,
             truth,
         } => {
@@ -290,6 +295,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 seed,
                 shuffle_ranks,
                 delays,
+                network,
             };
             let mut writer = MtfWriter::create(&output)?;
             let ground_truth = generate(&config, &mut writer)?;

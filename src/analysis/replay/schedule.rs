@@ -1,0 +1,584 @@
+//! The discrete-event replay: every rank's sequence of computation bursts and MPI calls run
+//! against a [`NetworkModel`], each call starting when the rank's previous call ended plus
+//! the computation between them, and ending when the model says (see [`super::network`]).
+//!
+//! Ranks advance one at a time, each as far as it can; a call that needs another rank's
+//! progress (a receive whose message was not injected yet, a rendezvous send whose receive
+//! was not posted, a Wait on such requests, a collective some member has not entered) parks
+//! its rank until that happens. Memory holds the messages in flight, the collective instances
+//! open and one call per rank. A call whose partner never comes (a trace that lost it)
+//! keeps its measured duration, and is counted.
+
+use std::collections::VecDeque;
+
+use super::network::NetworkModel;
+use crate::error::Result;
+use crate::hash::FxHashMap;
+use crate::model::{OpKind, Time};
+
+/// What an MPI call does, as the replay sees it. Messages are named by a key both halves
+/// share (the replay of a stored trace uses the send's operation id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A call the network model does not time (`MPI_Init`, a communicator call, an
+    /// unmatched send…): it keeps its measured duration.
+    Local,
+    /// Sends message `message` of `bytes` bytes; a non-blocking send completes later, in the
+    /// Wait that names it.
+    Send {
+        /// The message.
+        message: u64,
+        /// Its size.
+        bytes: u64,
+        /// `MPI_Send` (true) or `MPI_Isend` (false).
+        blocking: bool,
+    },
+    /// Receives message `message`.
+    Recv {
+        /// The message.
+        message: u64,
+        /// `MPI_Recv` (true) or `MPI_Irecv` (false).
+        blocking: bool,
+    },
+    /// `MPI_Sendrecv`: sends one message and receives another.
+    SendRecv {
+        /// The message sent.
+        send: u64,
+        /// Its size.
+        bytes: u64,
+        /// The message received.
+        recv: u64,
+    },
+    /// A Wait (any variant) completing the requests of these non-blocking sends and receives.
+    Wait {
+        /// Messages of the completed `MPI_Isend`s.
+        sends: Vec<u64>,
+        /// Messages of the completed `MPI_Irecv`s.
+        recvs: Vec<u64>,
+    },
+    /// A member's call of blocking collective instance `instance`.
+    Collective {
+        /// The instance, shared by its members.
+        instance: u64,
+        /// The collective.
+        kind: OpKind,
+        /// Its number of members.
+        members: u32,
+        /// Bytes this member sends.
+        send_bytes: u64,
+        /// Bytes this member receives.
+        recv_bytes: u64,
+    },
+}
+
+/// One call of a rank's program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// Computation since the rank's previous call ended (before the CPU factor).
+    pub burst: Time,
+    /// Its measured duration, kept by [`Step::Local`] calls and by calls whose partner never
+    /// comes.
+    pub duration: Time,
+    /// What it does.
+    pub step: Step,
+}
+
+/// Where the replay found a trace inconsistent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unresolved {
+    /// Calls that waited for a partner that never came, replayed with their measured duration.
+    pub calls: u64,
+}
+
+/// A message in flight.
+#[derive(Default)]
+struct Message {
+    bytes: u64,
+    /// The send began: `(eager, ready)`, ready being when a rendezvous could start (`t + o`).
+    sent: Option<(bool, Time)>,
+    /// When its receive was posted.
+    posted: Option<Time>,
+    /// When it was injected.
+    injected: Option<Time>,
+    /// Ranks parked until it is injected.
+    waiters: Vec<usize>,
+    /// Its halves whose calls ended (sending and receiving): at two it is forgotten.
+    ended: u8,
+}
+
+/// A collective instance being entered.
+#[derive(Default)]
+struct Instance {
+    entered: u32,
+    last: Time,
+    max_send: u64,
+    max_recv: u64,
+    end: Option<Time>,
+    waiters: Vec<usize>,
+}
+
+/// A rank's replay state.
+struct RankState {
+    /// When its previous call ended.
+    clock: Time,
+    /// When its next eager message may leave.
+    nic: Time,
+    /// The call begun and not ended, with its start.
+    current: Option<(Call, Time)>,
+    done: bool,
+    queued: bool,
+    /// Parked on something that has not happened yet.
+    parked: bool,
+}
+
+/// Replays `ranks` ranks: rank `r` starts at `origin[r]`, `next(r)` gives its next call
+/// (`None` at its end), and `ended(r, start, end)` receives each call's simulated times, in
+/// each rank's order.
+pub fn replay(
+    net: &NetworkModel,
+    origin: &[Time],
+    next: &mut dyn FnMut(usize) -> Result<Option<Call>>,
+    ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
+) -> Result<Unresolved> {
+    let mut state = Replay {
+        net,
+        ranks: origin
+            .iter()
+            .map(|&clock| RankState {
+                clock,
+                nic: 0,
+                current: None,
+                done: false,
+                queued: true,
+                parked: false,
+            })
+            .collect(),
+        messages: FxHashMap::default(),
+        instances: FxHashMap::default(),
+        runnable: (0..origin.len()).collect(),
+        unresolved: Unresolved::default(),
+    };
+    loop {
+        while let Some(r) = state.runnable.pop_front() {
+            state.ranks[r].queued = false;
+            state.run(r, next, ended)?;
+        }
+        // Everyone left is parked on a partner that will not come: the earliest parked call
+        // keeps its measured duration, and the replay goes on.
+        let stuck = (0..state.ranks.len())
+            .filter(|&r| !state.ranks[r].done && state.ranks[r].parked)
+            .min_by_key(|&r| state.ranks[r].current.as_ref().map(|(_, start)| *start));
+        let Some(r) = stuck else {
+            break;
+        };
+        state.unresolved.calls += 1;
+        let Some((call, start)) = state.ranks[r].current.take() else {
+            break;
+        };
+        state.ranks[r].parked = false;
+        state.finish(r, &call, start, start + call.duration, ended)?;
+        state.wake(r);
+    }
+    Ok(state.unresolved)
+}
+
+struct Replay<'n> {
+    net: &'n NetworkModel,
+    ranks: Vec<RankState>,
+    messages: FxHashMap<u64, Message>,
+    instances: FxHashMap<u64, Instance>,
+    runnable: VecDeque<usize>,
+    unresolved: Unresolved,
+}
+
+/// What a call's end depends on when it is not known yet.
+enum Blocked {
+    Message(u64),
+    Instance(u64),
+}
+
+impl Replay<'_> {
+    fn wake(&mut self, r: usize) {
+        let rank = &mut self.ranks[r];
+        if !rank.queued && !rank.done {
+            rank.queued = true;
+            rank.parked = false;
+            self.runnable.push_back(r);
+        }
+    }
+
+    fn wake_all(&mut self, waiters: Vec<usize>) {
+        for r in waiters {
+            self.wake(r);
+        }
+    }
+
+    /// Runs rank `r` until it ends or parks.
+    fn run(
+        &mut self,
+        r: usize,
+        next: &mut dyn FnMut(usize) -> Result<Option<Call>>,
+        ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
+    ) -> Result<()> {
+        loop {
+            let (call, start) = match self.ranks[r].current.take() {
+                Some(current) => current,
+                None => {
+                    let Some(call) = next(r)? else {
+                        self.ranks[r].done = true;
+                        return Ok(());
+                    };
+                    let start = self.ranks[r].clock + self.net.burst(call.burst);
+                    self.begin(r, &call, start);
+                    (call, start)
+                }
+            };
+            match self.end_of(&call, start) {
+                Ok(end) => self.finish(r, &call, start, end, ended)?,
+                Err(blocked) => {
+                    let waiters = match blocked {
+                        Blocked::Message(m) => &mut self.messages.entry(m).or_default().waiters,
+                        Blocked::Instance(i) => &mut self.instances.entry(i).or_default().waiters,
+                    };
+                    waiters.push(r);
+                    self.ranks[r].current = Some((call, start));
+                    self.ranks[r].parked = true;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn finish(
+        &mut self,
+        r: usize,
+        call: &Call,
+        start: Time,
+        end: Time,
+        ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
+    ) -> Result<()> {
+        self.ranks[r].clock = end;
+        // The halves of messages this call completes: a message both of whose halves are
+        // done is no longer needed (a non-blocking send's half is done in its Wait).
+        let mut done = |key: u64| {
+            if let Some(m) = self.messages.get_mut(&key) {
+                m.ended += 1;
+                if m.ended >= 2 && m.waiters.is_empty() {
+                    self.messages.remove(&key);
+                }
+            }
+        };
+        match &call.step {
+            Step::Send {
+                message,
+                blocking: true,
+                ..
+            }
+            | Step::Recv {
+                message,
+                blocking: true,
+            } => done(*message),
+            Step::SendRecv { send, recv, .. } => {
+                done(*send);
+                done(*recv);
+            }
+            Step::Wait { sends, recvs } => sends.iter().chain(recvs).for_each(|&m| done(m)),
+            _ => {}
+        }
+        ended(r, start, end)
+    }
+
+    /// What happens when a call starts: a send leaves (or is ready to), a receive is posted,
+    /// a member enters its collective.
+    fn begin(&mut self, r: usize, call: &Call, start: Time) {
+        match &call.step {
+            Step::Send { message, bytes, .. } => self.send(r, *message, *bytes, start),
+            Step::Recv { message, .. } => self.post(*message, start),
+            Step::SendRecv { send, bytes, recv } => {
+                self.send(r, *send, *bytes, start);
+                self.post(*recv, start);
+            }
+            Step::Collective {
+                instance,
+                kind,
+                members,
+                send_bytes,
+                recv_bytes,
+            } => {
+                let net = self.net;
+                let inst = self.instances.entry(*instance).or_default();
+                inst.entered += 1;
+                inst.last = inst.last.max(start);
+                inst.max_send = inst.max_send.max(*send_bytes);
+                inst.max_recv = inst.max_recv.max(*recv_bytes);
+                if inst.entered >= *members {
+                    inst.end = Some(
+                        inst.last + net.collective(*kind, *members, inst.max_send, inst.max_recv),
+                    );
+                    let waiters = std::mem::take(&mut inst.waiters);
+                    self.wake_all(waiters);
+                }
+            }
+            Step::Local | Step::Wait { .. } => {}
+        }
+    }
+
+    fn send(&mut self, r: usize, key: u64, bytes: u64, start: Time) {
+        let net = self.net;
+        let eager = net.eager(bytes);
+        let ready = start + net.overhead;
+        let message = self.messages.entry(key).or_default();
+        message.bytes = bytes;
+        message.sent = Some((eager, ready));
+        if eager {
+            let rank = &mut self.ranks[r];
+            let injected = ready.max(rank.nic);
+            rank.nic = injected + net.gap.max(net.transfer(bytes));
+            self.inject(key, injected);
+        } else if let Some(posted) = message.posted {
+            self.inject(key, ready.max(posted + net.latency));
+        }
+    }
+
+    fn post(&mut self, key: u64, start: Time) {
+        let latency = self.net.latency;
+        let message = self.messages.entry(key).or_default();
+        message.posted = Some(start);
+        if let (Some((false, ready)), None) = (message.sent, message.injected) {
+            self.inject(key, ready.max(start + latency));
+        }
+    }
+
+    fn inject(&mut self, key: u64, at: Time) {
+        let message = self.messages.entry(key).or_default();
+        message.injected = Some(at);
+        let waiters = std::mem::take(&mut message.waiters);
+        self.wake_all(waiters);
+    }
+
+    /// When message `key`'s data has left its sender (`Ok((injected, T))`).
+    fn injected(&self, key: u64) -> std::result::Result<(Time, Time), Blocked> {
+        self.messages
+            .get(&key)
+            .and_then(|m| m.injected.map(|at| (at, self.net.transfer(m.bytes))))
+            .ok_or(Blocked::Message(key))
+    }
+
+    fn arrival(&self, key: u64) -> std::result::Result<Time, Blocked> {
+        self.injected(key)
+            .map(|(at, wire)| at + wire + self.net.latency)
+    }
+
+    /// The call's end, or what it waits for.
+    fn end_of(&self, call: &Call, start: Time) -> std::result::Result<Time, Blocked> {
+        let o = self.net.overhead;
+        Ok(match &call.step {
+            Step::Local => start + call.duration,
+            Step::Send {
+                message,
+                blocking: true,
+                ..
+            } => {
+                let (at, wire) = self.injected(*message)?;
+                at + wire
+            }
+            Step::Recv {
+                message,
+                blocking: true,
+            } => start.max(self.arrival(*message)?) + o,
+            Step::Send { .. } | Step::Recv { .. } => start + o,
+            Step::SendRecv { send, recv, .. } => {
+                let (at, wire) = self.injected(*send)?;
+                (at + wire).max(start.max(self.arrival(*recv)?) + o)
+            }
+            Step::Wait { sends, recvs } => {
+                let mut ready = start;
+                for &m in sends {
+                    let (at, wire) = self.injected(m)?;
+                    ready = ready.max(at + wire);
+                }
+                for &m in recvs {
+                    ready = ready.max(self.arrival(m)?);
+                }
+                ready + o
+            }
+            Step::Collective { instance, .. } => self
+                .instances
+                .get(instance)
+                .and_then(|i| i.end)
+                .ok_or(Blocked::Instance(*instance))?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net() -> NetworkModel {
+        NetworkModel {
+            latency: 1_000,
+            overhead: 100,
+            gap: 0,
+            bandwidth: 1_000_000_000, // 1 byte per ns
+            eager_limit: 1_000,
+            cpu: 1.0,
+        }
+    }
+
+    fn call(burst: Time, step: Step) -> Call {
+        Call {
+            burst,
+            duration: 7,
+            step,
+        }
+    }
+
+    /// Replays `programs` from time 0 and returns every call's (start, end) per rank.
+    fn run(net: &NetworkModel, programs: Vec<Vec<Call>>) -> (Vec<Vec<(Time, Time)>>, u64) {
+        let origin = vec![0; programs.len()];
+        let mut queues: Vec<VecDeque<Call>> = programs.into_iter().map(Into::into).collect();
+        let mut times = vec![Vec::new(); origin.len()];
+        let unresolved = replay(
+            net,
+            &origin,
+            &mut |r| Ok(queues[r].pop_front()),
+            &mut |r, s, e| {
+                times[r].push((s, e));
+                Ok(())
+            },
+        )
+        .unwrap();
+        (times, unresolved.calls)
+    }
+
+    fn send(message: u64, bytes: u64, blocking: bool) -> Step {
+        Step::Send {
+            message,
+            bytes,
+            blocking,
+        }
+    }
+
+    fn recv(message: u64, blocking: bool) -> Step {
+        Step::Recv { message, blocking }
+    }
+
+    #[test]
+    fn an_eager_ping_pong_follows_loggp() {
+        // Rank 0 sends 500 bytes at 0 and receives the reply; rank 1 receives, computes 200
+        // ns and replies.
+        let (times, unresolved) = run(
+            &net(),
+            vec![
+                vec![call(0, send(1, 500, true)), call(0, recv(2, true))],
+                vec![call(0, recv(1, true)), call(200, send(2, 500, true))],
+            ],
+        );
+        assert_eq!(unresolved, 0);
+        // Send: injected at o = 100, on the wire 500: ends 600, arrives 1,600.
+        // Receive posted at 0 ends at 1,600 + o = 1,700.
+        // The reply starts at 1,900, injected 2,000, ends 2,500, arrives 3,500; rank 0's
+        // receive (posted at 600) ends at 3,600.
+        assert_eq!(times[0], vec![(0, 600), (600, 3_600)]);
+        assert_eq!(times[1], vec![(0, 1_700), (1_900, 2_500)]);
+    }
+
+    #[test]
+    fn a_rendezvous_send_waits_for_its_receive() {
+        // 2,000 bytes are above the eager limit: the send waits until the receive is posted
+        // at 5,000 and its go-ahead crossed back (L).
+        let (times, _) = run(
+            &net(),
+            vec![
+                vec![call(0, send(1, 2_000, true))],
+                vec![call(5_000, recv(1, true))],
+            ],
+        );
+        // Injected at 6,000, 2,000 on the wire: the send ends at 8,000, the message arrives
+        // at 9,000, the receive ends at 9,100.
+        assert_eq!(times[0], vec![(0, 8_000)]);
+        assert_eq!(times[1], vec![(5_000, 9_100)]);
+    }
+
+    #[test]
+    fn requests_complete_in_their_wait_and_the_gap_spaces_eager_messages() {
+        let net = NetworkModel { gap: 300, ..net() };
+        // Rank 0: two Isends of 100 bytes to rank 1, then a Wait on both. Rank 1: two
+        // Irecvs and a Wait on both.
+        let (times, _) = run(
+            &net,
+            vec![
+                vec![
+                    call(0, send(1, 100, false)),
+                    call(0, send(2, 100, false)),
+                    call(
+                        0,
+                        Step::Wait {
+                            sends: vec![1, 2],
+                            recvs: vec![],
+                        },
+                    ),
+                ],
+                vec![
+                    call(0, recv(1, false)),
+                    call(0, recv(2, false)),
+                    call(
+                        0,
+                        Step::Wait {
+                            sends: vec![],
+                            recvs: vec![1, 2],
+                        },
+                    ),
+                ],
+            ],
+        );
+        // Isend 1 at 0: ends 100, injected 100 (leaves the NIC busy until 400). Isend 2 at
+        // 100: ends 200, injected at 400, done at 500, arrives 1,500. The send Wait starts
+        // at 200 and ends at 500 + o.
+        assert_eq!(times[0], vec![(0, 100), (100, 200), (200, 600)]);
+        // The receive Wait starts at 200 and ends at the second arrival plus o.
+        assert_eq!(times[1], vec![(0, 100), (100, 200), (200, 1_600)]);
+    }
+
+    #[test]
+    fn a_collective_ends_for_everyone_after_its_last_member() {
+        let allreduce = |instance| Step::Collective {
+            instance,
+            kind: OpKind::Allreduce,
+            members: 4,
+            send_bytes: 8,
+            recv_bytes: 8,
+        };
+        let programs = (0..4)
+            .map(|r| vec![call(1_000 * r, allreduce(9))])
+            .collect();
+        let (times, _) = run(&net(), programs);
+        // Last entry at 3,000; 2 rounds of L + 2o + 8.
+        let end = 3_000 + 2 * (1_000 + 200 + 8);
+        for (r, t) in times.iter().enumerate() {
+            assert_eq!(t, &vec![(1_000 * r as Time, end)]);
+        }
+    }
+
+    #[test]
+    fn a_receive_whose_send_never_comes_keeps_its_duration() {
+        let (times, unresolved) = run(
+            &net(),
+            vec![vec![call(10, recv(42, true)), call(5, Step::Local)]],
+        );
+        assert_eq!(unresolved, 1);
+        assert_eq!(times[0], vec![(10, 17), (22, 29)]);
+    }
+
+    #[test]
+    fn the_cpu_factor_scales_computation_only() {
+        let fast = NetworkModel { cpu: 2.0, ..net() };
+        let program = || vec![vec![call(1_000, Step::Local), call(3_000, Step::Local)]];
+        assert_eq!(
+            run(&net(), program()).0[0],
+            vec![(1_000, 1_007), (4_007, 4_014)]
+        );
+        assert_eq!(run(&fast, program()).0[0], vec![(500, 507), (2_007, 2_014)]);
+    }
+}
