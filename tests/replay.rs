@@ -160,3 +160,127 @@ fn each_collective_algorithm_takes_its_formula_and_moves_with_the_parameters() {
         }
     }
 }
+
+#[test]
+fn the_network_model_fitted_to_a_generated_trace_is_the_generators() {
+    let (_dir, db) = temp_db();
+    let net = network();
+    let within = |got: f64, want: f64| (got - want).abs() <= 0.01 * want;
+    for ranks in [16, 256] {
+        for scenario in Scenario::ALL {
+            let name = generated(&db, scenario, ranks, net);
+            let trace = db.trace(&name).unwrap();
+            let fit = mtfdb::analysis::replay::fit::fit_network(&trace).unwrap();
+            let model = fit.model.expect("two sizes at least");
+            assert!(
+                within(fit.ns_per_byte, 1e9 / net.bandwidth as f64),
+                "{name}: G {}",
+                fit.ns_per_byte
+            );
+            assert!(
+                within(model.bandwidth as f64, net.bandwidth as f64),
+                "{name}"
+            );
+            if fit.overhead_known {
+                assert!(
+                    within(model.latency as f64, net.latency as f64),
+                    "{name}: {model:?}"
+                );
+                assert_eq!(model.overhead, net.overhead, "{name}");
+            } else {
+                // Only collectives: their rounds show L + 2o.
+                assert_eq!(scenario, Scenario::Alltoall);
+                let l2o = (net.latency + 2 * net.overhead) as f64;
+                assert!(within(model.latency as f64, l2o), "{name}: {model:?}");
+            }
+            assert!(fit.error < 1e-6, "{name}: {}", fit.error);
+        }
+    }
+}
+
+fn number(v: &mtfdb::results::Value) -> f64 {
+    match v {
+        mtfdb::results::Value::Int(i) => *i as f64,
+        mtfdb::results::Value::Float(f) => *f,
+        other => panic!("not a number: {other:?}"),
+    }
+}
+
+#[test]
+fn simulate_in_the_language_predicts_what_if_and_prints_back() {
+    use mtfdb::query::{parse_statement, Session};
+    let (_dir, db) = temp_db();
+    let net = network();
+    let name = generated(&db, Scenario::Stencil2d, 16, net);
+    let mut s = Session::new(db);
+    s.run(&format!("USE TRACE \"{name}\"")).unwrap();
+    let statement = format!("SIMULATE WITH {net}");
+    // The statement prints back as it parses.
+    let parsed = parse_statement(&statement).unwrap();
+    assert_eq!(parse_statement(&parsed.to_string()).unwrap(), parsed);
+    // On its own network: every rank's end and time in MPI as measured, no error.
+    let r = s.run(&statement).unwrap();
+    assert_eq!(r.len(), 17);
+    for row in &r.rows {
+        assert_eq!(number(&row[1]), number(&row[2]), "{row:?}");
+        assert_eq!(number(&row[3]), number(&row[4]), "{row:?}");
+        assert_eq!(number(&row[5]), 0.0);
+    }
+    let run = |s: &mut Session, q: &str| {
+        let r = s.run(q).unwrap();
+        let last = r.rows.last().unwrap().clone();
+        (number(&last[1]), number(&last[2]), number(&last[4]))
+    };
+    let (measured, same, mpi) = run(&mut s, &statement);
+    assert_eq!(measured, same);
+    // What if: a CPU twice as fast shortens the run; a slower network lengthens the time in
+    // MPI; twice the bandwidth never makes it longer.
+    let faster_cpu = run(&mut s, &format!("SIMULATE WITH {}, CPU 2.0", params(&net)));
+    assert!(
+        faster_cpu.1 < 0.6 * measured,
+        "{faster_cpu:?} vs {measured}"
+    );
+    let slow = run(
+        &mut s,
+        "SIMULATE WITH LATENCY 20 us, OVERHEAD 300 ns, BANDWIDTH 1 GB/s",
+    );
+    assert!(slow.2 > mpi && slow.1 > measured, "{slow:?}");
+    let wide = run(
+        &mut s,
+        &format!("SIMULATE WITH {}", params(&net)).replace("4 GB/s", "8 GB/s"),
+    );
+    assert!(wide.1 <= measured && wide.2 <= mpi, "{wide:?}");
+    // The fitted model, and its statement, which replays to the measured times again.
+    let r = s.run("SELECT NETWORK MODEL").unwrap();
+    let value = |name: &str| {
+        r.rows
+            .iter()
+            .find(|row| row[0].render() == name)
+            .map(|row| row[1].clone())
+            .unwrap()
+    };
+    assert_eq!(number(&value("latency")), net.latency as f64);
+    assert_eq!(number(&value("bandwidth")), net.bandwidth as f64);
+    let fitted = value("statement").render();
+    assert!(
+        fitted.starts_with("SIMULATE WITH LATENCY 1200 ns"),
+        "{fitted}"
+    );
+    // Mistakes say where.
+    for (bad, says) in [
+        ("SIMULATE WITH LATENCY", "a time after LATENCY"),
+        ("SIMULATE WITH BANDWIDTH 2 GB", "\"/\" in a bandwidth"),
+        ("SIMULATE WITH CPU 0", "CPU takes how many times faster"),
+        ("SIMULATE WITH GAP 1 ns, GAP 2 ns", "GAP is given twice"),
+        ("SIMULATE WITH SPEED 3", "a network parameter"),
+    ] {
+        let e = s.run(bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
+/// `net`'s parameters as `SIMULATE WITH` takes them, without the CPU factor.
+fn params(net: &NetworkModel) -> String {
+    let text = net.to_string();
+    text[..text.find(", CPU").unwrap()].to_string()
+}

@@ -8,7 +8,7 @@ use super::session::Session;
 use super::usage;
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
-use crate::analysis::structure;
+use crate::analysis::{replay, structure};
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::results::{ResultSet, Value};
@@ -100,6 +100,79 @@ fn critical_path_summary(
     r
 }
 
+/// `SIMULATE`'s rows: per rank its measured and predicted end and time in MPI, then the run.
+fn simulation_rows(p: &replay::Prediction) -> ResultSet {
+    let mut r = ResultSet::new([
+        "rank",
+        "measured_end_ns",
+        "predicted_end_ns",
+        "measured_mpi_ns",
+        "predicted_mpi_ns",
+        "error",
+    ]);
+    for rank in &p.ranks {
+        r.push(vec![
+            rank.rank.into(),
+            rank.end.0.into(),
+            rank.end.1.into(),
+            rank.mpi.0.into(),
+            rank.mpi.1.into(),
+            replay::relative_error(rank.end.0, rank.end.1).into(),
+        ]);
+    }
+    let mpi = p
+        .ranks
+        .iter()
+        .fold((0, 0), |(m, q), r| (m + r.mpi.0, q + r.mpi.1));
+    r.push(vec![
+        "run".into(),
+        p.run.0.into(),
+        p.run.1.into(),
+        mpi.0.into(),
+        mpi.1.into(),
+        p.error().into(),
+    ]);
+    r
+}
+
+/// `SELECT NETWORK MODEL`'s rows: each fitted parameter, the fit, and the `SIMULATE`
+/// statement that replays on it.
+fn network_fit_rows(fit: &replay::fit::NetworkFit) -> ResultSet {
+    let mut r = ResultSet::new(["parameter", "value", "unit"]);
+    let mut row = |name: &str, value: Value, unit: &str| {
+        r.push(vec![name.into(), value, unit.into()]);
+    };
+    match &fit.model {
+        Some(net) => {
+            if fit.overhead_known {
+                row("latency", net.latency.into(), "ns");
+                row("overhead", net.overhead.into(), "ns");
+            } else {
+                row("latency", net.latency.into(), "ns: L + 2o");
+                row(
+                    "overhead",
+                    Value::Null,
+                    "unknown: no point-to-point call shows it apart",
+                );
+            }
+            row("bandwidth", net.bandwidth.into(), "B/s");
+            row("gap per byte", fit.ns_per_byte.into(), "ns/B");
+        }
+        None => row(
+            "latency",
+            Value::Null,
+            "too few message sizes to fit (two are needed)",
+        ),
+    }
+    row("messages", fit.messages.into(), "");
+    row("message sizes", fit.sizes.into(), "");
+    row("fit error (rms)", fit.error.into(), "relative");
+    if let Some(net) = &fit.model {
+        row("statement", Analysis::Simulate(*net).to_string().into(), "");
+    }
+    r
+}
+
 impl Session {
     /// Pattern and phase statements: results are read from the trace's stored views when
     /// they were computed before with the same parameters.
@@ -107,6 +180,8 @@ impl Session {
         let trace = self.trace()?;
         let params = PatternParams::default();
         Ok(match a {
+            Analysis::Simulate(net) => simulation_rows(&replay::simulate(trace, net)?),
+            Analysis::FitNetwork => network_fit_rows(&replay::fit::fit_network(trace)?),
             Analysis::ProcessPatterns { rank, envelope } => {
                 let params = PatternParams {
                     envelope: *envelope,

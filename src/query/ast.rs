@@ -97,6 +97,13 @@ pub enum Analysis {
         /// The summary instead of the segments.
         summary: bool,
     },
+    /// `SIMULATE [WITH LATENCY 1.5 us, OVERHEAD 0.4 us, GAP 0 ns, BANDWIDTH 12 GB/s, EAGER
+    /// LIMIT 64 KiB, CPU 2.0]`: replays the trace on the network model and predicts each
+    /// rank's end and time in MPI, and the run time, beside the measured ones.
+    Simulate(crate::analysis::replay::network::NetworkModel),
+    /// `SELECT NETWORK MODEL`: the latency, overhead and bandwidth fitted to the trace's own
+    /// message times, with the fit's error.
+    FitNetwork,
 }
 
 /// A segmentation threshold `s0` in thousandths (kept exact so statements compare and print
@@ -684,6 +691,8 @@ impl fmt::Display for Analysis {
                 }
                 Ok(())
             }
+            Analysis::Simulate(net) => write!(f, "SIMULATE WITH {net}"),
+            Analysis::FitNetwork => f.write_str("SELECT NETWORK MODEL"),
             Analysis::LogicalTrace(rank) => {
                 f.write_str("SELECT LOGICAL TRACE")?;
                 if let Some(r) = rank {

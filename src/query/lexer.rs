@@ -75,7 +75,7 @@ fn symbol(input: &str) -> IResult<&str, &str> {
         tag(">="),
         tag("!="),
         tag("<>"),
-        recognize(one_of("()<>=,-*;:")),
+        recognize(one_of("()<>=,-*;:/")),
     ))(input)
 }
 

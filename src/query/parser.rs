@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ast::*;
 use super::lexer::{tokenize, Kind, Token};
+use crate::analysis::replay::network::NetworkModel;
 use crate::error::Limit;
 use crate::model::OpKind;
 
@@ -249,6 +250,11 @@ const CLAUSE_WORDS: &[&str] = &[
     "AND", "OR", "NOT", "IN", "FOR", "AMONG", "BETWEEN", "WHERE", "GROUP", "ORDER", "LIMIT",
     "FROM", "ASC", "DESC",
 ];
+
+/// The parameters `SIMULATE WITH` takes.
+const NETWORK_PARAMETERS: &[&str] = &["LATENCY", "OVERHEAD", "GAP", "BANDWIDTH", "EAGER", "CPU"];
+const NETWORK_HELP: &str =
+    "a network parameter: LATENCY, OVERHEAD, GAP, BANDWIDTH, EAGER LIMIT or CPU";
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
      COLLECTIVE_OPERATIONS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
@@ -507,6 +513,8 @@ impl<'a> Parser<'a> {
                     "TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW",
                 ),
             }
+        } else if self.eat_keyword("SIMULATE") {
+            Ok(Statement::Analysis(Analysis::Simulate(self.network()?)))
         } else if self.eat_keyword("USE") {
             self.expect_keyword("TRACE", "after USE")?;
             Ok(Statement::UseTrace(
@@ -598,6 +606,10 @@ impl<'a> Parser<'a> {
             self.pos += 2;
             self.expect_keyword("MODEL", "after SELECT GLOBAL")?;
             Ok(Some(Analysis::GlobalModel))
+        } else if word("NETWORK") {
+            self.pos += 2;
+            self.expect_keyword("MODEL", "after SELECT NETWORK")?;
+            Ok(Some(Analysis::FitNetwork))
         } else if word("CRITICAL") {
             self.pos += 2;
             self.expect_keyword("PATH", "after SELECT CRITICAL")?;
@@ -655,6 +667,80 @@ impl<'a> Parser<'a> {
     }
 
     /// `[WITH THRESHOLD s0]`, in thousandths.
+    /// After `SIMULATE`: `[WITH parameter value, …]`, each parameter at most once, the others
+    /// at their defaults.
+    fn network(&mut self) -> PResult<NetworkModel> {
+        let mut net = NetworkModel::default();
+        if !self.eat_keyword("WITH") {
+            return Ok(net);
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        loop {
+            let at = self.here();
+            let Some(word) = self.peek().filter(|t| t.kind == Kind::Word) else {
+                return self.expected(NETWORK_HELP);
+            };
+            let name = word.text.to_ascii_uppercase();
+            let Some(&parameter) = NETWORK_PARAMETERS.iter().find(|p| **p == name) else {
+                return self.expected(NETWORK_HELP);
+            };
+            if seen.contains(&parameter) {
+                return self.fail_at(at, format!("{parameter} is given twice"));
+            }
+            seen.push(parameter);
+            self.pos += 1;
+            let after = format!("after {parameter}");
+            match parameter {
+                "LATENCY" => net.latency = self.time(&after)?,
+                "OVERHEAD" => net.overhead = self.time(&after)?,
+                "GAP" => net.gap = self.time(&after)?,
+                "BANDWIDTH" => {
+                    let bytes = self.byte_count(&after)?;
+                    self.expect_symbol("/", "in a bandwidth such as 12 GB/s")?;
+                    if !(self.eat_keyword("s") || self.eat_keyword("sec")) {
+                        return self.expected("s after / in a bandwidth such as 12 GB/s");
+                    }
+                    if bytes == 0 {
+                        return self.fail_at(at, "the bandwidth must be above 0".to_string());
+                    }
+                    net.bandwidth = bytes;
+                }
+                "EAGER" => {
+                    self.expect_keyword("LIMIT", "after EAGER")?;
+                    net.eager_limit = self.byte_count("after EAGER LIMIT")?;
+                }
+                _ => {
+                    let at = self.here();
+                    let cpu = self
+                        .peek()
+                        .filter(|t| t.kind == Kind::Number)
+                        .and_then(|t| t.text.parse::<f64>().ok())
+                        .filter(|c| c.is_finite() && *c > 0.0);
+                    let Some(cpu) = cpu else {
+                        return self.fail_at(
+                            at,
+                            "CPU takes how many times faster the CPU is, such as 2.0".to_string(),
+                        );
+                    };
+                    self.pos += 1;
+                    net.cpu = cpu;
+                }
+            }
+            if !self.eat_symbol(",") {
+                return Ok(net);
+            }
+        }
+    }
+
+    /// A number of bytes that fits 64 bits (a plain number is bytes).
+    fn byte_count(&mut self, after: &str) -> PResult<u64> {
+        let (v, num, shown) = self.quantity(Dimension::Size, after)?;
+        match v.and_then(|v| u64::try_from(v).ok()) {
+            Some(v) => Ok(v),
+            None => self.fail_at(num.start, format!("number too large: \"{shown}\"")),
+        }
+    }
+
     fn threshold(&mut self) -> PResult<Threshold> {
         if !self.eat_keyword("WITH") {
             return Ok(Threshold::default());

@@ -4,12 +4,12 @@
 //!   formula in one place;
 //! - [`schedule`]: the discrete-event replay of every rank's bursts and calls.
 
+pub mod fit;
 pub mod network;
 pub mod schedule;
 
 use std::collections::VecDeque;
 
-use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 
 use self::network::NetworkModel;
@@ -33,50 +33,95 @@ pub struct Replayed {
     pub simulated: (Time, Time),
 }
 
-/// How the trace's operations link up, read once: which send each receive got its message
-/// from, which requests each Wait completes, the collective instance of each member.
+/// How the trace's operations link up, read once, each list sorted by operation id: a
+/// location's operations come in id order, so it walks through each list (see [`Walk`])
+/// instead of looking every operation up.
 struct Links {
-    /// Receiving operation → its message's sending operation.
-    send_of: FxHashMap<OpId, OpId>,
-    /// Operations that sent a matched message.
-    senders: RoaringTreemap,
-    /// Completion (Wait/Test) → the operations whose requests it completed.
-    completes: FxHashMap<OpId, Vec<OpId>>,
-    /// Member of a blocking collective instance → (instance, its members).
-    instance: FxHashMap<OpId, (u64, u32)>,
+    /// (receiving operation, its message's sending operation).
+    receives: Vec<(OpId, OpId)>,
+    /// (sending operation of a matched message, nothing).
+    sends: Vec<(OpId, ())>,
+    /// (completion (Wait/Test), an operation whose request it completed).
+    completions: Vec<(OpId, OpId)>,
+    /// (member of a blocking collective instance, (instance, its members)).
+    members: Vec<(OpId, (u64, u32))>,
 }
 
 impl Links {
     fn read(trace: &Trace) -> Result<Links> {
-        let mut send_of = FxHashMap::default();
-        let mut senders = RoaringTreemap::new();
-        for (send, recv) in trace.message_ops()? {
-            send_of.insert(recv, send);
-            senders.insert(send);
-        }
-        let mut completes: FxHashMap<OpId, Vec<OpId>> = FxHashMap::default();
-        for link in trace.request_links()? {
-            completes
-                .entry(link.completion_op)
-                .or_default()
-                .push(link.request_op);
-        }
-        let mut instance = FxHashMap::default();
+        let messages = trace.message_ops()?;
+        let mut receives: Vec<(OpId, OpId)> = messages.iter().map(|&(s, r)| (r, s)).collect();
+        let mut sends: Vec<(OpId, ())> = messages.into_iter().map(|(s, _)| (s, ())).collect();
+        let mut completions: Vec<(OpId, OpId)> = trace
+            .request_links()?
+            .into_iter()
+            .map(|l| (l.completion_op, l.request_op))
+            .collect();
+        let mut members = Vec::new();
         for (i, c) in trace.collective_instances()?.into_iter().enumerate() {
-            if c.kind.blocking_collective() != Some(c.kind) {
-                continue;
-            }
-            let members = c.ops.len() as u32;
-            for op in c.ops {
-                instance.insert(op, (i as u64, members));
+            if c.kind.blocking_collective() == Some(c.kind) {
+                let count = c.ops.len() as u32;
+                members.extend(c.ops.into_iter().map(|op| (op, (i as u64, count))));
             }
         }
+        use rayon::prelude::*;
+        receives.par_sort_unstable();
+        sends.par_sort_unstable();
+        completions.par_sort_unstable();
+        members.par_sort_unstable();
         Ok(Links {
-            send_of,
-            senders,
-            completes,
-            instance,
+            receives,
+            sends,
+            completions,
+            members,
         })
+    }
+}
+
+/// A walk through one of [`Links`]' sorted lists, for ids asked in increasing order.
+struct Walk<'l, T> {
+    items: &'l [(OpId, T)],
+    at: usize,
+}
+
+impl<'l, T> Walk<'l, T> {
+    /// A walk starting at the first item of `from` or later.
+    fn new(items: &'l [(OpId, T)], from: OpId) -> Walk<'l, T> {
+        Walk {
+            at: items.partition_point(|(id, _)| *id < from),
+            items,
+        }
+    }
+
+    /// The items of `id` (asked in increasing order).
+    fn of(&mut self, id: OpId) -> &'l [(OpId, T)] {
+        while self.items.get(self.at).is_some_and(|(i, _)| *i < id) {
+            self.at += 1;
+        }
+        let start = self.at;
+        while self.items.get(self.at).is_some_and(|(i, _)| *i == id) {
+            self.at += 1;
+        }
+        &self.items[start..self.at]
+    }
+}
+
+/// The walks of one chunk through the links.
+struct ChunkLinks<'l> {
+    receives: Walk<'l, OpId>,
+    sends: Walk<'l, ()>,
+    completions: Walk<'l, OpId>,
+    members: Walk<'l, (u64, u32)>,
+}
+
+impl<'l> ChunkLinks<'l> {
+    fn new(links: &'l Links, from: OpId) -> ChunkLinks<'l> {
+        ChunkLinks {
+            receives: Walk::new(&links.receives, from),
+            sends: Walk::new(&links.sends, from),
+            completions: Walk::new(&links.completions, from),
+            members: Walk::new(&links.members, from),
+        }
     }
 }
 
@@ -84,7 +129,7 @@ impl Links {
 struct Cursor<'t> {
     chunks: Vec<&'t OpChunkInfo>,
     next_chunk: usize,
-    columns: Option<OperationColumns>,
+    columns: Option<(OperationColumns, ChunkLinks<'t>)>,
     row: usize,
     rank: Rank,
     /// The measured end of the previous operation.
@@ -103,29 +148,36 @@ const FIELDS: &[OperationField] = &[
     OperationField::RecvBytes,
 ];
 
-impl Cursor<'_> {
-    /// The next row, reading the next chunk when this one is done.
-    fn advance(&mut self, trace: &Trace) -> Result<Option<(OperationColumns, usize)>> {
+impl<'t> Cursor<'t> {
+    /// Makes sure a chunk with a row left is decoded (reading the next chunk when this one
+    /// is done); false at the location's end.
+    fn advance(&mut self, trace: &Trace, links: &'t Links) -> Result<bool> {
         loop {
-            if let Some(columns) = self.columns.take() {
-                if self.row < columns.rows() {
-                    let row = self.row;
-                    self.row += 1;
-                    return Ok(Some((columns, row)));
-                }
+            if self
+                .columns
+                .as_ref()
+                .is_some_and(|(columns, _)| self.row < columns.rows())
+            {
+                return Ok(true);
             }
             let Some(info) = self.chunks.get(self.next_chunk) else {
-                return Ok(None);
+                return Ok(false);
             };
             self.next_chunk += 1;
-            self.columns = Some(trace.operation_columns(info.chunk, FIELDS)?);
+            let columns = trace.operation_columns(info.chunk, FIELDS)?;
+            self.columns = Some((columns, ChunkLinks::new(links, info.ids().start)));
             self.row = 0;
         }
     }
 
     /// The next call of this location for the replay.
-    fn next(&mut self, trace: &Trace, links: &Links) -> Result<Option<Call>> {
-        let Some((columns, row)) = self.advance(trace)? else {
+    fn next(&mut self, trace: &Trace, links: &'t Links) -> Result<Option<Call>> {
+        if !self.advance(trace, links)? {
+            return Ok(None);
+        }
+        let row = self.row;
+        self.row += 1;
+        let Some((columns, walks)) = self.columns.as_mut() else {
             return Ok(None);
         };
         let (id, start, end) = (columns.id(row), columns.start(row), columns.end(row));
@@ -133,10 +185,9 @@ impl Cursor<'_> {
         self.previous_end = Some(end);
         // A call the model knows nothing of keeps its duration.
         let step = match columns.kind(row) {
-            Some(kind) => self.step(id, kind, &columns, row, links),
+            Some(kind) => step(id, kind, columns, row, walks, &mut self.requests),
             None => Step::Local,
         };
-        self.columns = Some(columns);
         self.pending.push_back((id, start, end));
         Ok(Some(Call {
             burst,
@@ -144,71 +195,74 @@ impl Cursor<'_> {
             step,
         }))
     }
+}
 
-    fn step(
-        &mut self,
-        id: OpId,
-        kind: OpKind,
-        columns: &OperationColumns,
-        row: usize,
-        links: &Links,
-    ) -> Step {
-        let blocking = !kind.is_nonblocking();
-        let sent = kind.is_send() && links.senders.contains(id);
-        let received = links
-            .send_of
-            .get(&id)
-            .copied()
-            .filter(|_| kind.is_receive());
-        let bytes = columns.send_bytes(row);
-        match (sent, received) {
-            (true, Some(recv)) => Step::SendRecv {
-                send: id,
+/// What the replay makes of operation `id` (row `row` of `columns`), given the links of its
+/// chunk and its location's open requests.
+fn step(
+    id: OpId,
+    kind: OpKind,
+    columns: &OperationColumns,
+    row: usize,
+    links: &mut ChunkLinks<'_>,
+    requests: &mut FxHashMap<OpId, (bool, u64)>,
+) -> Step {
+    let blocking = !kind.is_nonblocking();
+    let sent = kind.is_send() && !links.sends.of(id).is_empty();
+    let received = if kind.is_receive() {
+        links.receives.of(id).first().map(|&(_, send)| send)
+    } else {
+        None
+    };
+    let bytes = columns.send_bytes(row);
+    match (sent, received) {
+        (true, Some(recv)) => Step::SendRecv {
+            send: id,
+            bytes,
+            recv,
+        },
+        (true, None) if !kind.is_receive() => {
+            if !blocking {
+                requests.insert(id, (true, id));
+            }
+            Step::Send {
+                message: id,
                 bytes,
-                recv,
-            },
-            (true, None) if !kind.is_receive() => {
-                if !blocking {
-                    self.requests.insert(id, (true, id));
-                }
-                Step::Send {
-                    message: id,
-                    bytes,
-                    blocking,
-                }
+                blocking,
             }
-            (false, Some(message)) if !kind.is_send() => {
-                if !blocking {
-                    self.requests.insert(id, (false, message));
-                }
-                Step::Recv { message, blocking }
-            }
-            _ if kind.is_completion() => {
-                let (mut sends, mut recvs) = (Vec::new(), Vec::new());
-                for op in links.completes.get(&id).into_iter().flatten() {
-                    match self.requests.remove(op) {
-                        Some((true, m)) => sends.push(m),
-                        Some((false, m)) => recvs.push(m),
-                        None => {}
-                    }
-                }
-                if sends.is_empty() && recvs.is_empty() {
-                    Step::Local
-                } else {
-                    Step::Wait { sends, recvs }
-                }
-            }
-            _ => match links.instance.get(&id) {
-                Some(&(instance, members)) => Step::Collective {
-                    instance,
-                    kind,
-                    members,
-                    send_bytes: bytes,
-                    recv_bytes: columns.recv_bytes(row),
-                },
-                None => Step::Local,
-            },
         }
+        (false, Some(message)) if !kind.is_send() => {
+            if !blocking {
+                requests.insert(id, (false, message));
+            }
+            Step::Recv { message, blocking }
+        }
+        _ if kind.is_completion() => {
+            let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+            for (_, op) in links.completions.of(id) {
+                match requests.remove(op) {
+                    Some((true, m)) => sends.push(m),
+                    Some((false, m)) => recvs.push(m),
+                    None => {}
+                }
+            }
+            if sends.is_empty() && recvs.is_empty() {
+                Step::Local
+            } else {
+                Step::Wait { sends, recvs }
+            }
+        }
+        _ if kind.is_collective() => match links.members.of(id).first() {
+            Some(&(_, (instance, members))) => Step::Collective {
+                instance,
+                kind,
+                members,
+                send_bytes: bytes,
+                recv_bytes: columns.recv_bytes(row),
+            },
+            None => Step::Local,
+        },
+        _ => Step::Local,
     }
 }
 
@@ -220,7 +274,7 @@ pub fn replay_trace(
     net: &NetworkModel,
     each: &mut dyn FnMut(Replayed) -> Result<()>,
 ) -> Result<Unresolved> {
-    let links = Links::read(trace)?;
+    let links = &Links::read(trace)?;
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
     let mut cursors: Vec<Cursor<'_>> = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rows > 0) {
@@ -253,7 +307,7 @@ pub fn replay_trace(
     schedule::replay(
         net,
         &origin,
-        &mut |r| cursors.borrow_mut()[r].next(trace, &links),
+        &mut |r| cursors.borrow_mut()[r].next(trace, links),
         &mut |r, start, end| {
             let mut cursors = cursors.borrow_mut();
             let cursor = &mut cursors[r];

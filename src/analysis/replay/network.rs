@@ -73,14 +73,39 @@ impl Default for NetworkModel {
     }
 }
 
+/// The CPU factor is never NaN (the parsers refuse it), so equality is total.
+impl Eq for NetworkModel {}
+
 impl fmt::Display for NetworkModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "LATENCY {} ns, OVERHEAD {} ns, GAP {} ns, BANDWIDTH {} B/s, EAGER LIMIT {} B, CPU {}",
-            self.latency, self.overhead, self.gap, self.bandwidth, self.eager_limit, self.cpu
+            "LATENCY {} ns, OVERHEAD {} ns, GAP {} ns, BANDWIDTH {}, EAGER LIMIT {} B, CPU {}",
+            self.latency,
+            self.overhead,
+            self.gap,
+            rate_text(self.bandwidth),
+            self.eager_limit,
+            self.cpu
         )
     }
+}
+
+/// A bandwidth in the largest unit that writes it whole: `12 GB/s`, `1500 B/s`.
+///
+/// ```
+/// use mtfdb::analysis::replay::network::rate_text;
+/// assert_eq!(rate_text(12_000_000_000), "12 GB/s");
+/// assert_eq!(rate_text(4_200_000), "4200 KB/s");
+/// assert_eq!(rate_text(1_500), "1500 B/s");
+/// ```
+pub fn rate_text(bytes_per_second: u64) -> String {
+    let (scale, unit) = RATES
+        .iter()
+        .rev()
+        .find(|(_, scale)| bytes_per_second.is_multiple_of(*scale))
+        .map_or((1, "B/s"), |(unit, scale)| (*scale, *unit));
+    format!("{} {unit}", bytes_per_second / scale)
 }
 
 impl NetworkModel {
@@ -132,20 +157,49 @@ impl NetworkModel {
     /// ```
     pub fn collective(&self, kind: OpKind, members: u32, max_send: u64, max_recv: u64) -> Time {
         use OpKind::*;
+        if let Some((rounds, bytes)) = rounds(kind, members, max_send, max_recv) {
+            return rounds * self.round(bytes);
+        }
         let p = u64::from(members.max(1));
-        let rounds = u64::from(u64::BITS - (p - 1).leading_zeros());
-        let largest = max_send.max(max_recv);
+        let tree = log2_rounds(members) * self.round(0);
         match kind.blocking_collective() {
-            Some(Barrier) => rounds * self.round(0),
             Some(Allgather | Allgatherv | Gather | Gatherv) => {
-                rounds * self.round(0) + self.transfer((p - 1) * max_send)
+                tree + self.transfer((p - 1) * max_send)
             }
-            Some(Scatter | Scatterv) => rounds * self.round(0) + self.transfer((p - 1) * max_recv),
-            Some(Alltoall | Alltoallv | Alltoallw) => (p - 1) * self.round(max_send / p),
-            Some(_) => rounds * self.round(largest),
-            None => 0,
+            Some(Scatter | Scatterv) => tree + self.transfer((p - 1) * max_recv),
+            _ => 0,
         }
     }
+}
+
+/// `ceil(log2 p)`: the rounds of a tree or of recursive doubling over `p` members.
+fn log2_rounds(members: u32) -> u64 {
+    let p = u64::from(members.max(1));
+    u64::from(u64::BITS - (p - 1).leading_zeros())
+}
+
+/// For the collectives made of equal rounds (`rounds · (L + 2o + T(bytes))`): the number of
+/// rounds and the bytes each moves; `None` for the others (Gather, Scatter, Allgather and
+/// their v forms, whose data grows along the tree) and for what is not a collective.
+///
+/// ```
+/// use mtfdb::analysis::replay::network::rounds;
+/// use mtfdb::model::OpKind;
+/// assert_eq!(rounds(OpKind::Allreduce, 16, 8, 8), Some((4, 8)));
+/// assert_eq!(rounds(OpKind::Alltoall, 4, 400, 400), Some((3, 100)));
+/// assert_eq!(rounds(OpKind::Gather, 4, 8, 32), None);
+/// ```
+pub fn rounds(kind: OpKind, members: u32, max_send: u64, max_recv: u64) -> Option<(u64, u64)> {
+    use OpKind::*;
+    let p = u64::from(members.max(1));
+    let k = log2_rounds(members);
+    Some(match kind.blocking_collective()? {
+        Barrier => (k, 0),
+        Bcast => (k, max_recv),
+        Alltoall | Alltoallv | Alltoallw => (p - 1, max_send / p),
+        Allgather | Allgatherv | Gather | Gatherv | Scatter | Scatterv => return None,
+        _ => (k, max_send),
+    })
 }
 
 /// `text`, a decimal number with an optional unit of `units`, as a whole number of the base
@@ -265,9 +319,10 @@ mod tests {
         };
         let h = |m: u64| 1_200 + m;
         // 16 members: 4 rounds; 5 members: 3 rounds; 1 member: none.
+        // A Bcast's root counts the buffer once per member as sent: a round moves it once.
         assert_eq!(
             net.collective(OpKind::Bcast, 16, 16_000, 1_000),
-            4 * h(16_000)
+            4 * h(1_000)
         );
         assert_eq!(net.collective(OpKind::Reduce, 5, 100, 0), 3 * h(100));
         assert_eq!(net.collective(OpKind::Allreduce, 1, 100, 100), 0);
