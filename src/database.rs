@@ -412,6 +412,11 @@ impl Trace {
         &self.meta().header
     }
 
+    /// The string table: datatype, routine and MPI call names, by id.
+    pub fn strings(&self) -> &[String] {
+        &self.meta().strings
+    }
+
     /// The string table entry `id` (a datatype, routine or MPI call name).
     pub fn string(&self, id: u32) -> Option<&str> {
         self.meta().strings.get(id as usize).map(String::as_str)

@@ -284,3 +284,50 @@ fn params(net: &NetworkModel) -> String {
     let text = net.to_string();
     text[..text.find(", CPU").unwrap()].to_string()
 }
+
+#[test]
+fn a_simulated_run_stored_as_a_trace_answers_every_query_and_replays_to_itself() {
+    use mtfdb::query::Session;
+    let (_dir, db) = temp_db();
+    let net = network();
+    let name = generated(&db, Scenario::Stencil2d, 16, net);
+    let original = db.trace(&name).unwrap().summary().clone();
+    let mut s = Session::new(db);
+    s.run(&format!("USE TRACE \"{name}\"")).unwrap();
+    let r = s
+        .run(&format!(
+            "SIMULATE WITH {}, CPU 2 AS TRACE fast",
+            params(&net)
+        ))
+        .unwrap();
+    let predicted = r.rows.last().unwrap().clone();
+    let fast = s.database().trace("fast").unwrap();
+    // The same operations, messages and collectives, matched again by the import.
+    assert_eq!(fast.summary().operations, original.operations);
+    assert_eq!(fast.summary().messages, original.messages);
+    assert_eq!(fast.summary().message_bytes, original.message_bytes);
+    assert_eq!(
+        fast.summary().collective_instances,
+        original.collective_instances
+    );
+    drop(fast);
+    // Its time in MPI is the one predicted; replayed on the same network (its computation
+    // already shortened), it is its own prediction.
+    s.run("USE TRACE fast").unwrap();
+    let again = s.run(&format!("SIMULATE WITH {}", params(&net))).unwrap();
+    let run = again.rows.last().unwrap();
+    assert_eq!(number(&run[3]), number(&predicted[4]));
+    for row in &again.rows {
+        assert_eq!(number(&row[1]), number(&row[2]), "{row:?}");
+        assert_eq!(number(&row[5]), 0.0);
+    }
+    // Every query works on it.
+    assert!(!s.run("SELECT WAIT STATES").unwrap().is_empty());
+    assert_eq!(
+        number(&s.run("SELECT COUNT(*) FROM MESSAGES").unwrap().rows[0][0]),
+        original.messages as f64
+    );
+    // A name taken is refused, and nothing changes.
+    let e = s.run("SIMULATE AS TRACE fast").unwrap_err().to_string();
+    assert!(e.contains("already exists"), "{e}");
+}

@@ -168,7 +168,11 @@ fn network_fit_rows(fit: &replay::fit::NetworkFit) -> ResultSet {
     row("message sizes", fit.sizes.into(), "");
     row("fit error (rms)", fit.error.into(), "relative");
     if let Some(net) = &fit.model {
-        row("statement", Analysis::Simulate(*net).to_string().into(), "");
+        let statement = Analysis::Simulate {
+            network: *net,
+            as_trace: None,
+        };
+        row("statement", statement.to_string().into(), "");
     }
     r
 }
@@ -177,10 +181,26 @@ impl Session {
     /// Pattern and phase statements: results are read from the trace's stored views when
     /// they were computed before with the same parameters.
     pub(super) fn analysis(&mut self, a: &Analysis) -> Result<ResultSet> {
+        if let Analysis::Simulate {
+            network,
+            as_trace: Some(name),
+        } = a
+        {
+            // The trace is read while the database imports the new one.
+            let source = self.open_trace(&self.current_trace()?)?;
+            return Ok(simulation_rows(&replay::simulate_as_trace(
+                self.database(),
+                &source,
+                network,
+                name,
+            )?));
+        }
         let trace = self.trace()?;
         let params = PatternParams::default();
         Ok(match a {
-            Analysis::Simulate(net) => simulation_rows(&replay::simulate(trace, net)?),
+            Analysis::Simulate { network, .. } => {
+                simulation_rows(&replay::simulate(trace, network)?)
+            }
             Analysis::FitNetwork => network_fit_rows(&replay::fit::fit_network(trace)?),
             Analysis::ProcessPatterns { rank, envelope } => {
                 let params = PatternParams {

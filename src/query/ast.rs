@@ -98,9 +98,15 @@ pub enum Analysis {
         summary: bool,
     },
     /// `SIMULATE [WITH LATENCY 1.5 us, OVERHEAD 0.4 us, GAP 0 ns, BANDWIDTH 12 GB/s, EAGER
-    /// LIMIT 64 KiB, CPU 2.0]`: replays the trace on the network model and predicts each
-    /// rank's end and time in MPI, and the run time, beside the measured ones.
-    Simulate(crate::analysis::replay::network::NetworkModel),
+    /// LIMIT 64 KiB, CPU 2.0] [AS TRACE name]`: replays the trace on the network model and
+    /// predicts each rank's end and time in MPI, and the run time, beside the measured ones;
+    /// with `AS TRACE`, stores the simulated run as a trace.
+    Simulate {
+        /// The network.
+        network: crate::analysis::replay::network::NetworkModel,
+        /// The name to store the simulated run under.
+        as_trace: Option<String>,
+    },
     /// `SELECT NETWORK MODEL`: the latency, overhead and bandwidth fitted to the trace's own
     /// message times, with the fit's error.
     FitNetwork,
@@ -691,7 +697,13 @@ impl fmt::Display for Analysis {
                 }
                 Ok(())
             }
-            Analysis::Simulate(net) => write!(f, "SIMULATE WITH {net}"),
+            Analysis::Simulate { network, as_trace } => {
+                write!(f, "SIMULATE WITH {network}")?;
+                if let Some(name) = as_trace {
+                    write!(f, " AS TRACE {}", NameText(name))?;
+                }
+                Ok(())
+            }
             Analysis::FitNetwork => f.write_str("SELECT NETWORK MODEL"),
             Analysis::LogicalTrace(rank) => {
                 f.write_str("SELECT LOGICAL TRACE")?;

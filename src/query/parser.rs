@@ -514,7 +514,17 @@ impl<'a> Parser<'a> {
                 ),
             }
         } else if self.eat_keyword("SIMULATE") {
-            Ok(Statement::Analysis(Analysis::Simulate(self.network()?)))
+            let network = self.network()?;
+            let as_trace = if self.eat_keyword("AS") {
+                self.expect_keyword("TRACE", "after SIMULATE … AS")?;
+                Some(self.name("a trace name after AS TRACE")?)
+            } else {
+                None
+            };
+            Ok(Statement::Analysis(Analysis::Simulate {
+                network,
+                as_trace,
+            }))
         } else if self.eat_keyword("USE") {
             self.expect_keyword("TRACE", "after USE")?;
             Ok(Statement::UseTrace(

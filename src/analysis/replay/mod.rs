@@ -16,7 +16,8 @@ use self::network::NetworkModel;
 use self::schedule::{Call, Step, Unresolved};
 use crate::error::Result;
 use crate::hash::FxHashMap;
-use crate::model::{OpId, OpKind, Rank, Time};
+use crate::ingest::EventSink;
+use crate::model::{OpId, OpKind, Operation, Rank, Time};
 use crate::store::{OpChunkInfo, OperationColumns, OperationField};
 use crate::Trace;
 
@@ -136,8 +137,11 @@ struct Cursor<'t> {
     previous_end: Option<Time>,
     /// Requests created and not completed yet: operation → (a send?, its message).
     requests: FxHashMap<OpId, (bool, u64)>,
-    /// The operation handed to the replay and not ended yet, with its measured times.
-    pending: VecDeque<(OpId, Time, Time)>,
+    /// The operation handed to the replay and not ended yet, with its measured times (and
+    /// whole, when asked for).
+    pending: VecDeque<(OpId, Time, Time, Option<Operation>)>,
+    /// The current chunk's operations whole, when the caller wants them.
+    whole: Option<VecDeque<(OpId, Operation)>>,
 }
 
 const FIELDS: &[OperationField] = &[
@@ -166,6 +170,9 @@ impl<'t> Cursor<'t> {
             self.next_chunk += 1;
             let columns = trace.operation_columns(info.chunk, FIELDS)?;
             self.columns = Some((columns, ChunkLinks::new(links, info.ids().start)));
+            if self.whole.is_some() {
+                self.whole = Some(trace.chunk_operations(info)?.into());
+            }
             self.row = 0;
         }
     }
@@ -188,7 +195,12 @@ impl<'t> Cursor<'t> {
             Some(kind) => step(id, kind, columns, row, walks, &mut self.requests),
             None => Step::Local,
         };
-        self.pending.push_back((id, start, end));
+        let whole = self
+            .whole
+            .as_mut()
+            .and_then(VecDeque::pop_front)
+            .map(|(_, op)| op);
+        self.pending.push_back((id, start, end, whole));
         Ok(Some(Call {
             burst,
             duration: end.saturating_sub(start),
@@ -274,6 +286,17 @@ pub fn replay_trace(
     net: &NetworkModel,
     each: &mut dyn FnMut(Replayed) -> Result<()>,
 ) -> Result<Unresolved> {
+    replay_with(trace, net, false, &mut |r, _| each(r))
+}
+
+/// [`replay_trace`], handing each operation whole too (with its simulated times) when
+/// `whole`.
+fn replay_with(
+    trace: &Trace,
+    net: &NetworkModel,
+    whole: bool,
+    each: &mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
+) -> Result<Unresolved> {
     let links = &Links::read(trace)?;
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
     let mut cursors: Vec<Cursor<'_>> = Vec::new();
@@ -290,6 +313,7 @@ pub fn replay_trace(
                     previous_end: None,
                     requests: FxHashMap::default(),
                     pending: VecDeque::new(),
+                    whole: whole.then(VecDeque::new),
                 });
                 cursors.len() - 1
             });
@@ -311,15 +335,22 @@ pub fn replay_trace(
         &mut |r, start, end| {
             let mut cursors = cursors.borrow_mut();
             let cursor = &mut cursors[r];
-            let Some((op, s, e)) = cursor.pending.pop_front() else {
+            let Some((op, s, e, operation)) = cursor.pending.pop_front() else {
                 return Ok(());
             };
-            each(Replayed {
-                op,
-                rank: cursor.rank,
-                measured: (s, e),
-                simulated: (start, end),
-            })
+            let operation = operation.map(|mut o| {
+                (o.start, o.end) = (start, end);
+                o
+            });
+            each(
+                Replayed {
+                    op,
+                    rank: cursor.rank,
+                    measured: (s, e),
+                    simulated: (start, end),
+                },
+                operation,
+            )
         },
     )
 }
@@ -366,9 +397,38 @@ pub fn relative_error(measured: Time, predicted: Time) -> f64 {
 
 /// Replays `trace` on `net` and sums each rank's end and time in MPI, measured and predicted.
 pub fn simulate(trace: &Trace, net: &NetworkModel) -> Result<Prediction> {
+    predict(trace, net, None)
+}
+
+/// [`simulate`], storing the simulated run in `db` as a trace called `name`: the same
+/// operations (messages, requests and collectives matched again by the import) at their
+/// simulated times. Routine calls are not kept (the replay does not time them).
+pub fn simulate_as_trace(
+    db: &crate::Database,
+    trace: &Trace,
+    net: &NetworkModel,
+    name: &str,
+) -> Result<Prediction> {
+    let mut prediction = None;
+    db.import_events(name, |sink| {
+        sink.header(trace.header())?;
+        for (id, text) in trace.strings().iter().enumerate() {
+            sink.string(id as u32, text)?;
+        }
+        prediction = Some(predict(trace, net, Some(&mut *sink))?);
+        sink.finish()
+    })?;
+    prediction.ok_or_else(|| crate::Error::Usage("the simulation stored nothing".into()))
+}
+
+fn predict(
+    trace: &Trace,
+    net: &NetworkModel,
+    mut sink: Option<&mut dyn EventSink>,
+) -> Result<Prediction> {
     let first = trace.summary().first_time.unwrap_or(0);
     let mut ranks: FxHashMap<Rank, RankPrediction> = FxHashMap::default();
-    let unresolved = replay_trace(trace, net, &mut |r| {
+    let unresolved = replay_with(trace, net, sink.is_some(), &mut |r, operation| {
         let p = ranks.entry(r.rank).or_insert(RankPrediction {
             rank: r.rank,
             end: (0, 0),
@@ -378,7 +438,10 @@ pub fn simulate(trace: &Trace, net: &NetworkModel) -> Result<Prediction> {
         p.end.1 = p.end.1.max(r.simulated.1.saturating_sub(first));
         p.mpi.0 += r.measured.1.saturating_sub(r.measured.0);
         p.mpi.1 += r.simulated.1.saturating_sub(r.simulated.0);
-        Ok(())
+        match (&mut sink, operation) {
+            (Some(sink), Some(op)) => sink.operation(&op),
+            _ => Ok(()),
+        }
     })?;
     let mut ranks: Vec<RankPrediction> = ranks.into_values().collect();
     ranks.sort_by_key(|p| p.rank);
