@@ -819,7 +819,7 @@ fn scripts_split_on_semicolons_outside_quotes_and_comments() {
 // ---- errors -------------------------------------------------------------------------------------------
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
+     COLLECTIVE_OPERATIONS, CPU BURSTS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
 
 #[test]
 fn wait_statements_parse_with_their_clauses_in_any_order() {

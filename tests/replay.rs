@@ -331,3 +331,78 @@ fn a_simulated_run_stored_as_a_trace_answers_every_query_and_replays_to_itself()
     let e = s.run("SIMULATE AS TRACE fast").unwrap_err().to_string();
     assert!(e.contains("already exists"), "{e}");
 }
+
+/// Every location's CPU bursts computed from its operations read whole, in order: (id of the
+/// call after the burst, rank, start, end).
+fn bursts_by_hand(trace: &mtfdb::Trace) -> Vec<(u64, u32, Time, Time)> {
+    let mut last_end: std::collections::HashMap<(u32, u32), Time> = Default::default();
+    let mut chunks: Vec<_> = trace.op_chunks().to_vec();
+    chunks.sort_by_key(|c| (c.rank, c.thread, c.first_row));
+    let mut out = Vec::new();
+    for info in &chunks {
+        for (id, op) in trace.chunk_operations(info).unwrap() {
+            if let Some(&end) = last_end.get(&(op.rank, op.thread)) {
+                out.push((id, op.rank, end, op.start));
+            }
+            last_end.insert((op.rank, op.thread), op.end);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn cpu_bursts_are_the_gaps_between_a_locations_calls() {
+    use mtfdb::query::Session;
+    let (_dir, db) = temp_db();
+    // 16 ranks of 4,000 iterations: every rank's calls span several stored chunks.
+    common::import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 16, 4_000), "s");
+    let trace = db.trace("s").unwrap();
+    assert!(trace.op_chunks().len() > 16, "several chunks per rank");
+    let expected = bursts_by_hand(&trace);
+    assert_eq!(expected.len() as u64, trace.summary().operations - 16);
+    drop(trace);
+    let mut s = Session::new(db);
+    s.run("USE TRACE s").unwrap();
+    let r = s.run("SELECT CPU BURSTS").unwrap();
+    let mut got: Vec<(u64, u32, Time, Time)> = r
+        .rows
+        .iter()
+        .map(|row| {
+            (
+                number(&row[0]) as u64,
+                number(&row[1]) as u32,
+                number(&row[3]) as Time,
+                number(&row[4]) as Time,
+            )
+        })
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    // Sums per process, and a condition on the duration.
+    let r = s
+        .run("SELECT SUM(DURATION), COUNT(*) FROM CPU BURSTS GROUP BY PROCESS")
+        .unwrap();
+    for row in &r.rows {
+        let rank = number(&row[0]) as u32;
+        let mine: Vec<_> = expected.iter().filter(|b| b.1 == rank).collect();
+        assert_eq!(
+            number(&row[1]) as u64,
+            mine.iter().map(|b| b.3 - b.2).sum::<u64>()
+        );
+        assert_eq!(number(&row[2]) as usize, mine.len());
+    }
+    let long = expected.iter().filter(|b| b.3 - b.2 > 1_000_000).count();
+    let r = s
+        .run("SELECT COUNT(*) FROM CPU BURSTS WHERE DURATION > 1 ms")
+        .unwrap();
+    assert_eq!(number(&r.rows[0][0]) as usize, long);
+    let r = s.run("SELECT CPU BURSTS FOR PROCESS(3) LIMIT 4").unwrap();
+    assert_eq!(r.len(), 4);
+    assert!(r.rows.iter().all(|row| number(&row[1]) == 3.0));
+    let e = s
+        .run("CREATE VIEW b AS SELECT CPU BURSTS")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot be stored as a view"), "{e}");
+}

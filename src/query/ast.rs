@@ -227,6 +227,9 @@ pub enum Target {
     Operation(OpKind),
     /// `OPERATIONS`: every operation.
     Operations,
+    /// `CPU BURSTS`: the computation between a location's consecutive MPI calls (PHANTOM's
+    /// `CPU_Burst`), one row per call after the first, selected through the call it precedes.
+    CpuBursts,
 }
 
 /// Which processes a scope names.
@@ -834,6 +837,7 @@ impl fmt::Display for Target {
             Target::Receives => f.write_str("RECEIVES"),
             Target::Collectives => f.write_str("COLLECTIVE_OPERATIONS"),
             Target::Operations => f.write_str("OPERATIONS"),
+            Target::CpuBursts => f.write_str("CPU BURSTS"),
             Target::Operation(k) => match k.mpi_name() {
                 Some(name) => f.write_str(name),
                 None => write!(f, "{k:?}"),

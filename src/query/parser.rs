@@ -257,7 +257,8 @@ const NETWORK_HELP: &str =
     "a network parameter: LATENCY, OVERHEAD, GAP, BANDWIDTH, EAGER LIMIT or CPU";
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
+     COLLECTIVE_OPERATIONS, CPU BURSTS, a collective such as BROADCAST, or an MPI name such as \
+     MPI_Isend";
 
 const SIZE_UNITS: &[(&str, u64)] = &[
     ("B", 1),
@@ -963,16 +964,22 @@ impl<'a> Parser<'a> {
     }
 
     fn at_target(&self) -> bool {
-        let t = if self.is_keyword("ALL") {
-            self.peek_at(1)
-        } else {
-            self.peek()
-        };
-        t.and_then(Self::target_word).is_some()
+        let at = usize::from(self.is_keyword("ALL"));
+        self.cpu_bursts_at(at) || self.peek_at(at).and_then(Self::target_word).is_some()
+    }
+
+    /// Whether `CPU BURSTS` starts `n` tokens ahead.
+    fn cpu_bursts_at(&self, n: usize) -> bool {
+        self.peek_at(n).is_some_and(|t| t.is_keyword("CPU"))
+            && self.peek_at(n + 1).is_some_and(|t| t.is_keyword("BURSTS"))
     }
 
     fn target(&mut self, after: &str) -> PResult<Target> {
         let all = self.eat_keyword("ALL");
+        if self.cpu_bursts_at(0) {
+            self.pos += 2;
+            return Ok(Target::CpuBursts);
+        }
         match self.peek().and_then(Self::target_word) {
             Some(Ok(t)) => {
                 self.pos += 1;

@@ -34,6 +34,8 @@ pub(crate) struct PlanStep {
 /// What a selection evaluates to: operation or message ids, and the plan that found them.
 pub(crate) struct Selected {
     pub(crate) messages: bool,
+    /// The rows are the CPU bursts before the selected operations.
+    pub(crate) bursts: bool,
     pub(crate) ids: RoaringTreemap,
     pub(crate) plan: Vec<PlanStep>,
     /// The trace's wait states, loaded only when the statement reads `WAIT` (never under
@@ -163,7 +165,7 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|(k, _)| *k)
             .filter(|k| match target {
-                Target::Messages | Target::Operations => true,
+                Target::Messages | Target::Operations | Target::CpuBursts => true,
                 Target::PointToPoint => k.is_send() || k.is_receive(),
                 Target::Sends => k.is_send(),
                 Target::Receives => k.is_receive(),
@@ -347,6 +349,7 @@ impl<'a> Engine<'a> {
         }
         let mut selected = Selected {
             messages,
+            bursts: sel.target == Target::CpuBursts,
             ids,
             plan,
             waits: None,

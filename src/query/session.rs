@@ -163,7 +163,7 @@ impl Session {
         let (trace, cancel) = self.open_current()?;
         let engine = Engine::with_cancel(trace, cancel);
         let mut selected = engine.select_ids(selection)?;
-        let columns = row_columns(selected.messages, selected.waits.is_some());
+        let columns = row_columns(selected.messages, selected.bursts, selected.waits.is_some());
         let scan = engine.scan(selection, &mut selected)?;
         let limit = select
             .limit

@@ -129,7 +129,7 @@ impl<'a> Engine<'a> {
                 let ops: Vec<Operation> =
                     self.collect_rows(&sel, &mut selected, |row| match row {
                         Row::Op(_, o) => Some(o),
-                        Row::Msg(..) => None,
+                        Row::Msg(..) | Row::Burst(..) => None,
                     })?;
                 (
                     stats::statistics_table_of(self.trace, &ranks, &ops),
@@ -180,7 +180,7 @@ impl<'a> Engine<'a> {
                 let messages: Vec<Message> =
                     self.collect_rows(&sel, &mut selected, |row| match row {
                         Row::Msg(_, m) => Some(m),
-                        Row::Op(..) => None,
+                        Row::Op(..) | Row::Burst(..) => None,
                     })?;
                 let ranks = match &filter.scope {
                     Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,

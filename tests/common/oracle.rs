@@ -120,7 +120,7 @@ pub fn scope_valid(scope: Option<&Scope>, n: u32) -> bool {
 
 fn kind_matches(t: Target, k: OpKind) -> bool {
     match t {
-        Target::Messages | Target::Operations => true,
+        Target::Messages | Target::Operations | Target::CpuBursts => true,
         Target::PointToPoint => k.is_send() || k.is_receive(),
         Target::Sends => k.is_send(),
         Target::Receives => k.is_receive(),

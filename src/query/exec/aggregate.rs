@@ -271,6 +271,11 @@ impl<'a> Engine<'a> {
                 .comm
                 .map_or(GroupValue::None, |c| GroupValue::Text(self.comm_name(c))),
             (Row::Msg(_, m), GroupKey::Comm) => GroupValue::Text(self.comm_name(m.comm)),
+            (Row::Burst(_, b), GroupKey::Process) => GroupValue::Int(i64::from(b.rank)),
+            (Row::Burst(_, b), GroupKey::Operation) => {
+                GroupValue::Text(self.trace.kind_name(b.before))
+            }
+            (Row::Burst(..), GroupKey::Peer | GroupKey::Tag | GroupKey::Comm) => GroupValue::None,
         }
     }
 }

@@ -16,9 +16,10 @@ use super::ast::{
 };
 use super::names::describe_comm;
 use super::plan::{Engine, PlanStep, Selected};
+use super::usage;
 use crate::analysis::waits::WaitStates;
 use crate::error::{Error, Limit, Result};
-use crate::model::{CommId, Message, Operation, Rank};
+use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::results::{ResultSet, RowSink, Value};
 use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
@@ -41,8 +42,18 @@ pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
 
 /// The columns of a selection's rows: operations or messages; operations with `wait_ns`
 /// last when the statement reads `WAIT` (`waits`).
-pub(crate) fn row_columns(messages: bool, waits: bool) -> Vec<String> {
-    let names: &[&str] = if messages {
+pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<String> {
+    let names: &[&str] = if bursts {
+        &[
+            "id",
+            "rank",
+            "thread",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "before",
+        ]
+    } else if messages {
         &[
             "id",
             "sender",
@@ -71,7 +82,7 @@ pub(crate) fn row_columns(messages: bool, waits: bool) -> Vec<String> {
         ]
     };
     let mut columns: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    if waits && !messages {
+    if waits && !messages && !bursts {
         columns.push(WAIT_COLUMN.to_string());
     }
     columns
@@ -89,6 +100,21 @@ pub(crate) fn wait_of(waits: &WaitStates, op: u64) -> u64 {
 pub(crate) enum Row {
     Op(u64, Operation),
     Msg(u64, Message),
+    /// The computation before the operation with this id.
+    Burst(u64, Burst),
+}
+
+/// A CPU burst: the time a location computed between two MPI calls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Burst {
+    pub(crate) rank: Rank,
+    pub(crate) thread: u32,
+    /// When the previous call ended.
+    pub(crate) start: Time,
+    /// When the next call (the row's operation) started.
+    pub(crate) end: Time,
+    /// That next call.
+    pub(crate) before: OpKind,
 }
 
 impl<'a> Engine<'a> {
@@ -145,6 +171,7 @@ impl<'a> Engine<'a> {
         Ok(Scan {
             engine: *self,
             messages: selected.messages,
+            bursts: selected.bursts,
             ids: std::mem::take(&mut selected.ids).into_iter().peekable(),
             chunk: Vec::new().into_iter(),
             time: sel.filter.time,
@@ -190,6 +217,67 @@ impl<'a> Engine<'a> {
         })
     }
 
+    /// The CPU bursts before the operations `rows` (all of one chunk, in row order): each
+    /// from the end of its location's previous call to its start. A location's first call
+    /// has none.
+    fn bursts_before(&self, rows: Vec<Row>) -> Result<Vec<Row>> {
+        let Some(Row::Op(first, _)) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let (chunk, _) = chunk_and_row(*first);
+        let ends = self
+            .trace
+            .operation_columns(chunk, &[crate::store::OperationField::End])?;
+        // The previous chunk of the location: the end of its last call.
+        let previous_end = || -> Result<Option<Time>> {
+            let chunks = self.trace.op_chunks();
+            let Some(info) = chunks
+                .binary_search_by_key(&chunk, |c| c.chunk)
+                .ok()
+                .and_then(|i| chunks.get(i))
+            else {
+                return Ok(None);
+            };
+            let before = self
+                .trace
+                .op_chunks_of(info.rank)
+                .filter(|c| c.thread == info.thread && c.first_row < info.first_row && c.rows > 0)
+                .max_by_key(|c| c.first_row);
+            Ok(match before {
+                Some(c) => {
+                    let ends = self
+                        .trace
+                        .operation_columns(c.chunk, &[crate::store::OperationField::End])?;
+                    Some(ends.end(ends.rows() - 1))
+                }
+                None => None,
+            })
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let Row::Op(id, op) = row else { continue };
+            let (_, r) = chunk_and_row(id);
+            let previous = if r > 0 {
+                Some(ends.end(r - 1))
+            } else {
+                previous_end()?
+            };
+            if let Some(start) = previous {
+                out.push(Row::Burst(
+                    id,
+                    Burst {
+                        rank: op.rank,
+                        thread: op.thread,
+                        start,
+                        end: op.start.max(start),
+                        before: op.kind,
+                    },
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// Communicator names in a predicate, resolved once.
     pub(crate) fn predicate_comms(&self, p: Option<&Expr>) -> Result<BTreeMap<String, CommId>> {
         let mut out = BTreeMap::new();
@@ -227,6 +315,15 @@ impl<'a> Engine<'a> {
                 m.bytes.into(),
                 m.send_time.into(),
                 m.recv_time.into(),
+            ],
+            Row::Burst(id, b) => vec![
+                (*id).into(),
+                b.rank.into(),
+                b.thread.into(),
+                b.start.into(),
+                b.end.into(),
+                (b.end - b.start).into(),
+                self.trace.kind_name(b.before).into(),
             ],
             Row::Op(id, o) => vec![
                 (*id).into(),
@@ -337,7 +434,7 @@ impl<'a> Engine<'a> {
         }
         let waits = selected.waits.clone();
         let waits = waits.as_deref();
-        let columns = row_columns(selected.messages, waits.is_some());
+        let columns = row_columns(selected.messages, selected.bursts, waits.is_some());
         let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         if s.order_by.is_empty() {
             sink.columns(&columns)?;
@@ -381,9 +478,14 @@ impl<'a> Engine<'a> {
     pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
         let mut selected = self.select_ids(sel)?;
         let mut ids = RoaringTreemap::new();
+        if selected.bursts {
+            return Err(usage(
+                "a view keeps operations or messages: CPU BURSTS cannot be stored as a view",
+            ));
+        }
         self.each_row(sel, &mut selected, |row| {
             match row {
-                Row::Op(id, _) | Row::Msg(id, _) => ids.insert(id),
+                Row::Op(id, _) | Row::Msg(id, _) | Row::Burst(id, _) => ids.insert(id),
             };
             Ok(true)
         })?;
@@ -402,6 +504,8 @@ impl<'a> Engine<'a> {
 pub(crate) struct Scan<'a> {
     engine: Engine<'a>,
     messages: bool,
+    /// Rows are the CPU bursts before the operations read.
+    bursts: bool,
     ids: std::iter::Peekable<roaring::treemap::IntoIter>,
     /// The rest of the chunk being read.
     chunk: std::vec::IntoIter<Row>,
@@ -436,10 +540,12 @@ impl Scan<'_> {
             {
                 one_chunk.insert(id);
             }
-            self.chunk = self
-                .engine
-                .read_rows(self.messages, &one_chunk)?
-                .into_iter();
+            let rows = self.engine.read_rows(self.messages, &one_chunk)?;
+            self.chunk = if self.bursts {
+                self.engine.bursts_before(rows)?.into_iter()
+            } else {
+                rows.into_iter()
+            };
         }
     }
 
@@ -480,6 +586,7 @@ fn overlaps(row: &Row, w: TimeWindow) -> bool {
     let (start, end) = match row {
         Row::Op(_, o) => (o.start, o.end),
         Row::Msg(_, m) => (m.send_time, m.recv_time.max(m.send_time)),
+        Row::Burst(_, b) => (b.start, b.end),
     };
     start <= w.end && end >= w.start
 }
@@ -491,7 +598,7 @@ fn peers_within(row: &Row, set: &[Rank]) -> bool {
             .iter()
             .flatten()
             .all(|p| set.binary_search(p).is_ok()),
-        Row::Msg(..) => true,
+        Row::Msg(..) | Row::Burst(..) => true,
     }
 }
 
@@ -501,6 +608,8 @@ pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
         (Row::Op(_, o), Measure::Duration) => o.end - o.start,
         (Row::Msg(_, msg), Measure::Size) => msg.bytes,
         (Row::Msg(_, msg), Measure::Duration) => msg.recv_time.saturating_sub(msg.send_time),
+        (Row::Burst(..), Measure::Size) => 0,
+        (Row::Burst(_, b), Measure::Duration) => b.end - b.start,
     }
 }
 
@@ -543,6 +652,10 @@ fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
             Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
             Field::Root | Field::Wait => None,
             Field::Comm => Some(i128::from(m.comm)),
+        },
+        Row::Burst(_, b) => match f {
+            Field::Duration => Some(i128::from(b.end) - i128::from(b.start)),
+            _ => None,
         },
     }
 }
