@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 use super::rng::SplitMix64;
 use super::truth::{GroundTruth, PairTruth, PatternTruth, RankTruth};
 use crate::analysis::replay::network::NetworkModel;
-use crate::analysis::replay::schedule::{replay, Call, Step};
+use crate::analysis::replay::schedule::{replay, Call, Calls, Step};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
@@ -746,11 +746,13 @@ impl<'s> Gen<'s> {
         let unresolved = replay(
             &rec.net,
             &vec![0; n],
-            &mut |r| Ok(calls[r].pop_front()),
-            &mut |r, start, end| {
-                times[r].push((start, end));
-                Ok(())
-            },
+            &mut Calls(
+                |r: usize| Ok(calls[r].pop_front()),
+                |r: usize, start, end| {
+                    times[r].push((start, end));
+                    Ok(())
+                },
+            ),
         )?;
         if unresolved.calls > 0 {
             return Err(crate::Error::Usage(format!(

@@ -326,33 +326,50 @@ fn replay_with(
         .iter()
         .map(|c| c.chunks.first().map_or(0, |info| info.first_start))
         .collect();
-    // The two closures share the cursors: one hands out calls, the other takes their ends.
-    let cursors = std::cell::RefCell::new(cursors);
     schedule::replay(
         net,
         &origin,
-        &mut |r| cursors.borrow_mut()[r].next(trace, links),
-        &mut |r, start, end| {
-            let mut cursors = cursors.borrow_mut();
-            let cursor = &mut cursors[r];
-            let Some((op, s, e, operation)) = cursor.pending.pop_front() else {
-                return Ok(());
-            };
-            let operation = operation.map(|mut o| {
-                (o.start, o.end) = (start, end);
-                o
-            });
-            each(
-                Replayed {
-                    op,
-                    rank: cursor.rank,
-                    measured: (s, e),
-                    simulated: (start, end),
-                },
-                operation,
-            )
+        &mut Locations {
+            trace,
+            links,
+            cursors,
+            each,
         },
     )
+}
+
+/// The trace's locations as the replay's program.
+struct Locations<'t, 'e> {
+    trace: &'t Trace,
+    links: &'t Links,
+    cursors: Vec<Cursor<'t>>,
+    each: &'e mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
+}
+
+impl schedule::Program for Locations<'_, '_> {
+    fn next(&mut self, rank: usize) -> Result<Option<Call>> {
+        self.cursors[rank].next(self.trace, self.links)
+    }
+
+    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()> {
+        let cursor = &mut self.cursors[rank];
+        let Some((op, s, e, operation)) = cursor.pending.pop_front() else {
+            return Ok(());
+        };
+        let operation = operation.map(|mut o| {
+            (o.start, o.end) = (start, end);
+            o
+        });
+        (self.each)(
+            Replayed {
+                op,
+                rank: cursor.rank,
+                measured: (s, e),
+                simulated: (start, end),
+            },
+            operation,
+        )
+    }
 }
 
 /// One rank's measured and predicted times.

@@ -131,14 +131,38 @@ struct RankState {
     parked: bool,
 }
 
-/// Replays `ranks` ranks: rank `r` starts at `origin[r]`, `next(r)` gives its next call
-/// (`None` at its end), and `ended(r, start, end)` receives each call's simulated times, in
-/// each rank's order.
-pub fn replay(
+/// The ranks' programs a replay runs: each rank's calls in order, and where their simulated
+/// times go.
+pub trait Program {
+    /// Rank `rank`'s next call, `None` at its end.
+    fn next(&mut self, rank: usize) -> Result<Option<Call>>;
+    /// Rank `rank`'s call handed out first and not ended yet ran from `start` to `end`.
+    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()>;
+}
+
+/// A [`Program`] of two closures: the calls, and where their times go.
+pub struct Calls<N, E>(pub N, pub E);
+
+impl<N, E> Program for Calls<N, E>
+where
+    N: FnMut(usize) -> Result<Option<Call>>,
+    E: FnMut(usize, Time, Time) -> Result<()>,
+{
+    fn next(&mut self, rank: usize) -> Result<Option<Call>> {
+        (self.0)(rank)
+    }
+
+    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()> {
+        (self.1)(rank, start, end)
+    }
+}
+
+/// Replays `program`: rank `r` starts at `origin[r]`, and each call's simulated times go to
+/// the program in each rank's order.
+pub fn replay<P: Program>(
     net: &NetworkModel,
     origin: &[Time],
-    next: &mut dyn FnMut(usize) -> Result<Option<Call>>,
-    ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
+    program: &mut P,
 ) -> Result<Unresolved> {
     let mut state = Replay {
         net,
@@ -161,7 +185,7 @@ pub fn replay(
     loop {
         while let Some(r) = state.runnable.pop_front() {
             state.ranks[r].queued = false;
-            state.run(r, next, ended)?;
+            state.run(r, program)?;
         }
         // Everyone left is parked on a partner that will not come: the earliest parked call
         // keeps its measured duration, and the replay goes on.
@@ -176,7 +200,7 @@ pub fn replay(
             break;
         };
         state.ranks[r].parked = false;
-        state.finish(r, &call, start, start + call.duration, ended)?;
+        state.finish(r, &call, start, start + call.duration, program)?;
         state.wake(r);
     }
     Ok(state.unresolved)
@@ -214,17 +238,12 @@ impl Replay<'_> {
     }
 
     /// Runs rank `r` until it ends or parks.
-    fn run(
-        &mut self,
-        r: usize,
-        next: &mut dyn FnMut(usize) -> Result<Option<Call>>,
-        ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
-    ) -> Result<()> {
+    fn run<P: Program>(&mut self, r: usize, program: &mut P) -> Result<()> {
         loop {
             let (call, start) = match self.ranks[r].current.take() {
                 Some(current) => current,
                 None => {
-                    let Some(call) = next(r)? else {
+                    let Some(call) = program.next(r)? else {
                         self.ranks[r].done = true;
                         return Ok(());
                     };
@@ -234,7 +253,7 @@ impl Replay<'_> {
                 }
             };
             match self.end_of(&call, start) {
-                Ok(end) => self.finish(r, &call, start, end, ended)?,
+                Ok(end) => self.finish(r, &call, start, end, program)?,
                 Err(blocked) => {
                     let waiters = match blocked {
                         Blocked::Message(m) => &mut self.messages.entry(m).or_default().waiters,
@@ -249,13 +268,13 @@ impl Replay<'_> {
         }
     }
 
-    fn finish(
+    fn finish<P: Program>(
         &mut self,
         r: usize,
         call: &Call,
         start: Time,
         end: Time,
-        ended: &mut dyn FnMut(usize, Time, Time) -> Result<()>,
+        program: &mut P,
     ) -> Result<()> {
         self.ranks[r].clock = end;
         // The halves of messages this call completes: a message both of whose halves are
@@ -285,7 +304,7 @@ impl Replay<'_> {
             Step::Wait { sends, recvs } => sends.iter().chain(recvs).for_each(|&m| done(m)),
             _ => {}
         }
-        ended(r, start, end)
+        program.ended(r, start, end)
     }
 
     /// What happens when a call starts: a send leaves (or is ready to), a receive is posted,
@@ -442,11 +461,13 @@ mod tests {
         let unresolved = replay(
             net,
             &origin,
-            &mut |r| Ok(queues[r].pop_front()),
-            &mut |r, s, e| {
-                times[r].push((s, e));
-                Ok(())
-            },
+            &mut Calls(
+                |r: usize| Ok(queues[r].pop_front()),
+                |r: usize, s, e| {
+                    times[r].push((s, e));
+                    Ok(())
+                },
+            ),
         )
         .unwrap();
         (times, unresolved.calls)
