@@ -264,14 +264,20 @@ impl Database {
         name: &str,
         produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
     ) -> Result<TraceInfo> {
+        self.import_events_from(name, "(generated in memory)", "events", produce)
+    }
+
+    /// [`Database::import_events`], recording `source` and `format` as where the trace came
+    /// from (what `traces` shows).
+    pub(crate) fn import_events_from(
+        &self,
+        name: &str,
+        source: &str,
+        format: &str,
+        produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
+    ) -> Result<TraceInfo> {
         let writer = self.store.begin_import(name)?;
-        let meta = run_import(
-            writer,
-            "(generated in memory)",
-            "events",
-            Policy::Strict,
-            produce,
-        )?;
+        let meta = run_import(writer, source, format, Policy::Strict, produce)?;
         Ok(info_of(&meta))
     }
 

@@ -301,6 +301,14 @@ fn a_simulated_run_stored_as_a_trace_answers_every_query_and_replays_to_itself()
         ))
         .unwrap();
     let predicted = r.rows.last().unwrap().clone();
+    let info = s.database().traces().unwrap();
+    let info = info.iter().find(|t| t.name == "fast").unwrap();
+    assert_eq!(info.format, "simulated");
+    assert!(
+        info.source.starts_with("SIMULATE WITH LATENCY 1200 ns") && info.source.contains("CPU 2"),
+        "{}",
+        info.source
+    );
     let fast = s.database().trace("fast").unwrap();
     // The same operations, messages and collectives, matched again by the import.
     assert_eq!(fast.summary().operations, original.operations);

@@ -427,7 +427,8 @@ pub fn simulate_as_trace(
     name: &str,
 ) -> Result<Prediction> {
     let mut prediction = None;
-    db.import_events(name, |sink| {
+    let source = format!("SIMULATE WITH {net} of trace {:?}", trace.name());
+    db.import_events_from(name, &source, "simulated", |sink| {
         sink.header(trace.header())?;
         for (id, text) in trace.strings().iter().enumerate() {
             sink.string(id as u32, text)?;
