@@ -331,6 +331,20 @@ fn explain_of_any_statement_reads_no_rows_runs_no_analysis_and_writes_nothing() 
         "SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 4",
         "SELECT OPERATIONS WHERE WAIT > 1 ms",
         "SELECT ALL OPERATIONS ORDER BY wait DESC LIMIT 3",
+        // Analyses: their plan, nothing computed or stored.
+        "SELECT COMMUNICATION PATTERNS",
+        "SELECT PATTERNS FOR PROCESS(2)",
+        "SELECT PHASES",
+        "SHOW PHASE TREE",
+        "REFRESH PATTERNS",
+        "MATCH PATTERN (P0: S1)",
+        "SELECT LOOPS FOR PROCESS(1)",
+        "SELECT GLOBAL MODEL",
+        "SELECT TOPOLOGY",
+        "SELECT LOGICAL TRACE",
+        "SELECT CRITICAL PATH SUMMARY",
+        "SIMULATE WITH CPU 2 AS TRACE sim",
+        "SELECT NETWORK MODEL",
     ];
     let before = files_of(&db_path);
     let mut s = Session::new(Database::open_existing(&db_path).unwrap());
@@ -395,6 +409,8 @@ fn explain_of_any_statement_reads_no_rows_runs_no_analysis_and_writes_nothing() 
         );
     }
     assert!(s.run("SHOW VIEWS").unwrap().is_empty());
+    // EXPLAIN SIMULATE … AS TRACE stored no trace.
+    assert_eq!(s.database().trace_names().unwrap(), vec!["t".to_string()]);
     // Nor wait states: the plan says the analysis would run first.
     let plan = s.run("EXPLAIN SELECT WAIT STATES GROUP BY PHASE").unwrap();
     for step in [

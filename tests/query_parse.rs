@@ -965,7 +965,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("CREATE VIEW v AS SELECT ALL MESSAGES LIMIT 3", 38, "a view cannot have ORDER BY or LIMIT".into()),
         ("CREATE VIEW v SELECT SENDS", 15, "expected AS after the view name, found \"SELECT\"".into()),
         ("DROP TABLE v", 6, "expected VIEW after DROP, found \"TABLE\"".into()),
-        ("EXPLAIN SHOW TRACES", 9, "expected SELECT after EXPLAIN, found \"SHOW\"".into()),
+        ("EXPLAIN SHOW TRACES", 9, "expected SELECT (or an analysis such as SIMULATE) after EXPLAIN, found \"SHOW\"".into()),
         ("SELECT HISTOGRAM OF SIZE BINS 0", 31, "BINS needs at least 1 bin, found 0".into()),
         ("SELECT HISTOGRAM SIZE", 18, "expected OF after HISTOGRAM, found \"SIZE\"".into()),
         ("SELECT COMMUNICATION MATRIX OF SIZE", 32, "expected BYTES or COUNT after COMMUNICATION MATRIX OF, found \"SIZE\"".into()),

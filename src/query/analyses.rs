@@ -3,7 +3,7 @@
 
 use super::ast::{Analysis, Threshold};
 use super::names::{known_rank, phase_ids};
-use super::plan::Engine;
+use super::plan::{Engine, PlanStep};
 use super::session::Session;
 use super::usage;
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
@@ -178,6 +178,109 @@ fn network_fit_rows(fit: &replay::fit::NetworkFit) -> ResultSet {
 }
 
 impl Session {
+    /// `EXPLAIN` of an analysis: the steps it would take, each with the rows it would read,
+    /// and which stored results it would read back instead of computing. Only the catalogue
+    /// is looked at: no row is read, nothing is computed or written.
+    pub(super) fn explain_analysis(&mut self, a: &Analysis) -> Result<ResultSet> {
+        let trace = self.trace()?;
+        let summary = trace.summary();
+        let (ops, messages) = (summary.operations, summary.messages);
+        let mut plan: Vec<PlanStep> = Vec::new();
+        let mut step = |text: String, rows: u64| {
+            plan.push(PlanStep {
+                step: text,
+                estimated: rows,
+                actual: None,
+            })
+        };
+        let patterns = |envelope: bool| -> Result<String> {
+            let params = PatternParams {
+                envelope,
+                ..PatternParams::default()
+            };
+            Ok(if detection::stored_patterns(trace, &params)?.is_some() {
+                "read the stored communication patterns".into()
+            } else {
+                "pattern detection over every process's operations (then stored)".into()
+            })
+        };
+        let phases = |threshold: Threshold| -> Result<String> {
+            Ok(
+                if detection::stored_phases(trace, &phase_params(threshold))?.is_some() {
+                    "read the stored phases".into()
+                } else {
+                    "phase detection: segment the pattern instances, fill each phase's \
+                     operations and messages (then stored)"
+                        .into()
+                },
+            )
+        };
+        match a {
+            Analysis::ProcessPatterns { envelope, .. }
+            | Analysis::CommunicationPatterns { envelope } => step(patterns(*envelope)?, ops),
+            Analysis::Match { .. } => step(
+                "read every process's events; search the template with its edits".into(),
+                ops,
+            ),
+            Analysis::Phases(t) | Analysis::PhaseTree(t) => {
+                step(patterns(false)?, ops);
+                step(phases(*t)?, ops);
+            }
+            Analysis::Refresh => step(
+                "pattern and phase detection anew over every operation (stored results replaced)"
+                    .into(),
+                ops,
+            ),
+            Analysis::Loops(_) | Analysis::GlobalModel | Analysis::LogicalTrace(_) => {
+                step(
+                    "loop nests of every process (NLR), read back when stored".into(),
+                    ops,
+                );
+                if matches!(a, Analysis::GlobalModel) {
+                    step(
+                        "merge the nests of ranks alike relative to themselves, then the classes"
+                            .into(),
+                        trace.header().processes.len() as u64,
+                    );
+                }
+            }
+            Analysis::Topology { .. } => step(
+                "identify the topology of the rank-to-rank traffic (kept at import), read back \
+                 when stored"
+                    .into(),
+                trace.pairs().len() as u64,
+            ),
+            Analysis::CriticalPath { .. } => {
+                step("wait states, read back when stored".into(), ops);
+                step(
+                    "walk back from the last end along the waits (read back when stored)".into(),
+                    ops,
+                );
+            }
+            Analysis::Simulate { network, as_trace } => {
+                step(
+                    "read the links: each receive's send, each Wait's requests, each \
+                     collective's members"
+                        .into(),
+                    messages + summary.request_links + summary.collective_instances,
+                );
+                step(
+                    format!("replay every location's calls and computation on {network}"),
+                    ops,
+                );
+                if let Some(name) = as_trace {
+                    step(format!("import the simulated run as trace {name:?}"), ops);
+                }
+            }
+            Analysis::FitNetwork => step(
+                "the quickest message of each size and round of each collective; least squares"
+                    .into(),
+                messages,
+            ),
+        }
+        Ok(crate::query::exec::plan_table(&plan))
+    }
+
     /// Pattern and phase statements: results are read from the trace's stored views when
     /// they were computed before with the same parameters.
     pub(super) fn analysis(&mut self, a: &Analysis) -> Result<ResultSet> {

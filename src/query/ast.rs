@@ -26,6 +26,10 @@ pub enum Statement {
     /// `EXPLAIN ANALYZE SELECT …`: run the query and show its plan with the rows each step
     /// actually kept.
     ExplainAnalyze(Select),
+    /// `EXPLAIN` of an analysis statement (`EXPLAIN SELECT PHASES`, `EXPLAIN SIMULATE …`): what
+    /// it would read and compute, and which stored results spare the work; nothing runs and
+    /// nothing is written.
+    ExplainAnalysis(Analysis),
     /// `SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS`.
     Show(ShowWhat),
     /// `USE TRACE name`: the trace later statements query.
@@ -633,6 +637,7 @@ impl fmt::Display for Statement {
             Statement::Select(s) => write!(f, "{s}"),
             Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
             Statement::ExplainAnalyze(s) => write!(f, "EXPLAIN ANALYZE {s}"),
+            Statement::ExplainAnalysis(a) => write!(f, "EXPLAIN {a}"),
             Statement::Show(w) => write!(f, "SHOW {w}"),
             Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),
             Statement::CreateView { name, selection } => {

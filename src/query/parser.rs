@@ -493,8 +493,25 @@ impl<'a> Parser<'a> {
                 self.expect_keyword("SELECT", "after EXPLAIN ANALYZE")?;
                 return Ok(Statement::ExplainAnalyze(self.select(true)?));
             }
-            self.expect_keyword("SELECT", "after EXPLAIN")?;
-            Ok(Statement::Explain(self.select(true)?))
+            if self.is_keyword("SELECT") {
+                if let Some(analysis) = self.analysis_select()? {
+                    return Ok(Statement::ExplainAnalysis(analysis));
+                }
+                self.pos += 1;
+                return Ok(Statement::Explain(self.select(true)?));
+            }
+            let analysis = ["SIMULATE", "MATCH", "REFRESH"]
+                .iter()
+                .any(|k| self.is_keyword(k))
+                || (self.is_keyword("SHOW")
+                    && self.peek_at(1).is_some_and(|t| t.is_keyword("PHASE")));
+            if !analysis {
+                return self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN");
+            }
+            match self.statement()? {
+                Statement::Analysis(analysis) => Ok(Statement::ExplainAnalysis(analysis)),
+                _ => self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN"),
+            }
         } else if self.eat_keyword("SHOW") {
             let what = [
                 ("TRACES", ShowWhat::Traces),

@@ -226,6 +226,7 @@ impl Session {
                     .plan_only()
                     .select(s, true)?
             }
+            Statement::ExplainAnalysis(a) => self.explain_analysis(a)?,
             Statement::ExplainAnalyze(s) => {
                 let trace = self.trace()?;
                 Engine::with_cancel(trace, &cancel).select(s, true)?

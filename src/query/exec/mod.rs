@@ -406,16 +406,7 @@ impl<'a> Engine<'a> {
             } => self.statistic(s, *statistic, *target, filter)?,
         };
         if explain {
-            let mut r = ResultSet::new(["step", "plan", "estimated_rows", "actual_rows"]);
-            for (i, p) in plan.iter().enumerate() {
-                r.push(vec![
-                    ((i + 1) as u64).into(),
-                    p.step.clone().into(),
-                    p.estimated.into(),
-                    p.actual.into(),
-                ]);
-            }
-            return Ok(r);
+            return Ok(plan_table(&plan));
         }
         order_and_limit(result, s, self.cancel)
     }
@@ -495,6 +486,21 @@ impl<'a> Engine<'a> {
             ids,
         })
     }
+}
+
+/// A plan as `EXPLAIN` prints it: one row per step, with the rows it expects and (under
+/// `EXPLAIN ANALYZE`) those it kept.
+pub(crate) fn plan_table(plan: &[PlanStep]) -> ResultSet {
+    let mut r = ResultSet::new(["step", "plan", "estimated_rows", "actual_rows"]);
+    for (i, p) in plan.iter().enumerate() {
+        r.push(vec![
+            ((i + 1) as u64).into(),
+            p.step.clone().into(),
+            p.estimated.into(),
+            p.actual.into(),
+        ]);
+    }
+    r
 }
 
 /// The rows of a selection that overlap its time window, have their peers in its `AMONG`
