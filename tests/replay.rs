@@ -414,3 +414,41 @@ fn cpu_bursts_are_the_gaps_between_a_locations_calls() {
         .to_string();
     assert!(e.contains("cannot be stored as a view"), "{e}");
 }
+
+#[test]
+fn calls_whose_partner_cannot_come_are_counted_not_hidden() {
+    use mtfdb::query::Session;
+    let (_dir, db) = temp_db();
+    // Each rank receives before it sends what the other waits for: the trace's clocks say it
+    // happened, but no replay can order it. One receive keeps its measured duration.
+    db.import_events("crossed", |sink| {
+        sink.header(&TraceHeader::world(2, "world"))?;
+        let p2p = |sink: &mut dyn EventSink, kind, rank, peer, tag, t: Time| {
+            let mut op = Operation::new(rank, kind, t, t + 1_000);
+            op.comm = Some(0);
+            if kind == OpKind::Send {
+                (op.dest, op.send_tag, op.send_bytes) = (Some(peer), Some(tag), 8);
+            } else {
+                (op.source, op.recv_tag, op.recv_bytes) = (Some(peer), Some(tag), 8);
+            }
+            sink.operation(&op)
+        };
+        p2p(sink, OpKind::Recv, 0, 1, 0, 0)?;
+        p2p(sink, OpKind::Send, 0, 1, 1, 2_000)?;
+        p2p(sink, OpKind::Recv, 1, 0, 1, 100)?;
+        p2p(sink, OpKind::Send, 1, 0, 0, 2_100)?;
+        sink.finish()
+    })
+    .unwrap();
+    let mut s = Session::new(db);
+    s.run("USE TRACE crossed").unwrap();
+    let r = s.run("SIMULATE").unwrap();
+    let unresolved = r
+        .columns
+        .iter()
+        .position(|c| c == "unresolved_calls")
+        .unwrap();
+    let counts: Vec<f64> = r.rows.iter().map(|row| number(&row[unresolved])).collect();
+    // Rank 0's receive (the earliest parked) is the one; the run row sums them.
+    assert_eq!(counts, vec![1.0, 0.0, 1.0]);
+}

@@ -109,6 +109,7 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
         "measured_mpi_ns",
         "predicted_mpi_ns",
         "error",
+        "unresolved_calls",
     ]);
     for rank in &p.ranks {
         r.push(vec![
@@ -118,6 +119,7 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
             rank.mpi.0.into(),
             rank.mpi.1.into(),
             replay::relative_error(rank.end.0, rank.end.1).into(),
+            rank.unresolved.into(),
         ]);
     }
     let mpi = p
@@ -131,6 +133,7 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
         mpi.0.into(),
         mpi.1.into(),
         p.error().into(),
+        p.unresolved.into(),
     ]);
     r
 }

@@ -32,6 +32,8 @@ pub struct Replayed {
     pub measured: (Time, Time),
     /// Simulated `(start, end)`.
     pub simulated: (Time, Time),
+    /// It waited for a partner the trace does not have, and kept its measured duration.
+    pub unresolved: bool,
 }
 
 /// How the trace's operations link up, read once, each list sorted by operation id: a
@@ -351,7 +353,7 @@ impl schedule::Program for Locations<'_, '_> {
         self.cursors[rank].next(self.trace, self.links)
     }
 
-    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()> {
+    fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {
         let cursor = &mut self.cursors[rank];
         let Some((op, s, e, operation)) = cursor.pending.pop_front() else {
             return Ok(());
@@ -366,6 +368,7 @@ impl schedule::Program for Locations<'_, '_> {
                 rank: cursor.rank,
                 measured: (s, e),
                 simulated: (start, end),
+                unresolved,
             },
             operation,
         )
@@ -381,6 +384,9 @@ pub struct RankPrediction {
     pub end: (Time, Time),
     /// Its time inside MPI calls, measured and predicted.
     pub mpi: (Time, Time),
+    /// Its calls that waited for a partner the trace does not have (kept their measured
+    /// duration).
+    pub unresolved: u64,
 }
 
 /// What [`simulate`] predicts.
@@ -451,7 +457,9 @@ fn predict(
             rank: r.rank,
             end: (0, 0),
             mpi: (0, 0),
+            unresolved: 0,
         });
+        p.unresolved += u64::from(r.unresolved);
         p.end.0 = p.end.0.max(r.measured.1.saturating_sub(first));
         p.end.1 = p.end.1.max(r.simulated.1.saturating_sub(first));
         p.mpi.0 += r.measured.1.saturating_sub(r.measured.0);

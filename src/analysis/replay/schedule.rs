@@ -136,8 +136,10 @@ struct RankState {
 pub trait Program {
     /// Rank `rank`'s next call, `None` at its end.
     fn next(&mut self, rank: usize) -> Result<Option<Call>>;
-    /// Rank `rank`'s call handed out first and not ended yet ran from `start` to `end`.
-    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()>;
+    /// Rank `rank`'s call handed out first and not ended yet ran from `start` to `end`;
+    /// `unresolved` when it waited for a partner that never came and kept its measured
+    /// duration.
+    fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()>;
 }
 
 /// A [`Program`] of two closures: the calls, and where their times go.
@@ -152,7 +154,7 @@ where
         (self.0)(rank)
     }
 
-    fn ended(&mut self, rank: usize, start: Time, end: Time) -> Result<()> {
+    fn ended(&mut self, rank: usize, start: Time, end: Time, _unresolved: bool) -> Result<()> {
         (self.1)(rank, start, end)
     }
 }
@@ -200,7 +202,7 @@ pub fn replay<P: Program>(
             break;
         };
         state.ranks[r].parked = false;
-        state.finish(r, &call, start, start + call.duration, program)?;
+        state.finish(r, &call, (start, start + call.duration), true, program)?;
         state.wake(r);
     }
     Ok(state.unresolved)
@@ -253,7 +255,7 @@ impl Replay<'_> {
                 }
             };
             match self.end_of(&call, start) {
-                Ok(end) => self.finish(r, &call, start, end, program)?,
+                Ok(end) => self.finish(r, &call, (start, end), false, program)?,
                 Err(blocked) => {
                     let waiters = match blocked {
                         Blocked::Message(m) => &mut self.messages.entry(m).or_default().waiters,
@@ -272,8 +274,8 @@ impl Replay<'_> {
         &mut self,
         r: usize,
         call: &Call,
-        start: Time,
-        end: Time,
+        (start, end): (Time, Time),
+        unresolved: bool,
         program: &mut P,
     ) -> Result<()> {
         self.ranks[r].clock = end;
@@ -304,7 +306,7 @@ impl Replay<'_> {
             Step::Wait { sends, recvs } => sends.iter().chain(recvs).for_each(|&m| done(m)),
             _ => {}
         }
-        program.ended(r, start, end)
+        program.ended(r, start, end, unresolved)
     }
 
     /// What happens when a call starts: a send leaves (or is ready to), a receive is posted,
