@@ -337,7 +337,7 @@ fn a_simulated_run_stored_as_a_trace_answers_every_query_and_replays_to_itself()
     );
     // A name taken is refused, and nothing changes.
     let e = s.run("SIMULATE AS TRACE fast").unwrap_err().to_string();
-    assert!(e.contains("already exists"), "{e}");
+    assert!(e.contains("already exists") && e.contains("AS TRACE other"), "{e}");
 }
 
 /// Every location's CPU bursts computed from its operations read whole, in order: (id of the

@@ -432,6 +432,12 @@ pub fn simulate_as_trace(
     net: &NetworkModel,
     name: &str,
 ) -> Result<Prediction> {
+    if db.trace_names()?.iter().any(|n| n == name) {
+        return Err(crate::Error::Usage(format!(
+            "a trace named {name:?} already exists: store the simulation under another name \
+             (AS TRACE other), or drop it first (mtfdb drop {name})"
+        )));
+    }
     let mut prediction = None;
     let source = format!("SIMULATE WITH {net} of trace {:?}", trace.name());
     db.import_events_from(name, &source, "simulated", |sink| {
