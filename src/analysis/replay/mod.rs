@@ -51,32 +51,45 @@ struct Links {
 }
 
 impl Links {
+    /// Reads the three tables, each on its own core where there is one, and sorts them.
     fn read(trace: &Trace) -> Result<Links> {
-        let messages = trace.message_ops()?;
-        let mut receives: Vec<(OpId, OpId)> = messages.iter().map(|&(s, r)| (r, s)).collect();
-        let mut sends: Vec<(OpId, ())> = messages.into_iter().map(|(s, _)| (s, ())).collect();
-        let mut completions: Vec<(OpId, OpId)> = trace
-            .request_links()?
-            .into_iter()
-            .map(|l| (l.completion_op, l.request_op))
-            .collect();
-        let mut members = Vec::new();
-        for (i, c) in trace.collective_instances()?.into_iter().enumerate() {
-            if c.kind.blocking_collective() == Some(c.kind) {
-                let count = c.ops.len() as u32;
-                members.extend(c.ops.into_iter().map(|op| (op, (i as u64, count))));
-            }
-        }
         use rayon::prelude::*;
-        receives.par_sort_unstable();
-        sends.par_sort_unstable();
-        completions.par_sort_unstable();
-        members.par_sort_unstable();
+        let messages = || -> Result<_> {
+            let messages = trace.message_ops()?;
+            let mut receives: Vec<(OpId, OpId)> = messages.iter().map(|&(s, r)| (r, s)).collect();
+            let mut sends: Vec<(OpId, ())> = messages.into_iter().map(|(s, _)| (s, ())).collect();
+            receives.par_sort_unstable();
+            sends.par_sort_unstable();
+            Ok((receives, sends))
+        };
+        let completions = || -> Result<_> {
+            let mut completions: Vec<(OpId, OpId)> = trace
+                .request_links()?
+                .into_iter()
+                .map(|l| (l.completion_op, l.request_op))
+                .collect();
+            completions.par_sort_unstable();
+            Ok(completions)
+        };
+        let members = || -> Result<_> {
+            let mut members = Vec::new();
+            for (i, c) in trace.collective_instances()?.into_iter().enumerate() {
+                if c.kind.blocking_collective() == Some(c.kind) {
+                    let count = c.ops.len() as u32;
+                    members.extend(c.ops.into_iter().map(|op| (op, (i as u64, count))));
+                }
+            }
+            members.par_sort_unstable();
+            Ok(members)
+        };
+        let (messages, (completions, members)) =
+            rayon::join(messages, || rayon::join(completions, members));
+        let (receives, sends) = messages?;
         Ok(Links {
             receives,
             sends,
-            completions,
-            members,
+            completions: completions?,
+            members: members?,
         })
     }
 }
