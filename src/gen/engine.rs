@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::rng::SplitMix64;
 use super::truth::{GroundTruth, PairTruth, PatternTruth, RankTruth};
+use crate::analysis::replay::matching::Envelopes;
 use crate::analysis::replay::network::NetworkModel;
 use crate::analysis::replay::schedule::{replay, Call, Calls, Step};
 use crate::error::Result;
@@ -184,11 +185,8 @@ struct Recorder {
     items: Vec<Vec<Item>>,
     /// Per world rank: computation since its last call.
     since_call: Vec<Time>,
-    /// Per envelope (communicator, sender, receiver, tag): messages sent but not received
-    /// yet, and receives posted for messages not sent yet, oldest first.
-    unreceived: FxHashMap<(CommId, Rank, Rank, i32), VecDeque<u64>>,
-    unsent: FxHashMap<(CommId, Rank, Rank, i32), VecDeque<u64>>,
-    messages: u64,
+    /// Messages matched by envelope, as MPI (and the replay) match them.
+    envelopes: Envelopes,
     /// Per world rank: open requests → (a send?, message).
     requests: Vec<FxHashMap<RequestId, (bool, u64)>>,
     /// The collective instance whose members are being emitted, and its member count.
@@ -197,22 +195,6 @@ struct Recorder {
 }
 
 impl Recorder {
-    /// The message of a send (or receive) with this envelope: the oldest posted receive's
-    /// (or sent message's), else a new one left for its partner.
-    fn message(&mut self, envelope: (CommId, Rank, Rank, i32), sending: bool) -> u64 {
-        let (partners, mine) = if sending {
-            (&mut self.unsent, &mut self.unreceived)
-        } else {
-            (&mut self.unreceived, &mut self.unsent)
-        };
-        if let Some(m) = partners.get_mut(&envelope).and_then(VecDeque::pop_front) {
-            return m;
-        }
-        self.messages += 1;
-        mine.entry(envelope).or_default().push_back(self.messages);
-        self.messages
-    }
-
     /// What the replay makes of `op`.
     fn step(&mut self, op: &Operation) -> Step {
         let world = op.rank as usize;
@@ -230,7 +212,9 @@ impl Recorder {
             }
         }
         if let (true, Some(dest)) = (op.kind.is_send(), op.dest) {
-            let message = self.message((comm, op.rank, dest, op.send_tag.unwrap_or(0)), true);
+            let message = self
+                .envelopes
+                .message((comm, op.rank, dest, op.send_tag.unwrap_or(0)), true);
             if let Some(r) = op.request.filter(|_| !blocking) {
                 self.requests[world].insert(r, (true, message));
             }
@@ -241,7 +225,9 @@ impl Recorder {
             };
         }
         if let (true, Some(source)) = (op.kind.is_receive(), op.source) {
-            let message = self.message((comm, source, op.rank, op.recv_tag.unwrap_or(0)), false);
+            let message = self
+                .envelopes
+                .message((comm, source, op.rank, op.recv_tag.unwrap_or(0)), false);
             if let Some(r) = op.request.filter(|_| !blocking) {
                 self.requests[world].insert(r, (false, message));
             }
@@ -298,9 +284,7 @@ impl<'s> Gen<'s> {
             net: NetworkModel { cpu: 1.0, ..net },
             items: (0..n).map(|_| Vec::new()).collect(),
             since_call: vec![0; n],
-            unreceived: FxHashMap::default(),
-            unsent: FxHashMap::default(),
-            messages: 0,
+            envelopes: Envelopes::default(),
             requests: vec![FxHashMap::default(); n],
             instance: None,
             instances: 0,

@@ -50,6 +50,9 @@ pub enum OperationField {
     Flags,
     /// Nesting depth in the routine call tree.
     Depth,
+    /// The requests a Wait or Test variant completes (read in row order with
+    /// [`OperationColumns::completes_count`] and [`OperationColumns::completes_list`]).
+    Completes,
 }
 
 impl OperationField {
@@ -91,6 +94,8 @@ impl OperationField {
             OperationField::Request => &[REQUEST],
             OperationField::Flags => &[FLAGS],
             OperationField::Depth => &[DEPTH],
+            // The list column comes after the fixed ones.
+            OperationField::Completes => &[COMPLETES, COUNT],
         }
     }
 }
@@ -292,6 +297,17 @@ impl<C: Borrow<Columns>> OperationColumns<C> {
     /// Nesting depth of row `row` in the routine call tree.
     pub fn depth(&self, row: usize) -> u16 {
         self.column(op_col::DEPTH)[row] as u16
+    }
+
+    /// How many requests row `row` completes: its next that many entries of
+    /// [`OperationColumns::completes_list`] (the rows before it take theirs first).
+    pub fn completes_count(&self, row: usize) -> usize {
+        self.column(op_col::COMPLETES)[row] as usize
+    }
+
+    /// Every row's completed requests, one after the other in row order.
+    pub fn completes_list(&self) -> &[RequestId] {
+        &self.columns.borrow().list
     }
 
     /// Every row as an [`Operation`] of location (`rank`, `thread`): the chunk must have been

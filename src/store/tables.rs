@@ -137,7 +137,8 @@ fn chunk_header<'a, W: fmt::Display + ?Sized>(
 }
 
 /// Decodes only the `wanted` columns of a chunk, and of each only rows `0..take`: the others
-/// are skipped by their length and left empty, and so is the list column. For scans that need
+/// are skipped by their length and left empty. The list column is decoded whole when `wanted`
+/// holds `ncols` (the index after the fixed columns), else left empty. For scans that need
 /// two columns of nine, and reads of a chunk's first rows. The row count is the chunk's.
 pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
     bytes: &[u8],
@@ -146,7 +147,7 @@ pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
     take: usize,
     what: &W,
 ) -> Result<Columns> {
-    let (body, mut pos, rows, _list_len) = chunk_header(bytes, ncols, what)?;
+    let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
     let mut cols = vec![Vec::new(); ncols];
     for (i, col) in cols.iter_mut().enumerate() {
@@ -160,11 +161,12 @@ pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
                 .ok_or_else(|| bad("column runs past the end"))?;
         }
     }
-    Ok(Columns {
-        rows,
-        cols,
-        list: Vec::new(),
-    })
+    let list = if wanted.contains(&ncols) {
+        decode_column(body, &mut pos, list_len)?
+    } else {
+        Vec::new()
+    };
+    Ok(Columns { rows, cols, list })
 }
 
 /// `None` as 0, `Some(v)` as `v + 1`.
@@ -460,6 +462,32 @@ mod tests {
             assert_eq!(read.id(row), row_id(7, row));
             assert_eq!((read.end(row), read.send_tag(row)), (op.end, op.send_tag));
         }
+    }
+
+    #[test]
+    fn a_partial_read_of_the_completed_requests_gives_each_rows_list() {
+        let mut c = Columns::new(op_col::COUNT);
+        let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
+        for op in &ops {
+            push_operation(&mut c, op, op.depth);
+        }
+        let wanted = columns_of(&[OperationField::Completes], OperationField::columns);
+        let read = OperationColumns::new(
+            0,
+            decode_column_prefixes(&c.encode(), op_col::COUNT, &wanted, usize::MAX, "t").unwrap(),
+        );
+        let mut at = 0;
+        for (row, op) in ops.iter().enumerate() {
+            let n = read.completes_count(row);
+            assert_eq!(
+                &read.completes_list()[at..at + n],
+                &op.completes[..],
+                "row {row}"
+            );
+            at += n;
+        }
+        assert_eq!(at, read.completes_list().len());
+        assert!(ops.iter().any(|op| !op.completes.is_empty()));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`schedule`]: the discrete-event replay of every rank's bursts and calls.
 
 pub mod fit;
+pub mod matching;
 pub mod network;
 pub mod schedule;
 
@@ -12,12 +13,13 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use self::matching::{Envelopes, Instances};
 use self::network::NetworkModel;
 use self::schedule::{Call, Step, Unresolved};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
-use crate::model::{OpId, OpKind, Operation, Rank, Time};
+use crate::model::{OpId, OpKind, Operation, Rank, RequestId, Time};
 use crate::store::{OpChunkInfo, OperationColumns, OperationField};
 use crate::Trace;
 
@@ -36,122 +38,27 @@ pub struct Replayed {
     pub unresolved: bool,
 }
 
-/// How the trace's operations link up, read once, each list sorted by operation id: a
-/// location's operations come in id order, so it walks through each list (see [`Walk`])
-/// instead of looking every operation up.
-struct Links {
-    /// (receiving operation, its message's sending operation).
-    receives: Vec<(OpId, OpId)>,
-    /// (sending operation of a matched message, nothing).
-    sends: Vec<(OpId, ())>,
-    /// (completion (Wait/Test), an operation whose request it completed).
-    completions: Vec<(OpId, OpId)>,
-    /// (member of a blocking collective instance, (instance, its members)).
-    members: Vec<(OpId, (u64, u32))>,
-}
-
-impl Links {
-    /// Reads the three tables, each on its own core where there is one, and sorts them.
-    fn read(trace: &Trace) -> Result<Links> {
-        use rayon::prelude::*;
-        let messages = || -> Result<_> {
-            let messages = trace.message_ops()?;
-            let mut receives: Vec<(OpId, OpId)> = messages.iter().map(|&(s, r)| (r, s)).collect();
-            let mut sends: Vec<(OpId, ())> = messages.into_iter().map(|(s, _)| (s, ())).collect();
-            receives.par_sort_unstable();
-            sends.par_sort_unstable();
-            Ok((receives, sends))
-        };
-        let completions = || -> Result<_> {
-            let mut completions: Vec<(OpId, OpId)> = trace
-                .request_links()?
-                .into_iter()
-                .map(|l| (l.completion_op, l.request_op))
-                .collect();
-            completions.par_sort_unstable();
-            Ok(completions)
-        };
-        let members = || -> Result<_> {
-            let mut members = Vec::new();
-            for (i, c) in trace.collective_instances()?.into_iter().enumerate() {
-                if c.kind.blocking_collective() == Some(c.kind) {
-                    let count = c.ops.len() as u32;
-                    members.extend(c.ops.into_iter().map(|op| (op, (i as u64, count))));
-                }
-            }
-            members.par_sort_unstable();
-            Ok(members)
-        };
-        let (messages, (completions, members)) =
-            rayon::join(messages, || rayon::join(completions, members));
-        let (receives, sends) = messages?;
-        Ok(Links {
-            receives,
-            sends,
-            completions: completions?,
-            members: members?,
-        })
-    }
-}
-
-/// A walk through one of [`Links`]' sorted lists, for ids asked in increasing order.
-struct Walk<'l, T> {
-    items: &'l [(OpId, T)],
-    at: usize,
-}
-
-impl<'l, T> Walk<'l, T> {
-    /// A walk starting at the first item of `from` or later.
-    fn new(items: &'l [(OpId, T)], from: OpId) -> Walk<'l, T> {
-        Walk {
-            at: items.partition_point(|(id, _)| *id < from),
-            items,
-        }
-    }
-
-    /// The items of `id` (asked in increasing order).
-    fn of(&mut self, id: OpId) -> &'l [(OpId, T)] {
-        while self.items.get(self.at).is_some_and(|(i, _)| *i < id) {
-            self.at += 1;
-        }
-        let start = self.at;
-        while self.items.get(self.at).is_some_and(|(i, _)| *i == id) {
-            self.at += 1;
-        }
-        &self.items[start..self.at]
-    }
-}
-
-/// The walks of one chunk through the links.
-struct ChunkLinks<'l> {
-    receives: Walk<'l, OpId>,
-    sends: Walk<'l, ()>,
-    completions: Walk<'l, OpId>,
-    members: Walk<'l, (u64, u32)>,
-}
-
-impl<'l> ChunkLinks<'l> {
-    fn new(links: &'l Links, from: OpId) -> ChunkLinks<'l> {
-        ChunkLinks {
-            receives: Walk::new(&links.receives, from),
-            sends: Walk::new(&links.sends, from),
-            completions: Walk::new(&links.completions, from),
-            members: Walk::new(&links.members, from),
-        }
-    }
+/// The links between calls, made as the replay issues them (see [`matching`]): messages by
+/// envelope, collective instances by call count, and the communicators' sizes.
+struct Links<'t> {
+    trace: &'t Trace,
+    envelopes: Envelopes,
+    instances: Instances,
 }
 
 /// One location's operations, read chunk by chunk as the replay asks for them.
 struct Cursor<'t> {
     chunks: Vec<&'t OpChunkInfo>,
     next_chunk: usize,
-    columns: Option<(OperationColumns, ChunkLinks<'t>)>,
+    columns: Option<OperationColumns>,
     row: usize,
+    /// Where the current row's completed requests start in the chunk's request list.
+    completes_at: usize,
     rank: Rank,
     /// The measured end of the previous operation.
     previous_end: Option<Time>,
-    /// Requests created and not completed yet: operation → (a send?, its message).
-    requests: FxHashMap<OpId, (bool, u64)>,
+    /// Requests created and not completed yet: request → (a send?, its message).
+    requests: FxHashMap<RequestId, (bool, u64)>,
     /// The operation handed to the replay and not ended yet, with its measured times (and
     /// whole, when asked for).
     pending: VecDeque<(OpId, Time, Time, Option<Operation>)>,
@@ -159,23 +66,32 @@ struct Cursor<'t> {
     whole: Option<VecDeque<(OpId, Operation)>>,
 }
 
+/// What the replay reads of every operation: its times and sizes, and what matching needs.
 const FIELDS: &[OperationField] = &[
     OperationField::Start,
     OperationField::End,
     OperationField::Kind,
     OperationField::SendBytes,
     OperationField::RecvBytes,
+    OperationField::Comm,
+    OperationField::Dest,
+    OperationField::Source,
+    OperationField::SendTag,
+    OperationField::RecvTag,
+    OperationField::Request,
+    OperationField::Flags,
+    OperationField::Completes,
 ];
 
 impl<'t> Cursor<'t> {
     /// Makes sure a chunk with a row left is decoded (reading the next chunk when this one
     /// is done); false at the location's end.
-    fn advance(&mut self, trace: &Trace, links: &'t Links) -> Result<bool> {
+    fn advance(&mut self, trace: &Trace) -> Result<bool> {
         loop {
             if self
                 .columns
                 .as_ref()
-                .is_some_and(|(columns, _)| self.row < columns.rows())
+                .is_some_and(|columns| self.row < columns.rows())
             {
                 return Ok(true);
             }
@@ -183,31 +99,45 @@ impl<'t> Cursor<'t> {
                 return Ok(false);
             };
             self.next_chunk += 1;
-            let columns = trace.operation_columns(info.chunk, FIELDS)?;
-            self.columns = Some((columns, ChunkLinks::new(links, info.ids().start)));
+            self.columns = Some(trace.operation_columns(info.chunk, FIELDS)?);
             if self.whole.is_some() {
                 self.whole = Some(trace.chunk_operations(info)?.into());
             }
             self.row = 0;
+            self.completes_at = 0;
         }
     }
 
     /// The next call of this location for the replay.
-    fn next(&mut self, trace: &Trace, links: &'t Links) -> Result<Option<Call>> {
-        if !self.advance(trace, links)? {
+    fn next(&mut self, links: &mut Links<'_>) -> Result<Option<Call>> {
+        if !self.advance(links.trace)? {
             return Ok(None);
         }
         let row = self.row;
         self.row += 1;
-        let Some((columns, walks)) = self.columns.as_mut() else {
+        let Some(columns) = self.columns.as_ref() else {
             return Ok(None);
         };
         let (id, start, end) = (columns.id(row), columns.start(row), columns.end(row));
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
+        let completes = columns.completes_count(row);
+        let completed = columns
+            .completes_list()
+            .get(self.completes_at..self.completes_at + completes)
+            .unwrap_or(&[]);
+        self.completes_at += completes;
         // A call the model knows nothing of keeps its duration.
         let step = match columns.kind(row) {
-            Some(kind) => step(id, kind, columns, row, walks, &mut self.requests),
+            Some(kind) => step(
+                self.rank,
+                kind,
+                columns,
+                row,
+                completed,
+                links,
+                &mut self.requests,
+            ),
             None => Step::Local,
         };
         let whole = self
@@ -224,71 +154,107 @@ impl<'t> Cursor<'t> {
     }
 }
 
-/// What the replay makes of operation `id` (row `row` of `columns`), given the links of its
-/// chunk and its location's open requests.
+/// What the replay makes of row `row` of `columns`, an operation of `rank` that completes
+/// `completed`, matching its messages and collective instance as MPI (and the import) do.
 fn step(
-    id: OpId,
+    rank: Rank,
     kind: OpKind,
     columns: &OperationColumns,
     row: usize,
-    links: &mut ChunkLinks<'_>,
-    requests: &mut FxHashMap<OpId, (bool, u64)>,
+    completed: &[RequestId],
+    links: &mut Links<'_>,
+    requests: &mut FxHashMap<RequestId, (bool, u64)>,
 ) -> Step {
+    use crate::model::{flags, ANY_TAG};
     let blocking = !kind.is_nonblocking();
-    let sent = kind.is_send() && !links.sends.of(id).is_empty();
-    let received = if kind.is_receive() {
-        links.receives.of(id).first().map(|&(_, send)| send)
-    } else {
-        None
+    let comm = columns.comm(row);
+    let flag_bits = columns.flags(row);
+    // The import's rules: a send needs a communicator, a destination and a tag; a receive a
+    // communicator, a source and a tag that is not an unresolved wildcard.
+    let sent = match (
+        kind.is_send(),
+        comm,
+        columns.dest(row),
+        columns.send_tag(row),
+    ) {
+        (true, Some(c), Some(dest), Some(tag)) => Some((c, rank, dest, tag)),
+        _ => None,
+    };
+    let received = match (
+        kind.is_receive(),
+        comm,
+        columns.source(row),
+        columns.recv_tag(row),
+    ) {
+        (true, Some(c), Some(source), Some(tag))
+            if !(tag == ANY_TAG && flag_bits & flags::ANY_TAG != 0) =>
+        {
+            Some((c, source, rank, tag))
+        }
+        _ => None,
     };
     let bytes = columns.send_bytes(row);
+    let request = columns.request(row).filter(|_| !blocking);
     match (sent, received) {
-        (true, Some(recv)) => Step::SendRecv {
-            send: id,
+        (Some(s), Some(r)) => Step::SendRecv {
+            send: links.envelopes.message(s, true),
             bytes,
-            recv,
+            recv: links.envelopes.message(r, false),
         },
-        (true, None) if !kind.is_receive() => {
-            if !blocking {
-                requests.insert(id, (true, id));
+        (Some(s), None) => {
+            let message = links.envelopes.message(s, true);
+            if let Some(r) = request {
+                requests.insert(r, (true, message));
             }
             Step::Send {
-                message: id,
+                message,
                 bytes,
                 blocking,
             }
         }
-        (false, Some(message)) if !kind.is_send() => {
-            if !blocking {
-                requests.insert(id, (false, message));
+        (None, Some(r)) => {
+            let message = links.envelopes.message(r, false);
+            if let Some(r) = request {
+                requests.insert(r, (false, message));
             }
             Step::Recv { message, blocking }
         }
-        _ if kind.is_completion() => {
+        _ if kind.is_completion() || kind == OpKind::RequestFree => {
             let (mut sends, mut recvs) = (Vec::new(), Vec::new());
-            for (_, op) in links.completions.of(id) {
-                match requests.remove(op) {
-                    Some((true, m)) => sends.push(m),
-                    Some((false, m)) => recvs.push(m),
-                    None => {}
+            if flag_bits & flags::NOT_COMPLETED == 0 {
+                for r in completed {
+                    match requests.remove(r) {
+                        Some((true, m)) => sends.push(m),
+                        Some((false, m)) => recvs.push(m),
+                        None => {}
+                    }
                 }
             }
-            if sends.is_empty() && recvs.is_empty() {
+            if kind == OpKind::RequestFree || (sends.is_empty() && recvs.is_empty()) {
                 Step::Local
             } else {
                 Step::Wait { sends, recvs }
             }
         }
-        _ if kind.is_collective() => match links.members.of(id).first() {
-            Some(&(_, (instance, members))) => Step::Collective {
-                instance,
-                kind,
-                members,
-                send_bytes: bytes,
-                recv_bytes: columns.recv_bytes(row),
-            },
-            None => Step::Local,
-        },
+        _ if kind.blocking_collective() == Some(kind) => {
+            let members = comm.and_then(|c| {
+                links
+                    .trace
+                    .header()
+                    .communicator(c)
+                    .map(|found| (c, found.members.len() as u32))
+            });
+            match members {
+                Some((c, members)) if members > 0 => Step::Collective {
+                    instance: links.instances.instance(rank, c, kind, members),
+                    kind,
+                    members,
+                    send_bytes: bytes,
+                    recv_bytes: columns.recv_bytes(row),
+                },
+                _ => Step::Local,
+            }
+        }
         _ => Step::Local,
     }
 }
@@ -312,7 +278,6 @@ fn replay_with(
     whole: bool,
     each: &mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 ) -> Result<Unresolved> {
-    let links = &Links::read(trace)?;
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
     let mut cursors: Vec<Cursor<'_>> = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rows > 0) {
@@ -324,6 +289,7 @@ fn replay_with(
                     next_chunk: 0,
                     columns: None,
                     row: 0,
+                    completes_at: 0,
                     rank: info.rank,
                     previous_end: None,
                     requests: FxHashMap::default(),
@@ -345,8 +311,11 @@ fn replay_with(
         net,
         &origin,
         &mut Locations {
-            trace,
-            links,
+            links: Links {
+                trace,
+                envelopes: Envelopes::default(),
+                instances: Instances::default(),
+            },
             cursors,
             each,
         },
@@ -355,15 +324,14 @@ fn replay_with(
 
 /// The trace's locations as the replay's program.
 struct Locations<'t, 'e> {
-    trace: &'t Trace,
-    links: &'t Links,
+    links: Links<'t>,
     cursors: Vec<Cursor<'t>>,
     each: &'e mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 }
 
 impl schedule::Program for Locations<'_, '_> {
     fn next(&mut self, rank: usize) -> Result<Option<Call>> {
-        self.cursors[rank].next(self.trace, self.links)
+        self.cursors[rank].next(&mut self.links)
     }
 
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {

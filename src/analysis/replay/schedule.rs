@@ -110,6 +110,8 @@ struct Message {
 #[derive(Default)]
 struct Instance {
     entered: u32,
+    /// Members whose call ended: at all of them it is forgotten.
+    left: u32,
     last: Time,
     max_send: u64,
     max_recv: u64,
@@ -304,6 +306,16 @@ impl Replay<'_> {
                 done(*recv);
             }
             Step::Wait { sends, recvs } => sends.iter().chain(recvs).for_each(|&m| done(m)),
+            Step::Collective {
+                instance, members, ..
+            } => {
+                if let Some(i) = self.instances.get_mut(instance) {
+                    i.left += 1;
+                    if i.left >= *members && i.waiters.is_empty() {
+                        self.instances.remove(instance);
+                    }
+                }
+            }
             _ => {}
         }
         program.ended(r, start, end, unresolved)

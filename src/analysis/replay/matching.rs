@@ -1,0 +1,122 @@
+//! Messages and collective instances matched as MPI matches them, while the replay issues
+//! the calls: the replay needs no table of the trace's links, and holds only what is in
+//! flight. The rules are the importer's (see [`crate::ingest::matcher`]), so a replay pairs
+//! the messages and instances the import stored.
+
+use std::collections::VecDeque;
+
+use crate::hash::FxHashMap;
+use crate::model::{CommId, OpKind, Rank};
+
+/// A point-to-point message's envelope: communicator, sender, receiver, tag.
+pub type Envelope = (CommId, Rank, Rank, i32);
+
+/// Per envelope, the k-th send goes with the k-th receive (MPI's non-overtaking rule); a
+/// message is named by a key both its halves get.
+///
+/// ```
+/// use mtfdb::analysis::replay::matching::Envelopes;
+/// let mut m = Envelopes::default();
+/// let first = m.message((0, 1, 2, 7), true); // a send from 1 to 2, tag 7
+/// let second = m.message((0, 1, 2, 7), true);
+/// assert_eq!(m.message((0, 1, 2, 7), false), first); // the receives take them in order
+/// assert_eq!(m.message((0, 1, 2, 7), false), second);
+/// assert_eq!(m.in_flight(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct Envelopes {
+    /// Messages sent and not received yet, oldest first.
+    unreceived: FxHashMap<Envelope, VecDeque<u64>>,
+    /// Receives posted for messages not sent yet, oldest first.
+    unsent: FxHashMap<Envelope, VecDeque<u64>>,
+    messages: u64,
+    /// Entries left after the last pruning.
+    pruned: usize,
+}
+
+impl Envelopes {
+    /// The key of the message a send (or receive) with this envelope sends (or receives):
+    /// the oldest waiting partner's, else a new one left for its partner.
+    pub fn message(&mut self, envelope: Envelope, sending: bool) -> u64 {
+        let (partners, mine) = if sending {
+            (&mut self.unsent, &mut self.unreceived)
+        } else {
+            (&mut self.unreceived, &mut self.unsent)
+        };
+        if let Some(m) = partners.get_mut(&envelope).and_then(VecDeque::pop_front) {
+            return m;
+        }
+        self.messages += 1;
+        if !mine.contains_key(&envelope) && mine.len() >= Self::PRUNE_AT.max(4 * self.pruned) {
+            // Envelopes whose queues emptied keep their entry (a message per iteration would
+            // otherwise allocate one each time); when many pile up, the empty ones go.
+            mine.retain(|_, q| !q.is_empty());
+            self.pruned = mine.len();
+        }
+        mine.entry(envelope).or_default().push_back(self.messages);
+        self.messages
+    }
+
+    /// Entries an envelope map holds before its empty queues are dropped.
+    const PRUNE_AT: usize = 1 << 16;
+
+    /// Sends and receives issued whose partner was not yet.
+    pub fn in_flight(&self) -> usize {
+        self.unreceived
+            .values()
+            .chain(self.unsent.values())
+            .map(VecDeque::len)
+            .sum()
+    }
+}
+
+/// The k-th call of a blocking collective kind on a communicator by each of its members is
+/// one instance.
+///
+/// ```
+/// use mtfdb::analysis::replay::matching::Instances;
+/// use mtfdb::model::OpKind;
+/// let mut i = Instances::default();
+/// let a = i.instance(0, 0, OpKind::Allreduce, 2);
+/// let b = i.instance(0, 0, OpKind::Allreduce, 2); // rank 0's second call
+/// assert_ne!(a, b);
+/// assert_eq!(i.instance(1, 0, OpKind::Allreduce, 2), a);
+/// assert_eq!(i.instance(1, 0, OpKind::Allreduce, 2), b);
+/// assert_eq!(i.open(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct Instances {
+    /// Per member, communicator and kind: its calls so far.
+    calls: FxHashMap<(Rank, CommId, OpKind), u64>,
+    /// Instances some member entered and not all: (communicator, kind, index) → (key,
+    /// members entered).
+    open: FxHashMap<(CommId, OpKind, u64), (u64, u32)>,
+    instances: u64,
+}
+
+impl Instances {
+    /// The key of the instance `rank`'s next call of `kind` on `comm` (of `members`
+    /// members) belongs to.
+    pub fn instance(&mut self, rank: Rank, comm: CommId, kind: OpKind, members: u32) -> u64 {
+        let calls = self.calls.entry((rank, comm, kind)).or_default();
+        let index = *calls;
+        *calls += 1;
+        let slot = (comm, kind, index);
+        let next = self.instances + 1;
+        let (key, entered) = self.open.entry(slot).or_insert((next, 0));
+        if *key == next {
+            self.instances = next;
+        }
+        *entered += 1;
+        let key = *key;
+        if *entered >= members {
+            self.open.remove(&slot);
+        }
+        key
+    }
+
+    /// Instances entered by some members and not all.
+    pub fn open(&self) -> usize {
+        self.open.len()
+    }
+}
