@@ -337,7 +337,10 @@ fn a_simulated_run_stored_as_a_trace_answers_every_query_and_replays_to_itself()
     );
     // A name taken is refused, and nothing changes.
     let e = s.run("SIMULATE AS TRACE fast").unwrap_err().to_string();
-    assert!(e.contains("already exists") && e.contains("AS TRACE other"), "{e}");
+    assert!(
+        e.contains("already exists") && e.contains("AS TRACE other"),
+        "{e}"
+    );
 }
 
 /// Every location's CPU bursts computed from its operations read whole, in order: (id of the
@@ -451,4 +454,20 @@ fn calls_whose_partner_cannot_come_are_counted_not_hidden() {
     let counts: Vec<f64> = r.rows.iter().map(|row| number(&row[unresolved])).collect();
     // Rank 0's receive (the earliest parked) is the one; the run row sums them.
     assert_eq!(counts, vec![1.0, 0.0, 1.0]);
+}
+
+#[test]
+fn the_replay_holds_the_messages_in_flight_not_the_traces() {
+    let (_dir, db) = temp_db();
+    common::import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 16, 2_000), "long");
+    let trace = db.trace("long").unwrap();
+    let messages = trace.summary().messages;
+    let stats = replay_trace(&trace, &NetworkModel::default(), &mut |_| Ok(())).unwrap();
+    println!(
+        "{messages} messages, at most {} held at once",
+        stats.peak_messages
+    );
+    assert!(messages > 90_000);
+    // A few iterations' halo messages at most, whatever the length of the run.
+    assert!(stats.peak_messages < 1_000, "{}", stats.peak_messages);
 }

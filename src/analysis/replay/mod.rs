@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use self::matching::{Envelopes, Instances};
 use self::network::NetworkModel;
-use self::schedule::{Call, Step, Unresolved};
+use self::schedule::{Call, ReplayStats, Step};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
@@ -266,7 +266,7 @@ pub fn replay_trace(
     trace: &Trace,
     net: &NetworkModel,
     each: &mut dyn FnMut(Replayed) -> Result<()>,
-) -> Result<Unresolved> {
+) -> Result<ReplayStats> {
     replay_with(trace, net, false, &mut |r, _| each(r))
 }
 
@@ -277,7 +277,7 @@ fn replay_with(
     net: &NetworkModel,
     whole: bool,
     each: &mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
-) -> Result<Unresolved> {
+) -> Result<ReplayStats> {
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
     let mut cursors: Vec<Cursor<'_>> = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rows > 0) {

@@ -83,11 +83,14 @@ pub struct Call {
     pub step: Step,
 }
 
-/// Where the replay found a trace inconsistent.
+/// What a replay saw beyond the times.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Unresolved {
+pub struct ReplayStats {
     /// Calls that waited for a partner that never came, replayed with their measured duration.
     pub calls: u64,
+    /// The most messages held at once (issued by one side and not yet done with by both):
+    /// the replay's memory follows this, not the trace's length.
+    pub peak_messages: u64,
 }
 
 /// A message in flight.
@@ -167,7 +170,7 @@ pub fn replay<P: Program>(
     net: &NetworkModel,
     origin: &[Time],
     program: &mut P,
-) -> Result<Unresolved> {
+) -> Result<ReplayStats> {
     let mut state = Replay {
         net,
         ranks: origin
@@ -184,7 +187,7 @@ pub fn replay<P: Program>(
         messages: FxHashMap::default(),
         instances: FxHashMap::default(),
         runnable: (0..origin.len()).collect(),
-        unresolved: Unresolved::default(),
+        stats: ReplayStats::default(),
     };
     loop {
         while let Some(r) = state.runnable.pop_front() {
@@ -199,7 +202,7 @@ pub fn replay<P: Program>(
         let Some(r) = stuck else {
             break;
         };
-        state.unresolved.calls += 1;
+        state.stats.calls += 1;
         let Some((call, start)) = state.ranks[r].current.take() else {
             break;
         };
@@ -207,7 +210,7 @@ pub fn replay<P: Program>(
         state.finish(r, &call, (start, start + call.duration), true, program)?;
         state.wake(r);
     }
-    Ok(state.unresolved)
+    Ok(state.stats)
 }
 
 struct Replay<'n> {
@@ -216,7 +219,7 @@ struct Replay<'n> {
     messages: FxHashMap<u64, Message>,
     instances: FxHashMap<u64, Instance>,
     runnable: VecDeque<usize>,
-    unresolved: Unresolved,
+    stats: ReplayStats,
 }
 
 /// What a call's end depends on when it is not known yet.
@@ -383,6 +386,7 @@ impl Replay<'_> {
     }
 
     fn inject(&mut self, key: u64, at: Time) {
+        self.stats.peak_messages = self.stats.peak_messages.max(self.messages.len() as u64);
         let message = self.messages.entry(key).or_default();
         message.injected = Some(at);
         let waiters = std::mem::take(&mut message.waiters);
