@@ -266,6 +266,12 @@ fn simulate_in_the_language_predicts_what_if_and_prints_back() {
         fitted.starts_with("SIMULATE WITH LATENCY 1200 ns"),
         "{fitted}"
     );
+    // A network so slow its times pass 2^64 ns is an error, not a wrapped number.
+    let e = s
+        .run("SIMULATE WITH LATENCY 1000000000 s")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("past 2^64 ns"), "{e}");
     // Mistakes say where.
     for (bad, says) in [
         ("SIMULATE WITH LATENCY", "a time after LATENCY"),

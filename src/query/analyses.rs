@@ -122,10 +122,7 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
             rank.unresolved.into(),
         ]);
     }
-    let mpi = p
-        .ranks
-        .iter()
-        .fold((0, 0), |(m, q), r| (m + r.mpi.0, q + r.mpi.1));
+    let mpi = p.mpi;
     r.push(vec![
         "run".into(),
         p.run.0.into(),

@@ -379,6 +379,8 @@ pub struct Prediction {
     pub ranks: Vec<RankPrediction>,
     /// The run time (first start to last end), measured and predicted.
     pub run: (Time, Time),
+    /// Time in MPI over all ranks, measured and predicted.
+    pub mpi: (Time, Time),
     /// Calls whose partner never came (replayed with their measured duration).
     pub unresolved: u64,
 }
@@ -449,8 +451,14 @@ fn predict(
         p.unresolved += u64::from(r.unresolved);
         p.end.0 = p.end.0.max(r.measured.1.saturating_sub(first));
         p.end.1 = p.end.1.max(r.simulated.1.saturating_sub(first));
-        p.mpi.0 += r.measured.1.saturating_sub(r.measured.0);
-        p.mpi.1 += r.simulated.1.saturating_sub(r.simulated.0);
+        p.mpi.0 = p
+            .mpi
+            .0
+            .saturating_add(r.measured.1.saturating_sub(r.measured.0));
+        p.mpi.1 = p
+            .mpi
+            .1
+            .saturating_add(r.simulated.1.saturating_sub(r.simulated.0));
         match (&mut sink, operation) {
             (Some(sink), Some(op)) => sink.operation(&op),
             _ => Ok(()),
@@ -458,6 +466,20 @@ fn predict(
     })?;
     let mut ranks: Vec<RankPrediction> = ranks.into_values().collect();
     ranks.sort_by_key(|p| p.rank);
+    let total = |f: fn(&RankPrediction) -> Time| {
+        ranks
+            .iter()
+            .try_fold(0 as Time, |sum, r| sum.checked_add(f(r)))
+    };
+    let mpi = total(|r| r.mpi.0).zip(total(|r| r.mpi.1));
+    if mpi.is_none_or(|(_, predicted)| predicted == Time::MAX)
+        || ranks.iter().any(|p| p.end.1 == Time::MAX)
+    {
+        return Err(crate::Error::Usage(format!(
+            "the simulated run on {net} lasts past 2^64 ns (584 years): no time to report; \
+             check the parameters' units (a plain number is seconds)"
+        )));
+    }
     let run = ranks
         .iter()
         .fold((0, 0), |(m, p), r| (m.max(r.end.0), p.max(r.end.1)));
@@ -465,6 +487,7 @@ fn predict(
         model: *net,
         ranks,
         run,
+        mpi: mpi.unwrap_or_default(),
         unresolved: unresolved.calls,
     })
 }

@@ -139,7 +139,9 @@ impl NetworkModel {
 
     /// One round of a tree or exchange: `L + 2o + T(bytes)`.
     fn round(&self, bytes: u64) -> Time {
-        self.latency + 2 * self.overhead + self.transfer(bytes)
+        self.latency
+            .saturating_add(self.overhead.saturating_mul(2))
+            .saturating_add(self.transfer(bytes))
     }
 
     /// How long a blocking collective `kind` of `members` members takes after its last member
@@ -158,15 +160,17 @@ impl NetworkModel {
     pub fn collective(&self, kind: OpKind, members: u32, max_send: u64, max_recv: u64) -> Time {
         use OpKind::*;
         if let Some((rounds, bytes)) = rounds(kind, members, max_send, max_recv) {
-            return rounds * self.round(bytes);
+            return rounds.saturating_mul(self.round(bytes));
         }
         let p = u64::from(members.max(1));
-        let tree = log2_rounds(members) * self.round(0);
+        let tree = log2_rounds(members).saturating_mul(self.round(0));
         match kind.blocking_collective() {
             Some(Allgather | Allgatherv | Gather | Gatherv) => {
-                tree + self.transfer((p - 1) * max_send)
+                tree.saturating_add(self.transfer((p - 1).saturating_mul(max_send)))
             }
-            Some(Scatter | Scatterv) => tree + self.transfer((p - 1) * max_recv),
+            Some(Scatter | Scatterv) => {
+                tree.saturating_add(self.transfer((p - 1).saturating_mul(max_recv)))
+            }
             _ => 0,
         }
     }

@@ -7,7 +7,8 @@
 //! was not posted, a Wait on such requests, a collective some member has not entered) parks
 //! its rank until that happens. Memory holds the messages in flight, the collective instances
 //! open and one call per rank. A call whose partner never comes (a trace that lost it)
-//! keeps its measured duration, and is counted.
+//! keeps its measured duration, and is counted. Times saturate at `Time::MAX` instead of
+//! wrapping (the caller reports a prediction that reached it as an overflow).
 
 use std::collections::VecDeque;
 
@@ -207,7 +208,13 @@ pub fn replay<P: Program>(
             break;
         };
         state.ranks[r].parked = false;
-        state.finish(r, &call, (start, start + call.duration), true, program)?;
+        state.finish(
+            r,
+            &call,
+            (start, start.saturating_add(call.duration)),
+            true,
+            program,
+        )?;
         state.wake(r);
     }
     Ok(state.stats)
@@ -254,7 +261,9 @@ impl Replay<'_> {
                         self.ranks[r].done = true;
                         return Ok(());
                     };
-                    let start = self.ranks[r].clock + self.net.burst(call.burst);
+                    let start = self.ranks[r]
+                        .clock
+                        .saturating_add(self.net.burst(call.burst));
                     self.begin(r, &call, start);
                     (call, start)
                 }
@@ -348,9 +357,12 @@ impl Replay<'_> {
                 inst.max_send = inst.max_send.max(*send_bytes);
                 inst.max_recv = inst.max_recv.max(*recv_bytes);
                 if inst.entered >= *members {
-                    inst.end = Some(
-                        inst.last + net.collective(*kind, *members, inst.max_send, inst.max_recv),
-                    );
+                    inst.end = Some(inst.last.saturating_add(net.collective(
+                        *kind,
+                        *members,
+                        inst.max_send,
+                        inst.max_recv,
+                    )));
                     let waiters = std::mem::take(&mut inst.waiters);
                     self.wake_all(waiters);
                 }
@@ -362,17 +374,17 @@ impl Replay<'_> {
     fn send(&mut self, r: usize, key: u64, bytes: u64, start: Time) {
         let net = self.net;
         let eager = net.eager(bytes);
-        let ready = start + net.overhead;
+        let ready = start.saturating_add(net.overhead);
         let message = self.messages.entry(key).or_default();
         message.bytes = bytes;
         message.sent = Some((eager, ready));
         if eager {
             let rank = &mut self.ranks[r];
             let injected = ready.max(rank.nic);
-            rank.nic = injected + net.gap.max(net.transfer(bytes));
+            rank.nic = injected.saturating_add(net.gap.max(net.transfer(bytes)));
             self.inject(key, injected);
         } else if let Some(posted) = message.posted {
-            self.inject(key, ready.max(posted + net.latency));
+            self.inject(key, ready.max(posted.saturating_add(net.latency)));
         }
     }
 
@@ -381,7 +393,7 @@ impl Replay<'_> {
         let message = self.messages.entry(key).or_default();
         message.posted = Some(start);
         if let (Some((false, ready)), None) = (message.sent, message.injected) {
-            self.inject(key, ready.max(start + latency));
+            self.inject(key, ready.max(start.saturating_add(latency)));
         }
     }
 
@@ -403,41 +415,42 @@ impl Replay<'_> {
 
     fn arrival(&self, key: u64) -> std::result::Result<Time, Blocked> {
         self.injected(key)
-            .map(|(at, wire)| at + wire + self.net.latency)
+            .map(|(at, wire)| at.saturating_add(wire).saturating_add(self.net.latency))
     }
 
     /// The call's end, or what it waits for.
     fn end_of(&self, call: &Call, start: Time) -> std::result::Result<Time, Blocked> {
         let o = self.net.overhead;
         Ok(match &call.step {
-            Step::Local => start + call.duration,
+            Step::Local => start.saturating_add(call.duration),
             Step::Send {
                 message,
                 blocking: true,
                 ..
             } => {
                 let (at, wire) = self.injected(*message)?;
-                at + wire
+                at.saturating_add(wire)
             }
             Step::Recv {
                 message,
                 blocking: true,
-            } => start.max(self.arrival(*message)?) + o,
-            Step::Send { .. } | Step::Recv { .. } => start + o,
+            } => start.max(self.arrival(*message)?).saturating_add(o),
+            Step::Send { .. } | Step::Recv { .. } => start.saturating_add(o),
             Step::SendRecv { send, recv, .. } => {
                 let (at, wire) = self.injected(*send)?;
-                (at + wire).max(start.max(self.arrival(*recv)?) + o)
+                at.saturating_add(wire)
+                    .max(start.max(self.arrival(*recv)?).saturating_add(o))
             }
             Step::Wait { sends, recvs } => {
                 let mut ready = start;
                 for &m in sends {
                     let (at, wire) = self.injected(m)?;
-                    ready = ready.max(at + wire);
+                    ready = ready.max(at.saturating_add(wire));
                 }
                 for &m in recvs {
                     ready = ready.max(self.arrival(m)?);
                 }
-                ready + o
+                ready.saturating_add(o)
             }
             Step::Collective { instance, .. } => self
                 .instances
