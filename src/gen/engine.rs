@@ -738,6 +738,13 @@ impl<'s> Gen<'s> {
                 },
             ),
         )?;
+        if times.iter().flatten().any(|&(_, end)| end == Time::MAX) {
+            return Err(crate::Error::Usage(format!(
+                "on the network {} the trace would last past 2^64 ns (584 years): check the \
+                 parameters' units (L, o and g in ns or with a unit, G in ns per byte)",
+                rec.net
+            )));
+        }
         if unresolved.calls > 0 {
             return Err(crate::Error::Usage(format!(
                 "this scenario cannot run on the network {}: {} calls would wait forever \
@@ -753,7 +760,7 @@ impl<'s> Gen<'s> {
             for (seq, item) in items.into_iter().enumerate() {
                 match item {
                     Item::Routine { offset, mut event } => {
-                        event.time = previous_end + offset;
+                        event.time = previous_end.saturating_add(offset);
                         events.push((event.time, w, seq, Item::Routine { offset, event }));
                     }
                     Item::Call {
