@@ -64,7 +64,12 @@ struct Cursor<'t> {
     pending: VecDeque<(OpId, Time, Time, Option<Operation>)>,
     /// The current chunk's operations whole, when the caller wants them.
     whole: Option<VecDeque<(OpId, Operation)>>,
+    /// The next chunk, being decoded on another core meanwhile.
+    ahead: Option<(u32, Ahead)>,
 }
+
+/// A chunk decoded ahead of its turn (`None` until it is).
+type Ahead = std::sync::Arc<std::sync::Mutex<Option<Result<OperationColumns>>>>;
 
 /// What the replay reads of every operation: its times and sizes, and what matching needs.
 const FIELDS: &[OperationField] = &[
@@ -85,8 +90,11 @@ const FIELDS: &[OperationField] = &[
 
 impl<'t> Cursor<'t> {
     /// Makes sure a chunk with a row left is decoded (reading the next chunk when this one
-    /// is done); false at the location's end.
-    fn advance(&mut self, trace: &Trace) -> Result<bool> {
+    /// is done, and starting the one after it on another core); false at the location's end.
+    fn advance<'s>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) -> Result<bool>
+    where
+        't: 's,
+    {
         loop {
             if self
                 .columns
@@ -99,7 +107,30 @@ impl<'t> Cursor<'t> {
                 return Ok(false);
             };
             self.next_chunk += 1;
-            self.columns = Some(trace.operation_columns(info.chunk, FIELDS)?);
+            // Decoded ahead if it is ready; decoded here otherwise (never waited for).
+            let ready = match self.ahead.take() {
+                Some((chunk, slot)) if chunk == info.chunk => {
+                    slot.lock().ok().and_then(|mut done| done.take())
+                }
+                _ => None,
+            };
+            let columns = match ready {
+                Some(columns) => columns?,
+                None => trace.operation_columns(info.chunk, FIELDS)?,
+            };
+            if let Some(next) = self.chunks.get(self.next_chunk) {
+                let slot = Ahead::default();
+                let filled = slot.clone();
+                let chunk = next.chunk;
+                scope.spawn(move |_| {
+                    let columns = trace.operation_columns(chunk, FIELDS);
+                    if let Ok(mut done) = filled.lock() {
+                        *done = Some(columns);
+                    }
+                });
+                self.ahead = Some((chunk, slot));
+            }
+            self.columns = Some(columns);
             if self.whole.is_some() {
                 self.whole = Some(trace.chunk_operations(info)?.into());
             }
@@ -109,8 +140,11 @@ impl<'t> Cursor<'t> {
     }
 
     /// The next call of this location for the replay.
-    fn next(&mut self, links: &mut Links<'_>) -> Result<Option<Call>> {
-        if !self.advance(links.trace)? {
+    fn next<'s>(&mut self, links: &mut Links<'t>, scope: &rayon::Scope<'s>) -> Result<Option<Call>>
+    where
+        't: 's,
+    {
+        if !self.advance(links.trace, scope)? {
             return Ok(None);
         }
         let row = self.row;
@@ -295,6 +329,7 @@ fn replay_with(
                     requests: FxHashMap::default(),
                     pending: VecDeque::new(),
                     whole: whole.then(VecDeque::new),
+                    ahead: None,
                 });
                 cursors.len() - 1
             });
@@ -307,31 +342,36 @@ fn replay_with(
         .iter()
         .map(|c| c.chunks.first().map_or(0, |info| info.first_start))
         .collect();
-    schedule::replay(
-        net,
-        &origin,
-        &mut Locations {
-            links: Links {
-                trace,
-                envelopes: Envelopes::default(),
-                instances: Instances::default(),
+    // The next chunk of each location is decoded on the other core while this one replays.
+    rayon::in_place_scope(|scope| {
+        schedule::replay(
+            net,
+            &origin,
+            &mut Locations {
+                links: Links {
+                    trace,
+                    envelopes: Envelopes::default(),
+                    instances: Instances::default(),
+                },
+                cursors,
+                each,
+                scope,
             },
-            cursors,
-            each,
-        },
-    )
+        )
+    })
 }
 
 /// The trace's locations as the replay's program.
-struct Locations<'t, 'e> {
+struct Locations<'t, 'e, 's, 'x> {
     links: Links<'t>,
     cursors: Vec<Cursor<'t>>,
+    scope: &'x rayon::Scope<'s>,
     each: &'e mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 }
 
-impl schedule::Program for Locations<'_, '_> {
+impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
     fn next(&mut self, rank: usize) -> Result<Option<Call>> {
-        self.cursors[rank].next(&mut self.links)
+        self.cursors[rank].next(&mut self.links, self.scope)
     }
 
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {
