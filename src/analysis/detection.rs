@@ -809,6 +809,9 @@ impl IdSink {
     }
 }
 
+/// Chunks already decoded (their start times), by chunk number.
+type DecodedChunks = Vec<(u32, OperationColumns)>;
+
 /// The latest start in a process's `chunks` of an operation of `last_ops` (the last phase's)
 /// starting at or after `from`, with the chunks decoded to find it (kept for the caller's
 /// next pass; at most a few). A location's operations are stored in time order (the import
@@ -816,13 +819,12 @@ impl IdSink {
 /// there, found with one search of the bitmap; its start is the chunk's last start when it is
 /// the chunk's last row, and read otherwise. The chunks are searched from the last, and one
 /// none of whose operations can be later is skipped.
-#[allow(clippy::type_complexity)]
 fn latest_in_last_phase(
     trace: &Trace,
     chunks: &[&OpChunkInfo],
     last_ops: &RoaringTreemap,
     from: Time,
-) -> Result<(Option<Time>, Vec<(u32, OperationColumns)>)> {
+) -> Result<(Option<Time>, DecodedChunks)> {
     let mut latest: Option<Time> = None;
     let mut read = Vec::new();
     for info in chunks.iter().rev() {
