@@ -212,7 +212,7 @@ impl<'a> Engine<'a> {
             });
         }
         let chunks = chunks.as_deref();
-        if !messages && sel.target != Target::Operations {
+        if !messages && !matches!(sel.target, Target::Operations | Target::CpuBursts) {
             let kinds = self.kinds(sel.target);
             let names: Vec<String> = kinds.iter().map(|k| self.trace.kind_name(*k)).collect();
             ids &= self.union_in(IndexDim::Kind, kinds.iter().map(|k| k.code()), chunks)?;

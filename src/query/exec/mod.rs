@@ -129,7 +129,16 @@ impl<'a> Engine<'a> {
         mut visit: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let estimated = selected.ids.len();
+        let bursts = selected.bursts;
         let mut scan = self.scan(sel, selected)?;
+        if bursts {
+            // The rows are the computation before the operations selected so far.
+            selected.plan.push(PlanStep {
+                step: "each operation's CPU burst: from its location's previous call's end".into(),
+                estimated,
+                actual: None,
+            });
+        }
         if self.plan_only {
             selected.plan.push(PlanStep {
                 step: "read rows; keep those overlapping the window, with peers in the set and matching WHERE".into(),
