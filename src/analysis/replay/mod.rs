@@ -61,7 +61,8 @@ struct Cursor<'t> {
     requests: FxHashMap<RequestId, (bool, u64)>,
     /// The operation handed to the replay and not ended yet, with its measured times (and
     /// whole, when asked for).
-    pending: VecDeque<(OpId, Time, Time, Option<Operation>)>,
+    /// (The replay asks for a location's next call only once its previous one ended.)
+    pending: Option<(OpId, Time, Time, Option<Operation>)>,
     /// The current chunk's operations whole, when the caller wants them.
     whole: Option<VecDeque<(OpId, Operation)>>,
     /// The next chunk, being decoded on another core meanwhile.
@@ -179,7 +180,7 @@ impl<'t> Cursor<'t> {
             .as_mut()
             .and_then(VecDeque::pop_front)
             .map(|(_, op)| op);
-        self.pending.push_back((id, start, end, whole));
+        self.pending = Some((id, start, end, whole));
         Ok(Some(Call {
             burst,
             duration: end.saturating_sub(start),
@@ -327,7 +328,7 @@ fn replay_with(
                     rank: info.rank,
                     previous_end: None,
                     requests: FxHashMap::default(),
-                    pending: VecDeque::new(),
+                    pending: None,
                     whole: whole.then(VecDeque::new),
                     ahead: None,
                 });
@@ -376,7 +377,7 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
 
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {
         let cursor = &mut self.cursors[rank];
-        let Some((op, s, e, operation)) = cursor.pending.pop_front() else {
+        let Some((op, s, e, operation)) = cursor.pending.take() else {
             return Ok(());
         };
         let operation = operation.map(|mut o| {
