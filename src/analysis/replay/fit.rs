@@ -48,7 +48,7 @@ pub struct NetworkFit {
 
 /// Fits the network model to `trace`'s messages (see the module documentation).
 pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
-    let overhead = median_nonblocking_duration(trace)?;
+    let calls = CallTimes::read(trace)?;
     // The call that completes each non-blocking receive.
     let mut completion = FxHashMap::default();
     for link in trace.request_links()? {
@@ -137,11 +137,7 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
             .sum();
         (sum / points.len() as f64).sqrt()
     };
-    let overhead = match overhead {
-        Some(o) => Some(o),
-        None if slope > 0.0 => least_send_overhead(trace, slope)?,
-        None => None,
-    };
+    let overhead = calls.overhead(slope);
     let model = (slope > 0.0 && intercept.is_finite()).then(|| {
         let o = overhead.unwrap_or(0);
         NetworkModel {
@@ -162,58 +158,68 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
     })
 }
 
-/// The median duration of the trace's `MPI_Isend`s and `MPI_Irecv`s (of the first
-/// [`OVERHEAD_SAMPLE`]), if it has any.
-fn median_nonblocking_duration(trace: &Trace) -> Result<Option<Time>> {
-    let mut durations = Vec::new();
-    for info in trace.op_chunks() {
-        if durations.len() >= OVERHEAD_SAMPLE {
-            break;
-        }
-        let ops = trace.operation_columns(
-            info.chunk,
-            &[
-                OperationField::Start,
-                OperationField::End,
-                OperationField::Kind,
-            ],
-        )?;
-        for row in 0..ops.rows() {
-            if matches!(ops.kind(row), Some(OpKind::Isend | OpKind::Irecv)) {
-                durations.push(ops.end(row).saturating_sub(ops.start(row)));
-            }
-        }
-    }
-    if durations.is_empty() {
-        return Ok(None);
-    }
-    let middle = durations.len() / 2;
-    Ok(Some(*durations.select_nth_unstable(middle).1))
+/// What one pass over the operations tells of the overhead: the durations of the non-blocking
+/// sends and receives (which take exactly `o`; the first [`OVERHEAD_SAMPLE`]), and, per size,
+/// the quickest `MPI_Send` (`o + m·G` when its network was free).
+struct CallTimes {
+    nonblocking: Vec<Time>,
+    quickest_send: FxHashMap<u64, Time>,
 }
 
-/// The least time an eager blocking `MPI_Send` took beyond its message's `m·G` (`G` =
-/// `ns_per_byte`): its overhead, when its network was free.
-fn least_send_overhead(trace: &Trace, ns_per_byte: f64) -> Result<Option<Time>> {
-    let mut least: Option<f64> = None;
-    for info in trace.op_chunks() {
-        let ops = trace.operation_columns(
-            info.chunk,
-            &[
-                OperationField::Start,
-                OperationField::End,
-                OperationField::Kind,
-                OperationField::SendBytes,
-            ],
-        )?;
-        for row in 0..ops.rows() {
-            if ops.kind(row) == Some(OpKind::Send) {
-                let took = ops.end(row).saturating_sub(ops.start(row)) as f64;
-                let beyond = took - ns_per_byte * ops.send_bytes(row) as f64;
-                least = Some(least.map_or(beyond, |l: f64| l.min(beyond)));
+impl CallTimes {
+    fn read(trace: &Trace) -> Result<CallTimes> {
+        let mut calls = CallTimes {
+            nonblocking: Vec::new(),
+            quickest_send: FxHashMap::default(),
+        };
+        for info in trace.op_chunks() {
+            // The sends only matter in a trace without non-blocking calls.
+            if calls.nonblocking.len() >= OVERHEAD_SAMPLE {
+                break;
+            }
+            let ops = trace.operation_columns(
+                info.chunk,
+                &[
+                    OperationField::Start,
+                    OperationField::End,
+                    OperationField::Kind,
+                    OperationField::SendBytes,
+                ],
+            )?;
+            for row in 0..ops.rows() {
+                let took = ops.end(row).saturating_sub(ops.start(row));
+                match ops.kind(row) {
+                    Some(OpKind::Isend | OpKind::Irecv) => calls.nonblocking.push(took),
+                    Some(OpKind::Send) => {
+                        let q = calls
+                            .quickest_send
+                            .entry(ops.send_bytes(row))
+                            .or_insert(took);
+                        *q = (*q).min(took);
+                    }
+                    _ => {}
+                }
             }
         }
+        Ok(calls)
     }
-    Ok(least.map(|o| o.max(0.0).round() as Time))
+
+    /// The overhead: the median non-blocking call, or else the least time an `MPI_Send` took
+    /// beyond its message's `m·G` (`G` = `ns_per_byte`, when a line was fitted).
+    fn overhead(mut self, ns_per_byte: f64) -> Option<Time> {
+        if !self.nonblocking.is_empty() {
+            let middle = self.nonblocking.len() / 2;
+            return Some(*self.nonblocking.select_nth_unstable(middle).1);
+        }
+        if ns_per_byte.is_nan() || ns_per_byte <= 0.0 {
+            return None;
+        }
+        self.quickest_send
+            .iter()
+            .map(|(&bytes, &took)| took as f64 - ns_per_byte * bytes as f64)
+            .reduce(f64::min)
+            .map(|o| o.max(0.0).round() as Time)
+    }
 }
 
 /// The line `y = a + b·x` closest to `points` in least squares, as `(a, b)`; `None` with
