@@ -779,6 +779,16 @@ impl Trace {
         self.reader.anomaly_chunk(chunk)
     }
 
+    /// The number of collective-instance chunks: read the instances chunk by chunk.
+    pub fn collective_chunk_count(&self) -> u32 {
+        self.meta().collective_chunks
+    }
+
+    /// The collective instances of one chunk.
+    pub fn collective_chunk(&self, chunk: u32) -> Result<Vec<CollectiveInstance>> {
+        self.reader.collective_instances(chunk)
+    }
+
     /// The number of routine-call chunks.
     pub fn routine_chunk_count(&self) -> u32 {
         self.meta().routine_chunks

@@ -122,8 +122,14 @@ pub fn process_traffic(trace: &Trace) -> Result<Vec<ProcessTraffic>> {
 /// The communication matrix of the whole trace, from the pair counts kept at import (or, when
 /// a pair's bytes went past 2^64 - 1 there, from the messages, exactly).
 pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> Result<ResultSet> {
+    Ok(trace_matrix_cells(trace, ranks, of)?.to_result_set())
+}
+
+/// [`trace_matrix`] as its cells with traffic: what a picture of 16,384 ranks draws without
+/// holding 2^28 zeros.
+pub fn trace_matrix_cells(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> Result<MatrixCells> {
     if of == MatrixOf::Bytes && trace.pairs().iter().any(|p| p.bytes == u64::MAX) {
-        return Ok(communication_matrix(&trace.messages()?, ranks, of));
+        return Ok(communication_matrix_cells(&trace.messages()?, ranks, of));
     }
     let cells = trace.pairs().iter().map(|p| {
         let value = match of {
@@ -132,7 +138,7 @@ pub fn trace_matrix(trace: &Trace, ranks: &[Rank], of: MatrixOf) -> Result<Resul
         };
         (p.sender, p.receiver, value)
     });
-    Ok(matrix_result(ranks, cells))
+    Ok(MatrixCells::sum(ranks, of, cells))
 }
 
 /// Which way a fan table looks.
@@ -289,6 +295,15 @@ pub fn communication_matrix<'a>(
     ranks: &[Rank],
     of: MatrixOf,
 ) -> ResultSet {
+    communication_matrix_cells(messages, ranks, of).to_result_set()
+}
+
+/// [`communication_matrix`] as its cells with traffic.
+pub fn communication_matrix_cells<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+    ranks: &[Rank],
+    of: MatrixOf,
+) -> MatrixCells {
     let cells = messages.into_iter().map(|m| {
         let value = match of {
             MatrixOf::Bytes => m.bytes,
@@ -296,28 +311,79 @@ pub fn communication_matrix<'a>(
         };
         (m.sender, m.receiver, value)
     });
-    matrix_result(ranks, cells)
+    MatrixCells::sum(ranks, of, cells)
 }
 
-/// Sums `(sender, receiver, value)` into a matrix over `ranks`: a row per sender, a column per
-/// receiver; pairs outside `ranks` are left out.
-fn matrix_result(ranks: &[Rank], entries: impl Iterator<Item = (Rank, Rank, u64)>) -> ResultSet {
-    let index: BTreeMap<Rank, usize> = ranks.iter().enumerate().map(|(i, r)| (*r, i)).collect();
-    let mut cells = vec![vec![0u128; ranks.len()]; ranks.len()];
-    for (sender, receiver, value) in entries {
-        if let (Some(&s), Some(&d)) = (index.get(&sender), index.get(&receiver)) {
-            cells[s][d] += u128::from(value);
+/// A communication matrix kept sparse: the ranks on its axes and the cells with traffic.
+///
+/// ```
+/// use mtfdb::analysis::stats::{MatrixCells, MatrixOf};
+/// let m = MatrixCells::sum(&[0, 1, 2], MatrixOf::Bytes, [(0, 1, 8), (0, 1, 8), (2, 0, 4), (5, 0, 1)].into_iter());
+/// assert_eq!(m.cells, vec![(0, 1, 16), (2, 0, 4)]); // rank 5 is not on the axes
+/// assert_eq!(m.to_result_set().len(), 3);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixCells {
+    /// The ranks on both axes, in order.
+    pub ranks: Vec<Rank>,
+    /// What the cells count.
+    pub of: MatrixOf,
+    /// `(sender, receiver, value)` for every pair with traffic, sorted by sender, then receiver.
+    pub cells: Vec<(Rank, Rank, u128)>,
+}
+
+impl MatrixCells {
+    /// Sums `(sender, receiver, value)` entries into the cells of the matrix over `ranks`;
+    /// pairs outside `ranks` are left out.
+    pub fn sum(
+        ranks: &[Rank],
+        of: MatrixOf,
+        entries: impl Iterator<Item = (Rank, Rank, u64)>,
+    ) -> MatrixCells {
+        let mut on_axes = ranks.to_vec();
+        on_axes.sort_unstable();
+        let on = |r: &Rank| on_axes.binary_search(r).is_ok();
+        let mut sums: crate::hash::FxHashMap<(Rank, Rank), u128> = Default::default();
+        for (sender, receiver, value) in entries {
+            if on(&sender) && on(&receiver) {
+                *sums.entry((sender, receiver)).or_default() += u128::from(value);
+            }
+        }
+        let mut cells: Vec<(Rank, Rank, u128)> = sums
+            .into_iter()
+            .filter(|&(_, v)| v > 0)
+            .map(|((s, r), v)| (s, r, v))
+            .collect();
+        cells.sort_unstable();
+        MatrixCells {
+            ranks: ranks.to_vec(),
+            of,
+            cells,
         }
     }
-    let mut columns = vec!["sender".to_string()];
-    columns.extend(ranks.iter().map(|r| r.to_string()));
-    let mut r = ResultSet::new(columns);
-    for (i, &rank) in ranks.iter().enumerate() {
-        let mut row: Vec<Value> = vec![rank.into()];
-        row.extend(cells[i].iter().map(|&v| Value::from(v)));
-        r.push(row);
+
+    /// The matrix as a table: a row per sender, a column per receiver.
+    pub fn to_result_set(&self) -> ResultSet {
+        let index: BTreeMap<Rank, usize> = self
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, i))
+            .collect();
+        let mut dense = vec![vec![0u128; self.ranks.len()]; self.ranks.len()];
+        for &(s, d, v) in &self.cells {
+            dense[index[&s]][index[&d]] = v;
+        }
+        let mut columns = vec!["sender".to_string()];
+        columns.extend(self.ranks.iter().map(|r| r.to_string()));
+        let mut r = ResultSet::new(columns);
+        for (i, &rank) in self.ranks.iter().enumerate() {
+            let mut row: Vec<Value> = vec![rank.into()];
+            row.extend(dense[i].iter().map(|&v| Value::from(v)));
+            r.push(row);
+        }
+        r
     }
-    r
 }
 
 /// How a histogram cuts its range.

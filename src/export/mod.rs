@@ -29,6 +29,7 @@ mod calls;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
+pub mod svg;
 
 use std::fs::File;
 use std::io::Write;
@@ -120,6 +121,26 @@ pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportS
         let _ = std::fs::remove_file(path);
     }
     written
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it, so that a failure never
+/// leaves a half-written file (nor truncates an earlier one).
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    // A temporary file is private (0600); the file it becomes is an ordinary one.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.flush())
+        .map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
 }
 
 /// What a format writer receives from [`walk`], in this order: the header once, then the

@@ -487,23 +487,7 @@ impl Session {
                 r
             }
             Analysis::Topology { comm, phase } => {
-                let comm_id = match comm {
-                    Some(c) => Some(Engine::new(trace).comm(c)?),
-                    None => None,
-                };
-                let bitmaps = match phase {
-                    Some(k) => {
-                        let (messages, ops) = phase_ids(trace, *k)?;
-                        Some((*k, messages, ops))
-                    }
-                    None => None,
-                };
-                let t = structure::topology_of(
-                    trace,
-                    comm_id,
-                    bitmaps.as_ref().map(|(k, m, o)| (*k, m, o)),
-                    false,
-                )?;
+                let t = topology_of(trace, comm.as_ref(), *phase)?;
                 let mut r = ResultSet::new([
                     "topology",
                     "dimensions",
@@ -596,4 +580,30 @@ impl Session {
             }
         })
     }
+}
+
+/// The topology of `trace`'s traffic, on communicator `comm` and in phase `phase` when given
+/// (read back when stored).
+pub(super) fn topology_of(
+    trace: &crate::Trace,
+    comm: Option<&crate::query::ast::CommRef>,
+    phase: Option<u32>,
+) -> Result<structure::TopologyResult> {
+    let comm_id = match comm {
+        Some(c) => Some(Engine::new(trace).comm(c)?),
+        None => None,
+    };
+    let bitmaps = match phase {
+        Some(k) => {
+            let (messages, ops) = phase_ids(trace, k)?;
+            Some((k, messages, ops))
+        }
+        None => None,
+    };
+    structure::topology_of(
+        trace,
+        comm_id,
+        bitmaps.as_ref().map(|(k, m, o)| (*k, m, o)),
+        false,
+    )
 }

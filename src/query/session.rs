@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::ast::{SelectBody, ShowWhat, Statement};
+use super::ast::{Select, SelectBody, ShowWhat, Statement};
 use super::cursor::Rows;
 use super::exec::row_columns;
 use super::plan::Engine;
@@ -152,12 +152,17 @@ impl Session {
     /// ```
     pub fn query(&mut self, text: &str) -> Result<Rows<'_>> {
         let stmt = super::parse_statement(text).map_err(query_error)?;
-        let select = match &stmt {
+        self.query_statement(&stmt)
+    }
+
+    /// [`Session::query`] of a parsed statement.
+    pub fn query_statement(&mut self, stmt: &Statement) -> Result<Rows<'_>> {
+        let select = match stmt {
             Statement::Select(select) if select.order_by.is_empty() => select,
-            _ => return Ok(Rows::computed(self.execute(&stmt)?)),
+            _ => return Ok(Rows::computed(self.execute(stmt)?)),
         };
         let SelectBody::Rows(selection) = &select.body else {
-            return Ok(Rows::computed(self.execute(&stmt)?));
+            return Ok(Rows::computed(self.execute(stmt)?));
         };
         self.cancel.store(false, Ordering::Relaxed);
         let (trace, cancel) = self.open_current()?;
@@ -169,6 +174,56 @@ impl Session {
             .limit
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         Ok(Rows::scanning(columns, scan, limit))
+    }
+
+    /// The cells with traffic of a `SELECT COMMUNICATION MATRIX …` statement: what
+    /// [`Session::run`] returns as a row per sender and a column per receiver, kept sparse (a
+    /// picture of 16,384 ranks needs its pairs, not 2^28 cells).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// let mut session = mtfdb::Session::new(db);
+    /// let m = session.matrix_cells("SELECT COMMUNICATION MATRIX OF COUNT FOR PROCESSES(0-3)")?;
+    /// assert_eq!(m.ranks, [0, 1, 2, 3]);
+    /// assert!(m.cells.iter().all(|&(s, r, n)| s < 4 && r < 4 && n > 0));
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn matrix_cells(&mut self, text: &str) -> Result<crate::analysis::stats::MatrixCells> {
+        let stmt = super::parse_statement(text).map_err(query_error)?;
+        let Statement::Select(Select {
+            body:
+                SelectBody::Statistic {
+                    statistic: super::ast::Statistic::Matrix(of),
+                    target,
+                    filter,
+                },
+            ..
+        }) = &stmt
+        else {
+            return Err(Error::Usage(format!(
+                "{:?} is not a SELECT COMMUNICATION MATRIX statement",
+                text.trim()
+            )));
+        };
+        self.cancel.store(false, Ordering::Relaxed);
+        let cancel = self.cancel.clone();
+        let trace = self.trace()?;
+        Ok(Engine::with_cancel(trace, &cancel)
+            .matrix_cells(*of, *target, filter)?
+            .0)
+    }
+
+    /// The topology of the current trace's traffic, as `SELECT TOPOLOGY [IN COMM c] [IN
+    /// PHASE k]` identifies it.
+    pub fn topology(
+        &mut self,
+        comm: Option<&super::ast::CommRef>,
+        phase: Option<u32>,
+    ) -> Result<crate::analysis::structure::TopologyResult> {
+        let trace = self.trace()?;
+        super::analyses::topology_of(trace, comm, phase)
     }
 
     /// Runs one statement and hands its rows to `sink` as they come: a `SELECT` of rows is

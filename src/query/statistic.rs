@@ -2,7 +2,7 @@
 //! in MPI, the communication matrix and histograms, over the whole trace (from what import
 //! kept) or over the rows a selection reads.
 
-use super::ast::{Bins, Filter, Scope, Select, Selection, Statistic, Target};
+use super::ast::{Bins, Filter, MatrixMeasure, Scope, Select, Selection, Statistic, Target};
 use super::exec::{measure, Row};
 use super::plan::{Engine, PlanStep};
 use super::usage;
@@ -154,46 +154,9 @@ impl<'a> Engine<'a> {
                 let n = r.len();
                 (r, plan_of("sum operation durations per process", n))
             }
-            Statistic::Matrix(of)
-                if filter.is_empty() && target.is_none_or(|t| t == Target::Messages) =>
-            {
-                let of = match of {
-                    super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
-                    super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
-                };
-                let r = stats::trace_matrix(self.trace, &all, of)?;
-                let n = r.len();
-                (
-                    r,
-                    plan_of("message counts and bytes per pair, kept at import", n),
-                )
-            }
             Statistic::Matrix(of) => {
-                let sel = Selection {
-                    target: target.unwrap_or(Target::Messages),
-                    filter: filter.clone(),
-                };
-                if sel.target != Target::Messages {
-                    return Err(usage("a COMMUNICATION MATRIX is computed over messages"));
-                }
-                let mut selected = self.select_ids(&sel)?;
-                let messages: Vec<Message> =
-                    self.collect_rows(&sel, &mut selected, |row| match row {
-                        Row::Msg(_, m) => Some(m),
-                        Row::Op(..) | Row::Burst(..) => None,
-                    })?;
-                let ranks = match &filter.scope {
-                    Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,
-                    _ => all.clone(),
-                };
-                let of = match of {
-                    super::ast::MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
-                    super::ast::MatrixMeasure::Count => stats::MatrixOf::Count,
-                };
-                (
-                    stats::communication_matrix(&messages, &ranks, of),
-                    selected.plan,
-                )
+                let (cells, plan) = self.matrix_cells(of, target, filter)?;
+                (cells.to_result_set(), plan)
             }
             Statistic::WaitStates(by) => self.wait_states_table(by, target, filter)?,
             Statistic::LateSenders => self.late_senders(s, target, filter)?,
@@ -221,5 +184,50 @@ impl<'a> Engine<'a> {
                 (stats::size_histogram(&values, bins), selected.plan)
             }
         })
+    }
+
+    /// The cells with traffic of `COMMUNICATION MATRIX OF of` over `target` and `filter`: from
+    /// the pair counts kept at import for the whole trace, else from the selected messages.
+    pub(crate) fn matrix_cells(
+        &self,
+        of: MatrixMeasure,
+        target: Option<Target>,
+        filter: &Filter,
+    ) -> Result<(stats::MatrixCells, Vec<PlanStep>)> {
+        let of = match of {
+            MatrixMeasure::Bytes => stats::MatrixOf::Bytes,
+            MatrixMeasure::Count => stats::MatrixOf::Count,
+        };
+        let all: Vec<Rank> = (0..self.trace.header().processes.len() as Rank).collect();
+        if filter.is_empty() && target.is_none_or(|t| t == Target::Messages) {
+            let cells = stats::trace_matrix_cells(self.trace, &all, of)?;
+            let n = cells.ranks.len() as u64;
+            let plan = vec![PlanStep {
+                step: "message counts and bytes per pair, kept at import".into(),
+                estimated: n,
+                actual: Some(n),
+            }];
+            return Ok((cells, plan));
+        }
+        let sel = Selection {
+            target: target.unwrap_or(Target::Messages),
+            filter: filter.clone(),
+        };
+        if sel.target != Target::Messages {
+            return Err(usage("a COMMUNICATION MATRIX is computed over messages"));
+        }
+        let mut selected = self.select_ids(&sel)?;
+        let messages: Vec<Message> = self.collect_rows(&sel, &mut selected, |row| match row {
+            Row::Msg(_, m) => Some(m),
+            Row::Op(..) | Row::Burst(..) => None,
+        })?;
+        let ranks = match &filter.scope {
+            Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,
+            _ => all,
+        };
+        Ok((
+            stats::communication_matrix_cells(&messages, &ranks, of),
+            selected.plan,
+        ))
     }
 }

@@ -30,6 +30,8 @@ pub enum OutputFormat {
     Csv,
     /// A JSON array of objects.
     Json,
+    /// A picture of the statement (`mtfdb::export::svg`), for the statements that have one.
+    Svg,
 }
 
 impl OutputFormat {
@@ -38,16 +40,18 @@ impl OutputFormat {
             "table" => Ok(OutputFormat::Table),
             "csv" => Ok(OutputFormat::Csv),
             "json" => Ok(OutputFormat::Json),
+            "svg" => Ok(OutputFormat::Svg),
             other => Err(Error::Usage(format!(
-                "unknown output format {other:?}; use table, csv or json"
+                "unknown output format {other:?}; use table, csv, json or svg"
             ))),
         }
     }
 
-    /// The result as this format prints it.
+    /// The result as this format prints it (a result set has no picture of its own: in svg
+    /// mode, what is not a picture, such as `USE TRACE`'s answer, prints as a table).
     pub fn render(self, r: &ResultSet) -> String {
         match self {
-            OutputFormat::Table => {
+            OutputFormat::Table | OutputFormat::Svg => {
                 format!(
                     "{}({} row{})\n",
                     r.to_table(),
@@ -144,9 +148,13 @@ enum Command {
         /// The trace to query [default: the only one in the database]
         #[arg(long)]
         trace: Option<String>,
-        /// How to print the result: table, csv or json
+        /// How to print the result: table, csv, json, or svg (a picture: heatmap, histogram,
+        /// timeline, phases, topology, bars)
         #[arg(long, default_value = "table")]
         format: String,
+        /// Write the result to FILE instead of standard output (whole, or not at all)
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Import the bundled example into a fresh database, run the MTF paper's example queries,
     /// then open the shell when standard input is a terminal.
@@ -367,6 +375,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             statement,
             trace,
             format,
+            output,
         } => {
             let format = OutputFormat::parse(&format)?;
             let mut session = Session::new(open_existing_db(cli.db)?);
@@ -374,12 +383,26 @@ fn run(cli: Cli) -> Result<(), Error> {
             if let Some(t) = trace {
                 session.use_trace(&t)?;
             }
-            match format {
+            match (format, output) {
+                (OutputFormat::Svg, output) => {
+                    let svg = mtfdb::export::svg::statement_svg(&mut session, &statement)?;
+                    match output {
+                        Some(path) => {
+                            mtfdb::export::write_whole(&path, svg.as_bytes())?;
+                            emit!("wrote {} ({} bytes)\n", path.display(), svg.len())?;
+                        }
+                        None => emit(&svg)?,
+                    }
+                }
+                (_, Some(path)) => {
+                    let text = format.render(&session.run(&statement)?);
+                    mtfdb::export::write_whole(&path, text.as_bytes())?;
+                }
                 // A table needs every row for its column widths.
-                OutputFormat::Table => emit(&format.render(&session.run(&statement)?))?,
+                (OutputFormat::Table, None) => emit(&format.render(&session.run(&statement)?))?,
                 // CSV and JSON are written as the rows come: `LIMIT`, a closed pipe or Ctrl-C
                 // stop the reading, and memory holds no more than a chunk's rows.
-                OutputFormat::Csv | OutputFormat::Json => {
+                (OutputFormat::Csv | OutputFormat::Json, None) => {
                     let mut out = stream::RowWriter::new(format == OutputFormat::Json);
                     session.run_into(&statement, &mut out)?;
                     out.finish()?;

@@ -141,7 +141,7 @@ const KEYWORDS: &[&str] = &[
 ];
 
 const META: &[&str] = &[
-    ".help", ".open", ".import", ".traces", ".use", ".mode", ".timer", ".quit", ".exit",
+    ".help", ".open", ".import", ".traces", ".use", ".mode", ".output", ".timer", ".quit", ".exit",
 ];
 
 const HELP: &str = "\
@@ -172,7 +172,8 @@ Meta commands:
   .import FILE [NAME]   import a trace file
   .traces               list the traces
   .use NAME             query trace NAME
-  .mode table|csv|json  how results print
+  .mode table|csv|json|svg  how results print (svg: a picture of each statement)
+  .output [FILE]        write results to FILE (a picture replaces it), or back to the screen
   .timer on|off         show each statement's time
   .quit                 leave (also Ctrl-D)
 ";
@@ -243,6 +244,8 @@ impl Helper for ReplHelper {}
 struct Shell {
     session: Session,
     mode: OutputFormat,
+    /// `.output FILE`: where results go instead of standard output.
+    output: Option<std::path::PathBuf>,
     timer: bool,
 }
 
@@ -312,12 +315,23 @@ impl Shell {
                     "table" => OutputFormat::Table,
                     "csv" => OutputFormat::Csv,
                     "json" => OutputFormat::Json,
+                    "svg" => OutputFormat::Svg,
                     other => {
                         return Err(Error::Usage(format!(
-                            "unknown mode {other:?}; use table, csv or json"
+                            "unknown mode {other:?}; use table, csv, json or svg"
                         )))
                     }
                 }
+            }
+            (".output", []) => self.output = None,
+            (".output", [path]) => {
+                // Fail now, not at the first result, when the file cannot be written.
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| Error::io(path, e))?;
+                self.output = Some(path.into());
             }
             (".timer", [on]) => {
                 self.timer = match *on {
@@ -347,6 +361,18 @@ impl Shell {
         let statements = parse_script(text).map_err(|e| query_error(e.shifted(shift)))?;
         for (stmt, range) in statements {
             let started = Instant::now();
+            if self.mode == OutputFormat::Svg && is_query(&stmt) {
+                let picture = self.picture(&text[range.clone()]);
+                match (picture, first_line) {
+                    (Ok(()), _) => {}
+                    (Err(e), Some(first)) => {
+                        let line = first + text[..range.start].matches('\n').count();
+                        return Err(at_line(line, e));
+                    }
+                    (Err(e), None) => return Err(e),
+                }
+                continue;
+            }
             let result = match (self.session.execute(&stmt), first_line) {
                 (Ok(r), _) => r,
                 (Err(e), Some(first)) => {
@@ -356,7 +382,9 @@ impl Shell {
                 (Err(e), None) => return Err(e),
             };
             let elapsed = started.elapsed();
-            if self.mode == OutputFormat::Table && result.len() > MAX_TABLE_ROWS {
+            if let Some(path) = &self.output {
+                self.write_output(path.clone(), &result)?;
+            } else if self.mode == OutputFormat::Table && result.len() > MAX_TABLE_ROWS {
                 let mut shown = result.clone();
                 shown.rows.truncate(MAX_TABLE_ROWS);
                 emit!(
@@ -373,6 +401,41 @@ impl Shell {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `stmt` asks a question of the trace (rather than `USE TRACE`, views, `SHOW`).
+fn is_query(stmt: &mtfdb::query::Statement) -> bool {
+    use mtfdb::query::Statement;
+    matches!(stmt, Statement::Select(_) | Statement::Analysis(_))
+}
+
+impl Shell {
+    /// `.mode svg`: the picture of `statement`, written to the `.output` file.
+    fn picture(&mut self, statement: &str) -> Result<(), Error> {
+        let Some(path) = self.output.clone() else {
+            return Err(Error::Usage(
+                ".mode svg writes each statement's picture to a file: name it with .output FILE"
+                    .into(),
+            ));
+        };
+        mtfdb::export::svg::write_statement_svg(&mut self.session, statement, &path)?;
+        emit!("wrote {}\n", path.display())
+    }
+
+    /// Appends `result`, printed in the current mode, to the `.output` file.
+    fn write_output(
+        &self,
+        path: std::path::PathBuf,
+        result: &mtfdb::ResultSet,
+    ) -> Result<(), Error> {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(self.mode.render(result).as_bytes()))
+            .map_err(|e| Error::io(&path, e))
     }
 }
 
@@ -460,6 +523,7 @@ pub fn run_session(session: Session) -> Result<(), Error> {
     let mut shell = Shell {
         session,
         mode: OutputFormat::Table,
+        output: None,
         timer: true,
     };
     if !std::io::stdin().is_terminal() {

@@ -1,0 +1,471 @@
+//! Pictures (`--format svg`): every picture of the generated scenarios and of the real traces
+//! parses as XML and holds what it must, checked against the generator's ground truth and
+//! against the statements' own rows: a cell per rank pair with traffic, a box per call in a
+//! timeline window, a band per phase, a mark per pattern occurrence, the legend's range equal
+//! to the data's.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mtfdb::export::svg::statement_svg;
+use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::{Session, Value};
+use quick_xml::events::Event;
+
+/// One element of an SVG: its name and attributes.
+#[derive(Debug, Clone)]
+struct Mark {
+    name: String,
+    attributes: BTreeMap<String, String>,
+}
+
+impl Mark {
+    fn attr(&self, name: &str) -> &str {
+        self.attributes
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("{} has no {name}: {:?}", self.name, self.attributes))
+    }
+
+    fn number(&self, name: &str) -> f64 {
+        self.attr(name).parse().unwrap()
+    }
+}
+
+/// Parses `svg` as XML (failing on any malformed part) and returns its elements in order.
+fn parse_svg(svg: &str) -> Vec<Mark> {
+    let mut reader = quick_xml::Reader::from_str(svg);
+    let mut marks = Vec::new();
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) => {
+                let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                let attributes = e
+                    .attributes()
+                    .map(|a| {
+                        let a = a.expect("a well-formed attribute");
+                        (
+                            String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                            a.unescape_value().unwrap().to_string(),
+                        )
+                    })
+                    .collect();
+                marks.push(Mark { name, attributes });
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        marks.first().is_some_and(|m| m.name == "svg"),
+        "an <svg> root"
+    );
+    marks
+}
+
+fn of_class<'a>(marks: &'a [Mark], class: &str) -> Vec<&'a Mark> {
+    marks
+        .iter()
+        .filter(|m| m.attributes.get("class").is_some_and(|c| c == class))
+        .collect()
+}
+
+fn int(v: &Value) -> u64 {
+    match v {
+        Value::Int(i) => u64::try_from(*i).unwrap(),
+        other => panic!("not a count: {other:?}"),
+    }
+}
+
+fn session_of(config: &GenConfig) -> (tempfile::TempDir, Session, mtfdb::gen::GroundTruth) {
+    let (dir, db) = common::temp_db();
+    let truth = common::import_generated(&db, config, "t");
+    (dir, Session::new(db), truth)
+}
+
+#[test]
+fn the_matrix_has_a_cell_per_pair_with_traffic_and_the_legend_spans_the_data() {
+    for scenario in Scenario::ALL {
+        let (_dir, mut session, truth) = session_of(&GenConfig::new(scenario, 16, 4));
+        for (statement, value_of) in [
+            (
+                "SELECT COMMUNICATION MATRIX OF COUNT",
+                (|p: &mtfdb::gen::PairTruth| p.messages) as fn(&mtfdb::gen::PairTruth) -> u64,
+            ),
+            ("SELECT COMMUNICATION MATRIX", |p| p.bytes),
+        ] {
+            let svg = statement_svg(&mut session, statement).unwrap();
+            let marks = parse_svg(&svg);
+            let cells: BTreeMap<(u32, u32), u64> = of_class(&marks, "cell")
+                .iter()
+                .map(|c| {
+                    (
+                        (
+                            c.attr("data-sender").parse().unwrap(),
+                            c.attr("data-receiver").parse().unwrap(),
+                        ),
+                        c.attr("data-value").parse().unwrap(),
+                    )
+                })
+                .collect();
+            let expected: BTreeMap<(u32, u32), u64> = truth
+                .pairs
+                .iter()
+                .map(|p| ((p.sender, p.receiver), value_of(p)))
+                .collect();
+            assert_eq!(cells, expected, "{scenario:?}: {statement}");
+            assert_eq!(of_class(&marks, "cell").len(), truth.pairs.len());
+            if expected.is_empty() {
+                continue;
+            }
+            let legend = marks
+                .iter()
+                .find(|m| m.attributes.get("class").is_some_and(|c| c == "legend"))
+                .expect("a legend");
+            let (lo, hi) = (
+                *expected.values().min().unwrap() as f64,
+                *expected.values().max().unwrap() as f64,
+            );
+            assert_eq!(
+                (legend.number("data-min"), legend.number("data-max")),
+                (lo, hi)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_matrix_of_many_ranks_draws_blocks_that_keep_every_byte() {
+    let (_dir, mut session, truth) = session_of(&GenConfig::new(Scenario::Stencil2d, 1024, 2));
+    let svg = statement_svg(&mut session, "SELECT COMMUNICATION MATRIX").unwrap();
+    let marks = parse_svg(&svg);
+    let cells = of_class(&marks, "cell");
+    assert!(cells.len() <= 410 * 410);
+    assert!(
+        cells.len() < truth.pairs.len(),
+        "ranks were drawn in blocks"
+    );
+    let bytes: u64 = cells.iter().map(|c| c.number("data-value") as u64).sum();
+    let pairs: u64 = cells.iter().map(|c| c.number("data-pairs") as u64).sum();
+    assert_eq!(bytes, truth.message_bytes);
+    assert_eq!(pairs, truth.pairs.len() as u64);
+    // A restriction to a few ranks draws exactly their pairs.
+    let svg = statement_svg(
+        &mut session,
+        "SELECT COMMUNICATION MATRIX FOR PROCESSES(0-63)",
+    )
+    .unwrap();
+    let inside = truth
+        .pairs
+        .iter()
+        .filter(|p| p.sender < 64 && p.receiver < 64)
+        .count();
+    assert_eq!(of_class(&parse_svg(&svg), "cell").len(), inside);
+}
+
+/// The start of rank 0's `k`th call of `call`.
+fn start_of(session: &mut Session, call: &str, k: usize) -> u64 {
+    let r = session
+        .run(&format!("SELECT {call} FOR PROCESS(0)"))
+        .unwrap();
+    let at = r.column("start_ns").unwrap();
+    int(&r.rows[k][at])
+}
+
+#[test]
+fn a_timeline_window_has_a_box_per_call_and_a_line_per_message() {
+    for scenario in [Scenario::Stencil2d, Scenario::Ring, Scenario::Bt] {
+        let (_dir, mut session, _) = session_of(&GenConfig::new(scenario, 16, 6));
+        let call = match scenario {
+            Scenario::Ring => "MPI_Send",
+            _ => "MPI_Isend",
+        };
+        let t = start_of(&mut session, call, 3);
+        let (a, b) = (t - 20_000, t + 30_000);
+        let statement =
+            format!("SELECT OPERATIONS FOR PROCESSES(0-15) BETWEEN TIME {a} ns AND {b} ns");
+        let rows = session.run(&statement).unwrap();
+        assert!(rows.len() > 10, "{scenario:?}: the window holds calls");
+        let marks = parse_svg(&statement_svg(&mut session, &statement).unwrap());
+        let boxes = of_class(&marks, "op");
+        // A 50 µs window on 1,100 pixels: every call of 50 ns or more is its own box.
+        let op = rows.column("operation").unwrap();
+        let start = rows.column("start_ns").unwrap();
+        let end = rows.column("end_ns").unwrap();
+        let wide = rows
+            .rows
+            .iter()
+            .filter(|r| int(&r[end]).min(b) - int(&r[start]).max(a) >= 50)
+            .count();
+        let single = boxes.iter().filter(|m| m.attr("data-ops") == "1").count();
+        assert!(
+            single >= wide,
+            "{scenario:?}: {single} boxes of one call, {wide} wide calls"
+        );
+        let drawn: u64 = boxes.iter().map(|m| m.number("data-ops") as u64).sum();
+        assert_eq!(
+            drawn,
+            rows.len() as u64,
+            "{scenario:?}: every call is drawn"
+        );
+        let calls: BTreeSet<String> = rows.rows.iter().map(|r| r[op].render()).collect();
+        let drawn_calls: BTreeSet<String> = boxes
+            .iter()
+            .map(|m| m.attr("data-call").to_string())
+            .collect();
+        assert!(drawn_calls.is_subset(&calls));
+        // Messages: those with both ends inside the window, each a line.
+        let messages = session
+            .run(&format!(
+                "SELECT MESSAGES FOR PROCESSES(0-15) BETWEEN TIME {a} ns AND {b} ns"
+            ))
+            .unwrap();
+        let (s, r) = (
+            messages.column("send_time_ns").unwrap(),
+            messages.column("recv_time_ns").unwrap(),
+        );
+        let inside = messages
+            .rows
+            .iter()
+            .filter(|m| (a..=b).contains(&int(&m[s])) && (a..=b).contains(&int(&m[r])))
+            .count() as u64;
+        let lines: u64 = of_class(&marks, "message")
+            .iter()
+            .map(|m| m.number("data-messages") as u64)
+            .sum();
+        assert_eq!(lines, inside, "{scenario:?}: a line per message");
+        assert!(inside > 0, "{scenario:?}: the window holds messages");
+    }
+}
+
+#[test]
+fn a_timeline_of_many_ranks_and_calls_is_bounded_by_its_pixels() {
+    let (_dir, mut session, truth) = session_of(&GenConfig::new(Scenario::Stencil2d, 1024, 4));
+    let svg = statement_svg(&mut session, "SELECT OPERATIONS").unwrap();
+    let marks = parse_svg(&svg);
+    let boxes = of_class(&marks, "op");
+    let drawn: u64 = boxes.iter().map(|m| m.number("data-ops") as u64).sum();
+    assert_eq!(drawn, truth.operations);
+    let lanes = of_class(&marks, "lane-label").len();
+    assert!(lanes <= 380, "{lanes} lane labels");
+    assert!(boxes.len() < 380 * 1100, "{} boxes", boxes.len());
+    // Collective members are joined.
+    assert!(!of_class(&marks, "collective").is_empty());
+}
+
+#[test]
+fn the_histogram_has_a_bar_per_bin_with_its_count() {
+    let (_dir, mut session, truth) = session_of(&GenConfig::new(Scenario::Cg, 16, 4));
+    for statement in [
+        "SELECT HISTOGRAM OF SIZE",
+        "SELECT HISTOGRAM OF SIZE BINS 7",
+        "SELECT HISTOGRAM OF DURATION FROM OPERATIONS",
+    ] {
+        let rows = session.run(statement).unwrap();
+        let marks = parse_svg(&statement_svg(&mut session, statement).unwrap());
+        let bins = of_class(&marks, "bin");
+        assert_eq!(bins.len(), rows.len(), "{statement}");
+        for (bin, row) in bins.iter().zip(&rows.rows) {
+            assert_eq!(bin.attr("data-low"), row[0].render());
+            assert_eq!(bin.attr("data-count"), row[2].render());
+        }
+        let total: u64 = bins.iter().map(|b| b.number("data-count") as u64).sum();
+        if statement.contains("SIZE") {
+            assert_eq!(total, truth.messages, "{statement}");
+        } else {
+            assert_eq!(total, truth.operations, "{statement}");
+        }
+    }
+}
+
+#[test]
+fn phases_draw_a_band_per_phase_and_a_mark_per_pattern_occurrence() {
+    for scenario in [Scenario::Stencil2d, Scenario::Sweep, Scenario::Lu] {
+        let (_dir, mut session, _) = session_of(&GenConfig::new(scenario, 16, 8));
+        let phases = session.run("SELECT PHASES").unwrap();
+        let patterns = session.run("SELECT COMMUNICATION PATTERNS").unwrap();
+        for statement in ["SELECT PHASES", "SELECT COMMUNICATION PATTERNS"] {
+            let marks = parse_svg(&statement_svg(&mut session, statement).unwrap());
+            let bands = of_class(&marks, "phase");
+            assert_eq!(bands.len(), phases.len(), "{scenario:?} {statement}");
+            for (band, row) in bands.iter().zip(&phases.rows) {
+                assert_eq!(band.attr("data-phase"), row[0].render());
+                let start = match row[phases.column("start_s").unwrap()] {
+                    Value::Float(s) => s,
+                    ref other => panic!("{other:?}"),
+                };
+                assert!((band.number("data-start-ns") / 1e9 - start).abs() < 1e-6);
+            }
+            for row in &patterns.rows {
+                let id = row[0].render();
+                let marked: u64 = of_class(&marks, "occurrence")
+                    .iter()
+                    .filter(|m| m.attr("data-pattern") == id)
+                    .map(|m| m.number("data-occurrences") as u64)
+                    .sum();
+                assert_eq!(marked, int(&row[2]), "{scenario:?}: pattern {id}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_topology_puts_every_rank_at_its_place_with_its_edges_kept() {
+    for (scenario, ranks, kept) in [
+        (Scenario::Stencil2d, 16, 24), // 4x4 grid
+        (Scenario::Ring, 8, 8),
+        (Scenario::Bt, 16, 48), // 6-point stencil on a 4x4 torus
+    ] {
+        let (_dir, mut session, truth) = session_of(&GenConfig::new(scenario, ranks, 4));
+        let marks = parse_svg(&statement_svg(&mut session, "SELECT TOPOLOGY").unwrap());
+        assert_eq!(of_class(&marks, "rank").len(), ranks as usize);
+        let undirected: BTreeSet<(u32, u32)> = truth
+            .pairs
+            .iter()
+            .map(|p| (p.sender.min(p.receiver), p.sender.max(p.receiver)))
+            .collect();
+        let edges = of_class(&marks, "edge-kept").len() + of_class(&marks, "edge-dropped").len();
+        assert_eq!(edges, undirected.len(), "{scenario:?}");
+        assert_eq!(of_class(&marks, "edge-kept").len(), kept, "{scenario:?}");
+    }
+}
+
+#[test]
+fn bars_hold_the_values_of_their_rows() {
+    let (_dir, mut session, _) = session_of(&common::delayed_run(Scenario::Stencil2d));
+    for (statement, column) in [
+        ("SELECT MPI TIME", "mpi_time_ns"),
+        ("SELECT WAIT STATES", "total_ns"),
+        ("SELECT FAN_IN FOR ALL PROCESSES", "message_bytes"),
+        (
+            "SELECT SUM(SIZE) FROM MESSAGES GROUP BY PROCESS",
+            "sum(size)",
+        ),
+    ] {
+        let rows = session.run(statement).unwrap();
+        let at = rows.column(column).unwrap();
+        let marks = parse_svg(&statement_svg(&mut session, statement).unwrap());
+        let bars: Vec<&Mark> = of_class(&marks, "bar")
+            .into_iter()
+            .filter(|b| b.attr("data-series") == column)
+            .collect();
+        assert_eq!(bars.len(), rows.len(), "{statement}");
+        for (bar, row) in bars.iter().zip(&rows.rows) {
+            let expected = match &row[at] {
+                Value::Int(v) => *v as f64,
+                Value::Float(v) => *v,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(bar.number("data-value"), expected, "{statement}");
+            assert_eq!(bar.attr("data-label"), row[0].render());
+        }
+    }
+    // Wait states per rank, stacked by kind: the late sender of the delayed rank shows.
+    let marks =
+        parse_svg(&statement_svg(&mut session, "SELECT WAIT STATES GROUP BY PROCESS").unwrap());
+    assert!(of_class(&marks, "bar")
+        .iter()
+        .any(|b| b.attr("data-series") == "late_sender_ns" && b.number("data-value") > 1e6));
+}
+
+#[test]
+fn the_critical_path_is_drawn_segment_by_segment() {
+    let (_dir, mut session, _) = session_of(&common::delayed_run(Scenario::Stencil2d));
+    let path = session.run("SELECT CRITICAL PATH").unwrap();
+    let marks = parse_svg(&statement_svg(&mut session, "SELECT CRITICAL PATH").unwrap());
+    let drawn: u64 = of_class(&marks, "op")
+        .iter()
+        .map(|m| m.number("data-ops") as u64)
+        .sum();
+    assert_eq!(drawn, path.len() as u64);
+    let rank = path.column("rank").unwrap();
+    let changes = path
+        .rows
+        .windows(2)
+        .filter(|w| w[0][rank] != w[1][rank])
+        .count();
+    assert_eq!(of_class(&marks, "path-step").len(), changes);
+}
+
+#[test]
+fn a_statement_without_a_picture_says_which_have_one() {
+    let (_dir, mut session, _) = session_of(&GenConfig::new(Scenario::Ring, 4, 2));
+    for statement in [
+        "SELECT STATISTICS",
+        "SHOW TRACES",
+        "SELECT COUNT(*) FROM MESSAGES",
+    ] {
+        let err = statement_svg(&mut session, statement)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has no picture") && err.contains("COMMUNICATION MATRIX"),
+            "{err}"
+        );
+    }
+    let err = statement_svg(&mut session, "SELECT NOTHING")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("column 8"), "{err}");
+}
+
+#[test]
+fn every_real_trace_draws_every_picture() {
+    let Some(files) = common::real_traces() else {
+        return;
+    };
+    for file in files {
+        let (_dir, db) = common::temp_db();
+        db.import(&file, Some("t")).unwrap();
+        let trace = db.trace("t").unwrap();
+        let pairs = trace.pairs().iter().filter(|p| p.messages > 0).count();
+        let ranks = trace.header().processes.len();
+        let (first, last) = (
+            trace.summary().first_time.unwrap_or(0),
+            trace.summary().last_time.unwrap_or(0),
+        );
+        let operations = trace.summary().operations;
+        let mut session = Session::new(db);
+        let name = file.display();
+        let marks = parse_svg(&statement_svg(&mut session, "SELECT COMMUNICATION MATRIX").unwrap());
+        if ranks <= 410 {
+            assert_eq!(of_class(&marks, "cell").len(), pairs, "{name}");
+        }
+        // A timeline of the whole run holds every call.
+        let marks = parse_svg(&statement_svg(&mut session, "SELECT OPERATIONS").unwrap());
+        let drawn: u64 = of_class(&marks, "op")
+            .iter()
+            .map(|m| m.number("data-ops") as u64)
+            .sum();
+        assert_eq!(drawn, operations, "{name}");
+        // A window of a tenth of the run.
+        let to = first + (last - first) / 10;
+        let window = format!("SELECT OPERATIONS BETWEEN TIME {first} ns AND {to} ns");
+        let rows = session.run(&window).unwrap().len() as u64;
+        let marks = parse_svg(&statement_svg(&mut session, &window).unwrap());
+        let drawn: u64 = of_class(&marks, "op")
+            .iter()
+            .map(|m| m.number("data-ops") as u64)
+            .sum();
+        assert_eq!(drawn, rows, "{name}");
+        for statement in [
+            "SELECT HISTOGRAM OF DURATION FROM OPERATIONS",
+            "SELECT MPI TIME",
+            "SELECT WAIT STATES",
+            "SELECT PHASES",
+        ] {
+            let phases = statement == "SELECT PHASES";
+            match statement_svg(&mut session, statement) {
+                Ok(svg) => {
+                    let marks = parse_svg(&svg);
+                    if phases {
+                        let n = session.run(statement).unwrap().len();
+                        assert_eq!(of_class(&marks, "phase").len(), n, "{name}");
+                    }
+                }
+                Err(e) => panic!("{name}: {statement}: {e}"),
+            }
+        }
+    }
+}
