@@ -29,6 +29,7 @@ mod calls;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
+pub mod report;
 pub mod svg;
 
 use std::fs::File;

@@ -177,6 +177,15 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+    /// Write a one-page HTML report of a trace (summary, matrix, sizes, a timeline of one
+    /// iteration, phases, patterns, topology, time in MPI, waits): one self-contained file.
+    Report {
+        /// The trace's name
+        name: String,
+        /// Where to write it
+        #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Remove a trace from the database.
     Drop {
         /// The trace's name
@@ -440,6 +449,18 @@ fn run(cli: Cli) -> Result<(), Error> {
                 stats.routine_calls,
                 stats.source_anomalies
             );
+        }
+        Command::Report { name, output } => {
+            let mut session = Session::new(open_existing_db(cli.db)?);
+            session.set_cancel_flag(cancel_flag());
+            session.use_trace(&name)?;
+            let html = mtfdb::export::report::report(&mut session)?;
+            mtfdb::export::write_whole(&output, html.as_bytes())?;
+            emit!(
+                "wrote the report of {name:?} to {} ({} bytes)\n",
+                output.display(),
+                html.len()
+            )?;
         }
         Command::Drop { name } => {
             let db = open_existing_db(cli.db)?;
