@@ -71,6 +71,7 @@ pub fn report(session: &mut Session) -> Result<String> {
                 .join(", "),
         ),
     ] {
+        let value = if value.is_empty() { "none".to_string() } else { value };
         facts.push(vec![what.into(), value.into()]);
     }
     page.section("Summary", "mtfdb info", Ok(Part::Table(facts)));
@@ -187,13 +188,13 @@ impl Page {
         );
         match part {
             Ok(Part::Picture(svg)) => {
-                let _ = write!(self.body, "<div class=\"picture\">{svg}</div>\n");
+                let _ = writeln!(self.body, "<div class=\"picture\">{svg}</div>");
             }
             Ok(Part::Table(t)) => self.table(&t),
             Err(e) => {
-                let _ = write!(
+                let _ = writeln!(
                     self.body,
-                    "<p class=\"absent\">Not available: {}</p>\n",
+                    "<p class=\"absent\">Not available: {}</p>",
                     escape(&e.to_string())
                 );
             }
@@ -240,9 +241,9 @@ impl Page {
         }
         self.body.push_str("</tbody>\n</table>\n");
         if t.len() > MAX_TABLE_ROWS {
-            let _ = write!(
+            let _ = writeln!(
                 self.body,
-                "<p class=\"absent\">The first {MAX_TABLE_ROWS} of {} rows.</p>\n",
+                "<p class=\"absent\">The first {MAX_TABLE_ROWS} of {} rows.</p>",
                 t.len()
             );
         }
