@@ -13,7 +13,7 @@ use std::process::Command;
 
 use mtfdb::export::report::report;
 use mtfdb::export::svg::statement_svg;
-use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::gen::Scenario;
 use mtfdb::Session;
 
 fn chromium() -> Option<PathBuf> {
