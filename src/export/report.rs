@@ -71,7 +71,11 @@ pub fn report(session: &mut Session) -> Result<String> {
                 .join(", "),
         ),
     ] {
-        let value = if value.is_empty() { "none".to_string() } else { value };
+        let value = if value.is_empty() {
+            "none".to_string()
+        } else {
+            value
+        };
         facts.push(vec![what.into(), value.into()]);
     }
     page.section("Summary", "mtfdb info", Ok(Part::Table(facts)));

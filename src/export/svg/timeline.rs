@@ -19,8 +19,10 @@ pub const MAX_LANES: usize = 380;
 const LEFT: f64 = 80.0;
 const TOP: f64 = 64.0;
 const RIGHT: f64 = 20.0;
-/// Collective instances joined at the most (their links would hide the calls beyond).
-const MAX_COLLECTIVE_LINKS: usize = 5000;
+/// Message lines drawn at the most: beyond, messages are gathered over wider pixels.
+const MAX_LINES: usize = 20_000;
+/// Boxes of gathered calls at the most: beyond, calls are gathered over wider pixels.
+const MAX_GATHERED: f64 = 150_000.0;
 
 /// A call or a computation on one rank.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +40,55 @@ struct Link {
     to: (Rank, u64),
 }
 
+/// Where a result's columns hold what a timeline draws, found once per result.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Message {
+        sender: usize,
+        receiver: usize,
+        send: usize,
+        recv: usize,
+    },
+    Span {
+        rank: usize,
+        start: usize,
+        end: usize,
+        /// `operation` (an MPI call, with its `id`) or `activity` (a path segment).
+        name: Option<usize>,
+        id: Option<usize>,
+    },
+    Other,
+}
+
+impl Layout {
+    fn of(columns: &[String]) -> Layout {
+        let at = |name: &str| columns.iter().position(|c| c == name);
+        if let (Some(sender), Some(receiver), Some(send), Some(recv)) = (
+            at("sender"),
+            at("receiver"),
+            at("send_time_ns"),
+            at("recv_time_ns"),
+        ) {
+            return Layout::Message {
+                sender,
+                receiver,
+                send,
+                recv,
+            };
+        }
+        match (at("rank"), at("start_ns"), at("end_ns")) {
+            (Some(rank), Some(start), Some(end)) => Layout::Span {
+                rank,
+                start,
+                end,
+                name: at("operation").or_else(|| at("activity")),
+                id: at("operation").and(at("id")),
+            },
+            _ => Layout::Other,
+        }
+    }
+}
+
 /// What a timeline draws, gathered from result rows (operations, CPU bursts, messages,
 /// critical path segments) before it is drawn.
 #[derive(Debug, Default)]
@@ -45,16 +96,19 @@ pub struct Timeline {
     spans: Vec<Span>,
     messages: Vec<Link>,
     path: Vec<Link>,
-    collectives: Vec<Vec<(Rank, u64, u64)>>,
+    /// Each collective instance drawn: its members' (rank, middle time).
+    collectives: Vec<Vec<(Rank, u64)>>,
     kinds: Vec<String>,
     kind_index: HashMap<String, u16>,
-    ops_by_id: HashMap<u64, (Rank, u64, u64)>,
-    dropped_collectives: usize,
+    /// `(operation id, index in spans)` of the calls added with their id.
+    op_ids: Vec<(u64, usize)>,
+    op_ids_sorted: bool,
+    layout: Option<(Vec<String>, Layout)>,
     messages_between_drawn_ranks: bool,
 }
 
-fn int(row: &Row, column: &str) -> Option<u64> {
-    match row.value(column).ok()? {
+fn int(v: &Value) -> Option<u64> {
+    match v {
         Value::Int(v) => u64::try_from(*v).ok(),
         _ => None,
     }
@@ -63,7 +117,10 @@ fn int(row: &Row, column: &str) -> Option<u64> {
 impl Timeline {
     /// An empty timeline.
     pub fn new() -> Timeline {
-        Timeline::default()
+        Timeline {
+            op_ids_sorted: true,
+            ..Timeline::default()
+        }
     }
 
     fn kind(&mut self, name: &str) -> u16 {
@@ -81,34 +138,61 @@ impl Timeline {
     /// a message (`sender`, `receiver`, `send_time_ns`, `recv_time_ns`). Rows of none of
     /// these shapes are skipped.
     pub fn add_row(&mut self, row: &Row) {
-        if let (Some(s), Some(r), Some(ts), Some(tr)) = (
-            int(row, "sender"),
-            int(row, "receiver"),
-            int(row, "send_time_ns"),
-            int(row, "recv_time_ns"),
-        ) {
-            self.add_message((s as Rank, ts), (r as Rank, tr));
-            return;
-        }
-        let (Some(rank), Some(start), Some(end)) =
-            (int(row, "rank"), int(row, "start_ns"), int(row, "end_ns"))
-        else {
-            return;
+        let layout = match &self.layout {
+            Some((columns, layout)) if columns.as_slice() == row.columns() => *layout,
+            _ => {
+                let layout = Layout::of(row.columns());
+                self.layout = Some((row.columns().to_vec(), layout));
+                layout
+            }
         };
-        let name = match (row.value("operation"), row.value("activity")) {
-            (Ok(Value::Text(t)), _) | (_, Ok(Value::Text(t))) => t.clone(),
-            _ => "computation".to_string(),
-        };
-        let kind = self.kind(&name);
-        let rank = rank as Rank;
-        self.spans.push(Span {
-            rank,
-            kind,
-            start,
-            end,
-        });
-        if let (Some(id), Ok(Value::Text(_))) = (int(row, "id"), row.value("operation")) {
-            self.ops_by_id.insert(id, (rank, start, end));
+        let v = row.values();
+        match layout {
+            Layout::Message {
+                sender,
+                receiver,
+                send,
+                recv,
+            } => {
+                if let (Some(s), Some(r), Some(ts), Some(tr)) = (
+                    int(&v[sender]),
+                    int(&v[receiver]),
+                    int(&v[send]),
+                    int(&v[recv]),
+                ) {
+                    self.add_message((s as Rank, ts), (r as Rank, tr));
+                }
+            }
+            Layout::Span {
+                rank,
+                start,
+                end,
+                name,
+                id,
+            } => {
+                let (Some(rank), Some(start), Some(end)) =
+                    (int(&v[rank]), int(&v[start]), int(&v[end]))
+                else {
+                    return;
+                };
+                let kind = match name.map(|n| &v[n]) {
+                    Some(Value::Text(t)) => self.kind(t),
+                    _ => self.kind("computation"),
+                };
+                if let Some(op) = id.and_then(|i| int(&v[i])) {
+                    if self.op_ids.last().is_some_and(|&(last, _)| last > op) {
+                        self.op_ids_sorted = false;
+                    }
+                    self.op_ids.push((op, self.spans.len()));
+                }
+                self.spans.push(Span {
+                    rank: rank as Rank,
+                    kind,
+                    start,
+                    end,
+                });
+            }
+            Layout::Other => {}
         }
     }
 
@@ -136,20 +220,23 @@ impl Timeline {
     }
 
     /// Joins the member operations of a collective instance, when at least two of its
-    /// members were added as operations (by their `id`).
+    /// members were added as operations (by their `id`). Call it after the rows.
     pub fn add_collective(&mut self, member_ids: &[u64]) {
-        let members: Vec<(Rank, u64, u64)> = member_ids
+        if !self.op_ids_sorted {
+            self.op_ids.sort_unstable();
+            self.op_ids_sorted = true;
+        }
+        let members: Vec<(Rank, u64)> = member_ids
             .iter()
-            .filter_map(|id| self.ops_by_id.get(id).copied())
+            .filter_map(|id| {
+                let at = self.op_ids.binary_search_by_key(id, |&(op, _)| op).ok()?;
+                let s = self.spans[self.op_ids[at].1];
+                Some((s.rank, s.start + (s.end.saturating_sub(s.start)) / 2))
+            })
             .collect();
-        if members.len() < 2 {
-            return;
+        if members.len() >= 2 {
+            self.collectives.push(members);
         }
-        if self.collectives.len() >= MAX_COLLECTIVE_LINKS {
-            self.dropped_collectives += 1;
-            return;
-        }
-        self.collectives.push(members);
     }
 
     /// True when nothing was added.
@@ -221,12 +308,6 @@ impl Timeline {
         if per_lane > 1 {
             note.push_str(&format!("; {per_lane} ranks a lane"));
         }
-        if self.dropped_collectives > 0 {
-            note.push_str(&format!(
-                "; {} collectives not joined (first {MAX_COLLECTIVE_LINKS} shown)",
-                self.dropped_collectives
-            ));
-        }
         canvas.note(&note);
         let lane_y = |rank: Rank| TOP + lane_of.get(&rank).copied().unwrap_or(0) as f64 * lane_h;
 
@@ -271,6 +352,8 @@ impl Timeline {
             time: HashMap<u16, u64>,
         }
         let mut buckets: HashMap<(usize, i64), Bucket> = HashMap::default();
+        // A bucket is a pixel wide, wider when lanes x pixels would pass MAX_GATHERED.
+        let width = (lanes as f64 * plot_w / MAX_GATHERED).ceil().max(1.0);
         canvas.group("calls");
         for s in &self.spans {
             let (x0, x1) = (x(s.start), x(s.end));
@@ -298,11 +381,13 @@ impl Timeline {
                 );
                 continue;
             }
-            let b = buckets.entry((lane, x0.floor() as i64)).or_insert(Bucket {
-                start: s.start,
-                end: s.end,
-                ..Bucket::default()
-            });
+            let b = buckets
+                .entry((lane, ((x0 - LEFT) / width).floor() as i64))
+                .or_insert(Bucket {
+                    start: s.start,
+                    end: s.end,
+                    ..Bucket::default()
+                });
             b.ops += 1;
             b.start = b.start.min(s.start);
             b.end = b.end.max(s.end);
@@ -342,47 +427,73 @@ impl Timeline {
         }
         canvas.end_group();
 
-        // Collectives: a line through the middle of each member's call.
-        canvas.group("collectives");
+        // Collectives: a dashed line from the member on the first lane to the one on the
+        // last, through the middle of their calls; instances on the same lanes and pixels are
+        // one line.
+        let mut joined: HashMap<(usize, usize, i64, i64), u64> = HashMap::default();
         for members in &self.collectives {
-            let mut members = members.clone();
-            members.sort_unstable_by_key(|m| m.0);
-            for w in members.windows(2) {
-                let at =
-                    |m: &(Rank, u64, u64)| (x(m.1 + (m.2 - m.1) / 2), lane_y(m.0) + lane_h / 2.0);
-                canvas.line(
-                    "collective",
-                    at(&w[0]),
-                    at(&w[1]),
-                    "#555555",
-                    0.6,
-                    " stroke-dasharray=\"2,2\"",
-                    "",
+            let first = members.iter().min_by_key(|m| (m.0, m.1));
+            let last = members.iter().max_by_key(|m| (m.0, m.1));
+            if let (Some(a), Some(b)) = (first, last) {
+                let key = (
+                    lane_of[&a.0],
+                    lane_of[&b.0],
+                    x(a.1).round() as i64,
+                    x(b.1).round() as i64,
                 );
+                *joined.entry(key).or_default() += 1;
             }
+        }
+        let mut joined: Vec<_> = joined.into_iter().collect();
+        joined.sort_unstable();
+        canvas.group("collectives");
+        for ((from, to, x0, x1), n) in joined {
+            canvas.line(
+                "collective",
+                (x0 as f64, TOP + (from as f64 + 0.5) * lane_h),
+                (x1 as f64, TOP + (to as f64 + 0.5) * lane_h),
+                "#555555",
+                0.6,
+                &format!(" stroke-dasharray=\"2,2\" data-collectives=\"{n}\""),
+                &format!("{n} collective instance{}", if n == 1 { "" } else { "s" }),
+            );
         }
         canvas.end_group();
 
         // Messages, gathered per pair of lanes and pixels.
-        let mut lines: HashMap<(usize, usize, i64, i64), u64> = HashMap::default();
-        for m in &self.messages {
-            let key = (
-                lane_of[&m.from.0],
-                lane_of[&m.to.0],
-                x(m.from.1).round() as i64,
-                x(m.to.1).round() as i64,
-            );
-            *lines.entry(key).or_default() += 1;
-        }
-        let mut lines: Vec<_> = lines.into_iter().collect();
-        lines.sort_unstable();
+        // Gathered more coarsely (2, 4, … pixels) while they would be more than MAX_LINES.
+        let mut step = 1.0;
+        let mut lines = loop {
+            let mut lines: HashMap<(usize, usize, i64, i64), u64> = HashMap::default();
+            for m in &self.messages {
+                let at = |t: u64| ((x(t) - LEFT) / step).round() as i64;
+                let key = (
+                    lane_of[&m.from.0],
+                    lane_of[&m.to.0],
+                    at(m.from.1),
+                    at(m.to.1),
+                );
+                *lines.entry(key).or_default() += 1;
+            }
+            if lines.len() <= MAX_LINES || step >= plot_w {
+                break lines
+                    .into_iter()
+                    .map(|((a, b, x0, x1), n)| {
+                        let at = |p: i64| LEFT + p as f64 * step;
+                        ((a, b, at(x0), at(x1)), n)
+                    })
+                    .collect::<Vec<_>>();
+            }
+            step *= 2.0;
+        };
+        lines.sort_unstable_by(|a, b| a.0 .0.cmp(&b.0 .0).then(a.0 .1.cmp(&b.0 .1)));
         canvas.group("messages");
         for ((from, to, x0, x1), n) in lines {
             let y = |lane: usize| TOP + (lane as f64 + 0.5) * lane_h;
             canvas.line(
                 "message",
-                (x0 as f64, y(from)),
-                (x1 as f64, y(to)),
+                (x0, y(from)),
+                (x1, y(to)),
                 "#000000",
                 0.7,
                 &format!(" data-messages=\"{n}\""),
