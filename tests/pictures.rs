@@ -388,6 +388,72 @@ fn the_critical_path_is_drawn_segment_by_segment() {
     assert_eq!(of_class(&marks, "path-step").len(), changes);
 }
 
+/// Every statement with a picture, on every scenario: the SVG parses, has its marks, and the
+/// marks add up to the statement's rows.
+#[test]
+fn every_picture_of_every_scenario_draws_its_rows() {
+    for scenario in Scenario::ALL {
+        let (_dir, mut session, truth) = session_of(&GenConfig::new(scenario, 16, 6));
+        let count = |marks: &[Mark], class: &str, attribute: &str| -> u64 {
+            of_class(marks, class)
+                .iter()
+                .map(|m| m.number(attribute) as u64)
+                .sum()
+        };
+        let draw = |session: &mut Session, statement: &str| {
+            parse_svg(
+                &statement_svg(session, statement)
+                    .unwrap_or_else(|e| panic!("{scenario:?}: {statement}: {e}")),
+            )
+        };
+        let marks = draw(&mut session, "SELECT OPERATIONS");
+        assert_eq!(
+            count(&marks, "op", "data-ops"),
+            truth.operations,
+            "{scenario:?}"
+        );
+        let marks = draw(&mut session, "SELECT MESSAGES");
+        assert_eq!(
+            count(&marks, "message", "data-messages"),
+            truth.messages,
+            "{scenario:?}"
+        );
+        let bursts = session.run("SELECT CPU BURSTS").unwrap().len() as u64;
+        let marks = draw(&mut session, "SELECT CPU BURSTS");
+        assert_eq!(count(&marks, "op", "data-ops"), bursts, "{scenario:?}");
+        let marks = draw(&mut session, "SELECT HISTOGRAM OF DURATION FROM OPERATIONS");
+        assert_eq!(
+            count(&marks, "bin", "data-count"),
+            truth.operations,
+            "{scenario:?}"
+        );
+        let marks = draw(&mut session, "SELECT MPI TIME");
+        assert_eq!(of_class(&marks, "bar").len(), 16, "{scenario:?}");
+        let marks = draw(
+            &mut session,
+            "SELECT COUNT(*) FROM OPERATIONS GROUP BY OPERATION",
+        );
+        let by_call: u64 = of_class(&marks, "bar")
+            .iter()
+            .map(|b| b.number("data-value") as u64)
+            .sum();
+        assert_eq!(by_call, truth.operations, "{scenario:?}");
+        for statement in [
+            "SELECT PHASES",
+            "SELECT COMMUNICATION PATTERNS",
+            "SELECT WAIT STATES GROUP BY OPERATION",
+            "SELECT CRITICAL PATH",
+            "SELECT FAN_OUT FOR ALL PROCESSES",
+        ] {
+            draw(&mut session, statement);
+        }
+        match statement_svg(&mut session, "SELECT TOPOLOGY") {
+            Ok(svg) => assert_eq!(of_class(&parse_svg(&svg), "rank").len(), 16),
+            Err(e) => assert!(e.to_string().contains("no topology to draw"), "{e}"),
+        }
+    }
+}
+
 #[test]
 fn a_statement_without_a_picture_says_which_have_one() {
     let (_dir, mut session, _) = session_of(&GenConfig::new(Scenario::Ring, 4, 2));
@@ -449,10 +515,15 @@ fn every_real_trace_draws_every_picture() {
             .map(|m| m.number("data-ops") as u64)
             .sum();
         assert_eq!(drawn, rows, "{name}");
+        match statement_svg(&mut session, "SELECT TOPOLOGY") {
+            Ok(svg) => assert_eq!(of_class(&parse_svg(&svg), "rank").len(), ranks, "{name}"),
+            Err(e) => assert!(e.to_string().contains("no topology to draw"), "{name}: {e}"),
+        }
         for statement in [
             "SELECT HISTOGRAM OF DURATION FROM OPERATIONS",
             "SELECT MPI TIME",
             "SELECT WAIT STATES",
+            "SELECT CRITICAL PATH",
             "SELECT PHASES",
         ] {
             let phases = statement == "SELECT PHASES";
