@@ -571,3 +571,126 @@ fn streamed_csv_and_json_equal_the_whole_result() {
         assert_eq!(json, format!("{}\n", whole.to_json()), "{statement}");
     }
 }
+
+#[test]
+fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
+    ok(mtfdb(&db, &["import", example, "--name", "wrf16"]));
+    let svg = dir.path().join("matrix.svg");
+    let said = ok(mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT COMMUNICATION MATRIX OF COUNT",
+            "--format",
+            "svg",
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        said.starts_with(&format!("wrote {}", svg.display())),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // 4x4 grid: 24 neighbour pairs, each way.
+    assert_eq!(text.matches("class=\"cell\"").count(), 48);
+    // Without -o, the picture goes to standard output.
+    let out = ok(mtfdb(&db, &["query", "SELECT MPI TIME", "--format", "svg"]));
+    assert!(out.starts_with("<?xml") && out.matches("class=\"bar\"").count() == 16);
+    // -o with a table writes the table.
+    let table = dir.path().join("fan.txt");
+    ok(mtfdb(
+        &db,
+        &["query", "SELECT FAN_IN", "-o", table.to_str().unwrap()],
+    ));
+    assert!(std::fs::read_to_string(&table)
+        .unwrap()
+        .ends_with("(16 rows)\n"));
+
+    // A statement without a picture, and an unwritable path: status 1, no file, the earlier
+    // picture untouched.
+    let o = mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT STATISTICS",
+            "--format",
+            "svg",
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("has no picture"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), text);
+    let nowhere = dir.path().join("no/such/dir/m.svg");
+    let o = mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT COMMUNICATION MATRIX",
+            "--format",
+            "svg",
+            "-o",
+            nowhere.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no/such/dir/m.svg"), "{}", stderr(&o));
+    assert!(!nowhere.exists());
+
+    // The report.
+    let html = dir.path().join("r.html");
+    let said = ok(mtfdb(
+        &db,
+        &["report", "wrf16", "-o", html.to_str().unwrap()],
+    ));
+    assert!(said.contains("wrote the report of \"wrf16\""), "{said}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.matches("<svg").count() >= 5, "pictures inline");
+    assert!(
+        !page.contains("src=\"http") && !page.contains("<link"),
+        "self-contained"
+    );
+    let o = mtfdb(&db, &["report", "nope", "-o", html.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nope"));
+
+    // The shell: .mode svg needs .output; each statement's picture replaces the file.
+    let pic = dir.path().join("shell.svg");
+    let script = format!(
+        ".mode svg\nSELECT PHASES;\n.output {}\nSELECT PHASES;\nSELECT TOPOLOGY;\n",
+        pic.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(&db)
+        .arg("repl")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        stderr(&o).contains(".mode svg writes each statement's picture to a file"),
+        "{}",
+        stderr(&o)
+    );
+    let shown = std::fs::read_to_string(&pic).unwrap();
+    assert!(shown.contains("SELECT TOPOLOGY") && shown.contains("class=\"rank\""));
+}
