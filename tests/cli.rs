@@ -17,6 +17,35 @@ fn mtfdb(db: &Path, args: &[&str]) -> Output {
         .expect("mtfdb runs")
 }
 
+/// `mtfdb repl` on `db` with `script` piped on its standard input.
+fn shell(db: &Path, script: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .arg("repl")
+        .env_remove("MTFDB_DB")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(script).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A database in a fresh directory holding the bundled example as `wrf16`.
+fn example_db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
+    ok(mtfdb(&db, &["import", example, "--name", "wrf16"]));
+    (dir, db)
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
@@ -432,13 +461,7 @@ fn an_import_that_runs_out_of_space_fails_cleanly() {
 
 #[test]
 fn query_prints_tables_csv_and_json_and_picks_the_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/traces/stencil2d-16.mtf"
-    );
-    ok(mtfdb(&db, &["import", example, "--name", "wrf16"]));
+    let (_dir, db) = example_db();
     let csv = ok(mtfdb(
         &db,
         &[
@@ -480,6 +503,10 @@ fn query_prints_tables_csv_and_json_and_picks_the_trace() {
         stderr(&o),
         "error: at column 22: expected a process selector after FOR, found \"PROCES\"\n  SELECT BROADCAST FOR PROCES(1)\n                       ^\n"
     );
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
     ok(mtfdb(&db, &["import", example, "--name", "again"]));
     let o = mtfdb(&db, &["query", "SELECT FAN_IN"]);
     assert_eq!(
@@ -508,23 +535,10 @@ fn demo_runs_the_papers_queries_and_a_piped_script_runs_in_the_shell() {
         "the statistics table has 16 processes and a totals row"
     );
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(&db)
-        .arg("repl")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b".mode csv\nSELECT COUNT(*)\n  FROM MESSAGES WHERE SIZE > 64 KiB;\nCREATE VIEW r0 AS SELECT OPERATIONS FOR PROCESS(0);\nSHOW VIEWS;\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = shell(
+        &db,
+        b".mode csv\nSELECT COUNT(*)\n  FROM MESSAGES WHERE SIZE > 64 KiB;\nCREATE VIEW r0 AS SELECT OPERATIONS FOR PROCESS(0);\nSHOW VIEWS;\n",
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.starts_with("count(*)\n720\nview,rows\nr0,"), "{text}");
@@ -574,13 +588,7 @@ fn streamed_csv_and_json_equal_the_whole_result() {
 
 #[test]
 fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/traces/stencil2d-16.mtf"
-    );
-    ok(mtfdb(&db, &["import", example, "--name", "wrf16"]));
+    let (dir, db) = example_db();
     let svg = dir.path().join("matrix.svg");
     let said = ok(mtfdb(
         &db,
@@ -669,23 +677,7 @@ fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
         ".mode svg\nSELECT PHASES;\n.output {}\nSELECT PHASES;\nSELECT TOPOLOGY;\n",
         pic.display()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(&db)
-        .arg("repl")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = shell(&db, script.as_bytes());
     assert!(
         stderr(&o).contains(".mode svg writes each statement's picture to a file"),
         "{}",

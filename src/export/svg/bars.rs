@@ -89,21 +89,10 @@ pub fn histogram(result: &ResultSet, title: &str, of: &str) -> Result<Canvas> {
         }
     }
     canvas.end_group();
-    canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, &format_count);
-    canvas.line(
-        "axis",
-        (LEFT, bottom),
-        (LEFT + PLOT_W, bottom),
-        "#333333",
-        1.0,
-        "",
-        "",
-    );
-    canvas.text(
-        "axis-title",
-        LEFT + PLOT_W / 2.0,
-        bottom + 40.0,
-        "middle",
+    axes(
+        &mut canvas,
+        (bottom, max),
+        &format_count,
         &format!("{of} (each bar from its label to the next)"),
     );
     canvas.vertical_text("axis-title", 24.0, TOP + PLOT_H / 2.0, "count");
@@ -185,23 +174,7 @@ pub fn bars(result: &ResultSet, title: &str, label: usize, values: &[usize]) -> 
         }
     }
     canvas.end_group();
-    canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, &fmt);
-    canvas.line(
-        "axis",
-        (LEFT, bottom),
-        (LEFT + PLOT_W, bottom),
-        "#333333",
-        1.0,
-        "",
-        "",
-    );
-    canvas.text(
-        "axis-title",
-        LEFT + PLOT_W / 2.0,
-        bottom + 40.0,
-        "middle",
-        label_name,
-    );
+    axes(&mut canvas, (bottom, max), &fmt, label_name);
     if names.len() > 1 {
         let key: Vec<(String, String)> = names
             .iter()
@@ -213,6 +186,26 @@ pub fn bars(result: &ResultSet, title: &str, label: usize, values: &[usize]) -> 
         canvas.vertical_text("axis-title", 24.0, TOP + PLOT_H / 2.0, n);
     }
     canvas
+}
+
+/// The value axis from 0 to `max` (labelled by `label`), the baseline at `bottom`, and the
+/// title under the bars.
+fn axes(
+    canvas: &mut Canvas,
+    (bottom, max): (f64, f64),
+    label: &dyn Fn(f64) -> String,
+    title: &str,
+) {
+    canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, label);
+    let baseline = ((LEFT, bottom), (LEFT + PLOT_W, bottom));
+    canvas.line("axis", baseline.0, baseline.1, "#333333", 1.0, "", "");
+    canvas.text(
+        "axis-title",
+        LEFT + PLOT_W / 2.0,
+        bottom + 40.0,
+        "middle",
+        title,
+    );
 }
 
 fn shorten(s: &str, max: usize) -> String {
