@@ -26,6 +26,9 @@ pub enum Statement {
     /// `EXPLAIN ANALYZE SELECT …`: run the query and show its plan with the rows each step
     /// actually kept.
     ExplainAnalyze(Select),
+    /// `EXPLAIN SQL <select>`: the statement as standard SQL over the tables of the Parquet
+    /// export, one row per line of SQL; runs nothing.
+    ExplainSql(Select),
     /// `EXPLAIN` of an analysis statement (`EXPLAIN SELECT PHASES`, `EXPLAIN SIMULATE …`): what
     /// it would read and compute, and which stored results spare the work; nothing runs and
     /// nothing is written.
@@ -637,6 +640,7 @@ impl fmt::Display for Statement {
             Statement::Select(s) => write!(f, "{s}"),
             Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
             Statement::ExplainAnalyze(s) => write!(f, "EXPLAIN ANALYZE {s}"),
+            Statement::ExplainSql(s) => write!(f, "EXPLAIN SQL {s}"),
             Statement::ExplainAnalysis(a) => write!(f, "EXPLAIN {a}"),
             Statement::Show(w) => write!(f, "SHOW {w}"),
             Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),

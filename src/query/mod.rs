@@ -21,6 +21,7 @@ mod names;
 pub mod parser;
 mod plan;
 mod session;
+mod sql;
 mod statistic;
 mod waits;
 

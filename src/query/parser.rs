@@ -493,6 +493,24 @@ impl<'a> Parser<'a> {
                 self.expect_keyword("SELECT", "after EXPLAIN ANALYZE")?;
                 return Ok(Statement::ExplainAnalyze(self.select(true)?));
             }
+            if self.eat_keyword("SQL") {
+                if !self.is_keyword("SELECT") {
+                    return self.expected("SELECT after EXPLAIN SQL");
+                }
+                let at = self.here();
+                if let Some(analysis) = self.analysis_select()? {
+                    return self.fail_at(
+                        at,
+                        format!(
+                            "EXPLAIN SQL: {analysis} needs mtfdb's analyses; export the trace \
+                             (mtfdb export NAME --format parquet) and read its patterns, phases \
+                             or wait_states tables instead"
+                        ),
+                    );
+                }
+                self.pos += 1;
+                return Ok(Statement::ExplainSql(self.select(true)?));
+            }
             if self.is_keyword("SELECT") {
                 if let Some(analysis) = self.analysis_select()? {
                     return Ok(Statement::ExplainAnalysis(analysis));

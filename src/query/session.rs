@@ -282,6 +282,15 @@ impl Session {
                     .select(s, true)?
             }
             Statement::ExplainAnalysis(a) => self.explain_analysis(a)?,
+            Statement::ExplainSql(s) => {
+                let trace = self.trace()?;
+                let sql = super::sql::select_sql(&Engine::with_cancel(trace, &cancel), s)?;
+                let mut r = ResultSet::new(["sql"]);
+                for line in sql.lines() {
+                    r.push(vec![line.to_string().into()]);
+                }
+                r
+            }
             Statement::ExplainAnalyze(s) => {
                 let trace = self.trace()?;
                 Engine::with_cancel(trace, &cancel).select(s, true)?
