@@ -40,7 +40,7 @@ use crate::analysis::stats;
 use crate::error::{Error, Result};
 use crate::model::Rank;
 use crate::query::ast::{
-    Analysis, Bins, Select, SelectBody, Selection, Statement, Statistic, Target, Threshold,
+    Analysis, Measure, Select, SelectBody, Selection, Statement, Statistic, Target, Threshold,
 };
 use crate::query::{parse_statement, query_error, Session};
 use crate::results::ResultSet;
@@ -93,13 +93,12 @@ fn select_picture(
             };
             match statistic {
                 Statistic::Matrix(_) => Ok(heatmap::heatmap(&session.matrix_cells(text)?, title)),
-                Statistic::Histogram { of, bins } => {
+                Statistic::Histogram { of, .. } => {
                     let r = session.run(text)?;
-                    let of = match (of, bins) {
-                        (crate::query::ast::Measure::Duration, _) => "duration_ns",
-                        (crate::query::ast::Measure::Size, Bins::Log2 | Bins::Count(_)) => {
-                            "size in bytes"
-                        }
+                    // The bin labels read as durations (`_ns`) or as byte counts.
+                    let of = match of {
+                        Measure::Duration => "duration_ns",
+                        Measure::Size => "size in bytes",
                     };
                     bars::histogram(&r, title, of)
                 }
