@@ -336,6 +336,7 @@ fn generated_scenarios_come_back_the_same_from_mtf_text_and_gxl() {
                         .count() as u64;
                     ops + 2 * calls
                 }
+                Format::Chrome => unreachable!("nothing reads a Chrome export back"),
             };
             assert_eq!(
                 items,
