@@ -48,6 +48,7 @@ use crate::model::{
     flags, Anomaly, CollectiveInstance, CommId, Message, OpKind, OpPosition, Operation, Rank,
     RoutineCall, Time, TraceHeader, ANY_TAG,
 };
+use crate::query::ast::TimeText;
 use crate::Trace;
 
 type HashSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
@@ -128,7 +129,9 @@ impl Restriction {
         if let (Some(from), Some(to)) = (self.from, self.to) {
             if to < from {
                 return Err(Error::Usage(format!(
-                    "the time window must go forward: --from {from} ns is after --to {to} ns"
+                    "the time window must go forward: --from {} is after --to {}",
+                    TimeText(from),
+                    TimeText(to)
                 )));
             }
         }
