@@ -594,3 +594,87 @@ impl<W: Write> Writer for ChromeWriter<W> {
         self.out.flush().map_err(|e| Error::io(&self.name, e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{generate, GenConfig, Scenario};
+    use crate::Database;
+
+    /// A [`ChromeWriter`] that records how many operations it ever held at once.
+    struct Watched {
+        inner: ChromeWriter<std::io::Sink>,
+        peak: usize,
+    }
+
+    impl Watched {
+        fn watch(&mut self, r: Result<()>) -> Result<()> {
+            self.peak = self.peak.max(self.inner.pending.len());
+            r
+        }
+    }
+
+    impl Writer for Watched {
+        fn header(&mut self, h: &TraceHeader, s: &[String]) -> Result<()> {
+            let r = self.inner.header(h, s);
+            self.watch(r)
+        }
+        fn operation(&mut self, op: &Operation, at: OpPosition) -> Result<()> {
+            let r = self.inner.operation(op, at);
+            self.watch(r)
+        }
+        fn routine(&mut self, call: &RoutineCall, enter: bool) -> Result<()> {
+            let r = self.inner.routine(call, enter);
+            self.watch(r)
+        }
+        fn message(&mut self, m: &Message, s: OpPosition, r: OpPosition) -> Result<()> {
+            let r = self.inner.message(m, s, r);
+            self.watch(r)
+        }
+        fn request_link(&mut self, a: OpPosition, b: OpPosition) -> Result<()> {
+            self.inner.request_link(a, b)
+        }
+        fn collective(&mut self, c: &CollectiveInstance, m: &[OpPosition]) -> Result<()> {
+            let r = self.inner.collective(c, m);
+            self.watch(r)
+        }
+        fn anomaly(&mut self, a: &Anomaly, at: &[OpPosition], d: bool) -> Result<()> {
+            self.inner.anomaly(a, at, d)
+        }
+        fn finish(&mut self) -> Result<()> {
+            self.inner.finish()
+        }
+    }
+
+    #[test]
+    fn operations_are_held_only_while_their_message_or_instance_is_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        for scenario in Scenario::ALL {
+            let name = scenario.to_string();
+            let config = GenConfig::new(scenario, 16, 40);
+            db.import_events(&name, |sink| generate(&config, sink).map(|_| ()))
+                .unwrap();
+            let trace = db.trace(&name).unwrap();
+            let mut w = Watched {
+                inner: ChromeWriter::new(std::io::sink(), Path::new("-"), Restriction::all()),
+                peak: 0,
+            };
+            walk(&trace, &mut w).unwrap();
+            let ops = trace.summary().operations as usize;
+            // A trace with every message and instance matched leaves nothing behind, and
+            // never held more than a small part of the trace (a few iterations' worth).
+            assert!(
+                w.inner.pending.is_empty(),
+                "{name}: {}",
+                w.inner.pending.len()
+            );
+            assert!(
+                w.peak > 0 && w.peak * 20 < ops,
+                "{name}: peak {} of {ops}",
+                w.peak
+            );
+            assert_eq!(w.inner.stats.messages, trace.summary().messages, "{name}");
+        }
+    }
+}
