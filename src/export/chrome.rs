@@ -1,8 +1,8 @@
 //! Export to the Chrome Trace Event format (JSON), which ui.perfetto.dev and chrome://tracing
 //! open: a timeline of the trace with one process per rank.
 //!
-//! The file is one JSON object, `{"traceEvents": [...], "displayTimeUnit": "ns", ...}`,
-//! holding:
+//! The file is one JSON object, `{"traceEvents": [...], "displayTimeUnit": "ns"}`, one event
+//! a line, the events holding:
 //!
 //! - per rank kept, metadata events (`"ph": "M"`): `process_name` "rank N" and
 //!   `process_sort_index` N (pid = rank), and a `thread_name` for each thread that has an
@@ -37,11 +37,10 @@
 //! times of the written sends, receives and collective calls whose message or instance has
 //! not been found yet, as the matcher holds them; the JSON is streamed out.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{walk, ExportStats, Writer};
+use super::{to_file, walk, ExportStats, Writer};
 use crate::error::{Error, Result};
 use crate::hash::{FxHashMap as HashMap, FxHasher};
 use crate::model::{
@@ -186,12 +185,7 @@ pub fn export(
 /// `path` (created or truncated). On an error the file is removed rather than left half
 /// written.
 pub fn export_file(trace: &Trace, restriction: &Restriction, path: &Path) -> Result<ExportStats> {
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let written = export(trace, restriction, file, path);
-    if written.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    written
+    to_file(path, |file| export(trace, restriction, file, path))
 }
 
 /// A written operation still waiting for its message(s) or its collective instance.

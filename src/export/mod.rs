@@ -125,8 +125,17 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
 /// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
 /// file is removed rather than left half written.
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
+    to_file(path, |file| export(trace, format, file, path))
+}
+
+/// Creates (or truncates) the file at `path` and hands it to `write`; on an error the file is
+/// removed rather than left half written.
+pub(crate) fn to_file(
+    path: &Path,
+    write: impl FnOnce(File) -> Result<ExportStats>,
+) -> Result<ExportStats> {
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let written = export(trace, format, file, path);
+    let written = write(file);
     if written.is_err() {
         let _ = std::fs::remove_file(path);
     }
