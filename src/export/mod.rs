@@ -2,6 +2,9 @@
 //!
 //! - [`Format::MtfText`]: the MTF text format (`grammar/mtf.ebnf`).
 //! - [`Format::Gxl`]: the MTF paper's GXL graph of MTF entities ([`gxl`]).
+//! - [`Format::Chrome`]: the Chrome Trace Event format (JSON) that ui.perfetto.dev and
+//!   chrome://tracing open, a timeline for people rather than an exchange format ([`chrome`],
+//!   which may also restrict it to a time window and some ranks). Nothing reads it back.
 //!
 //! An export reads the trace through the library and never writes to the store. It streams:
 //! the events come in time order from [`order`] (operations read chunk by chunk, routine
@@ -26,6 +29,7 @@
 //! ```
 
 mod calls;
+pub mod chrome;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
@@ -59,6 +63,8 @@ pub enum Format {
     MtfText,
     /// GXL, the graph exchange language the MTF paper carries traces in.
     Gxl,
+    /// The Chrome Trace Event format (JSON) of Perfetto and chrome://tracing (see [`chrome`]).
+    Chrome,
 }
 
 impl Format {
@@ -67,6 +73,7 @@ impl Format {
         match self {
             Format::MtfText => "mtf",
             Format::Gxl => "gxl",
+            Format::Chrome => "chrome",
         }
     }
 
@@ -75,8 +82,10 @@ impl Format {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(Format::MtfText),
             "gxl" => Ok(Format::Gxl),
+            "chrome" | "perfetto" => Ok(Format::Chrome),
             other => Err(Error::Usage(format!(
-                "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL graph)"
+                "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL \
+                 graph), chrome (Chrome trace JSON for Perfetto)"
             ))),
         }
     }
@@ -101,7 +110,8 @@ pub struct ExportStats {
     pub derived_anomalies: u64,
 }
 
-/// Writes `trace` in `format` to `out`; `name` names the output in errors.
+/// Writes `trace` in `format` to `out`; `name` names the output in errors. A Chrome export
+/// writes the whole trace ([`chrome::export`] takes a restriction) and counts what it wrote.
 pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Result<ExportStats> {
     match format {
         Format::MtfText => walk(trace, &mut mtf_text::TextWriter::new(out, name)),
@@ -110,14 +120,24 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
             let times = s.first_time.zip(s.last_time);
             walk(trace, &mut gxl::GxlWriter::new(out, name, times))
         }
+        Format::Chrome => chrome::export(trace, &chrome::Restriction::all(), out, name),
     }
 }
 
 /// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
 /// file is removed rather than left half written.
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
+    to_file(path, |file| export(trace, format, file, path))
+}
+
+/// Creates (or truncates) the file at `path` and hands it to `write`; on an error the file is
+/// removed rather than left half written.
+pub(crate) fn to_file(
+    path: &Path,
+    write: impl FnOnce(File) -> Result<ExportStats>,
+) -> Result<ExportStats> {
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let written = export(trace, format, file, path);
+    let written = write(file);
     if written.is_err() {
         let _ = std::fs::remove_file(path);
     }

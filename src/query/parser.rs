@@ -1725,6 +1725,47 @@ impl Dimension {
     }
 }
 
+/// A point in time as the query language writes one in `BETWEEN TIME`, for callers outside a
+/// statement (`export --from 1.5ms`): a decimal number of seconds, or a number with one of the
+/// units ns, us, ms, s (`1.5ms`, `200 us`); in nanoseconds. The error says why the text is not
+/// one (no number, an unknown unit, not a whole number of nanoseconds, past 2^64 - 1 ns).
+pub(crate) fn time_in_ns(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = (&text[..split], text[split..].trim_start());
+    let digits = number
+        .split_once('.')
+        .map_or(number.len(), |(a, b)| a.len() + b.len());
+    if digits == 0 || number.matches('.').count() > 1 {
+        return Err(format!(
+            "{text:?} is not a time: write seconds (1.5) or a number with a unit (1.5ms; {})",
+            Dimension::Time.unit_help()
+        ));
+    }
+    let scale = if unit.is_empty() {
+        Dimension::Time.default_scale()
+    } else {
+        match TIME_UNITS.iter().find(|(u, _)| *u == unit) {
+            Some((_, s)) => *s,
+            None => {
+                return Err(format!(
+                    "unknown time unit {unit:?} in {text:?} ({})",
+                    Dimension::Time.unit_help()
+                ))
+            }
+        }
+    };
+    // `.5` is half a second, as `0.5`.
+    let number = format!("0{number}");
+    match scaled(&number, scale) {
+        Some(Ok(ns)) => Ok(ns),
+        Some(Err(())) => Err(format!("{text:?} is not a whole number of nanoseconds")),
+        None => Err(format!("{text:?} is too large a time (past 2^64 - 1 ns)")),
+    }
+}
+
 /// `text` (digits with an optional fraction) times `scale`: `None` on overflow, `Some(Err)` when
 /// the result is not a whole number.
 fn scaled(text: &str, scale: u64) -> Option<Result<u64, ()>> {

@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use clap::{Parser, Subcommand};
 use mtfdb::default_database_path;
+use mtfdb::export::chrome::Restriction;
 use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
@@ -165,17 +166,27 @@ enum Command {
         #[arg(long)]
         trace: Option<String>,
     },
-    /// Write a stored trace as MTF text or as a GXL graph; importing the file gives the same
-    /// trace back.
+    /// Write a stored trace as MTF text or as a GXL graph (importing the file gives the same
+    /// trace back), or as Chrome trace JSON for ui.perfetto.dev and chrome://tracing.
     Export {
         /// The trace's name
         name: String,
-        /// mtf (MTF text) or gxl [default: from the output's extension, .mtf or .gxl]
+        /// mtf (MTF text), gxl or chrome [default: from the output's extension, .mtf, .gxl or
+        /// .json]
         #[arg(long)]
         format: Option<String>,
         /// Where to write it
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
+        /// chrome only: write what ends at or after this time (seconds, or with a unit: 1.5ms)
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// chrome only: write what starts at or before this time (seconds, or with a unit)
+        #[arg(long, value_name = "TIME")]
+        to: Option<String>,
+        /// chrome only: write these ranks only (like 0-15,32)
+        #[arg(long, value_name = "RANKS")]
+        processes: Option<String>,
     },
     /// Write a one-page HTML report of a trace (summary, matrix, sizes, a timeline of one
     /// iteration, phases, patterns, topology, time in MPI, waits): one self-contained file.
@@ -424,20 +435,55 @@ fn run(cli: Cli) -> Result<(), Error> {
             name,
             format,
             output,
+            from,
+            to,
+            processes,
         } => {
             let format = match format {
                 Some(f) => ExportFormat::from_name(&f)?,
                 None => match output.extension().and_then(|e| e.to_str()) {
                     Some(e) if e.eq_ignore_ascii_case("gxl") => ExportFormat::Gxl,
                     Some(e) if e.eq_ignore_ascii_case("mtf") => ExportFormat::MtfText,
+                    Some(e) if e.eq_ignore_ascii_case("json") => ExportFormat::Chrome,
                     _ => {
                         return Err(Error::Usage(format!(
-                            "{}: say which format to write with --format mtf or --format gxl",
+                            "{}: say which format to write with --format mtf, gxl or chrome",
                             output.display()
                         )))
                     }
                 },
             };
+            if format == ExportFormat::Chrome {
+                let restriction = Restriction {
+                    from: from
+                        .map(|t| Restriction::parse_time(&t, "--from"))
+                        .transpose()?,
+                    to: to
+                        .map(|t| Restriction::parse_time(&t, "--to"))
+                        .transpose()?,
+                    ranks: processes
+                        .map(|p| Restriction::parse_ranks(&p))
+                        .transpose()?,
+                };
+                let db = open_existing_db(cli.db)?;
+                let trace = db.trace(&name)?;
+                let stats = mtfdb::export::chrome::export_file(&trace, &restriction, &output)?;
+                println!(
+                    "exported {name:?} to {} (chrome): {} MPI calls, {} routine calls, {} messages, {} collective instances",
+                    output.display(),
+                    stats.operations,
+                    stats.routine_calls,
+                    stats.messages,
+                    stats.collective_instances
+                );
+                return Ok(());
+            }
+            if from.is_some() || to.is_some() || processes.is_some() {
+                return Err(Error::Usage(format!(
+                    "--from, --to and --processes restrict a chrome export only; {} writes the whole trace",
+                    format.name()
+                )));
+            }
             let db = open_existing_db(cli.db)?;
             let trace = db.trace(&name)?;
             let stats = mtfdb::export::export_file(&trace, format, &output)?;
