@@ -2,6 +2,8 @@
 //!
 //! - [`Format::MtfText`]: the MTF text format (`grammar/mtf.ebnf`).
 //! - [`Format::Gxl`]: the MTF paper's GXL graph of MTF entities ([`gxl`]).
+//! - [`Format::Parquet`]: Hive-partitioned Parquet tables for DuckDB, Spark or Trino
+//!   ([`parquet`]); a folder, written by [`parquet::export_parquet`], not a stream.
 //!
 //! An export reads the trace through the library and never writes to the store. It streams:
 //! the events come in time order from [`order`] (operations read chunk by chunk, routine
@@ -25,10 +27,12 @@
 //! # Ok::<(), mtfdb::Error>(())
 //! ```
 
+pub mod arrow;
 mod calls;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
+pub mod parquet;
 pub mod report;
 pub mod svg;
 
@@ -59,6 +63,8 @@ pub enum Format {
     MtfText,
     /// GXL, the graph exchange language the MTF paper carries traces in.
     Gxl,
+    /// Parquet tables in a folder ([`parquet`]).
+    Parquet,
 }
 
 impl Format {
@@ -67,6 +73,7 @@ impl Format {
         match self {
             Format::MtfText => "mtf",
             Format::Gxl => "gxl",
+            Format::Parquet => "parquet",
         }
     }
 
@@ -75,8 +82,9 @@ impl Format {
         match name.to_ascii_lowercase().as_str() {
             "mtf" | "mtf-text" => Ok(Format::MtfText),
             "gxl" => Ok(Format::Gxl),
+            "parquet" => Ok(Format::Parquet),
             other => Err(Error::Usage(format!(
-                "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL graph)"
+                "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL graph), parquet (a folder of Parquet tables)"
             ))),
         }
     }
@@ -101,7 +109,8 @@ pub struct ExportStats {
     pub derived_anomalies: u64,
 }
 
-/// Writes `trace` in `format` to `out`; `name` names the output in errors.
+/// Writes `trace` in `format` to `out`; `name` names the output in errors. Parquet is a
+/// folder, not a stream: write it with [`export_file`] or [`parquet::export_parquet`].
 pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Result<ExportStats> {
     match format {
         Format::MtfText => walk(trace, &mut mtf_text::TextWriter::new(out, name)),
@@ -110,12 +119,29 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
             let times = s.first_time.zip(s.last_time);
             walk(trace, &mut gxl::GxlWriter::new(out, name, times))
         }
+        Format::Parquet => Err(Error::Usage(format!(
+            "{}: a Parquet export is a folder of tables, not a stream",
+            name.display()
+        ))),
     }
 }
 
 /// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
-/// file is removed rather than left half written.
+/// file is removed rather than left half written. For [`Format::Parquet`], `path` is the
+/// folder the tables go in ([`parquet::export_parquet`]).
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
+    if format == Format::Parquet {
+        let s = parquet::export_parquet(trace, path)?;
+        return Ok(ExportStats {
+            operations: s.operations,
+            routine_calls: s.routine_calls,
+            messages: s.messages,
+            request_links: s.requests,
+            collective_instances: s.collectives,
+            source_anomalies: s.anomalies,
+            derived_anomalies: 0,
+        });
+    }
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
     let written = export(trace, format, file, path);
     if written.is_err() {
