@@ -186,6 +186,41 @@ pub(crate) struct HeaderJson {
     /// The string table, by id.
     #[serde(default)]
     pub(crate) strings: Vec<String>,
+    /// Names of calls kept as other calls (`OpKind::Other`) although they are spelled like
+    /// an MPI call mtfdb knows (`MPI_Send` recorded without what it did, say): with the
+    /// names the trace also uses for that MPI call, which the import tells apart by their
+    /// communicator (the MPI call always has one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) other_calls: Vec<OtherCall>,
+}
+
+/// A call name both an `OpKind::Other` and, perhaps, a fixed kind of the trace answer to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct OtherCall {
+    /// The name.
+    pub(crate) name: String,
+    /// Whether the trace also holds the MPI call of that name.
+    pub(crate) also_mpi: bool,
+}
+
+/// The other calls of `trace` named like an MPI call (see [`HeaderJson::other_calls`]).
+fn other_calls(trace: &Trace) -> Vec<OtherCall> {
+    let kinds = &trace.summary().by_kind;
+    let mut out: Vec<OtherCall> = kinds
+        .iter()
+        .filter_map(|(k, _)| match k {
+            OpKind::Other(id) => trace.string(*id),
+            _ => None,
+        })
+        .filter(|name| OpKind::ALL.iter().any(|k| k.mpi_name() == Some(name)))
+        .map(|name| OtherCall {
+            name: name.to_string(),
+            also_mpi: kinds.iter().any(|(k, _)| k.mpi_name() == Some(name)),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
 }
 
 /// What [`export_parquet`] wrote.
@@ -739,6 +774,7 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
     let header_json = serde_json::to_string(&HeaderJson {
         header: header.clone(),
         strings: strings.to_vec(),
+        other_calls: other_calls(trace),
     })
     .map_err(|e| Error::Usage(format!("the trace's header as JSON: {e}")))?;
     let mut table = Table::new(tmp, "trace");

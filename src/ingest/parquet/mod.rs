@@ -311,6 +311,9 @@ struct Names {
     ids: HashMap<String, StrId>,
     next: StrId,
     kinds: HashMap<&'static str, OpKind>,
+    /// Names of other calls spelled like an MPI call: whether the trace also holds that
+    /// MPI call (see `HeaderJson::other_calls`).
+    other_calls: HashMap<String, bool>,
 }
 
 impl Names {
@@ -330,6 +333,7 @@ impl Names {
             ids,
             next: strings.len() as StrId,
             kinds,
+            other_calls: HashMap::default(),
         })
     }
 
@@ -344,15 +348,22 @@ impl Names {
         Ok(id)
     }
 
-    /// The kind a call's name stands for; a call kept without its records is `Other`.
+    /// The kind a call's name stands for; a call kept without its records is `Other`, and
+    /// so is one the trace kept as another call although it is spelled like an MPI call
+    /// (unless the trace holds that MPI call too and this one has its communicator).
     fn kind(
         &mut self,
         name: &str,
         without_records: bool,
+        has_comm: bool,
         sink: &mut dyn EventSink,
     ) -> Result<OpKind> {
+        let other = match self.other_calls.get(name) {
+            Some(&also_mpi) => !(also_mpi && has_comm),
+            None => false,
+        };
         match self.kinds.get(name) {
-            Some(&k) if !without_records => Ok(k),
+            Some(&k) if !without_records && !other => Ok(k),
             _ => Ok(OpKind::Other(self.id(name, sink)?)),
         }
     }
@@ -498,6 +509,7 @@ fn decode_ops(
         let kind = names.kind(
             operation.value(i),
             f & crate::model::flags::WITHOUT_RECORDS != 0,
+            !comm.is_null(i),
             sink,
         )?;
         let mut op = Operation::new(rank.value(i), kind, start.value(i), end.value(i));
@@ -762,7 +774,7 @@ impl Fields<Error> for JsonFields<'_> {
     }
     fn kind(&mut self, key: &str) -> Result<OpKind> {
         let text = self.text(key)?;
-        self.names.kind(&text, false, self.sink)
+        self.names.kind(&text, false, true, self.sink)
     }
     fn op(&mut self, key: &str) -> Result<OpPosition> {
         let id = self.num(key)?;
@@ -856,6 +868,11 @@ pub fn read_export(export: &Export, sink: &mut dyn EventSink) -> Result<()> {
     let locations = std::mem::take(&mut header.locations);
     sink.header(&header)?;
     let mut names = Names::new(&parsed.strings, sink)?;
+    names.other_calls = parsed
+        .other_calls
+        .into_iter()
+        .map(|c| (c.name, c.also_mpi))
+        .collect();
 
     // The operations the anomalies name: note where they land.
     let mut wanted: HashSet<u64> = HashSet::new();
