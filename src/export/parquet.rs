@@ -36,6 +36,8 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use arrow::array::{
@@ -45,8 +47,9 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 
 use super::order::{Event, Events};
@@ -359,17 +362,76 @@ impl Col {
     }
 }
 
-/// One Parquet file being written: its writer and the rows not yet handed to it.
+/// What the reading thread hands the writing thread (the encoding and compression of
+/// Parquet take a core of their own, beside the reading of the store).
+enum Job {
+    /// A file opened, under a number.
+    Open(usize, PathBuf, Box<ArrowWriter<File>>),
+    /// A batch of rows for file `n`.
+    Write(usize, RecordBatch),
+    /// The end of a row group of file `n`.
+    EndRowGroup(usize),
+    /// The end of file `n`.
+    Close(usize),
+}
+
+/// The writing thread: runs the jobs in order; after an error it only drains the channel.
+/// Returns the files and bytes written.
+fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
+    let mut open: HashMap<usize, (PathBuf, Box<ArrowWriter<File>>)> = HashMap::default();
+    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut failed: Option<Error> = None;
+    for job in jobs {
+        if failed.is_some() {
+            continue;
+        }
+        let done: Result<()> = match job {
+            Job::Open(n, path, writer) => {
+                open.insert(n, (path, writer));
+                Ok(())
+            }
+            Job::Write(n, batch) => match open.get_mut(&n) {
+                Some((path, w)) => w.write(&batch).map_err(|e| parquet_error(path, e)),
+                None => Ok(()),
+            },
+            Job::EndRowGroup(n) => match open.get_mut(&n) {
+                Some((path, w)) => w.flush().map_err(|e| parquet_error(path, e)),
+                None => Ok(()),
+            },
+            Job::Close(n) => match open.remove(&n) {
+                Some((path, w)) => w
+                    .close()
+                    .map_err(|e| parquet_error(&path, e))
+                    .and_then(|_| std::fs::metadata(&path).map_err(|e| Error::io(&path, e)))
+                    .map(|m| {
+                        files += 1;
+                        bytes += m.len();
+                    }),
+                None => Ok(()),
+            },
+        };
+        if let Err(e) = done {
+            failed = Some(e);
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((files, bytes)),
+    }
+}
+
+/// One Parquet file being written: the rows not yet handed to the writing thread.
 struct Part {
+    n: usize,
     path: PathBuf,
     schema: SchemaRef,
-    writer: ArrowWriter<File>,
+    jobs: SyncSender<Job>,
     cols: Vec<Col>,
     rows: usize,
 }
 
 impl Part {
-    fn create(path: PathBuf, table: &str) -> Result<Part> {
+    fn create(path: PathBuf, table: &str, n: usize, jobs: SyncSender<Job>) -> Result<Part> {
         let schema = schema(table)
             .ok_or_else(|| Error::Usage(format!("no exported table is called {table:?}")))?;
         if let Some(dir) = path.parent() {
@@ -377,10 +439,24 @@ impl Part {
         }
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let level = ZstdLevel::try_new(3).map_err(|e| parquet_error(&path, e))?;
-        let props = WriterProperties::builder()
+        // Dictionaries for names only: ids and times are nearly all distinct, and a
+        // dictionary of them cost more time than it saved bytes; times sorted within a file
+        // and ids counted per location delta-encode to a few bits each.
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(level))
             .set_max_row_group_size(ROW_GROUP_ROWS)
-            .build();
+            .set_dictionary_enabled(false);
+        for field in schema.fields() {
+            let column = ColumnPath::from(field.name().as_str());
+            props = match field.data_type() {
+                DataType::Utf8 => props.set_column_dictionary_enabled(column, true),
+                DataType::UInt64 | DataType::UInt32 | DataType::Int32 | DataType::UInt16 => {
+                    props.set_column_encoding(column, Encoding::DELTA_BINARY_PACKED)
+                }
+                _ => props,
+            };
+        }
+        let props = props.build();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
             .map_err(|e| parquet_error(&path, e))?;
         let cols = schema
@@ -388,13 +464,24 @@ impl Part {
             .iter()
             .map(|f| Col::of(f.data_type()))
             .collect();
-        Ok(Part {
+        let part = Part {
+            n,
             path,
             schema,
-            writer,
+            jobs,
             cols,
             rows: 0,
-        })
+        };
+        part.send(Job::Open(n, part.path.clone(), Box::new(writer)))?;
+        Ok(part)
+    }
+
+    /// Hands `job` to the writing thread; it is gone only when it failed, and then its
+    /// error is the one the export reports.
+    fn send(&self, job: Job) -> Result<()> {
+        self.jobs
+            .send(job)
+            .map_err(|_| parquet_error(&self.path, "the writing thread stopped"))
     }
 
     /// Counts a row pushed into `cols`, and hands a full batch to the writer.
@@ -414,28 +501,18 @@ impl Part {
         self.rows = 0;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .map_err(|e| parquet_error(&self.path, e))?;
-        self.writer
-            .write(&batch)
-            .map_err(|e| parquet_error(&self.path, e))
+        self.send(Job::Write(self.n, batch))
     }
 
     /// Ends the current row group (after rows sorted together).
     fn end_row_group(&mut self) -> Result<()> {
         self.write_batch()?;
-        self.writer
-            .flush()
-            .map_err(|e| parquet_error(&self.path, e))
+        self.send(Job::EndRowGroup(self.n))
     }
 
-    fn close(mut self) -> Result<u64> {
+    fn close(mut self) -> Result<()> {
         self.write_batch()?;
-        self.writer
-            .close()
-            .map_err(|e| parquet_error(&self.path, e))?;
-        let len = std::fs::metadata(&self.path)
-            .map_err(|e| Error::io(&self.path, e))?
-            .len();
-        Ok(len)
+        self.send(Job::Close(self.n))
     }
 }
 
@@ -448,14 +525,19 @@ struct Table {
     name: &'static str,
     dir: PathBuf,
     parts: BTreeMap<u32, Part>,
+    jobs: SyncSender<Job>,
+    /// The number the next file opened gets (shared by all tables).
+    next: Arc<AtomicUsize>,
 }
 
 impl Table {
-    fn new(tmp: &Path, name: &'static str) -> Table {
+    fn new(tmp: &Path, name: &'static str, jobs: &Jobs) -> Table {
         Table {
             name,
             dir: tmp.join(name),
             parts: BTreeMap::new(),
+            jobs: jobs.0.clone(),
+            next: jobs.1.clone(),
         }
     }
 
@@ -469,7 +551,8 @@ impl Table {
             } else {
                 self.dir.join("part-0.parquet")
             };
-            let part = Part::create(path, self.name)?;
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let part = Part::create(path, self.name, n, self.jobs.clone())?;
             self.parts.insert(block, part);
         }
         self.parts
@@ -478,13 +561,12 @@ impl Table {
     }
 
     /// Closes every file; an unpartitioned table with no row still gets its (empty) file.
-    fn close(mut self, stats: &mut ParquetStats) -> Result<()> {
+    fn close(mut self) -> Result<()> {
         if self.parts.is_empty() {
             self.part(0)?;
         }
         for (_, part) in std::mem::take(&mut self.parts) {
-            stats.bytes += part.close()?;
-            stats.files += 1;
+            part.close()?;
         }
         Ok(())
     }
@@ -558,15 +640,36 @@ impl Ranks<'_> {
     }
 }
 
+/// The channel to the writing thread, and the file counter.
+type Jobs = (SyncSender<Job>, Arc<AtomicUsize>);
+
+/// Reads the trace on this thread and writes the files on another.
 fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
+    let (tx, rx) = sync_channel::<Job>(16);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || write_jobs(rx));
+        let read = read_tables(trace, tmp, (tx, Arc::new(AtomicUsize::new(0))));
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Usage("the Parquet writing thread failed".into())));
+        // The writing thread's error is the cause when both failed.
+        let (files, bytes) = written?;
+        let mut stats = read?;
+        stats.files = files;
+        stats.bytes = bytes;
+        Ok(stats)
+    })
+}
+
+fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     let mut stats = ParquetStats::default();
     let strings = trace.strings();
     let string = |id: u32| strings.get(id as usize).map(String::as_str);
     let mut kind_names: HashMap<OpKind, String> = HashMap::default();
 
     // Operations and routine calls, in time order (the export's merge of all locations).
-    let mut ops = Table::new(tmp, "operations");
-    let mut calls = Table::new(tmp, "routine_calls");
+    let mut ops = Table::new(tmp, "operations", &jobs);
+    let mut calls = Table::new(tmp, "routine_calls", &jobs);
     let mut events = Events::new(trace)?;
     while let Some(event) = events.next_event()? {
         match event {
@@ -622,11 +725,11 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
     if ops.parts.is_empty() {
         ops.part(0)?;
     }
-    ops.close(&mut stats)?;
-    calls.close(&mut stats)?;
+    ops.close()?;
+    calls.close()?;
 
     // Messages, by sender's block, sorted by send time within each row group.
-    let mut messages = Table::new(tmp, "messages");
+    let mut messages = Table::new(tmp, "messages", &jobs);
     let mut pending: BTreeMap<u32, Vec<(u64, Message)>> = BTreeMap::new();
     let flush_messages = |table: &mut Table, block: u32, rows: &mut Vec<(u64, Message)>| {
         rows.sort_by_key(|(id, m)| (m.send_time, *id));
@@ -664,14 +767,14 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
             flush_messages(&mut messages, block, &mut rows)?;
         }
     }
-    messages.close(&mut stats)?;
+    messages.close()?;
 
     // Collective instances, by their smallest member's block, sorted by start within each
     // row group.
     let ranks = Ranks {
         chunks: trace.op_chunks(),
     };
-    let mut collectives = Table::new(tmp, "collectives");
+    let mut collectives = Table::new(tmp, "collectives", &jobs);
     let mut pending: BTreeMap<u32, Vec<(u64, CollectiveInstance)>> = BTreeMap::new();
     let mut flush_collectives =
         |table: &mut Table, block: u32, rows: &mut Vec<(u64, CollectiveInstance)>| {
@@ -715,10 +818,10 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
         }
     }
     stats.collectives = instance;
-    collectives.close(&mut stats)?;
+    collectives.close()?;
 
     // Request links.
-    let mut requests = Table::new(tmp, "requests");
+    let mut requests = Table::new(tmp, "requests", &jobs);
     for chunk in 0..trace.request_link_chunk_count() {
         for link in trace.request_link_chunk(chunk)? {
             let p = requests.part(0)?;
@@ -728,11 +831,11 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
             stats.requests += 1;
         }
     }
-    requests.close(&mut stats)?;
+    requests.close()?;
 
     // The declarations.
     let header = trace.header();
-    let mut comms = Table::new(tmp, "communicators");
+    let mut comms = Table::new(tmp, "communicators", &jobs);
     for comm in &header.communicators {
         let p = comms.part(0)?;
         p.cols[0].u32(comm.id);
@@ -740,8 +843,8 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
         p.cols[2].list_u32(&comm.members);
         p.row_done()?;
     }
-    comms.close(&mut stats)?;
-    let mut processes = Table::new(tmp, "processes");
+    comms.close()?;
+    let mut processes = Table::new(tmp, "processes", &jobs);
     for process in &header.processes {
         let processor = process
             .processor
@@ -753,10 +856,10 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
         p.cols[2].opt_str(processor);
         p.row_done()?;
     }
-    processes.close(&mut stats)?;
+    processes.close()?;
 
     // Anomalies: the class and its fields as JSON (operations by id, names as text).
-    let mut anomalies = Table::new(tmp, "anomalies");
+    let mut anomalies = Table::new(tmp, "anomalies", &jobs);
     for chunk in 0..trace.anomaly_chunk_count() {
         for a in trace.anomaly_chunk(chunk)? {
             let (class, detail) = anomaly_json(trace, &a);
@@ -767,7 +870,7 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
             stats.anomalies += 1;
         }
     }
-    anomalies.close(&mut stats)?;
+    anomalies.close()?;
 
     // The trace itself: where it came from and everything an import needs to rebuild it.
     let info = trace.info();
@@ -777,14 +880,14 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
         other_calls: other_calls(trace),
     })
     .map_err(|e| Error::Usage(format!("the trace's header as JSON: {e}")))?;
-    let mut table = Table::new(tmp, "trace");
+    let mut table = Table::new(tmp, "trace", &jobs);
     let p = table.part(0)?;
     p.cols[0].str(&info.name);
     p.cols[1].str(&info.format);
     p.cols[2].str(&info.source);
     p.cols[3].str(&header_json);
     p.row_done()?;
-    table.close(&mut stats)?;
+    table.close()?;
     Ok(stats)
 }
 
