@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver};
+use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver, parquet};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -36,6 +36,9 @@ pub enum SourceFormat {
     Gxl,
     /// An SST DUMPI trace: its `.meta` file or its folder.
     Dumpi,
+    /// A Parquet export of mtfdb (`mtfdb export --format parquet`): its folder, holding
+    /// `operations/` and `trace/`, or one of its `TABLE/trace=NAME` folders.
+    Parquet,
 }
 
 impl SourceFormat {
@@ -48,6 +51,7 @@ impl SourceFormat {
             SourceFormat::Paraver => "paraver",
             SourceFormat::Gxl => "gxl",
             SourceFormat::Dumpi => "dumpi",
+            SourceFormat::Parquet => "parquet",
         }
     }
 
@@ -69,8 +73,9 @@ impl SourceFormat {
             "paraver" | "prv" => Ok(SourceFormat::Paraver),
             "gxl" => Ok(SourceFormat::Gxl),
             "dumpi" => Ok(SourceFormat::Dumpi),
+            "parquet" => Ok(SourceFormat::Parquet),
             other => Err(Error::Unsupported(format!(
-                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs), dumpi (SST DUMPI traces)"
+                "unknown trace format {other:?}; this mtfdb reads: mtf (MTF text), otf2 (OTF2 archives), otf1 (OTF v1 traces), paraver (Paraver .prv traces), gxl (GXL graphs), dumpi (SST DUMPI traces), parquet (mtfdb's Parquet exports)"
             ))),
         }
     }
@@ -79,6 +84,9 @@ impl SourceFormat {
     pub fn detect(path: &Path) -> Result<SourceFormat> {
         require_exists(path)?;
         if path.is_dir() {
+            if parquet::looks_like_export(path) {
+                return Ok(SourceFormat::Parquet);
+            }
             if dumpi::find_meta(path).is_ok() {
                 return Ok(SourceFormat::Dumpi);
             }
@@ -211,6 +219,9 @@ impl Database {
     ) -> Result<TraceInfo> {
         let path = path.as_ref();
         require_exists(path)?;
+        if format == SourceFormat::Parquet {
+            return self.import_parquet(path, name);
+        }
         let name = match name {
             Some(n) => n.to_string(),
             None => default_trace_name(path, format),
@@ -229,8 +240,22 @@ impl Database {
                 SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
                 SourceFormat::Gxl => gxl::parse_file(path, sink),
                 SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
+                SourceFormat::Parquet => parquet::read_export(&parquet::locate(path, None)?, sink),
             },
         )?;
+        Ok(info_of(&meta))
+    }
+
+    /// Imports a Parquet export: under `name`, else the name it was exported under; the
+    /// trace keeps the source and format it was first imported from.
+    fn import_parquet(&self, path: &Path, name: Option<&str>) -> Result<TraceInfo> {
+        let export = parquet::locate(path, name)?;
+        let row = parquet::trace_row(&export)?;
+        let name = name.unwrap_or(&row.name);
+        let writer = self.store.begin_import(name)?;
+        let meta = run_import(writer, &row.source, &row.format, Policy::Lenient, |sink| {
+            parquet::read_export(&export, sink)
+        })?;
         Ok(info_of(&meta))
     }
 
@@ -777,6 +802,16 @@ impl Trace {
     /// The anomalies of one chunk, in the order the import recorded them.
     pub fn anomaly_chunk(&self, chunk: u32) -> Result<Vec<Anomaly>> {
         self.reader.anomaly_chunk(chunk)
+    }
+
+    /// The number of request-link chunks: read the links chunk by chunk.
+    pub fn request_link_chunk_count(&self) -> u32 {
+        self.meta().link_chunks
+    }
+
+    /// The request links of one chunk.
+    pub fn request_link_chunk(&self, chunk: u32) -> Result<Vec<RequestLink>> {
+        self.reader.request_links(chunk)
     }
 
     /// The number of collective-instance chunks: read the instances chunk by chunk.

@@ -5,6 +5,8 @@
 //! - [`Format::Chrome`]: the Chrome Trace Event format (JSON) that ui.perfetto.dev and
 //!   chrome://tracing open, a timeline for people rather than an exchange format ([`chrome`],
 //!   which may also restrict it to a time window and some ranks). Nothing reads it back.
+//! - [`Format::Parquet`]: Hive-partitioned Parquet tables for DuckDB, Spark or Trino
+//!   ([`parquet`]); a folder, written by [`parquet::export_parquet`], not a stream.
 //!
 //! An export reads the trace through the library and never writes to the store. It streams:
 //! the events come in time order from [`order`] (operations read chunk by chunk, routine
@@ -28,11 +30,13 @@
 //! # Ok::<(), mtfdb::Error>(())
 //! ```
 
+pub mod arrow;
 mod calls;
 pub mod chrome;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
+pub mod parquet;
 pub mod report;
 pub mod svg;
 
@@ -65,6 +69,8 @@ pub enum Format {
     Gxl,
     /// The Chrome Trace Event format (JSON) of Perfetto and chrome://tracing (see [`chrome`]).
     Chrome,
+    /// Parquet tables in a folder ([`parquet`]).
+    Parquet,
 }
 
 impl Format {
@@ -74,6 +80,7 @@ impl Format {
             Format::MtfText => "mtf",
             Format::Gxl => "gxl",
             Format::Chrome => "chrome",
+            Format::Parquet => "parquet",
         }
     }
 
@@ -83,9 +90,11 @@ impl Format {
             "mtf" | "mtf-text" => Ok(Format::MtfText),
             "gxl" => Ok(Format::Gxl),
             "chrome" | "perfetto" => Ok(Format::Chrome),
+            "parquet" => Ok(Format::Parquet),
             other => Err(Error::Usage(format!(
                 "unknown export format {other:?}; mtfdb exports to: mtf (MTF text), gxl (GXL \
-                 graph), chrome (Chrome trace JSON for Perfetto)"
+                 graph), chrome (Chrome trace JSON for Perfetto), parquet (a folder of Parquet \
+                 tables)"
             ))),
         }
     }
@@ -112,6 +121,8 @@ pub struct ExportStats {
 
 /// Writes `trace` in `format` to `out`; `name` names the output in errors. A Chrome export
 /// writes the whole trace ([`chrome::export`] takes a restriction) and counts what it wrote.
+/// Parquet is a folder, not a stream: write it with [`export_file`] or
+/// [`parquet::export_parquet`].
 pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Result<ExportStats> {
     match format {
         Format::MtfText => walk(trace, &mut mtf_text::TextWriter::new(out, name)),
@@ -121,12 +132,29 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
             walk(trace, &mut gxl::GxlWriter::new(out, name, times))
         }
         Format::Chrome => chrome::export(trace, &chrome::Restriction::all(), out, name),
+        Format::Parquet => Err(Error::Usage(format!(
+            "{}: a Parquet export is a folder of tables, not a stream",
+            name.display()
+        ))),
     }
 }
 
 /// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
-/// file is removed rather than left half written.
+/// file is removed rather than left half written. For [`Format::Parquet`], `path` is the
+/// folder the tables go in ([`parquet::export_parquet`]).
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
+    if format == Format::Parquet {
+        let s = parquet::export_parquet(trace, path)?;
+        return Ok(ExportStats {
+            operations: s.operations,
+            routine_calls: s.routine_calls,
+            messages: s.messages,
+            request_links: s.requests,
+            collective_instances: s.collectives,
+            source_anomalies: s.anomalies,
+            derived_anomalies: 0,
+        });
+    }
     to_file(path, |file| export(trace, format, file, path))
 }
 

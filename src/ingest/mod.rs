@@ -29,6 +29,7 @@ pub mod mtf_text;
 pub mod otf1;
 pub mod otf2;
 pub mod paraver;
+pub mod parquet;
 mod seam;
 pub mod validate;
 

@@ -112,15 +112,16 @@ enum Command {
     },
     /// Import a trace into the database: an MTF text file, an OTF2 archive (its anchor
     /// file, such as traces.otf2, or its folder), an OTF v1 trace (its NAME.otf master
-    /// file or its folder), a Paraver trace (its .prv), a GXL graph, or a DUMPI trace (its .meta
-    /// file or folder).
+    /// file or its folder), a Paraver trace (its .prv), a GXL graph, a DUMPI trace (its .meta
+    /// file or folder), or a Parquet export of mtfdb (its folder).
     Import {
         /// The trace file (or OTF2 archive or OTF v1 trace folder)
         file: PathBuf,
         /// The trace's name in the database [default: the file's stem]
         #[arg(long)]
         name: Option<String>,
-        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl, dumpi)
+        /// Force the source format instead of detecting it (mtf, otf2, otf1, paraver, gxl, dumpi,
+        /// parquet)
         #[arg(long)]
         format: Option<String>,
         /// Also print the import's peak memory (resident set size)
@@ -167,15 +168,16 @@ enum Command {
         trace: Option<String>,
     },
     /// Write a stored trace as MTF text or as a GXL graph (importing the file gives the same
-    /// trace back), or as Chrome trace JSON for ui.perfetto.dev and chrome://tracing.
+    /// trace back), as a folder of Parquet tables (docs/parquet.md; importing it gives the
+    /// same trace back too), or as Chrome trace JSON for ui.perfetto.dev and chrome://tracing.
     Export {
         /// The trace's name
         name: String,
-        /// mtf (MTF text), gxl or chrome [default: from the output's extension, .mtf, .gxl or
-        /// .json]
+        /// mtf (MTF text), gxl, parquet or chrome [default: from the output's extension, .mtf,
+        /// .gxl or .json]
         #[arg(long)]
         format: Option<String>,
-        /// Where to write it
+        /// Where to write it (for parquet: the folder the tables go in)
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// chrome only: write what ends at or after this time (seconds, or with a unit: 1.5ms)
@@ -447,7 +449,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                     Some(e) if e.eq_ignore_ascii_case("json") => ExportFormat::Chrome,
                     _ => {
                         return Err(Error::Usage(format!(
-                            "{}: say which format to write with --format mtf, gxl or chrome",
+                            "{}: say which format to write with --format mtf, gxl, parquet or chrome",
                             output.display()
                         )))
                     }
@@ -486,6 +488,23 @@ fn run(cli: Cli) -> Result<(), Error> {
             }
             let db = open_existing_db(cli.db)?;
             let trace = db.trace(&name)?;
+            if format == ExportFormat::Parquet {
+                let started = std::time::Instant::now();
+                let s = mtfdb::export::parquet::export_parquet(&trace, &output)?;
+                emit!(
+                    "exported {name:?} to {} (parquet): {} operations, {} messages, {} collective instances, {} routine calls, {} anomalies in {} files ({} bytes) in {:.2} s\n",
+                    output.display(),
+                    s.operations,
+                    s.messages,
+                    s.collectives,
+                    s.routine_calls,
+                    s.anomalies,
+                    s.files,
+                    s.bytes,
+                    started.elapsed().as_secs_f64()
+                )?;
+                return Ok(());
+            }
             let stats = mtfdb::export::export_file(&trace, format, &output)?;
             println!(
                 "exported {name:?} to {} ({}): {} operations, {} routine calls, {} anomalies recorded by its source",

@@ -1,0 +1,914 @@
+//! Parquet export: a stored trace as Hive-partitioned Parquet tables that DuckDB, Spark or
+//! Trino query directly, and that `mtfdb import` reads back ([`crate::ingest::parquet`]).
+//!
+//! `export_parquet(trace, DIR)` writes, for a trace called NAME:
+//!
+//! ```text
+//! DIR/operations/trace=NAME/rank_block=K/part-0.parquet     (K = rank / 1024)
+//! DIR/messages/trace=NAME/rank_block=K/part-0.parquet       (by sender)
+//! DIR/collectives/trace=NAME/rank_block=K/part-0.parquet    (by smallest member rank)
+//! DIR/routine_calls/trace=NAME/rank_block=K/part-0.parquet
+//! DIR/requests/trace=NAME/part-0.parquet
+//! DIR/communicators/trace=NAME/part-0.parquet
+//! DIR/processes/trace=NAME/part-0.parquet
+//! DIR/anomalies/trace=NAME/part-0.parquet
+//! DIR/trace/trace=NAME/part-0.parquet
+//! ```
+//!
+//! The partition columns (`trace`, `rank_block`) live in the paths only. The schema of every
+//! table is [`schema`] (documented in `docs/parquet.md`). Operations and routine calls are
+//! written in time order within each file (the export's merge of all locations by time);
+//! messages and collective instances are sorted by time within each row group.
+//!
+//! Everything is written to a temporary folder inside DIR and renamed into place at the end,
+//! so a failed export leaves nothing behind; an export of the same trace already in DIR is
+//! refused, never overwritten. Memory follows a chunk per location and a row group per open
+//! file, not the trace.
+//!
+//! ```no_run
+//! let db = mtfdb::Database::open("traces.mtfdb")?;
+//! let trace = db.trace("wrf16")?;
+//! let stats = mtfdb::export::parquet::export_parquet(&trace, "wrf16-parquet".as_ref())?;
+//! println!("{} operations in {} files", stats.operations, stats.files);
+//! # Ok::<(), mtfdb::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Int32Builder, ListBuilder, StringBuilder, UInt16Builder,
+    UInt32Builder, UInt64Builder, UInt8Builder,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+use serde::{Deserialize, Serialize};
+
+use super::order::{Event, Events};
+use crate::error::{Error, Result};
+use crate::hash::FxHashMap as HashMap;
+use crate::ingest::anomaly_fields::{fields, Val};
+use crate::model::{Anomaly, CollectiveInstance, Message, OpKind, TraceHeader};
+use crate::store::ids::{chunk_and_row, row_id};
+use crate::store::OpChunkInfo;
+use crate::Trace;
+
+/// Ranks per `rank_block` partition: a row of rank `r` is in `rank_block = r / 1024`.
+pub const RANK_BLOCK: u32 = 1024;
+
+/// The tables an export writes, in the order it writes them.
+pub const TABLES: [&str; 9] = [
+    "operations",
+    "messages",
+    "collectives",
+    "requests",
+    "routine_calls",
+    "communicators",
+    "processes",
+    "anomalies",
+    "trace",
+];
+
+/// Whether `table` is partitioned by `rank_block` as well as by `trace`.
+pub fn is_rank_partitioned(table: &str) -> bool {
+    matches!(
+        table,
+        "operations" | "messages" | "collectives" | "routine_calls"
+    )
+}
+
+/// Rows gathered before they are handed to the Parquet writer as one record batch.
+const BATCH_ROWS: usize = 8192;
+/// Rows of one row group (messages and collectives are sorted by time within it).
+const ROW_GROUP_ROWS: usize = 1 << 17;
+
+fn list(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(item, true)))
+}
+
+/// The Arrow schema of an exported table (the contract `docs/parquet.md` describes), or
+/// `None` for a name that is not one of [`TABLES`].
+///
+/// ```
+/// let s = mtfdb::export::parquet::schema("requests").unwrap();
+/// let names: Vec<&str> = s.fields().iter().map(|f| f.name().as_str()).collect();
+/// assert_eq!(names, ["request_op", "completion_op"]);
+/// ```
+pub fn schema(table: &str) -> Option<SchemaRef> {
+    use DataType::{Boolean, Int32, UInt16, UInt32, UInt64, UInt8, Utf8};
+    let f = |name: &str, t: DataType| Field::new(name, t, false);
+    let null = |name: &str, t: DataType| Field::new(name, t, true);
+    let fields = match table {
+        "operations" => vec![
+            f("id", UInt64),
+            f("rank", UInt32),
+            f("thread", UInt32),
+            f("operation", Utf8),
+            f("is_send", Boolean),
+            f("is_receive", Boolean),
+            f("is_collective", Boolean),
+            f("start_ns", UInt64),
+            f("end_ns", UInt64),
+            f("duration_ns", UInt64),
+            null("comm", UInt32),
+            null("dest", UInt32),
+            null("source", UInt32),
+            null("send_tag", Int32),
+            null("recv_tag", Int32),
+            f("bytes_sent", UInt64),
+            f("bytes_received", UInt64),
+            null("root", UInt32),
+            null("datatype", Utf8),
+            null("request", UInt64),
+            f("completes", list(UInt64)),
+            f("flags", UInt8),
+            f("depth", UInt16),
+        ],
+        "messages" => vec![
+            f("id", UInt64),
+            f("sender", UInt32),
+            f("receiver", UInt32),
+            f("comm", UInt32),
+            f("tag", Int32),
+            f("size", UInt64),
+            f("send_time_ns", UInt64),
+            f("recv_time_ns", UInt64),
+            f("send_op", UInt64),
+            f("recv_op", UInt64),
+        ],
+        "collectives" => vec![
+            f("instance", UInt64),
+            f("operation", Utf8),
+            f("comm", UInt32),
+            null("root", UInt32),
+            f("start_ns", UInt64),
+            f("end_ns", UInt64),
+            f("send_bytes", UInt64),
+            f("recv_bytes", UInt64),
+            f("members", list(UInt64)),
+        ],
+        "requests" => vec![f("request_op", UInt64), f("completion_op", UInt64)],
+        "routine_calls" => vec![
+            f("rank", UInt32),
+            f("thread", UInt32),
+            f("routine", Utf8),
+            f("depth", UInt16),
+            f("start_ns", UInt64),
+            f("end_ns", UInt64),
+        ],
+        "communicators" => vec![f("id", UInt32), f("name", Utf8), f("members", list(UInt32))],
+        "processes" => vec![f("rank", UInt32), f("name", Utf8), null("processor", Utf8)],
+        "anomalies" => vec![f("kind", Utf8), f("detail", Utf8)],
+        "trace" => vec![
+            f("name", Utf8),
+            f("format", Utf8),
+            f("source", Utf8),
+            f("header", Utf8),
+        ],
+        _ => return None,
+    };
+    Some(Arc::new(Schema::new(fields)))
+}
+
+/// What the `header` column of the `trace` table holds: the [`TraceHeader`] as JSON, with
+/// the trace's string table (names by id) beside its fields, so that an import gives every
+/// name its id back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HeaderJson {
+    /// The declarations.
+    #[serde(flatten)]
+    pub(crate) header: TraceHeader,
+    /// The string table, by id.
+    #[serde(default)]
+    pub(crate) strings: Vec<String>,
+    /// Names of calls kept as other calls (`OpKind::Other`) although they are spelled like
+    /// an MPI call mtfdb knows (`MPI_Send` recorded without what it did, say): with the
+    /// names the trace also uses for that MPI call, which the import tells apart by their
+    /// communicator (the MPI call always has one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) other_calls: Vec<OtherCall>,
+}
+
+/// A call name both an `OpKind::Other` and, perhaps, a fixed kind of the trace answer to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct OtherCall {
+    /// The name.
+    pub(crate) name: String,
+    /// Whether the trace also holds the MPI call of that name.
+    pub(crate) also_mpi: bool,
+}
+
+/// The other calls of `trace` named like an MPI call (see [`HeaderJson::other_calls`]).
+fn other_calls(trace: &Trace) -> Vec<OtherCall> {
+    let kinds = &trace.summary().by_kind;
+    let mut out: Vec<OtherCall> = kinds
+        .iter()
+        .filter_map(|(k, _)| match k {
+            OpKind::Other(id) => trace.string(*id),
+            _ => None,
+        })
+        .filter(|name| OpKind::ALL.iter().any(|k| k.mpi_name() == Some(name)))
+        .map(|name| OtherCall {
+            name: name.to_string(),
+            also_mpi: kinds.iter().any(|(k, _)| k.mpi_name() == Some(name)),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
+}
+
+/// What [`export_parquet`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ParquetStats {
+    /// Rows of `operations`.
+    pub operations: u64,
+    /// Rows of `messages`.
+    pub messages: u64,
+    /// Rows of `collectives`.
+    pub collectives: u64,
+    /// Rows of `requests`.
+    pub requests: u64,
+    /// Rows of `routine_calls`.
+    pub routine_calls: u64,
+    /// Rows of `anomalies`.
+    pub anomalies: u64,
+    /// Parquet files written.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// One column being filled.
+enum Col {
+    U64(UInt64Builder),
+    U32(UInt32Builder),
+    I32(Int32Builder),
+    U16(UInt16Builder),
+    U8(UInt8Builder),
+    Bool(BooleanBuilder),
+    Str(StringBuilder),
+    ListU64(ListBuilder<UInt64Builder>),
+    ListU32(ListBuilder<UInt32Builder>),
+}
+
+impl Col {
+    fn of(t: &DataType) -> Col {
+        match t {
+            DataType::UInt64 => Col::U64(UInt64Builder::new()),
+            DataType::UInt32 => Col::U32(UInt32Builder::new()),
+            DataType::Int32 => Col::I32(Int32Builder::new()),
+            DataType::UInt16 => Col::U16(UInt16Builder::new()),
+            DataType::UInt8 => Col::U8(UInt8Builder::new()),
+            DataType::Boolean => Col::Bool(BooleanBuilder::new()),
+            DataType::List(f) if f.data_type() == &DataType::UInt32 => {
+                Col::ListU32(ListBuilder::new(UInt32Builder::new()))
+            }
+            DataType::List(_) => Col::ListU64(ListBuilder::new(UInt64Builder::new())),
+            _ => Col::Str(StringBuilder::new()),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Col::U64(b) => Arc::new(b.finish()),
+            Col::U32(b) => Arc::new(b.finish()),
+            Col::I32(b) => Arc::new(b.finish()),
+            Col::U16(b) => Arc::new(b.finish()),
+            Col::U8(b) => Arc::new(b.finish()),
+            Col::Bool(b) => Arc::new(b.finish()),
+            Col::Str(b) => Arc::new(b.finish()),
+            Col::ListU64(b) => Arc::new(b.finish()),
+            Col::ListU32(b) => Arc::new(b.finish()),
+        }
+    }
+
+    // A value of the wrong type for the column is a bug of this module; the batch's columns
+    // then differ in length and `RecordBatch::try_new` reports it as an error.
+    fn u64(&mut self, v: u64) {
+        if let Col::U64(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        if let Col::U64(b) = self {
+            b.append_option(v)
+        }
+    }
+    fn u32(&mut self, v: u32) {
+        if let Col::U32(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn opt_u32(&mut self, v: Option<u32>) {
+        if let Col::U32(b) = self {
+            b.append_option(v)
+        }
+    }
+    fn i32(&mut self, v: i32) {
+        if let Col::I32(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn opt_i32(&mut self, v: Option<i32>) {
+        if let Col::I32(b) = self {
+            b.append_option(v)
+        }
+    }
+    fn u16(&mut self, v: u16) {
+        if let Col::U16(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn u8(&mut self, v: u8) {
+        if let Col::U8(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn bool(&mut self, v: bool) {
+        if let Col::Bool(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn str(&mut self, v: &str) {
+        if let Col::Str(b) = self {
+            b.append_value(v)
+        }
+    }
+    fn opt_str(&mut self, v: Option<&str>) {
+        if let Col::Str(b) = self {
+            b.append_option(v)
+        }
+    }
+    fn list_u64(&mut self, v: &[u64]) {
+        if let Col::ListU64(b) = self {
+            b.values().append_slice(v);
+            b.append(true);
+        }
+    }
+    fn list_u32(&mut self, v: &[u32]) {
+        if let Col::ListU32(b) = self {
+            b.values().append_slice(v);
+            b.append(true);
+        }
+    }
+}
+
+/// What the reading thread hands the writing thread (the encoding and compression of
+/// Parquet take a core of their own, beside the reading of the store).
+enum Job {
+    /// A file opened, under a number.
+    Open(usize, PathBuf, Box<ArrowWriter<File>>),
+    /// A batch of rows for file `n`.
+    Write(usize, RecordBatch),
+    /// The end of a row group of file `n`.
+    EndRowGroup(usize),
+    /// The end of file `n`.
+    Close(usize),
+}
+
+/// The writing thread: runs the jobs in order; after an error it only drains the channel.
+/// Returns the files and bytes written.
+fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
+    let mut open: HashMap<usize, (PathBuf, Box<ArrowWriter<File>>)> = HashMap::default();
+    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut failed: Option<Error> = None;
+    for job in jobs {
+        if failed.is_some() {
+            continue;
+        }
+        let done: Result<()> = match job {
+            Job::Open(n, path, writer) => {
+                open.insert(n, (path, writer));
+                Ok(())
+            }
+            Job::Write(n, batch) => match open.get_mut(&n) {
+                Some((path, w)) => w.write(&batch).map_err(|e| parquet_error(path, e)),
+                None => Ok(()),
+            },
+            Job::EndRowGroup(n) => match open.get_mut(&n) {
+                Some((path, w)) => w.flush().map_err(|e| parquet_error(path, e)),
+                None => Ok(()),
+            },
+            Job::Close(n) => match open.remove(&n) {
+                Some((path, w)) => w
+                    .close()
+                    .map_err(|e| parquet_error(&path, e))
+                    .and_then(|_| std::fs::metadata(&path).map_err(|e| Error::io(&path, e)))
+                    .map(|m| {
+                        files += 1;
+                        bytes += m.len();
+                    }),
+                None => Ok(()),
+            },
+        };
+        if let Err(e) = done {
+            failed = Some(e);
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((files, bytes)),
+    }
+}
+
+/// One Parquet file being written: the rows not yet handed to the writing thread.
+struct Part {
+    n: usize,
+    path: PathBuf,
+    schema: SchemaRef,
+    jobs: SyncSender<Job>,
+    cols: Vec<Col>,
+    rows: usize,
+}
+
+impl Part {
+    fn create(path: PathBuf, table: &str, n: usize, jobs: SyncSender<Job>) -> Result<Part> {
+        let schema = schema(table)
+            .ok_or_else(|| Error::Usage(format!("no exported table is called {table:?}")))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let level = ZstdLevel::try_new(3).map_err(|e| parquet_error(&path, e))?;
+        // Dictionaries for names only: ids and times are nearly all distinct, and a
+        // dictionary of them cost more time than it saved bytes; times sorted within a file
+        // and ids counted per location delta-encode to a few bits each.
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_dictionary_enabled(false);
+        for field in schema.fields() {
+            let column = ColumnPath::from(field.name().as_str());
+            props = match field.data_type() {
+                DataType::Utf8 => props.set_column_dictionary_enabled(column, true),
+                DataType::UInt64 | DataType::UInt32 | DataType::Int32 | DataType::UInt16 => {
+                    props.set_column_encoding(column, Encoding::DELTA_BINARY_PACKED)
+                }
+                _ => props,
+            };
+        }
+        let props = props.build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .map_err(|e| parquet_error(&path, e))?;
+        let cols = schema
+            .fields()
+            .iter()
+            .map(|f| Col::of(f.data_type()))
+            .collect();
+        let part = Part {
+            n,
+            path,
+            schema,
+            jobs,
+            cols,
+            rows: 0,
+        };
+        part.send(Job::Open(n, part.path.clone(), Box::new(writer)))?;
+        Ok(part)
+    }
+
+    /// Hands `job` to the writing thread; it is gone only when it failed, and then its
+    /// error is the one the export reports.
+    fn send(&self, job: Job) -> Result<()> {
+        self.jobs
+            .send(job)
+            .map_err(|_| parquet_error(&self.path, "the writing thread stopped"))
+    }
+
+    /// Counts a row pushed into `cols`, and hands a full batch to the writer.
+    fn row_done(&mut self) -> Result<()> {
+        self.rows += 1;
+        if self.rows >= BATCH_ROWS {
+            self.write_batch()?;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
+        self.rows = 0;
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays)
+            .map_err(|e| parquet_error(&self.path, e))?;
+        self.send(Job::Write(self.n, batch))
+    }
+
+    /// Ends the current row group (after rows sorted together).
+    fn end_row_group(&mut self) -> Result<()> {
+        self.write_batch()?;
+        self.send(Job::EndRowGroup(self.n))
+    }
+
+    fn close(mut self) -> Result<()> {
+        self.write_batch()?;
+        self.send(Job::Close(self.n))
+    }
+}
+
+fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::io(path, std::io::Error::other(e.to_string()))
+}
+
+/// The files of one table, one per `rank_block` (or a single one).
+struct Table {
+    name: &'static str,
+    dir: PathBuf,
+    parts: BTreeMap<u32, Part>,
+    jobs: SyncSender<Job>,
+    /// The number the next file opened gets (shared by all tables).
+    next: Arc<AtomicUsize>,
+}
+
+impl Table {
+    fn new(tmp: &Path, name: &'static str, jobs: &Jobs) -> Table {
+        Table {
+            name,
+            dir: tmp.join(name),
+            parts: BTreeMap::new(),
+            jobs: jobs.0.clone(),
+            next: jobs.1.clone(),
+        }
+    }
+
+    /// The file of rank block `block` (of the table, when it is not partitioned).
+    fn part(&mut self, block: u32) -> Result<&mut Part> {
+        if !self.parts.contains_key(&block) {
+            let path = if is_rank_partitioned(self.name) {
+                self.dir
+                    .join(format!("rank_block={block}"))
+                    .join("part-0.parquet")
+            } else {
+                self.dir.join("part-0.parquet")
+            };
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let part = Part::create(path, self.name, n, self.jobs.clone())?;
+            self.parts.insert(block, part);
+        }
+        self.parts
+            .get_mut(&block)
+            .ok_or_else(|| Error::Usage("a Parquet part vanished".into()))
+    }
+
+    /// Closes every file; an unpartitioned table with no row still gets its (empty) file.
+    fn close(mut self) -> Result<()> {
+        if self.parts.is_empty() {
+            self.part(0)?;
+        }
+        for (_, part) in std::mem::take(&mut self.parts) {
+            part.close()?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a table of trace `name` goes in `dir`.
+pub fn table_dir(dir: &Path, table: &str, name: &str) -> PathBuf {
+    dir.join(table).join(format!("trace={name}"))
+}
+
+/// Writes `trace` as Parquet tables under `dir` (created if absent); see the module
+/// documentation for the layout. Refuses a `dir` that already holds an export of this
+/// trace, and leaves nothing behind on failure.
+pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
+    let name = trace.name();
+    if name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Error::Usage(format!(
+            "trace name {name:?} cannot name a Hive partition folder (trace={name})"
+        )));
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::io(
+            dir,
+            std::io::Error::other("not a directory: a Parquet export is a folder of tables"),
+        ));
+    }
+    for table in TABLES {
+        let target = table_dir(dir, table, name);
+        if target.exists() {
+            return Err(Error::Usage(format!(
+                "{}: an export of trace {name:?} is already there; remove it or export to another folder (mtfdb never overwrites an export)",
+                target.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".mtfdb-export-")
+        .tempdir_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    let stats = write_tables(trace, tmp.path())?;
+    // Into place, table by table; a failure takes back what was moved already.
+    let mut moved: Vec<PathBuf> = Vec::new();
+    for table in TABLES {
+        let target = table_dir(dir, table, name);
+        let placed = std::fs::create_dir_all(dir.join(table))
+            .and_then(|_| std::fs::rename(tmp.path().join(table), &target));
+        if let Err(e) = placed {
+            for done in moved {
+                let _ = std::fs::remove_dir_all(done);
+            }
+            return Err(Error::io(&target, e));
+        }
+        moved.push(target);
+    }
+    Ok(stats)
+}
+
+/// Operation ids to ranks, through the chunk directory.
+struct Ranks<'t> {
+    chunks: &'t [OpChunkInfo],
+}
+
+impl Ranks<'_> {
+    fn of(&self, id: u64) -> Option<u32> {
+        let (chunk, _) = chunk_and_row(id);
+        self.chunks
+            .binary_search_by_key(&chunk, |c| c.chunk)
+            .ok()
+            .map(|i| self.chunks[i].rank)
+    }
+}
+
+/// The channel to the writing thread, and the file counter.
+type Jobs = (SyncSender<Job>, Arc<AtomicUsize>);
+
+/// Reads the trace on this thread and writes the files on another.
+fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
+    let (tx, rx) = sync_channel::<Job>(16);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || write_jobs(rx));
+        let read = read_tables(trace, tmp, (tx, Arc::new(AtomicUsize::new(0))));
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Usage("the Parquet writing thread failed".into())));
+        // The writing thread's error is the cause when both failed.
+        let (files, bytes) = written?;
+        let mut stats = read?;
+        stats.files = files;
+        stats.bytes = bytes;
+        Ok(stats)
+    })
+}
+
+fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
+    let mut stats = ParquetStats::default();
+    let strings = trace.strings();
+    let string = |id: u32| strings.get(id as usize).map(String::as_str);
+    let mut kind_names: HashMap<OpKind, String> = HashMap::default();
+
+    // Operations and routine calls, in time order (the export's merge of all locations).
+    let mut ops = Table::new(tmp, "operations", &jobs);
+    let mut calls = Table::new(tmp, "routine_calls", &jobs);
+    let mut events = Events::new(trace)?;
+    while let Some(event) = events.next_event()? {
+        match event {
+            Event::Op { id, op, .. } => {
+                trace.check_cancel()?;
+                let kind = kind_names
+                    .entry(op.kind)
+                    .or_insert_with(|| trace.kind_name(op.kind));
+                let p = ops.part(op.rank / RANK_BLOCK)?;
+                let c = &mut p.cols;
+                c[0].u64(id);
+                c[1].u32(op.rank);
+                c[2].u32(op.thread);
+                c[3].str(kind);
+                c[4].bool(op.kind.is_send());
+                c[5].bool(op.kind.is_receive());
+                c[6].bool(op.kind.is_collective());
+                c[7].u64(op.start);
+                c[8].u64(op.end);
+                c[9].u64(op.end.saturating_sub(op.start));
+                c[10].opt_u32(op.comm);
+                c[11].opt_u32(op.dest);
+                c[12].opt_u32(op.source);
+                c[13].opt_i32(op.send_tag);
+                c[14].opt_i32(op.recv_tag);
+                c[15].u64(op.send_bytes);
+                c[16].u64(op.recv_bytes);
+                c[17].opt_u32(op.root);
+                c[18].opt_str(op.datatype.and_then(string));
+                c[19].opt_u64(op.request);
+                c[20].list_u64(&op.completes);
+                c[21].u8(op.flags);
+                c[22].u16(op.depth);
+                p.row_done()?;
+                stats.operations += 1;
+            }
+            Event::Enter(call) => {
+                let p = calls.part(call.rank / RANK_BLOCK)?;
+                let c = &mut p.cols;
+                c[0].u32(call.rank);
+                c[1].u32(call.thread);
+                c[2].str(string(call.routine).unwrap_or("?"));
+                c[3].u16(call.depth);
+                c[4].u64(call.start);
+                c[5].u64(call.end);
+                p.row_done()?;
+                stats.routine_calls += 1;
+            }
+            Event::Leave(_) => {}
+        }
+    }
+    // Every trace has an operations file, so that an import can find the export.
+    if ops.parts.is_empty() {
+        ops.part(0)?;
+    }
+    ops.close()?;
+    calls.close()?;
+
+    // Messages, by sender's block, sorted by send time within each row group.
+    let mut messages = Table::new(tmp, "messages", &jobs);
+    let mut pending: BTreeMap<u32, Vec<(u64, Message)>> = BTreeMap::new();
+    let flush_messages = |table: &mut Table, block: u32, rows: &mut Vec<(u64, Message)>| {
+        rows.sort_by_key(|(id, m)| (m.send_time, *id));
+        let p = table.part(block)?;
+        for (id, m) in rows.drain(..) {
+            let c = &mut p.cols;
+            c[0].u64(id);
+            c[1].u32(m.sender);
+            c[2].u32(m.receiver);
+            c[3].u32(m.comm);
+            c[4].i32(m.tag);
+            c[5].u64(m.bytes);
+            c[6].u64(m.send_time);
+            c[7].u64(m.recv_time);
+            c[8].u64(m.send_op);
+            c[9].u64(m.recv_op);
+            p.row_done()?;
+        }
+        p.end_row_group()
+    };
+    for chunk in 0..trace.message_chunk_count() {
+        trace.check_cancel()?;
+        for (row, m) in trace.message_chunk(chunk)?.into_iter().enumerate() {
+            stats.messages += 1;
+            let block = m.sender / RANK_BLOCK;
+            let rows = pending.entry(block).or_default();
+            rows.push((row_id(chunk, row), m));
+            if rows.len() >= ROW_GROUP_ROWS {
+                flush_messages(&mut messages, block, rows)?;
+            }
+        }
+    }
+    for (block, mut rows) in std::mem::take(&mut pending) {
+        if !rows.is_empty() {
+            flush_messages(&mut messages, block, &mut rows)?;
+        }
+    }
+    messages.close()?;
+
+    // Collective instances, by their smallest member's block, sorted by start within each
+    // row group.
+    let ranks = Ranks {
+        chunks: trace.op_chunks(),
+    };
+    let mut collectives = Table::new(tmp, "collectives", &jobs);
+    let mut pending: BTreeMap<u32, Vec<(u64, CollectiveInstance)>> = BTreeMap::new();
+    let mut flush_collectives =
+        |table: &mut Table, block: u32, rows: &mut Vec<(u64, CollectiveInstance)>| {
+            rows.sort_by_key(|(n, c)| (c.start, *n));
+            let p = table.part(block)?;
+            for (n, ci) in rows.drain(..) {
+                let kind = kind_names
+                    .entry(ci.kind)
+                    .or_insert_with(|| trace.kind_name(ci.kind));
+                let c = &mut p.cols;
+                c[0].u64(n);
+                c[1].str(kind);
+                c[2].u32(ci.comm);
+                c[3].opt_u32(ci.root);
+                c[4].u64(ci.start);
+                c[5].u64(ci.end);
+                c[6].u64(ci.send_bytes);
+                c[7].u64(ci.recv_bytes);
+                c[8].list_u64(&ci.ops);
+                p.row_done()?;
+            }
+            p.end_row_group()
+        };
+    let mut instance = 0u64;
+    for chunk in 0..trace.collective_chunk_count() {
+        trace.check_cancel()?;
+        for ci in trace.collective_chunk(chunk)? {
+            let lowest = ci.ops.iter().filter_map(|&id| ranks.of(id)).min();
+            let block = lowest.unwrap_or(0) / RANK_BLOCK;
+            let rows = pending.entry(block).or_default();
+            rows.push((instance, ci));
+            instance += 1;
+            if rows.len() >= ROW_GROUP_ROWS {
+                flush_collectives(&mut collectives, block, rows)?;
+            }
+        }
+    }
+    for (block, mut rows) in std::mem::take(&mut pending) {
+        if !rows.is_empty() {
+            flush_collectives(&mut collectives, block, &mut rows)?;
+        }
+    }
+    stats.collectives = instance;
+    collectives.close()?;
+
+    // Request links.
+    let mut requests = Table::new(tmp, "requests", &jobs);
+    for chunk in 0..trace.request_link_chunk_count() {
+        for link in trace.request_link_chunk(chunk)? {
+            let p = requests.part(0)?;
+            p.cols[0].u64(link.request_op);
+            p.cols[1].u64(link.completion_op);
+            p.row_done()?;
+            stats.requests += 1;
+        }
+    }
+    requests.close()?;
+
+    // The declarations.
+    let header = trace.header();
+    let mut comms = Table::new(tmp, "communicators", &jobs);
+    for comm in &header.communicators {
+        let p = comms.part(0)?;
+        p.cols[0].u32(comm.id);
+        p.cols[1].str(&comm.name);
+        p.cols[2].list_u32(&comm.members);
+        p.row_done()?;
+    }
+    comms.close()?;
+    let mut processes = Table::new(tmp, "processes", &jobs);
+    for process in &header.processes {
+        let processor = process
+            .processor
+            .and_then(|id| header.processors.iter().find(|p| p.id == id))
+            .map(|p| p.name.as_str());
+        let p = processes.part(0)?;
+        p.cols[0].u32(process.rank);
+        p.cols[1].str(&process.name);
+        p.cols[2].opt_str(processor);
+        p.row_done()?;
+    }
+    processes.close()?;
+
+    // Anomalies: the class and its fields as JSON (operations by id, names as text).
+    let mut anomalies = Table::new(tmp, "anomalies", &jobs);
+    for chunk in 0..trace.anomaly_chunk_count() {
+        for a in trace.anomaly_chunk(chunk)? {
+            let (class, detail) = anomaly_json(trace, &a);
+            let p = anomalies.part(0)?;
+            p.cols[0].str(class);
+            p.cols[1].str(&detail);
+            p.row_done()?;
+            stats.anomalies += 1;
+        }
+    }
+    anomalies.close()?;
+
+    // The trace itself: where it came from and everything an import needs to rebuild it.
+    let info = trace.info();
+    let header_json = serde_json::to_string(&HeaderJson {
+        header: header.clone(),
+        strings: strings.to_vec(),
+        other_calls: other_calls(trace),
+    })
+    .map_err(|e| Error::Usage(format!("the trace's header as JSON: {e}")))?;
+    let mut table = Table::new(tmp, "trace", &jobs);
+    let p = table.part(0)?;
+    p.cols[0].str(&info.name);
+    p.cols[1].str(&info.format);
+    p.cols[2].str(&info.source);
+    p.cols[3].str(&header_json);
+    p.row_done()?;
+    table.close()?;
+    Ok(stats)
+}
+
+/// An anomaly's class and its fields as a JSON object (operations by their ids, names and
+/// calls as text), as the `anomalies` table holds them.
+fn anomaly_json(trace: &Trace, a: &Anomaly) -> (&'static str, String) {
+    let (class, values) = fields(a);
+    let ops = a.ops();
+    let mut object = serde_json::Map::new();
+    for (key, value) in values {
+        let v = match value {
+            Val::Num(n) => serde_json::Value::from(n),
+            Val::Int(i) => serde_json::Value::from(i),
+            Val::Str(id) => serde_json::Value::from(trace.string(id).unwrap_or("?")),
+            Val::Kind(k) => serde_json::Value::from(trace.kind_name(k)),
+            Val::Op(i) => ops
+                .get(i)
+                .map_or(serde_json::Value::Null, |&id| serde_json::Value::from(id)),
+            Val::Text(t) => serde_json::Value::from(t),
+        };
+        object.insert(key.to_string(), v);
+    }
+    (class, serde_json::Value::Object(object).to_string())
+}

@@ -1,0 +1,1058 @@
+//! Parquet export and import (`mtfdb export --format parquet`, `mtfdb import DIR`): the
+//! files' schemas are the documented contract (docs/parquet.md); exporting and importing
+//! again gives the same trace (every operation, routine call, message, link, collective and
+//! anomaly, ids aside), the same answers and the same `info`, for every generated scenario,
+//! a hand-built trace with every field and anomaly class, and every real trace; DuckDB reads
+//! the files and counts what the trace holds; and what is wrong is refused with its path.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field};
+use mtfdb::export::parquet::{export_parquet, TABLES};
+use mtfdb::gen::{GenConfig, Scenario};
+use mtfdb::ingest::EventSink;
+use mtfdb::model::{
+    flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
+    Processor, RoutineEvent, TraceHeader, ANY_TAG,
+};
+use mtfdb::query::Session;
+use mtfdb::{Database, Trace};
+
+use common::import_generated;
+
+// ---------------------------------------------------------------------------------------
+// Everything a trace holds, ids aside (as tests/export.rs compares it).
+// Everything a trace holds, with ids replaced by what does not depend on the import's order:
+// operations by position (rank, thread, index), names instead of string ids.
+
+/// The position of every operation id, from the chunk directory.
+fn position(t: &Trace, id: u64) -> OpPosition {
+    let (chunk, row) = ((id >> 16) as u32, id & 0xffff);
+    let info = t.op_chunks().iter().find(|c| c.chunk == chunk).unwrap();
+    OpPosition {
+        rank: info.rank,
+        thread: info.thread,
+        index: info.first_row + row,
+    }
+}
+
+fn name(t: &Trace, id: u32) -> String {
+    t.string(id).unwrap().to_string()
+}
+
+/// An anomaly with its operations by position and its strings by text.
+fn anomaly_text(t: &Trace, a: &Anomaly) -> String {
+    let positions: Vec<OpPosition> = a.ops().iter().map(|&id| position(t, id)).collect();
+    let mut a = a.map_ops(|_| Ok::<_, ()>(0)).unwrap();
+    let mut named = Vec::new();
+    match &mut a {
+        Anomaly::UnclosedRoutine { routine, .. } | Anomaly::LeaveWithoutEnter { routine, .. } => {
+            named.push(name(t, std::mem::take(routine)))
+        }
+        Anomaly::CrossedLeave {
+            routine, innermost, ..
+        } => {
+            named.push(name(t, std::mem::take(routine)));
+            named.push(name(t, std::mem::take(innermost)));
+        }
+        Anomaly::CallWithoutRecords { name: n, .. } => named.push(name(t, std::mem::take(n))),
+        Anomaly::IncompleteCollective { kind, .. } | Anomaly::RootMismatch { kind, .. } => {
+            named.push(t.kind_name(std::mem::replace(kind, OpKind::Init)))
+        }
+        _ => {}
+    }
+    format!("{a:?} at {positions:?} names {named:?}")
+}
+
+/// An operation with its call and datatype by name (`Other` ids differ between imports).
+fn op_text(t: &Trace, op: &Operation) -> String {
+    let mut o = op.clone();
+    let kind = t.kind_name(op.kind);
+    let datatype = op.datatype.map(|d| name(t, d));
+    o.kind = OpKind::Init;
+    o.datatype = None;
+    format!("{kind} {datatype:?} {o:?}")
+}
+
+#[derive(Debug, PartialEq)]
+struct Contents {
+    header: TraceHeader,
+    strings: Vec<String>,
+    summary: String,
+    traffic: String,
+    pairs: String,
+    /// Operations per location, in stored order.
+    operations: BTreeMap<(u32, u32), Vec<String>>,
+    routine_calls: Vec<String>,
+    messages: Vec<String>,
+    links: Vec<(OpPosition, OpPosition)>,
+    collectives: Vec<String>,
+    anomalies: Vec<String>,
+}
+
+fn contents(t: &Trace) -> Contents {
+    let s = t.summary();
+    let mut by_kind: Vec<(String, u64)> = s
+        .by_kind
+        .iter()
+        .map(|(k, n)| (t.kind_name(*k), *n))
+        .collect();
+    by_kind.sort();
+    let summary = format!(
+        "{} ops {by_kind:?}, {} messages {} bytes, {} instances, {} links, {} calls, anomalies {:?}, {:?}..{:?}",
+        s.operations,
+        s.messages,
+        s.message_bytes,
+        s.collective_instances,
+        s.request_links,
+        s.routine_calls,
+        s.anomalies,
+        s.first_time,
+        s.last_time
+    );
+    let mut operations: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
+    let mut chunks = t.op_chunks().to_vec();
+    chunks.sort_by_key(|c| (c.rank, c.thread, c.first_row));
+    for c in &chunks {
+        let list = operations.entry((c.rank, c.thread)).or_default();
+        assert_eq!(
+            list.len() as u64,
+            c.first_row,
+            "chunks cover their location"
+        );
+        for (_, op) in t.chunk_operations(c).unwrap() {
+            list.push(op_text(t, &op));
+        }
+    }
+    let mut routine_calls: Vec<String> = t
+        .routine_calls()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}.{} {} depth {} {}..{}",
+                c.rank,
+                c.thread,
+                name(t, c.routine),
+                c.depth,
+                c.start,
+                c.end
+            )
+        })
+        .collect();
+    routine_calls.sort();
+    let mut messages: Vec<String> = t
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}->{} c{} tag {} {} B {}..{} {:?} {:?}",
+                m.sender,
+                m.receiver,
+                m.comm,
+                m.tag,
+                m.bytes,
+                m.send_time,
+                m.recv_time,
+                position(t, m.send_op),
+                position(t, m.recv_op)
+            )
+        })
+        .collect();
+    messages.sort();
+    let mut links: Vec<(OpPosition, OpPosition)> = t
+        .request_links()
+        .unwrap()
+        .iter()
+        .map(|l| (position(t, l.request_op), position(t, l.completion_op)))
+        .collect();
+    links.sort();
+    let mut collectives: Vec<String> = t
+        .collective_instances()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let mut members: Vec<OpPosition> = c.ops.iter().map(|&id| position(t, id)).collect();
+            members.sort();
+            format!(
+                "{} c{} root {:?} {}..{} {}/{} B {members:?}",
+                t.kind_name(c.kind),
+                c.comm,
+                c.root,
+                c.start,
+                c.end,
+                c.send_bytes,
+                c.recv_bytes
+            )
+        })
+        .collect();
+    collectives.sort();
+    let mut anomalies: Vec<String> = t
+        .anomalies()
+        .unwrap()
+        .iter()
+        .map(|a| anomaly_text(t, a))
+        .collect();
+    anomalies.sort();
+    Contents {
+        header: t.header().clone(),
+        strings: (0..)
+            .map_while(|id| t.string(id).map(str::to_string))
+            .collect(),
+        summary,
+        traffic: format!("{:?}", t.traffic()),
+        pairs: format!("{:?}", t.pairs()),
+        operations,
+        routine_calls,
+        messages,
+        links,
+        collectives,
+        anomalies,
+    }
+}
+
+/// The answers to the statistics queries the round trip must keep.
+fn answers(s: &mut Session, trace: &str) -> Vec<String> {
+    s.use_trace(trace).unwrap();
+    [
+        "SELECT COMMUNICATION MATRIX OF COUNT",
+        "SELECT STATISTICS FOR ALL PROCESSES",
+    ]
+    .iter()
+    .map(|q| {
+        let r = s.run(q).unwrap_or_else(|e| panic!("{q} on {trace}: {e}"));
+        format!("{q}: {:?} {:?}", r.columns, r.rows)
+    })
+    .collect()
+}
+
+/// `mtfdb info NAME` as the binary prints it, without what names the trace or depends on
+/// its ids (its first line, examples of anomalies that name operation ids, the bytes on
+/// disk), lines sorted.
+fn info_lines(db: &Path, trace: &str) -> Vec<String> {
+    let (ok, text, err) = mtfdb(db, &["info", trace]);
+    assert!(ok, "{err}");
+    let mut lines: Vec<String> = text
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            !l.trim_start().starts_with("e.g. operation")
+                && !l.contains("--anomalies")
+                && !l.starts_with("on disk:")
+        })
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Exports trace `name` of the database at `db` in `format`, imports the file as a new
+/// trace, and checks that both are the same trace, answer the same, and export to the same
+/// bytes. Returns the exported file's text.
+
+fn mtfdb(db: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Feeds the hand-built trace: 3 ranks, a second thread, names with quotes, control
+/// characters, XML markup and 10,000 characters, wildcards, requests, a Test that completed
+/// nothing, collectives with roots and sizes on a sub-communicator, an incomplete one,
+/// routine calls nested, zero-length and never left, non-MPI locations, and anomalies of
+/// its source (one equal to one matching finds, one of a class matching also finds).
+fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
+    let process = |rank, name: &str, processor| Process {
+        rank,
+        name: name.to_string(),
+        processor,
+    };
+    let long = format!("{}ü\t#=,", "x".repeat(5000));
+    let header = TraceHeader {
+        scenario: "rich \"round trip\"\nwith <xml> & a tab\t".into(),
+        trace_name: "rich".into(),
+        comments: "line one\nline two".into(),
+        processors: vec![Processor {
+            id: 7,
+            name: "node 7, rack=\"a\"".into(),
+        }],
+        processes: vec![
+            process(0, "P0 \"zero\"", Some(7)),
+            process(1, &long, Some(7)),
+            process(2, "", None),
+        ],
+        communicators: vec![
+            Communicator {
+                id: 0,
+                name: "MPI_COMM_WORLD".into(),
+                members: vec![0, 1, 2],
+            },
+            Communicator {
+                id: 5,
+                name: "odd \"comm\"\n".into(),
+                members: vec![2, 0],
+            },
+            Communicator {
+                id: 9,
+                name: "self".into(),
+                members: vec![1],
+            },
+        ],
+        locations: Vec::new(),
+    };
+    sink.header(&header)?;
+    let strings = [
+        "main".to_string(),
+        "MPI_DOUBLE".into(),
+        "solve<int, \"x\">".into(),
+        "MPI_Comm_rank".into(),
+        "MPI_Send".into(),
+        String::new(),
+        "a\nb\u{7}".into(),
+        "crossed".into(),
+        "r".repeat(10_000),
+        // A text twice in the table, the second never used: both come back.
+        "MPI_DOUBLE".into(),
+    ];
+    for (id, s) in strings.iter().enumerate() {
+        sink.string(id as u32, s)?;
+    }
+    let op = |rank, kind, start, end| Operation::new(rank, kind, start, end);
+    let routine = |rank, thread, time, routine, enter| RoutineEvent {
+        rank,
+        thread,
+        time,
+        routine,
+        enter,
+    };
+    let p2p = |mut o: Operation, comm, peer: Option<u32>, tag, bytes| {
+        o.comm = Some(comm);
+        if o.kind.is_send() {
+            (o.dest, o.send_tag, o.send_bytes) = (peer, Some(tag), bytes);
+        } else {
+            (o.source, o.recv_tag, o.recv_bytes) = (peer, Some(tag), bytes);
+        }
+        o
+    };
+    let coll = |mut o: Operation, comm, root| {
+        (o.comm, o.root, o.send_bytes, o.recv_bytes, o.datatype) =
+            (Some(comm), root, 8, 8, Some(1));
+        o
+    };
+    // Rank 0, thread 0.
+    sink.operation(&op(0, OpKind::Init, 0, 10))?;
+    sink.routine(&routine(0, 0, 11, 0, true))?;
+    let mut isend = p2p(op(0, OpKind::Isend, 20, 25), 0, Some(1), 7, 1024);
+    (isend.datatype, isend.request) = (Some(1), Some(1));
+    sink.operation(&isend)?;
+    sink.routine(&routine(0, 0, 30, 2, true))?;
+    sink.operation(&coll(op(0, OpKind::Bcast, 31, 40), 5, Some(2)))?;
+    sink.routine(&routine(0, 0, 41, 8, true))?;
+    sink.routine(&routine(0, 0, 41, 8, false))?;
+    sink.routine(&routine(0, 0, 50, 2, false))?;
+    let mut wait = op(0, OpKind::Wait, 60, 70);
+    wait.completes = vec![1];
+    sink.operation(&wait)?;
+    sink.operation(&p2p(op(0, OpKind::Send, 71, 72), 0, Some(2), -5, 16))?;
+    sink.operation(&op(0, OpKind::Finalize, 80, 90))?;
+    sink.routine(&routine(0, 0, 90, 0, false))?;
+    // Rank 0, thread 1: other calls, one named like a fixed kind, in a call never left.
+    let mut comm_rank = op(0, OpKind::Other(3), 5, 6);
+    (comm_rank.thread, comm_rank.flags) = (1, flags::WITHOUT_RECORDS);
+    sink.operation(&comm_rank)?;
+    sink.routine(&routine(0, 1, 7, 5, true))?;
+    let mut other_send = op(0, OpKind::Other(4), 8, 9);
+    other_send.thread = 1;
+    sink.operation(&other_send)?;
+    // Rank 1.
+    sink.operation(&op(1, OpKind::Init, 0, 10))?;
+    let mut test = op(1, OpKind::Test, 11, 12);
+    test.flags = flags::NOT_COMPLETED;
+    sink.operation(&test)?;
+    let mut irecv = p2p(op(1, OpKind::Irecv, 13, 14), 0, Some(0), 7, 1024);
+    (irecv.flags, irecv.datatype, irecv.request) =
+        (flags::ANY_SOURCE | flags::ANY_TAG, Some(1), Some(9));
+    sink.operation(&irecv)?;
+    let mut testsome = op(1, OpKind::Testsome, 30, 35);
+    testsome.completes = vec![9];
+    sink.operation(&testsome)?;
+    sink.operation(&coll(op(1, OpKind::Allreduce, 40, 50), 0, None))?;
+    sink.routine(&routine(1, 0, 51, 6, true))?;
+    sink.routine(&routine(1, 0, 52, 6, false))?;
+    let mut wildcard = p2p(op(1, OpKind::Recv, 60, 61), 9, None, 3, 0);
+    wildcard.flags = flags::ANY_SOURCE;
+    sink.operation(&wildcard)?;
+    let mut any_tag = p2p(op(1, OpKind::Recv, 62, 63), 9, Some(1), ANY_TAG, 0);
+    any_tag.flags = flags::ANY_TAG;
+    sink.operation(&any_tag)?;
+    sink.operation(&op(1, OpKind::Finalize, 70, 80))?;
+    // Rank 2: no Finalize.
+    sink.operation(&op(2, OpKind::Init, 0, 10))?;
+    sink.operation(&coll(op(2, OpKind::Bcast, 31, 45), 5, Some(2)))?;
+    sink.operation(&p2p(op(2, OpKind::Recv, 50, 51), 0, Some(0), 99, 4))?;
+    // What the source found.
+    let at = |rank, thread, index| OpPosition {
+        rank,
+        thread,
+        index,
+    };
+    sink.anomaly(&Anomaly::CrossedLeave {
+        rank: 0,
+        thread: 0,
+        time: 50,
+        routine: 7,
+        innermost: 2,
+    })?;
+    sink.anomaly(&Anomaly::LeaveWithoutEnter {
+        rank: 1,
+        thread: 0,
+        time: 52,
+        routine: 7,
+    })?;
+    sink.anomaly_at(
+        &Anomaly::CallWithoutRecords {
+            op: 0,
+            rank: 0,
+            name: 4,
+        },
+        &[at(0, 1, 1)],
+    )?;
+    sink.anomaly(&Anomaly::SkippedRecord {
+        rank: Some(2),
+        time: Some(3),
+        what: "a record of kind 0x1f & <stuff>".into(),
+    })?;
+    sink.anomaly(&Anomaly::ValueOverflow {
+        rank: None,
+        what: "bytes of rank 0's collectives".into(),
+    })?;
+    sink.anomaly_at(
+        &Anomaly::LengthMismatch {
+            send_op: 0,
+            recv_op: 0,
+            sent: 1024,
+            received: 1000,
+        },
+        &[at(0, 0, 1), at(1, 0, 2)],
+    )?;
+    sink.anomaly(&Anomaly::MissingFinalize { rank: 2 })?;
+    sink.anomaly_at(
+        &Anomaly::RequestNeverCompleted {
+            op: 0,
+            rank: 0,
+            request: 77,
+        },
+        &[at(0, 0, 1)],
+    )?;
+    sink.locations(&[
+        Location {
+            name: "CUDA[0:13] <stream> & \"x\"".into(),
+            kind: LocationKind::Accelerator,
+            group: "GPU 0".into(),
+            rank: Some(0),
+            thread: Some(2),
+            regions: 12,
+            events: 40,
+        },
+        Location::new("uncore\u{1}reader", LocationKind::Metric),
+        Location {
+            group: "python".into(),
+            ..Location::new("python main", LocationKind::Process)
+        },
+    ])?;
+    sink.finish()
+}
+
+/// The anomalies the hand-built trace's source reported.
+
+// ---------------------------------------------------------------------------------------
+// The schema: the contract the SQL translation (EXPLAIN SQL) and docs/parquet.md rely on.
+
+fn list(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(t, true)))
+}
+
+/// Every table's columns, with their Arrow types and whether they may be null, as
+/// docs/parquet.md lists them (DuckDB: UBIGINT = UInt64, UINTEGER = UInt32, INTEGER = Int32,
+/// USMALLINT = UInt16, UTINYINT = UInt8, VARCHAR = Utf8, LIST = List).
+fn contract() -> Vec<(&'static str, Vec<(&'static str, DataType, bool)>)> {
+    use DataType::{Boolean, Int32, UInt16, UInt32, UInt64, UInt8, Utf8};
+    vec![
+        (
+            "operations",
+            vec![
+                ("id", UInt64, false),
+                ("rank", UInt32, false),
+                ("thread", UInt32, false),
+                ("operation", Utf8, false),
+                ("is_send", Boolean, false),
+                ("is_receive", Boolean, false),
+                ("is_collective", Boolean, false),
+                ("start_ns", UInt64, false),
+                ("end_ns", UInt64, false),
+                ("duration_ns", UInt64, false),
+                ("comm", UInt32, true),
+                ("dest", UInt32, true),
+                ("source", UInt32, true),
+                ("send_tag", Int32, true),
+                ("recv_tag", Int32, true),
+                ("bytes_sent", UInt64, false),
+                ("bytes_received", UInt64, false),
+                ("root", UInt32, true),
+                ("datatype", Utf8, true),
+                ("request", UInt64, true),
+                ("completes", list(UInt64), false),
+                ("flags", UInt8, false),
+                ("depth", UInt16, false),
+            ],
+        ),
+        (
+            "messages",
+            vec![
+                ("id", UInt64, false),
+                ("sender", UInt32, false),
+                ("receiver", UInt32, false),
+                ("comm", UInt32, false),
+                ("tag", Int32, false),
+                ("size", UInt64, false),
+                ("send_time_ns", UInt64, false),
+                ("recv_time_ns", UInt64, false),
+                ("send_op", UInt64, false),
+                ("recv_op", UInt64, false),
+            ],
+        ),
+        (
+            "collectives",
+            vec![
+                ("instance", UInt64, false),
+                ("operation", Utf8, false),
+                ("comm", UInt32, false),
+                ("root", UInt32, true),
+                ("start_ns", UInt64, false),
+                ("end_ns", UInt64, false),
+                ("send_bytes", UInt64, false),
+                ("recv_bytes", UInt64, false),
+                ("members", list(UInt64), false),
+            ],
+        ),
+        (
+            "requests",
+            vec![
+                ("request_op", UInt64, false),
+                ("completion_op", UInt64, false),
+            ],
+        ),
+        (
+            "routine_calls",
+            vec![
+                ("rank", UInt32, false),
+                ("thread", UInt32, false),
+                ("routine", Utf8, false),
+                ("depth", UInt16, false),
+                ("start_ns", UInt64, false),
+                ("end_ns", UInt64, false),
+            ],
+        ),
+        (
+            "communicators",
+            vec![
+                ("id", UInt32, false),
+                ("name", Utf8, false),
+                ("members", list(UInt32), false),
+            ],
+        ),
+        (
+            "processes",
+            vec![
+                ("rank", UInt32, false),
+                ("name", Utf8, false),
+                ("processor", Utf8, true),
+            ],
+        ),
+        (
+            "anomalies",
+            vec![("kind", Utf8, false), ("detail", Utf8, false)],
+        ),
+        (
+            "trace",
+            vec![
+                ("name", Utf8, false),
+                ("format", Utf8, false),
+                ("source", Utf8, false),
+                ("header", Utf8, false),
+            ],
+        ),
+    ]
+}
+
+/// Every `.parquet` file under `dir`, sorted.
+fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn file_schema(path: &Path) -> arrow::datatypes::SchemaRef {
+    let file = std::fs::File::open(path).unwrap();
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .schema()
+        .clone()
+}
+
+#[test]
+fn every_table_has_the_documented_columns_and_types() {
+    let (dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Cg, 8, 3), "cg");
+    db.import_events("rich", |sink| rich_trace(sink)).unwrap();
+    let out = dir.path().join("out");
+    for name in ["cg", "rich"] {
+        export_parquet(&db.trace(name).unwrap(), &out).unwrap();
+    }
+    let contract = contract();
+    assert_eq!(
+        contract.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+        TABLES.to_vec()
+    );
+    for (table, columns) in &contract {
+        for name in ["cg", "rich"] {
+            let base = out.join(table).join(format!("trace={name}"));
+            let files = parquet_files(&base);
+            assert!(!files.is_empty(), "{table} of {name}: no file");
+            for file in files {
+                // The partition columns live in the path only.
+                let rel = file
+                    .strip_prefix(&base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string();
+                if mtfdb::export::parquet::is_rank_partitioned(table) {
+                    assert!(
+                        rel.starts_with("rank_block=") && rel.ends_with("/part-0.parquet"),
+                        "{}",
+                        file.display()
+                    );
+                } else {
+                    assert_eq!(rel, "part-0.parquet");
+                }
+                let schema = file_schema(&file);
+                let got: Vec<(String, DataType, bool)> = schema
+                    .fields()
+                    .iter()
+                    .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+                    .collect();
+                let want: Vec<(String, DataType, bool)> = columns
+                    .iter()
+                    .map(|(n, t, null)| (n.to_string(), t.clone(), *null))
+                    .collect();
+                assert_eq!(got, want, "{}", file.display());
+            }
+        }
+    }
+    // The library's own description of the schema is the same contract.
+    for (table, columns) in &contract {
+        let s = mtfdb::export::parquet::schema(table).unwrap();
+        assert_eq!(s.fields().len(), columns.len(), "{table}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Round trips
+
+/// Exports trace `name` of the database at `db` to Parquet under `out`, imports the export
+/// as a new trace, and checks that both are the same trace, answer the same, and print the
+/// same `info`.
+fn round_trip(db: &Path, name: &str, out: &Path) {
+    let copy = format!("{name}-pq");
+    {
+        let database = Database::open(db).unwrap();
+        let original = database.trace(name).unwrap();
+        let stored = original.stored_bytes().unwrap();
+        let stats = export_parquet(&original, out).unwrap();
+        assert_eq!(stats.operations, original.summary().operations, "{name}");
+        assert_eq!(stats.messages, original.summary().messages, "{name}");
+        assert_eq!(
+            original.stored_bytes().unwrap(),
+            stored,
+            "export wrote to the store"
+        );
+        // Import by the table folder, as a user pointing at one trace of many would.
+        let folder = out.join("operations").join(format!("trace={name}"));
+        database
+            .import(&folder, Some(&copy))
+            .unwrap_or_else(|e| panic!("{name} from parquet: {e}"));
+        let imported = database.trace(&copy).unwrap();
+        assert_eq!(contents(&imported), contents(&original), "{name}");
+        assert_eq!(imported.info().source, original.info().source);
+        assert_eq!(imported.info().format, original.info().format);
+    }
+    let mut session = Session::new(Database::open(db).unwrap());
+    assert_eq!(
+        answers(&mut session, &copy),
+        answers(&mut session, name),
+        "{name}"
+    );
+    drop(session);
+    let (a, b) = (info_lines(db, &copy), info_lines(db, name));
+    assert!(a == b, "{name}: info differs:\n{a:#?}\n{b:#?}");
+}
+
+#[test]
+fn generated_scenarios_come_back_the_same_from_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("out");
+    for (i, scenario) in Scenario::ALL.into_iter().enumerate() {
+        let mut config = GenConfig::new(scenario, 16, 5);
+        config.shuffle_ranks = i % 2 == 1;
+        let name = scenario.to_string();
+        {
+            let database = Database::open(&db).unwrap();
+            import_generated(&database, &config, &name);
+        }
+        round_trip(&db, &name, &out);
+    }
+    // Several traces side by side in one folder: the folder alone is ambiguous.
+    let database = Database::open(&db).unwrap();
+    let err = database.import(&out, None).unwrap_err().to_string();
+    assert!(
+        err.contains("several traces") && err.contains(&out.display().to_string()),
+        "{err}"
+    );
+    // Named, it is not.
+    let info = database.import(&out, Some("ring")).unwrap_err().to_string();
+    assert!(info.contains("already exists"), "{info}");
+}
+
+#[test]
+fn ranks_past_one_block_are_partitioned_and_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("out");
+    {
+        let database = Database::open(&db).unwrap();
+        import_generated(&database, &GenConfig::new(Scenario::Ring, 2100, 2), "wide");
+    }
+    round_trip(&db, "wide", &out);
+    let blocks: Vec<String> = std::fs::read_dir(out.join("operations/trace=wide"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(blocks, ["rank_block=0", "rank_block=1", "rank_block=2"]);
+}
+
+#[test]
+fn every_field_name_thread_location_and_anomaly_comes_back_from_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        database
+            .import_events("rich", |sink| rich_trace(sink))
+            .unwrap();
+    }
+    round_trip(&db, "rich", &dir.path().join("out"));
+}
+
+#[test]
+fn every_real_trace_comes_back_the_same_from_parquet() {
+    let Some(files) = common::real_traces() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("out");
+    for (i, file) in files.iter().enumerate() {
+        let name = format!("real{i}");
+        println!("{} as {name}", file.display());
+        Database::open(&db)
+            .unwrap()
+            .import(file, Some(&name))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        round_trip(&db, &name, &out);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// An independent reader: DuckDB
+
+/// Runs `script` in Python with duckdb; `None`, having said so, when that is not installed.
+fn duckdb(script: &str) -> Option<String> {
+    let probe = Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: python3 with duckdb is not installed (python3 -m pip install duckdb)");
+        return None;
+    }
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn duckdb_reads_the_export_and_counts_what_the_trace_holds() {
+    let (dir, db) = common::temp_db();
+    let out = dir.path().join("out");
+    let mut expected = Vec::new();
+    for (i, scenario) in [Scenario::Stencil2d, Scenario::Alltoall, Scenario::Lu]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("t{i}");
+        import_generated(&db, &GenConfig::new(scenario, 12, 4), &name);
+        let t = db.trace(&name).unwrap();
+        export_parquet(&t, &out).unwrap();
+        let s = t.summary();
+        expected.push(format!(
+            "{name} {} {} {} {} {}",
+            s.operations, s.messages, s.message_bytes, s.collective_instances, s.routine_calls
+        ));
+    }
+    let root = out.display().to_string();
+    let script = format!(
+        r#"
+import duckdb
+root = {root:?}
+c = duckdb.connect()
+def q(sql):
+    return dict(c.sql(sql).fetchall())
+ops = q(f"select trace, count(*) from read_parquet('{{root}}/operations/*/*/*.parquet', hive_partitioning=true) group by trace")
+msgs = q(f"select trace, count(*) from read_parquet('{{root}}/messages/*/*/*.parquet', hive_partitioning=true) group by trace")
+size = q(f"select trace, sum(size) from read_parquet('{{root}}/messages/*/*/*.parquet', hive_partitioning=true) group by trace")
+coll = q(f"select trace, count(*) from read_parquet('{{root}}/collectives/*/*/*.parquet', hive_partitioning=true) group by trace")
+calls = q(f"select trace, count(*) from read_parquet('{{root}}/routine_calls/*/*/*.parquet', hive_partitioning=true) group by trace")
+for t in sorted(ops):
+    print(t, ops[t], msgs.get(t, 0), size.get(t, 0), coll.get(t, 0), calls.get(t, 0))
+# Every message's operations are in the operations table, and join to a send and a receive.
+bad = c.sql(f"""
+    select count(*) from read_parquet('{{root}}/messages/*/*/*.parquet', hive_partitioning=true) m
+    left join read_parquet('{{root}}/operations/*/*/*.parquet', hive_partitioning=true) s
+      on s.trace = m.trace and s.id = m.send_op and s.is_send
+    left join read_parquet('{{root}}/operations/*/*/*.parquet', hive_partitioning=true) r
+      on r.trace = m.trace and r.id = m.recv_op and r.is_receive
+    where s.id is null or r.id is null or s.rank <> m.sender or r.rank <> m.receiver""").fetchall()[0][0]
+print("unjoined", bad)
+"#
+    );
+    let Some(text) = duckdb(&script) else {
+        return;
+    };
+    let mut want = expected.join("\n");
+    want.push_str("\nunjoined 0");
+    assert_eq!(text, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// What is wrong is refused, with the path and why, and changes nothing
+
+#[test]
+fn a_second_export_of_the_same_trace_is_refused_and_leaves_the_first() {
+    let (dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Ring, 4, 2), "r");
+    let t = db.trace("r").unwrap();
+    let out = dir.path().join("out");
+    export_parquet(&t, &out).unwrap();
+    let before = parquet_files(&out);
+    let err = export_parquet(&t, &out).unwrap_err().to_string();
+    assert!(
+        err.contains("already there") && err.contains("trace=r"),
+        "{err}"
+    );
+    assert_eq!(parquet_files(&out), before);
+    // Nothing temporary is left beside the tables.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+}
+
+#[test]
+fn an_unwritable_or_file_output_is_refused_with_its_path() {
+    let (dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Ring, 4, 2), "r");
+    let t = db.trace("r").unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let err = export_parquet(&t, &file).unwrap_err().to_string();
+    assert!(
+        err.contains("a-file") && err.contains("not a directory"),
+        "{err}"
+    );
+    let below = file.join("sub");
+    let err = export_parquet(&t, &below).unwrap_err().to_string();
+    assert!(err.contains("a-file"), "{err}");
+}
+
+/// Imports `path` into a fresh database and returns the error, checking that nothing was
+/// imported.
+fn refused(path: &Path) -> String {
+    let (_dir, db) = common::temp_db();
+    let err = db
+        .import_as(path, Some("x"), mtfdb::SourceFormat::Parquet)
+        .unwrap_err();
+    assert!(db.trace_names().unwrap().is_empty());
+    err.to_string()
+}
+
+#[test]
+fn damaged_missing_or_foreign_files_are_refused_with_their_path() {
+    let (dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 4, 2), "s");
+    let out = dir.path().join("out");
+    export_parquet(&db.trace("s").unwrap(), &out).unwrap();
+    let copy = |to: &str| {
+        let to = dir.path().join(to);
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(&out)
+            .arg(&to)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        to
+    };
+    // A folder that does not exist.
+    let missing = dir.path().join("nowhere");
+    let err = refused(&missing);
+    assert!(err.contains("nowhere") && err.contains("no such"), "{err}");
+    // A folder that is not an export.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let err = refused(&empty);
+    assert!(
+        err.contains("empty") && err.contains("not a Parquet export"),
+        "{err}"
+    );
+    // A damaged file: its bytes cut short.
+    let cut = copy("cut");
+    let ops = cut.join("operations/trace=s/rank_block=0/part-0.parquet");
+    let bytes = std::fs::read(&ops).unwrap();
+    std::fs::write(&ops, &bytes[..bytes.len() / 2]).unwrap();
+    let err = refused(&cut);
+    assert!(
+        err.contains("part-0.parquet") && err.contains("not a readable Parquet file"),
+        "{err}"
+    );
+    // Garbage in the middle of a file.
+    let garbled = copy("garbled");
+    let ops = garbled.join("operations/trace=s/rank_block=0/part-0.parquet");
+    let mut bytes = std::fs::read(&ops).unwrap();
+    let half = bytes.len() / 2;
+    for b in &mut bytes[8..half] {
+        *b = 0x55;
+    }
+    std::fs::write(&ops, &bytes).unwrap();
+    let err = refused(&garbled);
+    assert!(err.contains("part-0.parquet"), "{err}");
+    // A file of another table where the operations should be.
+    let foreign = copy("foreign");
+    let ops = foreign.join("operations/trace=s/rank_block=0/part-0.parquet");
+    std::fs::copy(foreign.join("requests/trace=s/part-0.parquet"), &ops).unwrap();
+    let err = refused(&foreign);
+    assert!(
+        err.contains("part-0.parquet") && err.contains("not a file of the operations table"),
+        "{err}"
+    );
+    // A table missing.
+    let headless = copy("headless");
+    std::fs::remove_dir_all(headless.join("trace/trace=s")).unwrap();
+    let err = refused(&headless);
+    assert!(err.contains("trace"), "{err}");
+    // The command says so too, and fails.
+    let (ok, _, stderr) = mtfdb(&dir.path().join("db2"), &["import", cut.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("part-0.parquet"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn the_commands_export_and_import_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mtf = dir.path().join("s.mtf");
+    let (ok, _, err) = mtfdb(
+        &db,
+        &[
+            "gen",
+            "stencil2d",
+            "--ranks",
+            "4",
+            "--iterations",
+            "2",
+            "-o",
+            mtf.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = mtfdb(&db, &["import", mtf.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let out = dir.path().join("pq");
+    let (ok, text, err) = mtfdb(
+        &db,
+        &[
+            "export",
+            "s",
+            "--format",
+            "parquet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("exported \"s\"") && text.contains("files"),
+        "{text}"
+    );
+    let (ok, _, err) = mtfdb(
+        &db,
+        &[
+            "export",
+            "s",
+            "--format",
+            "parquet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok && err.contains("already there"), "{err}");
+    let (ok, text, err) = mtfdb(&db, &["import", out.to_str().unwrap(), "--name", "back"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("\"back\""), "{text}");
+    let (ok, _, err) = mtfdb(&db, &["import", out.to_str().unwrap()]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+}
