@@ -333,10 +333,22 @@ fn statistic_sql(
                 super::ast::MatrixMeasure::Bytes => "SUM(m.size) AS bytes",
                 super::ast::MatrixMeasure::Count => "COUNT(*) AS messages",
             };
+            // The matrix's axes are the scope's ranks: pairs with an end outside are not in it.
+            let axes = match &filter.scope {
+                Some(Scope::For(s) | Scope::Among(s)) => {
+                    let set = engine.ranks(s)?;
+                    format!(
+                        "\n  AND {} AND {}",
+                        rank_set("m.sender", &set),
+                        rank_set("m.receiver", &set)
+                    )
+                }
+                _ => String::new(),
+            };
             Ok((
                 format!(
                     "-- one row per pair with traffic (mtfdb prints a row per sender, a column per receiver)\n\
-                     SELECT m.sender AS sender, m.receiver AS receiver, {value}\n{}\nGROUP BY m.sender, m.receiver",
+                     SELECT m.sender AS sender, m.receiver AS receiver, {value}\n{}{axes}\nGROUP BY m.sender, m.receiver",
                     from_where(engine, &selection, trace)?
                 ),
                 "sender, receiver".into(),

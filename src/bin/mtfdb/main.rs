@@ -447,12 +447,10 @@ fn run(cli: Cli) -> Result<(), Error> {
                     Some(e) if e.eq_ignore_ascii_case("gxl") => ExportFormat::Gxl,
                     Some(e) if e.eq_ignore_ascii_case("mtf") => ExportFormat::MtfText,
                     Some(e) if e.eq_ignore_ascii_case("json") => ExportFormat::Chrome,
-                    _ => {
-                        return Err(Error::Usage(format!(
-                            "{}: say which format to write with --format mtf, gxl, parquet or chrome",
-                            output.display()
-                        )))
-                    }
+                    _ => return Err(Error::Usage(format!(
+                        "{}: say which format to write with --format mtf, gxl, parquet or chrome",
+                        output.display()
+                    ))),
                 },
             };
             if format == ExportFormat::Chrome {
