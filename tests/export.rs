@@ -336,6 +336,8 @@ fn generated_scenarios_come_back_the_same_from_mtf_text_and_gxl() {
                         .count() as u64;
                     ops + 2 * calls
                 }
+                // A folder of tables, not a file: tests/parquet.rs.
+                Format::Parquet => unreachable!("not one of FORMATS"),
             };
             assert_eq!(
                 items,

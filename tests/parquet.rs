@@ -252,10 +252,7 @@ fn info_lines(db: &Path, trace: &str) -> Vec<String> {
     lines
 }
 
-/// Exports trace `name` of the database at `db` in `format`, imports the file as a new
-/// trace, and checks that both are the same trace, answer the same, and export to the same
-/// bytes. Returns the exported file's text.
-
+/// Runs the `mtfdb` binary on the database `db`: (success, stdout, stderr).
 fn mtfdb(db: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
         .arg("--db")
@@ -477,10 +474,11 @@ fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
     sink.finish()
 }
 
-/// The anomalies the hand-built trace's source reported.
-
 // ---------------------------------------------------------------------------------------
 // The schema: the contract the SQL translation (EXPLAIN SQL) and docs/parquet.md rely on.
+
+/// A table's columns: name, type, nullable.
+type Columns = Vec<(&'static str, DataType, bool)>;
 
 fn list(t: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(t, true)))
@@ -489,7 +487,7 @@ fn list(t: DataType) -> DataType {
 /// Every table's columns, with their Arrow types and whether they may be null, as
 /// docs/parquet.md lists them (DuckDB: UBIGINT = UInt64, UINTEGER = UInt32, INTEGER = Int32,
 /// USMALLINT = UInt16, UTINYINT = UInt8, VARCHAR = Utf8, LIST = List).
-fn contract() -> Vec<(&'static str, Vec<(&'static str, DataType, bool)>)> {
+fn contract() -> Vec<(&'static str, Columns)> {
     use DataType::{Boolean, Int32, UInt16, UInt32, UInt64, UInt8, Utf8};
     vec![
         (
