@@ -864,7 +864,7 @@ fn the_export_command_writes_either_format_and_says_what_it_wrote() {
     assert!(!ok);
     assert_eq!(
         err,
-        "error: ring.out: say which format to write with --format mtf or --format gxl\n"
+        "error: ring.out: say which format to write with --format mtf, --format gxl or --format parquet\n"
     );
     let (ok, _, err) = mtfdb(&db, &["export", "ring", "--format", "xml", "-o", "x"]);
     assert!(!ok);
