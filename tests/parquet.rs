@@ -1054,3 +1054,60 @@ fn the_commands_export_and_import_a_folder() {
     let (ok, _, err) = mtfdb(&db, &["import", out.to_str().unwrap()]);
     assert!(!ok && err.contains("already exists"), "{err}");
 }
+
+#[test]
+fn a_trace_without_operations_comes_back_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        database
+            .import_events("empty", |sink| {
+                sink.header(&TraceHeader::world(3, "MPI_COMM_WORLD"))?;
+                sink.finish()
+            })
+            .unwrap();
+    }
+    round_trip(&db, "empty", &dir.path().join("out"));
+}
+
+#[test]
+fn query_results_convert_to_arrow_record_batches() {
+    let (_dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 8, 3), "s");
+    let mut session = Session::new(db);
+    session.use_trace("s").unwrap();
+    for q in [
+        "SELECT STATISTICS FOR ALL PROCESSES",
+        "SELECT COMMUNICATION MATRIX",
+        "SELECT MESSAGES LIMIT 50",
+    ] {
+        let r = session.run(q).unwrap();
+        let batch = r.to_record_batch().unwrap();
+        assert_eq!(batch.num_rows(), r.len(), "{q}");
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, r.columns, "{q}");
+        // Every value comes through: rendered back, the rows are the result's.
+        for (c, column) in batch.columns().iter().enumerate() {
+            for (i, row) in r.rows.iter().enumerate() {
+                let text = arrow::util::display::array_value_to_string(column, i).unwrap();
+                let want = match &row[c] {
+                    mtfdb::results::Value::Null => String::new(),
+                    mtfdb::results::Value::Float(f) => arrow::util::display::array_value_to_string(
+                        &(std::sync::Arc::new(arrow::array::Float64Array::from(vec![*f]))
+                            as arrow::array::ArrayRef),
+                        0,
+                    )
+                    .unwrap(),
+                    v => v.render(),
+                };
+                assert_eq!(text, want, "{q} row {i} column {c}");
+            }
+        }
+    }
+}
