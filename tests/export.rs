@@ -337,6 +337,8 @@ fn generated_scenarios_come_back_the_same_from_mtf_text_and_gxl() {
                     ops + 2 * calls
                 }
                 Format::Chrome => unreachable!("nothing reads a Chrome export back"),
+                // A folder of tables, not a file: tests/parquet.rs.
+                Format::Parquet => unreachable!("not one of FORMATS"),
             };
             assert_eq!(
                 items,

@@ -252,10 +252,7 @@ fn info_lines(db: &Path, trace: &str) -> Vec<String> {
     lines
 }
 
-/// Exports trace `name` of the database at `db` in `format`, imports the file as a new
-/// trace, and checks that both are the same trace, answer the same, and export to the same
-/// bytes. Returns the exported file's text.
-
+/// Runs the `mtfdb` binary on the database `db`: (success, stdout, stderr).
 fn mtfdb(db: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
         .arg("--db")
@@ -477,10 +474,11 @@ fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
     sink.finish()
 }
 
-/// The anomalies the hand-built trace's source reported.
-
 // ---------------------------------------------------------------------------------------
 // The schema: the contract the SQL translation (EXPLAIN SQL) and docs/parquet.md rely on.
+
+/// A table's columns: name, type, nullable.
+type Columns = Vec<(&'static str, DataType, bool)>;
 
 fn list(t: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(t, true)))
@@ -489,7 +487,7 @@ fn list(t: DataType) -> DataType {
 /// Every table's columns, with their Arrow types and whether they may be null, as
 /// docs/parquet.md lists them (DuckDB: UBIGINT = UInt64, UINTEGER = UInt32, INTEGER = Int32,
 /// USMALLINT = UInt16, UTINYINT = UInt8, VARCHAR = Utf8, LIST = List).
-fn contract() -> Vec<(&'static str, Vec<(&'static str, DataType, bool)>)> {
+fn contract() -> Vec<(&'static str, Columns)> {
     use DataType::{Boolean, Int32, UInt16, UInt32, UInt64, UInt8, Utf8};
     vec![
         (
@@ -1055,4 +1053,136 @@ fn the_commands_export_and_import_a_folder() {
     assert!(text.contains("\"back\""), "{text}");
     let (ok, _, err) = mtfdb(&db, &["import", out.to_str().unwrap()]);
     assert!(!ok && err.contains("already exists"), "{err}");
+}
+
+#[test]
+fn a_trace_without_operations_comes_back_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let database = Database::open(&db).unwrap();
+        database
+            .import_events("empty", |sink| {
+                sink.header(&TraceHeader::world(3, "MPI_COMM_WORLD"))?;
+                sink.finish()
+            })
+            .unwrap();
+    }
+    round_trip(&db, "empty", &dir.path().join("out"));
+}
+
+#[test]
+fn query_results_convert_to_arrow_record_batches() {
+    let (_dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 8, 3), "s");
+    let mut session = Session::new(db);
+    session.use_trace("s").unwrap();
+    for q in [
+        "SELECT STATISTICS FOR ALL PROCESSES",
+        "SELECT COMMUNICATION MATRIX",
+        "SELECT MESSAGES LIMIT 50",
+    ] {
+        let r = session.run(q).unwrap();
+        let batch = r.to_record_batch().unwrap();
+        assert_eq!(batch.num_rows(), r.len(), "{q}");
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, r.columns, "{q}");
+        // Every value comes through: rendered back, the rows are the result's.
+        for (c, column) in batch.columns().iter().enumerate() {
+            for (i, row) in r.rows.iter().enumerate() {
+                let text = arrow::util::display::array_value_to_string(column, i).unwrap();
+                let want = match &row[c] {
+                    mtfdb::results::Value::Null => String::new(),
+                    mtfdb::results::Value::Float(f) => arrow::util::display::array_value_to_string(
+                        &(std::sync::Arc::new(arrow::array::Float64Array::from(vec![*f]))
+                            as arrow::array::ArrayRef),
+                        0,
+                    )
+                    .unwrap(),
+                    v => v.render(),
+                };
+                assert_eq!(text, want, "{q} row {i} column {c}");
+            }
+        }
+    }
+}
+
+/// The stored results of the analyses are exported as tables (and only when stored), and
+/// DuckDB reads from them what mtfdb answers: wait time per kind, phases, pattern occurrences.
+#[test]
+fn stored_analyses_are_exported_as_tables_duckdb_reads() {
+    let (dir, db) = common::temp_db();
+    import_generated(&db, &common::delayed_run(Scenario::Stencil2d), "d");
+    let bare = dir.path().join("bare");
+    export_parquet(&db.trace("d").unwrap(), &bare).unwrap();
+    for table in mtfdb::export::parquet::ANALYSIS_TABLES {
+        assert!(!bare.join(table).exists(), "{table} without its analysis");
+    }
+    let mut session = Session::new(db);
+    session.use_trace("d").unwrap();
+    let waits = session.run("SELECT WAIT STATES").unwrap();
+    let phases = session.run("SELECT PHASES").unwrap();
+    let patterns = session.run("SELECT COMMUNICATION PATTERNS").unwrap();
+    let out = dir.path().join("out");
+    export_parquet(&session.database().trace("d").unwrap(), &out).unwrap();
+    // mtfdb's answers, as DuckDB will print them.
+    let mut want = Vec::new();
+    for row in &waits.rows {
+        let kind = row[0].render();
+        if kind != "total" && row[1].render() != "0" {
+            want.push(format!(
+                "wait {kind} {} {}",
+                row[1].render(),
+                row[2].render()
+            ));
+        }
+    }
+    want.sort();
+    for row in &phases.rows {
+        let at = |c: &str| phases.column(c).unwrap();
+        let seconds = |v: &mtfdb::Value| match v {
+            mtfdb::Value::Float(s) => format!("{s:.6}"),
+            other => other.render(),
+        };
+        want.push(format!(
+            "phase {} {} {} {}",
+            row[0].render(),
+            seconds(&row[at("start_s")]),
+            seconds(&row[at("end_s")]),
+            row[at("routine")].render()
+        ));
+    }
+    for row in &patterns.rows {
+        want.push(format!("pattern {} {}", row[0].render(), row[2].render()));
+    }
+    let root = out.display().to_string();
+    let script = format!(
+        r#"
+import duckdb
+root = {root:?}
+c = duckdb.connect()
+def t(name):
+    return f"read_parquet('{{root}}/{{name}}/**/*.parquet', hive_partitioning=true)"
+waits = c.sql(f"select kind, count(*), sum(wait_ns) from {{t('wait_states')}} group by kind").fetchall()
+for kind, n, total in sorted(waits):
+    print("wait", kind, n, total)
+for p, s, e, r in c.sql(f"select phase, start_ns, end_ns, routine from {{t('phases')}} order by phase").fetchall():
+    print("phase", p, f"{{s / 1e9:.6f}}", f"{{e / 1e9:.6f}}", r)
+for p, n in c.sql(f"select pattern, count(*) from {{t('pattern_occurrences')}} group by pattern order by pattern").fetchall():
+    print("pattern", p, n)
+"#
+    );
+    let Some(text) = duckdb(&script) else {
+        return;
+    };
+    assert_eq!(text, want.join("\n"));
+    assert!(text.contains("wait late sender"), "{text}");
+    // The export with its analysis tables imports back as the same trace.
+    let (ok, _, err) = mtfdb(&dir.path().join("db2"), &["import", out.to_str().unwrap()]);
+    assert!(ok, "{err}");
 }

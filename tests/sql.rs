@@ -274,11 +274,13 @@ fn windows_at_row_times(session: &mut Session) -> Vec<Select> {
                 (end, end + 1),
                 (start.saturating_sub(1), start),
             ] {
-                let mut filter = mtfdb::query::Filter::default();
-                filter.time = Some(mtfdb::query::TimeWindow {
-                    start: from,
-                    end: to,
-                });
+                let filter = mtfdb::query::Filter {
+                    time: Some(mtfdb::query::TimeWindow {
+                        start: from,
+                        end: to,
+                    }),
+                    ..Default::default()
+                };
                 out.push(Select {
                     body: SelectBody::Rows(mtfdb::query::Selection { target, filter }),
                     order_by: Vec::new(),

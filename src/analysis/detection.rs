@@ -46,7 +46,8 @@ impl Default for PatternParams {
 }
 
 impl PatternParams {
-    fn key(&self) -> String {
+    /// The key the patterns found with these parameters are stored under.
+    pub(crate) fn key(&self) -> String {
         format!(
             "patterns/delimiters={},tandems={},envelope={}",
             self.delimiters, self.tandems, self.envelope
@@ -452,7 +453,8 @@ pub struct PhaseParams {
 }
 
 impl PhaseParams {
-    fn key(&self) -> String {
+    /// The key the phases found with these parameters are stored under.
+    pub(crate) fn key(&self) -> String {
         format!(
             "phases/{},s0={},thesis={}",
             self.patterns.key(),

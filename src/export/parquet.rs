@@ -77,11 +77,16 @@ pub const TABLES: [&str; 9] = [
     "trace",
 ];
 
+/// The tables of mtfdb's analyses, written when the trace holds their stored results
+/// (computed with the default parameters: `SELECT WAIT STATES`, `SELECT COMMUNICATION
+/// PATTERNS`, `SELECT PHASES`), so that a SQL engine reads what `EXPLAIN SQL` cannot compute.
+pub const ANALYSIS_TABLES: [&str; 4] = ["wait_states", "patterns", "pattern_occurrences", "phases"];
+
 /// Whether `table` is partitioned by `rank_block` as well as by `trace`.
 pub fn is_rank_partitioned(table: &str) -> bool {
     matches!(
         table,
-        "operations" | "messages" | "collectives" | "routine_calls"
+        "operations" | "messages" | "collectives" | "routine_calls" | "wait_states"
     )
 }
 
@@ -172,6 +177,38 @@ pub fn schema(table: &str) -> Option<SchemaRef> {
             f("format", Utf8),
             f("source", Utf8),
             f("header", Utf8),
+        ],
+        "wait_states" => vec![
+            f("op", UInt64),
+            f("rank", UInt32),
+            f("kind", Utf8),
+            f("start_ns", UInt64),
+            f("wait_ns", UInt64),
+            f("partner", UInt32),
+        ],
+        "patterns" => vec![
+            f("pattern", UInt32),
+            f("processes", list(UInt32)),
+            f("events", UInt32),
+            f("occurrences", UInt64),
+            f("shape", Utf8),
+        ],
+        "pattern_occurrences" => vec![
+            f("pattern", UInt32),
+            f("occurrence", UInt32),
+            f("start_ns", UInt64),
+            f("end_ns", UInt64),
+            f("first_rank", UInt32),
+        ],
+        "phases" => vec![
+            f("phase", UInt32),
+            f("node", UInt32),
+            f("first_instance", UInt32),
+            f("last_instance", UInt32),
+            f("start_ns", UInt64),
+            f("end_ns", UInt64),
+            f("patterns", list(UInt32)),
+            f("routine", Utf8),
         ],
         _ => return None,
     };
@@ -593,7 +630,7 @@ pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
             std::io::Error::other("not a directory: a Parquet export is a folder of tables"),
         ));
     }
-    for table in TABLES {
+    for table in TABLES.iter().chain(&ANALYSIS_TABLES) {
         let target = table_dir(dir, table, name);
         if target.exists() {
             return Err(Error::Usage(format!(
@@ -610,7 +647,11 @@ pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
     let stats = write_tables(trace, tmp.path())?;
     // Into place, table by table; a failure takes back what was moved already.
     let mut moved: Vec<PathBuf> = Vec::new();
-    for table in TABLES {
+    // The analysis tables are there when the trace holds their results.
+    let written = ANALYSIS_TABLES
+        .iter()
+        .filter(|t| tmp.path().join(t).exists());
+    for table in TABLES.iter().chain(written) {
         let target = table_dir(dir, table, name);
         let placed = std::fs::create_dir_all(dir.join(table))
             .and_then(|_| std::fs::rename(tmp.path().join(table), &target));
@@ -872,6 +913,8 @@ fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     }
     anomalies.close()?;
 
+    write_analyses(trace, tmp, &jobs)?;
+
     // The trace itself: where it came from and everything an import needs to rebuild it.
     let info = trace.info();
     let header_json = serde_json::to_string(&HeaderJson {
@@ -889,6 +932,69 @@ fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     p.row_done()?;
     table.close()?;
     Ok(stats)
+}
+
+/// The [`ANALYSIS_TABLES`] of the results `trace` holds (nothing is computed here).
+fn write_analyses(trace: &Trace, tmp: &Path, jobs: &Jobs) -> Result<()> {
+    use crate::analysis::detection::{PatternParams, PatternResult, PhaseParams, PhaseResult};
+    use crate::analysis::waits::{WaitStates, WAITS_KEY};
+    if let Some(found) = trace.result::<WaitStates>(WAITS_KEY)? {
+        let mut table = Table::new(tmp, "wait_states", jobs);
+        for w in &found.waits {
+            let p = table.part(w.rank / RANK_BLOCK)?;
+            let c = &mut p.cols;
+            c[0].u64(w.op);
+            c[1].u32(w.rank);
+            c[2].str(w.kind.name());
+            c[3].u64(w.start);
+            c[4].u64(w.time);
+            c[5].u32(w.partner);
+            p.row_done()?;
+        }
+        table.close()?;
+    }
+    if let Some(found) = trace.result::<PatternResult>(&PatternParams::default().key())? {
+        let mut patterns = Table::new(tmp, "patterns", jobs);
+        let mut occurrences = Table::new(tmp, "pattern_occurrences", jobs);
+        for pattern in &found.patterns {
+            let p = patterns.part(0)?;
+            p.cols[0].u32(pattern.id);
+            p.cols[1].list_u32(&pattern.processes);
+            p.cols[2].u32(pattern.events);
+            p.cols[3].u64(pattern.occurrences.len() as u64);
+            p.cols[4].str(&pattern.shape);
+            p.row_done()?;
+            for (k, &(start, end)) in pattern.occurrences.iter().enumerate() {
+                let p = occurrences.part(0)?;
+                p.cols[0].u32(pattern.id);
+                p.cols[1].u32(k as u32);
+                p.cols[2].u64(start);
+                p.cols[3].u64(end);
+                p.cols[4].u32(pattern.first_ranks.get(k).copied().unwrap_or(0));
+                p.row_done()?;
+            }
+        }
+        patterns.close()?;
+        occurrences.close()?;
+    }
+    if let Some(found) = trace.result::<PhaseResult>(&PhaseParams::default().key())? {
+        let mut table = Table::new(tmp, "phases", jobs);
+        for phase in &found.phases {
+            let p = table.part(0)?;
+            let c = &mut p.cols;
+            c[0].u32(phase.number);
+            c[1].u32(phase.node);
+            c[2].u32(phase.first);
+            c[3].u32(phase.last);
+            c[4].u64(phase.start);
+            c[5].u64(phase.end);
+            c[6].list_u32(&phase.patterns);
+            c[7].str(&phase.routine);
+            p.row_done()?;
+        }
+        table.close()?;
+    }
+    Ok(())
 }
 
 /// An anomaly's class and its fields as a JSON object (operations by their ids, names and

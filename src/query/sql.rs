@@ -552,7 +552,7 @@ fn filter_conditions(engine: &Engine, filter: &Filter, messages: bool) -> Result
             }
             Within::Pattern(n) => {
                 return Err(unsupported(&format!(
-                    "IN PATTERN {n} needs mtfdb's pattern detection: use the exported table patterns"
+                    "IN PATTERN {n} needs mtfdb's pattern detection: use the exported tables patterns and pattern_occurrences"
                 )))
             }
         }

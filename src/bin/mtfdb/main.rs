@@ -447,10 +447,12 @@ fn run(cli: Cli) -> Result<(), Error> {
                     Some(e) if e.eq_ignore_ascii_case("gxl") => ExportFormat::Gxl,
                     Some(e) if e.eq_ignore_ascii_case("mtf") => ExportFormat::MtfText,
                     Some(e) if e.eq_ignore_ascii_case("json") => ExportFormat::Chrome,
-                    _ => return Err(Error::Usage(format!(
+                    _ => {
+                        return Err(Error::Usage(format!(
                         "{}: say which format to write with --format mtf, gxl, parquet or chrome",
                         output.display()
-                    ))),
+                    )))
+                    }
                 },
             };
             if format == ExportFormat::Chrome {

@@ -404,10 +404,16 @@ struct Rows<T> {
     rows: VecDeque<T>,
 }
 
+/// Where a row stands in time: (time, rank, thread).
+type TimeKey = (Time, Rank, u32);
+
+/// What [`read_anomalies`] calls with every anomaly and the exported ids of its operations.
+type EachAnomaly<'f> = dyn FnMut(Anomaly, Vec<u64>, &mut dyn EventSink) -> Result<()> + 'f;
+
 /// A table's rows across its files, merged by a time key (each file is in time order).
 struct Merged<T> {
     files: Vec<Rows<T>>,
-    heap: BinaryHeap<Reverse<((Time, Rank, u32), usize)>>,
+    heap: BinaryHeap<Reverse<(TimeKey, usize)>>,
     decode: fn(&Cols<'_>, &mut Names, &mut dyn EventSink, &mut VecDeque<T>) -> Result<()>,
     key: fn(&T) -> (Time, Rank, u32),
 }
@@ -799,7 +805,7 @@ fn read_anomalies(
     export: &Export,
     names: &mut Names,
     sink: &mut dyn EventSink,
-    each: &mut dyn FnMut(Anomaly, Vec<u64>, &mut dyn EventSink) -> Result<()>,
+    each: &mut EachAnomaly<'_>,
 ) -> Result<()> {
     for path in table_files(export, "anomalies")? {
         let mut reader = Reader::open(&path, "anomalies")?;
