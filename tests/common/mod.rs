@@ -72,6 +72,7 @@ pub fn length_mismatches(trace: &Trace) -> Vec<(u64, u64)> {
         .collect()
 }
 
+pub mod contents;
 pub mod oracle;
 
 /// `GenConfig::new(scenario, 16, 12)` with rank 5 computing 10 ms longer in iteration 6
