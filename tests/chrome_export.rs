@@ -810,5 +810,8 @@ fn the_cli_writes_chrome_json_from_the_extension_or_format_with_a_restriction() 
     let err = fails(mtfdb(&db, &["export", "ring", "-o", &p("no/dir/x.json")]));
     assert!(err.contains("no/dir/x.json"), "{err}");
     let err = fails(mtfdb(&db, &["export", "ring", "-o", &p("ring.txt")]));
-    assert!(err.contains("--format mtf, gxl, parquet or chrome"), "{err}");
+    assert!(
+        err.contains("--format mtf, gxl, parquet or chrome"),
+        "{err}"
+    );
 }
