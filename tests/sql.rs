@@ -162,6 +162,7 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
                 GroupKey::Peer,
                 GroupKey::Tag,
                 GroupKey::Comm,
+                GroupKey::Operation,
             ]
         } else {
             &[

@@ -249,10 +249,10 @@ fn aggregate_sql(
             (true, GroupKey::Peer) => "m.receiver",
             (true, GroupKey::Tag) => "m.tag",
             (true, GroupKey::Comm) => "COALESCE(c.name, CAST(m.comm AS VARCHAR))",
+            // Every message's operation is `message`: a constant, not a grouping column.
             (true, GroupKey::Operation) => {
-                return Err(unsupported(
-                    "GROUP BY OPERATION over messages is not translated",
-                ))
+                list.push("'message' AS operation".into());
+                continue;
             }
         };
         let name = k.to_string().to_lowercase();
@@ -276,6 +276,9 @@ fn aggregate_sql(
     );
     if !keys.is_empty() {
         sql.push_str(&format!("\nGROUP BY {}", keys.join(", ")));
+    } else if !group_by.is_empty() {
+        // Grouped by constants only: one group, and none when no row is selected.
+        sql.push_str("\nHAVING COUNT(*) > 0");
     }
     // Groups come in the order of their keys.
     let tie = group_by
