@@ -308,8 +308,9 @@ pub enum Within {
     Pattern(u32),
 }
 
-/// `BETWEEN TIME a AND b`, in nanoseconds from the trace's start; `start <= end`. Rows overlapping
-/// the window are the planner's to define.
+/// `BETWEEN TIME a AND b`, in nanoseconds on the trace's own clock (the times rows carry, not
+/// offsets from its first event); `start <= end`. An operation is in the window when it
+/// overlaps it, a message when its flight (send to receive) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TimeWindow {
     /// The window's start, in nanoseconds.
