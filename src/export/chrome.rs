@@ -38,9 +38,9 @@
 //! not been found yet, as the matcher holds them; the JSON is streamed out.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::{to_file, walk, ExportStats, Writer};
+use super::{to_file, walk, ExportStats, Spool, Writer};
 use crate::error::{Error, Result};
 use crate::hash::{FxHashMap as HashMap, FxHasher};
 use crate::model::{
@@ -51,9 +51,6 @@ use crate::query::ast::TimeText;
 use crate::Trace;
 
 type HashSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
-
-/// Bytes gathered before they are handed to the output.
-const FLUSH_AT: usize = 1 << 20;
 
 /// What part of the trace a Chrome export writes: a time window and a set of ranks, each
 /// optional (everything by default).
@@ -199,9 +196,7 @@ struct Pending {
 
 /// The Chrome trace [`Writer`].
 pub(crate) struct ChromeWriter<W: Write> {
-    out: W,
-    name: PathBuf,
-    buf: Vec<u8>,
+    out: Spool<W>,
     restriction: Restriction,
     strings: Vec<String>,
     comm_names: HashMap<CommId, String>,
@@ -230,9 +225,7 @@ fn flow_time(p: &Pending) -> Time {
 impl<W: Write> ChromeWriter<W> {
     fn new(out: W, name: &Path, restriction: Restriction) -> ChromeWriter<W> {
         ChromeWriter {
-            out,
-            name: name.to_path_buf(),
-            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            out: Spool::new(out, name),
             restriction,
             strings: Vec::new(),
             comm_names: HashMap::default(),
@@ -246,24 +239,10 @@ impl<W: Write> ChromeWriter<W> {
         }
     }
 
-    fn maybe_flush(&mut self) -> Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.flush_buf()?;
-        }
-        Ok(())
-    }
-
-    fn flush_buf(&mut self) -> Result<()> {
-        self.out
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(&self.name, e))?;
-        self.buf.clear();
-        Ok(())
-    }
-
     /// Appends `s` as a JSON string.
     fn string(&mut self, s: &str) -> Result<()> {
-        serde_json::to_writer(&mut self.buf, s).map_err(|e| Error::io(&self.name, e.into()))
+        serde_json::to_writer(&mut self.out.buf, s)
+            .map_err(|e| Error::io(self.out.name(), e.into()))
     }
 
     fn string_of(&self, id: u32) -> Result<&str> {
@@ -277,13 +256,14 @@ impl<W: Write> ChromeWriter<W> {
 
     /// Opens an event: the separator, then `{"name":…,"cat":…,"ph":…,"pid":…,"tid":…`.
     fn open_event(&mut self, name: &str, cat: &str, ph: &str, pid: Rank, tid: u32) -> Result<()> {
-        self.buf
+        self.out
+            .buf
             .extend_from_slice(if self.events == 0 { b"\n" } else { b",\n" });
         self.events += 1;
-        self.buf.extend_from_slice(b"{\"name\":");
+        self.out.buf.extend_from_slice(b"{\"name\":");
         self.string(name)?;
         let _ = write!(
-            self.buf,
+            self.out.buf,
             ",\"cat\":\"{cat}\",\"ph\":\"{ph}\",\"pid\":{pid},\"tid\":{tid}"
         );
         Ok(())
@@ -292,9 +272,9 @@ impl<W: Write> ChromeWriter<W> {
     /// A metadata event naming a process or thread.
     fn metadata(&mut self, what: &str, pid: Rank, tid: u32, key: &str, value: &str) -> Result<()> {
         self.open_event(what, "__metadata", "M", pid, tid)?;
-        let _ = write!(self.buf, ",\"args\":{{\"{key}\":");
+        let _ = write!(self.out.buf, ",\"args\":{{\"{key}\":");
         self.string(value)?;
-        self.buf.extend_from_slice(b"}}");
+        self.out.buf.extend_from_slice(b"}}");
         Ok(())
     }
 
@@ -323,10 +303,10 @@ impl<W: Write> ChromeWriter<W> {
     ) -> Result<()> {
         self.name_thread(rank, thread)?;
         self.open_event(name, cat, "X", rank, thread)?;
-        self.buf.extend_from_slice(b",\"ts\":");
-        push_micros(&mut self.buf, start);
-        self.buf.extend_from_slice(b",\"dur\":");
-        push_micros(&mut self.buf, end.saturating_sub(start));
+        self.out.buf.extend_from_slice(b",\"ts\":");
+        push_micros(&mut self.out.buf, start);
+        self.out.buf.extend_from_slice(b",\"dur\":");
+        push_micros(&mut self.out.buf, end.saturating_sub(start));
         Ok(())
     }
 
@@ -340,12 +320,12 @@ impl<W: Write> ChromeWriter<W> {
         (at, time): (OpPosition, Time),
     ) -> Result<()> {
         self.open_event(name, cat, ph, at.rank, at.thread)?;
-        let _ = write!(self.buf, ",\"id\":{id},\"ts\":");
-        push_micros(&mut self.buf, time);
+        let _ = write!(self.out.buf, ",\"id\":{id},\"ts\":");
+        push_micros(&mut self.out.buf, time);
         if ph == "f" {
-            self.buf.extend_from_slice(b",\"bp\":\"e\"");
+            self.out.buf.extend_from_slice(b",\"bp\":\"e\"");
         }
-        self.buf.push(b'}');
+        self.out.buf.push(b'}');
         Ok(())
     }
 
@@ -410,7 +390,7 @@ impl<W: Write> Writer for ChromeWriter<W> {
                 self.thread_names.insert((rank, thread), l.name.clone());
             }
         }
-        self.buf.extend_from_slice(b"{\"traceEvents\":[");
+        self.out.buf.extend_from_slice(b"{\"traceEvents\":[");
         for p in &header.processes {
             if !self.restriction.keeps_rank(p.rank) {
                 continue;
@@ -423,8 +403,8 @@ impl<W: Write> Writer for ChromeWriter<W> {
                 &format!("rank {}", p.rank),
             )?;
             self.open_event("process_sort_index", "__metadata", "M", p.rank, 0)?;
-            let _ = write!(self.buf, ",\"args\":{{\"sort_index\":{}}}}}", p.rank);
-            self.maybe_flush()?;
+            let _ = write!(self.out.buf, ",\"args\":{{\"sort_index\":{}}}}}", p.rank);
+            self.out.maybe_flush()?;
         }
         Ok(())
     }
@@ -439,8 +419,8 @@ impl<W: Write> Writer for ChromeWriter<W> {
             k => k.mpi_name().unwrap_or("MPI call").to_string(),
         };
         self.slice(&name, "mpi", op.rank, op.thread, (op.start, op.end))?;
-        let args_at = self.buf.len();
-        let (k, buf) = (op.kind, &mut self.buf);
+        let args_at = self.out.buf.len();
+        let (k, buf) = (op.kind, &mut self.out.buf);
         buf.extend_from_slice(b",\"args\":{");
         let mut first = true;
         if k.is_send() {
@@ -488,18 +468,19 @@ impl<W: Write> Writer for ChromeWriter<W> {
         }
         if let Some(c) = op.comm {
             let name = self.comm_name(c);
-            self.buf
+            self.out
+                .buf
                 .extend_from_slice(if first { b"\"" } else { b",\"" });
-            self.buf.extend_from_slice(b"communicator\":");
+            self.out.buf.extend_from_slice(b"communicator\":");
             self.string(&name)?;
             first = false;
         }
         if first {
             // Nothing to say: no args object.
-            self.buf.truncate(args_at);
-            self.buf.push(b'}');
+            self.out.buf.truncate(args_at);
+            self.out.buf.push(b'}');
         } else {
-            self.buf.extend_from_slice(b"}}");
+            self.out.buf.extend_from_slice(b"}}");
         }
         let uses = self.uses(op);
         if uses > 0 {
@@ -512,7 +493,7 @@ impl<W: Write> Writer for ChromeWriter<W> {
                 },
             );
         }
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn routine(&mut self, call: &RoutineCall, enter: bool) -> Result<()> {
@@ -528,8 +509,8 @@ impl<W: Write> Writer for ChromeWriter<W> {
             call.thread,
             (call.start, call.end),
         )?;
-        self.buf.push(b'}');
-        self.maybe_flush()
+        self.out.buf.push(b'}');
+        self.out.maybe_flush()
     }
 
     fn message(&mut self, _: &Message, send: OpPosition, recv: OpPosition) -> Result<()> {
@@ -542,7 +523,7 @@ impl<W: Write> Writer for ChromeWriter<W> {
         self.stats.messages += 1;
         self.flow("message", "message", "s", id, (send, flow_time(&s)))?;
         self.flow("message", "message", "f", id, (recv, flow_time(&r)))?;
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn request_link(&mut self, _: OpPosition, _: OpPosition) -> Result<()> {
@@ -574,7 +555,7 @@ impl<W: Write> Writer for ChromeWriter<W> {
             };
             self.flow(&name, "collective", ph, id, (at, t))?;
         }
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn anomaly(&mut self, _: &Anomaly, _: &[OpPosition], _: bool) -> Result<()> {
@@ -582,10 +563,10 @@ impl<W: Write> Writer for ChromeWriter<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.buf
+        self.out
+            .buf
             .extend_from_slice(b"\n],\n\"displayTimeUnit\":\"ns\"}\n");
-        self.flush_buf()?;
-        self.out.flush().map_err(|e| Error::io(&self.name, e))
+        self.out.finish()
     }
 }
 

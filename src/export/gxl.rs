@@ -9,9 +9,9 @@
 //! that names come back exactly. XML cannot carry U+0000: a name holding it is refused.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::Writer;
+use super::{Spool, Writer};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap as HashMap;
 use crate::ingest::anomaly_fields::{self, Val};
@@ -20,9 +20,6 @@ use crate::model::{
     flags, Anomaly, CollectiveInstance, Location, Message, OpKind, OpPosition, Operation, Rank,
     RoutineCall, StrId, Time, TraceHeader,
 };
-
-/// Bytes gathered before they are handed to the output.
-const FLUSH_AT: usize = 1 << 20;
 
 /// Appends `s` escaped for XML text and attribute values.
 fn push_escaped(buf: &mut Vec<u8>, s: &str) -> Result<()> {
@@ -56,9 +53,7 @@ struct CallStack {
 
 /// The GXL [`Writer`].
 pub(crate) struct GxlWriter<W: Write> {
-    out: W,
-    name: PathBuf,
-    buf: Vec<u8>,
+    out: Spool<W>,
     strings: Vec<String>,
     times: Option<(Time, Time)>,
     calls: HashMap<(Rank, u32), CallStack>,
@@ -72,9 +67,7 @@ impl<W: Write> GxlWriter<W> {
     /// event times, for the Trace node.
     pub(crate) fn new(out: W, name: &Path, times: Option<(Time, Time)>) -> GxlWriter<W> {
         GxlWriter {
-            out,
-            name: name.to_path_buf(),
-            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            out: Spool::new(out, name),
             strings: Vec::new(),
             times,
             calls: HashMap::default(),
@@ -82,21 +75,6 @@ impl<W: Write> GxlWriter<W> {
             collectives: 0,
             anomalies: 0,
         }
-    }
-
-    fn flush_buf(&mut self) -> Result<()> {
-        self.out
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(&self.name, e))?;
-        self.buf.clear();
-        Ok(())
-    }
-
-    fn maybe_flush(&mut self) -> Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.flush_buf()?;
-        }
-        Ok(())
     }
 
     fn string(&self, id: StrId) -> Result<&str> {
@@ -109,7 +87,7 @@ impl<W: Write> GxlWriter<W> {
     }
 
     fn open_node(&mut self, id: &str, class: &str) {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         b.extend_from_slice(b"<node id=\"");
         b.extend_from_slice(id.as_bytes());
         b.extend_from_slice(b"\"><type xlink:href=\"");
@@ -119,11 +97,11 @@ impl<W: Write> GxlWriter<W> {
     }
 
     fn close_node(&mut self) {
-        self.buf.extend_from_slice(b"</node>\n");
+        self.out.buf.extend_from_slice(b"</node>\n");
     }
 
     fn edge(&mut self, from: &str, to: &str, class: &str) {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         for (text, part) in [
             ("<edge from=\"", from),
             ("\" to=\"", to),
@@ -137,14 +115,15 @@ impl<W: Write> GxlWriter<W> {
     }
 
     fn attr_open(&mut self, name: &str) {
-        self.buf.extend_from_slice(b"<attr name=\"");
-        self.buf.extend_from_slice(name.as_bytes());
-        self.buf.extend_from_slice(b"\">");
+        self.out.buf.extend_from_slice(b"<attr name=\"");
+        self.out.buf.extend_from_slice(name.as_bytes());
+        self.out.buf.extend_from_slice(b"\">");
     }
 
     fn int(&mut self, name: &str, v: impl std::fmt::Display) {
         self.attr_open(name);
-        self.buf
+        self.out
+            .buf
             .extend_from_slice(format!("<int>{v}</int></attr>").as_bytes());
     }
 
@@ -156,25 +135,26 @@ impl<W: Write> GxlWriter<W> {
 
     fn text(&mut self, name: &str, s: &str) -> Result<()> {
         self.attr_open(name);
-        self.buf.extend_from_slice(b"<string>");
-        push_escaped(&mut self.buf, s)?;
-        self.buf.extend_from_slice(b"</string></attr>");
+        self.out.buf.extend_from_slice(b"<string>");
+        push_escaped(&mut self.out.buf, s)?;
+        self.out.buf.extend_from_slice(b"</string></attr>");
         Ok(())
     }
 
     fn flag(&mut self, name: &str) {
         self.attr_open(name);
-        self.buf.extend_from_slice(b"<bool>true</bool></attr>");
+        self.out.buf.extend_from_slice(b"<bool>true</bool></attr>");
     }
 
     fn ints(&mut self, name: &str, values: impl Iterator<Item = u64>) {
         self.attr_open(name);
-        self.buf.extend_from_slice(b"<seq>");
+        self.out.buf.extend_from_slice(b"<seq>");
         for v in values {
-            self.buf
+            self.out
+                .buf
                 .extend_from_slice(format!("<int>{v}</int>").as_bytes());
         }
-        self.buf.extend_from_slice(b"</seq></attr>");
+        self.out.buf.extend_from_slice(b"</seq></attr>");
     }
 
     /// An MPI call as `key` (a fixed kind, by its MPI name) or as `other<Key>` (a call of
@@ -224,7 +204,7 @@ fn op_id(p: OpPosition) -> String {
 impl<W: Write> Writer for GxlWriter<W> {
     fn header(&mut self, header: &TraceHeader, strings: &[String]) -> Result<()> {
         self.strings = strings.to_vec();
-        self.buf.extend_from_slice(
+        self.out.buf.extend_from_slice(
             b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
               <!DOCTYPE gxl SYSTEM \"http://www.gupro.de/GXL/gxl-1.0.dtd\">\n\
               <gxl xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n\
@@ -244,13 +224,13 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.edge("scen", "trace", "hasTrace");
         self.open_node("strings", "StringTable");
         self.attr_open("strings");
-        self.buf.extend_from_slice(b"<seq>");
+        self.out.buf.extend_from_slice(b"<seq>");
         for text in strings {
-            self.buf.extend_from_slice(b"<string>");
-            push_escaped(&mut self.buf, text)?;
-            self.buf.extend_from_slice(b"</string>");
+            self.out.buf.extend_from_slice(b"<string>");
+            push_escaped(&mut self.out.buf, text)?;
+            self.out.buf.extend_from_slice(b"</string>");
         }
-        self.buf.extend_from_slice(b"</seq></attr>");
+        self.out.buf.extend_from_slice(b"</seq></attr>");
         self.close_node();
         for p in &header.processors {
             self.open_node(&format!("PRCR{}", p.id), "Processor");
@@ -285,7 +265,7 @@ impl<W: Write> Writer for GxlWriter<W> {
         for (i, l) in header.locations.iter().enumerate() {
             self.location(i, l)?;
         }
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn operation(&mut self, op: &Operation, at: OpPosition) -> Result<()> {
@@ -334,7 +314,7 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.close_node();
         let parent = self.parent(op.rank, op.thread);
         self.edge(&parent, &id, "contains");
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn routine(&mut self, call: &RoutineCall, enter: bool) -> Result<()> {
@@ -361,7 +341,7 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.int("endTime", call.end);
         self.close_node();
         self.edge(&parent, &id, "contains");
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn message(&mut self, m: &Message, send: OpPosition, recv: OpPosition) -> Result<()> {
@@ -378,12 +358,12 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.close_node();
         self.edge(&id, &op_id(send), "sendOf");
         self.edge(&id, &op_id(recv), "receiveOf");
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn request_link(&mut self, request: OpPosition, completion: OpPosition) -> Result<()> {
         self.edge(&op_id(completion), &op_id(request), "completes");
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn collective(&mut self, c: &CollectiveInstance, members: &[OpPosition]) -> Result<()> {
@@ -401,7 +381,7 @@ impl<W: Write> Writer for GxlWriter<W> {
         for &p in members {
             self.edge(&id, &op_id(p), "member");
         }
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn anomaly(&mut self, a: &Anomaly, at: &[OpPosition], derived: bool) -> Result<()> {
@@ -411,7 +391,8 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.open_node(&id, "Anomaly");
         self.text("class", class)?;
         self.attr_open("derived");
-        self.buf
+        self.out
+            .buf
             .extend_from_slice(format!("<bool>{derived}</bool></attr>").as_bytes());
         let mut edges = Vec::new();
         for (key, value) in fields {
@@ -428,7 +409,7 @@ impl<W: Write> Writer for GxlWriter<W> {
                         Error::Corrupt(format!("the anomaly {class} names an operation not given"))
                     })?;
                     self.attr_open(key);
-                    self.buf.extend_from_slice(
+                    self.out.buf.extend_from_slice(
                         format!(
                             "<tup><int>{}</int><int>{}</int><int>{}</int></tup></attr>",
                             p.rank, p.thread, p.index
@@ -444,12 +425,11 @@ impl<W: Write> Writer for GxlWriter<W> {
         for (key, p) in edges {
             self.edge(&id, &op_id(p), key);
         }
-        self.maybe_flush()
+        self.out.maybe_flush()
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.buf.extend_from_slice(b"</graph>\n</gxl>\n");
-        self.flush_buf()?;
-        self.out.flush().map_err(|e| Error::io(&self.name, e))
+        self.out.buf.extend_from_slice(b"</graph>\n</gxl>\n");
+        self.out.finish()
     }
 }

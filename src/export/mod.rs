@@ -42,7 +42,7 @@ pub mod svg;
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -190,6 +190,57 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
+}
+
+/// Bytes gathered before they are handed to an export's output.
+const SPOOL_FLUSH_AT: usize = 1 << 20;
+
+/// A text export's output: the writer appends to `buf`, which goes to `out` a mebibyte at a
+/// time; errors name the output as `name`. Shared by the GXL and Chrome writers.
+pub(crate) struct Spool<W: Write> {
+    /// What is written next.
+    pub(crate) buf: Vec<u8>,
+    out: W,
+    name: PathBuf,
+}
+
+impl<W: Write> Spool<W> {
+    /// A spool to `out`, named `name` in errors.
+    pub(crate) fn new(out: W, name: &Path) -> Spool<W> {
+        Spool {
+            buf: Vec::with_capacity(SPOOL_FLUSH_AT + 4096),
+            out,
+            name: name.to_path_buf(),
+        }
+    }
+
+    /// The output's name, for errors.
+    pub(crate) fn name(&self) -> &Path {
+        &self.name
+    }
+
+    /// Hands the gathered bytes to the output once there is a mebibyte of them.
+    pub(crate) fn maybe_flush(&mut self) -> Result<()> {
+        if self.buf.len() >= SPOOL_FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the gathered bytes to the output.
+    pub(crate) fn flush_buf(&mut self) -> Result<()> {
+        self.out
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(&self.name, e))?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Hands over the rest and flushes the output.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.flush_buf()?;
+        self.out.flush().map_err(|e| Error::io(&self.name, e))
+    }
 }
 
 /// What a format writer receives from [`walk`], in this order: the header once, then the
