@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mtfdb::export::chrome::{export_file, Restriction};
 use mtfdb::export::{ExportStats, Format};
@@ -705,15 +705,7 @@ fn every_real_trace_exports_every_operation_message_and_collective() {
 // ---------------------------------------------------------------------------------------
 // The command line
 
-fn mtfdb(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("MTFDB_DB")
-        .output()
-        .expect("mtfdb runs")
-}
+use common::mtfdb_output as mtfdb;
 
 fn ok(o: Output) -> String {
     assert!(

@@ -7,15 +7,9 @@ use std::time::{Duration, Instant};
 
 use mtfdb::Database;
 
-fn mtfdb(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("MTFDB_DB")
-        .output()
-        .expect("mtfdb runs")
-}
+mod common;
+
+use common::mtfdb_output as mtfdb;
 
 /// `mtfdb repl` on `db` with `script` piped on its standard input.
 fn shell(db: &Path, script: &[u8]) -> Output {

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use mtfdb::ingest::EventSink;
 use mtfdb::model::{
@@ -450,12 +449,7 @@ pub fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
 
 /// Runs the `mtfdb` binary on the database `db`: (success, stdout, stderr).
 pub fn mtfdb(db: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = super::mtfdb_output(db, args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

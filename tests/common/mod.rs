@@ -21,6 +21,18 @@ pub fn import_generated(db: &Database, config: &GenConfig, name: &str) -> Ground
     truth.unwrap()
 }
 
+/// Runs the `mtfdb` binary on the database `db` (whatever `MTFDB_DB` says) and returns what it
+/// did.
+pub fn mtfdb_output(db: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("MTFDB_DB")
+        .output()
+        .expect("mtfdb runs")
+}
+
 /// A database in a fresh temporary directory (kept while the `TempDir` lives).
 pub fn temp_db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
