@@ -470,6 +470,13 @@ fn a_statement_without_a_picture_says_which_have_one() {
             "{err}"
         );
     }
+    let err = statement_svg(
+        &mut session,
+        "SELECT COUNT(*) FROM MESSAGES GROUP BY PROCESS, PEER",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("GROUP BY on one key"), "{err}");
     let err = statement_svg(&mut session, "SELECT NOTHING")
         .unwrap_err()
         .to_string();

@@ -127,16 +127,13 @@ fn select_picture(
                 Statistic::Statistics | Statistic::LateSenders => Err(no_picture(text)),
             }
         }
-        SelectBody::Aggregate { group_by, .. } if !group_by.is_empty() => {
-            let r = session.run(text)?;
-            let first_value = group_by.len();
-            if group_by.len() > 1 {
-                return Err(Error::Usage(format!(
-                    "{:?}: a bar chart is drawn for a GROUP BY on one key",
-                    text.trim()
-                )));
-            }
-            Ok(bars::bars(&r, title, 0, &[first_value]))
+        SelectBody::Aggregate { group_by, .. } if group_by.len() > 1 => Err(Error::Usage(format!(
+            "{:?}: a bar chart is drawn for a GROUP BY on one key",
+            text.trim()
+        ))),
+        // The key, then the first aggregate.
+        SelectBody::Aggregate { group_by, .. } if group_by.len() == 1 => {
+            Ok(bars::bars(&session.run(text)?, title, 0, &[1]))
         }
         SelectBody::Aggregate { .. } => Err(no_picture(text)),
         SelectBody::Rows(selection) => timeline_of(session, select, selection, title),
