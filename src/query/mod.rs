@@ -14,6 +14,7 @@
 
 mod analyses;
 pub mod ast;
+pub mod catalog;
 mod cursor;
 mod exec;
 mod lexer;
@@ -22,6 +23,7 @@ pub mod parser;
 mod plan;
 mod session;
 mod sql;
+mod sql_records;
 mod statistic;
 mod waits;
 

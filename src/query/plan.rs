@@ -36,6 +36,8 @@ pub(crate) struct Selected {
     pub(crate) messages: bool,
     /// The rows are the CPU bursts before the selected operations.
     pub(crate) bursts: bool,
+    /// The rows are a record target's, read from its table (`ids` is then empty).
+    pub(crate) records: Option<Target>,
     pub(crate) ids: RoaringTreemap,
     pub(crate) plan: Vec<PlanStep>,
     /// The trace's wait states, loaded only when the statement reads `WAIT` (never under
@@ -166,6 +168,10 @@ impl<'a> Engine<'a> {
             .map(|(k, _)| *k)
             .filter(|k| match target {
                 Target::Messages | Target::Operations | Target::CpuBursts => true,
+                Target::RoutineCalls
+                | Target::Requests
+                | Target::CollectiveInstances
+                | Target::Anomalies => false,
                 Target::PointToPoint => k.is_send() || k.is_receive(),
                 Target::Sends => k.is_send(),
                 Target::Receives => k.is_receive(),
@@ -178,6 +184,9 @@ impl<'a> Engine<'a> {
     /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
     /// read yet.
     pub(crate) fn select_ids(&self, sel: &Selection) -> Result<Selected> {
+        if sel.target.is_record() {
+            return self.select_records(sel);
+        }
         let messages = sel.target == Target::Messages;
         let mut plan = Vec::new();
         let mut ids = if messages {
@@ -350,6 +359,7 @@ impl<'a> Engine<'a> {
         let mut selected = Selected {
             messages,
             bursts: sel.target == Target::CpuBursts,
+            records: None,
             ids,
             plan,
             waits: None,

@@ -98,7 +98,7 @@ fn select_picture(
                     // The bin labels read as durations (`_ns`) or as byte counts.
                     let of = match of {
                         Measure::Duration => "duration_ns",
-                        Measure::Size => "size in bytes",
+                        Measure::Size | Measure::Sent | Measure::Received => "size in bytes",
                     };
                     bars::histogram(&r, title, of)
                 }
