@@ -419,18 +419,7 @@ impl<'a> Engine<'a> {
                 .and_then(|(_, v)| v.as_str().map(str::to_string))
         });
         let comm = number("comm").and_then(|c| CommId::try_from(c).ok());
-        let detail: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| match v.as_str() {
-                Some(s) => format!("{k}={s}"),
-                None => format!("{k}={v}"),
-            })
-            .collect();
-        let message = if detail.is_empty() {
-            a.kind_name().to_string()
-        } else {
-            format!("{}: {}", a.kind_name(), detail.join(" "))
-        };
+        let message = self.trace.anomaly_text(a);
         Record {
             rank,
             ranks: rank.into_iter().collect(),
