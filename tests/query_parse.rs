@@ -279,10 +279,71 @@ fn every_target() {
         ("mpi_waitall", Target::Operation(OpKind::Waitall)),
         ("MPI_Comm_split", Target::Operation(OpKind::CommSplit)),
         ("MPI_Ialltoallw", Target::Operation(OpKind::Ialltoallw)),
+        ("CPU BURSTS", Target::CpuBursts),
+        ("ROUTINE CALLS", Target::RoutineCalls),
+        ("routine calls", Target::RoutineCalls),
+        ("REQUESTS", Target::Requests),
+        ("COLLECTIVE INSTANCES", Target::CollectiveInstances),
+        ("ALL COLLECTIVE INSTANCES", Target::CollectiveInstances),
+        ("ANOMALIES", Target::Anomalies),
     ];
     for (text, target) in cases {
         assert_eq!(rows(&format!("SELECT {text}")).target, target, "{text}");
     }
+}
+
+#[test]
+fn the_record_targets_take_every_clause_and_their_fields() {
+    let s = select(
+        "SELECT SUM(DURATION), SUM(SENT), MAX(RECEIVED) FROM ROUTINE CALLS FOR PROCESSES(0-3) \
+         BETWEEN TIME 1 ms AND 2 ms WHERE DEPTH >= 1 AND SKEW > 2 us AND MEMBERS != 4 \
+         AND SENT > 1 KiB AND RECEIVED <= 2 KiB GROUP BY ROUTINE, CLASS ORDER BY 1 LIMIT 3",
+    );
+    let SelectBody::Aggregate {
+        aggregates,
+        selection,
+        group_by,
+    } = &s.body
+    else {
+        panic!("{s:?}")
+    };
+    assert_eq!(
+        aggregates,
+        &[
+            Aggregate::Sum(Measure::Duration),
+            Aggregate::Sum(Measure::Sent),
+            Aggregate::Max(Measure::Received)
+        ]
+    );
+    assert_eq!(selection.target, Target::RoutineCalls);
+    assert_eq!(group_by, &[GroupKey::Routine, GroupKey::Class]);
+    assert_eq!(
+        selection.filter.predicate,
+        Some(Expr::And(vec![
+            cmp(Field::Depth, CmpOp::Ge, 1),
+            cmp(Field::Skew, CmpOp::Gt, 2_000),
+            cmp(Field::Members, CmpOp::Ne, 4),
+            cmp(Field::Sent, CmpOp::Gt, 1024),
+            cmp(Field::Received, CmpOp::Le, 2048),
+        ]))
+    );
+    assert_eq!(
+        s.to_string(),
+        "SELECT SUM(DURATION), SUM(SENT), MAX(RECEIVED) FROM ROUTINE CALLS FOR PROCESSES(0-3) \
+         BETWEEN TIME 1 ms AND 2 ms WHERE DEPTH >= 1 AND SKEW > 2 us AND MEMBERS != 4 \
+         AND SENT > 1 KiB AND RECEIVED <= 2 KiB GROUP BY ROUTINE, CLASS ORDER BY 1 LIMIT 3"
+    );
+    assert_eq!(
+        err("SELECT SUM(DEPTH) FROM ROUTINE CALLS").message,
+        "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"DEPTH\""
+    );
+    assert_eq!(
+        err("SELECT ROUTINE").message,
+        "expected what to select after SELECT (MESSAGES, OPERATIONS, SENDS, RECEIVES, \
+         POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, \
+         COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as \
+         MPI_Isend; SHOW TABLES lists them), found \"ROUTINE\""
+    );
 }
 
 #[test]
@@ -662,6 +723,21 @@ fn other_statements() {
         ),
         ("SHOW OPERATIONS", Statement::Show(ShowWhat::Operations)),
         ("SHOW VIEWS;", Statement::Show(ShowWhat::Views)),
+        ("show tables", Statement::Show(ShowWhat::Tables)),
+        (
+            "DESCRIBE ROUTINE CALLS",
+            Statement::Describe(Target::RoutineCalls),
+        ),
+        ("describe requests;", Statement::Describe(Target::Requests)),
+        (
+            "DESCRIBE collective instances",
+            Statement::Describe(Target::CollectiveInstances),
+        ),
+        ("DESCRIBE ANOMALIES", Statement::Describe(Target::Anomalies)),
+        (
+            "DESCRIBE MPI_Isend",
+            Statement::Describe(Target::Operation(OpKind::Isend)),
+        ),
         ("USE TRACE wrf16", Statement::UseTrace("wrf16".into())),
         (
             "USE TRACE 'my trace'",
@@ -1125,6 +1201,11 @@ mod properties {
             Just(Field::Peer),
             Just(Field::Root),
             Just(Field::Wait),
+            Just(Field::Sent),
+            Just(Field::Received),
+            Just(Field::Depth),
+            Just(Field::Members),
+            Just(Field::Skew),
         ];
         prop_oneof![
             (numeric, op(), number()).prop_map(|(field, op, n)| Expr::Compare(Comparison {
@@ -1158,6 +1239,11 @@ mod properties {
             Just(Target::Receives),
             Just(Target::Collectives),
             Just(Target::Operations),
+            Just(Target::CpuBursts),
+            Just(Target::RoutineCalls),
+            Just(Target::Requests),
+            Just(Target::CollectiveInstances),
+            Just(Target::Anomalies),
             prop::sample::select(OpKind::ALL).prop_map(Target::Operation),
         ]
     }
@@ -1190,7 +1276,12 @@ mod properties {
     }
 
     fn aggregate() -> impl Strategy<Value = Aggregate> {
-        let m = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        let m = prop::sample::select(vec![
+            Measure::Size,
+            Measure::Duration,
+            Measure::Sent,
+            Measure::Received,
+        ]);
         prop_oneof![
             Just(Aggregate::Count),
             m.clone().prop_map(Aggregate::Sum),
@@ -1207,8 +1298,15 @@ mod properties {
             GroupKey::Operation,
             GroupKey::Tag,
             GroupKey::Comm,
+            GroupKey::Routine,
+            GroupKey::Class,
         ]);
-        let measure = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        let measure = prop::sample::select(vec![
+            Measure::Size,
+            Measure::Duration,
+            Measure::Sent,
+            Measure::Received,
+        ]);
         let bins = prop_oneof![Just(Bins::Log2), (1..1000u32).prop_map(Bins::Count)];
         let statistic = prop_oneof![
             Just(Statistic::FanIn),
@@ -1281,6 +1379,7 @@ mod properties {
                 ShowWhat::Processes,
                 ShowWhat::Communicators,
                 ShowWhat::Operations,
+                ShowWhat::Tables,
                 ShowWhat::Views
             ])
             .prop_map(Statement::Show),
@@ -1288,6 +1387,7 @@ mod properties {
             1 => (name(), selection())
                 .prop_map(|(name, selection)| Statement::CreateView { name, selection }),
             1 => name().prop_map(Statement::DropView),
+            1 => target().prop_map(Statement::Describe),
         ]
     }
 

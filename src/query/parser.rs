@@ -1128,12 +1128,8 @@ impl<'a> Parser<'a> {
             Statistic::Matrix(measure)
         } else if self.eat_keyword("HISTOGRAM") {
             self.expect_keyword("OF", "after HISTOGRAM")?;
-            let of = if self.eat_keyword("SIZE") {
-                Measure::Size
-            } else if self.eat_keyword("DURATION") {
-                Measure::Duration
-            } else {
-                return self.expected("SIZE or DURATION after HISTOGRAM OF");
+            let Some(of) = self.measure() else {
+                return self.expected("SIZE, DURATION, SENT or RECEIVED after HISTOGRAM OF");
             };
             let bins = if self.eat_keyword("LOG2") {
                 Bins::Log2
