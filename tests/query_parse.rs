@@ -895,7 +895,8 @@ fn scripts_split_on_semicolons_outside_quotes_and_comments() {
 // ---- errors -------------------------------------------------------------------------------------------
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, CPU BURSTS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
+     COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, \
+     a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them";
 
 #[test]
 fn wait_statements_parse_with_their_clauses_in_any_order() {
@@ -963,7 +964,7 @@ fn wait_statements_parse_with_their_clauses_in_any_order() {
 
 #[test]
 fn malformed_queries_give_exact_columns_and_messages() {
-    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)";
+    let condition = "(on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)";
     let cases: Vec<(&str, usize, String)> = vec![
         ("SELECT BROADCAST FOR PROCES(1)", 22, "expected a process selector after FOR, found \"PROCES\"".into()),
         ("SELECT BROADCAST FOR PROCESS(1", 31, "expected \")\" to close PROCESS(, found end of statement".into()),
@@ -973,8 +974,8 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES LIMIT 2.5", 27, "LIMIT needs a whole number, found \"2.5\"".into()),
         ("SELECT OPERATIONS FOR PROCESSES(6-3)", 33, "a range must go up: PROCESSES(6-3)".into()),
         ("SELECT ALL MESSAGES FOO", 21, "unexpected \"FOO\" after the statement".into()),
-        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found end of statement".into()),
-        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
+        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found end of statement".into()),
+        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
         ("SELECT PATTERNS FOR ALL PROCESSES", 21, "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".into()),
         ("SELECT PATTERNS PROCESS(1)", 17, "expected FOR after SELECT PATTERNS, found \"PROCESS\"".into()),
         ("SELECT COMMUNICATION PATTERNS WITH TAGS", 36, "expected ENVELOPE after WITH, found \"TAGS\"".into()),
@@ -1029,12 +1030,12 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES ORDER size", 27, "expected BY after ORDER, found \"size\"".into()),
         ("SELECT ALL MESSAGES ORDER BY", 29, "expected a column to order by, found end of statement".into()),
         ("SELECT ALL MESSAGES GROUP BY TAG", 21, "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …".into()),
-        ("SELECT COUNT(*) FROM MESSAGES GROUP BY SIZE", 40, "expected PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY, found \"SIZE\"".into()),
+        ("SELECT COUNT(*) FROM MESSAGES GROUP BY SIZE", 40, "expected PROCESS, PEER, OPERATION, TAG, COMM, ROUTINE or CLASS after GROUP BY, found \"SIZE\"".into()),
         ("SELECT COUNT(SIZE) FROM MESSAGES", 14, "COUNT takes *: COUNT(*), found \"SIZE\"".into()),
-        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE or DURATION, found \"*\"".into()),
+        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"*\"".into()),
         ("SELECT COUNT(*) FOR ALL PROCESSES", 17, format!("expected what to select after the aggregates ({TARGET_HELP}), found \"FOR\"")),
         ("SELECT COUNT(*), FROM MESSAGES", 18, "expected an aggregate (COUNT(*), SUM, AVG, MIN, MAX) after \",\", found \"FROM\"".into()),
-        ("SHOW TABLES", 6, "expected TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLES\"".into()),
+        ("SHOW TABLE", 6, "expected TABLES, TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLE\"".into()),
         ("USE wrf16", 5, "expected TRACE after USE, found \"wrf16\"".into()),
         ("USE TRACE", 10, "expected a trace name after USE TRACE, found end of statement".into()),
         ("CREATE VIEW v AS SELECT FAN_IN", 25, "a view stores a selection: CREATE VIEW … AS SELECT <target> …, not an aggregate or a statistic".into()),
