@@ -43,13 +43,7 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
     let selections = selection_strategy();
     while out.len() < n * 3 {
         let (mut sel, window) = selections.new_tree(runner).unwrap().current();
-        if !scope_valid(sel.filter.scope.as_ref(), ranks)
-            || sel
-                .filter
-                .predicate
-                .as_ref()
-                .is_some_and(|p| p.depth() > MAX_NESTING)
-        {
+        if !runnable(&sel, ranks) {
             continue;
         }
         // The oracle's views hold every row of their kind: without them, the same rows.
@@ -126,13 +120,7 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
         };
         out.push(Select {
             body: SelectBody::Aggregate {
-                aggregates: vec![
-                    Aggregate::Count,
-                    Aggregate::Sum(measure),
-                    Aggregate::Avg(measure),
-                    Aggregate::Min(measure),
-                    Aggregate::Max(measure),
-                ],
+                aggregates: every_aggregate(measure),
                 selection: sel,
                 group_by,
             },
@@ -207,13 +195,7 @@ fn record_statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -
     ];
     for k in 0..n * 4 {
         let (mut sel, window) = selections.new_tree(runner).unwrap().current();
-        if !scope_valid(sel.filter.scope.as_ref(), ranks)
-            || sel
-                .filter
-                .predicate
-                .as_ref()
-                .is_some_and(|p| p.depth() > MAX_NESTING)
-        {
+        if !runnable(&sel, ranks) {
             continue;
         }
         if let Some((a, b)) = window {
@@ -234,13 +216,7 @@ fn record_statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -
         let measure = measures[k % measures.len()];
         out.push(Select {
             body: SelectBody::Aggregate {
-                aggregates: vec![
-                    Aggregate::Count,
-                    Aggregate::Sum(measure),
-                    Aggregate::Avg(measure),
-                    Aggregate::Min(measure),
-                    Aggregate::Max(measure),
-                ],
+                aggregates: every_aggregate(measure),
                 selection: sel,
                 group_by: match k % 3 {
                     0 => Vec::new(),
@@ -304,6 +280,28 @@ fn windows_at_row_times(session: &mut Session) -> Vec<Select> {
         }
     }
     out
+}
+
+/// Whether mtfdb runs `sel` on a trace of `ranks` ranks: its scope names ranks of the trace
+/// and its condition nests no deeper than the language allows.
+fn runnable(sel: &mtfdb::query::Selection, ranks: u32) -> bool {
+    scope_valid(sel.filter.scope.as_ref(), ranks)
+        && sel
+            .filter
+            .predicate
+            .as_ref()
+            .is_none_or(|p| p.depth() <= MAX_NESTING)
+}
+
+/// `COUNT(*)` and every aggregate of `measure`.
+fn every_aggregate(measure: Measure) -> Vec<Aggregate> {
+    vec![
+        Aggregate::Count,
+        Aggregate::Sum(measure),
+        Aggregate::Avg(measure),
+        Aggregate::Min(measure),
+        Aggregate::Max(measure),
+    ]
 }
 
 /// Whether EXPLAIN SQL refuses `select` because the export lacks what it needs: anomalies'

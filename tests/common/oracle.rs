@@ -451,6 +451,27 @@ pub fn nest_to(mut e: Expr, depth: usize) -> Expr {
     e
 }
 
+/// A selection of `target` with those clauses, and its window (fractions of the trace's
+/// span) going forward.
+fn selection_of(
+    target: Target,
+    scope: Option<Scope>,
+    within: Vec<Within>,
+    window: Option<(u32, u32)>,
+    predicate: Option<Expr>,
+) -> (Selection, Option<(u32, u32)>) {
+    let filter = Filter {
+        scope,
+        within,
+        time: None,
+        predicate,
+    };
+    (
+        Selection { target, filter },
+        window.map(|(a, b)| (a.min(b), a.max(b))),
+    )
+}
+
 /// A selection with the time window as fractions of the trace's span (scaled per trace).
 pub fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)> {
     (
@@ -469,16 +490,7 @@ pub fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u3
             if window.is_some_and(|(a, _)| a % 3 == 0) {
                 within.push(Within::View(long_view_name(target == Target::Messages)));
             }
-            let filter = Filter {
-                scope,
-                within,
-                time: None,
-                predicate,
-            };
-            (
-                Selection { target, filter },
-                window.map(|(a, b)| (a.min(b), a.max(b))),
-            )
+            selection_of(target, scope, within, window, predicate)
         })
 }
 
@@ -743,15 +755,6 @@ pub fn record_selection_strategy() -> impl Strategy<Value = (Selection, Option<(
             if in_world && target != Target::RoutineCalls {
                 within.push(Within::Comm(CommRef::Id(0)));
             }
-            let filter = Filter {
-                scope,
-                within,
-                time: None,
-                predicate,
-            };
-            (
-                Selection { target, filter },
-                window.map(|(a, b)| (a.min(b), a.max(b))),
-            )
+            selection_of(target, scope, within, window, predicate)
         })
 }
