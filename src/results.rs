@@ -160,6 +160,12 @@ impl ResultSet {
 
     /// An aligned text table: numbers right-aligned, text left-aligned.
     pub fn to_table(&self) -> String {
+        self.to_table_with(&[], true)
+    }
+
+    /// [`to_table`](Self::to_table) with column `i` at least `min_widths[i]` characters wide
+    /// (the shell's `.width`), and without the header and its rule when `headers` is false.
+    pub fn to_table_with(&self, min_widths: &[usize], headers: bool) -> String {
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
@@ -173,6 +179,7 @@ impl ResultSet {
                     .iter()
                     .map(|r| cell(r, c))
                     .chain([self.columns[c].chars().count()])
+                    .chain(min_widths.get(c).copied())
                     .max()
                     .unwrap_or(0)
             })
@@ -194,9 +201,11 @@ impl ResultSet {
                 .collect();
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
         };
-        line(&mut out, &self.columns);
-        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-        let _ = writeln!(out, "{}", rule.join("  "));
+        if headers {
+            line(&mut out, &self.columns);
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "{}", rule.join("  "));
+        }
         for row in &cells {
             line(&mut out, row);
         }

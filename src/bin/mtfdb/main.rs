@@ -1,7 +1,9 @@
 //! The `mtfdb` command: import MPI traces into a database and inspect them.
 
+mod complete;
 mod demo;
 mod info;
+mod pager;
 mod progress;
 mod repl;
 mod stream;
@@ -48,19 +50,40 @@ impl OutputFormat {
         }
     }
 
+    /// The format's name, as `--format` and `.mode` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Table => "table",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Json => "json",
+            OutputFormat::Svg => "svg",
+        }
+    }
+
     /// The result as this format prints it (a result set has no picture of its own: in svg
     /// mode, what is not a picture, such as `USE TRACE`'s answer, prints as a table).
     pub fn render(self, r: &ResultSet) -> String {
+        self.render_with(r, &[], true)
+    }
+
+    /// [`render`](Self::render) with the shell's `.width` (a table's minimum column widths)
+    /// and `.headers` (the column names above a table's or CSV's rows).
+    pub fn render_with(self, r: &ResultSet, widths: &[usize], headers: bool) -> String {
         match self {
             OutputFormat::Table | OutputFormat::Svg => {
                 format!(
                     "{}({} row{})\n",
-                    r.to_table(),
+                    r.to_table_with(widths, headers),
                     r.len(),
                     if r.len() == 1 { "" } else { "s" }
                 )
             }
-            OutputFormat::Csv => r.to_csv(),
+            OutputFormat::Csv if headers => r.to_csv(),
+            OutputFormat::Csv => r
+                .rows
+                .iter()
+                .map(|row| mtfdb::results::csv_row(row))
+                .collect(),
             OutputFormat::Json => format!("{}\n", r.to_json()),
         }
     }

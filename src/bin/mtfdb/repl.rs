@@ -1,265 +1,175 @@
-//! `mtfdb repl`: the interactive shell. Statements end with `;` and may span lines; lines
-//! starting with `.` are meta commands. History is kept across sessions; Tab completes
-//! keywords, MPI operation names, communicator, view and trace names; Ctrl-C stops the running
-//! query, not the session. Without a terminal on standard input it runs the script it is given.
+//! `mtfdb repl`: the interactive shell. Statements end with `;` and may span lines (the prompt
+//! then reads `   ...> `); lines starting with `.` are meta commands, and one typed while a
+//! statement is unfinished first runs that statement, as a `;` would. History is saved as each
+//! line is entered; Tab completes by context (`complete`); Ctrl-C stops the running statement,
+//! not the session. Without a terminal on standard input it runs the script it is given and
+//! stops at the first error (`.bail on`).
 
-use std::borrow::Cow;
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rustyline::completion::{Completer, Pair};
+use rustyline::config::Config;
 use rustyline::error::ReadlineError;
-use rustyline::highlight::Highlighter;
-use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Context, Editor, Helper};
+use rustyline::Editor;
 
 use mtfdb::model::OpKind;
 use mtfdb::query::{parse_script, query_error, Session};
+use mtfdb::results::ResultSet;
 use mtfdb::{Database, Error};
 
+use crate::complete::{ReplHelper, MODES};
 use crate::{emit, is_closed_stdout, OutputFormat};
 
-/// Rows a table shows before it is cut, with a note saying how many were left out.
-const MAX_TABLE_ROWS: usize = 200;
-
-const KEYWORDS: &[&str] = &[
-    "SELECT",
-    "ALL",
-    "MESSAGES",
-    "POINT_TO_POINT_OPERATIONS",
-    "SENDS",
-    "RECEIVES",
-    "COLLECTIVE_OPERATIONS",
-    "OPERATIONS",
-    "BROADCAST",
-    "BARRIER",
-    "GATHER",
-    "SCATTER",
-    "REDUCE",
-    "ALLREDUCE",
-    "ALLGATHER",
-    "ALLTOALL",
-    "SCAN",
-    "REDUCE_SCATTER",
-    "BETWEEN",
-    "AMONG",
-    "FOR",
-    "PROCESS",
-    "PROCESSES",
-    "IN",
-    "COMM",
-    "WORLD",
-    "VIEW",
-    "TIME",
-    "AND",
-    "OR",
-    "NOT",
-    "WHERE",
-    "SIZE",
-    "TAG",
-    "SENDER",
-    "RECEIVER",
-    "DURATION",
-    "PEER",
-    "ROOT",
-    "WAIT",
-    "STATES",
-    "LATE",
-    "SENDERS",
-    "CRITICAL",
-    "PATH",
-    "SUMMARY",
-    "SIMULATE",
-    "NETWORK",
-    "LATENCY",
-    "OVERHEAD",
-    "GAP",
-    "BANDWIDTH",
-    "EAGER",
-    "CPU",
-    "BURSTS",
-    "OPERATION",
-    "ROUTINE",
-    "PATTERN",
-    "PATTERNS",
-    "PHASE",
-    "PHASES",
-    "TREE",
-    "MATCH",
-    "ERRORS",
-    "THRESHOLD",
-    "ENVELOPE",
-    "REFRESH",
-    "LOOPS",
-    "GLOBAL",
-    "MODEL",
-    "TOPOLOGY",
-    "LOGICAL",
-    "WITH",
-    "FAN_IN",
-    "FAN_OUT",
-    "STATISTICS",
-    "COMMUNICATION",
-    "MATRIX",
-    "OF",
-    "BYTES",
-    "COUNT",
-    "HISTOGRAM",
-    "BINS",
-    "LOG2",
-    "MPI",
-    "SUM",
-    "AVG",
-    "MIN",
-    "MAX",
-    "FROM",
-    "GROUP",
-    "BY",
-    "ORDER",
-    "ASC",
-    "DESC",
-    "LIMIT",
-    "EXPLAIN",
-    "SHOW",
-    "TRACES",
-    "COMMUNICATORS",
-    "VIEWS",
-    "USE",
-    "TRACE",
-    "CREATE",
-    "DROP",
-    "AS",
-    "KiB",
-    "MiB",
-    "GiB",
-    "ms",
-    "us",
-    "ns",
+/// Each meta command with its arguments and what it does: `.help` prints these, Tab completes
+/// their names.
+const META: &[(&str, &str, &str)] = &[
+    (
+        ".bail",
+        "on|off",
+        "stop a script at its first error (on by default when piped)",
+    ),
+    (".exit", "", "leave (also .quit, Ctrl-D)"),
+    (
+        ".headers",
+        "on|off",
+        "print the column names above the rows",
+    ),
+    (".help", "", "this text"),
+    (".import", "FILE [NAME]", "import a trace file"),
+    (
+        ".maxrows",
+        "N",
+        "rows a table shows without a pager (0: all)",
+    ),
+    (
+        ".mode",
+        "table|csv|json|svg",
+        "how results print (svg: a picture of each statement)",
+    ),
+    (".once", "FILE", "write the next result to FILE"),
+    (".open", "PATH", "open another database"),
+    (
+        ".output",
+        "[FILE]",
+        "write results to FILE, or back to the screen",
+    ),
+    (
+        ".pager",
+        "on|off",
+        "page results longer than the screen ($PAGER, else less -S)",
+    ),
+    (".quit", "", "leave (also .exit, Ctrl-D)"),
+    (
+        ".read",
+        "FILE",
+        "run the statements and meta commands in FILE",
+    ),
+    (
+        ".schema",
+        "TARGET",
+        "the columns of a target (DESCRIBE TARGET)",
+    ),
+    (
+        ".shell",
+        "CMD",
+        "run CMD in the system shell (also .system)",
+    ),
+    (".show", "", "the current settings"),
+    (
+        ".system",
+        "CMD",
+        "run CMD in the system shell (also .shell)",
+    ),
+    (
+        ".tables",
+        "",
+        "what a statement can select from (SHOW TABLES)",
+    ),
+    (".timer", "on|off", "print each statement's time"),
+    (".traces", "", "list the traces"),
+    (".use", "NAME", "query trace NAME"),
+    (
+        ".width",
+        "N ...",
+        "minimum widths of a table's columns (none: reset)",
+    ),
 ];
 
-const META: &[&str] = &[
-    ".help", ".open", ".import", ".traces", ".use", ".mode", ".output", ".timer", ".quit", ".exit",
-];
+/// Rows a table shows, when no pager takes it, before it is cut (`.maxrows`).
+const DEFAULT_MAX_ROWS: usize = 200;
 
-const HELP: &str = "\
+/// History entries kept across sessions.
+const HISTORY_SIZE: usize = 10_000;
+
+const EXAMPLES: &str = "\
 Statements end with ';' and may span lines. Examples:
+  SHOW TABLES;   DESCRIBE MESSAGES;
   SELECT ALL MESSAGES BETWEEN PROCESS(1,2) IN COMM(C1);
-  SELECT COLLECTIVE_OPERATIONS AMONG ALL PROCESSES IN COMM(C1) LIMIT 20;
   SELECT MPI_Isend FOR PROCESSES(3-6) BETWEEN TIME 10 ms AND 20 ms WHERE SIZE > 64 KiB;
   SELECT FAN_IN FOR ALL PROCESSES ORDER BY fan_in_bytes DESC;
-  SELECT STATISTICS FOR ALL PROCESSES;
-  SELECT COMMUNICATION MATRIX OF COUNT;
   SELECT COUNT(*), SUM(SIZE) FROM MESSAGES GROUP BY PROCESS;
-  SELECT WAIT STATES GROUP BY PROCESS;   SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 10;
-  SELECT OPERATIONS WHERE WAIT > 1 ms;   SELECT CRITICAL PATH [SUMMARY];
-  CREATE VIEW big AS SELECT ALL MESSAGES WHERE SIZE >= 1 MiB;   SELECT COUNT(*) FROM MESSAGES IN VIEW big;
-  EXPLAIN SELECT BROADCAST FOR PROCESS(1);
+  SELECT WAIT STATES GROUP BY PROCESS;   SELECT CRITICAL PATH [SUMMARY];
+  CREATE VIEW big AS SELECT ALL MESSAGES WHERE SIZE >= 1 MiB;
+  SELECT PATTERNS FOR PROCESS(3);   SELECT PHASES;   SELECT LOOPS FOR PROCESS(5);
   SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS;   USE TRACE name;
-Patterns and phases (computed once, then read back; REFRESH PATTERNS recomputes):
-  SELECT PATTERNS FOR PROCESS(3);   SELECT COMMUNICATION PATTERNS [WITH ENVELOPE];
-  SELECT MESSAGES IN PATTERN 2;     MATCH PATTERN (P0: S1 R1; P1: R0 S0) WITH ERRORS 1;
-  SELECT PHASES [WITH THRESHOLD 0.5];   SHOW PHASE TREE;
-  SELECT STATISTICS FOR ALL PROCESSES IN PHASE 1;
-Loops and topology:
-  SELECT LOOPS FOR PROCESS(5);   SELECT GLOBAL MODEL;
-  SELECT TOPOLOGY [IN COMM(c)] [IN PHASE k];   SELECT LOGICAL TRACE [FOR PROCESS(n)];
+A line starting with '.' while a statement is unfinished runs that statement first.
 Meta commands:
-  .help                 this text
-  .open PATH            open another database
-  .import FILE [NAME]   import a trace file
-  .traces               list the traces
-  .use NAME             query trace NAME
-  .mode table|csv|json|svg  how results print (svg: a picture of each statement)
-  .output [FILE]        write results to FILE (a picture replaces it), or back to the screen
-  .timer on|off         show each statement's time
-  .quit                 leave (also Ctrl-D)
 ";
 
-/// Completion and multi-line input.
-struct ReplHelper {
-    words: Vec<String>,
-}
-
-impl Completer for ReplHelper {
-    type Candidate = Pair;
-
-    fn complete(
-        &self,
-        line: &str,
-        pos: usize,
-        _ctx: &Context<'_>,
-    ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let start = line[..pos]
-            .rfind(|c: char| c.is_whitespace() || c == '(' || c == ',')
-            .map_or(0, |i| i + 1);
-        let prefix = &line[start..pos];
-        if prefix.is_empty() {
-            return Ok((start, Vec::new()));
-        }
-        let mut out: Vec<Pair> = self
-            .words
-            .iter()
-            .filter(|w| w.len() >= prefix.len() && w[..prefix.len()].eq_ignore_ascii_case(prefix))
-            .map(|w| Pair {
-                display: w.clone(),
-                replacement: w.clone(),
-            })
-            .collect();
-        out.dedup_by(|a, b| a.display == b.display);
-        Ok((start, out))
+/// `.help`'s text: examples, then each meta command on one line.
+fn help() -> String {
+    let mut out = EXAMPLES.to_string();
+    for (name, args, what) in META {
+        out.push_str(&format!("  {:<30}{what}\n", format!("{name} {args}")));
     }
+    out
 }
 
-impl Hinter for ReplHelper {
-    type Hint = String;
+/// Whether a line is a meta command.
+fn is_meta(line: &str) -> bool {
+    line.trim_start().starts_with('.')
 }
 
-impl Highlighter for ReplHelper {
-    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
-        &'s self,
-        prompt: &'p str,
-        _default: bool,
-    ) -> Cow<'b, str> {
-        Cow::Borrowed(prompt)
-    }
+/// What the shell does after a line.
+#[derive(PartialEq)]
+enum Flow {
+    Continue,
+    Quit,
 }
 
-impl Validator for ReplHelper {
-    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        let input = ctx.input().trim();
-        if input.is_empty() || input.starts_with('.') || input.ends_with(';') {
-            Ok(ValidationResult::Valid(None))
-        } else {
-            Ok(ValidationResult::Incomplete)
-        }
-    }
-}
-
-impl Helper for ReplHelper {}
-
-/// The shell's state: the session and how results print.
+/// The shell's state: the session, how results print, and the unfinished statement.
 struct Shell {
     session: Session,
     mode: OutputFormat,
     /// `.output FILE`: where results go instead of standard output.
-    output: Option<std::path::PathBuf>,
+    output: Option<PathBuf>,
+    /// `.once FILE`: where the next result goes.
+    once: Option<PathBuf>,
     timer: bool,
+    headers: bool,
+    widths: Vec<usize>,
+    max_rows: usize,
+    pager: bool,
+    bail: bool,
+    /// Whether a person types at a terminal (the pager applies only then).
+    interactive: bool,
+    /// The script being read (`.read FILE`), for errors; `None` on standard input.
+    source: Option<String>,
+    /// The statement typed so far, without its `;`, and the script's line it starts on.
+    pending: String,
+    pending_line: usize,
 }
 
 impl Shell {
-    /// Words Tab completes: keywords, MPI names, and the names in the database.
-    fn words(&self) -> Vec<String> {
-        let mut words: Vec<String> = KEYWORDS.iter().map(|s| s.to_string()).collect();
-        words.extend(META.iter().map(|s| s.to_string()));
-        words.extend(
-            OpKind::ALL
-                .iter()
-                .filter_map(|k| k.mpi_name())
-                .map(str::to_string),
-        );
+    /// Names Tab completes: MPI calls, and the traces, communicators and views in the database.
+    fn names(&self) -> Vec<String> {
+        let mut words: Vec<String> = OpKind::ALL
+            .iter()
+            .filter_map(|k| k.mpi_name())
+            .map(str::to_string)
+            .collect();
         if let Ok(traces) = self.session.database().traces() {
             for t in traces {
                 if let Ok(trace) = self.session.database().trace(&t.name) {
@@ -280,19 +190,86 @@ impl Shell {
         words
     }
 
-    /// Runs one meta command; false when the shell should end.
-    fn meta(&mut self, line: &str) -> Result<bool, Error> {
-        let mut parts = line.split_whitespace();
-        let cmd = parts.next().unwrap_or("");
-        let args: Vec<&str> = parts.collect();
+    fn has_pending(&self) -> bool {
+        !self.pending.trim().is_empty()
+    }
+
+    /// Takes line `number` of the input: a meta command runs, a statement line is added to the
+    /// pending statement, which runs once a line ends with `;`. The caller runs the pending
+    /// statement first ([`finish_pending`](Self::finish_pending)) when a meta line comes.
+    fn feed(&mut self, line: &str, number: usize) -> Result<Flow, Error> {
+        if is_meta(line) {
+            return self
+                .meta(line.trim())
+                .map_err(|e| self.located_meta(number, e));
+        }
+        if !self.has_pending() {
+            self.pending.clear();
+            self.pending_line = number;
+        }
+        self.pending.push_str(line);
+        self.pending.push('\n');
+        if self.pending.trim_end().ends_with(';') {
+            self.finish_pending()?;
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Runs the pending statement, if any.
+    fn finish_pending(&mut self) -> Result<(), Error> {
+        let text = std::mem::take(&mut self.pending);
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        self.statement(&text, self.pending_line)
+    }
+
+    /// A meta command's error, naming the script's line.
+    fn located_meta(&self, line: usize, error: Error) -> Error {
+        match (&self.source, self.interactive) {
+            _ if keeps_identity(&error) => error,
+            (Some(file), _) => Error::Usage(format!("{file}: line {line}: {error}")),
+            (None, false) => Error::Usage(format!("line {line}: {error}")),
+            (None, true) => error,
+        }
+    }
+
+    /// A statement's error, naming the script's line and the statement.
+    fn located_statement(&self, line: usize, statement: &str, error: Error) -> Error {
+        if keeps_identity(&error) || (self.interactive && self.source.is_none()) {
+            return error;
+        }
+        let file = self
+            .source
+            .as_ref()
+            .map_or(String::new(), |f| format!("{f}: "));
+        let statement = one_line(statement);
+        match error {
+            // A syntax error names its line and column already.
+            Error::Syntax(_) => Error::Usage(format!("{file}{error}\n  in: {statement}")),
+            other => Error::Usage(format!("{file}line {line}: {other}\n  in: {statement}")),
+        }
+    }
+
+    /// Runs one meta command.
+    fn meta(&mut self, line: &str) -> Result<Flow, Error> {
+        let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        let args: Vec<&str> = rest.split_whitespace().collect();
         match (cmd, args.as_slice()) {
-            (".quit" | ".exit", _) => return Ok(false),
-            (".help", _) => emit(HELP)?,
+            (".quit" | ".exit", _) => return Ok(Flow::Quit),
+            (".help", _) => emit(&help())?,
             (".open", [path]) => {
-                let mut session = Session::new(Database::open_existing(path)?);
-                session.set_cancel_flag(self.session.cancel_flag());
-                self.session = session;
-                emit!("opened {path}\n")?;
+                let same = std::fs::canonicalize(path).ok()
+                    == std::fs::canonicalize(self.session.database().path()).ok();
+                if same {
+                    emit!("{path} is already open\n")?;
+                } else {
+                    let mut session = Session::new(Database::open_existing(path)?);
+                    session.set_cancel_flag(self.session.cancel_flag());
+                    self.session = session;
+                    emit!("opened {path}\n")?;
+                }
             }
             (".import", [file]) | (".import", [file, _]) => {
                 let name = args.get(1).copied();
@@ -305,7 +282,11 @@ impl Shell {
                     info.summary.messages
                 )?;
             }
-            (".traces", []) => self.statement("SHOW TRACES", None)?,
+            (".traces", []) => self.statement("SHOW TRACES;", 1)?,
+            (".tables", []) => self.statement("SHOW TABLES;", 1)?,
+            (".schema", [target @ ..]) if !target.is_empty() => {
+                self.statement(&format!("DESCRIBE {rest};"), 1)?
+            }
             (".use", [name]) => {
                 self.session.use_trace(name)?;
                 emit!("using trace {name}\n")?;
@@ -318,30 +299,44 @@ impl Shell {
                     "svg" => OutputFormat::Svg,
                     other => {
                         return Err(Error::Usage(format!(
-                            "unknown mode {other:?}; use table, csv, json or svg"
+                            "unknown mode {other:?}; use {}",
+                            MODES.join(", ")
                         )))
                     }
                 }
             }
             (".output", []) => self.output = None,
-            (".output", [path]) => {
-                // Fail now, not at the first result, when the file cannot be written.
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| Error::io(path, e))?;
-                self.output = Some(path.into());
+            (".output", [path]) => self.output = Some(created(path)?),
+            (".once", [path]) => self.once = Some(created(path)?),
+            (".read", [path]) => return self.read(path),
+            (".timer", [on]) => self.timer = switch(".timer", on)?,
+            (".headers", [on]) => self.headers = switch(".headers", on)?,
+            (".bail", [on]) => self.bail = switch(".bail", on)?,
+            (".pager", [on]) => self.pager = switch(".pager", on)?,
+            (".width", widths) => {
+                self.widths = widths
+                    .iter()
+                    .map(|w| {
+                        w.parse().map_err(|_| {
+                            Error::Usage(format!(".width takes column widths, not {w:?}"))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?
             }
-            (".timer", [on]) => {
-                self.timer = match *on {
-                    "on" => true,
-                    "off" => false,
-                    other => {
-                        return Err(Error::Usage(format!(
-                            ".timer takes on or off, not {other:?}"
-                        )))
-                    }
+            (".maxrows", [n]) => {
+                self.max_rows = n.parse().map_err(|_| {
+                    Error::Usage(format!(".maxrows takes a number of rows, not {n:?}"))
+                })?
+            }
+            (".show", []) => emit(&self.settings())?,
+            (".shell" | ".system", [_, ..]) => {
+                let status = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(rest)
+                    .status()
+                    .map_err(|e| Error::Usage(format!("cannot run the shell: {e}")))?;
+                if !status.success() {
+                    return Err(Error::Usage(format!("`{rest}` ended with {status}")));
                 }
             }
             _ => {
@@ -350,58 +345,199 @@ impl Shell {
                 )))
             }
         }
-        Ok(true)
+        Ok(Flow::Continue)
     }
 
-    /// Runs the statements of `text` and prints each result. In a script, `first_line` is the
-    /// script's line on which `text` starts, and errors name the script's lines: a syntax
-    /// error its line and column, a statement that fails its first line.
-    fn statement(&mut self, text: &str, first_line: Option<usize>) -> Result<(), Error> {
-        let shift = first_line.map_or(0, |l| l.saturating_sub(1));
-        let statements = parse_script(text).map_err(|e| query_error(e.shifted(shift)))?;
+    /// `.show`: each setting and its value.
+    fn settings(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        let file = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map_or("stdout".into(), |p| p.display().to_string())
+        };
+        let widths: Vec<String> = self.widths.iter().map(usize::to_string).collect();
+        format!(
+            "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n",
+            self.session.database().path().display(),
+            self.mode.name(),
+            file(&self.output),
+            on(self.headers),
+            widths.join(" "),
+            self.max_rows,
+            on(self.pager),
+            on(self.timer),
+            on(self.bail),
+        )
+    }
+
+    /// Runs the statements of `text`, which starts on the script's line `first_line`, and
+    /// prints each result.
+    fn statement(&mut self, text: &str, first_line: usize) -> Result<(), Error> {
+        let shift = first_line.saturating_sub(1);
+        let statements = parse_script(text)
+            .map_err(|e| self.located_statement(first_line, text, query_error(e.shifted(shift))))?;
         for (stmt, range) in statements {
+            let line = first_line + text[..range.start].matches('\n').count();
+            let located = |shell: &Shell, e| shell.located_statement(line, &text[range.clone()], e);
             let started = Instant::now();
             if self.mode == OutputFormat::Svg && is_query(&stmt) {
-                let picture = self.picture(&text[range.clone()]);
-                match (picture, first_line) {
-                    (Ok(()), _) => {}
-                    (Err(e), Some(first)) => {
-                        let line = first + text[..range.start].matches('\n').count();
-                        return Err(at_line(line, e));
-                    }
-                    (Err(e), None) => return Err(e),
-                }
+                self.picture(&text[range.clone()])
+                    .map_err(|e| located(self, e))?;
                 continue;
             }
-            let result = match (self.session.execute(&stmt), first_line) {
-                (Ok(r), _) => r,
-                (Err(e), Some(first)) => {
-                    let line = first + text[..range.start].matches('\n').count();
-                    return Err(at_line(line, e));
-                }
-                (Err(e), None) => return Err(e),
-            };
+            let result = self.session.execute(&stmt).map_err(|e| located(self, e))?;
             let elapsed = started.elapsed();
-            if let Some(path) = &self.output {
-                self.write_output(path.clone(), &result)?;
-            } else if self.mode == OutputFormat::Table && result.len() > MAX_TABLE_ROWS {
-                let mut shown = result.clone();
-                shown.rows.truncate(MAX_TABLE_ROWS);
-                emit!(
-                    "{}… {} more rows not shown (add LIMIT, or .mode csv to print them all)\n({} rows)\n",
-                    shown.to_table(),
-                    result.len() - MAX_TABLE_ROWS,
-                    result.len()
-                )?;
-            } else {
-                emit(&self.mode.render(&result))?;
-            }
+            self.show(&result)?;
             if self.timer {
                 emit!("time: {:.3} ms\n", elapsed.as_secs_f64() * 1e3)?;
             }
         }
         Ok(())
     }
+
+    /// Prints `result`: to the `.once` or `.output` file, else through the pager when it is
+    /// longer than the screen, else cut at `.maxrows` rows in a table.
+    fn show(&mut self, result: &ResultSet) -> Result<(), Error> {
+        if let Some(path) = self.once.take() {
+            return append(&path, &self.render(result));
+        }
+        if let Some(path) = &self.output {
+            return append(path, &self.render(result));
+        }
+        let text = self.render(result);
+        if self.interactive && self.pager && crate::pager::longer_than_screen(&text) {
+            return crate::pager::page(&text);
+        }
+        let tabular = matches!(self.mode, OutputFormat::Table | OutputFormat::Svg);
+        if tabular && self.max_rows > 0 && result.len() > self.max_rows {
+            let mut shown = result.clone();
+            shown.rows.truncate(self.max_rows);
+            return emit!(
+                "{}… {} more rows not shown (.maxrows {} cuts; add LIMIT, or .mode csv to print them all)\n({} rows)\n",
+                shown.to_table_with(&self.widths, self.headers),
+                result.len() - self.max_rows,
+                self.max_rows,
+                result.len()
+            );
+        }
+        emit(&text)
+    }
+
+    /// `result` as the current mode, headers and widths print it.
+    fn render(&self, result: &ResultSet) -> String {
+        self.mode.render_with(result, &self.widths, self.headers)
+    }
+
+    /// `.mode svg`: the picture of `statement`, written to the `.once` or `.output` file.
+    fn picture(&mut self, statement: &str) -> Result<(), Error> {
+        let Some(path) = self.once.take().or_else(|| self.output.clone()) else {
+            return Err(Error::Usage(
+                ".mode svg writes each statement's picture to a file: name it with .output FILE or .once FILE"
+                    .into(),
+            ));
+        };
+        mtfdb::export::svg::write_statement_svg(&mut self.session, statement, &path)?;
+        emit!("wrote {}\n", path.display())
+    }
+
+    /// `.read FILE`: runs the script in FILE; its errors name the file and line.
+    fn read(&mut self, path: &str) -> Result<Flow, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let outer = std::mem::replace(&mut self.source, Some(path.to_string()));
+        let outer_pending = std::mem::take(&mut self.pending);
+        let result = self.script(&text);
+        self.source = outer;
+        self.pending = outer_pending;
+        result
+    }
+
+    /// Runs a script line by line. With `.bail on` the first error ends it; otherwise each
+    /// error is reported and the script goes on, then ends with an error saying how many.
+    fn script(&mut self, script: &str) -> Result<Flow, Error> {
+        let mut errors = 0;
+        for (i, line) in script.lines().enumerate() {
+            let number = i + 1;
+            let mut flow = Flow::Continue;
+            if is_meta(line) && self.has_pending() {
+                let r = self.finish_pending();
+                self.report(r, &mut errors)?;
+            }
+            let r = self.feed(line, number).map(|f| flow = f);
+            self.report(r, &mut errors)?;
+            if flow == Flow::Quit {
+                return Ok(Flow::Quit);
+            }
+        }
+        let r = self.finish_pending();
+        self.report(r, &mut errors)?;
+        match errors {
+            0 => Ok(Flow::Continue),
+            n => Err(Error::Usage(format!(
+                "{}{n} statement{} failed (reported above)",
+                self.source
+                    .as_ref()
+                    .map_or(String::new(), |f| format!("{f}: ")),
+                if n == 1 { "" } else { "s" }
+            ))),
+        }
+    }
+
+    /// In a script: an error ends it when `.bail` is on (or on a closed output or Ctrl-C);
+    /// otherwise it is printed and counted.
+    fn report(&self, r: Result<(), Error>, errors: &mut usize) -> Result<(), Error> {
+        match r {
+            Err(e) if self.bail || is_closed_stdout(&e) || matches!(e, Error::Cancelled) => Err(e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                *errors += 1;
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// Errors passed on unchanged: Ctrl-C and a closed standard output end what runs.
+fn keeps_identity(error: &Error) -> bool {
+    matches!(error, Error::Cancelled) || is_closed_stdout(error)
+}
+
+/// `statement` on one line, shortened for an error message.
+fn one_line(statement: &str) -> String {
+    let words: Vec<&str> = statement.split_whitespace().collect();
+    let joined = words.join(" ");
+    match joined.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &joined[..i]),
+        None => joined,
+    }
+}
+
+/// `on` or `off` as a meta command's switch.
+fn switch(command: &str, value: &str) -> Result<bool, Error> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(Error::Usage(format!(
+            "{command} takes on or off, not {other:?}"
+        ))),
+    }
+}
+
+/// Creates (or empties) the file at `path` for `.output`/`.once`: fails now, not at the first
+/// result, when it cannot be written.
+fn created(path: &str) -> Result<PathBuf, Error> {
+    std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    Ok(path.into())
+}
+
+/// Appends `text` to the file at `path`.
+fn append(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::io(path, e))
 }
 
 /// Whether `stmt` asks a question of the trace (rather than `USE TRACE`, views, `SHOW`).
@@ -410,102 +546,8 @@ fn is_query(stmt: &mtfdb::query::Statement) -> bool {
     matches!(stmt, Statement::Select(_) | Statement::Analysis(_))
 }
 
-impl Shell {
-    /// `.mode svg`: the picture of `statement`, written to the `.output` file.
-    fn picture(&mut self, statement: &str) -> Result<(), Error> {
-        let Some(path) = self.output.clone() else {
-            return Err(Error::Usage(
-                ".mode svg writes each statement's picture to a file: name it with .output FILE"
-                    .into(),
-            ));
-        };
-        mtfdb::export::svg::write_statement_svg(&mut self.session, statement, &path)?;
-        emit!("wrote {}\n", path.display())
-    }
-
-    /// Appends `result`, printed in the current mode, to the `.output` file.
-    fn write_output(
-        &self,
-        path: std::path::PathBuf,
-        result: &mtfdb::ResultSet,
-    ) -> Result<(), Error> {
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(self.mode.render(result).as_bytes()))
-            .map_err(|e| Error::io(&path, e))
-    }
-}
-
-impl Shell {
-    /// Runs a script in order: meta lines as they come, statements as each `;` completes one.
-    /// An error is reported and the script goes on; it then ends with the first error.
-    fn script(&mut self, script: &str) -> Result<(), Error> {
-        let mut first_error: Option<Error> = None;
-        let mut pending = String::new();
-        // The script's line on which `pending` starts.
-        let mut pending_line = 1;
-        // Reports an error and goes on; a closed output or a Ctrl-C ends the script.
-        let report = |r: Result<(), Error>, first_error: &mut Option<Error>| -> Result<(), Error> {
-            match r {
-                Err(e) if is_closed_stdout(&e) || matches!(e, Error::Cancelled) => Err(e),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    first_error.get_or_insert(e);
-                    Ok(())
-                }
-                Ok(()) => Ok(()),
-            }
-        };
-        for (i, line) in script.lines().enumerate() {
-            if pending.trim().is_empty() && line.trim_start().starts_with('.') {
-                let r = self
-                    .meta(line.trim())
-                    .map(|_| ())
-                    .map_err(|e| at_line(i + 1, e));
-                report(r, &mut first_error)?;
-                pending.clear();
-                continue;
-            }
-            if pending.trim().is_empty() {
-                pending.clear();
-                pending_line = i + 1;
-            }
-            pending.push_str(line);
-            pending.push('\n');
-            if pending.trim_end().ends_with(';') {
-                let r = self.statement(&pending, Some(pending_line));
-                report(r, &mut first_error)?;
-                pending.clear();
-            }
-        }
-        if !pending.trim().is_empty() {
-            let r = self.statement(&pending, Some(pending_line));
-            report(r, &mut first_error)?;
-        }
-        match first_error {
-            Some(_) => Err(Error::Usage(
-                "the script stopped with errors (reported above)".into(),
-            )),
-            None => Ok(()),
-        }
-    }
-}
-
 fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".mtfdb_history"))
-}
-
-/// `error` of the statement on line `line` of a script: a syntax error already names its line;
-/// others are prefixed with it.
-fn at_line(line: usize, error: Error) -> Error {
-    match error {
-        Error::Syntax(_) | Error::Cancelled => error,
-        Error::Io { .. } if is_closed_stdout(&error) => error,
-        other => Error::Usage(format!("line {line}: {other}")),
-    }
 }
 
 /// Runs the shell on `db` (interactive on a terminal, a script otherwise).
@@ -520,28 +562,47 @@ pub fn run(db: Database, trace: Option<&str>) -> Result<(), Error> {
 
 /// Runs the shell on an open session.
 pub fn run_session(session: Session) -> Result<(), Error> {
+    let interactive = std::io::stdin().is_terminal();
     let mut shell = Shell {
         session,
         mode: OutputFormat::Table,
         output: None,
-        timer: true,
+        once: None,
+        timer: interactive,
+        headers: true,
+        widths: Vec::new(),
+        max_rows: DEFAULT_MAX_ROWS,
+        pager: true,
+        bail: !interactive,
+        interactive,
+        source: None,
+        pending: String::new(),
+        pending_line: 1,
     };
-    if !std::io::stdin().is_terminal() {
-        shell.timer = false;
+    if !interactive {
         let mut script = String::new();
         std::io::stdin()
             .read_to_string(&mut script)
             .map_err(|e| Error::io("<stdin>", e))?;
-        return shell.script(&script);
+        return shell.script(&script).map(|_| ());
     }
-    // Ctrl-C while a statement runs cancels it (the handler is installed with the session's
-    // flag); at the prompt the editor handles it.
+    interactive_loop(&mut shell)
+}
 
-    let mut editor: Editor<ReplHelper, DefaultHistory> =
-        Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
-    editor.set_helper(Some(ReplHelper {
-        words: shell.words(),
-    }));
+/// The prompt loop on a terminal.
+fn interactive_loop(shell: &mut Shell) -> Result<(), Error> {
+    let config = Config::builder()
+        .max_history_size(HISTORY_SIZE)
+        .map_err(|e| Error::Usage(format!("the line editor's history: {e}")))?
+        .auto_add_history(false)
+        .build();
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::with_config(config)
+        .map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
+    editor.set_helper(Some(ReplHelper::new(
+        META.iter().map(|(name, _, _)| *name).collect(),
+        shell.names(),
+        std::io::stdout().is_terminal(),
+    )));
     let history = history_path();
     if let Some(h) = &history {
         let _ = editor.load_history(h);
@@ -551,40 +612,60 @@ pub fn run_session(session: Session) -> Result<(), Error> {
         env!("CARGO_PKG_VERSION")
     )?;
     loop {
-        match editor.readline("mtfdb> ") {
-            Ok(line) => {
-                let line = line.trim().to_string();
-                if line.is_empty() {
-                    continue;
-                }
-                let _ = editor.add_history_entry(line.as_str());
-                let outcome = if line.starts_with('.') {
-                    shell.meta(&line)
-                } else {
-                    shell.statement(&line, None).map(|_| true)
-                };
-                // A Ctrl-C that stopped the statement is spent; the next one stops the next.
-                shell
-                    .session
-                    .cancel_flag()
-                    .store(false, std::sync::atomic::Ordering::SeqCst);
-                match outcome {
-                    Ok(true) => {}
-                    Ok(false) => break,
-                    Err(e) if is_closed_stdout(&e) => return Err(e),
-                    Err(e) => eprintln!("error: {e}"),
-                }
-                if let Some(h) = editor.helper_mut() {
-                    h.words = shell.words();
-                }
+        let prompt = if shell.has_pending() {
+            "   ...> "
+        } else {
+            "mtfdb> "
+        };
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
+            // Ctrl-C at the prompt drops the unfinished statement.
+            Err(ReadlineError::Interrupted) => {
+                shell.pending.clear();
+                continue;
             }
-            Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(Error::Usage(format!("reading input failed: {e}"))),
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        // Saved now, so that a killed terminal loses nothing.
+        let _ = editor.add_history_entry(line.as_str());
+        if let Some(h) = &history {
+            let _ = editor.append_history(h);
+        }
+        if is_meta(&line) && shell.has_pending() {
+            shown(&shell.finish_pending().map(|_| Flow::Continue))?;
+        }
+        let outcome = shell.feed(&line, 1);
+        // A Ctrl-C that stopped the statement is spent; the next one stops the next.
+        shell
+            .session
+            .cancel_flag()
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        shown(&outcome)?;
+        if matches!(outcome, Ok(Flow::Quit)) {
+            break;
+        }
+        if let Some(h) = editor.helper_mut() {
+            h.names = shell.names();
         }
     }
-    if let Some(h) = &history {
-        let _ = editor.save_history(h);
-    }
     Ok(())
+}
+
+/// Prints the error of what the user typed; a closed standard output ends the shell.
+fn shown(outcome: &Result<Flow, Error>) -> Result<(), Error> {
+    match outcome {
+        Err(e) if is_closed_stdout(e) => Err(Error::io(
+            crate::STDOUT,
+            std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        )),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+    }
 }

@@ -1,0 +1,39 @@
+//! Long results on a terminal go through a pager, as psql's do: `$PAGER`, else `less -S`
+//! (long lines scroll sideways instead of wrapping).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use mtfdb::Error;
+
+/// Whether `text` has more lines than the terminal on standard output shows (false when
+/// standard output is not a terminal).
+pub fn longer_than_screen(text: &str) -> bool {
+    match terminal_size::terminal_size_of(std::io::stdout()) {
+        // The prompt's line stays on the screen.
+        Some((_, terminal_size::Height(rows))) => text.lines().count() >= rows as usize,
+        None => false,
+    }
+}
+
+/// Shows `text` through the pager and waits for it to end.
+pub fn page(text: &str) -> Result<(), Error> {
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "less -S".to_string());
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(&pager)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Usage(format!("cannot start the pager {pager:?}: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // The pager may quit before it read everything (q in less): that is not an error.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    child
+        .wait()
+        .map_err(|e| Error::Usage(format!("the pager {pager:?}: {e}")))?;
+    Ok(())
+}
