@@ -176,6 +176,19 @@ pub(crate) fn to_file(
 /// leaves a half-written file (nor truncates an earlier one).
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
+    write_whole_with(path, |file| {
+        file.write_all(bytes)
+            .and_then(|_| file.flush())
+            .map_err(|e| Error::io(path, e))
+    })
+}
+
+/// [`write_whole`] of what `write` writes to the file: `path` becomes the file only when
+/// `write` succeeds, and is left as it was (or absent) otherwise.
+pub fn write_whole_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -185,9 +198,7 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
     let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.flush())
-        .map_err(|e| Error::io(path, e))?;
+    write(tmp.as_file_mut())?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use mtfdb::model::{Anomaly, Location, LocationKind, Rank};
+use mtfdb::results::{ResultSet, Value};
 use mtfdb::{Result, Trace, TraceInfo};
 
 /// `1234567` → `1,234,567`.
@@ -41,42 +42,61 @@ fn bytes(n: u64) -> String {
 
 pub use mtfdb::model::rank_ranges;
 
-/// The `mtfdb traces` listing.
-pub fn traces_table(traces: &[TraceInfo]) -> String {
-    if traces.is_empty() {
-        return "no traces (import one with `mtfdb import FILE`)\n".to_string();
-    }
-    let mut rows = vec![[
-        "name".to_string(),
-        "processes".to_string(),
-        "operations".to_string(),
-        "messages".to_string(),
-        "format".to_string(),
-        "source".to_string(),
-    ]];
+/// The `mtfdb traces` listing: a row per trace.
+pub fn traces_result(traces: &[TraceInfo]) -> ResultSet {
+    let mut result = ResultSet::new([
+        "name",
+        "processes",
+        "operations",
+        "messages",
+        "format",
+        "source",
+    ]);
     for t in traces {
-        rows.push([
-            t.name.clone(),
-            thousands(t.processes as u64),
-            thousands(t.summary.operations),
-            thousands(t.summary.messages),
-            t.format.clone(),
-            t.source.clone(),
+        result.push(vec![
+            Value::Text(t.name.clone()),
+            Value::Int(t.processes as i128),
+            Value::Int(t.summary.operations.into()),
+            Value::Int(t.summary.messages.into()),
+            Value::Text(t.format.clone()),
+            Value::Text(t.source.clone()),
         ]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| mtfdb::results::pad(cell, *w, false))
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    result
+}
+
+/// `mtfdb info NAME --format csv|json`: the trace's counts as (item, value) rows, the same
+/// counts the text report prints.
+pub fn info_result(trace: &Trace) -> ResultSet {
+    let info = trace.info();
+    let s = &info.summary;
+    let mut result = ResultSet::new(["item", "value"]);
+    let mut row = |item: &str, value: Value| result.push(vec![Value::Text(item.into()), value]);
+    let count = |n: u64| Value::Int(n.into());
+    let time = |t: Option<u64>| t.map_or(Value::Null, |t| Value::Int(t.into()));
+    row("name", Value::Text(info.name.clone()));
+    row("source", Value::Text(info.source.clone()));
+    row("format", Value::Text(info.format.clone()));
+    row("processes", Value::Int(info.processes as i128));
+    row(
+        "communicators",
+        Value::Int(trace.header().communicators.len() as i128),
+    );
+    row("operations", count(s.operations));
+    for (kind, n) in &s.by_kind {
+        row(&format!("operations {}", trace.kind_name(*kind)), count(*n));
     }
-    out
+    row("messages", count(s.messages));
+    row("message_bytes", count(s.message_bytes));
+    row("collective_instances", count(s.collective_instances));
+    row("request_links", count(s.request_links));
+    row("routine_calls", count(s.routine_calls));
+    for (kind, n) in &s.anomalies {
+        row(&format!("anomalies {kind}"), count(*n));
+    }
+    row("first_time_ns", time(s.first_time));
+    row("last_time_ns", time(s.last_time));
+    result
 }
 
 /// How many rows of a per-process listing are shown before it is elided.

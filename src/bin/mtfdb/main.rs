@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use mtfdb::default_database_path;
 use mtfdb::export::chrome::Restriction;
 use mtfdb::export::Format as ExportFormat;
@@ -38,6 +38,7 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// The format named `s` (`--format`).
     fn parse(s: &str) -> Result<OutputFormat, Error> {
         match s.to_ascii_lowercase().as_str() {
             "table" => Ok(OutputFormat::Table),
@@ -47,6 +48,16 @@ impl OutputFormat {
             other => Err(Error::Usage(format!(
                 "unknown output format {other:?}; use table, csv, json or svg"
             ))),
+        }
+    }
+
+    /// A format for a command that prints a table and has no picture: table, csv or json.
+    fn parse_tabular(s: &str, command: &str) -> Result<OutputFormat, Error> {
+        match OutputFormat::parse(s)? {
+            OutputFormat::Svg => Err(Error::Usage(format!(
+                "{command} has no picture; use --format table, csv or json"
+            ))),
+            format => Ok(format),
         }
     }
 
@@ -155,7 +166,11 @@ enum Command {
         info: bool,
     },
     /// List the traces in the database.
-    Traces,
+    Traces {
+        /// How to print them: table, csv or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
     /// Show what a trace holds: processes, communicators, operations, messages, anomalies.
     Info {
         /// The trace's name
@@ -163,6 +178,9 @@ enum Command {
         /// List every anomaly, not only their counts
         #[arg(long)]
         anomalies: bool,
+        /// How to print it: table (the report), or its counts as csv or json
+        #[arg(long, default_value = "table")]
+        format: String,
     },
     /// Run one query and print its result.
     Query {
@@ -227,6 +245,14 @@ enum Command {
         /// The trace's name
         name: String,
     },
+    /// Print a completion script for a shell (bash, zsh, fish, elvish or powershell), e.g.
+    /// `mtfdb completions bash > ~/.local/share/bash-completion/completions/mtfdb`.
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print mtfdb's man page (roff), e.g. `mtfdb man > mtfdb.1; man ./mtfdb.1`.
+    Man,
 }
 
 /// glibc gives every thread its own heap arena, and an import's three threads each keep their
@@ -350,9 +376,15 @@ fn run(cli: Cli) -> Result<(), Error> {
                 delays,
                 network,
             };
-            let mut writer = MtfWriter::create(&output)?;
-            let ground_truth = generate(&config, &mut writer)?;
-            writer.into_inner()?;
+            // Written beside the output and renamed over it once complete: a mistake the
+            // generator finds leaves an existing file as it was.
+            let mut ground_truth = None;
+            mtfdb::export::write_whole_with(&output, |file| {
+                let mut writer = MtfWriter::with_name(std::io::BufWriter::new(file), &output);
+                ground_truth = Some(generate(&config, &mut writer)?);
+                std::io::Write::flush(&mut writer.into_inner()?).map_err(|e| Error::io(&output, e))
+            })?;
+            let ground_truth = ground_truth.expect("set when the trace was written");
             if let Some(path) = truth {
                 let json = serde_json::to_string_pretty(&ground_truth)
                     .map_err(|e| Error::Usage(format!("the ground truth: {e}")))?;
@@ -407,14 +439,40 @@ fn run(cli: Cli) -> Result<(), Error> {
                 emit!("\n{}", info::render(&db.trace(&info.name)?, false)?)?;
             }
         }
-        Command::Traces => {
+        Command::Traces { format } => {
+            let format = OutputFormat::parse_tabular(&format, "traces")?;
             let db = open_existing_db(cli.db)?;
-            emit(&info::traces_table(&db.traces()?))?;
+            let traces = db.traces()?;
+            if traces.is_empty() && format == OutputFormat::Table {
+                emit("no traces (import one with `mtfdb import FILE`)\n")?;
+            } else {
+                emit(&format.render(&info::traces_result(&traces)))?;
+            }
         }
-        Command::Info { name, anomalies } => {
+        Command::Info {
+            name,
+            anomalies,
+            format,
+        } => {
+            let format = OutputFormat::parse_tabular(&format, "info")?;
             let db = open_existing_db(cli.db)?;
             let trace = db.trace(&name)?;
-            emit(&info::render(&trace, anomalies)?)?;
+            match format {
+                OutputFormat::Table => emit(&info::render(&trace, anomalies)?)?,
+                _ => emit(&format.render(&info::info_result(&trace)))?,
+            }
+        }
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mtfdb", &mut out);
+            emit(&String::from_utf8_lossy(&out))?;
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .map_err(|e| Error::io(STDOUT, e))?;
+            emit(&String::from_utf8_lossy(&out))?;
         }
         Command::Query {
             statement,

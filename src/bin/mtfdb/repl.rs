@@ -356,13 +356,18 @@ impl Shell {
                 .map_or("stdout".into(), |p| p.display().to_string())
         };
         let widths: Vec<String> = self.widths.iter().map(usize::to_string).collect();
+        let widths = if widths.is_empty() {
+            "(as wide as the values)".to_string()
+        } else {
+            widths.join(" ")
+        };
         format!(
             "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n",
             self.session.database().path().display(),
             self.mode.name(),
             file(&self.output),
             on(self.headers),
-            widths.join(" "),
+            widths,
             self.max_rows,
             on(self.pager),
             on(self.timer),
