@@ -95,9 +95,10 @@ fn gen_import_traces_info_drop() {
 
     let out = ok(mtfdb(&db, &["traces"]));
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines.len(), 4, "{out}");
     assert!(lines[0].starts_with("name"));
-    assert!(lines[1].starts_with("wrf16"), "{out}");
+    assert!(lines[2].starts_with("wrf16"), "{out}");
+    assert_eq!(lines[3], "(1 row)");
 
     let info = ok(mtfdb(&db, &["info", "wrf16"]));
     // 50 iterations of a 4x4 grid: 48 messages per iteration.
@@ -665,10 +666,11 @@ fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("nope"));
 
-    // The shell: .mode svg needs .output; each statement's picture replaces the file.
+    // The shell: .mode svg needs .output; each statement's picture replaces the file (with
+    // .bail off, the script goes on past the first error).
     let pic = dir.path().join("shell.svg");
     let script = format!(
-        ".mode svg\nSELECT PHASES;\n.output {}\nSELECT PHASES;\nSELECT TOPOLOGY;\n",
+        ".bail off\n.mode svg\nSELECT PHASES;\n.output {}\nSELECT PHASES;\nSELECT TOPOLOGY;\n",
         pic.display()
     );
     let o = shell(&db, script.as_bytes());
@@ -679,4 +681,158 @@ fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
     );
     let shown = std::fs::read_to_string(&pic).unwrap();
     assert!(shown.contains("SELECT TOPOLOGY") && shown.contains("class=\"rank\""));
+}
+
+#[test]
+fn traces_and_info_print_as_csv_and_json_with_the_numbers_a_query_prints() {
+    let (_dir, db) = example_db();
+    let csv = ok(mtfdb(&db, &["traces", "--format", "csv"]));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "name,processes,operations,messages,format,source");
+    assert!(lines[1].starts_with("wrf16,16,"), "{csv}");
+    // The same counts, printed by the same formatter, as a query gives.
+    let count = ok(mtfdb(
+        &db,
+        &["query", "SELECT COUNT(*) FROM MESSAGES", "--format", "csv"],
+    ));
+    let messages = count.lines().nth(1).unwrap();
+    assert_eq!(lines[1].split(',').nth(3), Some(messages), "{csv}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(mtfdb(&db, &["traces", "--format", "json"]))).unwrap();
+    assert_eq!(json[0]["name"], "wrf16");
+    assert_eq!(json[0]["processes"], 16);
+
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(mtfdb(&db, &["info", "wrf16", "--format", "json"]))).unwrap();
+    let item = |name: &str| {
+        info.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["item"] == name)
+            .map(|r| r["value"].clone())
+    };
+    assert_eq!(item("processes"), Some(16.into()));
+    assert_eq!(item("messages").unwrap().to_string(), messages);
+
+    let o = mtfdb(&db, &["traces", "--format", "svg"]);
+    assert!(!o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: traces has no picture; use --format table, csv or json\n"
+    );
+}
+
+#[test]
+fn read_only_commands_create_no_database_at_a_mistyped_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("mistyped");
+    for args in [
+        vec!["traces"],
+        vec!["info", "t"],
+        vec!["query", "SHOW TRACES"],
+        vec!["export", "t", "-o", "t.mtf"],
+        vec!["report", "t"],
+    ] {
+        let o = mtfdb(&missing, &args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with(&format!("error: no database at {}", missing.display())),
+            "{args:?}: {err}"
+        );
+        assert!(!missing.exists(), "{args:?} created {}", missing.display());
+    }
+}
+
+#[test]
+fn gen_leaves_an_existing_file_alone_when_its_arguments_are_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("keep.mtf");
+    std::fs::write(&out, "earlier\n").unwrap();
+    let o = mtfdb(
+        &dir.path().join("db"),
+        &[
+            "gen",
+            "ring",
+            "--ranks",
+            "4",
+            "--iterations",
+            "2",
+            "--delay",
+            "9:0:1ms",
+            "-o",
+        ]
+        .into_iter()
+        .chain([out.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("rank 9"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "earlier\n");
+    // Nothing else is left beside it (no temporary file).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn version_completions_and_man_page_name_every_subcommand() {
+    let db = Path::new("unused");
+    let version = ok(mtfdb(db, &["--version"]));
+    assert_eq!(version, format!("mtfdb {}\n", env!("CARGO_PKG_VERSION")));
+    let subcommands = [
+        "gen",
+        "import",
+        "traces",
+        "info",
+        "query",
+        "demo",
+        "repl",
+        "export",
+        "report",
+        "drop",
+        "completions",
+        "man",
+    ];
+    for (shell, entry) in [
+        ("bash", "mtfdb,{})"),
+        ("zsh", "'{}:"),
+        ("fish", "needs_command\" -f -a \"{}\""),
+    ] {
+        let script = ok(mtfdb(db, &["completions", shell]));
+        for sub in subcommands {
+            let needle = entry.replace("{}", sub);
+            assert!(
+                script.contains(&needle),
+                "{shell} completions lack {needle}"
+            );
+        }
+    }
+    // bash parses the bash script.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("mtfdb.bash");
+    std::fs::write(&script, ok(mtfdb(db, &["completions", "bash"]))).unwrap();
+    let bash = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        bash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bash.stderr)
+    );
+
+    let man = ok(mtfdb(db, &["man"]));
+    assert!(man.contains(".TH mtfdb 1"), "{man}");
+    for sub in subcommands {
+        assert!(
+            man.contains(&format!("\n.TP\nmtfdb\\-{sub}(1)\n")),
+            "the man page lacks {sub}"
+        );
+    }
+    assert!(!db.exists());
 }
