@@ -6,12 +6,12 @@ use std::process::{Command, Stdio};
 
 use mtfdb::Error;
 
-/// Whether `text` has more lines than the terminal on standard output shows (false when
-/// standard output is not a terminal).
-pub fn longer_than_screen(text: &str) -> bool {
+/// Whether a result of `lines` lines is longer than the terminal on standard output shows
+/// (false when standard output is not a terminal).
+pub fn longer_than_screen(lines: usize) -> bool {
     match terminal_size::terminal_size_of(std::io::stdout()) {
         // The prompt's line stays on the screen.
-        Some((_, terminal_size::Height(rows))) => text.lines().count() >= rows as usize,
+        Some((_, terminal_size::Height(rows))) => lines >= rows as usize,
         None => false,
     }
 }

@@ -409,9 +409,9 @@ impl Shell {
         if let Some(path) = &self.output {
             return append(path, &self.render(result));
         }
-        let text = self.render(result);
-        if self.interactive && self.pager && crate::pager::longer_than_screen(&text) {
-            return crate::pager::page(&text);
+        // A result has at least a line per row: a longer one than the screen is paged.
+        if self.interactive && self.pager && crate::pager::longer_than_screen(result.len()) {
+            return crate::pager::page(&self.render(result));
         }
         let tabular = matches!(self.mode, OutputFormat::Table | OutputFormat::Svg);
         if tabular && self.max_rows > 0 && result.len() > self.max_rows {
@@ -425,7 +425,7 @@ impl Shell {
                 result.len()
             );
         }
-        emit(&text)
+        emit(&self.render(result))
     }
 
     /// `result` as the current mode, headers and widths print it.
