@@ -186,7 +186,9 @@ fn an_unfinished_statement_shows_the_continuation_prompt_and_a_meta_line_ends_it
     t.wait_count("   ...>", 2);
     t.enter(".help");
     let screen = t.wait_for(".width N ...");
-    let result = screen.find(&format!("{messages:>8}\n(1 row)\n")).expect(&screen);
+    let result = screen
+        .find(&format!("{messages:>8}\n(1 row)\n"))
+        .expect(&screen);
     let help = screen.find("Statements end with ';'").expect(&screen);
     assert!(result < help, "the statement ran first:\n{screen}");
     t.enter(".quit");

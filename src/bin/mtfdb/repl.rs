@@ -284,9 +284,7 @@ impl Shell {
             }
             (".traces", []) => self.statement("SHOW TRACES;", 1)?,
             (".tables", []) => self.statement("SHOW TABLES;", 1)?,
-            (".schema", [target @ ..]) if !target.is_empty() => {
-                self.statement(&format!("DESCRIBE {rest};"), 1)?
-            }
+            (".schema", [_, ..]) => self.statement(&format!("DESCRIBE {rest};"), 1)?,
             (".use", [name]) => {
                 self.session.use_trace(name)?;
                 emit!("using trace {name}\n")?;
@@ -448,7 +446,7 @@ impl Shell {
     /// `.read FILE`: runs the script in FILE; its errors name the file and line.
     fn read(&mut self, path: &str) -> Result<Flow, Error> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let outer = std::mem::replace(&mut self.source, Some(path.to_string()));
+        let outer = self.source.replace(path.to_string());
         let outer_pending = std::mem::take(&mut self.pending);
         let result = self.script(&text);
         self.source = outer;
