@@ -11,23 +11,6 @@ mod common;
 
 use common::mtfdb_output as mtfdb;
 
-/// `mtfdb repl` on `db` with `script` piped on its standard input.
-fn shell(db: &Path, script: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-        .arg("--db")
-        .arg(db)
-        .arg("repl")
-        .env_remove("MTFDB_DB")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(script).unwrap();
-    child.wait_with_output().unwrap()
-}
-
 /// A database in a fresh directory holding the bundled example as `wrf16`.
 fn example_db() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -530,9 +513,10 @@ fn demo_runs_the_papers_queries_and_a_piped_script_runs_in_the_shell() {
         "the statistics table has 16 processes and a totals row"
     );
 
-    let o = shell(
+    let o = common::mtfdb_repl(
         &db,
-        b".mode csv\nSELECT COUNT(*)\n  FROM MESSAGES WHERE SIZE > 64 KiB;\nCREATE VIEW r0 AS SELECT OPERATIONS FOR PROCESS(0);\nSHOW VIEWS;\n",
+        ".mode csv\nSELECT COUNT(*)\n  FROM MESSAGES WHERE SIZE > 64 KiB;\nCREATE VIEW r0 AS SELECT OPERATIONS FOR PROCESS(0);\nSHOW VIEWS;\n",
+        &[],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -673,7 +657,7 @@ fn pictures_and_the_report_are_written_whole_from_the_command_and_the_shell() {
         ".bail off\n.mode svg\nSELECT PHASES;\n.output {}\nSELECT PHASES;\nSELECT TOPOLOGY;\n",
         pic.display()
     );
-    let o = shell(&db, script.as_bytes());
+    let o = common::mtfdb_repl(&db, &script, &[]);
     assert!(
         stderr(&o).contains(".mode svg writes each statement's picture to a file"),
         "{}",

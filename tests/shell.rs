@@ -4,12 +4,12 @@
 //! history after a killed terminal; and, without a terminal, a piped script's pager and bail.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::mtfdb_output as mtfdb;
+use common::{mtfdb_output as mtfdb, mtfdb_repl};
 
 /// How long the screen may take to show what a test waits for.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -306,27 +306,8 @@ fn a_piped_script_has_no_pager_and_stops_at_its_first_error_naming_it() {
     let paged = dir.path().join("paged.txt");
     let messages: usize = count(&db, "SELECT COUNT(*) FROM MESSAGES").parse().unwrap();
     assert!(messages > 200);
-    let run = |script: &str| {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
-            .arg("--db")
-            .arg(&db)
-            .arg("repl")
-            .env_remove("MTFDB_DB")
-            .env("PAGER", format!("cat > {}", paged.display()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let pager = format!("cat > {}", paged.display());
+    let run = |script: &str| mtfdb_repl(&db, script, &[("PAGER", &pager)]);
     let o = run("SELECT ALL MESSAGES;\n");
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);

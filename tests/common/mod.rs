@@ -33,6 +33,28 @@ pub fn mtfdb_output(db: &Path, args: &[&str]) -> std::process::Output {
         .expect("mtfdb runs")
 }
 
+/// `mtfdb --db DB repl` with `script` piped on its standard input and the extra environment
+/// `env`, and what it did.
+pub fn mtfdb_repl(db: &Path, script: &str, env: &[(&str, &str)]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .arg("repl")
+        .env_remove("MTFDB_DB")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mtfdb runs");
+    let written = child.stdin.take().unwrap().write_all(script.as_bytes());
+    let output = child.wait_with_output().expect("mtfdb ends");
+    written.expect("the script is written");
+    output
+}
+
 /// A database in a fresh temporary directory (kept while the `TempDir` lives).
 pub fn temp_db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use mtfdb::model::{Anomaly, Location, LocationKind, Rank};
 use mtfdb::results::{ResultSet, Value};
-use mtfdb::{Result, Trace, TraceInfo};
+use mtfdb::{Result, Trace};
 
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
@@ -41,29 +41,6 @@ fn bytes(n: u64) -> String {
 }
 
 pub use mtfdb::model::rank_ranges;
-
-/// The `mtfdb traces` listing: a row per trace.
-pub fn traces_result(traces: &[TraceInfo]) -> ResultSet {
-    let mut result = ResultSet::new([
-        "name",
-        "processes",
-        "operations",
-        "messages",
-        "format",
-        "source",
-    ]);
-    for t in traces {
-        result.push(vec![
-            Value::Text(t.name.clone()),
-            Value::Int(t.processes as i128),
-            Value::Int(t.summary.operations.into()),
-            Value::Int(t.summary.messages.into()),
-            Value::Text(t.format.clone()),
-            Value::Text(t.source.clone()),
-        ]);
-    }
-    result
-}
 
 /// `mtfdb info NAME --format csv|json`: the trace's counts as (item, value) rows, the same
 /// counts the text report prints.

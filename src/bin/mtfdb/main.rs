@@ -441,12 +441,12 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Traces { format } => {
             let format = OutputFormat::parse_tabular(&format, "traces")?;
-            let db = open_existing_db(cli.db)?;
-            let traces = db.traces()?;
+            // The rows of `SHOW TRACES`, printed as a query's are.
+            let traces = Session::new(open_existing_db(cli.db)?).run("SHOW TRACES")?;
             if traces.is_empty() && format == OutputFormat::Table {
                 emit("no traces (import one with `mtfdb import FILE`)\n")?;
             } else {
-                emit(&format.render(&info::traces_result(&traces)))?;
+                emit(&format.render(&traces))?;
             }
         }
         Command::Info {
