@@ -317,11 +317,8 @@ pub(crate) fn show_tables() -> ResultSet {
 /// `DESCRIBE <target>`: one row per column.
 pub(crate) fn describe(target: Target) -> ResultSet {
     let mut r = ResultSet::new(["column", "type", "unit", "meaning"]);
-    let wait = (!matches!(
-        target,
-        Target::Messages | Target::CpuBursts | Target::RoutineCalls
-    ) && !target.is_record())
-    .then_some(&WAIT_COLUMN);
+    // Operation rows gain the wait column when their statement reads WAIT.
+    let wait = (columns(target) == OPERATION_COLUMNS).then_some(&WAIT_COLUMN);
     for c in columns(target).iter().chain(wait) {
         r.push(vec![
             c.name.into(),
@@ -331,4 +328,40 @@ pub(crate) fn describe(target: Target) -> ResultSet {
         ]);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::{parse_statement, Statement};
+
+    /// Each target `SHOW TABLES` names is what the parser reads from that name, and
+    /// `DESCRIBE` of it lists its rows' columns.
+    #[test]
+    fn every_listed_target_parses_from_its_name() {
+        for entry in TABLES {
+            let Some(target) = entry.target else {
+                continue;
+            };
+            let parsed = parse_statement(&format!("DESCRIBE {}", entry.name)).unwrap();
+            assert_eq!(parsed, Statement::Describe(target), "{}", entry.name);
+            let described = describe(target);
+            let names: Vec<String> = described
+                .rows
+                .iter()
+                .map(|r| r[0].render())
+                .filter(|n| n != WAIT_COLUMN.name)
+                .collect();
+            let expected: Vec<&str> = columns(target).iter().map(|c| c.name).collect();
+            assert_eq!(names, expected, "{}", entry.name);
+        }
+        for (words, target) in RECORD_TARGETS {
+            assert!(
+                TABLES
+                    .iter()
+                    .any(|t| t.name == words.join(" ") && t.target == Some(*target)),
+                "{words:?}"
+            );
+        }
+    }
 }

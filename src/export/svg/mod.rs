@@ -152,7 +152,9 @@ fn timeline_of(
     for row in session.query_statement(&Statement::Select(select.clone()))? {
         drawn.add_row(&row?);
     }
-    let operations = !matches!(selection.target, Target::Messages | Target::CpuBursts);
+    // Messages and collectives join operations only (a record target's ids are its own).
+    let operations = !matches!(selection.target, Target::Messages | Target::CpuBursts)
+        && !selection.target.is_record();
     if operations && !drawn.is_empty() {
         let messages = Statement::Select(Select {
             body: SelectBody::Rows(Selection {

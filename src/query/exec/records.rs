@@ -91,9 +91,10 @@ impl Record {
         }
     }
 
-    /// Whether the row is in the selection's process scope and communicator.
-    fn in_scope(&self, scope: Option<&RecordScope>, comm: Option<CommId>) -> bool {
-        let in_comm = comm.is_none_or(|c| self.comm == Some(c));
+    /// Whether the row is in the selection's process scope and on every communicator of its
+    /// `IN COMM` clauses.
+    fn in_scope(&self, scope: Option<&RecordScope>, comms: &[CommId]) -> bool {
+        let in_comm = comms.iter().all(|c| self.comm == Some(*c));
         in_comm
             && match scope {
                 None => true,
@@ -130,14 +131,15 @@ pub(crate) struct RecordScan {
     chunks: u32,
     next_id: u64,
     scope: Option<RecordScope>,
-    comm: Option<CommId>,
+    /// The communicators of the `IN COMM` clauses (all must hold).
+    comms: Vec<CommId>,
 }
 
 impl RecordScan {
     /// Whether `row` passes the scope and `IN COMM`.
     pub(crate) fn keeps(&self, row: &Row) -> bool {
         match row {
-            Row::Record(_, r) => r.in_scope(self.scope.as_ref(), self.comm),
+            Row::Record(_, r) => r.in_scope(self.scope.as_ref(), &self.comms),
             _ => true,
         }
     }
@@ -156,8 +158,7 @@ impl RecordScan {
             records
                 .into_iter()
                 .zip(first..)
-                .map(|(r, id)| {
-                    let mut r = r;
+                .map(|(mut r, id)| {
                     r.values.insert(0, id.into());
                     Row::Record(id, r)
                 })
@@ -249,23 +250,23 @@ impl<'a> Engine<'a> {
                 Some(RecordScope::Between(*a, *b))
             }
         };
-        let comm = sel
+        // Every IN COMM must hold, as on any target.
+        let comms = sel
             .filter
             .within
             .iter()
-            .find_map(|w| match w {
-                Within::Comm(c) => Some(c),
+            .filter_map(|w| match w {
+                Within::Comm(c) => Some(self.comm(c)),
                 _ => None,
             })
-            .map(|c| self.comm(c))
-            .transpose()?;
+            .collect::<Result<Vec<CommId>>>()?;
         Ok(RecordScan {
             target: sel.target,
             next_chunk: 0,
             chunks: self.record_chunks(sel.target),
             next_id: 0,
             scope,
-            comm,
+            comms,
         })
     }
 
