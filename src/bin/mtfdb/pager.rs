@@ -16,24 +16,28 @@ pub fn longer_than_screen(lines: usize) -> bool {
     }
 }
 
-/// Shows `text` through the pager and waits for it to end.
-pub fn page(text: &str) -> Result<(), Error> {
+/// Shows `text` through the pager and waits for it to end; false when the pager could not
+/// be run (not installed), and `text` is still to be shown.
+pub fn page(text: &str) -> Result<bool, Error> {
     let pager = std::env::var("PAGER")
         .ok()
         .filter(|p| !p.trim().is_empty())
         .unwrap_or_else(|| "less -S".to_string());
-    let mut child = Command::new("sh")
+    let Ok(mut child) = Command::new("sh")
         .arg("-c")
         .arg(&pager)
         .stdin(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::Usage(format!("cannot start the pager {pager:?}: {e}")))?;
+    else {
+        return Ok(false);
+    };
     if let Some(mut stdin) = child.stdin.take() {
         // The pager may quit before it read everything (q in less): that is not an error.
         let _ = stdin.write_all(text.as_bytes());
     }
-    child
+    let status = child
         .wait()
         .map_err(|e| Error::Usage(format!("the pager {pager:?}: {e}")))?;
-    Ok(())
+    // 127: the shell found no such command.
+    Ok(status.code() != Some(127))
 }

@@ -409,7 +409,12 @@ impl Shell {
         }
         // A result has at least a line per row: a longer one than the screen is paged.
         if self.interactive && self.pager && crate::pager::longer_than_screen(result.len()) {
-            return crate::pager::page(&self.render(result));
+            let text = self.render(result);
+            if crate::pager::page(&text)? {
+                return Ok(());
+            }
+            eprintln!("(no pager: set $PAGER, or install less)");
+            return emit(&text);
         }
         let tabular = matches!(self.mode, OutputFormat::Table | OutputFormat::Svg);
         if tabular && self.max_rows > 0 && result.len() > self.max_rows {
