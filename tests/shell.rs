@@ -384,3 +384,51 @@ fn history_survives_a_killed_terminal() {
     t.press("Enter");
     t.wait_for("(1 row)");
 }
+
+#[test]
+fn meta_commands_set_headers_widths_and_run_tables_schema_open_and_shell() {
+    let (_dir, db) = setup("ring", "4", "2");
+    let messages = count(&db, "SELECT COUNT(*) FROM MESSAGES");
+    let script = format!(
+        ".tables\n.schema MESSAGES\n.mode csv\n.headers off\nSELECT COUNT(*) FROM MESSAGES;\n\
+         .mode table\n.headers on\n.width 12\nSELECT COUNT(*) FROM MESSAGES;\n.show\n\
+         .open {}\n.shell echo from the shell\n.system false\nSHOW TRACES;\n",
+        db.display()
+    );
+    let o = mtfdb_repl(&db, &script, &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // SHOW TABLES and DESCRIBE MESSAGES.
+    assert!(out.contains("\nROUTINE CALLS "), "{out}");
+    assert!(out.contains("\nsend_time_ns "), "{out}");
+    // Without headers the csv is the value alone; then with .width 12 the table's column is
+    // 12 wide (a number's name aligned right, as its values).
+    assert!(
+        out.contains(&format!(
+            "\n{messages}\n{:>12}\n{}\n{messages:>12}\n(1 row)\n",
+            "count(*)",
+            "-".repeat(12)
+        )),
+        "{out}"
+    );
+    for setting in [
+        "    mode: table\n",
+        " headers: on\n",
+        "   width: 12\n",
+        "    bail: on\n",
+    ] {
+        assert!(out.contains(setting), "{setting:?} in {out}");
+    }
+    assert!(
+        out.contains(&format!("{} is already open\n", db.display())),
+        "{out}"
+    );
+    assert!(out.contains("\nfrom the shell\n"), "{out}");
+    // `.system false` fails and, piped, ends the script before SHOW TRACES.
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        err, "error: line 13: `false` ended with exit status: 1\n",
+        "{out}"
+    );
+    assert!(!out.contains("\nt "), "{out}");
+}
