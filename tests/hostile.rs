@@ -318,15 +318,16 @@ fn a_statement_that_starts_with_a_dash_is_a_statement_not_an_option() {
 fn a_piped_script_numbers_its_errors_by_the_lines_of_the_script() {
     let dir = tempfile::tempdir().unwrap();
     let db = example_db(dir.path());
-    let lines = "SELECT COUNT(*) FROM MESSAGES;\n\n-- two lines\nSELECT COUNT(*)\n  FROM MESAGES;\n.mode csv\nSELECT ALL MESSAGES IN VIEW nope;\n.mode tabel\nSELECT COUNT(*) FROM MESSAGES;\n";
+    // .bail off: every error is reported and the script goes on.
+    let lines = ".bail off\nSELECT COUNT(*) FROM MESSAGES;\n\n-- two lines\nSELECT COUNT(*)\n  FROM MESAGES;\n.mode csv\nSELECT ALL MESSAGES IN VIEW nope;\n.mode tabel\nSELECT COUNT(*) FROM MESSAGES;\n";
     let out = script(&db, lines);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "error: at line 5, column 8: expected what to select after FROM (MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them), found \"MESAGES\"\n    FROM MESAGES\n         ^\n\
-         error: line 7: no view named \"nope\" in trace \"w\" (it has none)\n\
-         error: line 8: unknown mode \"tabel\"; use table, csv, json or svg\n\
-         error: the script stopped with errors (reported above)\n"
+        "error: at line 6, column 8: expected what to select after FROM (MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them), found \"MESAGES\"\n    FROM MESAGES\n         ^\n\
+         error: line 8: no view named \"nope\" in trace \"w\" (it has none)\n  in: SELECT ALL MESSAGES IN VIEW nope\n\
+         error: line 9: unknown mode \"tabel\"; use table, csv, json or svg\n\
+         error: 3 statements failed (reported above)\n"
     );
     // The statements around the errors ran.
     assert!(

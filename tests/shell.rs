@@ -77,8 +77,13 @@ impl Terminal {
         assert!(self.tmux(&["send-keys", key]).status.success());
     }
 
-    /// Types `line` and presses Enter.
+    /// Types `line` and presses Enter, once the shell waits at an empty prompt (keys typed
+    /// ahead while a statement runs could reach the terminal before the editor).
     fn enter(&self, line: &str) {
+        self.wait_until("an empty prompt", |s| {
+            let last = s.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+            matches!(last.trim(), "mtfdb>" | "...>")
+        });
         self.type_text(line);
         self.press("Enter");
     }

@@ -19,7 +19,7 @@ use mtfdb::query::{parse_script, query_error, Session};
 use mtfdb::results::ResultSet;
 use mtfdb::{Database, Error};
 
-use crate::complete::{ReplHelper, MODES};
+use crate::complete::ReplHelper;
 use crate::{emit, is_closed_stdout, OutputFormat};
 
 /// Each meta command with its arguments and what it does: `.help` prints these, Tab completes
@@ -245,8 +245,9 @@ impl Shell {
             .map_or(String::new(), |f| format!("{f}: "));
         let statement = one_line(statement);
         match error {
-            // A syntax error names its line and column already.
-            Error::Syntax(_) => Error::Usage(format!("{file}{error}\n  in: {statement}")),
+            // A syntax error names its line and column and shows the line already.
+            Error::Syntax(_) if file.is_empty() => error,
+            Error::Syntax(_) => Error::Usage(format!("{file}{error}")),
             other => Error::Usage(format!("{file}line {line}: {other}\n  in: {statement}")),
         }
     }
@@ -297,8 +298,7 @@ impl Shell {
                     "svg" => OutputFormat::Svg,
                     other => {
                         return Err(Error::Usage(format!(
-                            "unknown mode {other:?}; use {}",
-                            MODES.join(", ")
+                            "unknown mode {other:?}; use table, csv, json or svg"
                         )))
                     }
                 }
