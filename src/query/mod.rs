@@ -18,6 +18,7 @@ mod cursor;
 mod exec;
 mod lexer;
 mod names;
+mod options;
 pub mod parser;
 mod plan;
 mod session;
