@@ -140,6 +140,13 @@ pub struct TraceHeader {
     /// metric readers, processes outside MPI. Sources report them at the end of the trace
     /// ([`crate::ingest::EventSink::locations`]), with what they recorded.
     pub locations: Vec<Location>,
+    /// The source recorded the order of events but not their times (FACT collects traces
+    /// so). Each location's events then carry their rank in the location's sequence (0, 1,
+    /// 2, …) as their times, which keeps their order for loops, patterns and topology; the
+    /// query layer shows every time as null and refuses what needs real times (phases, wait
+    /// states, the critical path, replay).
+    #[serde(default)]
+    pub untimed: bool,
 }
 
 impl TraceHeader {

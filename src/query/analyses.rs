@@ -14,9 +14,13 @@ use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::results::{ResultSet, Value};
 
-/// Nanoseconds as seconds.
-fn seconds(ns: Time) -> f64 {
-    ns as f64 / 1e9
+/// Nanoseconds as seconds; null in an untimed trace, whose times are only its order.
+fn seconds(trace: &crate::Trace, ns: Time) -> Value {
+    if trace.header().untimed {
+        Value::Null
+    } else {
+        (ns as f64 / 1e9).into()
+    }
 }
 
 /// `1, 5, 8` with at most `max` items, then `… (n in all)`.
@@ -292,6 +296,7 @@ impl Session {
             as_trace: Some(name),
         } = a
         {
+            super::needs_times(self.trace()?, "SIMULATE")?;
             // The trace is read while the database imports the new one.
             let source = self.open_trace(&self.current_trace()?)?;
             return Ok(simulation_rows(&replay::simulate_as_trace(
@@ -302,6 +307,18 @@ impl Session {
             )?));
         }
         let trace = self.trace()?;
+        let timed = match a {
+            Analysis::Phases(_) => Some("SELECT PHASES"),
+            Analysis::PhaseTree(_) => Some("SHOW PHASE TREE"),
+            Analysis::Refresh => Some("REFRESH PATTERNS (which cuts phases)"),
+            Analysis::CriticalPath { .. } => Some("SELECT CRITICAL PATH"),
+            Analysis::FitNetwork => Some("SELECT NETWORK MODEL"),
+            Analysis::Simulate { .. } => Some("SIMULATE"),
+            _ => None,
+        };
+        if let Some(what) = timed {
+            super::needs_times(trace, what)?;
+        }
         Ok(match a {
             Analysis::Simulate { network, .. } => {
                 simulation_rows(&replay::simulate(trace, network)?)
@@ -349,8 +366,8 @@ impl Session {
                         (p.occurrences.len() as u64).into(),
                         p.events.into(),
                         p.message_ids().len().into(),
-                        seconds(first).into(),
-                        seconds(last).into(),
+                        seconds(trace, first),
+                        seconds(trace, last),
                         shorten(&p.shape, 200).into(),
                     ]);
                 }
@@ -371,8 +388,8 @@ impl Session {
                         (i as u64 + 1).into(),
                         crate::model::rank_ranges(&m.processes).into(),
                         m.edits.into(),
-                        seconds(m.start).into(),
-                        seconds(m.end).into(),
+                        seconds(trace, m.start),
+                        seconds(trace, m.end),
                         m.ops.len().into(),
                     ]);
                 }
@@ -395,9 +412,9 @@ impl Session {
                         p.number.into(),
                         format!("S{}", p.node).into(),
                         format!("{}-{}", p.first, p.last).into(),
-                        seconds(p.start).into(),
-                        seconds(p.end).into(),
-                        seconds(p.end - p.start).into(),
+                        seconds(trace, p.start),
+                        seconds(trace, p.end),
+                        seconds(trace, p.end - p.start),
                         list_text(&p.patterns, 20).into(),
                         p.routine.clone().into(),
                     ]);
