@@ -411,6 +411,7 @@ fn hand_built() -> Collect {
                     members: vec![1, 3, 5, 0],
                 },
             ],
+            untimed: false,
             locations: vec![
                 Location {
                     name: "CUDA[0:13] \"stream\" #2".into(),
@@ -1347,6 +1348,7 @@ mod property {
                     name: names[5 % names.len()].clone(),
                     members: vec![3, 1, 0, 2],
                 }],
+                untimed: false,
                 locations: vec![Location {
                     group: names[6 % names.len()].clone(),
                     rank: Some(2),

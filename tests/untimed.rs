@@ -23,7 +23,8 @@ fn rows(s: &mut Session, statement: &str) -> Vec<Vec<Value>> {
 /// A session on the fixture `name`, imported as `name` into a database of its own.
 fn session(dir: &Path, name: &str) -> Session {
     let db = Database::open(&dir.join(name)).unwrap();
-    db.import(fixture(&format!("{name}.mtf")), Some(name)).unwrap();
+    db.import(fixture(&format!("{name}.mtf")), Some(name))
+        .unwrap();
     let mut s = Session::new(db);
     s.use_trace(name).unwrap();
     s
@@ -83,7 +84,9 @@ fn loops_patterns_and_topology_are_the_same_without_times() {
 #[test]
 fn an_untimed_trace_shows_its_times_as_null() {
     let (_dir, _, mut untimed) = both();
-    let ops = untimed.run("SELECT ALL OPERATIONS FOR PROCESS(0) LIMIT 3").unwrap();
+    let ops = untimed
+        .run("SELECT ALL OPERATIONS FOR PROCESS(0) LIMIT 3")
+        .unwrap();
     assert_eq!(ops.rows.len(), 3);
     for column in ["start_ns", "end_ns", "duration_ns"] {
         let c = ops.column(column).unwrap();

@@ -289,6 +289,7 @@ pub fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
             },
         ],
         locations: Vec::new(),
+        untimed: false,
     };
     sink.header(&header)?;
     let strings = [
