@@ -3,8 +3,8 @@
 //! page logged nothing to the console (no script error, no refused resource) and that the
 //! screenshot is not blank. Skipped, saying so, where Chromium is absent.
 //!
-//! With `MTFDB_SCREENSHOTS=DIR`, the screenshots are kept in DIR: the README's pictures of the
-//! report and the timeline are taken this way.
+//! With `MTFDB_SCREENSHOTS=DIR`, the screenshots are kept in DIR: the pictures of the report and
+//! the timeline in docs/images (shown in README.md and docs/shell.md) are taken this way.
 
 mod common;
 
