@@ -1121,7 +1121,7 @@ fn syntax_errors_say_what_was_expected() {
         event_error("0 1 enter a b\n"),
         "t.mtf:9:13: syntax: expected the end of the line, found \"b\""
     );
-    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"x\"");
+    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, untimed, processor, process, communicator, string, location) or an event, found \"x\"");
     assert_eq!(
         error_of("MTF 1\nprocess 0\n"),
         "t.mtf:2:10: syntax: expected a space before a process name, found end of line"
@@ -1138,7 +1138,7 @@ fn syntax_errors_say_what_was_expected() {
         error_of("MTF 1\ncommunicator 1 c 0;1\n"),
         "t.mtf:2:19: syntax: expected ',', '-' or the end of the member list, found \";1\""
     );
-    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"whatever\"");
+    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, untimed, processor, process, communicator, string, location) or an event, found \"whatever\"");
     assert_eq!(
         error_of("MTF 1\ncommunicator 1 c 0-4294967295\n"),
         "t.mtf:2:18: syntax: the range 0-4294967295 is too large (at most 16777216 members)"

@@ -866,18 +866,8 @@ impl<'a> Parser<'a> {
                     options.errors = p.small_number(&format!("WITH {name}"))?;
                 }
                 (Analysis::Match { options, .. }, _) => {
-                    let at = p.here();
-                    let q = p.small_number("WITH NGRAM")?;
-                    if !(1..=TemplateParams::MAX_NGRAM).contains(&q) {
-                        return p.fail_at(
-                            at,
-                            format!(
-                                "NGRAM is an n-gram size from 1 to {}, found {q}",
-                                TemplateParams::MAX_NGRAM
-                            ),
-                        );
-                    }
-                    options.ngram = q;
+                    options.ngram =
+                        p.count_to("NGRAM", "an n-gram size", TemplateParams::MAX_NGRAM)?;
                 }
                 (
                     Analysis::Loops(_, loops)
@@ -886,18 +876,8 @@ impl<'a> Parser<'a> {
                     "BODY",
                 ) => {
                     p.expect_keyword("LIMIT", "after BODY")?;
-                    let at = p.here();
-                    let k = p.small_number("WITH BODY LIMIT")?;
-                    if !(1..=LoopParams::MAX).contains(&k) {
-                        return p.fail_at(
-                            at,
-                            format!(
-                                "BODY LIMIT is a loop body length from 1 to {}, found {k}",
-                                LoopParams::MAX
-                            ),
-                        );
-                    }
-                    loops.max_body = k;
+                    loops.max_body =
+                        p.count_to("BODY LIMIT", "a loop body length", LoopParams::MAX)?;
                 }
                 (
                     Analysis::Topology {
@@ -925,6 +905,16 @@ impl<'a> Parser<'a> {
             }
             Ok(())
         })
+    }
+
+    /// The whole number after parameter `name`, which is `what`, from 1 to `max`.
+    fn count_to(&mut self, name: &str, what: &str, max: u32) -> PResult<u32> {
+        let at = self.here();
+        let n = self.small_number(&format!("WITH {name}"))?;
+        if !(1..=max).contains(&n) {
+            return self.fail_at(at, format!("{name} is {what} from 1 to {max}, found {n}"));
+        }
+        Ok(n)
     }
 
     /// `ON` or `OFF` after a switch; nothing at all means `ON` when `bare` allows it (`WITH
