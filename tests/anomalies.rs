@@ -93,9 +93,9 @@ fn a_barrier_whose_members_do_not_overlap_is_reported() {
 #[test]
 fn the_new_anomalies_round_trip_through_mtf_text_gxl_and_parquet() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(&dir.path().join("db")).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
     for name in ["datatype", "lifecycle", "collective", "barrier"] {
-        db.import(&fixture(name), Some(name)).unwrap();
+        db.import(fixture(name), Some(name)).unwrap();
         let original = db.trace(name).unwrap();
         let expected: Vec<String> = original
             .anomalies()

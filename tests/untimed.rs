@@ -22,7 +22,7 @@ fn rows(s: &mut Session, statement: &str) -> Vec<Vec<Value>> {
 
 /// A session on the fixture `name`, imported as `name` into a database of its own.
 fn session(dir: &Path, name: &str) -> Session {
-    let db = Database::open(&dir.join(name)).unwrap();
+    let db = Database::open(dir.join(name)).unwrap();
     db.import(fixture(&format!("{name}.mtf")), Some(name))
         .unwrap();
     let mut s = Session::new(db);
@@ -148,7 +148,7 @@ fn a_time_in_an_untimed_trace_is_refused_where_it_stands() {
         "MTF 1\nuntimed\nprocess 0 P0\ncommunicator 0 w 0\n0 - - Init\n0 10 20 Finalize\n",
     )
     .unwrap();
-    let db = Database::open(&dir.path().join("db")).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
     let e = db.import(&file, Some("t")).unwrap_err().to_string();
     assert!(
         e.contains("t.mtf:6:3") && e.contains("expected - for the time (the trace is untimed)"),
