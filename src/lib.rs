@@ -35,6 +35,7 @@
 //! results, errors, the metamodel ([`model`]), the query language ([`query`]) and export
 //! ([`export`]).
 
+mod anomaly_text;
 mod database;
 mod error;
 pub mod export;

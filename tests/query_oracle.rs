@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use proptest::prelude::*;
 
 use common::oracle::{
-    config_strategy, ids_of, naive, prepare, scope_valid, selection_strategy, window_of, Model,
+    config_strategy, ids_of, naive, naive_records, prepare, record_selection_strategy, scope_valid,
+    selection_strategy, window_of, Model,
 };
 use mtfdb::gen::{generate, GenConfig};
 use mtfdb::query::ast::MAX_NESTING;
@@ -81,6 +82,37 @@ proptest! {
             return Ok(());
         }
         let result = outcome.map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert_eq!(ids_of(&result), expected, "{}", text);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Random selections of the record targets (ROUTINE CALLS, REQUESTS, COLLECTIVE
+    /// INSTANCES, ANOMALIES) with scopes, IN COMM, windows and conditions on their fields
+    /// select exactly the rows a scan of the store's tables finds, by id (a row's position in
+    /// its table); their row count is the table's when nothing narrows them.
+    #[test]
+    fn record_targets_select_what_a_scan_of_their_tables_selects(
+        config in config_strategy(),
+        (mut sel, window) in record_selection_strategy(),
+    ) {
+        let mut w = world().lock().unwrap_or_else(|p| p.into_inner());
+        let name = ensure_trace(&mut w, &config);
+        let model = &w.models[&name];
+        prop_assume!(scope_valid(sel.filter.scope.as_ref(), model.ranks));
+        prop_assume!(sel.filter.predicate.as_ref().map_or(0, Expr::depth) <= MAX_NESTING);
+        if let Some((a, b)) = window {
+            sel.filter.time = Some(window_of(model.span, a, b));
+        }
+        let expected = naive_records(model, &sel);
+        let text = format!("SELECT {sel}");
+        w.session.use_trace(&name).unwrap();
+        let result = w
+            .session
+            .run(&text)
+            .map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
         prop_assert_eq!(ids_of(&result), expected, "{}", text);
     }
 }

@@ -279,10 +279,71 @@ fn every_target() {
         ("mpi_waitall", Target::Operation(OpKind::Waitall)),
         ("MPI_Comm_split", Target::Operation(OpKind::CommSplit)),
         ("MPI_Ialltoallw", Target::Operation(OpKind::Ialltoallw)),
+        ("CPU BURSTS", Target::CpuBursts),
+        ("ROUTINE CALLS", Target::RoutineCalls),
+        ("routine calls", Target::RoutineCalls),
+        ("REQUESTS", Target::Requests),
+        ("COLLECTIVE INSTANCES", Target::CollectiveInstances),
+        ("ALL COLLECTIVE INSTANCES", Target::CollectiveInstances),
+        ("ANOMALIES", Target::Anomalies),
     ];
     for (text, target) in cases {
         assert_eq!(rows(&format!("SELECT {text}")).target, target, "{text}");
     }
+}
+
+#[test]
+fn the_record_targets_take_every_clause_and_their_fields() {
+    let s = select(
+        "SELECT SUM(DURATION), SUM(SENT), MAX(RECEIVED) FROM ROUTINE CALLS FOR PROCESSES(0-3) \
+         BETWEEN TIME 1 ms AND 2 ms WHERE DEPTH >= 1 AND SKEW > 2 us AND MEMBERS != 4 \
+         AND SENT > 1 KiB AND RECEIVED <= 2 KiB GROUP BY ROUTINE, CLASS ORDER BY 1 LIMIT 3",
+    );
+    let SelectBody::Aggregate {
+        aggregates,
+        selection,
+        group_by,
+    } = &s.body
+    else {
+        panic!("{s:?}")
+    };
+    assert_eq!(
+        aggregates,
+        &[
+            Aggregate::Sum(Measure::Duration),
+            Aggregate::Sum(Measure::Sent),
+            Aggregate::Max(Measure::Received)
+        ]
+    );
+    assert_eq!(selection.target, Target::RoutineCalls);
+    assert_eq!(group_by, &[GroupKey::Routine, GroupKey::Class]);
+    assert_eq!(
+        selection.filter.predicate,
+        Some(Expr::And(vec![
+            cmp(Field::Depth, CmpOp::Ge, 1),
+            cmp(Field::Skew, CmpOp::Gt, 2_000),
+            cmp(Field::Members, CmpOp::Ne, 4),
+            cmp(Field::Sent, CmpOp::Gt, 1024),
+            cmp(Field::Received, CmpOp::Le, 2048),
+        ]))
+    );
+    assert_eq!(
+        s.to_string(),
+        "SELECT SUM(DURATION), SUM(SENT), MAX(RECEIVED) FROM ROUTINE CALLS FOR PROCESSES(0-3) \
+         BETWEEN TIME 1 ms AND 2 ms WHERE DEPTH >= 1 AND SKEW > 2 us AND MEMBERS != 4 \
+         AND SENT > 1 KiB AND RECEIVED <= 2 KiB GROUP BY ROUTINE, CLASS ORDER BY 1 LIMIT 3"
+    );
+    assert_eq!(
+        err("SELECT SUM(DEPTH) FROM ROUTINE CALLS").message,
+        "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"DEPTH\""
+    );
+    assert_eq!(
+        err("SELECT ROUTINE").message,
+        "expected what to select after SELECT (MESSAGES, OPERATIONS, SENDS, RECEIVES, \
+         POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, \
+         COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as \
+         MPI_Isend; SHOW TABLES lists them), found \"ROUTINE\""
+    );
 }
 
 #[test]
@@ -662,6 +723,21 @@ fn other_statements() {
         ),
         ("SHOW OPERATIONS", Statement::Show(ShowWhat::Operations)),
         ("SHOW VIEWS;", Statement::Show(ShowWhat::Views)),
+        ("show tables", Statement::Show(ShowWhat::Tables)),
+        (
+            "DESCRIBE ROUTINE CALLS",
+            Statement::Describe(Target::RoutineCalls),
+        ),
+        ("describe requests;", Statement::Describe(Target::Requests)),
+        (
+            "DESCRIBE collective instances",
+            Statement::Describe(Target::CollectiveInstances),
+        ),
+        ("DESCRIBE ANOMALIES", Statement::Describe(Target::Anomalies)),
+        (
+            "DESCRIBE MPI_Isend",
+            Statement::Describe(Target::Operation(OpKind::Isend)),
+        ),
         ("USE TRACE wrf16", Statement::UseTrace("wrf16".into())),
         (
             "USE TRACE 'my trace'",
@@ -819,7 +895,8 @@ fn scripts_split_on_semicolons_outside_quotes_and_comments() {
 // ---- errors -------------------------------------------------------------------------------------------
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, CPU BURSTS, a collective such as BROADCAST, or an MPI name such as MPI_Isend";
+     COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, \
+     a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them";
 
 #[test]
 fn wait_statements_parse_with_their_clauses_in_any_order() {
@@ -887,7 +964,7 @@ fn wait_statements_parse_with_their_clauses_in_any_order() {
 
 #[test]
 fn malformed_queries_give_exact_columns_and_messages() {
-    let condition = "(on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)";
+    let condition = "(on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)";
     let cases: Vec<(&str, usize, String)> = vec![
         ("SELECT BROADCAST FOR PROCES(1)", 22, "expected a process selector after FOR, found \"PROCES\"".into()),
         ("SELECT BROADCAST FOR PROCESS(1", 31, "expected \")\" to close PROCESS(, found end of statement".into()),
@@ -897,8 +974,8 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES LIMIT 2.5", 27, "LIMIT needs a whole number, found \"2.5\"".into()),
         ("SELECT OPERATIONS FOR PROCESSES(6-3)", 33, "a range must go up: PROCESSES(6-3)".into()),
         ("SELECT ALL MESSAGES FOO", 21, "unexpected \"FOO\" after the statement".into()),
-        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found end of statement".into()),
-        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
+        ("", 1, "expected a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found end of statement".into()),
+        ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
         ("SELECT PATTERNS FOR ALL PROCESSES", 21, "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".into()),
         ("SELECT PATTERNS PROCESS(1)", 17, "expected FOR after SELECT PATTERNS, found \"PROCESS\"".into()),
         ("SELECT COMMUNICATION PATTERNS WITH TAGS", 36, "expected a parameter of SELECT COMMUNICATION PATTERNS: DELIMITERS, TANDEMS or ENVELOPE, found \"TAGS\"".into()),
@@ -953,12 +1030,12 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES ORDER size", 27, "expected BY after ORDER, found \"size\"".into()),
         ("SELECT ALL MESSAGES ORDER BY", 29, "expected a column to order by, found end of statement".into()),
         ("SELECT ALL MESSAGES GROUP BY TAG", 21, "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …".into()),
-        ("SELECT COUNT(*) FROM MESSAGES GROUP BY SIZE", 40, "expected PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY, found \"SIZE\"".into()),
+        ("SELECT COUNT(*) FROM MESSAGES GROUP BY SIZE", 40, "expected PROCESS, PEER, OPERATION, TAG, COMM, ROUTINE or CLASS after GROUP BY, found \"SIZE\"".into()),
         ("SELECT COUNT(SIZE) FROM MESSAGES", 14, "COUNT takes *: COUNT(*), found \"SIZE\"".into()),
-        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE or DURATION, found \"*\"".into()),
+        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"*\"".into()),
         ("SELECT COUNT(*) FOR ALL PROCESSES", 17, format!("expected what to select after the aggregates ({TARGET_HELP}), found \"FOR\"")),
         ("SELECT COUNT(*), FROM MESSAGES", 18, "expected an aggregate (COUNT(*), SUM, AVG, MIN, MAX) after \",\", found \"FROM\"".into()),
-        ("SHOW TABLES", 6, "expected TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLES\"".into()),
+        ("SHOW TABLE", 6, "expected TABLES, TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLE\"".into()),
         ("USE wrf16", 5, "expected TRACE after USE, found \"wrf16\"".into()),
         ("USE TRACE", 10, "expected a trace name after USE TRACE, found end of statement".into()),
         ("CREATE VIEW v AS SELECT FAN_IN", 25, "a view stores a selection: CREATE VIEW … AS SELECT <target> …, not an aggregate or a statistic".into()),
@@ -1125,6 +1202,11 @@ mod properties {
             Just(Field::Peer),
             Just(Field::Root),
             Just(Field::Wait),
+            Just(Field::Sent),
+            Just(Field::Received),
+            Just(Field::Depth),
+            Just(Field::Members),
+            Just(Field::Skew),
         ];
         prop_oneof![
             (numeric, op(), number()).prop_map(|(field, op, n)| Expr::Compare(Comparison {
@@ -1158,6 +1240,11 @@ mod properties {
             Just(Target::Receives),
             Just(Target::Collectives),
             Just(Target::Operations),
+            Just(Target::CpuBursts),
+            Just(Target::RoutineCalls),
+            Just(Target::Requests),
+            Just(Target::CollectiveInstances),
+            Just(Target::Anomalies),
             prop::sample::select(OpKind::ALL).prop_map(Target::Operation),
         ]
     }
@@ -1190,7 +1277,12 @@ mod properties {
     }
 
     fn aggregate() -> impl Strategy<Value = Aggregate> {
-        let m = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        let m = prop::sample::select(vec![
+            Measure::Size,
+            Measure::Duration,
+            Measure::Sent,
+            Measure::Received,
+        ]);
         prop_oneof![
             Just(Aggregate::Count),
             m.clone().prop_map(Aggregate::Sum),
@@ -1207,8 +1299,15 @@ mod properties {
             GroupKey::Operation,
             GroupKey::Tag,
             GroupKey::Comm,
+            GroupKey::Routine,
+            GroupKey::Class,
         ]);
-        let measure = prop_oneof![Just(Measure::Size), Just(Measure::Duration)];
+        let measure = prop::sample::select(vec![
+            Measure::Size,
+            Measure::Duration,
+            Measure::Sent,
+            Measure::Received,
+        ]);
         let bins = prop_oneof![Just(Bins::Log2), (1..1000u32).prop_map(Bins::Count)];
         let statistic = prop_oneof![
             Just(Statistic::FanIn),
@@ -1281,6 +1380,7 @@ mod properties {
                 ShowWhat::Processes,
                 ShowWhat::Communicators,
                 ShowWhat::Operations,
+                ShowWhat::Tables,
                 ShowWhat::Views
             ])
             .prop_map(Statement::Show),
@@ -1288,6 +1388,7 @@ mod properties {
             1 => (name(), selection())
                 .prop_map(|(name, selection)| Statement::CreateView { name, selection }),
             1 => name().prop_map(Statement::DropView),
+            1 => target().prop_map(Statement::Describe),
         ]
     }
 

@@ -6,78 +6,19 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-use common::oracle::{config_strategy, scope_valid, selection_strategy, window_of};
+use common::duckdb;
+use common::oracle::{
+    config_strategy, record_selection_strategy, scope_valid, selection_strategy, window_of,
+};
 use mtfdb::gen::generate;
 use mtfdb::query::ast::{
     Aggregate, GroupKey, Measure, OrderColumn, OrderKey, Select, SelectBody, Statistic, Target,
     Within, MAX_NESTING,
 };
 use mtfdb::{Session, Value};
-
-/// Runs every SQL text of `queries` in DuckDB over the exports under `root` and returns each
-/// one's rows (every value as JSON: integers as strings, to keep 128 bits) or its error.
-fn duckdb(
-    root: &Path,
-    queries: &[String],
-) -> Option<Vec<Result<Vec<Vec<serde_json::Value>>, String>>> {
-    let script = r#"
-import json, sys
-import duckdb
-root, path = sys.argv[1], sys.argv[2]
-con = duckdb.connect()
-for table in ["operations", "messages", "communicators", "processes"]:
-    con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{root}/*/{table}/**/*.parquet', hive_partitioning = true, union_by_name = true)")
-out = []
-for sql in json.load(open(path)):
-    try:
-        rows = con.execute(sql).fetchall()
-        out.append({"rows": [[str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in r] for r in rows]})
-    except Exception as e:
-        out.append({"error": str(e)})
-print(json.dumps(out))
-"#;
-    let probe = Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 with duckdb is not installed (.ci/run installs it)");
-        return None;
-    }
-    let file = root.join("queries.json");
-    std::fs::write(&file, serde_json::to_string(queries).unwrap()).unwrap();
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(root)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "duckdb: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    Some(
-        answers
-            .into_iter()
-            .map(|a| match a.get("rows") {
-                Some(rows) => Ok(rows
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|r| r.as_array().unwrap().clone())
-                    .collect()),
-                None => Err(a["error"].as_str().unwrap_or("?").to_string()),
-            })
-            .collect(),
-    )
-}
 
 /// Whether mtfdb's value and DuckDB's are the same (floats within a relative 1e-9).
 fn same(ours: &Value, theirs: &serde_json::Value) -> bool {
@@ -102,13 +43,7 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
     let selections = selection_strategy();
     while out.len() < n * 3 {
         let (mut sel, window) = selections.new_tree(runner).unwrap().current();
-        if !scope_valid(sel.filter.scope.as_ref(), ranks)
-            || sel
-                .filter
-                .predicate
-                .as_ref()
-                .is_some_and(|p| p.depth() > MAX_NESTING)
-        {
+        if !runnable(&sel, ranks) {
             continue;
         }
         // The oracle's views hold every row of their kind: without them, the same rows.
@@ -185,13 +120,7 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
         };
         out.push(Select {
             body: SelectBody::Aggregate {
-                aggregates: vec![
-                    Aggregate::Count,
-                    Aggregate::Sum(measure),
-                    Aggregate::Avg(measure),
-                    Aggregate::Min(measure),
-                    Aggregate::Max(measure),
-                ],
+                aggregates: every_aggregate(measure),
                 selection: sel,
                 group_by,
             },
@@ -234,6 +163,66 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
                 statistic,
                 target,
                 filter: Default::default(),
+            },
+            order_by: Vec::new(),
+            limit: None,
+        });
+    }
+    out
+}
+
+/// Statements over the record targets: random selections of each (their clauses and fields),
+/// as rows where the export can give their ids (collective instances), and as aggregates
+/// with each group key and measure. ANOMALIES, and the rows of REQUESTS and ROUTINE CALLS,
+/// are refused by EXPLAIN SQL (checked by the caller, as for any statement it refuses).
+fn record_statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<Select> {
+    let mut out = Vec::new();
+    let selections = record_selection_strategy();
+    let keys = [
+        GroupKey::Process,
+        GroupKey::Peer,
+        GroupKey::Operation,
+        GroupKey::Tag,
+        GroupKey::Comm,
+        GroupKey::Routine,
+        GroupKey::Class,
+    ];
+    let measures = [
+        Measure::Size,
+        Measure::Duration,
+        Measure::Sent,
+        Measure::Received,
+    ];
+    for k in 0..n * 4 {
+        let (mut sel, window) = selections.new_tree(runner).unwrap().current();
+        if !runnable(&sel, ranks) {
+            continue;
+        }
+        if let Some((a, b)) = window {
+            sel.filter.time = Some(window_of(span, a, b));
+        }
+        out.push(Select {
+            body: SelectBody::Rows(sel.clone()),
+            order_by: if k % 3 == 0 {
+                vec![OrderKey {
+                    column: OrderColumn::Name("skew_ns".into()),
+                    descending: true,
+                }]
+            } else {
+                Vec::new()
+            },
+            limit: (k % 2 == 0).then_some(1 + k as u64 % 5),
+        });
+        let measure = measures[k % measures.len()];
+        out.push(Select {
+            body: SelectBody::Aggregate {
+                aggregates: every_aggregate(measure),
+                selection: sel,
+                group_by: match k % 3 {
+                    0 => Vec::new(),
+                    1 => vec![keys[k % keys.len()]],
+                    _ => vec![keys[k % keys.len()], keys[(k + 2) % keys.len()]],
+                },
             },
             order_by: Vec::new(),
             limit: None,
@@ -293,6 +282,41 @@ fn windows_at_row_times(session: &mut Session) -> Vec<Select> {
     out
 }
 
+/// Whether mtfdb runs `sel` on a trace of `ranks` ranks: its scope names ranks of the trace
+/// and its condition nests no deeper than the language allows.
+fn runnable(sel: &mtfdb::query::Selection, ranks: u32) -> bool {
+    scope_valid(sel.filter.scope.as_ref(), ranks)
+        && sel
+            .filter
+            .predicate
+            .as_ref()
+            .is_none_or(|p| p.depth() <= MAX_NESTING)
+}
+
+/// `COUNT(*)` and every aggregate of `measure`.
+fn every_aggregate(measure: Measure) -> Vec<Aggregate> {
+    vec![
+        Aggregate::Count,
+        Aggregate::Sum(measure),
+        Aggregate::Avg(measure),
+        Aggregate::Min(measure),
+        Aggregate::Max(measure),
+    ]
+}
+
+/// Whether EXPLAIN SQL refuses `select` because the export lacks what it needs: anomalies'
+/// rank, call and time, and the ids of requests and routine calls.
+fn refused_by_explain_sql(select: &Select) -> bool {
+    match &select.body {
+        SelectBody::Rows(sel) => matches!(
+            sel.target,
+            Target::Anomalies | Target::Requests | Target::RoutineCalls
+        ),
+        SelectBody::Aggregate { selection, .. } => selection.target == Target::Anomalies,
+        SelectBody::Statistic { .. } => false,
+    }
+}
+
 /// mtfdb's rows of `select`; the matrix in the SQL's shape, a row per pair with traffic.
 fn mtfdb_rows(session: &mut Session, select: &Select) -> mtfdb::Result<Vec<Vec<Value>>> {
     if let SelectBody::Statistic {
@@ -319,6 +343,7 @@ fn explain_sql_run_by_duckdb_over_the_parquet_export_returns_mtfdbs_rows() {
     let mut session = Session::new(db);
     let mut asked: Vec<(String, Select, Vec<Vec<Value>>)> = Vec::new();
     let mut names = std::collections::BTreeSet::new();
+    let mut refused = 0;
     while names.len() < 8 {
         let config = config_strategy().new_tree(&mut runner).unwrap().current();
         let name = format!(
@@ -339,7 +364,18 @@ fn explain_sql_run_by_duckdb_over_the_parquet_export_returns_mtfdbs_rows() {
         session.use_trace(&name).unwrap();
         let mut selects = statements(&mut runner, config.ranks, span, 14);
         selects.extend(windows_at_row_times(&mut session));
+        selects.extend(record_statements(&mut runner, config.ranks, span, 6));
         for select in selects {
+            if refused_by_explain_sql(&select) {
+                let refusal = session.run(&format!("EXPLAIN SQL {select}"));
+                let message = refusal.expect_err(&select.to_string()).to_string();
+                assert!(
+                    message.contains("the exported table"),
+                    "{select}: {message}"
+                );
+                refused += 1;
+                continue;
+            }
             let Ok(rows) = mtfdb_rows(&mut session, &select) else {
                 // A statement mtfdb refuses (ORDER BY a column the rows do not have) has no
                 // SQL either; EXPLAIN SQL must refuse it too.
@@ -357,6 +393,23 @@ fn explain_sql_run_by_duckdb_over_the_parquet_export_returns_mtfdbs_rows() {
         }
     }
     assert!(asked.len() >= 300, "{} statements", asked.len());
+    assert!(refused > 0, "no record statement was refused");
+    for target in [
+        Target::RoutineCalls,
+        Target::Requests,
+        Target::CollectiveInstances,
+    ] {
+        let n = asked
+            .iter()
+            .filter(|(_, s, _)| match &s.body {
+                SelectBody::Rows(sel) | SelectBody::Aggregate { selection: sel, .. } => {
+                    sel.target == target
+                }
+                _ => false,
+            })
+            .count();
+        assert!(n >= 5, "{n} statements over {target}");
+    }
     let queries: Vec<String> = asked.iter().map(|(sql, ..)| sql.clone()).collect();
     let Some(answers) = duckdb(&exports, &queries) else {
         return;

@@ -1,8 +1,10 @@
 //! Statement tests as data: every `tests/statements/*.test` file (and the query corpus,
 //! `tests/corpus/*.test`) is a list of statements with their expected results or errors, in
 //! the style of sqllogictest, run against a small database: the trace `small` (a generated
-//! 16-rank stencil, world communicator `C1`) and the trace `extremes`
-//! (`tests/corpus/mtf/extremes.mtf`, values at the edges of their ranges).
+//! 16-rank stencil, world communicator `C1`), the trace `extremes`
+//! (`tests/corpus/mtf/extremes.mtf`, values at the edges of their ranges) and the trace
+//! `anomalies` (`tests/corpus/mtf/anomalies.mtf`, three processes with one of several
+//! anomalies).
 //!
 //! The format, one record per paragraph (records are separated by blank lines; `#` starts a
 //! comment line):
@@ -201,6 +203,8 @@ fn database(dir: &Path) -> Database {
         "small",
     );
     db.import(corpus().join("mtf/extremes.mtf"), Some("extremes"))
+        .unwrap();
+    db.import(corpus().join("mtf/anomalies.mtf"), Some("anomalies"))
         .unwrap();
     db
 }

@@ -1025,21 +1025,38 @@ fn write_analyses(trace: &Trace, tmp: &Path, jobs: &Jobs) -> Result<()> {
 /// An anomaly's class and its fields as a JSON object (operations by their ids, names and
 /// calls as text), as the `anomalies` table holds them.
 fn anomaly_json(trace: &Trace, a: &Anomaly) -> (&'static str, String) {
+    let (class, values) = anomaly_fields(trace, a);
+    let object: serde_json::Map<String, serde_json::Value> = values
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    (class, serde_json::Value::Object(object).to_string())
+}
+
+/// An anomaly's class and its fields in order, resolved against `trace`: operations by their
+/// ids, names and calls as text (what the `anomalies` table's `detail` holds, and what
+/// `SELECT ANOMALIES` shows).
+pub(crate) fn anomaly_fields(
+    trace: &Trace,
+    a: &Anomaly,
+) -> (&'static str, Vec<(&'static str, serde_json::Value)>) {
     let (class, values) = fields(a);
     let ops = a.ops();
-    let mut object = serde_json::Map::new();
-    for (key, value) in values {
-        let v = match value {
-            Val::Num(n) => serde_json::Value::from(n),
-            Val::Int(i) => serde_json::Value::from(i),
-            Val::Str(id) => serde_json::Value::from(trace.string(id).unwrap_or("?")),
-            Val::Kind(k) => serde_json::Value::from(trace.kind_name(k)),
-            Val::Op(i) => ops
-                .get(i)
-                .map_or(serde_json::Value::Null, |&id| serde_json::Value::from(id)),
-            Val::Text(t) => serde_json::Value::from(t),
-        };
-        object.insert(key.to_string(), v);
-    }
-    (class, serde_json::Value::Object(object).to_string())
+    let resolved = values
+        .into_iter()
+        .map(|(key, value)| {
+            let v = match value {
+                Val::Num(n) => serde_json::Value::from(n),
+                Val::Int(i) => serde_json::Value::from(i),
+                Val::Str(id) => serde_json::Value::from(trace.string(id).unwrap_or("?")),
+                Val::Kind(k) => serde_json::Value::from(trace.kind_name(k)),
+                Val::Op(i) => ops
+                    .get(i)
+                    .map_or(serde_json::Value::Null, |&id| serde_json::Value::from(id)),
+                Val::Text(t) => serde_json::Value::from(t),
+            };
+            (key, v)
+        })
+        .collect();
+    (class, resolved)
 }

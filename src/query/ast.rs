@@ -36,8 +36,11 @@ pub enum Statement {
     /// it would read and compute, and which stored results spare the work; nothing runs and
     /// nothing is written.
     ExplainAnalysis(Analysis),
-    /// `SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS`.
+    /// `SHOW TRACES | PROCESSES | COMMUNICATORS | OPERATIONS | VIEWS | TABLES`.
     Show(ShowWhat),
+    /// `DESCRIBE <target>`: the columns a selection of that target returns, with their types,
+    /// units and meanings (from [`catalog`](super::catalog)); needs no trace.
+    Describe(Target),
     /// `USE TRACE name`: the trace later statements query.
     UseTrace(String),
     /// `CREATE VIEW name AS SELECT <target> <filters>`: store the selection as a view.
@@ -148,6 +151,9 @@ pub enum ShowWhat {
     Operations,
     /// `SHOW VIEWS`: the views of the current trace.
     Views,
+    /// `SHOW TABLES`: every target a statement can select from, one line each; needs no
+    /// trace.
+    Tables,
 }
 
 /// A `SELECT` statement: what it computes, then its ordering and limit.
@@ -241,6 +247,29 @@ pub enum Target {
     /// `CPU BURSTS`: the computation between a location's consecutive MPI calls (PHANTOM's
     /// `CPU_Burst`), one row per call after the first, selected through the call it precedes.
     CpuBursts,
+    /// `ROUTINE CALLS`: every call of a user routine (enter to leave), with its depth.
+    RoutineCalls,
+    /// `REQUESTS`: every non-blocking operation with the Wait/Test that completed it.
+    Requests,
+    /// `COLLECTIVE INSTANCES`: every instance of a collective (its members' calls together).
+    CollectiveInstances,
+    /// `ANOMALIES`: what the import found wrong or missing in the trace.
+    Anomalies,
+}
+
+impl Target {
+    /// Whether the target's rows are read from one of the store's record tables (routine
+    /// calls, request links, collective instances, anomalies) rather than through the
+    /// operation or message indexes.
+    pub fn is_record(self) -> bool {
+        matches!(
+            self,
+            Target::RoutineCalls
+                | Target::Requests
+                | Target::CollectiveInstances
+                | Target::Anomalies
+        )
+    }
 }
 
 /// Which processes a scope names.
@@ -442,6 +471,19 @@ pub enum Field {
     /// `WAIT`: nanoseconds an operation waited for a late partner (its wait state, 0 when it
     /// did not wait); operations only.
     Wait,
+    /// `SENT`: bytes sent (an operation's send size, a collective instance's total; a
+    /// message's size).
+    Sent,
+    /// `RECEIVED`: bytes received (an operation's receive size, a collective instance's
+    /// total; a message's size).
+    Received,
+    /// `DEPTH`: a routine call's nesting depth (0 for an outermost call).
+    Depth,
+    /// `MEMBERS`: how many calls a collective instance joins.
+    Members,
+    /// `SKEW`: nanoseconds between the first and the last member's start of a collective
+    /// instance.
+    Skew,
 }
 
 /// A comparison operator.
@@ -522,6 +564,10 @@ pub enum Measure {
     Size,
     /// `DURATION`, in nanoseconds.
     Duration,
+    /// `SENT`: bytes sent.
+    Sent,
+    /// `RECEIVED`: bytes received.
+    Received,
 }
 
 /// A `GROUP BY` key.
@@ -537,6 +583,10 @@ pub enum GroupKey {
     Tag,
     /// `COMM`: the communicator.
     Comm,
+    /// `ROUTINE`: a routine call's routine.
+    Routine,
+    /// `CLASS`: an anomaly's class.
+    Class,
 }
 
 /// A statistic statement.
@@ -648,6 +698,7 @@ impl fmt::Display for Statement {
             Statement::ExplainSql(s) => write!(f, "EXPLAIN SQL {s}"),
             Statement::ExplainAnalysis(a) => write!(f, "EXPLAIN {a}"),
             Statement::Show(w) => write!(f, "SHOW {w}"),
+            Statement::Describe(t) => write!(f, "DESCRIBE {t}"),
             Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),
             Statement::CreateView { name, selection } => {
                 write!(f, "CREATE VIEW {} AS SELECT {selection}", NameText(name))
@@ -735,6 +786,7 @@ impl fmt::Display for ShowWhat {
             ShowWhat::Communicators => "COMMUNICATORS",
             ShowWhat::Operations => "OPERATIONS",
             ShowWhat::Views => "VIEWS",
+            ShowWhat::Tables => "TABLES",
         })
     }
 }
@@ -825,6 +877,10 @@ impl fmt::Display for Target {
             Target::Collectives => f.write_str("COLLECTIVE_OPERATIONS"),
             Target::Operations => f.write_str("OPERATIONS"),
             Target::CpuBursts => f.write_str("CPU BURSTS"),
+            Target::RoutineCalls => f.write_str("ROUTINE CALLS"),
+            Target::Requests => f.write_str("REQUESTS"),
+            Target::CollectiveInstances => f.write_str("COLLECTIVE INSTANCES"),
+            Target::Anomalies => f.write_str("ANOMALIES"),
             Target::Operation(k) => match k.mpi_name() {
                 Some(name) => f.write_str(name),
                 None => write!(f, "{k:?}"),
@@ -979,14 +1035,18 @@ impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} ", self.field, self.op.symbol())?;
         match (&self.value, self.field) {
-            (Value::Number(n), Field::Size) => match u64::try_from(*n) {
-                Ok(n) => write!(f, "{}", SizeText(n)),
-                Err(_) => write!(f, "{n}"),
-            },
-            (Value::Number(n), Field::Duration | Field::Wait) => match u64::try_from(*n) {
-                Ok(n) => write!(f, "{}", TimeText(n)),
-                Err(_) => write!(f, "{n} ns"),
-            },
+            (Value::Number(n), Field::Size | Field::Sent | Field::Received) => {
+                match u64::try_from(*n) {
+                    Ok(n) => write!(f, "{}", SizeText(n)),
+                    Err(_) => write!(f, "{n}"),
+                }
+            }
+            (Value::Number(n), Field::Duration | Field::Wait | Field::Skew) => {
+                match u64::try_from(*n) {
+                    Ok(n) => write!(f, "{}", TimeText(n)),
+                    Err(_) => write!(f, "{n} ns"),
+                }
+            }
             (Value::Number(n), _) => write!(f, "{n}"),
             (Value::Comm(CommRef::Name(n)), _) => write!(f, "{}", NameText(n)),
             (Value::Comm(CommRef::Id(id)), _) => write!(f, "{id}"),
@@ -1007,6 +1067,11 @@ impl fmt::Display for Field {
             Field::Root => "ROOT",
             Field::Comm => "COMM",
             Field::Wait => "WAIT",
+            Field::Sent => "SENT",
+            Field::Received => "RECEIVED",
+            Field::Depth => "DEPTH",
+            Field::Members => "MEMBERS",
+            Field::Skew => "SKEW",
         })
     }
 }
@@ -1016,6 +1081,8 @@ impl fmt::Display for Measure {
         f.write_str(match self {
             Measure::Size => "SIZE",
             Measure::Duration => "DURATION",
+            Measure::Sent => "SENT",
+            Measure::Received => "RECEIVED",
         })
     }
 }
@@ -1040,6 +1107,8 @@ impl fmt::Display for GroupKey {
             GroupKey::Operation => "OPERATION",
             GroupKey::Tag => "TAG",
             GroupKey::Comm => "COMM",
+            GroupKey::Routine => "ROUTINE",
+            GroupKey::Class => "CLASS",
         })
     }
 }

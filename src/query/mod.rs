@@ -14,6 +14,7 @@
 
 mod analyses;
 pub mod ast;
+pub mod catalog;
 mod cursor;
 mod exec;
 mod lexer;
@@ -23,6 +24,7 @@ pub mod parser;
 mod plan;
 mod session;
 mod sql;
+mod sql_records;
 mod statistic;
 mod waits;
 

@@ -257,8 +257,8 @@ const NETWORK_HELP: &str =
     "a network parameter: LATENCY, OVERHEAD, GAP, BANDWIDTH, EAGER LIMIT or CPU";
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, CPU BURSTS, a collective such as BROADCAST, or an MPI name such as \
-     MPI_Isend";
+     COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, \
+     a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them";
 
 const SIZE_UNITS: &[(&str, u64)] = &[
     ("B", 1),
@@ -531,8 +531,11 @@ impl<'a> Parser<'a> {
                 Statement::Analysis(analysis) => Ok(Statement::ExplainAnalysis(analysis)),
                 _ => self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN"),
             }
+        } else if self.eat_keyword("DESCRIBE") {
+            Ok(Statement::Describe(self.target("after DESCRIBE")?))
         } else if self.eat_keyword("SHOW") {
             let what = [
+                ("TABLES", ShowWhat::Tables),
                 ("TRACES", ShowWhat::Traces),
                 ("PROCESSES", ShowWhat::Processes),
                 ("COMMUNICATORS", ShowWhat::Communicators),
@@ -547,7 +550,8 @@ impl<'a> Parser<'a> {
                     Ok(Statement::Show(w))
                 }
                 None => self.expected(
-                    "TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW",
+                    "TABLES, TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE \
+                     after SHOW",
                 ),
             }
         } else if self.eat_keyword("SIMULATE") {
@@ -601,7 +605,7 @@ impl<'a> Parser<'a> {
             ))
         } else {
             self.expected(
-                "a statement (SELECT, EXPLAIN, SHOW, USE TRACE, CREATE VIEW, DROP VIEW, \
+                "a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, \
                  MATCH PATTERN, REFRESH PATTERNS)",
             )
         }
@@ -1150,7 +1154,23 @@ impl<'a> Parser<'a> {
 
     fn at_target(&self) -> bool {
         let at = usize::from(self.is_keyword("ALL"));
-        self.cpu_bursts_at(at) || self.peek_at(at).and_then(Self::target_word).is_some()
+        self.cpu_bursts_at(at)
+            || self.record_target_at(at).is_some()
+            || self.peek_at(at).and_then(Self::target_word).is_some()
+    }
+
+    /// The record target (`ROUTINE CALLS`, `REQUESTS`, `COLLECTIVE INSTANCES`, `ANOMALIES`,
+    /// as the catalog spells them) that starts `n` tokens ahead, with its length in words.
+    fn record_target_at(&self, n: usize) -> Option<(Target, usize)> {
+        super::catalog::RECORD_TARGETS
+            .iter()
+            .find(|(words, _)| {
+                words
+                    .iter()
+                    .enumerate()
+                    .all(|(i, w)| self.peek_at(n + i).is_some_and(|t| t.is_keyword(w)))
+            })
+            .map(|(words, target)| (*target, words.len()))
     }
 
     /// Whether `CPU BURSTS` starts `n` tokens ahead.
@@ -1164,6 +1184,10 @@ impl<'a> Parser<'a> {
         if self.cpu_bursts_at(0) {
             self.pos += 2;
             return Ok(Target::CpuBursts);
+        }
+        if let Some((target, words)) = self.record_target_at(0) {
+            self.pos += words;
+            return Ok(target);
         }
         match self.peek().and_then(Self::target_word) {
             Some(Ok(t)) => {
@@ -1195,15 +1219,14 @@ impl<'a> Parser<'a> {
             }
             Aggregate::Count
         } else {
-            let measure = if self.eat_keyword("SIZE") {
-                Measure::Size
-            } else if self.eat_keyword("DURATION") {
-                Measure::Duration
-            } else {
-                return self.fail(format!(
-                    "{name} needs SIZE or DURATION, found {}",
-                    self.found()
-                ));
+            let measure = match self.measure() {
+                Some(m) => m,
+                None => {
+                    return self.fail(format!(
+                        "{name} needs SIZE, DURATION, SENT or RECEIVED, found {}",
+                        self.found()
+                    ))
+                }
             };
             match name.as_str() {
                 "SUM" => Aggregate::Sum(measure),
@@ -1214,6 +1237,21 @@ impl<'a> Parser<'a> {
         };
         self.expect_symbol(")", &format!("to close {name}("))?;
         Ok(agg)
+    }
+
+    /// What an aggregate measures, consumed: `SIZE`, `DURATION`, `SENT` or `RECEIVED`.
+    fn measure(&mut self) -> Option<Measure> {
+        let m = [
+            ("SIZE", Measure::Size),
+            ("DURATION", Measure::Duration),
+            ("SENT", Measure::Sent),
+            ("RECEIVED", Measure::Received),
+        ]
+        .into_iter()
+        .find(|(k, _)| self.is_keyword(k))?
+        .1;
+        self.pos += 1;
+        Some(m)
     }
 
     // ---- statistics -------------------------------------------------------------------------
@@ -1240,12 +1278,8 @@ impl<'a> Parser<'a> {
             Statistic::Matrix(measure)
         } else if self.eat_keyword("HISTOGRAM") {
             self.expect_keyword("OF", "after HISTOGRAM")?;
-            let of = if self.eat_keyword("SIZE") {
-                Measure::Size
-            } else if self.eat_keyword("DURATION") {
-                Measure::Duration
-            } else {
-                return self.expected("SIZE or DURATION after HISTOGRAM OF");
+            let Some(of) = self.measure() else {
+                return self.expected("SIZE, DURATION, SENT or RECEIVED after HISTOGRAM OF");
             };
             let bins = if self.eat_keyword("LOG2") {
                 Bins::Log2
@@ -1391,8 +1425,10 @@ impl<'a> Parser<'a> {
                 ("OPERATION", GroupKey::Operation),
                 ("TAG", GroupKey::Tag),
                 ("COMM", GroupKey::Comm),
+                ("ROUTINE", GroupKey::Routine),
+                ("CLASS", GroupKey::Class),
             ],
-            "PROCESS, PEER, OPERATION, TAG or COMM after GROUP BY",
+            "PROCESS, PEER, OPERATION, TAG, COMM, ROUTINE or CLASS after GROUP BY",
         )
     }
 
@@ -1622,8 +1658,8 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         let magnitude = match field {
-            Field::Size => self.quantity(Dimension::Size, after)?.0,
-            Field::Duration | Field::Wait => self.quantity(Dimension::Time, after)?.0,
+            Field::Size | Field::Sent | Field::Received => self.quantity(Dimension::Size, after)?.0,
+            Field::Duration | Field::Wait | Field::Skew => self.quantity(Dimension::Time, after)?.0,
             _ => {
                 let num = match self.peek() {
                     Some(t) if t.kind == Kind::Number && !t.text.contains('.') => t,
@@ -1763,12 +1799,18 @@ impl<'a> Parser<'a> {
             ("ROOT", Field::Root),
             ("COMM", Field::Comm),
             ("WAIT", Field::Wait),
+            ("SENT", Field::Sent),
+            ("RECEIVED", Field::Received),
+            ("DEPTH", Field::Depth),
+            ("MEMBERS", Field::Members),
+            ("SKEW", Field::Skew),
         ]
         .into_iter()
         .find(|(k, _)| self.is_keyword(k));
         let Some((_, field)) = field else {
             return self.expected(&format!(
-                "a condition {after} (on SIZE, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM or WAIT)"
+                "a condition {after} (on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, DURATION, \
+                 PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)"
             ));
         };
         self.pos += 1;

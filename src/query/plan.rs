@@ -36,6 +36,8 @@ pub(crate) struct Selected {
     pub(crate) messages: bool,
     /// The rows are the CPU bursts before the selected operations.
     pub(crate) bursts: bool,
+    /// The rows are a record target's, read from its table (`ids` is then empty).
+    pub(crate) records: Option<Target>,
     pub(crate) ids: RoaringTreemap,
     pub(crate) plan: Vec<PlanStep>,
     /// The trace's wait states, loaded only when the statement reads `WAIT` (never under
@@ -166,6 +168,10 @@ impl<'a> Engine<'a> {
             .map(|(k, _)| *k)
             .filter(|k| match target {
                 Target::Messages | Target::Operations | Target::CpuBursts => true,
+                Target::RoutineCalls
+                | Target::Requests
+                | Target::CollectiveInstances
+                | Target::Anomalies => false,
                 Target::PointToPoint => k.is_send() || k.is_receive(),
                 Target::Sends => k.is_send(),
                 Target::Receives => k.is_receive(),
@@ -183,6 +189,9 @@ impl<'a> Engine<'a> {
         }
         if sel.target == Target::CpuBursts {
             super::needs_times(self.trace, "CPU BURSTS")?;
+        }
+        if sel.target.is_record() {
+            return self.select_records(sel);
         }
         let messages = sel.target == Target::Messages;
         let mut plan = Vec::new();
@@ -356,6 +365,7 @@ impl<'a> Engine<'a> {
         let mut selected = Selected {
             messages,
             bursts: sel.target == Target::CpuBursts,
+            records: None,
             ids,
             plan,
             waits: None,

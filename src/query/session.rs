@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::ast::{Select, SelectBody, ShowWhat, Statement};
 use super::cursor::Rows;
-use super::exec::row_columns;
+use super::exec::selected_columns;
 use super::plan::Engine;
 use super::usage;
 use crate::error::{Error, Limit, NameKind, Result};
@@ -168,7 +168,7 @@ impl Session {
         let (trace, cancel) = self.open_current()?;
         let engine = Engine::with_cancel(trace, cancel);
         let mut selected = engine.select_ids(selection)?;
-        let columns = row_columns(selected.messages, selected.bursts, selected.waits.is_some());
+        let columns = selected_columns(&selected);
         let scan = engine.scan(selection, &mut selected)?;
         let limit = select
             .limit
@@ -271,6 +271,8 @@ impl Session {
                 r
             }
             Statement::Show(ShowWhat::Traces) => self.show_traces()?,
+            Statement::Show(ShowWhat::Tables) => super::catalog::show_tables(),
+            Statement::Describe(target) => super::catalog::describe(*target),
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
                 let trace = self.trace()?;
@@ -362,6 +364,7 @@ impl Session {
         let h = trace.header();
         Ok(match what {
             ShowWhat::Traces => self.show_traces()?,
+            ShowWhat::Tables => super::catalog::show_tables(),
             ShowWhat::Processes => {
                 let counts = trace.operations_per_rank();
                 let mut r = ResultSet::new(["rank", "name", "processor", "operations"]);

@@ -34,6 +34,17 @@ use crate::model::Rank;
 pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
     let trace = quote(engine.trace.name());
     let (mut sql, tie) = match &select.body {
+        SelectBody::Rows(selection) if selection.target.is_record() => (
+            super::sql_records::rows_sql(engine, selection, &trace)?,
+            "id".to_string(),
+        ),
+        SelectBody::Aggregate {
+            aggregates,
+            selection,
+            group_by,
+        } if selection.target.is_record() => {
+            super::sql_records::aggregate_sql(engine, aggregates, selection, group_by, &trace)?
+        }
         SelectBody::Rows(selection) => (rows_sql(engine, selection, &trace)?, "id".to_string()),
         SelectBody::Aggregate {
             aggregates,
@@ -86,6 +97,10 @@ pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
 /// The names of the columns the SQL selects, for `ORDER BY` by name.
 fn output_columns(select: &Select) -> Vec<String> {
     match &select.body {
+        SelectBody::Rows(s) if s.target.is_record() => super::catalog::columns(s.target)
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect(),
         SelectBody::Rows(s) if s.target == Target::Messages => {
             MESSAGE_COLUMNS.iter().map(|(n, _)| n.to_string()).collect()
         }
@@ -119,7 +134,7 @@ const MESSAGE_COLUMNS: [(&str, &str); 8] = [
 ];
 
 /// `SELECT OPERATIONS`' columns and their SQL.
-const OPERATION_COLUMNS: [(&str, &str); 13] = [
+const OPERATION_COLUMNS: [(&str, &str); 14] = [
     ("id", "o.id"),
     ("rank", "o.rank"),
     ("thread", "o.thread"),
@@ -133,13 +148,14 @@ const OPERATION_COLUMNS: [(&str, &str); 13] = [
     ("bytes_sent", "o.bytes_sent"),
     ("bytes_received", "o.bytes_received"),
     ("root", "o.root"),
+    ("datatype", "o.datatype"),
 ];
 
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-fn unsupported(what: &str) -> Error {
+pub(super) fn unsupported(what: &str) -> Error {
     Error::Usage(format!("EXPLAIN SQL: {what}"))
 }
 
@@ -163,6 +179,15 @@ fn from_where(engine: &Engine, selection: &Selection, trace: &str) -> Result<Str
             "o.operation = {}",
             quote(&engine.trace.kind_name(kind))
         )),
+        Target::RoutineCalls
+        | Target::Requests
+        | Target::CollectiveInstances
+        | Target::Anomalies => {
+            return Err(unsupported(&format!(
+                "{} is translated as a selection or an aggregate, not under a statistic",
+                selection.target
+            )))
+        }
         Target::CpuBursts => {
             return Err(unsupported(
                 "CPU BURSTS are the gaps between a location's calls: order `operations` by \
@@ -201,10 +226,12 @@ fn rows_sql(engine: &Engine, selection: &Selection, trace: &str) -> Result<Strin
 }
 
 /// The alias of an aggregate's column (SQL's plain names: `count`, `sum_size`).
-fn alias(a: Aggregate) -> String {
+pub(super) fn alias(a: Aggregate) -> String {
     let measure = |m: Measure| match m {
         Measure::Size => "size",
         Measure::Duration => "duration",
+        Measure::Sent => "sent",
+        Measure::Received => "received",
     };
     match a {
         Aggregate::Count => "count_all".into(),
@@ -220,6 +247,9 @@ fn measure_sql(messages: bool, m: Measure) -> &'static str {
     match (messages, m) {
         (false, Measure::Size) => "GREATEST(o.bytes_sent, o.bytes_received)",
         (false, Measure::Duration) => "o.duration_ns",
+        (false, Measure::Sent) => "o.bytes_sent",
+        (false, Measure::Received) => "o.bytes_received",
+        (true, Measure::Sent | Measure::Received) => "m.size",
         (true, Measure::Size) => "m.size",
         (true, Measure::Duration) => {
             "CASE WHEN m.recv_time_ns >= m.send_time_ns THEN m.recv_time_ns - m.send_time_ns ELSE 0 END"
@@ -249,6 +279,11 @@ fn aggregate_sql(
             (true, GroupKey::Peer) => "m.receiver",
             (true, GroupKey::Tag) => "m.tag",
             (true, GroupKey::Comm) => "COALESCE(c.name, CAST(m.comm AS VARCHAR))",
+            // Operations and messages have no routine nor class: one group of nulls.
+            (_, GroupKey::Routine | GroupKey::Class) => {
+                list.push(format!("NULL AS {}", k.to_string().to_lowercase()));
+                continue;
+            }
             // Every message's operation is `message`: a constant, not a grouping column.
             (true, GroupKey::Operation) => {
                 list.push("'message' AS operation".into());
@@ -259,6 +294,26 @@ fn aggregate_sql(
         list.push(format!("{sql} AS {name}"));
         keys.push(sql);
     }
+    Ok(grouped(
+        list,
+        aggregates,
+        &|m| measure(m).to_string(),
+        &from_where(engine, selection, trace)?,
+        &keys,
+        group_by,
+    ))
+}
+
+/// An aggregate's SQL and its tie-break order: the group columns `list` (already written),
+/// then each aggregate of `measure`, over `from_where`, grouped by `keys`.
+pub(super) fn grouped(
+    mut list: Vec<String>,
+    aggregates: &[Aggregate],
+    measure: &dyn Fn(Measure) -> String,
+    from_where: &str,
+    keys: &[&str],
+    group_by: &[GroupKey],
+) -> (String, String) {
     for a in aggregates {
         let sql = match a {
             Aggregate::Count => "COUNT(*)".to_string(),
@@ -269,11 +324,7 @@ fn aggregate_sql(
         };
         list.push(format!("{sql} AS {}", alias(*a)));
     }
-    let mut sql = format!(
-        "SELECT {}\n{}",
-        list.join(", "),
-        from_where(engine, selection, trace)?
-    );
+    let mut sql = format!("SELECT {}\n{from_where}", list.join(", "));
     if !keys.is_empty() {
         sql.push_str(&format!("\nGROUP BY {}", keys.join(", ")));
     } else if !group_by.is_empty() {
@@ -286,7 +337,7 @@ fn aggregate_sql(
         .map(|k| format!("{} ASC NULLS FIRST", k.to_string().to_lowercase()))
         .collect::<Vec<_>>()
         .join(", ");
-    Ok((sql, tie))
+    (sql, tie)
 }
 
 fn statistic_sql(
@@ -502,7 +553,7 @@ fn statistic_sql(
 }
 
 /// `expr` in `ranks`, as ranges: `(expr BETWEEN 0 AND 15 OR expr = 32)`.
-fn rank_set(expr: &str, ranks: &[Rank]) -> String {
+pub(super) fn rank_set(expr: &str, ranks: &[Rank]) -> String {
     let mut sorted = ranks.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -571,7 +622,7 @@ fn filter_conditions(engine: &Engine, filter: &Filter, messages: bool) -> Result
         });
     }
     if let Some(p) = &filter.predicate {
-        out.push(predicate(engine, p, messages)?);
+        out.push(predicate(engine, p, &|f| field_sql(f, messages))?);
     }
     Ok(out)
 }
@@ -633,7 +684,11 @@ fn field_sql(f: Field, messages: bool) -> Result<Option<(&'static str, i128, i12
             ))
         }
         (Field::Wait, true) => return Err(unsupported("messages have no WAIT")),
-        (Field::Root, true) => return Ok(None),
+        (Field::Root | Field::Depth | Field::Members | Field::Skew, true) => return Ok(None),
+        (Field::Depth | Field::Members | Field::Skew, false) => return Ok(None),
+        (Field::Sent, false) => ("o.bytes_sent", 0, U64),
+        (Field::Received, false) => ("o.bytes_received", 0, U64),
+        (Field::Sent | Field::Received, true) => ("m.size", 0, U64),
         (Field::Size, false) => ("GREATEST(o.bytes_sent, o.bytes_received)", 0, U64),
         (Field::Tag, false) => ("COALESCE(o.send_tag, o.recv_tag)", i32_lo, i32_hi),
         (Field::Sender, false) => ("CASE WHEN o.is_send THEN o.rank ELSE o.source END", 0, U32),
@@ -659,13 +714,18 @@ fn field_sql(f: Field, messages: bool) -> Result<Option<(&'static str, i128, i12
     }))
 }
 
-fn predicate(engine: &Engine, e: &Expr, messages: bool) -> Result<String> {
+/// A field's SQL on the rows being filtered, with its range (`None`: the rows have no such
+/// field).
+pub(super) type FieldSql<'f> = dyn Fn(Field) -> Result<Option<(&'static str, i128, i128)>> + 'f;
+
+/// A `WHERE` condition as SQL, its fields written by `fields`.
+pub(super) fn predicate(engine: &Engine, e: &Expr, fields: &FieldSql) -> Result<String> {
     Ok(match e {
         Expr::And(items) => format!(
             "({})",
             items
                 .iter()
-                .map(|x| predicate(engine, x, messages))
+                .map(|x| predicate(engine, x, fields))
                 .collect::<Result<Vec<_>>>()?
                 .join(" AND ")
         ),
@@ -673,22 +733,22 @@ fn predicate(engine: &Engine, e: &Expr, messages: bool) -> Result<String> {
             "({})",
             items
                 .iter()
-                .map(|x| predicate(engine, x, messages))
+                .map(|x| predicate(engine, x, fields))
                 .collect::<Result<Vec<_>>>()?
                 .join(" OR ")
         ),
-        Expr::Not(a) => format!("(NOT {})", predicate(engine, a, messages)?),
-        Expr::Compare(c) => comparison(engine, c, messages)?,
+        Expr::Not(a) => format!("(NOT {})", predicate(engine, a, fields)?),
+        Expr::Compare(c) => comparison(engine, c, fields)?,
     })
 }
 
 /// A comparison that is TRUE or FALSE, never NULL: false on a missing field, except `<>`.
-fn comparison(engine: &Engine, c: &Comparison, messages: bool) -> Result<String> {
+fn comparison(engine: &Engine, c: &Comparison, fields: &FieldSql) -> Result<String> {
     let n = match &c.value {
         Operand::Number(n) => *n,
         Operand::Comm(r) => i128::from(engine.comm(r)?),
     };
-    let Some((sql, lo, hi)) = field_sql(c.field, messages)? else {
+    let Some((sql, lo, hi)) = fields(c.field)? else {
         return Ok(if c.op == CmpOp::Ne { "TRUE" } else { "FALSE" }.into());
     };
     let present = format!("({sql} IS NOT NULL)");

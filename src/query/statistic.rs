@@ -129,7 +129,7 @@ impl<'a> Engine<'a> {
                 let ops: Vec<Operation> =
                     self.collect_rows(&sel, &mut selected, |row| match row {
                         Row::Op(_, o) => Some(o),
-                        Row::Msg(..) | Row::Burst(..) => None,
+                        Row::Msg(..) | Row::Burst(..) | Row::Record(..) => None,
                     })?;
                 (
                     stats::statistics_table_of(self.trace, &ranks, &ops),
@@ -219,7 +219,7 @@ impl<'a> Engine<'a> {
         let mut selected = self.select_ids(&sel)?;
         let messages: Vec<Message> = self.collect_rows(&sel, &mut selected, |row| match row {
             Row::Msg(_, m) => Some(m),
-            Row::Op(..) | Row::Burst(..) => None,
+            Row::Op(..) | Row::Burst(..) | Row::Record(..) => None,
         })?;
         let ranks = match &filter.scope {
             Some(Scope::For(s) | Scope::Among(s)) => self.ranks(s)?,

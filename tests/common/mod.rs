@@ -146,3 +146,67 @@ pub fn hand_made_db(ranks: u32, declarations: &str, events: &str) -> (tempfile::
     db.import(&path, Some("t")).unwrap();
     (dir, db)
 }
+
+/// Runs every SQL text of `queries` in DuckDB (the `duckdb` Python package, installed by
+/// `.ci/run`) over the Parquet exports under `root` (one folder per trace), with a view per
+/// exported table, and returns each one's rows (every value as JSON: integers as strings, to
+/// keep 128 bits) or its error; `None`, having said so, without python3's duckdb.
+pub fn duckdb(
+    root: &Path,
+    queries: &[String],
+) -> Option<Vec<Result<Vec<Vec<serde_json::Value>>, String>>> {
+    let script = r#"
+import json, sys
+import duckdb
+root, path = sys.argv[1], sys.argv[2]
+con = duckdb.connect()
+for table in ["operations", "messages", "communicators", "processes", "collectives", "requests", "routine_calls", "anomalies"]:
+    try:
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{root}/*/{table}/**/*.parquet', hive_partitioning = true, union_by_name = true)")
+    except duckdb.IOException:
+        pass  # no trace exported a row of it: a query of it fails, naming it
+out = []
+for sql in json.load(open(path)):
+    try:
+        rows = con.execute(sql).fetchall()
+        out.append({"rows": [[str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in r] for r in rows]})
+    except Exception as e:
+        out.append({"error": str(e)})
+print(json.dumps(out))
+"#;
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: python3 with duckdb is not installed (.ci/run installs it)");
+        return None;
+    }
+    let file = root.join("queries.json");
+    std::fs::write(&file, serde_json::to_string(queries).unwrap()).unwrap();
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(root)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "duckdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    Some(
+        answers
+            .into_iter()
+            .map(|a| match a.get("rows") {
+                Some(rows) => Ok(rows
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_array().unwrap().clone())
+                    .collect()),
+                None => Err(a["error"].as_str().unwrap_or("?").to_string()),
+            })
+            .collect(),
+    )
+}

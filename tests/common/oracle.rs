@@ -3,12 +3,14 @@
 //! chunk pruning and row reads. Shared by the differential oracle (`tests/query_oracle.rs`)
 //! and the fuzz harness (`tests/fuzz.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use proptest::prelude::*;
 
 use mtfdb::gen::{GenConfig, Scenario};
-use mtfdb::model::{Message, OpKind, Operation, Rank};
+use mtfdb::model::{
+    Anomaly, CollectiveInstance, Message, OpKind, Operation, Rank, RequestLink, RoutineCall,
+};
 use mtfdb::query::ast::{Value as Operand, MAX_NESTING};
 use mtfdb::query::{
     CmpOp, CommRef, Comparison, Expr, Field, Filter, ProcessSelector, RankRange, Scope, Selection,
@@ -26,6 +28,11 @@ pub struct Model {
     pub ranks: u32,
     /// The last time of the trace.
     pub span: u64,
+    /// The store's record tables, each in its stored order (a row's id is its position).
+    pub calls: Vec<RoutineCall>,
+    pub requests: Vec<RequestLink>,
+    pub instances: Vec<CollectiveInstance>,
+    pub anomalies: Vec<Anomaly>,
 }
 
 /// Reads every row of `trace`.
@@ -48,6 +55,10 @@ pub fn model_of(trace: &Trace) -> Model {
         messages,
         ranks,
         span,
+        calls: trace.routine_calls().unwrap(),
+        requests: trace.request_links().unwrap(),
+        instances: trace.collective_instances().unwrap(),
+        anomalies: trace.anomalies().unwrap(),
     }
 }
 
@@ -121,6 +132,10 @@ pub fn scope_valid(scope: Option<&Scope>, n: u32) -> bool {
 fn kind_matches(t: Target, k: OpKind) -> bool {
     match t {
         Target::Messages | Target::Operations | Target::CpuBursts => true,
+        Target::RoutineCalls
+        | Target::Requests
+        | Target::CollectiveInstances
+        | Target::Anomalies => false,
         Target::PointToPoint => k.is_send() || k.is_receive(),
         Target::Sends => k.is_send(),
         Target::Receives => k.is_receive(),
@@ -158,19 +173,22 @@ pub fn op_field(o: &Operation, f: Field) -> Option<i128> {
         // state analysis (checked on its own in tests/waits.rs and tests/query.rs), which a
         // naive row-by-row oracle has no independent way to compute.
         Field::Wait => None,
+        Field::Sent => Some(i128::from(o.send_bytes)),
+        Field::Received => Some(i128::from(o.recv_bytes)),
+        Field::Depth | Field::Members | Field::Skew => None,
     }
 }
 
 /// A field on a message.
 pub fn msg_field(m: &Message, f: Field) -> Option<i128> {
     match f {
-        Field::Size => Some(i128::from(m.bytes)),
+        Field::Size | Field::Sent | Field::Received => Some(i128::from(m.bytes)),
         Field::Tag => Some(i128::from(m.tag)),
         Field::Sender => Some(i128::from(m.sender)),
         Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
         Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
         // Messages have no WAIT (the engine refuses it on them).
-        Field::Root | Field::Wait => None,
+        Field::Root | Field::Wait | Field::Depth | Field::Members | Field::Skew => None,
         Field::Comm => Some(i128::from(m.comm)),
     }
 }
@@ -379,6 +397,8 @@ pub fn comparison_strategy() -> impl Strategy<Value = Expr> {
         Just(Field::Duration),
         Just(Field::Peer),
         Just(Field::Root),
+        Just(Field::Sent),
+        Just(Field::Received),
     ];
     let op = prop_oneof![
         Just(CmpOp::Lt),
@@ -394,7 +414,7 @@ pub fn comparison_strategy() -> impl Strategy<Value = Expr> {
             // One comparison in four against a constant at or past a column's range.
             let value = match (pick, field) {
                 (0, _) => extreme,
-                (_, Field::Size) => i128::from(big * 2),
+                (_, Field::Size | Field::Sent | Field::Received) => i128::from(big * 2),
                 (_, Field::Duration) => i128::from(big),
                 _ => i128::from(small),
             };
@@ -431,6 +451,27 @@ pub fn nest_to(mut e: Expr, depth: usize) -> Expr {
     e
 }
 
+/// A selection of `target` with those clauses, and its window (fractions of the trace's
+/// span) going forward.
+fn selection_of(
+    target: Target,
+    scope: Option<Scope>,
+    within: Vec<Within>,
+    window: Option<(u32, u32)>,
+    predicate: Option<Expr>,
+) -> (Selection, Option<(u32, u32)>) {
+    let filter = Filter {
+        scope,
+        within,
+        time: None,
+        predicate,
+    };
+    (
+        Selection { target, filter },
+        window.map(|(a, b)| (a.min(b), a.max(b))),
+    )
+}
+
 /// A selection with the time window as fractions of the trace's span (scaled per trace).
 pub fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)> {
     (
@@ -449,16 +490,7 @@ pub fn selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u3
             if window.is_some_and(|(a, _)| a % 3 == 0) {
                 within.push(Within::View(long_view_name(target == Target::Messages)));
             }
-            let filter = Filter {
-                scope,
-                within,
-                time: None,
-                predicate,
-            };
-            (
-                Selection { target, filter },
-                window.map(|(a, b)| (a.min(b), a.max(b))),
-            )
+            selection_of(target, scope, within, window, predicate)
         })
 }
 
@@ -482,3 +514,247 @@ pub const EXTREMES: &[i128] = &[
     i128::MAX,
     -i128::MAX,
 ];
+
+// ---- the record targets ----------------------------------------------------------------------
+
+/// A row of a record target as the language documents it: its processes (a call's, a
+/// request's or an anomaly's rank; an instance's members), communicator, time span and fields.
+struct RecordRow {
+    ranks: BTreeSet<Rank>,
+    comm: Option<u32>,
+    span: Option<(u64, u64)>,
+    fields: HashMap<Field, i128>,
+}
+
+/// The rows of a record target, by id (their position in the store's table), computed from
+/// the store's tables and operations, not by the engine.
+fn record_rows(model: &Model, target: Target) -> Vec<RecordRow> {
+    let ops: HashMap<u64, &Operation> = model.ops.iter().map(|(id, o)| (*id, o)).collect();
+    let int = |v: u64| i128::from(v);
+    match target {
+        Target::RoutineCalls => model
+            .calls
+            .iter()
+            .map(|c| RecordRow {
+                ranks: [c.rank].into(),
+                comm: None,
+                span: Some((c.start, c.end)),
+                fields: [
+                    (Field::Duration, int(c.end) - int(c.start)),
+                    (Field::Depth, i128::from(c.depth)),
+                ]
+                .into(),
+            })
+            .collect(),
+        Target::Requests => model
+            .requests
+            .iter()
+            .map(|l| {
+                let (a, b) = (ops[&l.request_op], ops[&l.completion_op]);
+                let end = b.end.max(a.start);
+                let mut fields: HashMap<Field, i128> = [
+                    (Field::Size, int(a.send_bytes.max(a.recv_bytes))),
+                    (Field::Sent, int(a.send_bytes)),
+                    (Field::Received, int(a.recv_bytes)),
+                    (Field::Duration, int(end) - int(a.start)),
+                ]
+                .into();
+                let optional = [
+                    (Field::Peer, a.dest.or(a.source).map(i128::from)),
+                    (Field::Tag, a.send_tag.or(a.recv_tag).map(i128::from)),
+                    (Field::Root, a.root.map(i128::from)),
+                    (Field::Comm, a.comm.map(i128::from)),
+                ];
+                fields.extend(optional.into_iter().filter_map(|(f, v)| Some((f, v?))));
+                RecordRow {
+                    ranks: [a.rank].into(),
+                    comm: a.comm,
+                    span: Some((a.start, end)),
+                    fields,
+                }
+            })
+            .collect(),
+        Target::CollectiveInstances => model
+            .instances
+            .iter()
+            .map(|i| {
+                let starts: Vec<u64> = i.ops.iter().map(|id| ops[id].start).collect();
+                let skew = starts.iter().max().unwrap_or(&0) - starts.iter().min().unwrap_or(&0);
+                let mut fields: HashMap<Field, i128> = [
+                    (Field::Size, int(i.send_bytes.max(i.recv_bytes))),
+                    (Field::Sent, int(i.send_bytes)),
+                    (Field::Received, int(i.recv_bytes)),
+                    (Field::Duration, int(i.end) - int(i.start)),
+                    (Field::Members, i.ops.len() as i128),
+                    (Field::Skew, int(skew)),
+                    (Field::Comm, i128::from(i.comm)),
+                ]
+                .into();
+                if let Some(r) = i.root {
+                    fields.insert(Field::Root, i128::from(r));
+                }
+                RecordRow {
+                    ranks: i.ops.iter().map(|id| ops[id].rank).collect(),
+                    comm: Some(i.comm),
+                    span: Some((i.start, i.end)),
+                    fields,
+                }
+            })
+            .collect(),
+        _ => model
+            .anomalies
+            .iter()
+            .map(|a| {
+                let op = a.ops().first().map(|id| ops[id]);
+                let (rank, time, comm) = anomaly_facts(a);
+                let rank = rank.or(op.map(|o| o.rank));
+                let time = time.or(op.map(|o| o.start));
+                RecordRow {
+                    ranks: rank.into_iter().collect(),
+                    comm,
+                    span: time.map(|t| (t, t)),
+                    fields: time.map(|_| (Field::Duration, 0)).into_iter().collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The rank, time and communicator an anomaly names itself (its operation gives the others).
+fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
+    match a {
+        Anomaly::UnmatchedSend { rank, comm, .. }
+        | Anomaly::UnmatchedReceive { rank, comm, .. }
+        | Anomaly::RootMismatch { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
+        Anomaly::IncompleteCollective { comm, .. } => (None, None, Some(*comm)),
+        Anomaly::RequestNeverCompleted { rank, .. }
+        | Anomaly::UnknownRequest { rank, .. }
+        | Anomaly::WaitBeforeRequest { rank, .. }
+        | Anomaly::UnresolvedWildcard { rank, .. }
+        | Anomaly::MissingFinalize { rank }
+        | Anomaly::UnclosedRoutine { rank, .. }
+        | Anomaly::CallWithoutRecords { rank, .. } => (Some(*rank), None, None),
+        Anomaly::CrossedLeave { rank, time, .. }
+        | Anomaly::LeaveWithoutEnter { rank, time, .. } => (Some(*rank), Some(*time), None),
+        Anomaly::LengthMismatch { .. } => (None, None, None),
+        Anomaly::ValueOverflow { rank, .. } => (*rank, None, None),
+        Anomaly::SkippedRecord { rank, time, .. } => (*rank, *time, None),
+    }
+}
+
+/// The ids a selection of a record target selects, by a full scan of its table: `FOR` keeps a
+/// row with one of its processes in the set, `AMONG` one with all of them in it (and at least
+/// one), `BETWEEN PROCESS(a,b)` an instance with both as members; `IN COMM(0)` a row on
+/// communicator 0; a window the rows whose span overlaps it.
+pub fn naive_records(model: &Model, sel: &Selection) -> BTreeSet<u64> {
+    let f = &sel.filter;
+    let n = model.ranks;
+    let in_comm0 = f.within.iter().any(|w| matches!(w, Within::Comm(_)));
+    record_rows(model, sel.target)
+        .into_iter()
+        .zip(0u64..)
+        .filter(|(r, _)| {
+            let scope_ok = match &f.scope {
+                None => true,
+                Some(Scope::For(s)) => !r.ranks.is_disjoint(&ranks_of(s, n)),
+                Some(Scope::Among(s)) => !r.ranks.is_empty() && r.ranks.is_subset(&ranks_of(s, n)),
+                Some(Scope::Between(a, b)) => r.ranks.contains(a) && r.ranks.contains(b),
+            };
+            let in_window = match (f.time, r.span) {
+                (None, _) => true,
+                (Some(w), Some((start, end))) => start <= w.end && end >= w.start,
+                (Some(_), None) => false,
+            };
+            scope_ok
+                && (!in_comm0 || r.comm == Some(0))
+                && in_window
+                && f.predicate
+                    .as_ref()
+                    .is_none_or(|p| holds(p, &|fl| r.fields.get(&fl).copied()))
+        })
+        .map(|(_, id)| id)
+        .collect()
+}
+
+/// A comparison on a field of the record targets.
+fn record_comparison_strategy() -> impl Strategy<Value = Expr> {
+    let field = prop::sample::select(vec![
+        Field::Size,
+        Field::Sent,
+        Field::Received,
+        Field::Duration,
+        Field::Depth,
+        Field::Members,
+        Field::Skew,
+        Field::Root,
+        Field::Peer,
+        Field::Tag,
+    ]);
+    let op = prop::sample::select(vec![
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Ge,
+        CmpOp::Gt,
+    ]);
+    let extreme = prop::sample::select(EXTREMES);
+    (field, op, 0u32..8, 0u64..200_000, extreme, 0u8..5).prop_map(
+        |(field, op, small, big, extreme, pick)| {
+            let value = match (pick, field) {
+                (0, _) => extreme,
+                (_, Field::Size | Field::Sent | Field::Received) => i128::from(big * 2),
+                (_, Field::Duration | Field::Skew) => i128::from(big),
+                _ => i128::from(small),
+            };
+            Expr::Compare(Comparison {
+                field,
+                op,
+                value: Operand::Number(value),
+            })
+        },
+    )
+}
+
+/// A selection of a record target (`ROUTINE CALLS`, `REQUESTS`, `COLLECTIVE INSTANCES`,
+/// `ANOMALIES`) with the clauses they take, and the window as fractions of the span.
+pub fn record_selection_strategy() -> impl Strategy<Value = (Selection, Option<(u32, u32)>)> {
+    let target = prop::sample::select(vec![
+        Target::RoutineCalls,
+        Target::Requests,
+        Target::CollectiveInstances,
+        Target::Anomalies,
+    ]);
+    let predicate = record_comparison_strategy().prop_recursive(2, 6, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::and(a, b)),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::or(a, b)),
+            inner.prop_map(Expr::negate),
+        ]
+    });
+    (
+        target,
+        scope_strategy(),
+        any::<bool>(),
+        proptest::option::of((0u32..100, 0u32..100)),
+        proptest::option::of(predicate),
+    )
+        .prop_map(|(target, mut scope, in_world, window, predicate)| {
+            // BETWEEN is two processes' business: collective instances only (the others
+            // refuse it, as tests/statements/targets.test checks).
+            if target != Target::CollectiveInstances {
+                if let Some(Scope::Between(a, b)) = scope {
+                    scope = Some(Scope::For(ProcessSelector::List(vec![
+                        RankRange::single(a.min(b)),
+                        RankRange::single(a.max(b)),
+                    ])));
+                }
+            }
+            let mut within = Vec::new();
+            // Routine calls have no communicator (refused, checked there too).
+            if in_world && target != Target::RoutineCalls {
+                within.push(Within::Comm(CommRef::Id(0)));
+            }
+            selection_of(target, scope, within, window, predicate)
+        })
+}

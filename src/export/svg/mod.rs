@@ -98,7 +98,7 @@ fn select_picture(
                     // The bin labels read as durations (`_ns`) or as byte counts.
                     let of = match of {
                         Measure::Duration => "duration_ns",
-                        Measure::Size => "size in bytes",
+                        Measure::Size | Measure::Sent | Measure::Received => "size in bytes",
                     };
                     bars::histogram(&r, title, of)
                 }
@@ -152,7 +152,9 @@ fn timeline_of(
     for row in session.query_statement(&Statement::Select(select.clone()))? {
         drawn.add_row(&row?);
     }
-    let operations = !matches!(selection.target, Target::Messages | Target::CpuBursts);
+    // Messages and collectives join operations only (a record target's ids are its own).
+    let operations = !matches!(selection.target, Target::Messages | Target::CpuBursts)
+        && !selection.target.is_record();
     if operations && !drawn.is_empty() {
         let messages = Statement::Select(Select {
             body: SelectBody::Rows(Selection {

@@ -81,7 +81,9 @@ impl Layout {
                 rank,
                 start,
                 end,
-                name: at("operation").or_else(|| at("activity")),
+                name: at("operation")
+                    .or_else(|| at("activity"))
+                    .or_else(|| at("routine")),
                 id: at("operation").and(at("id")),
             },
             _ => Layout::Other,

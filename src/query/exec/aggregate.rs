@@ -29,7 +29,10 @@ fn for_each_key(
         GroupKey::Process => rows.for_each(|r| f(r, messages.sender(r).into())),
         GroupKey::Peer => rows.for_each(|r| f(r, messages.receiver(r).into())),
         GroupKey::Tag => rows.for_each(|r| f(r, messages.tag(r).into())),
-        GroupKey::Comm | GroupKey::Operation => rows.for_each(|r| f(r, messages.comm(r).into())),
+        // Only process, peer, tag and comm reach this scan (`is_message_scan`).
+        GroupKey::Comm | GroupKey::Operation | GroupKey::Routine | GroupKey::Class => {
+            rows.for_each(|r| f(r, messages.comm(r).into()))
+        }
     }
 }
 
@@ -87,16 +90,24 @@ impl<'a> Engine<'a> {
         selection: &Selection,
         group_by: &[GroupKey],
     ) -> bool {
+        // Sizes only (SENT and RECEIVED of a message are its size too, but are left to the
+        // row path so that this path stays one accumulator per group).
         selection.target == Target::Messages
             && selection.filter.is_empty()
-            && !group_by.contains(&GroupKey::Operation)
+            && group_by.iter().all(|k| {
+                matches!(
+                    k,
+                    GroupKey::Process | GroupKey::Peer | GroupKey::Tag | GroupKey::Comm
+                )
+            })
             && aggregates.iter().all(|a| {
-                !matches!(
+                matches!(
                     a,
-                    Aggregate::Sum(Measure::Duration)
-                        | Aggregate::Avg(Measure::Duration)
-                        | Aggregate::Min(Measure::Duration)
-                        | Aggregate::Max(Measure::Duration)
+                    Aggregate::Count
+                        | Aggregate::Sum(Measure::Size)
+                        | Aggregate::Avg(Measure::Size)
+                        | Aggregate::Min(Measure::Size)
+                        | Aggregate::Max(Measure::Size)
                 )
             })
     }
@@ -112,7 +123,9 @@ impl<'a> Engine<'a> {
             GroupKey::Process => MessageField::Sender,
             GroupKey::Peer => MessageField::Receiver,
             GroupKey::Tag => MessageField::Tag,
-            GroupKey::Comm | GroupKey::Operation => MessageField::Comm,
+            GroupKey::Comm | GroupKey::Operation | GroupKey::Routine | GroupKey::Class => {
+                MessageField::Comm
+            }
         };
         let mut wanted: Vec<MessageField> = group_by.iter().map(key_field).collect();
         wanted.push(MessageField::Bytes);
@@ -275,7 +288,28 @@ impl<'a> Engine<'a> {
             (Row::Burst(_, b), GroupKey::Operation) => {
                 GroupValue::Text(self.trace.kind_name(b.before))
             }
-            (Row::Burst(..), GroupKey::Peer | GroupKey::Tag | GroupKey::Comm) => GroupValue::None,
+            (
+                Row::Burst(..),
+                GroupKey::Peer
+                | GroupKey::Tag
+                | GroupKey::Comm
+                | GroupKey::Routine
+                | GroupKey::Class,
+            ) => GroupValue::None,
+            (Row::Op(..) | Row::Msg(..), GroupKey::Routine | GroupKey::Class) => GroupValue::None,
+            (Row::Record(_, r), key) => {
+                let text = |t: Option<String>| t.map_or(GroupValue::None, GroupValue::Text);
+                let int = |i: Option<i64>| i.map_or(GroupValue::None, GroupValue::Int);
+                match key {
+                    GroupKey::Process => int(r.rank.map(i64::from)),
+                    GroupKey::Peer => int(r.peer.map(i64::from)),
+                    GroupKey::Tag => int(r.tag.map(i64::from)),
+                    GroupKey::Operation => text(r.operation.clone()),
+                    GroupKey::Comm => text(r.comm.map(|c| self.comm_name(c))),
+                    GroupKey::Routine => text(r.routine.clone()),
+                    GroupKey::Class => text(r.class.map(str::to_string)),
+                }
+            }
         }
     }
 }

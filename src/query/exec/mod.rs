@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod order;
+mod records;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
 
 pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
+pub(crate) use records::RecordScan;
+use records::{record_columns, Record};
 
 /// Whether a condition reads `WAIT`.
 pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
@@ -41,55 +44,35 @@ pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
 }
 
 /// The columns of a selection's rows: operations or messages; operations with `wait_ns`
-/// last when the statement reads `WAIT` (`waits`).
+/// last when the statement reads `WAIT` (`waits`). The names are the [`catalog`]'s.
+///
+/// [`catalog`]: crate::query::catalog
 pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<String> {
-    let names: &[&str] = if bursts {
-        &[
-            "id",
-            "rank",
-            "thread",
-            "start_ns",
-            "end_ns",
-            "duration_ns",
-            "before",
-        ]
+    use crate::query::catalog::{BURST_COLUMNS, MESSAGE_COLUMNS, OPERATION_COLUMNS};
+    let list = if bursts {
+        BURST_COLUMNS
     } else if messages {
-        &[
-            "id",
-            "sender",
-            "receiver",
-            "comm",
-            "tag",
-            "size",
-            "send_time_ns",
-            "recv_time_ns",
-        ]
+        MESSAGE_COLUMNS
     } else {
-        &[
-            "id",
-            "rank",
-            "thread",
-            "operation",
-            "start_ns",
-            "end_ns",
-            "duration_ns",
-            "comm",
-            "peer",
-            "tag",
-            "bytes_sent",
-            "bytes_received",
-            "root",
-        ]
+        OPERATION_COLUMNS
     };
-    let mut columns: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut columns: Vec<String> = list.iter().map(|c| c.name.to_string()).collect();
     if waits && !messages && !bursts {
         columns.push(WAIT_COLUMN.to_string());
     }
     columns
 }
 
+/// The columns of what `selected` holds.
+pub(crate) fn selected_columns(selected: &Selected) -> Vec<String> {
+    match selected.records {
+        Some(target) => record_columns(target),
+        None => row_columns(selected.messages, selected.bursts, selected.waits.is_some()),
+    }
+}
+
 /// The column of an operation's wait (ns).
-pub(crate) const WAIT_COLUMN: &str = "wait_ns";
+pub(crate) const WAIT_COLUMN: &str = crate::query::catalog::WAIT_COLUMN.name;
 
 /// An operation's wait in ns (0 when it did not wait).
 pub(crate) fn wait_of(waits: &WaitStates, op: u64) -> u64 {
@@ -102,6 +85,8 @@ pub(crate) enum Row {
     Msg(u64, Message),
     /// The computation before the operation with this id.
     Burst(u64, Burst),
+    /// A row of a record target, by its position in its table.
+    Record(u64, Record),
 }
 
 /// A CPU burst: the time a location computed between two MPI calls.
@@ -128,7 +113,11 @@ impl<'a> Engine<'a> {
         selected: &mut Selected,
         mut visit: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        let estimated = selected.ids.len();
+        // A record target has no ids: its table's size is the estimate.
+        let estimated = match selected.records {
+            Some(_) => selected.plan.last().map_or(0, |p| p.estimated),
+            None => selected.ids.len(),
+        };
         let bursts = selected.bursts;
         let mut scan = self.scan(sel, selected)?;
         if bursts {
@@ -169,8 +158,14 @@ impl<'a> Engine<'a> {
     /// The scan of a selection's ids (taken out of `selected`): names in the filter are
     /// resolved and its nesting checked now, before any row is read.
     pub(crate) fn scan(&self, sel: &Selection, selected: &mut Selected) -> Result<Scan<'a>> {
+        let records = selected
+            .records
+            .map(|_| self.record_scan(sel))
+            .transpose()?;
         let among: Option<Vec<Rank>> = match &sel.filter.scope {
-            Some(Scope::Among(s)) if !selected.messages => Some(self.ranks(s)?),
+            Some(Scope::Among(s)) if !selected.messages && records.is_none() => {
+                Some(self.ranks(s)?)
+            }
             _ => None,
         };
         if let Some(p) = &sel.filter.predicate {
@@ -188,6 +183,7 @@ impl<'a> Engine<'a> {
             predicate: sel.filter.predicate.clone(),
             comm_ids,
             waits: selected.waits.clone(),
+            records,
             kept: 0,
         })
     }
@@ -357,7 +353,9 @@ impl<'a> Engine<'a> {
                 o.send_bytes.into(),
                 o.recv_bytes.into(),
                 o.root.into(),
+                o.datatype.and_then(|d| self.trace.string(d)).into(),
             ],
+            Row::Record(_, r) => r.values.clone(),
         };
         if let (Row::Op(id, _), Some(w)) = (row, waits) {
             values.push(wait_of(w, *id).into());
@@ -438,12 +436,12 @@ impl<'a> Engine<'a> {
             return sink.result(self.select(s, false)?);
         };
         let mut selected = self.select_ids(sel)?;
-        if !selected.messages && orders_by_wait(s) {
+        if !selected.messages && selected.records.is_none() && orders_by_wait(s) {
             self.load_waits(&mut selected)?;
         }
         let waits = selected.waits.clone();
         let waits = waits.as_deref();
-        let columns = row_columns(selected.messages, selected.bursts, waits.is_some());
+        let columns = selected_columns(&selected);
         let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         if s.order_by.is_empty() {
             sink.columns(&columns)?;
@@ -487,14 +485,17 @@ impl<'a> Engine<'a> {
     pub fn view_ids(&self, sel: &Selection) -> Result<StoredView> {
         let mut selected = self.select_ids(sel)?;
         let mut ids = RoaringTreemap::new();
-        if selected.bursts {
-            return Err(usage(
-                "a view keeps operations or messages: CPU BURSTS cannot be stored as a view",
-            ));
+        if selected.bursts || selected.records.is_some() {
+            return Err(usage(format!(
+                "a view keeps operations or messages: {} cannot be stored as a view",
+                sel.target
+            )));
         }
         self.each_row(sel, &mut selected, |row| {
             match row {
-                Row::Op(id, _) | Row::Msg(id, _) | Row::Burst(id, _) => ids.insert(id),
+                Row::Op(id, _) | Row::Msg(id, _) | Row::Burst(id, _) | Row::Record(id, _) => {
+                    ids.insert(id)
+                }
             };
             Ok(true)
         })?;
@@ -539,6 +540,8 @@ pub(crate) struct Scan<'a> {
     comm_ids: BTreeMap<String, CommId>,
     /// The wait states, when the statement reads `WAIT`.
     waits: Option<Arc<WaitStates>>,
+    /// The table read instead of the ids, for a record target.
+    records: Option<RecordScan>,
     /// Rows kept so far.
     pub(crate) kept: u64,
 }
@@ -551,6 +554,15 @@ impl Scan<'_> {
                 if self.keeps(&row) {
                     self.kept += 1;
                     return Ok(Some(row));
+                }
+            }
+            if let Some(records) = &mut self.records {
+                match records.next_chunk(&self.engine)? {
+                    Some(rows) => {
+                        self.chunk = rows.into_iter();
+                        continue;
+                    }
+                    None => return Ok(None),
                 }
             }
             let Some(first) = self.ids.next() else {
@@ -581,7 +593,8 @@ impl Scan<'_> {
     }
 
     fn keeps(&self, row: &Row) -> bool {
-        self.time.is_none_or(|w| overlaps(row, w))
+        self.records.as_ref().is_none_or(|r| r.keeps(row))
+            && self.time.is_none_or(|w| overlaps(row, w))
             && self.among.as_ref().is_none_or(|set| peers_within(row, set))
             && self
                 .predicate
@@ -611,6 +624,10 @@ fn overlaps(row: &Row, w: TimeWindow) -> bool {
         Row::Op(_, o) => (o.start, o.end),
         Row::Msg(_, m) => (m.send_time, m.recv_time.max(m.send_time)),
         Row::Burst(_, b) => (b.start, b.end),
+        Row::Record(_, r) => match r.span {
+            Some(span) => span,
+            None => return false,
+        },
     };
     start <= w.end && end >= w.start
 }
@@ -622,13 +639,26 @@ fn peers_within(row: &Row, set: &[Rank]) -> bool {
             .iter()
             .flatten()
             .all(|p| set.binary_search(p).is_ok()),
-        Row::Msg(..) | Row::Burst(..) => true,
+        Row::Msg(..) | Row::Burst(..) | Row::Record(..) => true,
     }
 }
 
 pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
     match (row, m) {
+        (Row::Record(_, r), m) => {
+            let f = match m {
+                Measure::Size => Field::Size,
+                Measure::Duration => Field::Duration,
+                Measure::Sent => Field::Sent,
+                Measure::Received => Field::Received,
+            };
+            r.field(f).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+        }
         (Row::Op(_, o), Measure::Size) => o.send_bytes.max(o.recv_bytes),
+        (Row::Op(_, o), Measure::Sent) => o.send_bytes,
+        (Row::Op(_, o), Measure::Received) => o.recv_bytes,
+        (Row::Msg(_, msg), Measure::Sent | Measure::Received) => msg.bytes,
+        (Row::Burst(..), Measure::Sent | Measure::Received) => 0,
         (Row::Op(_, o), Measure::Duration) => o.end - o.start,
         (Row::Msg(_, msg), Measure::Size) => msg.bytes,
         (Row::Msg(_, msg), Measure::Duration) => msg.recv_time.saturating_sub(msg.send_time),
@@ -667,16 +697,20 @@ fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
             Field::Root => o.root.map(i128::from),
             Field::Comm => o.comm.map(i128::from),
             Field::Wait => waits.map(|w| i128::from(wait_of(w, *id))),
+            Field::Sent => Some(i128::from(o.send_bytes)),
+            Field::Received => Some(i128::from(o.recv_bytes)),
+            Field::Depth | Field::Members | Field::Skew => None,
         },
         Row::Msg(_, m) => match f {
-            Field::Size => Some(i128::from(m.bytes)),
             Field::Tag => Some(i128::from(m.tag)),
             Field::Sender => Some(i128::from(m.sender)),
             Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
             Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
-            Field::Root | Field::Wait => None,
+            Field::Size | Field::Sent | Field::Received => Some(i128::from(m.bytes)),
+            Field::Root | Field::Wait | Field::Depth | Field::Members | Field::Skew => None,
             Field::Comm => Some(i128::from(m.comm)),
         },
+        Row::Record(_, r) => r.field(f),
         Row::Burst(_, b) => match f {
             Field::Duration => Some(i128::from(b.end) - i128::from(b.start)),
             _ => None,

@@ -1,0 +1,466 @@
+//! The record targets (`ROUTINE CALLS`, `REQUESTS`, `COLLECTIVE INSTANCES`, `ANOMALIES`):
+//! rows read from the store's record tables a chunk at a time, in the order the store keeps
+//! them (a row's id is its position there), with the operations they name read alongside.
+//! No index covers these tables, so every clause (scope, `IN COMM`, time window, `WHERE`) is
+//! checked on each row as it is read.
+
+use std::collections::HashMap;
+
+use roaring::RoaringTreemap;
+
+use super::Row;
+use crate::error::Result;
+use crate::export::parquet::anomaly_fields;
+use crate::model::{Anomaly, CommId, OpId, Operation, Rank, Time};
+use crate::query::ast::{Field, Scope, Selection, Target, Within};
+use crate::query::catalog;
+use crate::query::plan::{Engine, PlanStep, Selected};
+use crate::query::usage;
+use crate::results::Value;
+
+/// A row of a record target: what the clauses test, and the values it shows (in the order of
+/// its [`catalog`] columns).
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    /// The process of a call, a request or an anomaly (`None` for a collective instance and
+    /// an anomaly of no process).
+    pub(crate) rank: Option<Rank>,
+    /// The processes `FOR` and `AMONG` test: the rank, or an instance's members.
+    pub(crate) ranks: Vec<Rank>,
+    pub(crate) comm: Option<CommId>,
+    pub(crate) root: Option<Rank>,
+    pub(crate) peer: Option<Rank>,
+    pub(crate) tag: Option<i32>,
+    /// Where the row lies in time (`None` for an anomaly with no time).
+    pub(crate) span: Option<(Time, Time)>,
+    pub(crate) sent: Option<u64>,
+    pub(crate) received: Option<u64>,
+    pub(crate) depth: Option<u16>,
+    pub(crate) members: Option<u64>,
+    pub(crate) skew: Option<u64>,
+    /// The MPI call (`GROUP BY OPERATION`).
+    pub(crate) operation: Option<String>,
+    /// The routine (`GROUP BY ROUTINE`).
+    pub(crate) routine: Option<String>,
+    /// The anomaly's class (`GROUP BY CLASS`).
+    pub(crate) class: Option<&'static str>,
+    pub(crate) values: Vec<Value>,
+}
+
+impl Record {
+    fn empty() -> Record {
+        Record {
+            rank: None,
+            ranks: Vec::new(),
+            comm: None,
+            root: None,
+            peer: None,
+            tag: None,
+            span: None,
+            sent: None,
+            received: None,
+            depth: None,
+            members: None,
+            skew: None,
+            operation: None,
+            routine: None,
+            class: None,
+            values: Vec::new(),
+        }
+    }
+
+    /// A field's value, `None` when the row has no such field (then a comparison fails,
+    /// except `!=`).
+    pub(crate) fn field(&self, f: Field) -> Option<i128> {
+        match f {
+            Field::Size => match (self.sent, self.received) {
+                (None, None) => None,
+                (s, r) => Some(i128::from(s.unwrap_or(0).max(r.unwrap_or(0)))),
+            },
+            Field::Sent => self.sent.map(i128::from),
+            Field::Received => self.received.map(i128::from),
+            Field::Duration => self.span.map(|(s, e)| i128::from(e) - i128::from(s)),
+            Field::Peer => self.peer.map(i128::from),
+            Field::Tag => self.tag.map(i128::from),
+            Field::Root => self.root.map(i128::from),
+            Field::Comm => self.comm.map(i128::from),
+            Field::Depth => self.depth.map(i128::from),
+            Field::Members => self.members.map(i128::from),
+            Field::Skew => self.skew.map(i128::from),
+            Field::Sender | Field::Receiver | Field::Wait => None,
+        }
+    }
+
+    /// Whether the row is in the selection's process scope and on every communicator of its
+    /// `IN COMM` clauses.
+    fn in_scope(&self, scope: Option<&RecordScope>, comms: &[CommId]) -> bool {
+        let in_comm = comms.iter().all(|c| self.comm == Some(*c));
+        in_comm
+            && match scope {
+                None => true,
+                Some(RecordScope::For(set)) => {
+                    self.ranks.iter().any(|r| set.binary_search(r).is_ok())
+                }
+                Some(RecordScope::Among(set)) => {
+                    !self.ranks.is_empty()
+                        && self.ranks.iter().all(|r| set.binary_search(r).is_ok())
+                }
+                Some(RecordScope::Between(a, b)) => {
+                    self.ranks.binary_search(a).is_ok() && self.ranks.binary_search(b).is_ok()
+                }
+            }
+    }
+}
+
+/// A scope as a record row tests it: ranks sorted.
+#[derive(Debug, Clone)]
+pub(crate) enum RecordScope {
+    /// One of the row's processes is in the set.
+    For(Vec<Rank>),
+    /// All of them are (and it has one).
+    Among(Vec<Rank>),
+    /// Both are among its processes (collective instances only).
+    Between(Rank, Rank),
+}
+
+/// The reading of a record target: the next chunk of its table, and the clauses that no
+/// index answers.
+pub(crate) struct RecordScan {
+    pub(crate) target: Target,
+    next_chunk: u32,
+    chunks: u32,
+    next_id: u64,
+    scope: Option<RecordScope>,
+    /// The communicators of the `IN COMM` clauses (all must hold).
+    comms: Vec<CommId>,
+}
+
+impl RecordScan {
+    /// Whether `row` passes the scope and `IN COMM`.
+    pub(crate) fn keeps(&self, row: &Row) -> bool {
+        match row {
+            Row::Record(_, r) => r.in_scope(self.scope.as_ref(), &self.comms),
+            _ => true,
+        }
+    }
+
+    /// The next chunk's rows, or `None` after the last chunk.
+    pub(crate) fn next_chunk(&mut self, engine: &Engine) -> Result<Option<Vec<Row>>> {
+        if self.next_chunk >= self.chunks {
+            return Ok(None);
+        }
+        engine.check_cancel()?;
+        let records = engine.read_records(self.target, self.next_chunk)?;
+        self.next_chunk += 1;
+        let first = self.next_id;
+        self.next_id += records.len() as u64;
+        Ok(Some(
+            records
+                .into_iter()
+                .zip(first..)
+                .map(|(mut r, id)| {
+                    r.values.insert(0, id.into());
+                    Row::Record(id, r)
+                })
+                .collect(),
+        ))
+    }
+}
+
+impl<'a> Engine<'a> {
+    /// How many chunks the table of a record target has.
+    fn record_chunks(&self, target: Target) -> u32 {
+        match target {
+            Target::RoutineCalls => self.trace.routine_chunk_count(),
+            Target::Requests => self.trace.request_link_chunk_count(),
+            Target::CollectiveInstances => self.trace.collective_chunk_count(),
+            _ => self.trace.anomaly_chunk_count(),
+        }
+    }
+
+    /// The selection of a record target: no ids (the whole table is read), the clauses
+    /// checked now so that a wrong one fails before any row is read.
+    pub(crate) fn select_records(&self, sel: &Selection) -> Result<Selected> {
+        let target = sel.target;
+        for w in &sel.filter.within {
+            match w {
+                Within::Comm(_) if target == Target::RoutineCalls => {
+                    return Err(usage(
+                        "ROUTINE CALLS have no communicator: IN COMM selects operations, \
+                         messages, requests, collective instances and anomalies",
+                    ))
+                }
+                Within::Comm(_) => {}
+                other => {
+                    return Err(usage(format!(
+                        "{other} selects operations or messages; {target} are read from their \
+                         own table: narrow them with FOR, BETWEEN TIME and WHERE"
+                    )))
+                }
+            }
+        }
+        if super::uses_wait(sel.filter.predicate.as_ref()) {
+            return Err(usage(format!(
+                "WAIT is the waiting time of an operation; {target} have none"
+            )));
+        }
+        if let Some(Scope::Between(..)) = &sel.filter.scope {
+            if target != Target::CollectiveInstances {
+                return Err(usage(format!(
+                    "BETWEEN PROCESS(a,b) selects what two processes share; {target} belong \
+                     to one process each: use FOR PROCESSES(a,b)"
+                )));
+            }
+        }
+        let chunks = self.record_chunks(target);
+        let summary = self.trace.summary();
+        let rows = match target {
+            Target::RoutineCalls => summary.routine_calls,
+            Target::Requests => summary.request_links,
+            Target::CollectiveInstances => summary.collective_instances,
+            _ => summary.anomalies.iter().map(|(_, n)| n).sum(),
+        };
+        Ok(Selected {
+            messages: false,
+            bursts: false,
+            records: Some(target),
+            ids: RoaringTreemap::new(),
+            plan: vec![PlanStep {
+                step: format!(
+                    "read the {} table ({chunks} chunk{}), no index: scope, IN COMM, window and WHERE are checked on each row",
+                    catalog_table(target),
+                    if chunks == 1 { "" } else { "s" }
+                ),
+                estimated: rows,
+                actual: None,
+            }],
+            waits: None,
+        })
+    }
+
+    /// The reading of a record target's table, its scope resolved.
+    pub(crate) fn record_scan(&self, sel: &Selection) -> Result<RecordScan> {
+        let scope = match &sel.filter.scope {
+            None => None,
+            Some(Scope::For(s)) => Some(RecordScope::For(sorted(self.ranks(s)?))),
+            Some(Scope::Among(s)) => Some(RecordScope::Among(sorted(self.ranks(s)?))),
+            Some(scope @ Scope::Between(a, b)) => {
+                // Ranks beyond the trace are refused as for any target.
+                self.scope_ranks(scope)?;
+                Some(RecordScope::Between(*a, *b))
+            }
+        };
+        // Every IN COMM must hold, as on any target.
+        let comms = sel
+            .filter
+            .within
+            .iter()
+            .filter_map(|w| match w {
+                Within::Comm(c) => Some(self.comm(c)),
+                _ => None,
+            })
+            .collect::<Result<Vec<CommId>>>()?;
+        Ok(RecordScan {
+            target: sel.target,
+            next_chunk: 0,
+            chunks: self.record_chunks(sel.target),
+            next_id: 0,
+            scope,
+            comms,
+        })
+    }
+
+    /// The operations `ids` name, by id.
+    fn operations_by_id(
+        &self,
+        ids: impl IntoIterator<Item = OpId>,
+    ) -> Result<HashMap<OpId, Operation>> {
+        let ids: RoaringTreemap = ids.into_iter().collect();
+        Ok(self.trace.operations(&ids)?.into_iter().collect())
+    }
+
+    /// One chunk of a record target's table, as records without their id.
+    fn read_records(&self, target: Target, chunk: u32) -> Result<Vec<Record>> {
+        match target {
+            Target::RoutineCalls => Ok(self
+                .trace
+                .routine_chunk(chunk)?
+                .into_iter()
+                .map(|c| {
+                    let routine = self.trace.string(c.routine).unwrap_or("?").to_string();
+                    Record {
+                        rank: Some(c.rank),
+                        ranks: vec![c.rank],
+                        span: Some((c.start, c.end)),
+                        depth: Some(c.depth),
+                        values: vec![
+                            c.rank.into(),
+                            c.thread.into(),
+                            routine.clone().into(),
+                            u64::from(c.depth).into(),
+                            c.start.into(),
+                            c.end.into(),
+                            c.end.saturating_sub(c.start).into(),
+                        ],
+                        routine: Some(routine),
+                        ..Record::empty()
+                    }
+                })
+                .collect()),
+            Target::Requests => {
+                let links = self.trace.request_link_chunk(chunk)?;
+                let ops = self
+                    .operations_by_id(links.iter().flat_map(|l| [l.request_op, l.completion_op]))?;
+                let mut out = Vec::with_capacity(links.len());
+                for l in links {
+                    let (Some(r), Some(c)) = (ops.get(&l.request_op), ops.get(&l.completion_op))
+                    else {
+                        continue;
+                    };
+                    let operation = self.trace.kind_name(r.kind);
+                    out.push(Record {
+                        rank: Some(r.rank),
+                        ranks: vec![r.rank],
+                        comm: r.comm,
+                        root: r.root,
+                        peer: r.dest.or(r.source),
+                        tag: r.send_tag.or(r.recv_tag),
+                        span: Some((r.start, c.end.max(r.start))),
+                        sent: Some(r.send_bytes),
+                        received: Some(r.recv_bytes),
+                        values: vec![
+                            r.rank.into(),
+                            operation.clone().into(),
+                            l.request_op.into(),
+                            r.start.into(),
+                            r.end.into(),
+                            self.trace.kind_name(c.kind).into(),
+                            l.completion_op.into(),
+                            c.start.into(),
+                            c.end.into(),
+                            c.start.saturating_sub(r.end).into(),
+                            c.end.saturating_sub(r.start).into(),
+                        ],
+                        operation: Some(operation),
+                        ..Record::empty()
+                    });
+                }
+                Ok(out)
+            }
+            Target::CollectiveInstances => {
+                let instances = self.trace.collective_chunk(chunk)?;
+                let ops =
+                    self.operations_by_id(instances.iter().flat_map(|i| i.ops.iter().copied()))?;
+                Ok(instances
+                    .into_iter()
+                    .map(|i| {
+                        let members: Vec<&Operation> =
+                            i.ops.iter().filter_map(|id| ops.get(id)).collect();
+                        let first = members.iter().map(|o| o.start).min().unwrap_or(i.start);
+                        let last = members.iter().map(|o| o.start).max().unwrap_or(i.start);
+                        let operation = self.trace.kind_name(i.kind);
+                        Record {
+                            ranks: sorted(members.iter().map(|o| o.rank).collect()),
+                            comm: Some(i.comm),
+                            root: i.root,
+                            span: Some((i.start, i.end)),
+                            sent: Some(i.send_bytes),
+                            received: Some(i.recv_bytes),
+                            members: Some(i.ops.len() as u64),
+                            skew: Some(last - first),
+                            values: vec![
+                                operation.clone().into(),
+                                self.comm_name(i.comm).into(),
+                                i.root.into(),
+                                (i.ops.len() as u64).into(),
+                                i.start.into(),
+                                i.end.into(),
+                                i.end.saturating_sub(i.start).into(),
+                                (last - first).into(),
+                                i.send_bytes.into(),
+                                i.recv_bytes.into(),
+                            ],
+                            operation: Some(operation),
+                            ..Record::empty()
+                        }
+                    })
+                    .collect())
+            }
+            _ => {
+                let anomalies = self.trace.anomaly_chunk(chunk)?;
+                let ops = self.operations_by_id(anomalies.iter().flat_map(Anomaly::ops))?;
+                Ok(anomalies
+                    .iter()
+                    .map(|a| self.anomaly_record(a, &ops))
+                    .collect())
+            }
+        }
+    }
+
+    /// An anomaly as a row: its process, call and time from its fields, else from the first
+    /// operation it names.
+    fn anomaly_record(&self, a: &Anomaly, ops: &HashMap<OpId, Operation>) -> Record {
+        let (class, fields) = anomaly_fields(self.trace, a);
+        let number = |key: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.as_u64())
+        };
+        let op_id = a.ops().first().copied();
+        let op = op_id.and_then(|id| ops.get(&id));
+        let rank = number("rank")
+            .and_then(|r| Rank::try_from(r).ok())
+            .or(op.map(|o| o.rank));
+        let time = number("time").or(op.map(|o| o.start));
+        let operation = op.map(|o| self.trace.kind_name(o.kind)).or_else(|| {
+            fields
+                .iter()
+                .find(|(k, _)| *k == "kind")
+                .and_then(|(_, v)| v.as_str().map(str::to_string))
+        });
+        let comm = number("comm").and_then(|c| CommId::try_from(c).ok());
+        let message = self.trace.anomaly_text(a);
+        Record {
+            rank,
+            ranks: rank.into_iter().collect(),
+            comm,
+            span: time.map(|t| (t, t)),
+            values: vec![
+                class.into(),
+                rank.into(),
+                operation.clone().into(),
+                op_id.into(),
+                time.into(),
+                message.into(),
+            ],
+            operation,
+            class: Some(class),
+            ..Record::empty()
+        }
+    }
+}
+
+/// The store's table a record target reads, as `EXPLAIN` names it.
+fn catalog_table(target: Target) -> &'static str {
+    match target {
+        Target::RoutineCalls => "routine-call",
+        Target::Requests => "request-link",
+        Target::CollectiveInstances => "collective-instance",
+        _ => "anomaly",
+    }
+}
+
+fn sorted(mut ranks: Vec<Rank>) -> Vec<Rank> {
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
+}
+
+/// The columns of a record target's rows.
+pub(crate) fn record_columns(target: Target) -> Vec<String> {
+    catalog::columns(target)
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect()
+}
