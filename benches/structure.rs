@@ -86,7 +86,8 @@ fn main() {
     let config = GenConfig::new(Scenario::Stencil2d, ranks, 24);
     let (db, _) = common::generated_db(&dir, "stencil", &config);
     let trace = db.trace("stencil").unwrap();
-    let ((alphabet, nests), read) = best(|| structure::loop_nests(&trace).unwrap());
+    let ((alphabet, nests), read) =
+        best(|| structure::loop_nests(&trace, &structure::LoopParams::default()).unwrap());
     let (model, merge) = best(|| structure::merge_nests(&alphabet, &nests));
     // P1's merge of every rank as its own process, for comparison.
     let (per_rank, merge_per_rank) = best(|| {

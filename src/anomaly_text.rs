@@ -73,6 +73,24 @@ impl Trace {
         Anomaly::LengthMismatch { send_op, recv_op, sent, received } => format!(
             "operations {send_op} -> {recv_op}: the send recorded {sent} bytes, the receive {received}"
         ),
+        Anomaly::DatatypeMismatch { send_op, recv_op, sent, received } => format!(
+            "operations {send_op} -> {recv_op}: the send's datatype is {}, the receive's {}",
+            self.string(*sent).unwrap_or("?"),
+            self.string(*received).unwrap_or("?")
+        ),
+        Anomaly::CallBeforeInit { op, rank, calls } => format!(
+            "operation {op}: rank {rank} made {calls} MPI call(s) before MPI_Init, this the first"
+        ),
+        Anomaly::CallAfterFinalize { op, rank, calls } => format!(
+            "operation {op}: rank {rank} made {calls} MPI call(s) after MPI_Finalize, this the first"
+        ),
+        Anomaly::CollectiveSizeMismatch { op, rank, kind, comm, bytes, expected } => format!(
+            "operation {op}: rank {rank} sent {bytes} bytes in {} on communicator {comm}, the first member {expected}",
+            self.kind_name(*kind)
+        ),
+        Anomaly::BarrierWithoutOverlap { op, leave_op, comm, gap } => format!(
+            "operations {op} and {leave_op}: a barrier on communicator {comm} whose last member entered {gap} ns after its first member left"
+        ),
         Anomaly::ValueOverflow { rank, what } => match rank {
             Some(r) => format!("rank {r}: {what}"),
             None => what.clone(),

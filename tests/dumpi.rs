@@ -843,7 +843,15 @@ fn fixture_communicators_messages_and_collectives_are_exact() {
     // and the ring's six (Testsome, Waitall, Waitany and Wait).
     let s = trace.summary();
     assert_eq!(s.request_links, 9);
-    assert!(s.anomalies.is_empty(), "{:?}", s.anomalies);
+    // The writer gives each rank its own stretch of the clock, so no barrier's members
+    // overlap (the dumps above: rank 0 leaves the world barrier at 534 µs, rank 5 enters it at
+    // 583 µs): Table 3.1 is broken by each of the three barriers, and nothing else is.
+    assert_eq!(
+        s.anomalies,
+        vec![("barrier members do not overlap".to_string(), 3)],
+        "{:?}",
+        s.anomalies
+    );
     // Rank 0's first Testsome found nothing.
     let not_completed: Vec<(Rank, OpKind)> = (0..RANKS as Rank)
         .flat_map(|r| rank_operations(&trace, r))

@@ -18,7 +18,8 @@ fn models(config: &GenConfig) -> (Alphabet, Vec<(Vec<u32>, LoopNest)>) {
     let (_dir, db) = generated_db(config);
     let trace = db.trace("t").unwrap();
     let (alphabet, streams) = mtfdb::analysis::process_events::extract_with_calls(&trace).unwrap();
-    let (nest_alphabet, nests) = structure::loop_nests(&trace).unwrap();
+    let (nest_alphabet, nests) =
+        structure::loop_nests(&trace, &structure::LoopParams::default()).unwrap();
     assert_eq!(nest_alphabet.len(), alphabet.len());
     let models = streams
         .into_iter()

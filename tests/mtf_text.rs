@@ -411,6 +411,7 @@ fn hand_built() -> Collect {
                     members: vec![1, 3, 5, 0],
                 },
             ],
+            untimed: false,
             locations: vec![
                 Location {
                     name: "CUDA[0:13] \"stream\" #2".into(),
@@ -789,7 +790,7 @@ fn anomaly_and_location_lines_are_checked() {
     let err = |tail: &str| error_of(&format!("{head}{tail}"));
     assert_eq!(
         err("anomaly Bogus rank=0\n"),
-        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, ValueOverflow, SkippedRecord)"
+        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord)"
     );
     assert_eq!(
         err("anomaly MissingFinalize\n"),
@@ -1120,7 +1121,7 @@ fn syntax_errors_say_what_was_expected() {
         event_error("0 1 enter a b\n"),
         "t.mtf:9:13: syntax: expected the end of the line, found \"b\""
     );
-    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"x\"");
+    assert_eq!(event_error("x 1 2 Init\n"), "t.mtf:9:1: syntax: expected a declaration (scenario, trace, comment, untimed, processor, process, communicator, string, location) or an event, found \"x\"");
     assert_eq!(
         error_of("MTF 1\nprocess 0\n"),
         "t.mtf:2:10: syntax: expected a space before a process name, found end of line"
@@ -1137,7 +1138,7 @@ fn syntax_errors_say_what_was_expected() {
         error_of("MTF 1\ncommunicator 1 c 0;1\n"),
         "t.mtf:2:19: syntax: expected ',', '-' or the end of the member list, found \";1\""
     );
-    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event, found \"whatever\"");
+    assert_eq!(error_of("MTF 1\nwhatever 1\n"), "t.mtf:2:1: syntax: expected a declaration (scenario, trace, comment, untimed, processor, process, communicator, string, location) or an event, found \"whatever\"");
     assert_eq!(
         error_of("MTF 1\ncommunicator 1 c 0-4294967295\n"),
         "t.mtf:2:18: syntax: the range 0-4294967295 is too large (at most 16777216 members)"
@@ -1347,6 +1348,7 @@ mod property {
                     name: names[5 % names.len()].clone(),
                     members: vec![3, 1, 0, 2],
                 }],
+                untimed: false,
                 locations: vec![Location {
                     group: names[6 % names.len()].clone(),
                     rank: Some(2),

@@ -978,7 +978,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("INSERT INTO x", 1, "expected a statement (SELECT, EXPLAIN, SHOW, DESCRIBE, USE TRACE, CREATE VIEW, DROP VIEW, MATCH PATTERN, REFRESH PATTERNS), found \"INSERT\"".into()),
         ("SELECT PATTERNS FOR ALL PROCESSES", 21, "process patterns are per process: SELECT PATTERNS FOR PROCESS(n)".into()),
         ("SELECT PATTERNS PROCESS(1)", 17, "expected FOR after SELECT PATTERNS, found \"PROCESS\"".into()),
-        ("SELECT COMMUNICATION PATTERNS WITH TAGS", 36, "expected ENVELOPE after WITH, found \"TAGS\"".into()),
+        ("SELECT COMMUNICATION PATTERNS WITH TAGS", 36, "expected a parameter of SELECT COMMUNICATION PATTERNS: DELIMITERS, TANDEMS or ENVELOPE, found \"TAGS\"".into()),
         ("MATCH PATTERN P0: S1", 15, "expected \"(\" after MATCH PATTERN, found \"P0\"".into()),
         ("MATCH PATTERN (X0: S1)", 16, "expected a process such as P0 in the template, found \"X0\"".into()),
         ("MATCH PATTERN (P0 S1)", 19, "expected \":\" after P0, found \"S1\"".into()),
@@ -988,7 +988,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("MATCH PATTERN (P0: MPI_Send)", 20, "expected a template event (S<rank>, R<rank> or a collective such as MPI_Bcast(0)), found \"MPI_Send\"".into()),
         ("MATCH PATTERN (P0: MPI_Bcast S1)", 30, "expected \"(\" after MPI_Bcast (its root), found \"S1\"".into()),
         ("MATCH PATTERN (P0: S1) WITH ERRORS", 35, "WITH ERRORS needs a whole number, found end of statement".into()),
-        ("SELECT PHASES WITH THRESHOLD high", 30, "expected a number after WITH THRESHOLD (such as 0.5), found \"high\"".into()),
+        ("SELECT PHASES WITH THRESHOLD high", 30, "expected a number after THRESHOLD (such as 0.5), found \"high\"".into()),
         ("SELECT PHASES WITH THRESHOLD 0.1234", 30, "a threshold has at most three decimals, found 0.1234".into()),
         ("SHOW PHASE", 11, "expected TREE after SHOW PHASE, found end of statement".into()),
         ("REFRESH PHASES", 9, "expected PATTERNS after REFRESH, found \"PHASES\"".into()),
@@ -1472,7 +1472,9 @@ mod properties {
 
 #[test]
 fn pattern_and_phase_statements_parse() {
-    use mtfdb::query::ast::{Analysis, TemplateEvent, TemplateProcess, Threshold};
+    use mtfdb::query::ast::{
+        Analysis, PatternParams, PhaseParams, TemplateEvent, TemplateParams, TemplateProcess,
+    };
     let analysis = |text: &str| match parse_statement(text).unwrap() {
         Statement::Analysis(a) => a,
         other => panic!("{text}: {other:?}"),
@@ -1481,23 +1483,33 @@ fn pattern_and_phase_statements_parse() {
         analysis("SELECT PATTERNS FOR PROCESS(3)"),
         Analysis::ProcessPatterns {
             rank: 3,
-            envelope: false
+            options: PatternParams::default()
         }
     );
     assert_eq!(
         analysis("SELECT PATTERNS FOR PROCESS(3) WITH ENVELOPE"),
         Analysis::ProcessPatterns {
             rank: 3,
-            envelope: true
+            options: PatternParams {
+                envelope: true,
+                ..PatternParams::default()
+            }
         }
     );
     assert_eq!(
         analysis("select communication patterns"),
-        Analysis::CommunicationPatterns { envelope: false }
+        Analysis::CommunicationPatterns {
+            options: PatternParams::default()
+        }
     );
     assert_eq!(
         analysis("SELECT COMMUNICATION PATTERNS WITH ENVELOPE"),
-        Analysis::CommunicationPatterns { envelope: true }
+        Analysis::CommunicationPatterns {
+            options: PatternParams {
+                envelope: true,
+                ..PatternParams::default()
+            }
+        }
     );
     assert_eq!(
         analysis("MATCH PATTERN (P0: S1 S4; P1: R0 S2 MPI_Bcast(0) allreduce) WITH ERRORS 1"),
@@ -1517,17 +1529,24 @@ fn pattern_and_phase_statements_parse() {
                     ],
                 },
             ],
-            errors: 1,
+            options: TemplateParams {
+                errors: 1,
+                ngram: 2
+            },
         }
     );
-    assert_eq!(analysis("SELECT PHASES"), Analysis::Phases(Threshold(0)));
+    let phases = |threshold: i32| PhaseParams {
+        threshold,
+        ..PhaseParams::default()
+    };
+    assert_eq!(analysis("SELECT PHASES"), Analysis::Phases(phases(0)));
     assert_eq!(
         analysis("SELECT PHASES WITH THRESHOLD 0.5"),
-        Analysis::Phases(Threshold(500))
+        Analysis::Phases(phases(500))
     );
     assert_eq!(
         analysis("SHOW PHASE TREE WITH THRESHOLD -1.25"),
-        Analysis::PhaseTree(Threshold(-1250))
+        Analysis::PhaseTree(phases(-1250))
     );
     assert_eq!(analysis("REFRESH PATTERNS"), Analysis::Refresh);
     // SELECT COMMUNICATION MATRIX is still the statistic.

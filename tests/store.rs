@@ -24,6 +24,7 @@ fn raw_sled(path: &std::path::Path) -> sled::Db {
 
 fn header(ranks: u32) -> TraceHeader {
     TraceHeader {
+        untimed: false,
         locations: Vec::new(),
         scenario: "store test".into(),
         trace_name: "t".into(),

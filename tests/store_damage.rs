@@ -410,7 +410,7 @@ fn a_result_stored_under_an_older_schema_is_recomputed() {
     let db = Database::open(dir.path().join("db")).unwrap();
     import_generated(&db, "t", Scenario::Stencil2d, 16, 3);
     let trace = db.trace("t").unwrap();
-    let key = structure::topology_key(None, None);
+    let key = structure::topology_key(None, None, &structure::TopologyParams::default());
     trace
         .put_result(
             &key,
@@ -423,8 +423,22 @@ fn a_result_stored_under_an_older_schema_is_recomputed() {
         .result::<structure::TopologyResult>(&key)
         .unwrap()
         .is_none());
-    let got = structure::topology_of(&trace, None, None, false).unwrap();
-    let fresh = structure::topology_of(&trace, None, None, true).unwrap();
+    let got = structure::topology_of(
+        &trace,
+        None,
+        None,
+        &structure::TopologyParams::default(),
+        false,
+    )
+    .unwrap();
+    let fresh = structure::topology_of(
+        &trace,
+        None,
+        None,
+        &structure::TopologyParams::default(),
+        true,
+    )
+    .unwrap();
     assert_eq!(got, fresh);
     assert!(got.topology.is_some(), "{}", got.description);
     assert_ne!(got.description, "stored by an older build");

@@ -97,7 +97,7 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     let (_dir, db) = generated_db(&GenConfig::new(Scenario::Bt, 16, 4));
     let trace = db.trace("t").unwrap();
     let m = structure::matrix(&trace, None, None).unwrap();
-    let t = structure::identify(&m).unwrap();
+    let t = structure::identify(&m, &structure::TopologyParams::default()).unwrap();
     let logical = structure::logical_trace(&trace, &t, 5).unwrap();
     assert!(!logical.is_empty());
     // On a torus every rank has the same neighbourhood: the logical trace of rank 5 expands
@@ -110,7 +110,7 @@ fn a_logical_trace_expands_back_to_every_rank_with_the_same_neighbours() {
     }
     // The statement compresses it into loops, peers as the torus's directions.
     let mut s = Session::new(db);
-    let key = structure::topology_key(None, None);
+    let key = structure::topology_key(None, None, &structure::TopologyParams::default());
     assert!(trace
         .result::<structure::TopologyResult>(&key)
         .unwrap()
@@ -156,7 +156,7 @@ fn the_global_model_gives_the_stored_communication_matrix() {
     for scenario in Scenario::ALL {
         let (_dir, db) = generated_db(&GenConfig::new(scenario, 16, 10));
         let trace = db.trace("t").unwrap();
-        let model = structure::global_model(&trace).unwrap();
+        let model = structure::global_model(&trace, &structure::LoopParams::default()).unwrap();
         let mut from_model: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         for rank in 0..16 {
             for s in model.project(rank) {
@@ -177,7 +177,11 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
     let loops = text(&s.run("SELECT GLOBAL MODEL").unwrap());
     let trace = s.database().trace("t").unwrap();
     let stored = trace
-        .result::<structure::TopologyResult>(&structure::topology_key(None, None))
+        .result::<structure::TopologyResult>(&structure::topology_key(
+            None,
+            None,
+            &structure::TopologyParams::default(),
+        ))
         .unwrap()
         .unwrap();
     assert_eq!(stored.description, "ring of 8");
@@ -193,7 +197,7 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
         .unwrap()
         .is_none());
     s.run("SELECT LOOPS FOR PROCESS(3)").unwrap();
-    let stored_loops = structure::loops(&trace, false).unwrap();
+    let stored_loops = structure::loops(&trace, &structure::LoopParams::default(), false).unwrap();
     assert_eq!(stored_loops.processes.len(), 8);
     assert_eq!(
         stored_loops.processes[3].main_loop,
@@ -207,7 +211,11 @@ fn loop_models_and_topologies_are_stored_with_the_trace() {
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
     s.run("REFRESH PATTERNS").unwrap();
     assert!(trace
-        .result::<structure::TopologyResult>(&structure::topology_key(None, None))
+        .result::<structure::TopologyResult>(&structure::topology_key(
+            None,
+            None,
+            &structure::TopologyParams::default()
+        ))
         .unwrap()
         .is_none());
     assert_eq!(text(&s.run("SELECT TOPOLOGY").unwrap()), first);
@@ -247,7 +255,8 @@ fn the_global_model_of_a_16384_rank_grid_is_its_nine_kinds_of_rank_and_exact() {
     for ranks in [1024, 16384] {
         let (_dir, db) = generated_db(&GenConfig::new(Scenario::Stencil2d, ranks, 3));
         let trace = db.trace("t").unwrap();
-        let (alphabet, nests) = structure::loop_nests(&trace).unwrap();
+        let (alphabet, nests) =
+            structure::loop_nests(&trace, &structure::LoopParams::default()).unwrap();
         let model = structure::merge_nests(&alphabet, &nests);
         assert_eq!(model.classes, 9, "{ranks} ranks");
         // The classes talk to each other, so every loop is every rank's.
@@ -300,7 +309,8 @@ fn the_global_model_of_every_real_trace_projects_each_rank_exactly() {
         let (_dir, db) = temp_db();
         db.import(&file, Some("t")).unwrap();
         let trace = db.trace("t").unwrap();
-        let (alphabet, nests) = structure::loop_nests(&trace).unwrap();
+        let (alphabet, nests) =
+            structure::loop_nests(&trace, &structure::LoopParams::default()).unwrap();
         let model = structure::merge_nests(&alphabet, &nests);
         assert!(
             (1..=nests.len()).contains(&model.classes),

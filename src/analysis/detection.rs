@@ -24,14 +24,18 @@ use crate::model::{OpKind, Rank, RoutineCall, Time};
 use crate::store::{OpChunkInfo, OperationColumns};
 use crate::Trace;
 
-/// How process patterns are found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How process patterns are found: `WITH DELIMITERS ON|OFF, TANDEMS ON|OFF, ENVELOPE ON|OFF`
+/// on the pattern statements (and on the phase statements, whose instances they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PatternParams {
-    /// Routine calls delimit patterns (the thesis's routine-call-directed variant).
+    /// Routine calls delimit patterns (the thesis's routine-call-directed variant): no
+    /// pattern crosses the boundary of the routine call that directly contains its events;
+    /// default on.
     pub delimiters: bool,
-    /// Tandem repeats are removed first (their copies counted).
+    /// Tandem repeats (a run repeated back to back) are collapsed to one copy before the
+    /// search, their copies counted; off, every repetition stays in the sequence; default on.
     pub tandems: bool,
-    /// Events are told apart by their envelope too (tag, size, datatype).
+    /// Events are told apart by their envelope too (tag, size, datatype); default off.
     pub envelope: bool,
 }
 
@@ -441,14 +445,17 @@ pub fn refresh(trace: &Trace, params: &PatternParams) -> Result<(PatternResult, 
     Ok((found, phases))
 }
 
-/// How phases are cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// How phases are cut: `WITH THRESHOLD s0, THESIS ARITHMETIC` and the pattern parameters on
+/// `SELECT PHASES` and `SHOW PHASE TREE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct PhaseParams {
-    /// The patterns whose instances are segmented.
+    /// The patterns whose instances are segmented; default [`PatternParams::default`].
     pub patterns: PatternParams,
-    /// The strength threshold s0, in thousandths.
+    /// The strength threshold s0 a cut must pass, in thousandths (no unit: a segmentation
+    /// strength); default 0.
     pub threshold: i32,
-    /// Reproduce the thesis tables' arithmetic (§3.4).
+    /// Reproduce the arithmetic of the thesis's published tables (5.2 and 5.8) instead of the
+    /// corrected formulas ([`Mode::ThesisCompat`]); default off.
     pub thesis_compat: bool,
 }
 
@@ -954,6 +961,34 @@ pub fn phases_of(
     })
 }
 
+/// How a `MATCH PATTERN` template is searched for (thesis Algorithm 4.4): `WITH ERRORS k,
+/// NGRAM q`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TemplateParams {
+    /// The largest edit distance (insertions, deletions, substitutions of events) accepted
+    /// per process; default 0, exact occurrences only.
+    pub errors: u32,
+    /// q, the size of the n-grams the filter counts and the window shift aligns, in events;
+    /// default 2 (the thesis's Fig 4.9), at least 1. A larger q filters less and shifts on
+    /// longer runs of unedited events.
+    pub ngram: u32,
+}
+
+impl Default for TemplateParams {
+    fn default() -> Self {
+        TemplateParams {
+            errors: 0,
+            ngram: 2,
+        }
+    }
+}
+
+impl TemplateParams {
+    /// The largest q a statement may ask for (longer n-grams than any template filter
+    /// nothing).
+    pub const MAX_NGRAM: u32 = 64;
+}
+
 /// Where a `MATCH PATTERN` template occurs: per-process approximate matches (thesis
 /// Algorithm 4.4) joined across processes through their messages (Algorithm 4.7).
 #[derive(Debug, Clone, PartialEq)]
@@ -1013,7 +1048,7 @@ impl fmt::Display for TemplateEvent {
 pub fn match_template(
     trace: &Trace,
     template: &[TemplateProcess],
-    errors: u32,
+    params: &TemplateParams,
 ) -> Result<Vec<TemplateMatch>> {
     use super::process_events::EventKey;
     let ranks = trace.header().processes.len() as Rank;
@@ -1047,11 +1082,11 @@ pub fn match_template(
         trace.check_cancel()?;
         let e = &events[p.rank as usize];
         // More edits than the template has events accept whatever they accept: the same.
-        let params = super::patterns::matching::MatchParams {
-            q: 2,
-            k: (errors as usize).min(symbols.len()),
+        let matching = super::patterns::matching::MatchParams {
+            q: params.ngram as usize,
+            k: (params.errors as usize).min(symbols.len()),
         };
-        let found = super::patterns::matching::find_matches(&symbols, &e.symbols, &params);
+        let found = super::patterns::matching::find_matches(&symbols, &e.symbols, &matching);
         let mut occurrences = Vec::with_capacity(found.len());
         for m in found {
             if m.end > m.start {

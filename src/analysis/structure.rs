@@ -12,9 +12,58 @@ use crate::error::Result;
 use crate::model::{CommId, Rank};
 use crate::Trace;
 
+/// How loop nests are found (NLR, paper P1): `WITH BODY LIMIT k` on `SELECT LOOPS`, `SELECT
+/// GLOBAL MODEL` and `SELECT LOGICAL TRACE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct LoopParams {
+    /// K, the largest loop body NLR looks for, in terms at the body's top level (events or
+    /// inner loops); default [`loops::DEFAULT_MAX_BODY`] (64). A repeated run longer than K
+    /// is left unrolled.
+    pub max_body: u32,
+}
+
+impl Default for LoopParams {
+    fn default() -> Self {
+        LoopParams {
+            max_body: loops::DEFAULT_MAX_BODY as u32,
+        }
+    }
+}
+
+impl LoopParams {
+    /// The largest K a statement may ask for: NLR's work grows with K for every event.
+    pub const MAX: u32 = 4096;
+}
+
+/// How the topology is identified: `WITH THRESHOLD x` on `SELECT TOPOLOGY` and `SELECT
+/// LOGICAL TRACE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct TopologyParams {
+    /// Rank pairs whose volume (bytes both ways) is below this share of the largest pair's
+    /// volume are dropped before the topology is identified, in thousandths; default 50
+    /// (5%, P2.3).
+    pub threshold: u32,
+}
+
+impl Default for TopologyParams {
+    fn default() -> Self {
+        TopologyParams { threshold: 50 }
+    }
+}
+
+impl TopologyParams {
+    /// The parameters of [`topology::identify`] these give.
+    pub fn identify_params(&self) -> IdentifyParams {
+        IdentifyParams {
+            threshold: f64::from(self.threshold) / 1000.0,
+            ..IdentifyParams::default()
+        }
+    }
+}
+
 /// The loop nest of every process's communication events and routine entries and exits
 /// ([`process_events::extract_with_calls`]).
-pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
+pub fn loop_nests(trace: &Trace, params: &LoopParams) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
     let (alphabet, streams) = process_events::extract_with_calls(trace)?;
     // One table for every process (a clone per process cost its whole length each time).
     let nesting: std::sync::Arc<[i8]> = nesting(&alphabet).into();
@@ -25,7 +74,7 @@ pub fn loop_nests(trace: &Trace) -> Result<(Alphabet, Vec<(Rank, LoopNest)>)> {
         .map(|(rank, symbols)| {
             // Between processes, so that Ctrl-C stops a long analysis.
             trace.check_cancel()?;
-            let nest = loops::nlr_nested(symbols, loops::DEFAULT_MAX_BODY, nesting.clone());
+            let nest = loops::nlr_nested(symbols, params.max_body as usize, nesting.clone());
             Ok((*rank, nest))
         })
         .collect::<Result<_>>()?;
@@ -59,8 +108,8 @@ pub fn role(alphabet: &Alphabet, symbol: u32) -> Role {
 /// call on every member), sends and receives are each process's own, and loops coalesce only
 /// across processes that communicate (P1.4); ranks that do the same relative to themselves
 /// are merged once ([`rank_classes`](super::rank_classes)).
-pub fn global_model(trace: &Trace) -> Result<RankModel> {
-    let (alphabet, nests) = loop_nests(trace)?;
+pub fn global_model(trace: &Trace, params: &LoopParams) -> Result<RankModel> {
+    let (alphabet, nests) = loop_nests(trace, params)?;
     Ok(RankModel::merge(alphabet, &nests))
 }
 
@@ -127,9 +176,12 @@ pub fn matrix(
     Ok(m)
 }
 
-/// Identifies the topology of `matrix` with the default parameters (5% threshold).
-pub fn identify(matrix: &CommMatrix) -> std::result::Result<Topology, Unidentified> {
-    topology::identify(matrix, &IdentifyParams::default())
+/// Identifies the topology of `matrix` (the default parameters drop pairs under 5%).
+pub fn identify(
+    matrix: &CommMatrix,
+    params: &TopologyParams,
+) -> std::result::Result<Topology, Unidentified> {
+    topology::identify(matrix, &params.identify_params())
 }
 
 /// A peer as a direction from a rank in an identified topology: `EAST`, `NORTH`, `NEXT`, or
@@ -246,7 +298,7 @@ pub fn logical_trace(trace: &Trace, t: &Topology, rank: Rank) -> Result<Vec<Logi
 /// of the one logical trace), as text.
 ///
 /// ```
-/// use mtfdb::analysis::structure::{logical_nest, LogicalEvent};
+/// use mtfdb::analysis::structure::{logical_nest, LogicalEvent, LoopParams};
 /// let round = [
 ///     LogicalEvent::Enter("step".into()),
 ///     LogicalEvent::Send("EAST".into()),
@@ -254,9 +306,9 @@ pub fn logical_trace(trace: &Trace, t: &Topology, rank: Rank) -> Result<Vec<Logi
 ///     LogicalEvent::Leave,
 /// ];
 /// let events: Vec<LogicalEvent> = (0..50).flat_map(|_| round.clone()).collect();
-/// assert_eq!(logical_nest(&events), "for i0 in 0..50 { step( S EAST R WEST ) }\n");
+/// assert_eq!(logical_nest(&events, &LoopParams::default()), "for i0 in 0..50 { step( S EAST R WEST ) }\n");
 /// ```
-pub fn logical_nest(events: &[LogicalEvent]) -> String {
+pub fn logical_nest(events: &[LogicalEvent], params: &LoopParams) -> String {
     let mut ids: std::collections::HashMap<&LogicalEvent, u32> = Default::default();
     let mut words: Vec<&LogicalEvent> = Vec::new();
     let symbols: Vec<u32> = events
@@ -276,7 +328,7 @@ pub fn logical_nest(events: &[LogicalEvent]) -> String {
             _ => 0,
         })
         .collect();
-    loops::nlr_nested(&symbols, loops::DEFAULT_MAX_BODY, &nesting[..])
+    loops::nlr_nested(&symbols, params.max_body as usize, &nesting[..])
         .render_nested(|s| words[s as usize].to_string(), &nesting)
 }
 
@@ -438,18 +490,18 @@ impl crate::store::StoredResult for GlobalModelResult {
 
 /// The key a structure result is stored under: `what` and NLR's parameters (`calls`: the
 /// streams hold routine entries and exits, which models stored before did not).
-fn loops_key(what: &str) -> String {
-    format!("{what}/max_body={},calls", loops::DEFAULT_MAX_BODY)
+pub fn loops_key(what: &str, params: &LoopParams) -> String {
+    format!("{what}/max_body={},calls", params.max_body)
 }
 
 /// The stored loop models of every process, computed (and stored) when absent or when
 /// `refresh`.
-pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
-    trace.stored_result(&loops_key("loops"), refresh, || {
-        let (alphabet, nests) = loop_nests(trace)?;
+pub fn loops(trace: &Trace, params: &LoopParams, refresh: bool) -> Result<LoopsResult> {
+    trace.stored_result(&loops_key("loops", params), refresh, || {
+        let (alphabet, nests) = loop_nests(trace, params)?;
         let nesting = nesting(&alphabet);
         Ok(LoopsResult {
-            max_body: loops::DEFAULT_MAX_BODY as u32,
+            max_body: params.max_body,
             processes: nests
                 .iter()
                 .map(|(rank, n)| ProcessLoops {
@@ -465,11 +517,15 @@ pub fn loops(trace: &Trace, refresh: bool) -> Result<LoopsResult> {
 
 /// The stored global model, computed (and stored) when absent or when `refresh`; apart from
 /// [`loops()`], so that asking for one process's nest never pays for the merge.
-pub fn global_model_text(trace: &Trace, refresh: bool) -> Result<GlobalModelResult> {
-    trace.stored_result(&loops_key("global-model"), refresh, || {
-        let model = global_model(trace)?;
+pub fn global_model_text(
+    trace: &Trace,
+    params: &LoopParams,
+    refresh: bool,
+) -> Result<GlobalModelResult> {
+    trace.stored_result(&loops_key("global-model", params), refresh, || {
+        let model = global_model(trace, params)?;
         Ok(GlobalModelResult {
-            max_body: loops::DEFAULT_MAX_BODY as u32,
+            max_body: params.max_body,
             text: model.render(),
         })
     })
@@ -490,11 +546,11 @@ impl crate::store::StoredResult for TopologyResult {
     const SCHEMA_VERSION: u32 = 1;
 }
 
-/// The key the topology of `comm` and phase `phase` is stored under.
-pub fn topology_key(comm: Option<CommId>, phase: Option<u32>) -> String {
+/// The key the topology of `comm` and phase `phase` identified with `params` is stored under.
+pub fn topology_key(comm: Option<CommId>, phase: Option<u32>, params: &TopologyParams) -> String {
     format!(
         "topology/threshold={},comm={comm:?},phase={phase:?},whole",
-        IdentifyParams::default().threshold
+        params.identify_params().threshold
     )
 }
 
@@ -504,12 +560,13 @@ pub fn topology_of(
     trace: &Trace,
     comm: Option<CommId>,
     phase: Option<(u32, &roaring::RoaringTreemap, &roaring::RoaringTreemap)>,
+    params: &TopologyParams,
     refresh: bool,
 ) -> Result<TopologyResult> {
-    let key = topology_key(comm, phase.map(|p| p.0));
+    let key = topology_key(comm, phase.map(|p| p.0), params);
     trace.stored_result(&key, refresh, || {
         let m = matrix(trace, comm, phase.map(|(_, messages, ops)| (messages, ops)))?;
-        Ok(match identify(&m) {
+        Ok(match identify(&m, params) {
             Ok(t) => TopologyResult {
                 description: t.to_string(),
                 dropped_fraction: t.dropped_fraction,

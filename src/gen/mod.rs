@@ -390,6 +390,7 @@ fn header(config: &GenConfig, program: &dyn Program, perm: &[Rank]) -> TraceHead
         processes,
         communicators,
         locations: Vec::new(),
+        untimed: false,
     }
 }
 

@@ -164,6 +164,50 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
                 ("received", Num(*received)),
             ],
         ),
+        Anomaly::DatatypeMismatch { sent, received, .. } => (
+            "DatatypeMismatch",
+            vec![
+                ("send_op", Op(0)),
+                ("recv_op", Op(1)),
+                ("sent", Str(*sent)),
+                ("received", Str(*received)),
+            ],
+        ),
+        Anomaly::CallBeforeInit { rank: r, calls, .. } => (
+            "CallBeforeInit",
+            vec![("op", Op(0)), rank(*r), ("calls", Num(*calls))],
+        ),
+        Anomaly::CallAfterFinalize { rank: r, calls, .. } => (
+            "CallAfterFinalize",
+            vec![("op", Op(0)), rank(*r), ("calls", Num(*calls))],
+        ),
+        Anomaly::CollectiveSizeMismatch {
+            rank: r,
+            kind,
+            comm,
+            bytes,
+            expected,
+            ..
+        } => (
+            "CollectiveSizeMismatch",
+            vec![
+                ("op", Op(0)),
+                rank(*r),
+                ("kind", Kind(*kind)),
+                ("comm", Num((*comm).into())),
+                ("bytes", Num(*bytes)),
+                ("expected", Num(*expected)),
+            ],
+        ),
+        Anomaly::BarrierWithoutOverlap { comm, gap, .. } => (
+            "BarrierWithoutOverlap",
+            vec![
+                ("op", Op(0)),
+                ("leave_op", Op(1)),
+                ("comm", Num((*comm).into())),
+                ("gap", Num(*gap)),
+            ],
+        ),
         Anomaly::ValueOverflow { rank: r, what } => {
             let mut f: Vec<(&str, Val)> = r.map(rank).into_iter().collect();
             f.push(("what", Text(what.clone())));
@@ -188,7 +232,8 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
 pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, \
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
-LengthMismatch, ValueOverflow, SkippedRecord";
+LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord";
 
 /// The parsed fields of one anomaly line, read by key; each getter reports a missing or
 /// malformed field as the parser's error `E`.
@@ -321,6 +366,53 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
                 recv_op: 0,
                 sent: f.num("sent")?,
                 received: f.num("received")?,
+            }
+        }
+        b"DatatypeMismatch" => {
+            f.op("send_op")?;
+            f.op("recv_op")?;
+            Anomaly::DatatypeMismatch {
+                send_op: 0,
+                recv_op: 0,
+                sent: f.name("sent")?,
+                received: f.name("received")?,
+            }
+        }
+        b"CallBeforeInit" => {
+            f.op("op")?;
+            Anomaly::CallBeforeInit {
+                op: 0,
+                rank: f.u32("rank")?,
+                calls: f.num("calls")?,
+            }
+        }
+        b"CallAfterFinalize" => {
+            f.op("op")?;
+            Anomaly::CallAfterFinalize {
+                op: 0,
+                rank: f.u32("rank")?,
+                calls: f.num("calls")?,
+            }
+        }
+        b"CollectiveSizeMismatch" => {
+            f.op("op")?;
+            Anomaly::CollectiveSizeMismatch {
+                op: 0,
+                rank: f.u32("rank")?,
+                kind: f.kind("kind")?,
+                comm: f.u32("comm")?,
+                bytes: f.num("bytes")?,
+                expected: f.num("expected")?,
+            }
+        }
+        b"BarrierWithoutOverlap" => {
+            f.op("op")?;
+            f.op("leave_op")?;
+            Anomaly::BarrierWithoutOverlap {
+                op: 0,
+                leave_op: 0,
+                comm: f.u32("comm")?,
+                gap: f.num("gap")?,
             }
         }
         b"ValueOverflow" => Anomaly::ValueOverflow {

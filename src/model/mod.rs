@@ -140,6 +140,13 @@ pub struct TraceHeader {
     /// metric readers, processes outside MPI. Sources report them at the end of the trace
     /// ([`crate::ingest::EventSink::locations`]), with what they recorded.
     pub locations: Vec<Location>,
+    /// The source recorded the order of events but not their times (FACT collects traces
+    /// so). Each location's events then carry their rank in the location's sequence (0, 1,
+    /// 2, …) as their times, which keeps their order for loops, patterns and topology; the
+    /// query layer shows every time as null and refuses what needs real times (phases, wait
+    /// states, the critical path, replay).
+    #[serde(default)]
+    pub untimed: bool,
 }
 
 impl TraceHeader {
@@ -690,6 +697,69 @@ pub enum Anomaly {
         /// Bytes the receive recorded.
         received: u64,
     },
+    /// A matched send and receive that recorded different datatypes (metamodel Table 3.1: the
+    /// pair's datatypes agree). The message is kept.
+    DatatypeMismatch {
+        /// The send.
+        send_op: OpId,
+        /// The receive.
+        recv_op: OpId,
+        /// The send's datatype (interned name).
+        sent: StrId,
+        /// The receive's datatype.
+        received: StrId,
+    },
+    /// MPI calls on a location before its `MPI_Init` (Table 3.1: no MPI call before Init;
+    /// `MPI_Initialized`, `MPI_Finalized` and `MPI_Get_version` may be). One per location.
+    CallBeforeInit {
+        /// The first such call.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// How many calls came before Init.
+        calls: u64,
+    },
+    /// MPI calls on a location after its `MPI_Finalize` (Table 3.1: no MPI call after
+    /// Finalize; the same exceptions). One per location.
+    CallAfterFinalize {
+        /// The first such call.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// How many calls came after Finalize.
+        calls: u64,
+    },
+    /// A member of a collective instance that contributed another number of bytes than the
+    /// instance's first member, in a collective where every member contributes the same
+    /// (Table 3.1: the members' signatures agree). Kind and communicator define the
+    /// instance; a differing root is a [`Anomaly::RootMismatch`].
+    CollectiveSizeMismatch {
+        /// The member's operation.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The collective.
+        kind: OpKind,
+        /// The communicator.
+        comm: CommId,
+        /// Bytes this member sent.
+        bytes: u64,
+        /// Bytes the first member sent.
+        expected: u64,
+    },
+    /// A barrier instance whose members do not all overlap in time: the last to enter
+    /// entered after the first left (Table 3.1: no member leaves a barrier before every
+    /// member has entered it).
+    BarrierWithoutOverlap {
+        /// The member that entered last.
+        op: OpId,
+        /// The member that left first.
+        leave_op: OpId,
+        /// The communicator.
+        comm: CommId,
+        /// How long after the first leave the last entry came (ns).
+        gap: Time,
+    },
     /// A value that does not fit where it must go (a sum past 2^64 - 1, a time past the
     /// clock's range): kept saturated and reported here, never wrapped.
     ValueOverflow {
@@ -744,12 +814,22 @@ impl Anomaly {
             | Anomaly::UnknownRequest { op, .. }
             | Anomaly::UnresolvedWildcard { op, .. }
             | Anomaly::RootMismatch { op, .. }
+            | Anomaly::CallBeforeInit { op, .. }
+            | Anomaly::CallAfterFinalize { op, .. }
+            | Anomaly::CollectiveSizeMismatch { op, .. }
             | Anomaly::CallWithoutRecords { op, .. } => *op = f(*op)?,
+            Anomaly::BarrierWithoutOverlap { op, leave_op, .. } => {
+                *op = f(*op)?;
+                *leave_op = f(*leave_op)?;
+            }
             Anomaly::WaitBeforeRequest { op, request_op, .. } => {
                 *op = f(*op)?;
                 *request_op = f(*request_op)?;
             }
             Anomaly::LengthMismatch {
+                send_op, recv_op, ..
+            }
+            | Anomaly::DatatypeMismatch {
                 send_op, recv_op, ..
             } => {
                 *send_op = f(*send_op)?;
@@ -793,6 +873,11 @@ impl Anomaly {
             Anomaly::LeaveWithoutEnter { .. } => "routine left but never entered",
             Anomaly::CallWithoutRecords { .. } => "MPI call without its records",
             Anomaly::LengthMismatch { .. } => "receive length differs from send",
+            Anomaly::DatatypeMismatch { .. } => "receive datatype differs from send",
+            Anomaly::CallBeforeInit { .. } => "MPI call before MPI_Init",
+            Anomaly::CallAfterFinalize { .. } => "MPI call after MPI_Finalize",
+            Anomaly::CollectiveSizeMismatch { .. } => "collective size mismatch",
+            Anomaly::BarrierWithoutOverlap { .. } => "barrier members do not overlap",
             Anomaly::ValueOverflow { .. } => "value overflow",
             Anomaly::SkippedRecord { .. } => "record skipped",
         }

@@ -1,28 +1,26 @@
 //! Pattern, phase, loop and topology statements: each runs its analysis (or reads the result
 //! stored before with the same parameters) and renders what it found as rows.
 
-use super::ast::{Analysis, Threshold};
+use super::ast::Analysis;
 use super::names::{known_rank, phase_ids};
 use super::plan::{Engine, PlanStep};
 use super::session::Session;
 use super::usage;
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
+use crate::analysis::structure::TopologyParams;
 use crate::analysis::{replay, structure};
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::results::{ResultSet, Value};
 
-fn phase_params(threshold: Threshold) -> PhaseParams {
-    PhaseParams {
-        threshold: threshold.0,
-        ..PhaseParams::default()
+/// Nanoseconds as seconds; null in an untimed trace, whose times are only its order.
+fn seconds(trace: &crate::Trace, ns: Time) -> Value {
+    if trace.header().untimed {
+        Value::Null
+    } else {
+        (ns as f64 / 1e9).into()
     }
-}
-
-/// Nanoseconds as seconds.
-fn seconds(ns: Time) -> f64 {
-    ns as f64 / 1e9
 }
 
 /// `1, 5, 8` with at most `max` items, then `… (n in all)`.
@@ -193,50 +191,59 @@ impl Session {
                 actual: None,
             })
         };
-        let patterns = |envelope: bool| -> Result<String> {
-            let params = PatternParams {
-                envelope,
-                ..PatternParams::default()
-            };
-            Ok(if detection::stored_patterns(trace, &params)?.is_some() {
+        let patterns = |params: &PatternParams| -> Result<String> {
+            Ok(if detection::stored_patterns(trace, params)?.is_some() {
                 "read the stored communication patterns".into()
             } else {
                 "pattern detection over every process's operations (then stored)".into()
             })
         };
-        let phases = |threshold: Threshold| -> Result<String> {
-            Ok(
-                if detection::stored_phases(trace, &phase_params(threshold))?.is_some() {
-                    "read the stored phases".into()
-                } else {
-                    "phase detection: segment the pattern instances, fill each phase's \
+        let phases = |params: &PhaseParams| -> Result<String> {
+            Ok(if detection::stored_phases(trace, params)?.is_some() {
+                "read the stored phases".into()
+            } else {
+                "phase detection: segment the pattern instances, fill each phase's \
                      operations and messages (then stored)"
-                        .into()
-                },
-            )
+                    .into()
+            })
         };
+        // The parameters first, each with its effective value.
+        let settings = super::options::settings(a);
+        if !settings.is_empty() {
+            let texts: Vec<String> = settings
+                .iter()
+                .map(|s| {
+                    if s.default {
+                        format!("{} (default)", s.text)
+                    } else {
+                        s.text.clone()
+                    }
+                })
+                .collect();
+            step(format!("with {}", texts.join(", ")), 0);
+        }
         match a {
-            Analysis::ProcessPatterns { envelope, .. }
-            | Analysis::CommunicationPatterns { envelope } => step(patterns(*envelope)?, ops),
+            Analysis::ProcessPatterns { options, .. }
+            | Analysis::CommunicationPatterns { options } => step(patterns(options)?, ops),
             Analysis::Match { .. } => step(
                 "read every process's events; search the template with its edits".into(),
                 ops,
             ),
-            Analysis::Phases(t) | Analysis::PhaseTree(t) => {
-                step(patterns(false)?, ops);
-                step(phases(*t)?, ops);
+            Analysis::Phases(p) | Analysis::PhaseTree(p) => {
+                step(patterns(&p.patterns)?, ops);
+                step(phases(p)?, ops);
             }
             Analysis::Refresh => step(
                 "pattern and phase detection anew over every operation (stored results replaced)"
                     .into(),
                 ops,
             ),
-            Analysis::Loops(_) | Analysis::GlobalModel | Analysis::LogicalTrace(_) => {
+            Analysis::Loops(..) | Analysis::GlobalModel(_) | Analysis::LogicalTrace { .. } => {
                 step(
                     "loop nests of every process (NLR), read back when stored".into(),
                     ops,
                 );
-                if matches!(a, Analysis::GlobalModel) {
+                if matches!(a, Analysis::GlobalModel(_)) {
                     step(
                         "merge the nests of ranks alike relative to themselves, then the classes"
                             .into(),
@@ -289,6 +296,7 @@ impl Session {
             as_trace: Some(name),
         } = a
         {
+            super::needs_times(self.trace()?, "SIMULATE")?;
             // The trace is read while the database imports the new one.
             let source = self.open_trace(&self.current_trace()?)?;
             return Ok(simulation_rows(&replay::simulate_as_trace(
@@ -299,19 +307,26 @@ impl Session {
             )?));
         }
         let trace = self.trace()?;
-        let params = PatternParams::default();
+        let timed = match a {
+            Analysis::Phases(_) => Some("SELECT PHASES"),
+            Analysis::PhaseTree(_) => Some("SHOW PHASE TREE"),
+            Analysis::Refresh => Some("REFRESH PATTERNS (which cuts phases)"),
+            Analysis::CriticalPath { .. } => Some("SELECT CRITICAL PATH"),
+            Analysis::FitNetwork => Some("SELECT NETWORK MODEL"),
+            Analysis::Simulate { .. } => Some("SIMULATE"),
+            _ => None,
+        };
+        if let Some(what) = timed {
+            super::needs_times(trace, what)?;
+        }
         Ok(match a {
             Analysis::Simulate { network, .. } => {
                 simulation_rows(&replay::simulate(trace, network)?)
             }
             Analysis::FitNetwork => network_fit_rows(&replay::fit::fit_network(trace)?),
-            Analysis::ProcessPatterns { rank, envelope } => {
-                let params = PatternParams {
-                    envelope: *envelope,
-                    ..params
-                };
+            Analysis::ProcessPatterns { rank, options } => {
                 let rank = known_rank(trace, *rank)?;
-                let found = detection::patterns(trace, &params, false)?;
+                let found = detection::patterns(trace, options, false)?;
                 let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
                     return Err(Error::Corrupt(format!(
                         "the stored patterns have no process {rank}"
@@ -330,12 +345,8 @@ impl Session {
                 }
                 r
             }
-            Analysis::CommunicationPatterns { envelope } => {
-                let params = PatternParams {
-                    envelope: *envelope,
-                    ..params
-                };
-                let found = detection::communication_patterns(trace, &params, false)?;
+            Analysis::CommunicationPatterns { options } => {
+                let found = detection::communication_patterns(trace, options, false)?;
                 let mut r = ResultSet::new([
                     "pattern",
                     "processes",
@@ -355,15 +366,15 @@ impl Session {
                         (p.occurrences.len() as u64).into(),
                         p.events.into(),
                         p.message_ids().len().into(),
-                        seconds(first).into(),
-                        seconds(last).into(),
+                        seconds(trace, first),
+                        seconds(trace, last),
                         shorten(&p.shape, 200).into(),
                     ]);
                 }
                 r
             }
-            Analysis::Match { template, errors } => {
-                let matches = detection::match_template(trace, template, *errors)?;
+            Analysis::Match { template, options } => {
+                let matches = detection::match_template(trace, template, options)?;
                 let mut r = ResultSet::new([
                     "match",
                     "processes",
@@ -377,15 +388,15 @@ impl Session {
                         (i as u64 + 1).into(),
                         crate::model::rank_ranges(&m.processes).into(),
                         m.edits.into(),
-                        seconds(m.start).into(),
-                        seconds(m.end).into(),
+                        seconds(trace, m.start),
+                        seconds(trace, m.end),
                         m.ops.len().into(),
                     ]);
                 }
                 r
             }
-            Analysis::Phases(threshold) => {
-                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+            Analysis::Phases(params) => {
+                let found = detection::phases(trace, params, false)?;
                 let mut r = ResultSet::new([
                     "phase",
                     "node",
@@ -401,26 +412,26 @@ impl Session {
                         p.number.into(),
                         format!("S{}", p.node).into(),
                         format!("{}-{}", p.first, p.last).into(),
-                        seconds(p.start).into(),
-                        seconds(p.end).into(),
-                        seconds(p.end - p.start).into(),
+                        seconds(trace, p.start),
+                        seconds(trace, p.end),
+                        seconds(trace, p.end - p.start),
                         list_text(&p.patterns, 20).into(),
                         p.routine.clone().into(),
                     ]);
                 }
                 r
             }
-            Analysis::PhaseTree(threshold) => {
-                let found = detection::phases(trace, &phase_params(*threshold), false)?;
+            Analysis::PhaseTree(params) => {
+                let found = detection::phases(trace, params, false)?;
                 let mut r = ResultSet::new(["segmentation tree"]);
                 for line in found.tree.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r
             }
-            Analysis::Loops(rank) => {
+            Analysis::Loops(rank, params) => {
                 let rank = known_rank(trace, *rank)?;
-                let found = structure::loops(trace, false)?;
+                let found = structure::loops(trace, params, false)?;
                 let Some(p) = found.processes.iter().find(|p| p.rank == rank) else {
                     return Err(Error::Corrupt(format!(
                         "the stored loop models have no process {rank}"
@@ -478,16 +489,20 @@ impl Session {
                     r
                 }
             }
-            Analysis::GlobalModel => {
-                let found = structure::global_model_text(trace, false)?;
+            Analysis::GlobalModel(params) => {
+                let found = structure::global_model_text(trace, params, false)?;
                 let mut r = ResultSet::new(["global model"]);
                 for line in found.text.lines() {
                     r.push(vec![line.to_string().into()]);
                 }
                 r
             }
-            Analysis::Topology { comm, phase } => {
-                let t = topology_of(trace, comm.as_ref(), *phase)?;
+            Analysis::Topology {
+                comm,
+                phase,
+                options,
+            } => {
+                let t = topology_of(trace, comm.as_ref(), *phase, options)?;
                 let mut r = ResultSet::new([
                     "topology",
                     "dimensions",
@@ -534,8 +549,12 @@ impl Session {
                 }
                 r
             }
-            Analysis::LogicalTrace(rank) => {
-                let found = structure::topology_of(trace, None, None, false)?;
+            Analysis::LogicalTrace {
+                rank,
+                loops,
+                topology,
+            } => {
+                let found = structure::topology_of(trace, None, None, topology, false)?;
                 let Some(t) = found.topology else {
                     return Err(usage(format!(
                         "a logical trace needs a known topology: {}",
@@ -547,7 +566,7 @@ impl Session {
                     None => structure::maximal_process(&t),
                 };
                 let events = structure::logical_trace(trace, &t, rank)?;
-                let nest = structure::logical_nest(&events);
+                let nest = structure::logical_nest(&events, loops);
                 let mut r = ResultSet::new(["logical trace"]);
                 r.push(vec![format!("-- rank {rank}; topology: {t}").into()]);
                 for line in nest.lines() {
@@ -562,7 +581,7 @@ impl Session {
                 r
             }
             Analysis::Refresh => {
-                let (found, phases) = detection::refresh(trace, &params)?;
+                let (found, phases) = detection::refresh(trace, &PatternParams::default())?;
                 let mut r = ResultSet::new(["computed", "count", "events", "seconds"]);
                 r.push(vec![
                     "communication patterns".into(),
@@ -588,6 +607,7 @@ pub(super) fn topology_of(
     trace: &crate::Trace,
     comm: Option<&crate::query::ast::CommRef>,
     phase: Option<u32>,
+    params: &TopologyParams,
 ) -> Result<structure::TopologyResult> {
     let comm_id = match comm {
         Some(c) => Some(Engine::new(trace).comm(c)?),
@@ -604,6 +624,7 @@ pub(super) fn topology_of(
         trace,
         comm_id,
         bitmaps.as_ref().map(|(k, m, o)| (*k, m, o)),
+        params,
         false,
     )
 }

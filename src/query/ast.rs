@@ -12,7 +12,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::analysis::detection::{TemplateEvent, TemplateProcess};
+pub use crate::analysis::detection::{
+    PatternParams, PhaseParams, TemplateEvent, TemplateParams, TemplateProcess,
+};
+pub use crate::analysis::structure::{LoopParams, TopologyParams};
 use crate::model::{CommId, OpKind, Rank, Time};
 
 /// One statement of the language.
@@ -54,52 +57,65 @@ pub enum Statement {
     Analysis(Analysis),
 }
 
-/// The statements of pattern and phase detection (thesis chapters 4 and 5).
+/// The statements of pattern and phase detection (thesis chapters 4 and 5), loop models,
+/// topology and replay. Each analysis's parameters (`WITH name value, …`) are its own typed
+/// value, at its defaults when the statement does not set them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Analysis {
-    /// `SELECT PATTERNS FOR PROCESS(n) [WITH ENVELOPE]`: the process patterns of one rank
+    /// `SELECT PATTERNS FOR PROCESS(n) [WITH …]`: the process patterns of one rank
     /// (maximal repeats of its event sequence) with their lengths, occurrences and positions.
     ProcessPatterns {
         /// The world rank.
         rank: Rank,
-        /// Events are told apart by tag, size and datatype too.
-        envelope: bool,
+        /// Routine delimiters, tandem removal, envelope.
+        options: PatternParams,
     },
-    /// `SELECT COMMUNICATION PATTERNS [WITH ENVELOPE]`: process patterns joined across processes
+    /// `SELECT COMMUNICATION PATTERNS [WITH …]`: process patterns joined across processes
     /// through matched messages and collective instances, with their processes and occurrences.
     CommunicationPatterns {
-        /// Events are told apart by tag, size and datatype too.
-        envelope: bool,
+        /// Routine delimiters, tandem removal, envelope.
+        options: PatternParams,
     },
-    /// `MATCH PATTERN (P0: S1 S4; P1: R0 S2 S5) [WITH ERRORS k]`: where a template occurs,
-    /// with at most `errors` edits per process.
+    /// `MATCH PATTERN (P0: S1 S4; P1: R0 S2 S5) [WITH ERRORS k, NGRAM q]`: where a template
+    /// occurs, with at most `errors` edits per process.
     Match {
         /// The template's events, per process.
         template: Vec<TemplateProcess>,
-        /// The largest edit distance accepted per process (0 when absent).
-        errors: u32,
+        /// The edits accepted and the matcher's n-gram size.
+        options: TemplateParams,
     },
-    /// `SELECT PHASES [WITH THRESHOLD s0]`: the leaves of the segmentation tree.
-    Phases(Threshold),
-    /// `SHOW PHASE TREE [WITH THRESHOLD s0]`: the whole segmentation tree.
-    PhaseTree(Threshold),
+    /// `SELECT PHASES [WITH …]`: the leaves of the segmentation tree.
+    Phases(PhaseParams),
+    /// `SHOW PHASE TREE [WITH …]`: the whole segmentation tree.
+    PhaseTree(PhaseParams),
     /// `REFRESH PATTERNS`: recompute patterns and phases instead of reading stored results.
     Refresh,
-    /// `SELECT LOOPS FOR PROCESS(n)`: the loop nest of one process's events (NLR).
-    Loops(Rank),
-    /// `SELECT GLOBAL MODEL`: the processes' loop nests merged, loops annotated with the ranks
-    /// they cover.
-    GlobalModel,
-    /// `SELECT TOPOLOGY [IN COMM(c)] [IN PHASE k]`: the communication topology (family,
-    /// dimensions, rank → coordinates, traffic dropped).
+    /// `SELECT LOOPS FOR PROCESS(n) [WITH BODY LIMIT k]`: the loop nest of one process's
+    /// events (NLR).
+    Loops(Rank, LoopParams),
+    /// `SELECT GLOBAL MODEL [WITH BODY LIMIT k]`: the processes' loop nests merged, loops
+    /// annotated with the ranks they cover.
+    GlobalModel(LoopParams),
+    /// `SELECT TOPOLOGY [IN COMM(c)] [IN PHASE k] [WITH THRESHOLD x]`: the communication
+    /// topology (family, dimensions, rank → coordinates, traffic dropped).
     Topology {
         /// Only messages on this communicator.
         comm: Option<CommRef>,
         /// Only messages of this phase.
         phase: Option<u32>,
+        /// The share of the largest pair's traffic below which a pair is dropped.
+        options: TopologyParams,
     },
-    /// `SELECT LOGICAL TRACE [FOR PROCESS(n)]`: a process's trace with peers as directions.
-    LogicalTrace(Option<Rank>),
+    /// `SELECT LOGICAL TRACE [FOR PROCESS(n)] [WITH BODY LIMIT k, THRESHOLD x]`: a process's
+    /// trace with peers as directions.
+    LogicalTrace {
+        /// The process (the one with the most neighbours when absent).
+        rank: Option<Rank>,
+        /// How its loop nest is found.
+        loops: LoopParams,
+        /// How the topology its peers are directions in is identified.
+        topology: TopologyParams,
+    },
     /// `SELECT CRITICAL PATH [SUMMARY]`: the segments of the run's critical path (rank, time,
     /// computation or the MPI call), or with `SUMMARY` its length, each rank's share and the
     /// critical-path imbalance per activity.
@@ -120,18 +136,6 @@ pub enum Analysis {
     /// `SELECT NETWORK MODEL`: the latency, overhead and bandwidth fitted to the trace's own
     /// message times, with the fit's error.
     FitNetwork,
-}
-
-/// A segmentation threshold `s0` in thousandths (kept exact so statements compare and print
-/// back unchanged); 0 unless `WITH THRESHOLD` says otherwise.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Threshold(pub i32);
-
-impl Threshold {
-    /// The threshold as a number.
-    pub fn value(self) -> f64 {
-        f64::from(self.0) / 1000.0
-    }
 }
 
 /// What `SHOW` lists.
@@ -708,21 +712,13 @@ impl fmt::Display for Statement {
 impl fmt::Display for Analysis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Analysis::ProcessPatterns { rank, envelope } => {
-                write!(f, "SELECT PATTERNS FOR PROCESS({rank})")?;
-                if *envelope {
-                    f.write_str(" WITH ENVELOPE")?;
-                }
-                Ok(())
+            Analysis::ProcessPatterns { rank, .. } => {
+                write!(f, "SELECT PATTERNS FOR PROCESS({rank})")?
             }
-            Analysis::CommunicationPatterns { envelope } => {
-                f.write_str("SELECT COMMUNICATION PATTERNS")?;
-                if *envelope {
-                    f.write_str(" WITH ENVELOPE")?;
-                }
-                Ok(())
+            Analysis::CommunicationPatterns { .. } => {
+                f.write_str("SELECT COMMUNICATION PATTERNS")?
             }
-            Analysis::Match { template, errors } => {
+            Analysis::Match { template, .. } => {
                 f.write_str("MATCH PATTERN (")?;
                 for (i, p) in template.iter().enumerate() {
                     if i > 0 {
@@ -734,17 +730,13 @@ impl fmt::Display for Analysis {
                     }
                 }
                 f.write_str(")")?;
-                if *errors > 0 {
-                    write!(f, " WITH ERRORS {errors}")?;
-                }
-                Ok(())
             }
-            Analysis::Phases(t) => write!(f, "SELECT PHASES{t}"),
-            Analysis::PhaseTree(t) => write!(f, "SHOW PHASE TREE{t}"),
-            Analysis::Refresh => f.write_str("REFRESH PATTERNS"),
-            Analysis::Loops(rank) => write!(f, "SELECT LOOPS FOR PROCESS({rank})"),
-            Analysis::GlobalModel => f.write_str("SELECT GLOBAL MODEL"),
-            Analysis::Topology { comm, phase } => {
+            Analysis::Phases(_) => f.write_str("SELECT PHASES")?,
+            Analysis::PhaseTree(_) => f.write_str("SHOW PHASE TREE")?,
+            Analysis::Refresh => f.write_str("REFRESH PATTERNS")?,
+            Analysis::Loops(rank, _) => write!(f, "SELECT LOOPS FOR PROCESS({rank})")?,
+            Analysis::GlobalModel(_) => f.write_str("SELECT GLOBAL MODEL")?,
+            Analysis::Topology { comm, phase, .. } => {
                 f.write_str("SELECT TOPOLOGY")?;
                 if let Some(c) = comm {
                     write!(f, " IN {c}")?;
@@ -752,52 +744,37 @@ impl fmt::Display for Analysis {
                 if let Some(k) = phase {
                     write!(f, " IN PHASE {k}")?;
                 }
-                Ok(())
             }
             Analysis::CriticalPath { summary } => {
                 f.write_str("SELECT CRITICAL PATH")?;
                 if *summary {
                     f.write_str(" SUMMARY")?;
                 }
-                Ok(())
             }
             Analysis::Simulate { network, as_trace } => {
                 write!(f, "SIMULATE WITH {network}")?;
                 if let Some(name) = as_trace {
                     write!(f, " AS TRACE {}", NameText(name))?;
                 }
-                Ok(())
             }
-            Analysis::FitNetwork => f.write_str("SELECT NETWORK MODEL"),
-            Analysis::LogicalTrace(rank) => {
+            Analysis::FitNetwork => f.write_str("SELECT NETWORK MODEL")?,
+            Analysis::LogicalTrace { rank, .. } => {
                 f.write_str("SELECT LOGICAL TRACE")?;
                 if let Some(r) = rank {
                     write!(f, " FOR PROCESS({r})")?;
                 }
-                Ok(())
             }
         }
-    }
-}
-
-/// Prints ` WITH THRESHOLD x` (nothing for the default 0).
-impl fmt::Display for Threshold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 == 0 {
-            return Ok(());
+        // The parameters set away from their defaults (SIMULATE prints its network above).
+        let set: Vec<String> = super::options::settings(self)
+            .into_iter()
+            .filter(|s| !s.default)
+            .map(|s| s.text)
+            .collect();
+        if !set.is_empty() {
+            write!(f, " WITH {}", set.join(", "))?;
         }
-        let sign = if self.0 < 0 { "-" } else { "" };
-        let (whole, frac) = (self.0.unsigned_abs() / 1000, self.0.unsigned_abs() % 1000);
-        if frac == 0 {
-            write!(f, " WITH THRESHOLD {sign}{whole}")
-        } else {
-            let frac = format!("{frac:03}");
-            write!(
-                f,
-                " WITH THRESHOLD {sign}{whole}.{}",
-                frac.trim_end_matches('0')
-            )
-        }
+        Ok(())
     }
 }
 

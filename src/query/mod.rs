@@ -19,6 +19,7 @@ mod cursor;
 mod exec;
 mod lexer;
 mod names;
+mod options;
 pub mod parser;
 mod plan;
 mod session;
@@ -37,6 +38,20 @@ pub use session::{query_error, Session};
 
 use crate::error::Error;
 pub use parser::{parse_script, parse_statement, QueryError};
+
+/// Refuses `what` on a trace whose source recorded the order of its events but no times
+/// ([`TraceHeader::untimed`](crate::model::TraceHeader::untimed)).
+pub(crate) fn needs_times(trace: &crate::Trace, what: &str) -> Result<(), Error> {
+    if trace.header().untimed {
+        Err(usage(format!(
+            "{what} needs times, and trace {:?} has none: its source recorded the order of \
+             its events only (loops, patterns and topology work on order alone)",
+            trace.name()
+        )))
+    } else {
+        Ok(())
+    }
+}
 
 /// A statement the language accepts but the trace or the clauses cannot serve, as the crate's
 /// error.

@@ -40,6 +40,7 @@ pub(crate) fn known_rank(trace: &Trace, rank: Rank) -> Result<Rank> {
 
 /// Phase `n`'s messages and operations (default parameters), or why there is no such phase.
 pub(crate) fn phase_ids(trace: &Trace, n: u32) -> Result<(RoaringTreemap, RoaringTreemap)> {
+    super::needs_times(trace, "IN PHASE")?;
     phase_of(
         &detection::phases(trace, &PhaseParams::default(), false)?,
         n,

@@ -473,13 +473,12 @@ impl<'a> Parser<'a> {
         } else if self.eat_keyword("MATCH") {
             self.expect_keyword("PATTERN", "after MATCH")?;
             let template = self.template()?;
-            let errors = if self.eat_keyword("WITH") {
-                self.expect_keyword("ERRORS", "after WITH")?;
-                self.small_number("WITH ERRORS")?
-            } else {
-                0
+            let mut analysis = Analysis::Match {
+                template,
+                options: TemplateParams::default(),
             };
-            Ok(Statement::Analysis(Analysis::Match { template, errors }))
+            self.analysis_options(&mut analysis)?;
+            Ok(Statement::Analysis(analysis))
         } else if self.eat_keyword("REFRESH") {
             self.expect_keyword("PATTERNS", "after REFRESH")?;
             Ok(Statement::Analysis(Analysis::Refresh))
@@ -487,7 +486,9 @@ impl<'a> Parser<'a> {
         {
             self.pos += 2;
             self.expect_keyword("TREE", "after SHOW PHASE")?;
-            Ok(Statement::Analysis(Analysis::PhaseTree(self.threshold()?)))
+            let mut analysis = Analysis::PhaseTree(PhaseParams::default());
+            self.analysis_options(&mut analysis)?;
+            Ok(Statement::Analysis(analysis))
         } else if self.eat_keyword("EXPLAIN") {
             if self.eat_keyword("ANALYZE") {
                 self.expect_keyword("SELECT", "after EXPLAIN ANALYZE")?;
@@ -612,9 +613,18 @@ impl<'a> Parser<'a> {
 
     // ---- pattern and phase statements -------------------------------------------------------
 
-    /// `SELECT PATTERNS FOR PROCESS(n)`, `SELECT COMMUNICATION PATTERNS`, `SELECT PHASES …`; `None`
-    /// (nothing consumed) for any other SELECT.
+    /// `SELECT PATTERNS FOR PROCESS(n)`, `SELECT COMMUNICATION PATTERNS`, `SELECT PHASES …`,
+    /// with their parameters; `None` (nothing consumed) for any other SELECT.
     fn analysis_select(&mut self) -> PResult<Option<Analysis>> {
+        let Some(mut analysis) = self.analysis_head()? else {
+            return Ok(None);
+        };
+        self.analysis_options(&mut analysis)?;
+        Ok(Some(analysis))
+    }
+
+    /// An analysis `SELECT` up to its `WITH`, its parameters at their defaults.
+    fn analysis_head(&mut self) -> PResult<Option<Analysis>> {
         let next = self.peek_at(1);
         let word = |k: &str| next.is_some_and(|t| t.is_keyword(k));
         if word("PATTERNS") {
@@ -624,7 +634,7 @@ impl<'a> Parser<'a> {
             match self.selector("FOR")? {
                 ProcessSelector::Process(rank) => Ok(Some(Analysis::ProcessPatterns {
                     rank,
-                    envelope: self.envelope()?,
+                    options: PatternParams::default(),
                 })),
                 _ => self.fail_at(
                     at,
@@ -635,17 +645,19 @@ impl<'a> Parser<'a> {
         {
             self.pos += 3;
             Ok(Some(Analysis::CommunicationPatterns {
-                envelope: self.envelope()?,
+                options: PatternParams::default(),
             }))
         } else if word("PHASES") {
             self.pos += 2;
-            Ok(Some(Analysis::Phases(self.threshold()?)))
+            Ok(Some(Analysis::Phases(PhaseParams::default())))
         } else if word("LOOPS") {
             self.pos += 2;
             self.expect_keyword("FOR", "after SELECT LOOPS")?;
             let at = self.here();
             match self.selector("FOR")? {
-                ProcessSelector::Process(rank) => Ok(Some(Analysis::Loops(rank))),
+                ProcessSelector::Process(rank) => {
+                    Ok(Some(Analysis::Loops(rank, LoopParams::default())))
+                }
                 _ => self.fail_at(
                     at,
                     "loop nests are per process: SELECT LOOPS FOR PROCESS(n) (SELECT GLOBAL MODEL merges them)"
@@ -655,7 +667,7 @@ impl<'a> Parser<'a> {
         } else if word("GLOBAL") {
             self.pos += 2;
             self.expect_keyword("MODEL", "after SELECT GLOBAL")?;
-            Ok(Some(Analysis::GlobalModel))
+            Ok(Some(Analysis::GlobalModel(LoopParams::default())))
         } else if word("NETWORK") {
             self.pos += 2;
             self.expect_keyword("MODEL", "after SELECT NETWORK")?;
@@ -683,7 +695,11 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            Ok(Some(Analysis::Topology { comm, phase }))
+            Ok(Some(Analysis::Topology {
+                comm,
+                phase,
+                options: TopologyParams::default(),
+            }))
         } else if word("LOGICAL") {
             self.pos += 2;
             self.expect_keyword("TRACE", "after SELECT LOGICAL")?;
@@ -701,84 +717,221 @@ impl<'a> Parser<'a> {
                 } else {
                     None
                 };
-            Ok(Some(Analysis::LogicalTrace(rank)))
+            Ok(Some(Analysis::LogicalTrace {
+                rank,
+                loops: LoopParams::default(),
+                topology: TopologyParams::default(),
+            }))
         } else {
             Ok(None)
         }
     }
 
-    /// `[WITH ENVELOPE]`.
-    fn envelope(&mut self) -> PResult<bool> {
+    /// `[WITH name value, …]`: each name one of `names` and given at most once; `value`
+    /// parses what follows the name (the name consumed; `at` is where it began). The one
+    /// parameter list of the language: `SIMULATE`'s network and the analyses' parameters.
+    fn with_list(
+        &mut self,
+        names: &[&'static str],
+        help: &str,
+        mut value: impl FnMut(&mut Self, &'static str, usize) -> PResult<()>,
+    ) -> PResult<()> {
         if !self.eat_keyword("WITH") {
-            return Ok(false);
-        }
-        self.expect_keyword("ENVELOPE", "after WITH")?;
-        Ok(true)
-    }
-
-    /// `[WITH THRESHOLD s0]`, in thousandths.
-    /// After `SIMULATE`: `[WITH parameter value, …]`, each parameter at most once, the others
-    /// at their defaults.
-    fn network(&mut self) -> PResult<NetworkModel> {
-        let mut net = NetworkModel::default();
-        if !self.eat_keyword("WITH") {
-            return Ok(net);
+            return Ok(());
         }
         let mut seen: Vec<&str> = Vec::new();
         loop {
             let at = self.here();
             let Some(word) = self.peek().filter(|t| t.kind == Kind::Word) else {
-                return self.expected(NETWORK_HELP);
+                return self.expected(help);
             };
             let name = word.text.to_ascii_uppercase();
-            let Some(&parameter) = NETWORK_PARAMETERS.iter().find(|p| **p == name) else {
-                return self.expected(NETWORK_HELP);
+            let Some(&parameter) = names.iter().find(|p| **p == name) else {
+                return self.expected(help);
             };
             if seen.contains(&parameter) {
-                return self.fail_at(at, format!("{parameter} is given twice"));
+                return self.fail_at(
+                    at,
+                    format!("{} is given twice", super::options::spelled(parameter)),
+                );
             }
             seen.push(parameter);
             self.pos += 1;
+            value(self, parameter, at)?;
+            if !self.eat_symbol(",") {
+                return Ok(());
+            }
+        }
+    }
+
+    /// After `SIMULATE`: `[WITH parameter value, …]`, each parameter at most once, the others
+    /// at their defaults.
+    fn network(&mut self) -> PResult<NetworkModel> {
+        let mut net = NetworkModel::default();
+        self.with_list(NETWORK_PARAMETERS, NETWORK_HELP, |p, parameter, at| {
             let after = format!("after {parameter}");
             match parameter {
-                "LATENCY" => net.latency = self.time(&after)?,
-                "OVERHEAD" => net.overhead = self.time(&after)?,
-                "GAP" => net.gap = self.time(&after)?,
+                "LATENCY" => net.latency = p.time(&after)?,
+                "OVERHEAD" => net.overhead = p.time(&after)?,
+                "GAP" => net.gap = p.time(&after)?,
                 "BANDWIDTH" => {
-                    let bytes = self.byte_count(&after)?;
-                    self.expect_symbol("/", "in a bandwidth such as 12 GB/s")?;
-                    if !(self.eat_keyword("s") || self.eat_keyword("sec")) {
-                        return self.expected("s after / in a bandwidth such as 12 GB/s");
+                    let bytes = p.byte_count(&after)?;
+                    p.expect_symbol("/", "in a bandwidth such as 12 GB/s")?;
+                    if !(p.eat_keyword("s") || p.eat_keyword("sec")) {
+                        return p.expected("s after / in a bandwidth such as 12 GB/s");
                     }
                     if bytes == 0 {
-                        return self.fail_at(at, "the bandwidth must be above 0".to_string());
+                        return p.fail_at(at, "the bandwidth must be above 0".to_string());
                     }
                     net.bandwidth = bytes;
                 }
                 "EAGER" => {
-                    self.expect_keyword("LIMIT", "after EAGER")?;
-                    net.eager_limit = self.byte_count("after EAGER LIMIT")?;
+                    p.expect_keyword("LIMIT", "after EAGER")?;
+                    net.eager_limit = p.byte_count("after EAGER LIMIT")?;
                 }
                 _ => {
-                    let at = self.here();
-                    let cpu = self
+                    let at = p.here();
+                    let cpu = p
                         .peek()
                         .filter(|t| t.kind == Kind::Number)
                         .and_then(|t| t.text.parse::<f64>().ok())
                         .filter(|c| c.is_finite() && *c > 0.0);
                     let Some(cpu) = cpu else {
-                        return self.fail_at(
+                        return p.fail_at(
                             at,
                             "CPU takes how many times faster the CPU is, such as 2.0".to_string(),
                         );
                     };
-                    self.pos += 1;
+                    p.pos += 1;
                     net.cpu = cpu;
                 }
             }
-            if !self.eat_symbol(",") {
-                return Ok(net);
+            Ok(())
+        })?;
+        Ok(net)
+    }
+
+    /// An analysis's `[WITH name value, …]`, setting its parameters
+    /// ([`options::parameters`](super::options::parameters) says which it takes).
+    fn analysis_options(&mut self, analysis: &mut Analysis) -> PResult<()> {
+        let names = super::options::parameters(analysis);
+        if names.is_empty() {
+            return Ok(());
+        }
+        let spelled: Vec<&str> = names.iter().map(|n| super::options::spelled(n)).collect();
+        let help = format!(
+            "a parameter of {}: {}",
+            super::options::statement_name(analysis),
+            match spelled.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
             }
+        );
+        self.with_list(names, &help, |p, name, _| {
+            let after = format!("after {}", super::options::spelled(name));
+            match (&mut *analysis, name) {
+                (
+                    Analysis::ProcessPatterns { options, .. }
+                    | Analysis::CommunicationPatterns { options }
+                    | Analysis::Phases(PhaseParams {
+                        patterns: options, ..
+                    })
+                    | Analysis::PhaseTree(PhaseParams {
+                        patterns: options, ..
+                    }),
+                    "DELIMITERS" | "TANDEMS" | "ENVELOPE",
+                ) => {
+                    let on = p.on_off(name == "ENVELOPE", &after)?;
+                    match name {
+                        "DELIMITERS" => options.delimiters = on,
+                        "TANDEMS" => options.tandems = on,
+                        _ => options.envelope = on,
+                    }
+                }
+                (Analysis::Phases(phases) | Analysis::PhaseTree(phases), "THRESHOLD") => {
+                    let at = p.here();
+                    let t = p.thousandths(&after)?;
+                    phases.threshold = i32::try_from(t).or_else(|_| {
+                        p.fail_at(
+                            at,
+                            format!(
+                                "the threshold {} is too large",
+                                super::options::thousandths(t)
+                            ),
+                        )
+                    })?;
+                }
+                (Analysis::Phases(phases) | Analysis::PhaseTree(phases), _) => {
+                    p.expect_keyword("ARITHMETIC", "after THESIS")?;
+                    phases.thesis_compat = p.on_off(true, "after THESIS ARITHMETIC")?;
+                }
+                (Analysis::Match { options, .. }, "ERRORS") => {
+                    options.errors = p.small_number(&format!("WITH {name}"))?;
+                }
+                (Analysis::Match { options, .. }, _) => {
+                    options.ngram =
+                        p.count_to("NGRAM", "an n-gram size", TemplateParams::MAX_NGRAM)?;
+                }
+                (
+                    Analysis::Loops(_, loops)
+                    | Analysis::GlobalModel(loops)
+                    | Analysis::LogicalTrace { loops, .. },
+                    "BODY",
+                ) => {
+                    p.expect_keyword("LIMIT", "after BODY")?;
+                    loops.max_body =
+                        p.count_to("BODY LIMIT", "a loop body length", LoopParams::MAX)?;
+                }
+                (
+                    Analysis::Topology {
+                        options: topology, ..
+                    }
+                    | Analysis::LogicalTrace { topology, .. },
+                    _,
+                ) => {
+                    let at = p.here();
+                    let t = p.thousandths(&after)?;
+                    if !(0..=1000).contains(&t) {
+                        return p.fail_at(
+                            at,
+                            format!(
+                                "a topology threshold is a share of the largest pair's \
+                                 traffic, from 0 to 1, found {}",
+                                super::options::thousandths(t)
+                            ),
+                        );
+                    }
+                    topology.threshold = t as u32;
+                }
+                // `parameters` gives no other name to any other analysis.
+                _ => return p.expected("a known parameter"),
+            }
+            Ok(())
+        })
+    }
+
+    /// The whole number after parameter `name`, which is `what`, from 1 to `max`.
+    fn count_to(&mut self, name: &str, what: &str, max: u32) -> PResult<u32> {
+        let at = self.here();
+        let n = self.small_number(&format!("WITH {name}"))?;
+        if !(1..=max).contains(&n) {
+            return self.fail_at(at, format!("{name} is {what} from 1 to {max}, found {n}"));
+        }
+        Ok(n)
+    }
+
+    /// `ON` or `OFF` after a switch; nothing at all means `ON` when `bare` allows it (`WITH
+    /// ENVELOPE`, `WITH THESIS ARITHMETIC`).
+    fn on_off(&mut self, bare: bool, after: &str) -> PResult<bool> {
+        if self.eat_keyword("ON") {
+            Ok(true)
+        } else if self.eat_keyword("OFF") {
+            Ok(false)
+        } else if bare {
+            Ok(true)
+        } else {
+            self.expected(&format!("ON or OFF {after}"))
         }
     }
 
@@ -791,29 +944,26 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn threshold(&mut self) -> PResult<Threshold> {
-        if !self.eat_keyword("WITH") {
-            return Ok(Threshold::default());
-        }
-        self.expect_keyword("THRESHOLD", "after WITH")?;
+    /// A decimal number with at most three decimals, in thousandths (`-1.25` is -1250).
+    fn thousandths(&mut self, after: &str) -> PResult<i64> {
         let negative = self.eat_symbol("-");
         let at = self.here();
         let text = match self.peek() {
             Some(t) if t.kind == Kind::Number => t.text,
-            _ => return self.expected("a number after WITH THRESHOLD (such as 0.5)"),
+            _ => return self.expected(&format!("a number {after} (such as 0.5)")),
         };
-        let Some(Ok(thousandths)) = scaled(text, 1000) else {
-            return self.fail_at(
-                at,
-                format!("a threshold has at most three decimals, found {text}"),
-            );
+        let value = match scaled(text, 1000).map(|v| v.map(i64::try_from)) {
+            Some(Ok(Ok(v))) => v,
+            Some(Err(())) => {
+                return self.fail_at(
+                    at,
+                    format!("a threshold has at most three decimals, found {text}"),
+                )
+            }
+            _ => return self.fail_at(at, format!("the threshold {text} is too large")),
         };
-        if thousandths > i32::MAX as u64 {
-            return self.fail_at(at, format!("the threshold {text} is too large"));
-        }
         self.pos += 1;
-        let value = thousandths as i32;
-        Ok(Threshold(if negative { -value } else { value }))
+        Ok(if negative { -value } else { value })
     }
 
     /// `(P0: S1 S4; P1: R0 S2 S5)`.

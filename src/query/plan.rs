@@ -184,6 +184,12 @@ impl<'a> Engine<'a> {
     /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
     /// read yet.
     pub(crate) fn select_ids(&self, sel: &Selection) -> Result<Selected> {
+        if sel.filter.time.is_some() {
+            super::needs_times(self.trace, "BETWEEN TIME")?;
+        }
+        if sel.target == Target::CpuBursts {
+            super::needs_times(self.trace, "CPU BURSTS")?;
+        }
         if sel.target.is_record() {
             return self.select_records(sel);
         }
@@ -379,6 +385,7 @@ impl<'a> Engine<'a> {
     /// Gives `selected` the trace's wait states: read back when stored, else computed and
     /// stored first; under `EXPLAIN` only named as a step (nothing is computed or written).
     pub(crate) fn load_waits(&self, selected: &mut Selected) -> Result<()> {
+        super::needs_times(self.trace, "WAIT")?;
         if selected.waits.is_some() {
             return Ok(());
         }

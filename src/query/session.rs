@@ -216,14 +216,15 @@ impl Session {
     }
 
     /// The topology of the current trace's traffic, as `SELECT TOPOLOGY [IN COMM c] [IN
-    /// PHASE k]` identifies it.
+    /// PHASE k] [WITH THRESHOLD x]` identifies it.
     pub fn topology(
         &mut self,
         comm: Option<&super::ast::CommRef>,
         phase: Option<u32>,
+        params: &crate::analysis::structure::TopologyParams,
     ) -> Result<crate::analysis::structure::TopologyResult> {
         let trace = self.trace()?;
-        super::analyses::topology_of(trace, comm, phase)
+        super::analyses::topology_of(trace, comm, phase, params)
     }
 
     /// Runs one statement and hands its rows to `sink` as they come: a `SELECT` of rows is

@@ -232,6 +232,7 @@ impl<'a> Engine<'a> {
         target: Option<Target>,
         filter: &Filter,
     ) -> Result<(ResultSet, Vec<PlanStep>)> {
+        super::needs_times(self.trace, "SELECT WAIT STATES")?;
         let (sel, mut selected) = self.waiting_operations("WAIT STATES", target, filter)?;
         let grouper = match by {
             Some(by) => self.grouper(by, &mut selected.plan)?,

@@ -10,7 +10,7 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 /// changes; a database of another version is refused on open with a clear message.
 /// Version 4: the bulk of every trace in segment files, a manifest beside sled.
 /// Version 5: operation chunks packed, index bitmaps stored as one posting list per chunk.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// One ready trace in the catalog (imports in progress are not in it: only their segment
 /// file exists, removed on the next open if the import died).

@@ -49,7 +49,13 @@ pub fn anomaly_text(t: &Trace, a: &Anomaly) -> String {
             named.push(name(t, std::mem::take(innermost)));
         }
         Anomaly::CallWithoutRecords { name: n, .. } => named.push(name(t, std::mem::take(n))),
-        Anomaly::IncompleteCollective { kind, .. } | Anomaly::RootMismatch { kind, .. } => {
+        Anomaly::DatatypeMismatch { sent, received, .. } => {
+            named.push(name(t, std::mem::take(sent)));
+            named.push(name(t, std::mem::take(received)));
+        }
+        Anomaly::IncompleteCollective { kind, .. }
+        | Anomaly::RootMismatch { kind, .. }
+        | Anomaly::CollectiveSizeMismatch { kind, .. } => {
             named.push(t.kind_name(std::mem::replace(kind, OpKind::Init)))
         }
         _ => {}
@@ -283,6 +289,7 @@ pub fn rich_trace(sink: &mut dyn EventSink) -> mtfdb::Result<()> {
             },
         ],
         locations: Vec::new(),
+        untimed: false,
     };
     sink.header(&header)?;
     let strings = [

@@ -625,18 +625,22 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
     match a {
         Anomaly::UnmatchedSend { rank, comm, .. }
         | Anomaly::UnmatchedReceive { rank, comm, .. }
-        | Anomaly::RootMismatch { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
-        Anomaly::IncompleteCollective { comm, .. } => (None, None, Some(*comm)),
+        | Anomaly::RootMismatch { rank, comm, .. }
+        | Anomaly::CollectiveSizeMismatch { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
+        Anomaly::IncompleteCollective { comm, .. }
+        | Anomaly::BarrierWithoutOverlap { comm, .. } => (None, None, Some(*comm)),
         Anomaly::RequestNeverCompleted { rank, .. }
         | Anomaly::UnknownRequest { rank, .. }
         | Anomaly::WaitBeforeRequest { rank, .. }
         | Anomaly::UnresolvedWildcard { rank, .. }
         | Anomaly::MissingFinalize { rank }
         | Anomaly::UnclosedRoutine { rank, .. }
-        | Anomaly::CallWithoutRecords { rank, .. } => (Some(*rank), None, None),
+        | Anomaly::CallWithoutRecords { rank, .. }
+        | Anomaly::CallBeforeInit { rank, .. }
+        | Anomaly::CallAfterFinalize { rank, .. } => (Some(*rank), None, None),
         Anomaly::CrossedLeave { rank, time, .. }
         | Anomaly::LeaveWithoutEnter { rank, time, .. } => (Some(*rank), Some(*time), None),
-        Anomaly::LengthMismatch { .. } => (None, None, None),
+        Anomaly::LengthMismatch { .. } | Anomaly::DatatypeMismatch { .. } => (None, None, None),
         Anomaly::ValueOverflow { rank, .. } => (*rank, None, None),
         Anomaly::SkippedRecord { rank, time, .. } => (*rank, *time, None),
     }

@@ -35,12 +35,12 @@ pub mod topology;
 
 use std::path::Path;
 
-use crate::analysis::detection::{self, PatternParams};
+use crate::analysis::detection::{self, PhaseParams};
 use crate::analysis::stats;
 use crate::error::{Error, Result};
 use crate::model::Rank;
 use crate::query::ast::{
-    Analysis, Measure, Select, SelectBody, Selection, Statement, Statistic, Target, Threshold,
+    Analysis, Measure, Select, SelectBody, Selection, Statement, Statistic, Target,
 };
 use crate::query::{parse_statement, query_error, Session};
 use crate::results::ResultSet;
@@ -188,17 +188,16 @@ fn analysis_picture(session: &mut Session, a: &Analysis, title: &str) -> Result<
     };
     match a {
         Analysis::Phases(_) | Analysis::CommunicationPatterns { .. } => {
-            let (threshold, envelope) = match a {
-                Analysis::Phases(t) => (*t, false),
-                Analysis::CommunicationPatterns { envelope } => (Threshold::default(), *envelope),
+            let params = match a {
+                Analysis::Phases(p) => *p,
+                Analysis::CommunicationPatterns { options } => PhaseParams {
+                    patterns: *options,
+                    ..PhaseParams::default()
+                },
                 _ => unreachable!("matched above"),
             };
-            let phases = session.execute(&Statement::Analysis(Analysis::Phases(threshold)))?;
-            let params = PatternParams {
-                envelope,
-                ..PatternParams::default()
-            };
-            let found = detection::communication_patterns(&trace, &params, false)?;
+            let phases = session.execute(&Statement::Analysis(Analysis::Phases(params)))?;
+            let found = detection::communication_patterns(&trace, &params.patterns, false)?;
             let patterns: Vec<phases::PatternOccurrences> = found
                 .patterns
                 .iter()
@@ -209,8 +208,12 @@ fn analysis_picture(session: &mut Session, a: &Analysis, title: &str) -> Result<
                 .collect();
             Ok(phases::phases(title, &phases, &patterns, run_span))
         }
-        Analysis::Topology { comm, phase } => {
-            let found = session.topology(comm.as_ref(), *phase)?;
+        Analysis::Topology {
+            comm,
+            phase,
+            options,
+        } => {
+            let found = session.topology(comm.as_ref(), *phase, options)?;
             let Some(t) = found.topology else {
                 return Err(Error::Usage(format!(
                     "no topology to draw: {}",

@@ -241,6 +241,7 @@ fn header(
         processes,
         communicators,
         locations: Vec::new(),
+        untimed: false,
     }
 }
 

@@ -11,7 +11,9 @@
 use std::collections::VecDeque;
 
 use crate::hash::FxHashMap;
-use crate::model::{CollectiveInstance, CommId, Communicator, OpId, Operation, Rank};
+use crate::model::{
+    Anomaly, CollectiveInstance, CommId, Communicator, OpId, OpKind, Operation, Rank, Time,
+};
 
 /// How a communicator's world ranks map to member indexes.
 #[derive(Debug)]
@@ -60,7 +62,31 @@ struct Series {
     /// Index of the front instance of `open`.
     base: u64,
     /// Partial instances, oldest first.
-    open: VecDeque<CollectiveInstance>,
+    open: VecDeque<OpenInstance>,
+}
+
+/// A partial instance and what its members' signatures are checked against.
+#[derive(Debug)]
+struct OpenInstance {
+    instance: CollectiveInstance,
+    /// The bytes the first member that recorded any sent, in a collective where every
+    /// member sends the same ([`same_contribution`]).
+    contribution: Option<u64>,
+    /// The member that entered last: its start and operation.
+    last_enter: (Time, OpId),
+    /// The member that left first: its end and operation.
+    first_leave: (Time, OpId),
+}
+
+/// Collectives in which every member sends the same number of bytes (MPI's type signatures
+/// agree): the reductions, scans, the regular gathers and all-to-all. The `v` and `w`
+/// forms, broadcasts and scatters (whose root alone sends) are not among them.
+fn same_contribution(kind: OpKind) -> bool {
+    use OpKind::*;
+    matches!(
+        kind.blocking_collective().unwrap_or(kind),
+        Allreduce | Reduce | Scan | Exscan | Allgather | Alltoall | ReduceScatterBlock | Gather
+    )
 }
 
 /// Why a collective call could not be placed in an instance.
@@ -79,12 +105,18 @@ pub(super) enum Placed {
     Partial {
         /// The instance's root disagreed with this call's root.
         root_mismatch: bool,
+        /// What the call broke of the instance's signature.
+        anomaly: Option<Anomaly>,
     },
     /// The call completed the instance, returned here to be emitted and then handed back
     /// with [`Collectives::recycle`].
     Complete {
         instance: CollectiveInstance,
         root_mismatch: bool,
+        /// What the call broke of the instance's signature.
+        anomaly: Option<Anomaly>,
+        /// A barrier whose members do not all overlap in time.
+        no_overlap: Option<Anomaly>,
     },
 }
 
@@ -137,29 +169,58 @@ impl Collectives {
         series.calls[member] += 1;
         let pos = (index - series.base) as usize;
         let opened = pos == series.open.len();
+        let recorded = (same_contribution(op.kind) && op.send_bytes > 0).then_some(op.send_bytes);
+        let mut anomaly = None;
         if opened {
             let mut ops = self.pool.pop().unwrap_or_default();
             ops.push(id);
-            series.open.push_back(CollectiveInstance {
-                kind: op.kind,
-                comm,
-                root: op.root,
-                ops,
-                start: op.start,
-                end: op.end,
-                send_bytes: op.send_bytes,
-                recv_bytes: op.recv_bytes,
+            series.open.push_back(OpenInstance {
+                instance: CollectiveInstance {
+                    kind: op.kind,
+                    comm,
+                    root: op.root,
+                    ops,
+                    start: op.start,
+                    end: op.end,
+                    send_bytes: op.send_bytes,
+                    recv_bytes: op.recv_bytes,
+                },
+                contribution: recorded,
+                last_enter: (op.start, id),
+                first_leave: (op.end, id),
             });
             self.open += 1;
         } else {
-            let inst = &mut series.open[pos];
+            let open = &mut series.open[pos];
+            let inst = &mut open.instance;
             inst.ops.push(id);
             inst.start = inst.start.min(op.start);
             inst.end = inst.end.max(op.end);
             inst.send_bytes += op.send_bytes;
             inst.recv_bytes += op.recv_bytes;
+            if op.start > open.last_enter.0 {
+                open.last_enter = (op.start, id);
+            }
+            if op.end < open.first_leave.0 {
+                open.first_leave = (op.end, id);
+            }
+            match (open.contribution, recorded) {
+                (Some(expected), Some(bytes)) if bytes != expected => {
+                    anomaly = Some(Anomaly::CollectiveSizeMismatch {
+                        op: id,
+                        rank: op.rank,
+                        kind: op.kind,
+                        comm,
+                        bytes,
+                        expected,
+                    });
+                }
+                (None, Some(_)) => open.contribution = recorded,
+                _ => {}
+            }
         }
-        let inst = &mut series.open[pos];
+        let open = &mut series.open[pos];
+        let inst = &mut open.instance;
         let root_mismatch = match (inst.root, op.root) {
             (Some(first), Some(this)) => first != this,
             (None, Some(this)) => {
@@ -172,7 +233,7 @@ impl Collectives {
             debug_assert_eq!(pos, 0, "instances complete in index order");
             // `pos` was found in `series.open` just above.
             #[allow(clippy::expect_used)]
-            let instance = series
+            let open = series
                 .open
                 .remove(pos)
                 .expect("the completed instance is present");
@@ -180,12 +241,27 @@ impl Collectives {
                 series.base += 1;
             }
             self.open -= 1;
+            // A blocking barrier: nobody leaves before everybody entered.
+            let ((entered, op), (left, leave_op)) = (open.last_enter, open.first_leave);
+            let no_overlap = (open.instance.kind == OpKind::Barrier && entered > left).then(|| {
+                Anomaly::BarrierWithoutOverlap {
+                    op,
+                    leave_op,
+                    comm,
+                    gap: entered - left,
+                }
+            });
             Ok(Placed::Complete {
-                instance,
+                instance: open.instance,
                 root_mismatch,
+                anomaly,
+                no_overlap,
             })
         } else {
-            Ok(Placed::Partial { root_mismatch })
+            Ok(Placed::Partial {
+                root_mismatch,
+                anomaly,
+            })
         }
     }
 
@@ -211,12 +287,10 @@ impl Collectives {
         for key in keys {
             let expected = self.comms.get(&key.0).map_or(0, |c| c.size);
             if let Some(series) = self.series.get_mut(&key) {
-                out.extend(
-                    series
-                        .open
-                        .drain(..)
-                        .map(|instance| Partial { instance, expected }),
-                );
+                out.extend(series.open.drain(..).map(|open| Partial {
+                    instance: open.instance,
+                    expected,
+                }));
             }
         }
         self.open = 0;

@@ -137,6 +137,26 @@ struct Open {
     start: Time,
 }
 
+/// Where a location stands between `MPI_Init` and `MPI_Finalize`, with the calls it made
+/// outside them (Table 3.1).
+#[derive(Debug, Default)]
+struct Lifecycle {
+    initialized: bool,
+    finalized: bool,
+    /// Calls before Init: the first, and how many.
+    before: Option<(OpId, u64)>,
+    /// Calls after Finalize: the first, and how many.
+    after: Option<(OpId, u64)>,
+}
+
+/// Counts one more call outside Init and Finalize, remembering the first.
+fn count_call(outside: &mut Option<(OpId, u64)>, id: OpId) {
+    match outside {
+        Some((_, calls)) => *calls += 1,
+        None => *outside = Some((id, 1)),
+    }
+}
+
 /// The streaming matcher. See the [module documentation](self).
 #[derive(Debug)]
 pub struct Matcher {
@@ -152,6 +172,8 @@ pub struct Matcher {
     /// Per world rank: declared in the header, and finalized (or aborted).
     declared: Vec<bool>,
     finalized: Vec<bool>,
+    /// Per location (rank, thread): its calls around Init and Finalize.
+    lifecycle: FxHashMap<(Rank, u32), Lifecycle>,
     stats: MatchStats,
 }
 
@@ -177,6 +199,7 @@ impl Matcher {
             collectives: Collectives::new(&header.communicators),
             declared,
             finalized: vec![false; n],
+            lifecycle: FxHashMap::default(),
             stats: MatchStats::default(),
         }
     }
@@ -199,6 +222,7 @@ impl Matcher {
     /// Feeds one operation; `id` is its dense operation id.
     pub fn operation(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
         self.stats.operations += 1;
+        self.lifecycle(id, op, out)?;
         let kind = op.kind;
         if kind.is_send() {
             self.send(id, op, out)?;
@@ -242,6 +266,35 @@ impl Matcher {
         Ok(())
     }
 
+    /// Calls before `MPI_Init` are reported when the Init comes (a location whose Init was
+    /// not recorded is not judged), calls after `MPI_Finalize` at the end, one anomaly per
+    /// location each. Within a location calls come in time order, so arrival order is call
+    /// order (and needs no times). Calls kept as `Other(name)` are not judged: among them
+    /// are `MPI_Initialized`, `MPI_Finalized` and `MPI_Get_version`, which may come outside.
+    fn lifecycle(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
+        if matches!(op.kind, OpKind::Other(_)) {
+            return Ok(());
+        }
+        let state = self.lifecycle.entry((op.rank, op.thread)).or_default();
+        match op.kind {
+            OpKind::Init | OpKind::InitThread => {
+                state.initialized = true;
+                if let Some((first, calls)) = state.before.take() {
+                    out.anomaly(&Anomaly::CallBeforeInit {
+                        op: first,
+                        rank: op.rank,
+                        calls,
+                    })?;
+                }
+            }
+            _ if state.finalized => count_call(&mut state.after, id),
+            OpKind::Finalize => state.finalized = true,
+            _ if !state.initialized => count_call(&mut state.before, id),
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn send(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
         let (Some(comm), Some(dest), Some(tag)) = (op.comm, op.dest, op.send_tag) else {
             self.stats.unmatchable_p2p += 1;
@@ -258,9 +311,10 @@ impl Matcher {
             time: op.start,
             bytes: op.send_bytes,
             capacity: false,
+            datatype: one_sided_datatype(op),
         };
-        if let Some((m, recv)) = self.p2p.arrive(channel, true, me) {
-            self.check_length(&m, &recv, out)?;
+        if let Some((m, send, recv)) = self.p2p.arrive(channel, true, me) {
+            self.check_pair(&m, &send, &recv, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -295,12 +349,13 @@ impl Matcher {
             time: op.end,
             bytes: op.recv_bytes,
             capacity: op.flags & flags::RECV_CAPACITY != 0,
+            datatype: one_sided_datatype(op),
         };
         if op.request.is_some() && !op.kind.is_send() {
             self.irecvs.insert(id, None);
         }
-        if let Some((m, recv)) = self.p2p.arrive(channel, false, me) {
-            self.check_length(&m, &recv, out)?;
+        if let Some((m, send, recv)) = self.p2p.arrive(channel, false, me) {
+            self.check_pair(&m, &send, &recv, out)?;
             self.emit_message(&m, out)?;
         }
         Ok(())
@@ -327,6 +382,28 @@ impl Matcher {
         self.stats.messages += 1;
         self.stats.message_bytes = self.stats.message_bytes.saturating_add(m.bytes);
         out.message(m)
+    }
+
+    /// A matched pair's two sides agree: their datatypes, when both recorded one (Table
+    /// 3.1), and their lengths ([`Matcher::check_length`]).
+    fn check_pair(
+        &mut self,
+        m: &Message,
+        send: &Waiting,
+        recv: &Waiting,
+        out: &mut impl MatchSink,
+    ) -> Result<()> {
+        if let (Some(sent), Some(received)) = (send.datatype, recv.datatype) {
+            if sent != received {
+                out.anomaly(&Anomaly::DatatypeMismatch {
+                    send_op: m.send_op,
+                    recv_op: m.recv_op,
+                    sent,
+                    received,
+                })?;
+            }
+        }
+        self.check_length(m, recv, out)
     }
 
     /// A message whose receive recorded another length than its send: the message keeps
@@ -405,18 +482,33 @@ impl Matcher {
             Err(Refused::UnknownComm | Refused::NotMember) => {
                 self.stats.unmatchable_collectives += 1;
             }
-            Ok(Placed::Partial { root_mismatch, .. }) => {
+            Ok(Placed::Partial {
+                root_mismatch,
+                anomaly,
+            }) => {
                 self.root_mismatch(id, op, root_mismatch, out)?;
+                if let Some(a) = anomaly {
+                    out.anomaly(&a)?;
+                }
             }
             Ok(Placed::Complete {
                 instance,
                 root_mismatch,
+                anomaly,
+                no_overlap,
             }) => {
                 self.root_mismatch(id, op, root_mismatch, out)?;
+                if let Some(a) = anomaly {
+                    out.anomaly(&a)?;
+                }
                 self.stats.collectives_complete += 1;
                 let r = out.collective(&instance);
                 self.collectives.recycle(instance);
                 r?;
+                // After the instance, whose members it names.
+                if let Some(a) = no_overlap {
+                    out.anomaly(&a)?;
+                }
             }
         }
         Ok(())
@@ -445,7 +537,8 @@ impl Matcher {
     /// `UnmatchedSend` / `UnmatchedReceive` for every waiting send and receive (by op id);
     /// `RequestNeverCompleted` for every open request (by op id); every partial collective
     /// instance, each followed by its `IncompleteCollective` (by communicator id, kind code,
-    /// instance index); `MissingFinalize` for every declared process that called neither
+    /// instance index); `CallAfterFinalize` for every location that called MPI after its
+    /// Finalize (by rank, thread); `MissingFinalize` for every declared process that called neither
     /// `MPI_Finalize` nor `MPI_Abort` (by rank). Returns the counters.
     pub fn finish(mut self, out: &mut impl MatchSink) -> Result<MatchStats> {
         // Messages whose receive was never completed keep the receive call's own end time.
@@ -502,6 +595,16 @@ impl Matcher {
             })?;
         }
 
+        let mut after: Vec<(Rank, u32, OpId, u64)> = self
+            .lifecycle
+            .drain()
+            .filter_map(|((rank, thread), l)| l.after.map(|(op, calls)| (rank, thread, op, calls)))
+            .collect();
+        after.sort_unstable();
+        for (rank, _, op, calls) in after {
+            out.anomaly(&Anomaly::CallAfterFinalize { op, rank, calls })?;
+        }
+
         // A trace with no MPI call at all (an OpenMP or OpenCL run) misses no MPI_Finalize.
         let has_mpi = self.stats.operations > 0;
         for (rank, (&declared, &done)) in self.declared.iter().zip(&self.finalized).enumerate() {
@@ -511,6 +614,16 @@ impl Matcher {
             }
         }
         Ok(self.stats)
+    }
+}
+
+/// The datatype of a send or a receive; none for a `Sendrecv`, whose one recorded datatype
+/// may be either side's.
+fn one_sided_datatype(op: &Operation) -> Option<crate::model::StrId> {
+    if op.kind.is_send() && op.kind.is_receive() {
+        None
+    } else {
+        op.datatype
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use crate::hash::FxHashMap;
-use crate::model::{CommId, Message, OpId, Rank, Time};
+use crate::model::{CommId, Message, OpId, Rank, StrId, Time};
 
 /// Emptied queue buffers kept for reuse; more than this are freed.
 const POOL_LIMIT: usize = 256;
@@ -35,6 +35,9 @@ pub(super) struct Waiting {
     pub bytes: u64,
     /// A receive's `bytes` is its buffer's capacity ([`crate::model::flags::RECV_CAPACITY`]).
     pub capacity: bool,
+    /// The datatype this side recorded (none for a `Sendrecv`, whose one datatype may be
+    /// either side's).
+    pub datatype: Option<StrId>,
 }
 
 /// The waiting side(s) of one channel.
@@ -67,15 +70,15 @@ impl P2p {
     }
 
     /// One side arrives on `channel`: match it with the oldest waiting opposite side, or
-    /// make it wait. Returns the message if one was formed, with the bytes its receive
-    /// recorded (the message keeps the send's).
+    /// make it wait. Returns the message if one was formed, with its send's and its
+    /// receive's sides as they waited (the message keeps the send's bytes).
     #[inline]
     pub fn arrive(
         &mut self,
         channel: Channel,
         is_send: bool,
         me: Waiting,
-    ) -> Option<(Message, Waiting)> {
+    ) -> Option<(Message, Waiting, Waiting)> {
         let other = match self.queues.entry(channel) {
             Entry::Occupied(mut e) => {
                 let queue = e.get_mut();
@@ -122,7 +125,7 @@ impl P2p {
             send_op: send.op,
             recv_op: recv.op,
         };
-        Some((message, recv))
+        Some((message, send, recv))
     }
 
     /// Everything still waiting, ordered by operation id (a `Sendrecv`'s send before its
@@ -162,6 +165,7 @@ mod tests {
             time: op * 10,
             bytes: op,
             capacity: false,
+            datatype: None,
         }
     }
 

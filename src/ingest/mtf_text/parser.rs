@@ -447,6 +447,9 @@ struct LineParser {
     thread_op_counts: HashMap<(Rank, u32), u64, QuickBuild>,
     /// `location` lines after the first event, handed to the sink at the end.
     late_locations: Vec<Location>,
+    /// In an untimed trace: the events read so far per (rank, thread), which is the time
+    /// the next one gets.
+    ticks: HashMap<(Rank, u32), u64, QuickBuild>,
 }
 
 impl LineParser {
@@ -467,7 +470,28 @@ impl LineParser {
             op_counts: Vec::new(),
             thread_op_counts: HashMap::default(),
             late_locations: Vec::new(),
+            ticks: HashMap::default(),
         }
+    }
+
+    /// An untimed event's time: `-` where the time would be, read as the event's rank in
+    /// its location's sequence.
+    fn tick<'a>(
+        &mut self,
+        line: &[u8],
+        s: In<'a>,
+        rank: Rank,
+        thread: u32,
+    ) -> Result<(In<'a>, u64)> {
+        if s.first() != Some(&b'-') || !at_sep(&s[1..]) {
+            return Err(self
+                .ctx
+                .expected(line, s, "- for the time (the trace is untimed)"));
+        }
+        let next = self.ticks.entry((rank, thread)).or_insert(0);
+        let t = *next;
+        *next += 1;
+        Ok((&s[1..], t))
     }
 
     #[inline]
@@ -532,6 +556,7 @@ impl LineParser {
                     b"scenario"
                         | b"trace"
                         | b"comment"
+                        | b"untimed"
                         | b"processor"
                         | b"process"
                         | b"communicator"
@@ -656,6 +681,10 @@ impl LineParser {
                     self.hb.header.trace_name = text;
                 }
             }
+            b"untimed" => {
+                self.expect_end(line, s)?;
+                self.hb.header.untimed = true;
+            }
             b"comment" => {
                 let (s, text) = self.decl_name(line, s, "a comment string")?;
                 self.expect_end(line, s)?;
@@ -751,7 +780,7 @@ impl LineParser {
                 return Err(self.ctx.expected(
                     line,
                     rest,
-                    "a declaration (scenario, trace, comment, processor, process, communicator, string, location) or an event",
+                    "a declaration (scenario, trace, comment, untimed, processor, process, communicator, string, location) or an event",
                 ))
             }
         }
@@ -878,18 +907,36 @@ impl LineParser {
         };
         let s = spaces1(s).ok_or_else(|| self.ctx.expected(line, s, "a space after the rank"))?;
         self.cols[2] = off(s);
-        let (s, start) =
-            uint_u64(s).ok_or_else(|| self.ctx.expected(line, s, "an integer start time"))?;
+        let untimed = self.hb.header.untimed;
+        let (s, start) = if untimed {
+            self.tick(line, s, rank, thread)?
+        } else {
+            uint_u64(s).ok_or_else(|| self.ctx.expected(line, s, "an integer start time"))?
+        };
         let s = spaces1(s).ok_or_else(|| self.ctx.expected(line, s, "an integer end time"))?;
-        if !s.first().is_some_and(u8::is_ascii_digit) {
+        let time_next = if untimed {
+            s.first() == Some(&b'-')
+        } else {
+            s.first().is_some_and(u8::is_ascii_digit)
+        };
+        if !time_next {
             if let Some(enter) = routine_keyword(s) {
                 return self.routine(line, &s[5..], rank, thread, start, enter, sink);
             }
-            return Err(self.ctx.expected(line, s, "an integer end time"));
+            let what = if untimed {
+                "- for the end time (the trace is untimed)"
+            } else {
+                "an integer end time"
+            };
+            return Err(self.ctx.expected(line, s, what));
         }
         self.cols[3] = off(s);
-        let (s, end) =
-            uint_u64(s).ok_or_else(|| self.ctx.expected(line, s, "an integer end time"))?;
+        let (s, end) = if untimed {
+            // One tick per event: the end is the start.
+            (&s[1..], start)
+        } else {
+            uint_u64(s).ok_or_else(|| self.ctx.expected(line, s, "an integer end time"))?
+        };
         let s = spaces1(s).ok_or_else(|| self.ctx.expected(line, s, "an MPI call name"))?;
         self.cols[4] = off(s);
         let (mut s, bare) = name(s, &mut self.scratch)

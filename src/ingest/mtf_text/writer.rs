@@ -31,6 +31,17 @@ pub struct MtfWriter<W: Write> {
     /// Each string as the call name of an `Other` operation (quoted when it would otherwise
     /// read back as a fixed kind).
     call_names: Vec<Option<Box<[u8]>>>,
+    /// The trace is untimed: times are written `-`.
+    untimed: bool,
+}
+
+/// A time, or `-` in an untimed trace (whose times are only the events' order).
+fn push_time(b: &mut Vec<u8>, untimed: bool, t: u64) {
+    if untimed {
+        b.push(b'-');
+    } else {
+        push_u64(b, t);
+    }
 }
 
 impl MtfWriter<File> {
@@ -55,6 +66,7 @@ impl<W: Write> MtfWriter<W> {
             buf: Vec::with_capacity(FLUSH_AT + 4096),
             names: Vec::new(),
             call_names: Vec::new(),
+            untimed: false,
         }
     }
 
@@ -302,6 +314,11 @@ impl<W: Write> EventSink for MtfWriter<W> {
         b.extend_from_slice(b"MTF ");
         push_u64(b, super::VERSION.into());
         b.push(b'\n');
+        self.untimed = header.untimed;
+        let b = &mut self.buf;
+        if header.untimed {
+            b.extend_from_slice(b"untimed\n");
+        }
         for (key, text) in [
             ("scenario ", &header.scenario),
             ("trace ", &header.trace_name),
@@ -370,9 +387,9 @@ impl<W: Write> EventSink for MtfWriter<W> {
         self.who(op.rank, op.thread);
         let b = &mut self.buf;
         b.push(b' ');
-        push_u64(b, op.start);
+        push_time(b, self.untimed, op.start);
         b.push(b' ');
-        push_u64(b, op.end);
+        push_time(b, self.untimed, op.end);
         b.push(b' ');
         push_call(b, &self.call_names, op.kind)?;
         if let Some(c) = op.comm {
@@ -455,7 +472,7 @@ impl<W: Write> EventSink for MtfWriter<W> {
         self.who(event.rank, event.thread);
         let b = &mut self.buf;
         b.push(b' ');
-        push_u64(b, event.time);
+        push_time(b, self.untimed, event.time);
         b.extend_from_slice(if event.enter { b" enter " } else { b" leave " });
         let id = event.routine;
         let name = self

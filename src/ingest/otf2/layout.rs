@@ -72,6 +72,7 @@ impl Layout {
             processes,
             communicators,
             locations: Vec::new(),
+            untimed: false,
         };
         Ok(Layout {
             header,

@@ -310,6 +310,15 @@ impl<'a> Engine<'a> {
     /// A row's values, in the order of [`row_columns`] (with the wait of an operation when
     /// `waits` are given).
     pub(crate) fn row_values(&self, row: &Row, waits: Option<&WaitStates>) -> Vec<Value> {
+        // An untimed trace's times are only its events' order: shown as null.
+        let untimed = self.trace.header().untimed;
+        let time = |t: Time| -> Value {
+            if untimed {
+                Value::Null
+            } else {
+                t.into()
+            }
+        };
         let mut values = match row {
             Row::Msg(id, m) => vec![
                 (*id).into(),
@@ -318,16 +327,16 @@ impl<'a> Engine<'a> {
                 self.comm_name(m.comm).into(),
                 m.tag.into(),
                 m.bytes.into(),
-                m.send_time.into(),
-                m.recv_time.into(),
+                time(m.send_time),
+                time(m.recv_time),
             ],
             Row::Burst(id, b) => vec![
                 (*id).into(),
                 b.rank.into(),
                 b.thread.into(),
-                b.start.into(),
-                b.end.into(),
-                (b.end - b.start).into(),
+                time(b.start),
+                time(b.end),
+                time(b.end - b.start),
                 self.trace.kind_name(b.before).into(),
             ],
             Row::Op(id, o) => vec![
@@ -335,9 +344,9 @@ impl<'a> Engine<'a> {
                 o.rank.into(),
                 o.thread.into(),
                 self.trace.kind_name(o.kind).into(),
-                o.start.into(),
-                o.end.into(),
-                (o.end - o.start).into(),
+                time(o.start),
+                time(o.end),
+                time(o.end - o.start),
                 o.comm.map(|c| self.comm_name(c)).into(),
                 o.dest.or(o.source).into(),
                 o.send_tag.or(o.recv_tag).into(),
