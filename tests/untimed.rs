@@ -96,6 +96,77 @@ fn an_untimed_trace_shows_its_times_as_null() {
     assert_eq!(messages.rows.len(), 10);
     let c = messages.column("send_time_ns").unwrap();
     assert!(messages.rows.iter().all(|r| r[c] == Value::Null));
+    // The record targets too: every column of time or duration is null, the rest is there.
+    for (target, times) in [
+        ("ROUTINE CALLS", &["start_ns", "end_ns", "duration_ns"][..]),
+        (
+            "COLLECTIVE INSTANCES",
+            &["start_ns", "end_ns", "duration_ns", "skew_ns"][..],
+        ),
+    ] {
+        let r = untimed.run(&format!("SELECT {target}")).unwrap();
+        assert!(!r.rows.is_empty(), "{target}");
+        for column in times {
+            let c = r
+                .column(column)
+                .unwrap_or_else(|| panic!("{target}: {column} in {:?}", r.columns));
+            assert!(
+                r.rows.iter().all(|row| row[c] == Value::Null),
+                "{target} {column}"
+            );
+        }
+        assert!(
+            r.rows
+                .iter()
+                .all(|row| row.iter().any(|v| *v != Value::Null)),
+            "{target}"
+        );
+    }
+    // Counting needs no times.
+    let counts = rows(
+        &mut untimed,
+        "SELECT COUNT(*) FROM ROUTINE CALLS GROUP BY ROUTINE",
+    );
+    assert!(!counts.is_empty());
+}
+
+#[test]
+fn an_untimed_trace_stays_untimed_through_parquet_and_gxl_and_draws_no_timeline() {
+    let (dir, _, mut untimed) = both();
+    let db = untimed.database();
+    let trace = db.trace("untimed").unwrap();
+    let out = dir.path().join("pq");
+    mtfdb::export::parquet::export_parquet(&trace, &out).unwrap();
+    let gxl = dir.path().join("copy.gxl");
+    mtfdb::export::export_file(&trace, mtfdb::export::Format::Gxl, &gxl).unwrap();
+    // A timeline would take the order for times: refused, and nothing is written.
+    let json = dir.path().join("copy.json");
+    let e = mtfdb::export::export_file(&trace, mtfdb::export::Format::Chrome, &json)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a Chrome (Perfetto) timeline needs times"),
+        "{e}"
+    );
+    assert!(!json.exists());
+    drop(trace);
+    db.import(&out, Some("from-parquet")).unwrap();
+    db.import(&gxl, Some("from-gxl")).unwrap();
+    let before = rows(&mut untimed, "SELECT LOOPS FOR PROCESS(1)");
+    for copy in ["from-parquet", "from-gxl"] {
+        assert!(
+            untimed.database().trace(copy).unwrap().header().untimed,
+            "{copy}"
+        );
+        untimed.use_trace(copy).unwrap();
+        assert_eq!(
+            rows(&mut untimed, "SELECT LOOPS FOR PROCESS(1)"),
+            before,
+            "{copy}"
+        );
+        let e = untimed.run("SELECT PHASES").unwrap_err().to_string();
+        assert!(e.contains("needs times"), "{copy}: {e}");
+    }
 }
 
 #[test]
@@ -112,6 +183,24 @@ fn what_needs_times_says_so() {
         ("SELECT WAIT STATES", "SELECT WAIT STATES"),
         ("SELECT ALL OPERATIONS IN PHASE 1", "IN PHASE"),
         ("SELECT ALL MESSAGES BETWEEN TIME 0 AND 1", "BETWEEN TIME"),
+        (
+            "SELECT SUM(DURATION) FROM ROUTINE CALLS GROUP BY ROUTINE",
+            "an aggregate of DURATION",
+        ),
+        (
+            "SELECT AVG(DURATION) FROM OPERATIONS",
+            "an aggregate of DURATION",
+        ),
+        ("SELECT HISTOGRAM OF DURATION", "HISTOGRAM OF DURATION"),
+        ("SELECT MPI TIME", "MPI TIME"),
+        (
+            "SELECT ALL OPERATIONS WHERE DURATION > 5",
+            "WHERE on DURATION or SKEW",
+        ),
+        (
+            "SELECT COLLECTIVE INSTANCES WHERE SKEW > 0",
+            "WHERE on DURATION or SKEW",
+        ),
     ] {
         let e = untimed.run(statement).unwrap_err().to_string();
         assert!(e.ends_with(&format!("{what} {tail}")), "{statement}: {e}");

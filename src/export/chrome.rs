@@ -166,6 +166,7 @@ pub fn export(
     out: impl Write,
     name: &Path,
 ) -> Result<ExportStats> {
+    crate::query::needs_times(trace, "a Chrome (Perfetto) timeline")?;
     let mut restriction = restriction.clone();
     if let Some(r) = restriction.ranks.as_mut() {
         r.sort_unstable();

@@ -216,6 +216,10 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.open_node("trace", "Trace");
         self.text("traceName", &header.trace_name)?;
         self.text("comments", &header.comments)?;
+        if header.untimed {
+            // Its times are only its events' order: a reader must not take them for times.
+            self.flag("untimed");
+        }
         if let Some((first, last)) = self.times {
             self.int("startTime", first);
             self.int("endTime", last);

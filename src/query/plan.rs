@@ -9,7 +9,7 @@ use std::sync::Arc;
 use roaring::RoaringTreemap;
 
 use super::ast::{Scope, Selection, Target, Within};
-use super::exec::uses_wait;
+use super::exec::{compares_time, uses_wait};
 use super::names::{no_pattern, phase_ids, phase_of, rank_list};
 use super::usage;
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
@@ -189,6 +189,9 @@ impl<'a> Engine<'a> {
         }
         if sel.target == Target::CpuBursts {
             super::needs_times(self.trace, "CPU BURSTS")?;
+        }
+        if sel.filter.predicate.as_ref().is_some_and(compares_time) {
+            super::needs_times(self.trace, "WHERE on DURATION or SKEW")?;
         }
         if sel.target.is_record() {
             return self.select_records(sel);

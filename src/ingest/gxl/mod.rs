@@ -415,8 +415,10 @@ impl GraphReader {
             "Scenario" => self.header.scenario = a.text("description")?,
             "Trace" => {
                 let (name, comments) = (a.text("traceName")?, a.text("comments")?);
+                let untimed = a.flag("untimed")?;
                 self.header.trace_name = name;
                 self.header.comments = comments;
+                self.header.untimed = untimed;
             }
             "Processor" => {
                 let p = Processor {

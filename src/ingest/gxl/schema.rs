@@ -7,7 +7,7 @@
 //! | type | id | attributes |
 //! |---|---|---|
 //! | `Scenario` | `scen` | `description` |
-//! | `Trace` | `trace` | `traceName`, `comments`, `startTime`, `endTime` (ns, when the trace has events) |
+//! | `Trace` | `trace` | `traceName`, `comments`, `untimed` (`true` when the times are only the events' order), `startTime`, `endTime` (ns, when the trace has events) |
 //! | `StringTable` | `strings` | `strings`: the trace's names (datatypes, routines, MPI calls of no fixed kind) in id order, a `seq` of `string`s |
 //! | `Processor` | `PRCR<id>` | `processorId`, `processorName` |
 //! | `Process` | `PRC<rank>` | `rank`, `processName`, `processorId` (if known) |

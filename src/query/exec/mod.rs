@@ -13,7 +13,8 @@ use std::sync::Arc;
 use roaring::RoaringTreemap;
 
 use super::ast::{
-    CmpOp, Comparison, Expr, Field, Measure, Scope, Select, SelectBody, Selection, TimeWindow,
+    Aggregate, CmpOp, Comparison, Expr, Field, Measure, Scope, Select, SelectBody, Selection,
+    Statistic, TimeWindow,
 };
 use super::names::describe_comm;
 use super::plan::{Engine, PlanStep, Selected};
@@ -310,15 +311,7 @@ impl<'a> Engine<'a> {
     /// A row's values, in the order of [`row_columns`] (with the wait of an operation when
     /// `waits` are given).
     pub(crate) fn row_values(&self, row: &Row, waits: Option<&WaitStates>) -> Vec<Value> {
-        // An untimed trace's times are only its events' order: shown as null.
-        let untimed = self.trace.header().untimed;
-        let time = |t: Time| -> Value {
-            if untimed {
-                Value::Null
-            } else {
-                t.into()
-            }
-        };
+        let time = |t: Time| self.time_value(t);
         let mut values = match row {
             Row::Msg(id, m) => vec![
                 (*id).into(),
@@ -372,6 +365,9 @@ impl<'a> Engine<'a> {
 
     /// Runs a SELECT (or plans it, for EXPLAIN).
     pub fn select(&self, s: &Select, explain: bool) -> Result<ResultSet> {
+        if let Some(what) = measures_time(&s.body) {
+            super::needs_times(self.trace, what)?;
+        }
         if !explain && matches!(s.body, SelectBody::Rows(_)) {
             let mut r = ResultSet::new(Vec::<String>::new());
             self.select_into(s, &mut r)?;
@@ -738,5 +734,37 @@ fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>, waits: Option<&Wa
                 None => c.op == CmpOp::Ne,
             }
         }
+    }
+}
+
+/// What of a statement's body sums, bins or compares durations (which an untimed trace does
+/// not have: its times are only its events' order), if anything.
+fn measures_time(body: &SelectBody) -> Option<&'static str> {
+    let duration = |m: &Measure| *m == Measure::Duration;
+    match body {
+        SelectBody::Rows(_) => None,
+        SelectBody::Aggregate { aggregates, .. } => aggregates
+            .iter()
+            .any(|a| match a {
+                Aggregate::Count => false,
+                Aggregate::Sum(m) | Aggregate::Avg(m) | Aggregate::Min(m) | Aggregate::Max(m) => {
+                    duration(m)
+                }
+            })
+            .then_some("an aggregate of DURATION"),
+        SelectBody::Statistic { statistic, .. } => match statistic {
+            Statistic::Histogram { of, .. } if duration(of) => Some("HISTOGRAM OF DURATION"),
+            Statistic::MpiTime => Some("MPI TIME"),
+            _ => None,
+        },
+    }
+}
+
+/// Whether a `WHERE` condition compares a duration (`DURATION`, `SKEW`).
+pub(crate) fn compares_time(e: &Expr) -> bool {
+    match e {
+        Expr::Compare(c) => matches!(c.field, Field::Duration | Field::Skew),
+        Expr::And(items) | Expr::Or(items) => items.iter().any(compares_time),
+        Expr::Not(a) => compares_time(a),
     }
 }

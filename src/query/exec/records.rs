@@ -281,6 +281,7 @@ impl<'a> Engine<'a> {
 
     /// One chunk of a record target's table, as records without their id.
     fn read_records(&self, target: Target, chunk: u32) -> Result<Vec<Record>> {
+        let time = |t: Time| self.time_value(t);
         match target {
             Target::RoutineCalls => Ok(self
                 .trace
@@ -298,9 +299,9 @@ impl<'a> Engine<'a> {
                             c.thread.into(),
                             routine.clone().into(),
                             u64::from(c.depth).into(),
-                            c.start.into(),
-                            c.end.into(),
-                            c.end.saturating_sub(c.start).into(),
+                            time(c.start),
+                            time(c.end),
+                            time(c.end.saturating_sub(c.start)),
                         ],
                         routine: Some(routine),
                         ..Record::empty()
@@ -332,14 +333,14 @@ impl<'a> Engine<'a> {
                             r.rank.into(),
                             operation.clone().into(),
                             l.request_op.into(),
-                            r.start.into(),
-                            r.end.into(),
+                            time(r.start),
+                            time(r.end),
                             self.trace.kind_name(c.kind).into(),
                             l.completion_op.into(),
-                            c.start.into(),
-                            c.end.into(),
-                            c.start.saturating_sub(r.end).into(),
-                            c.end.saturating_sub(r.start).into(),
+                            time(c.start),
+                            time(c.end),
+                            time(c.start.saturating_sub(r.end)),
+                            time(c.end.saturating_sub(r.start)),
                         ],
                         operation: Some(operation),
                         ..Record::empty()
@@ -373,10 +374,10 @@ impl<'a> Engine<'a> {
                                 self.comm_name(i.comm).into(),
                                 i.root.into(),
                                 (i.ops.len() as u64).into(),
-                                i.start.into(),
-                                i.end.into(),
-                                i.end.saturating_sub(i.start).into(),
-                                (last - first).into(),
+                                time(i.start),
+                                time(i.end),
+                                time(i.end.saturating_sub(i.start)),
+                                time(last - first),
                                 i.send_bytes.into(),
                                 i.recv_bytes.into(),
                             ],
@@ -394,6 +395,16 @@ impl<'a> Engine<'a> {
                     .map(|a| self.anomaly_record(a, &ops))
                     .collect())
             }
+        }
+    }
+
+    /// A time or a duration as shown: null in an untimed trace, whose times are only its
+    /// events' order.
+    pub(crate) fn time_value(&self, t: Time) -> Value {
+        if self.trace.header().untimed {
+            Value::Null
+        } else {
+            t.into()
         }
     }
 
@@ -431,7 +442,7 @@ impl<'a> Engine<'a> {
                 rank.into(),
                 operation.clone().into(),
                 op_id.into(),
-                time.into(),
+                time.map_or(Value::Null, |t| self.time_value(t)),
                 message.into(),
             ],
             operation,
