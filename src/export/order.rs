@@ -32,7 +32,7 @@ use crate::store::OpChunkInfo;
 use crate::Trace;
 
 /// Operations decoded and held at once across all locations (1,048,576: sixteen locations
-/// hold a whole chunk each, so that none is decoded twice; about 150 MB).
+/// hold a whole chunk each, so that none is decoded twice).
 const HELD_ROWS: usize = 1 << 20;
 /// The smallest window a location reads its operations through.
 const MIN_WINDOW: usize = 1024;
@@ -116,6 +116,16 @@ impl OpCursor {
 
     fn advance(&mut self) {
         self.at += 1;
+    }
+
+    /// Moves the current operation out (a cheap empty one stays in its place) and steps
+    /// over it.
+    fn take_current(&mut self) -> Option<(OpId, Operation)> {
+        let id = self.first_id + self.at as u64;
+        let slot = self.rows.get_mut(self.at)?;
+        let op = std::mem::replace(slot, Operation::new(slot.rank, slot.kind, 0, 0));
+        self.at += 1;
+        Some((id, op))
     }
 }
 
@@ -282,12 +292,11 @@ impl Location {
     fn take(&mut self, step: Step) -> Event {
         match step {
             Step::Op => {
-                let cursor = self.ops.as_mut().expect("peeked before");
-                let (id, op) = cursor
-                    .current()
-                    .map(|(id, op)| (id, op.clone()))
+                let (id, op) = self
+                    .ops
+                    .as_mut()
+                    .and_then(OpCursor::take_current)
                     .expect("peeked before");
-                cursor.advance();
                 let at = OpPosition {
                     rank: self.rank,
                     thread: self.thread,
