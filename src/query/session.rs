@@ -92,7 +92,7 @@ impl Session {
     }
 
     /// The current trace, opened once and kept while it stays current.
-    pub(super) fn trace(&mut self) -> Result<&Trace> {
+    pub(crate) fn trace(&mut self) -> Result<&Trace> {
         Ok(self.open_current()?.0)
     }
 

@@ -148,9 +148,7 @@ fn timeline_of(
     selection: &Selection,
     title: &str,
 ) -> Result<canvas::Canvas> {
-    let trace = session.database().trace(&session.current_trace()?)?;
-    crate::query::needs_times(&trace, "a timeline")?;
-    drop(trace);
+    crate::query::needs_times(session.trace()?, "a timeline")?;
     let mut drawn = timeline::Timeline::new();
     for row in session.query_statement(&Statement::Select(select.clone()))? {
         drawn.add_row(&row?);
