@@ -1277,12 +1277,7 @@ mod properties {
     }
 
     fn aggregate() -> impl Strategy<Value = Aggregate> {
-        let m = prop::sample::select(vec![
-            Measure::Size,
-            Measure::Duration,
-            Measure::Sent,
-            Measure::Received,
-        ]);
+        let m = prop::sample::select(Measure::ALL.to_vec());
         prop_oneof![
             Just(Aggregate::Count),
             m.clone().prop_map(Aggregate::Sum),
@@ -1293,21 +1288,8 @@ mod properties {
     }
 
     fn body() -> impl Strategy<Value = SelectBody> {
-        let group = prop::sample::select(vec![
-            GroupKey::Process,
-            GroupKey::Peer,
-            GroupKey::Operation,
-            GroupKey::Tag,
-            GroupKey::Comm,
-            GroupKey::Routine,
-            GroupKey::Class,
-        ]);
-        let measure = prop::sample::select(vec![
-            Measure::Size,
-            Measure::Duration,
-            Measure::Sent,
-            Measure::Received,
-        ]);
+        let group = prop::sample::select(GroupKey::ALL.to_vec());
+        let measure = prop::sample::select(Measure::ALL.to_vec());
         let bins = prop_oneof![Just(Bins::Log2), (1..1000u32).prop_map(Bins::Count)];
         let statistic = prop_oneof![
             Just(Statistic::FanIn),

@@ -178,21 +178,8 @@ fn statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<S
 fn record_statements(runner: &mut TestRunner, ranks: u32, span: u64, n: usize) -> Vec<Select> {
     let mut out = Vec::new();
     let selections = record_selection_strategy();
-    let keys = [
-        GroupKey::Process,
-        GroupKey::Peer,
-        GroupKey::Operation,
-        GroupKey::Tag,
-        GroupKey::Comm,
-        GroupKey::Routine,
-        GroupKey::Class,
-    ];
-    let measures = [
-        Measure::Size,
-        Measure::Duration,
-        Measure::Sent,
-        Measure::Received,
-    ];
+    let keys = GroupKey::ALL;
+    let measures = Measure::ALL;
     for k in 0..n * 4 {
         let (mut sel, window) = selections.new_tree(runner).unwrap().current();
         if !runnable(&sel, ranks) {

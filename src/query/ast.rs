@@ -570,6 +570,16 @@ pub enum Measure {
     Received,
 }
 
+impl Measure {
+    /// Every measure, in declaration order (for tests and tools that enumerate the language).
+    pub const ALL: [Measure; 4] = [
+        Measure::Size,
+        Measure::Duration,
+        Measure::Sent,
+        Measure::Received,
+    ];
+}
+
 /// A `GROUP BY` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum GroupKey {
@@ -587,6 +597,19 @@ pub enum GroupKey {
     Routine,
     /// `CLASS`: an anomaly's class.
     Class,
+}
+
+impl GroupKey {
+    /// Every key, in declaration order (for tests and tools that enumerate the language).
+    pub const ALL: [GroupKey; 7] = [
+        GroupKey::Process,
+        GroupKey::Peer,
+        GroupKey::Operation,
+        GroupKey::Tag,
+        GroupKey::Comm,
+        GroupKey::Routine,
+        GroupKey::Class,
+    ];
 }
 
 /// A statistic statement.
