@@ -80,12 +80,18 @@ impl Terminal {
     /// Types `line` and presses Enter, once the shell waits at an empty prompt (keys typed
     /// ahead while a statement runs could reach the terminal before the editor).
     fn enter(&self, line: &str) {
+        self.wait_for_prompt();
+        self.type_text(line);
+        self.press("Enter");
+    }
+
+    /// Waits until the shell shows an empty prompt: only then is the line editor reading keys
+    /// (it discards keys typed ahead while it switches the terminal to raw mode).
+    fn wait_for_prompt(&self) {
         self.wait_until("an empty prompt", |s| {
             let last = s.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
             matches!(last.trim(), "mtfdb>" | "...>")
         });
-        self.type_text(line);
-        self.press("Enter");
     }
 
     /// What the terminal shows.
@@ -211,6 +217,7 @@ fn tab_completes_a_mode_and_a_file_path() {
     t.wait_for("mtfdb> .mode csv");
     t.press("Enter");
     // The folder holds db, home and ring.mtf: "ri" can only be the trace file.
+    t.wait_for_prompt();
     t.type_text(".import ri");
     t.press("Tab");
     t.wait_for("mtfdb> .import ring.mtf");
