@@ -23,8 +23,7 @@ use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
     RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
 };
-use crate::store::segment::SpillFile;
-use crate::store::tables::{self, row_id, Columns, CHUNK_ROWS};
+use crate::store::tables::{self, row_id, Columns, OperationRows, CHUNK_ROWS};
 use crate::store::{
     encode_postings, IndexDim, MessageColumns, OpChunkInfo, OperationColumns, Table, TraceMeta,
     TraceSummary, TraceWriter,
@@ -41,16 +40,20 @@ const ANOMALY_CHUNK: usize = 65_536;
 
 /// A unit of work for the writer thread.
 enum Job {
-    /// Rows of an operation chunk that stays open, to park in the scratch file.
-    OpPiece {
-        chunk: u32,
-        cols: Columns,
+    /// Rows of operation chunks that stay open, to park in the scratch file: their pieces
+    /// one after another ([`OperationRows::encode_piece`]), and per piece its chunk, offset
+    /// and length in `bytes`.
+    OpPieces {
+        bytes: Vec<u8>,
+        pieces: Vec<(u32, u64, u32)>,
     },
     /// The last rows of an operation chunk: joined with its parked pieces and packed.
     Ops {
         chunk: u32,
         rank: Rank,
-        cols: Columns,
+        cols: OperationRows,
+        /// The chunk's rows, parked ones included.
+        rows: usize,
     },
     Messages {
         chunk: u32,
@@ -77,6 +80,7 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<p
     let mut batch: Vec<Job> = Vec::new();
     let mut pieces: HashMap<u32, Vec<pack::Piece>> = HashMap::default();
     let mut packer = pack::OpPacker::default();
+    let mut encoding: Option<Receiver<Vec<Result<Encoded>>>> = None;
     while let Ok(job) = jobs.recv() {
         // Chunks that queued up meanwhile are encoded together on every core (at the end of
         // an import, when the other stages are done, that is where the time goes).
@@ -96,14 +100,29 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<p
         });
         for job in flat {
             match job {
-                Job::OpPiece { chunk, cols } => {
-                    let spill = writer.spill_file()?;
-                    let piece = spill.append(&cols.encode_fast())?;
-                    pieces.entry(chunk).or_default().push(piece);
+                Job::OpPieces {
+                    bytes,
+                    pieces: parked,
+                } => {
+                    let (at, _) = writer.spill_file()?.append(&bytes)?;
+                    for (chunk, offset, len) in parked {
+                        pieces.entry(chunk).or_default().push((at + offset, len));
+                    }
                 }
-                Job::Ops { chunk, rank, cols } => {
+                Job::Ops {
+                    chunk,
+                    rank,
+                    cols,
+                    rows,
+                } => {
                     let parked = pieces.remove(&chunk).unwrap_or_default();
-                    work.push((Job::Ops { chunk, rank, cols }, parked));
+                    let job = Job::Ops {
+                        chunk,
+                        rank,
+                        cols,
+                        rows,
+                    };
+                    work.push((job, parked));
                 }
                 job => work.push((job, Vec::new())),
             }
@@ -111,46 +130,68 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<p
         if work.iter().any(|(_, parked)| !parked.is_empty()) {
             writer.spill_file()?.flush()?;
         }
-        let spill = writer.spill();
-        let encoded: Vec<Result<Encoded>> = if work.len() > 1 {
-            work.into_par_iter()
-                .map(|(job, parked)| encode_job(job, spill, &parked))
-                .collect()
-        } else {
-            work.into_iter()
-                .map(|(job, parked)| encode_job(job, spill, &parked))
-                .collect()
-        };
-        for job in encoded {
-            match job? {
-                Encoded::Ops {
-                    chunk,
-                    rows,
-                    postings,
-                    bytes,
-                } => packer.add(writer, chunk, rows, bytes, postings)?,
-                Encoded::Chunk {
-                    table,
-                    chunk,
-                    postings,
-                    bytes,
-                } => {
-                    for (dim, index) in postings {
-                        writer.put_encoded_postings(dim, chunk, index)?;
-                    }
-                    writer.put_encoded_chunk(table, chunk, bytes)?;
-                }
-                Encoded::Plain(Job::Table { table, chunk, cols }) => {
-                    writer.put_chunk(table, chunk, &cols)?
-                }
-                Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
-                    writer.put_anomalies(chunk, &anomalies)?
-                }
-                Encoded::Plain(_) => {}
-            }
+        let bytes = pack::ParkedBytes::read(writer.spill(), work.iter().flat_map(|(_, p)| p))?;
+        // Encoded on the pool while this thread stores the batch before: storing (packing,
+        // compressing packs, writing) is serial, and waiting for it left the cores idle at
+        // the end of many-rank imports.
+        let (done, encoded) = std::sync::mpsc::channel();
+        rayon::spawn(move || {
+            // A panic must not abort the process from the pool: it drops `done`, and the
+            // store below reports the pipeline stopped.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let jobs: Vec<Result<Encoded>> = work
+                    .into_par_iter()
+                    .map(|(job, parked)| encode_job(job, &bytes, &parked))
+                    .collect();
+                let _ = done.send(jobs);
+            }));
+        });
+        if let Some(before) = encoding.replace(encoded) {
+            store_encoded(writer, &mut packer, before)?;
         }
     }
+    if let Some(last) = encoding {
+        store_encoded(writer, &mut packer, last)?;
+    }
     packer.finish(writer)
+}
+
+/// Stores a batch of encoded jobs, in order, once the pool has encoded them.
+fn store_encoded(
+    writer: &mut TraceWriter<'_>,
+    packer: &mut pack::OpPacker,
+    encoded: Receiver<Vec<Result<Encoded>>>,
+) -> Result<()> {
+    let encoded = encoded.recv().map_err(|_| pipeline_stopped())?;
+    for job in encoded {
+        match job? {
+            Encoded::Ops {
+                chunk,
+                rows,
+                postings,
+                bytes,
+            } => packer.add(writer, chunk, rows, bytes, postings)?,
+            Encoded::Chunk {
+                table,
+                chunk,
+                postings,
+                bytes,
+            } => {
+                for (dim, index) in postings {
+                    writer.put_encoded_postings(dim, chunk, index)?;
+                }
+                writer.put_encoded_chunk(table, chunk, bytes)?;
+            }
+            Encoded::Plain(Job::Table { table, chunk, cols }) => {
+                writer.put_chunk(table, chunk, &cols)?
+            }
+            Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
+                writer.put_anomalies(chunk, &anomalies)?
+            }
+            Encoded::Plain(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A job with its column chunk and indexes encoded, ready for the segment.
@@ -173,10 +214,15 @@ enum Encoded {
     Plain(Job),
 }
 
-fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Result<Encoded> {
+fn encode_job(job: Job, bytes: &pack::ParkedBytes, parked: &[pack::Piece]) -> Result<Encoded> {
     Ok(match job {
-        Job::Ops { chunk, rank, cols } => {
-            let cols = pack::join_pieces(spill, parked, cols, chunk)?;
+        Job::Ops {
+            chunk,
+            rank,
+            cols,
+            rows,
+        } => {
+            let cols = pack::join_pieces(bytes, parked, cols, chunk, rows)?;
             Encoded::Ops {
                 chunk,
                 rows: cols.rows,
@@ -206,78 +252,59 @@ fn encode_job(job: Job, spill: Option<&SpillFile>, parked: &[pack::Piece]) -> Re
     })
 }
 
-/// Groups a chunk's rows by the value `value_of` gives each (None: not indexed) into
-/// bitmaps of ids, merged into `groups`.
-fn group_rows(
+/// Groups a chunk's rows by the value `value_of` gives each (None: not indexed): per value,
+/// the rows' ids in ascending order, values in no particular order.
+fn group_ids(
     chunk: u32,
     rows: usize,
-    groups: &mut HashMap<u32, RoaringTreemap>,
     mut value_of: impl FnMut(usize) -> Option<u32>,
-) {
-    // Ids are collected in ascending order per value, then built into bitmaps in one go
-    // (inserting run by run into an array container shifts it every time).
-    let mut ids: HashMap<u32, u32> = HashMap::default();
+) -> Vec<(u32, Vec<u64>)> {
+    let mut slots: HashMap<u32, usize> = HashMap::default();
     let mut last: Option<(u32, usize)> = None;
-    let mut lists: Vec<Vec<u64>> = Vec::new();
+    let mut groups: Vec<(u32, Vec<u64>)> = Vec::new();
     for r in 0..rows {
         let Some(v) = value_of(r) else { continue };
         let slot = match last {
             Some((lv, slot)) if lv == v => slot,
             _ => {
-                let next = lists.len();
-                let slot = *ids.entry(v).or_insert_with(|| next as u32) as usize;
-                if slot == lists.len() {
-                    lists.push(Vec::new());
+                let next = groups.len();
+                let slot = *slots.entry(v).or_insert(next);
+                if slot == next {
+                    groups.push((v, Vec::new()));
                 }
                 last = Some((v, slot));
                 slot
             }
         };
-        lists[slot].push(row_id(chunk, r));
+        groups[slot].1.push(row_id(chunk, r));
     }
-    for (v, slot) in ids {
-        let list = std::mem::take(&mut lists[slot as usize]);
-        let bitmap = RoaringTreemap::from_sorted_iter(list).expect("row ids ascend");
-        *groups.entry(v).or_default() |= bitmap;
-    }
+    groups
 }
 
-/// The index bitmaps of one operation chunk: process, communicator, kind and peer.
-fn op_chunk_indexes(
-    chunk: u32,
-    rank: Rank,
-    cols: &Columns,
-) -> Vec<(IndexDim, u32, RoaringTreemap)> {
+/// The index groups of one operation chunk: process, communicator, kind and peer, as lists of
+/// ids (the packer makes the bitmaps once per pack: per chunk, thousands of short chunks made
+/// thousands of small bitmaps only to merge them).
+fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> pack::Postings {
     let ops = OperationColumns::new(chunk, cols);
-    let mut out = Vec::new();
-    let mut all = RoaringTreemap::new();
-    all.insert_range(tables::chunk_ids(chunk, cols.rows));
-    out.push((IndexDim::Process, rank, all));
+    let mut out = vec![(
+        IndexDim::Process,
+        rank,
+        tables::chunk_ids(chunk, cols.rows).collect(),
+    )];
     let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
-        let mut groups = HashMap::default();
-        group_rows(chunk, cols.rows, &mut groups, f);
-        let mut g: Vec<_> = groups.into_iter().collect();
-        g.sort_by_key(|(v, _)| *v);
-        out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
+        out.extend(
+            group_ids(chunk, cols.rows, f)
+                .into_iter()
+                .map(|(v, ids)| (dim, v, ids)),
+        );
     };
     by(IndexDim::Comm, &|r| ops.comm(r));
     by(IndexDim::Kind, &|r| ops.kind(r).map(OpKind::code));
-    // A row's peers: destination, source, root (a Sendrecv has two).
-    let mut peers: HashMap<u32, RoaringTreemap> = HashMap::default();
-    for peer in [
-        OperationColumns::dest,
-        OperationColumns::source,
-        OperationColumns::root,
-    ] {
-        let mut groups = HashMap::default();
-        group_rows(chunk, cols.rows, &mut groups, |r| peer(&ops, r));
-        for (v, ids) in groups {
-            *peers.entry(v).or_default() |= ids;
-        }
-    }
-    let mut peers: Vec<_> = peers.into_iter().collect();
-    peers.sort_by_key(|(v, _)| *v);
-    out.extend(peers.into_iter().map(|(v, ids)| (IndexDim::Peer, v, ids)));
+    // A row's peers: destination, source, root (a Sendrecv has two; the packer drops an id
+    // listed twice).
+    by(IndexDim::Peer, &|r| ops.dest(r));
+    by(IndexDim::Peer, &|r| ops.source(r));
+    by(IndexDim::Peer, &|r| ops.root(r));
     out
 }
 
@@ -293,11 +320,12 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
         (IndexDim::MessageReceiver, MessageColumns::receiver),
         (IndexDim::MessageComm, MessageColumns::comm),
     ] {
-        let mut groups = HashMap::default();
-        group_rows(chunk, cols.rows, &mut groups, |r| Some(value(&messages, r)));
-        let mut g: Vec<_> = groups.into_iter().collect();
-        g.sort_by_key(|(v, _)| *v);
-        out.extend(g.into_iter().map(|(v, ids)| (dim, v, ids)));
+        let mut groups = group_ids(chunk, cols.rows, |r| Some(value(&messages, r)));
+        groups.sort_unstable_by_key(|(v, _)| *v);
+        out.extend(groups.into_iter().map(|(v, ids)| {
+            let bitmap = RoaringTreemap::from_sorted_iter(ids).expect("row ids ascend");
+            (dim, v, bitmap)
+        }));
     }
     out
 }
@@ -306,7 +334,7 @@ fn message_chunk_indexes(chunk: u32, cols: &Columns) -> Vec<(IndexDim, u32, Roar
 struct OpenChunk {
     chunk: u32,
     /// Its rows not parked yet.
-    cols: Columns,
+    cols: OperationRows,
     /// All its rows, parked or not.
     rows: usize,
     first_row: u64,
@@ -574,7 +602,7 @@ impl Importer {
         let Some(open) = loc.open.take() else {
             return Ok(());
         };
-        self.buffered_rows -= open.cols.rows;
+        self.buffered_rows -= open.cols.len();
         self.op_chunks.push(OpChunkInfo {
             chunk: open.chunk,
             rank: loc.rank,
@@ -589,17 +617,21 @@ impl Importer {
             offset: 0,
             len: 0,
         });
-        let rows = open.cols.rows;
+        // The writer joins the chunk's parked pieces to these rows: what it holds is the
+        // whole chunk (counting only the rows not parked let a batch at the end of a
+        // many-rank import hold millions of rows).
+        let rows = open.rows;
         let job = Job::Ops {
             chunk: open.chunk,
             rank: loc.rank,
             cols: open.cols,
+            rows,
         };
         self.post(job, rows)
     }
 
-    /// Queues an operation job for the writer; sends the queue once it holds a chunk's worth
-    /// of rows.
+    /// Queues an operation job for the writer; sends the queue once its jobs hand the writer a
+    /// chunk's worth of rows.
     fn post(&mut self, job: Job, rows: usize) -> Result<()> {
         self.outbox.push(job);
         self.outbox_rows += rows;
@@ -629,26 +661,30 @@ impl Importer {
     /// still make full chunks. One pass over the locations per cap's worth of rows.
     fn relieve_buffers(&mut self) -> Result<()> {
         let processes = self.locations.len();
+        // The pieces are encoded here, into one buffer: one job and one write for all of
+        // them, and no buffer handed to the writer thread to free per location.
+        let (mut bytes, mut pieces, mut parked_rows) = (Vec::new(), Vec::new(), 0);
         for rank in 0..processes {
             for i in 0..self.locations[rank].len() {
                 let Some(open) = self.locations[rank][i].open.as_mut() else {
                     continue;
                 };
-                if open.cols.rows >= OWN_CHUNK_ROWS {
+                if open.cols.len() >= OWN_CHUNK_ROWS {
                     self.flush_location(rank as Rank, i)?;
-                } else if open.cols.rows > 0 {
-                    // The buffer goes with the job: a location that had a few rows starts
-                    // again from nothing instead of holding its largest buffer forever.
-                    let room = chunk_room(processes, open.rows);
-                    let cols = std::mem::replace(
-                        &mut open.cols,
-                        Columns::with_capacity(Table::Operations.columns(), room),
-                    );
-                    self.buffered_rows -= cols.rows;
-                    let (chunk, rows) = (open.chunk, cols.rows);
-                    self.post(Job::OpPiece { chunk, cols }, rows)?;
+                } else if !open.cols.is_empty() {
+                    let at = bytes.len();
+                    open.cols.encode_piece(&mut bytes);
+                    pieces.push((open.chunk, at as u64, (bytes.len() - at) as u32));
+                    parked_rows += open.cols.len();
+                    // A location that had many rows keeps room for its share of the cap
+                    // only, not its largest buffer forever.
+                    open.cols.clear_keeping(chunk_room(processes, open.rows));
                 }
             }
+        }
+        self.buffered_rows -= parked_rows;
+        if !pieces.is_empty() {
+            self.post(Job::OpPieces { bytes, pieces }, parked_rows)?;
         }
         self.send_outbox()
     }
@@ -772,7 +808,7 @@ impl EventSink for Importer {
             }
             loc.open = Some(OpenChunk {
                 chunk: *next_chunk,
-                cols: Columns::with_capacity(Table::Operations.columns(), chunk_room(processes, 0)),
+                cols: OperationRows::with_capacity(chunk_room(processes, 0)),
                 rows: 0,
                 first_row: loc.rows,
                 first_start: op.start,
@@ -784,7 +820,7 @@ impl EventSink for Importer {
         }
         let open = loc.open.as_mut().expect("just opened");
         let id = row_id(open.chunk, open.rows);
-        tables::push_operation(&mut open.cols, op, depth);
+        open.cols.push(op, depth);
         open.rows += 1;
         open.last_start = op.start;
         open.max_end = open.max_end.max(op.end);

@@ -36,6 +36,7 @@
 //! ([`export`]).
 
 mod anomaly_text;
+mod by_rank;
 mod database;
 mod error;
 pub mod export;

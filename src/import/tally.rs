@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use crate::hash::FxHashMap as HashMap;
+use crate::by_rank::ByRank;
 use crate::model::{flags, Anomaly, Message, OpId, OpKind, Operation, Rank};
 use crate::store::{PairTraffic, RankTraffic};
 
@@ -30,8 +30,8 @@ fn add_bytes(total: &mut u64, x: u64) -> bool {
 pub(crate) struct Tally {
     /// Per process traffic, by rank.
     pub(crate) traffic: Vec<RankTraffic>,
-    /// Messages and bytes per (sender, receiver).
-    pub(crate) pairs: HashMap<(Rank, Rank), (u64, u64)>,
+    /// Messages and bytes per (sender, receiver), by sender.
+    pub(crate) pairs: ByRank<Rank, (u64, u64)>,
     overflowed: HashSet<(Option<Rank>, String)>,
 }
 
@@ -92,7 +92,7 @@ impl Tally {
                 self.overflow(Some(m.receiver), "bytes received by the rank", out);
             }
         }
-        let pair = self.pairs.entry((m.sender, m.receiver)).or_default();
+        let pair = self.pairs.get_or_default(m.sender, m.receiver);
         pair.0 += 1;
         if add_bytes(&mut pair.1, m.bytes) {
             let what = format!("bytes from rank {} to rank {}", m.sender, m.receiver);
@@ -106,7 +106,8 @@ impl Tally {
         let mut pairs: Vec<PairTraffic> = self
             .pairs
             .drain()
-            .map(|((sender, receiver), (messages, bytes))| PairTraffic {
+            .into_iter()
+            .map(|(sender, receiver, (messages, bytes))| PairTraffic {
                 sender,
                 receiver,
                 messages,

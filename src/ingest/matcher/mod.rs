@@ -34,6 +34,7 @@ use crate::model::{
     RequestLink, Time, TraceHeader, ANY_TAG,
 };
 
+use crate::by_rank::ByRank;
 use collective::{Collectives, Placed, Refused};
 use p2p::{Channel, P2p, Waiting};
 
@@ -164,16 +165,18 @@ pub struct Matcher {
     /// Non-blocking receives not yet matched and completed: the end of the Wait/Test that
     /// completed each, once known. A message's receive time is when its data arrived, which for
     /// an `MPI_Irecv` is the end of the call that completed it, not of the `MPI_Irecv` itself.
-    irecvs: FxHashMap<OpId, Option<Time>>,
-    /// Messages whose non-blocking receive is matched but not yet completed, by receive op.
-    deferred: FxHashMap<OpId, Message>,
-    requests: FxHashMap<(Rank, RequestId), Open>,
+    /// By the receiving rank.
+    irecvs: ByRank<OpId, Option<Time>>,
+    /// Messages whose non-blocking receive is matched but not yet completed, by receiving
+    /// rank and receive op.
+    deferred: ByRank<OpId, Message>,
+    requests: ByRank<RequestId, Open>,
     collectives: Collectives,
     /// Per world rank: declared in the header, and finalized (or aborted).
     declared: Vec<bool>,
     finalized: Vec<bool>,
     /// Per location (rank, thread): its calls around Init and Finalize.
-    lifecycle: FxHashMap<(Rank, u32), Lifecycle>,
+    lifecycle: ByRank<u32, Lifecycle>,
     stats: MatchStats,
 }
 
@@ -193,13 +196,13 @@ impl Matcher {
         }
         Matcher {
             p2p: P2p::default(),
-            irecvs: FxHashMap::default(),
-            deferred: FxHashMap::default(),
-            requests: FxHashMap::default(),
+            irecvs: ByRank::default(),
+            deferred: ByRank::default(),
+            requests: ByRank::default(),
             collectives: Collectives::new(&header.communicators),
             declared,
             finalized: vec![false; n],
-            lifecycle: FxHashMap::default(),
+            lifecycle: ByRank::default(),
             stats: MatchStats::default(),
         }
     }
@@ -234,7 +237,7 @@ impl Matcher {
             self.complete(id, op, out)?;
         } else if kind == OpKind::RequestFree {
             for r in &op.completes {
-                self.requests.remove(&(op.rank, *r));
+                self.requests.remove(op.rank, r);
             }
         }
         if kind.is_collective() {
@@ -245,7 +248,7 @@ impl Matcher {
                 op: id,
                 start: op.start,
             };
-            if let Some(old) = self.requests.insert((op.rank, r), open) {
+            if let Some(old) = self.requests.insert(op.rank, r, open) {
                 self.stats.requests_never_completed += 1;
                 out.anomaly(&Anomaly::RequestNeverCompleted {
                     op: old.op,
@@ -275,7 +278,7 @@ impl Matcher {
         if matches!(op.kind, OpKind::Other(_)) {
             return Ok(());
         }
-        let state = self.lifecycle.entry((op.rank, op.thread)).or_default();
+        let state = self.lifecycle.get_or_default(op.rank, op.thread);
         match op.kind {
             OpKind::Init | OpKind::InitThread => {
                 state.initialized = true;
@@ -352,7 +355,7 @@ impl Matcher {
             datatype: one_sided_datatype(op),
         };
         if op.request.is_some() && !op.kind.is_send() {
-            self.irecvs.insert(id, None);
+            self.irecvs.insert(op.rank, id, None);
         }
         if let Some((m, send, recv)) = self.p2p.arrive(channel, false, me) {
             self.check_pair(&m, &send, &recv, out)?;
@@ -363,14 +366,14 @@ impl Matcher {
 
     fn emit_message(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
         let mut m = *m;
-        match self.irecvs.get(&m.recv_op) {
+        match self.irecvs.get_mut(m.receiver, &m.recv_op) {
             Some(Some(completed)) => {
                 m.recv_time = *completed;
-                self.irecvs.remove(&m.recv_op);
+                self.irecvs.remove(m.receiver, &m.recv_op);
             }
             Some(None) => {
                 // The receive is not complete yet: the message waits for its Wait.
-                self.deferred.insert(m.recv_op, m);
+                self.deferred.insert(m.receiver, m.recv_op, m);
                 return Ok(());
             }
             None => {}
@@ -436,17 +439,17 @@ impl Matcher {
             return Ok(());
         }
         for &r in &op.completes {
-            match self.requests.remove(&(op.rank, r)) {
+            match self.requests.remove(op.rank, &r) {
                 Some(open) => {
-                    if self.irecvs.contains_key(&open.op) {
-                        match self.deferred.remove(&open.op) {
+                    if self.irecvs.contains(op.rank, &open.op) {
+                        match self.deferred.remove(op.rank, &open.op) {
                             Some(mut m) => {
-                                self.irecvs.remove(&open.op);
+                                self.irecvs.remove(op.rank, &open.op);
                                 m.recv_time = op.end;
                                 self.emit_now(&m, out)?;
                             }
                             None => {
-                                self.irecvs.insert(open.op, Some(op.end));
+                                self.irecvs.insert(op.rank, open.op, Some(op.end));
                             }
                         }
                     }
@@ -542,12 +545,13 @@ impl Matcher {
     /// `MPI_Finalize` nor `MPI_Abort` (by rank). Returns the counters.
     pub fn finish(mut self, out: &mut impl MatchSink) -> Result<MatchStats> {
         // Messages whose receive was never completed keep the receive call's own end time.
-        let mut deferred: Vec<Message> = self.deferred.drain().map(|(_, m)| m).collect();
+        let mut deferred: Vec<Message> =
+            self.deferred.drain().into_iter().map(|(.., m)| m).collect();
         deferred.sort_unstable_by_key(|m| m.recv_op);
         for m in &deferred {
             self.emit_now(m, out)?;
         }
-        self.irecvs.clear();
+        self.irecvs.drain();
         for left in self.p2p.drain() {
             let c = left.channel;
             let op = left.waiting.op;
@@ -575,7 +579,8 @@ impl Matcher {
         let mut open: Vec<(OpId, Rank, RequestId)> = self
             .requests
             .drain()
-            .map(|((rank, request), o)| (o.op, rank, request))
+            .into_iter()
+            .map(|(rank, request, o)| (o.op, rank, request))
             .collect();
         open.sort_unstable();
         for (op, rank, request) in open {
@@ -598,7 +603,8 @@ impl Matcher {
         let mut after: Vec<(Rank, u32, OpId, u64)> = self
             .lifecycle
             .drain()
-            .filter_map(|((rank, thread), l)| l.after.map(|(op, calls)| (rank, thread, op, calls)))
+            .into_iter()
+            .filter_map(|(rank, thread, l)| l.after.map(|(op, calls)| (rank, thread, op, calls)))
             .collect();
         after.sort_unstable();
         for (rank, _, op, calls) in after {
