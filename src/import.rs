@@ -19,6 +19,7 @@ pub(crate) use tally::Tally;
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::ingest::{EventSink, Policy, ValidatingSink};
+use crate::model::OTHER_CODE_BASE;
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, OpKind, OpPosition, Operation, Rank, RequestLink,
     RoutineCall, RoutineEvent, StrId, Time, TraceHeader,
@@ -543,7 +544,10 @@ struct Importer {
     /// Operation jobs waiting to be handed to the writer together, and their rows.
     outbox: Vec<Job>,
     outbox_rows: usize,
-    kind_counts: HashMap<OpKind, u64>,
+    /// Operations per kind: MPI's kinds by code, in a vector (a hash lookup per operation
+    /// showed in profiles), the others by name.
+    kind_counts: Vec<u64>,
+    other_kind_counts: HashMap<OpKind, u64>,
     routines: ChunkedTable,
     routine_count: u64,
     operations: u64,
@@ -582,7 +586,8 @@ impl Importer {
             buffered_rows: 0,
             outbox: Vec::new(),
             outbox_rows: 0,
-            kind_counts: HashMap::default(),
+            kind_counts: vec![0; OTHER_CODE_BASE as usize],
+            other_kind_counts: HashMap::default(),
             routines: ChunkedTable::new(Table::Routines),
             routine_count: 0,
             operations: 0,
@@ -730,7 +735,13 @@ impl Importer {
         d.record_found()?;
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);
-        let mut by_kind: Vec<(OpKind, u64)> = self.kind_counts.into_iter().collect();
+        let mut by_kind: Vec<(OpKind, u64)> = self.other_kind_counts.into_iter().collect();
+        by_kind.extend(
+            (0..OTHER_CODE_BASE)
+                .zip(self.kind_counts)
+                .filter(|&(_, n)| n > 0)
+                .filter_map(|(code, n)| Some((OpKind::from_code(code)?, n))),
+        );
         by_kind.sort();
         let mut anomalies: Vec<(String, u64)> = d
             .anomaly_counts
@@ -790,7 +801,10 @@ impl EventSink for Importer {
 
     fn operation(&mut self, op: &Operation) -> Result<()> {
         self.note_time(op.start, op.end);
-        *self.kind_counts.entry(op.kind).or_default() += 1;
+        match self.kind_counts.get_mut(op.kind.code() as usize) {
+            Some(n) => *n += 1,
+            None => *self.other_kind_counts.entry(op.kind).or_default() += 1,
+        }
         self.operations += 1;
         let idx = locate(&mut self.locations, op.rank, op.thread)?;
         let processes = self.locations.len();
