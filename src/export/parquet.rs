@@ -697,32 +697,47 @@ impl Ranks<'_> {
 /// The channel to the writing thread, and the file counter.
 type Jobs = (SyncSender<Job>, Arc<AtomicUsize>);
 
-/// Reads the trace on this thread and writes the files on another.
+/// Reads the trace and writes the files in two pipelines at once, each a reading and a
+/// writing thread: the operations, and every other table. Encoding and compressing Parquet
+/// takes more than the reading of the store, so one pipeline kept its writing thread busy and
+/// the other core partly idle (`perf`); two keep both cores busy.
 fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
-    let (tx, rx) = sync_channel::<Job>(16);
+    let files = Arc::new(AtomicUsize::new(0));
+    let (ops_tx, ops_rx) = sync_channel::<Job>(16);
+    let (rest_tx, rest_rx) = sync_channel::<Job>(16);
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || write_jobs(rx));
-        let read = read_tables(trace, tmp, (tx, Arc::new(AtomicUsize::new(0))));
-        let written = writer
-            .join()
-            .unwrap_or_else(|_| Err(Error::Usage("the Parquet writing thread failed".into())));
-        // The writing thread's error is the cause when both failed.
-        let (files, bytes) = written?;
-        let mut stats = read?;
-        stats.files = files;
-        stats.bytes = bytes;
+        let ops_writer = scope.spawn(move || write_jobs(ops_rx));
+        let rest_writer = scope.spawn(move || write_jobs(rest_rx));
+        let rest_files = files.clone();
+        let rest = scope.spawn(move || read_other_tables(trace, tmp, (rest_tx, rest_files)));
+        let ops = read_operations(trace, tmp, (ops_tx, files));
+        let failed = || Error::Usage("a Parquet export thread failed".into());
+        let ops_written = ops_writer.join().unwrap_or_else(|_| Err(failed()));
+        let rest_written = rest_writer.join().unwrap_or_else(|_| Err(failed()));
+        let rest = rest.join().unwrap_or_else(|_| Err(failed()));
+        // A writing thread's error is the cause when both sides of a pipeline failed.
+        let (ops_files, ops_bytes) = ops_written?;
+        let (rest_files, rest_bytes) = rest_written?;
+        let mut stats = ops?;
+        let rest = rest?;
+        stats.routine_calls = rest.routine_calls;
+        stats.messages = rest.messages;
+        stats.collectives = rest.collectives;
+        stats.requests = rest.requests;
+        stats.anomalies = rest.anomalies;
+        stats.files = ops_files + rest_files;
+        stats.bytes = ops_bytes + rest_bytes;
         Ok(stats)
     })
 }
 
-fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
+/// The `operations` table, rank block by rank block, each block's merged by time across its
+/// locations.
+fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     let mut stats = ParquetStats::default();
     let strings = trace.strings();
     let string = |id: u32| strings.get(id as usize).map(String::as_str);
     let mut kind_names: HashMap<OpKind, String> = HashMap::default();
-
-    // Operations, rank block by rank block, each block's merged by time across its
-    // locations.
     let mut ops = Table::new(tmp, "operations", &jobs);
     let mut blocks: BTreeMap<u32, Vec<OpChunkInfo>> = BTreeMap::new();
     for info in trace.op_chunks() {
@@ -770,6 +785,21 @@ fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
         }
     }
 
+    // Every trace has an operations file, so that an import can find the export.
+    if ops.parts.is_empty() {
+        ops.part(0)?;
+    }
+    ops.close()?;
+    Ok(stats)
+}
+
+/// Every table but `operations`.
+fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
+    let mut stats = ParquetStats::default();
+    let strings = trace.strings();
+    let string = |id: u32| strings.get(id as usize).map(String::as_str);
+    let mut kind_names: HashMap<OpKind, String> = HashMap::default();
+
     // Routine calls in the order they began (by start, rank, thread, then depth).
     let mut calls = Table::new(tmp, "routine_calls", &jobs);
     let mut by_start = CallsByStart::new(trace)?;
@@ -788,11 +818,6 @@ fn read_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
         p.row_done()?;
         stats.routine_calls += 1;
     }
-    // Every trace has an operations file, so that an import can find the export.
-    if ops.parts.is_empty() {
-        ops.part(0)?;
-    }
-    ops.close()?;
     calls.close()?;
 
     // Messages, by sender's block, sorted by send time within each row group.
