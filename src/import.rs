@@ -110,19 +110,8 @@ fn write_jobs(writer: &mut TraceWriter<'_>, jobs: Receiver<Job>) -> Result<Vec<p
                         pieces.entry(chunk).or_default().push((at + offset, len));
                     }
                 }
-                Job::Ops {
-                    chunk,
-                    rank,
-                    cols,
-                    rows,
-                } => {
+                job @ Job::Ops { chunk, .. } => {
                     let parked = pieces.remove(&chunk).unwrap_or_default();
-                    let job = Job::Ops {
-                        chunk,
-                        rank,
-                        cols,
-                        rows,
-                    };
                     work.push((job, parked));
                 }
                 job => work.push((job, Vec::new())),
