@@ -25,6 +25,13 @@ enum Entries<K, V> {
 }
 
 impl<K: Eq + Hash + Copy, V> Entries<K, V> {
+    fn contains(&self, key: &K) -> bool {
+        match self {
+            Entries::Few(list) => list.iter().any(|(k, _)| k == key),
+            Entries::Many(map) => map.contains_key(key),
+        }
+    }
+
     fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         match self {
             Entries::Few(list) => list.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
@@ -121,8 +128,10 @@ impl<K: Eq + Hash + Copy, V> ByRank<K, V> {
     }
 
     /// Whether (`rank`, `key`) has a value.
-    pub(crate) fn contains(&mut self, rank: Rank, key: &K) -> bool {
-        self.get_mut(rank, key).is_some()
+    pub(crate) fn contains(&self, rank: Rank, key: &K) -> bool {
+        self.ranks
+            .get(rank as usize)
+            .is_some_and(|entries| entries.contains(key))
     }
 
     /// Sets the value under (`rank`, `key`); returns the one it replaces.

@@ -334,8 +334,8 @@ struct OpenChunk {
 }
 
 /// The rows to make room for in a location's buffer when its chunk holds `rows` rows already:
-/// the rest of the chunk, up to the process's share of the row cap, since growing sixteen
-/// columns row by row copies each of them many times over. With many processes that is a few
+/// the rest of the chunk, up to the process's share of the row cap, since growing the buffer
+/// row by row copies it many times over. With many processes that is a few
 /// rows each: the cap, not the room, bounds memory.
 fn chunk_room(processes: usize, rows: usize) -> usize {
     (MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS - rows.min(CHUNK_ROWS))

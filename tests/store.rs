@@ -357,17 +357,17 @@ fn a_damaged_chunk_is_reported_not_misread() {
 #[test]
 fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
     use mtfdb::model::Anomaly;
-    use mtfdb::store::tables::{push_operation, Columns};
+    use mtfdb::store::tables::OperationRows;
     use mtfdb::store::{Store, Table, TraceMeta};
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("db")).unwrap();
     let chunk_of = |chunk: u32| {
-        let mut c = Columns::new(Table::Operations.columns());
+        let mut rows = OperationRows::with_capacity(1000);
         for i in 0..1000u64 {
             let op = rank0_op(u64::from(chunk) * 1000 + i);
-            push_operation(&mut c, &op, op.depth);
+            rows.push(&op, op.depth);
         }
-        c
+        rows.into_columns()
     };
     let mut writer = store.begin_import("t").unwrap();
     // A second import cannot take the same name while the first runs.

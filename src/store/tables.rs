@@ -246,19 +246,6 @@ fn operation_row(op: &Operation, depth: u16) -> [u64; op_col::COUNT] {
     row
 }
 
-/// Appends an operation as a row of an operation chunk, at nesting depth `depth` (see
-/// [`operation_row`]).
-pub fn push_operation(c: &mut Columns, op: &Operation, depth: u16) {
-    for (col, v) in c.cols.iter_mut().zip(operation_row(op, depth)) {
-        col.push(v);
-    }
-    // Most operations complete nothing: no copy call for an empty list.
-    if !op.completes.is_empty() {
-        c.list.extend_from_slice(&op.completes);
-    }
-    c.rows += 1;
-}
-
 /// Operation rows kept row by row, as the import fills a chunk for each of many locations at
 /// once: appending a row writes one place in memory instead of sixteen columns' ends (with
 /// thousands of open chunks, each of those was a cache miss). Turned into [`Columns`] when
@@ -562,15 +549,21 @@ mod tests {
         op
     }
 
+    /// A chunk of `ops`, each at its own depth.
+    fn chunk_of(ops: &[Operation]) -> Columns {
+        let mut rows = OperationRows::with_capacity(ops.len());
+        for op in ops {
+            rows.push(op, op.depth);
+        }
+        rows.into_columns()
+    }
+
     /// Rows parked in pieces and joined give the columns the rows pushed straight into a
     /// chunk give; a piece with a flipped byte or cut short is refused, naming it.
     #[test]
     fn parked_pieces_join_into_the_chunk_and_damage_is_refused() {
         let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
-        let mut direct = Columns::new(op_col::COUNT);
-        for op in &ops {
-            push_operation(&mut direct, op, op.depth);
-        }
+        let direct = chunk_of(&ops);
         let mut pieces = Vec::new();
         for part in ops.chunks(37) {
             let mut rows = OperationRows::with_capacity(part.len());
@@ -602,11 +595,8 @@ mod tests {
 
     #[test]
     fn operation_chunk_round_trips_column_by_column() {
-        let mut c = Columns::new(op_col::COUNT);
         let ops: Vec<Operation> = (0..CHUNK_ROWS as u64).map(sample_op).collect();
-        for op in &ops {
-            push_operation(&mut c, op, op.depth);
-        }
+        let c = chunk_of(&ops);
         let bytes = c.encode();
         let back = Columns::decode(&bytes, op_col::COUNT, "test chunk").unwrap();
         assert_eq!(back, c);
@@ -617,11 +607,8 @@ mod tests {
 
     #[test]
     fn a_partial_read_decodes_only_the_fields_asked_for() {
-        let mut c = Columns::new(op_col::COUNT);
         let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
-        for op in &ops {
-            push_operation(&mut c, op, op.depth);
-        }
+        let c = chunk_of(&ops);
         let fields = [OperationField::End, OperationField::SendTag];
         let wanted = columns_of(&fields, OperationField::columns);
         let read = decode_column_prefixes(&c.encode(), op_col::COUNT, &wanted, 10, "t").unwrap();
@@ -635,11 +622,8 @@ mod tests {
 
     #[test]
     fn a_partial_read_of_the_completed_requests_gives_each_rows_list() {
-        let mut c = Columns::new(op_col::COUNT);
         let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
-        for op in &ops {
-            push_operation(&mut c, op, op.depth);
-        }
+        let c = chunk_of(&ops);
         let wanted = columns_of(&[OperationField::Completes], OperationField::columns);
         let read = OperationColumns::new(
             0,
