@@ -39,7 +39,7 @@ use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::{mtf_text, otf1, otf2, EventSink, Policy, ValidatingSink};
 use mtfdb::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::ast::MAX_NESTING;
-use mtfdb::query::{parse_statement, Expr, Session};
+use mtfdb::query::{parse_statement, Expr, Session, KEYWORDS};
 use mtfdb::{Database, Error, SourceFormat};
 
 // ---- the readers --------------------------------------------------------------------------
@@ -634,77 +634,9 @@ fn seed_statements() -> Vec<String> {
     out
 }
 
-/// Words and symbols a mutated statement may gain.
-const WORDS: &[&str] = &[
-    "SELECT",
-    "ALL",
-    "MESSAGES",
-    "OPERATIONS",
-    "FOR",
-    "AMONG",
-    "BETWEEN",
-    "PROCESS",
-    "PROCESSES",
-    "IN",
-    "COMM",
-    "VIEW",
-    "PHASE",
-    "PATTERN",
-    "TIME",
-    "AND",
-    "OR",
-    "NOT",
-    "WHERE",
-    "SIZE",
-    "TAG",
-    "SENDER",
-    "RECEIVER",
-    "DURATION",
-    "PEER",
-    "ROOT",
-    "COUNT",
-    "SUM",
-    "AVG",
-    "MIN",
-    "MAX",
-    "FROM",
-    "GROUP",
-    "BY",
-    "ORDER",
-    "LIMIT",
-    "DESC",
-    "EXPLAIN",
-    "SHOW",
-    "USE",
-    "TRACE",
-    "CREATE",
-    "DROP",
-    "AS",
-    "MATCH",
-    "WITH",
-    "ERRORS",
-    "THRESHOLD",
-    "ENVELOPE",
-    "HISTOGRAM",
-    "BINS",
-    "LOG2",
-    "MATRIX",
-    "COMMUNICATION",
-    "PATTERNS",
-    "PHASES",
-    "LOOPS",
-    "GLOBAL",
-    "MODEL",
-    "TOPOLOGY",
-    "LOGICAL",
-    "FAN_IN",
-    "STATISTICS",
-    "MPI",
-    "KiB",
-    "GiB",
-    "ms",
-    "ns",
-    "s",
+/// Tokens beside the language's keywords ([`KEYWORDS`]) a mutated statement may gain:
+/// symbols, names, broken quotes and odd characters.
+const OTHER_TOKENS: &[&str] = &[
     "(",
     ")",
     ",",
@@ -729,7 +661,6 @@ const WORDS: &[&str] = &[
     "R0",
     "MPI_Bcast",
     "C1",
-    "WORLD",
     "small",
     "extremes",
 ];
@@ -744,7 +675,13 @@ fn mutate_statement(rng: &mut Rng, statement: &str) -> String {
     for _ in 0..1 + rng.below(3) {
         let at = rng.below(tokens.len() + 1);
         match rng.below(9) {
-            0 => tokens.insert(at, format!("{} ", rng.pick(WORDS))),
+            0 => {
+                let i = rng.below(KEYWORDS.len() + OTHER_TOKENS.len());
+                let word = KEYWORDS
+                    .get(i)
+                    .unwrap_or_else(|| &OTHER_TOKENS[i - KEYWORDS.len()]);
+                tokens.insert(at, format!("{word} "));
+            }
             1 if !tokens.is_empty() => {
                 tokens.remove(at.min(tokens.len() - 1));
             }

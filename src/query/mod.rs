@@ -17,6 +17,7 @@ pub mod ast;
 pub mod catalog;
 mod cursor;
 mod exec;
+mod keywords;
 mod lexer;
 mod names;
 mod options;
@@ -34,6 +35,7 @@ pub use ast::{
     Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, WaitGroup, Within,
 };
 pub use cursor::Rows;
+pub use keywords::KEYWORDS;
 pub use session::{query_error, Session};
 
 use crate::error::Error;
