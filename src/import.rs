@@ -157,10 +157,11 @@ fn store_encoded(
         match job? {
             Encoded::Ops {
                 chunk,
+                rank,
                 rows,
                 postings,
                 bytes,
-            } => packer.add(writer, chunk, rows, bytes, postings)?,
+            } => packer.add(writer, chunk, rank, rows, bytes, postings)?,
             Encoded::Chunk {
                 table,
                 chunk,
@@ -189,6 +190,7 @@ enum Encoded {
     /// An operation chunk, joined and encoded, for the packer.
     Ops {
         chunk: u32,
+        rank: Rank,
         rows: usize,
         postings: pack::Postings,
         bytes: Vec<u8>,
@@ -215,8 +217,9 @@ fn encode_job(job: Job, bytes: &pack::ParkedBytes, parked: &[pack::Piece]) -> Re
             let cols = pack::join_pieces(bytes, parked, cols, chunk, rows)?;
             Encoded::Ops {
                 chunk,
+                rank,
                 rows: cols.rows,
-                postings: op_chunk_indexes(chunk, rank, &cols),
+                postings: op_chunk_indexes(chunk, &cols),
                 bytes: pack::encode_chunk(&cols),
             }
         }
@@ -271,16 +274,12 @@ fn group_ids(
     groups
 }
 
-/// The index groups of one operation chunk: process, communicator, kind and peer, as lists of
-/// ids (the packer makes the bitmaps once per pack: per chunk, thousands of short chunks made
-/// thousands of small bitmaps only to merge them).
-fn op_chunk_indexes(chunk: u32, rank: Rank, cols: &Columns) -> pack::Postings {
+/// The index groups of one operation chunk: communicator, kind and peer, as lists of ids (the
+/// packer makes the bitmaps once per pack: per chunk, thousands of short chunks made thousands
+/// of small bitmaps only to merge them; it adds the process index, the chunk's id range).
+fn op_chunk_indexes(chunk: u32, cols: &Columns) -> pack::Postings {
     let ops = OperationColumns::new(chunk, cols);
-    let mut out = vec![(
-        IndexDim::Process,
-        rank,
-        tables::chunk_ids(chunk, cols.rows).collect(),
-    )];
+    let mut out = Vec::new();
     let mut by = |dim: IndexDim, f: &dyn Fn(usize) -> Option<u32>| {
         out.extend(
             group_ids(chunk, cols.rows, f)

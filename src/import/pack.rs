@@ -14,7 +14,7 @@ use roaring::RoaringTreemap;
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
 use crate::store::segment::SpillFile;
-use crate::store::tables::{Columns, OperationRows, CHUNK_ROWS};
+use crate::store::tables::{chunk_ids, Columns, OperationRows, CHUNK_ROWS};
 use crate::store::{encode_postings, IndexDim, TraceWriter};
 
 /// Where a finished operation chunk was stored: chunk, pack, offset and length in the pack.
@@ -131,16 +131,20 @@ pub(super) struct OpPacker {
     compress: bool,
     /// The pack's index groups, as the ids of its chunks' lists one after another.
     postings: HashMap<(IndexDim, u32), Vec<u64>>,
+    /// The pack's ids by process: each chunk's whole id range, added as a range.
+    by_rank: HashMap<u32, RoaringTreemap>,
     next_pack: u32,
     placed: Vec<Placement>,
 }
 
 impl OpPacker {
-    /// Adds an encoded chunk of `rows` rows with its index groups.
+    /// Adds an encoded chunk of `rank`'s, of `rows` rows, with its index groups (the process
+    /// index, the chunk's whole id range, is added here).
     pub(super) fn add(
         &mut self,
         writer: &mut TraceWriter<'_>,
         chunk: u32,
+        rank: u32,
         rows: usize,
         bytes: Vec<u8>,
         postings: Postings,
@@ -160,6 +164,7 @@ impl OpPacker {
         self.rows += rows;
         self.chunks.push((chunk, offset, len));
         self.compress |= short;
+        (self.by_rank.entry(rank).or_default()).insert_range(chunk_ids(chunk, rows));
         for (dim, value, ids) in postings {
             self.postings.entry((dim, value)).or_default().extend(ids);
         }
@@ -175,6 +180,7 @@ impl OpPacker {
         self.next_pack += 1;
         writer.put_op_pack(pack, &self.bytes, std::mem::take(&mut self.compress))?;
         let mut by_dim: HashMap<IndexDim, Vec<(u32, RoaringTreemap)>> = HashMap::default();
+        by_dim.insert(IndexDim::Process, self.by_rank.drain().collect());
         for ((dim, value), mut ids) in self.postings.drain() {
             // Chunks reach the pack in the order they fill, not by number; the lists of one
             // chunk ascend, so the sort merges runs.
