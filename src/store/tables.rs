@@ -57,22 +57,6 @@ impl Columns {
         }
     }
 
-    /// Appends every row of `other` (which has the same columns) after this chunk's rows.
-    pub fn append(&mut self, other: &Columns) {
-        for (mine, theirs) in self.cols.iter_mut().zip(&other.cols) {
-            mine.extend_from_slice(theirs);
-        }
-        self.list.extend_from_slice(&other.list);
-        self.rows += other.rows;
-    }
-
-    /// Removes every row, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.rows = 0;
-        self.cols.iter_mut().for_each(Vec::clear);
-        self.list.clear();
-    }
-
     /// Encodes the chunk, sealed with a checksum.
     pub fn encode(&self) -> Vec<u8> {
         self.encode_with(encode_column)
