@@ -6,11 +6,16 @@
 //! `target/` (not committed). Baseline, in the same run: reading every operation's start, end,
 //! call and sizes, the columns the replay reads. Then the replay of every operation on the
 //! default network (`SIMULATE`'s defaults). Best of three runs of each; the rate is
-//! operations per second, the ratio the replay's time over the read's.
+//! operations per second, the ratio the replay's time over the read's. The bench allocates
+//! with mimalloc, as the `mtfdb` binary that runs `SIMULATE` does.
 //!
 //! `cargo bench --bench replay`.
 
 mod common;
+
+/// The `mtfdb` binary's allocator, so that the rate is the one `SIMULATE` runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use mtfdb::analysis::replay::network::NetworkModel;
 use mtfdb::analysis::replay::replay_trace;

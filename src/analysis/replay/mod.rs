@@ -13,13 +13,14 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use self::matching::{Envelopes, Instances};
+use self::matching::{Envelope, Envelopes, Instances};
 use self::network::NetworkModel;
 use self::schedule::{Call, ReplayStats, Step};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
-use crate::model::{OpId, OpKind, Operation, Rank, RequestId, Time};
+use crate::model::{CommId, OpId, OpKind, Operation, Rank, RequestId, Time};
+use crate::store::ids::row_id;
 use crate::store::{OpChunkInfo, OperationColumns, OperationField};
 use crate::Trace;
 
@@ -50,10 +51,9 @@ struct Links<'t> {
 struct Cursor<'t> {
     chunks: Vec<&'t OpChunkInfo>,
     next_chunk: usize,
-    columns: Option<OperationColumns>,
+    /// The current chunk, prepared for the replay.
+    current: Option<Prepared>,
     row: usize,
-    /// Where the current row's completed requests start in the chunk's request list.
-    completes_at: usize,
     rank: Rank,
     /// The measured end of the previous operation.
     previous_end: Option<Time>,
@@ -65,12 +65,12 @@ struct Cursor<'t> {
     pending: Option<(OpId, Time, Time, Option<Operation>)>,
     /// The current chunk's operations whole, when the caller wants them.
     whole: Option<VecDeque<(OpId, Operation)>>,
-    /// The next chunk, being decoded on another core meanwhile.
+    /// The next chunk, being prepared on another core meanwhile.
     ahead: Option<(u32, Ahead)>,
 }
 
-/// A chunk decoded ahead of its turn (`None` until it is).
-type Ahead = std::sync::Arc<std::sync::Mutex<Option<Result<OperationColumns>>>>;
+/// A chunk prepared ahead of its turn (`None` until it is).
+type Ahead = std::sync::Arc<std::sync::Mutex<Option<Result<Prepared>>>>;
 
 /// What the replay reads of every operation: its times and sizes, and what matching needs.
 const FIELDS: &[OperationField] = &[
@@ -89,117 +89,103 @@ const FIELDS: &[OperationField] = &[
     OperationField::Completes,
 ];
 
-impl<'t> Cursor<'t> {
-    /// Makes sure a chunk with a row left is decoded (reading the next chunk when this one
-    /// is done, and starting the one after it on another core); false at the location's end.
-    fn advance<'s>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) -> Result<bool>
-    where
-        't: 's,
-    {
-        loop {
-            if self
-                .columns
-                .as_ref()
-                .is_some_and(|columns| self.row < columns.rows())
-            {
-                return Ok(true);
-            }
-            let Some(info) = self.chunks.get(self.next_chunk) else {
-                return Ok(false);
-            };
-            self.next_chunk += 1;
-            // Decoded ahead if it is ready; decoded here otherwise (never waited for).
-            let ready = match self.ahead.take() {
-                Some((chunk, slot)) if chunk == info.chunk => {
-                    slot.lock().ok().and_then(|mut done| done.take())
-                }
-                _ => None,
-            };
-            let columns = match ready {
-                Some(columns) => columns?,
-                None => trace.operation_columns(info.chunk, FIELDS)?,
-            };
-            if let Some(next) = self.chunks.get(self.next_chunk) {
-                let slot = Ahead::default();
-                let filled = slot.clone();
-                let chunk = next.chunk;
-                scope.spawn(move |_| {
-                    let columns = trace.operation_columns(chunk, FIELDS);
-                    if let Ok(mut done) = filled.lock() {
-                        *done = Some(columns);
-                    }
-                });
-                self.ahead = Some((chunk, slot));
-            }
-            self.columns = Some(columns);
-            if self.whole.is_some() {
-                self.whole = Some(trace.chunk_operations(info)?.into());
-            }
-            self.row = 0;
-            self.completes_at = 0;
-        }
-    }
+/// A chunk's operations as the replay needs them: one record per operation, gathered from
+/// the chunk's columns ahead of its turn (on another core), so that the replay reads one
+/// record per call instead of a value from each of thirteen columns (with many ranks those
+/// reads missed the cache on every call).
+struct Prepared {
+    chunk: u32,
+    rows: Vec<Row>,
+    /// Every row's completed requests, one after the other in row order.
+    completed: Vec<RequestId>,
+}
 
-    /// The next call of this location for the replay.
-    fn next<'s>(&mut self, links: &mut Links<'t>, scope: &rayon::Scope<'s>) -> Result<Option<Call>>
-    where
-        't: 's,
-    {
-        if !self.advance(links.trace, scope)? {
-            return Ok(None);
-        }
-        let row = self.row;
-        self.row += 1;
-        let Some(columns) = self.columns.as_ref() else {
-            return Ok(None);
-        };
-        let (id, start, end) = (columns.id(row), columns.start(row), columns.end(row));
-        let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
-        self.previous_end = Some(end);
-        let completes = columns.completes_count(row);
-        let completed = columns
-            .completes_list()
-            .get(self.completes_at..self.completes_at + completes)
-            .unwrap_or(&[]);
-        self.completes_at += completes;
-        // A call the model knows nothing of keeps its duration.
-        let step = match columns.kind(row) {
-            Some(kind) => step(
-                self.rank,
-                kind,
-                columns,
-                row,
-                completed,
-                links,
-                &mut self.requests,
-            ),
-            None => Step::Local,
-        };
-        let whole = self
-            .whole
-            .as_mut()
-            .and_then(VecDeque::pop_front)
-            .map(|(_, op)| op);
-        self.pending = Some((id, start, end, whole));
-        Ok(Some(Call {
-            burst,
-            duration: end.saturating_sub(start),
-            step,
-        }))
+/// One operation: its measured times and what it does, short of matching.
+#[derive(Clone, Copy)]
+struct Row {
+    start: Time,
+    end: Time,
+    action: Action,
+}
+
+/// What an operation does, as far as its own columns say: [`Step`] but for the links to
+/// other calls (messages, instances, requests), which the replay makes as it issues them.
+#[derive(Clone, Copy)]
+enum Action {
+    Local,
+    Send {
+        envelope: Envelope,
+        bytes: u64,
+        blocking: bool,
+        /// The request a non-blocking send creates.
+        request: Option<RequestId>,
+    },
+    Recv {
+        envelope: Envelope,
+        blocking: bool,
+        /// The request a non-blocking receive creates.
+        request: Option<RequestId>,
+    },
+    SendRecv {
+        send: Envelope,
+        bytes: u64,
+        recv: Envelope,
+    },
+    /// Completes `count` requests from `at` in [`Prepared::completed`]; `free` only forgets
+    /// them (`MPI_Request_free`).
+    Complete {
+        at: u32,
+        count: u32,
+        free: bool,
+    },
+    Collective {
+        comm: CommId,
+        kind: OpKind,
+        members: u32,
+        send_bytes: u64,
+        recv_bytes: u64,
+    },
+}
+
+impl Prepared {
+    /// Reads chunk `chunk` of `trace` and prepares its operations of location `rank`.
+    fn read(trace: &Trace, chunk: u32, rank: Rank) -> Result<Prepared> {
+        let columns = trace.operation_columns(chunk, FIELDS)?;
+        let list = columns.completes_list();
+        let mut completes_at = 0usize;
+        let rows = (0..columns.rows())
+            .map(|row| {
+                let count = columns.completes_count(row);
+                let at = completes_at;
+                completes_at += count;
+                Row {
+                    start: columns.start(row),
+                    end: columns.end(row),
+                    // A call the model knows nothing of keeps its duration.
+                    action: columns.kind(row).map_or(Action::Local, |kind| {
+                        action(trace, rank, kind, &columns, row, (at, count))
+                    }),
+                }
+            })
+            .collect();
+        Ok(Prepared {
+            chunk,
+            rows,
+            completed: list.to_vec(),
+        })
     }
 }
 
-/// What the replay makes of row `row` of `columns`, an operation of `rank` that completes
-/// `completed`, matching its messages and collective instance as MPI (and the import) do.
-fn step(
+/// What row `row` of `columns`, an operation of `rank` that completes the `completes`
+/// (offset, count) of the chunk's list, does; the import's rules decide what is a message.
+fn action(
+    trace: &Trace,
     rank: Rank,
     kind: OpKind,
     columns: &OperationColumns,
     row: usize,
-    completed: &[RequestId],
-    links: &mut Links<'_>,
-    requests: &mut FxHashMap<RequestId, (bool, u64)>,
-) -> Step {
+    (at, count): (usize, usize),
+) -> Action {
     use crate::model::{flags, ANY_TAG};
     let blocking = !kind.is_nonblocking();
     let comm = columns.comm(row);
@@ -231,13 +217,162 @@ fn step(
     let bytes = columns.send_bytes(row);
     let request = columns.request(row).filter(|_| !blocking);
     match (sent, received) {
-        (Some(s), Some(r)) => Step::SendRecv {
-            send: links.envelopes.message(s, true),
+        (Some(send), Some(recv)) => Action::SendRecv { send, bytes, recv },
+        (Some(envelope), None) => Action::Send {
+            envelope,
             bytes,
-            recv: links.envelopes.message(r, false),
+            blocking,
+            request,
         },
-        (Some(s), None) => {
-            let message = links.envelopes.message(s, true);
+        (None, Some(envelope)) => Action::Recv {
+            envelope,
+            blocking,
+            request,
+        },
+        _ if kind.is_completion() || kind == OpKind::RequestFree => {
+            if flag_bits & flags::NOT_COMPLETED != 0 {
+                Action::Local
+            } else {
+                Action::Complete {
+                    at: at as u32,
+                    count: count as u32,
+                    free: kind == OpKind::RequestFree,
+                }
+            }
+        }
+        _ if kind.blocking_collective() == Some(kind) => {
+            let members = comm.and_then(|c| {
+                trace
+                    .header()
+                    .communicator(c)
+                    .map(|found| (c, found.members.len() as u32))
+            });
+            match members {
+                Some((comm, members)) if members > 0 => Action::Collective {
+                    comm,
+                    kind,
+                    members,
+                    send_bytes: bytes,
+                    recv_bytes: columns.recv_bytes(row),
+                },
+                _ => Action::Local,
+            }
+        }
+        _ => Action::Local,
+    }
+}
+
+impl<'t> Cursor<'t> {
+    /// Makes sure a chunk with a row left is prepared (reading the next chunk when this one
+    /// is done, and starting the one after it on another core); false at the location's end.
+    fn advance<'s>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) -> Result<bool>
+    where
+        't: 's,
+    {
+        loop {
+            if self
+                .current
+                .as_ref()
+                .is_some_and(|current| self.row < current.rows.len())
+            {
+                return Ok(true);
+            }
+            let Some(info) = self.chunks.get(self.next_chunk) else {
+                return Ok(false);
+            };
+            self.next_chunk += 1;
+            // Prepared ahead if it is ready; prepared here otherwise (never waited for).
+            let ready = match self.ahead.take() {
+                Some((chunk, slot)) if chunk == info.chunk => {
+                    slot.lock().ok().and_then(|mut done| done.take())
+                }
+                _ => None,
+            };
+            let current = match ready {
+                Some(prepared) => prepared?,
+                None => Prepared::read(trace, info.chunk, self.rank)?,
+            };
+            if let Some(next) = self.chunks.get(self.next_chunk) {
+                let slot = Ahead::default();
+                let filled = slot.clone();
+                let (chunk, rank) = (next.chunk, self.rank);
+                scope.spawn(move |_| {
+                    let prepared = Prepared::read(trace, chunk, rank);
+                    if let Ok(mut done) = filled.lock() {
+                        *done = Some(prepared);
+                    }
+                });
+                self.ahead = Some((chunk, slot));
+            }
+            self.current = Some(current);
+            if self.whole.is_some() {
+                self.whole = Some(trace.chunk_operations(info)?.into());
+            }
+            self.row = 0;
+        }
+    }
+
+    /// The next call of this location for the replay.
+    fn next<'s>(&mut self, links: &mut Links<'t>, scope: &rayon::Scope<'s>) -> Result<Option<Call>>
+    where
+        't: 's,
+    {
+        if !self.advance(links.trace, scope)? {
+            return Ok(None);
+        }
+        let row = self.row;
+        self.row += 1;
+        let Some(current) = self.current.as_ref() else {
+            return Ok(None);
+        };
+        let Row { start, end, action } = current.rows[row];
+        let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
+        self.previous_end = Some(end);
+        let step = link(
+            self.rank,
+            action,
+            &current.completed,
+            links,
+            &mut self.requests,
+        );
+        let whole = self
+            .whole
+            .as_mut()
+            .and_then(VecDeque::pop_front)
+            .map(|(_, op)| op);
+        self.pending = Some((row_id(current.chunk, row), start, end, whole));
+        Ok(Some(Call {
+            burst,
+            duration: end.saturating_sub(start),
+            step,
+        }))
+    }
+}
+
+/// The replay's step of an operation of `rank` doing `action`: its messages and collective
+/// instance matched as MPI (and the import) match them, its requests remembered until the
+/// call that completes them.
+fn link(
+    rank: Rank,
+    action: Action,
+    completed: &[RequestId],
+    links: &mut Links<'_>,
+    requests: &mut FxHashMap<RequestId, (bool, u64)>,
+) -> Step {
+    match action {
+        Action::Local => Step::Local,
+        Action::SendRecv { send, bytes, recv } => Step::SendRecv {
+            send: links.envelopes.message(send, true),
+            bytes,
+            recv: links.envelopes.message(recv, false),
+        },
+        Action::Send {
+            envelope,
+            bytes,
+            blocking,
+            request,
+        } => {
+            let message = links.envelopes.message(envelope, true);
             if let Some(r) = request {
                 requests.insert(r, (true, message));
             }
@@ -247,50 +382,46 @@ fn step(
                 blocking,
             }
         }
-        (None, Some(r)) => {
-            let message = links.envelopes.message(r, false);
+        Action::Recv {
+            envelope,
+            blocking,
+            request,
+        } => {
+            let message = links.envelopes.message(envelope, false);
             if let Some(r) = request {
                 requests.insert(r, (false, message));
             }
             Step::Recv { message, blocking }
         }
-        _ if kind.is_completion() || kind == OpKind::RequestFree => {
+        Action::Complete { at, count, free } => {
+            let (at, count) = (at as usize, count as usize);
             let (mut sends, mut recvs) = (Vec::new(), Vec::new());
-            if flag_bits & flags::NOT_COMPLETED == 0 {
-                for r in completed {
-                    match requests.remove(r) {
-                        Some((true, m)) => sends.push(m),
-                        Some((false, m)) => recvs.push(m),
-                        None => {}
-                    }
+            for r in completed.get(at..at + count).unwrap_or(&[]) {
+                match requests.remove(r) {
+                    Some((true, m)) => sends.push(m),
+                    Some((false, m)) => recvs.push(m),
+                    None => {}
                 }
             }
-            if kind == OpKind::RequestFree || (sends.is_empty() && recvs.is_empty()) {
+            if free || (sends.is_empty() && recvs.is_empty()) {
                 Step::Local
             } else {
                 Step::Wait { sends, recvs }
             }
         }
-        _ if kind.blocking_collective() == Some(kind) => {
-            let members = comm.and_then(|c| {
-                links
-                    .trace
-                    .header()
-                    .communicator(c)
-                    .map(|found| (c, found.members.len() as u32))
-            });
-            match members {
-                Some((c, members)) if members > 0 => Step::Collective {
-                    instance: links.instances.instance(rank, c, kind, members),
-                    kind,
-                    members,
-                    send_bytes: bytes,
-                    recv_bytes: columns.recv_bytes(row),
-                },
-                _ => Step::Local,
-            }
-        }
-        _ => Step::Local,
+        Action::Collective {
+            comm,
+            kind,
+            members,
+            send_bytes,
+            recv_bytes,
+        } => Step::Collective {
+            instance: links.instances.instance(rank, comm, kind, members),
+            kind,
+            members,
+            send_bytes,
+            recv_bytes,
+        },
     }
 }
 
@@ -322,9 +453,8 @@ fn replay_with(
                 cursors.push(Cursor {
                     chunks: Vec::new(),
                     next_chunk: 0,
-                    columns: None,
+                    current: None,
                     row: 0,
-                    completes_at: 0,
                     rank: info.rank,
                     previous_end: None,
                     requests: FxHashMap::default(),
