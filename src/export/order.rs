@@ -26,9 +26,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use super::calls::CallsByStart;
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
-use crate::model::{OpId, OpPosition, Operation, Rank, RoutineCall, Time};
-use crate::store::ids::row_id;
-use crate::store::OpChunkInfo;
+use crate::model::{OpId, OpPosition, Operation, Rank, RequestId, RoutineCall, Time};
+use crate::store::{OpChunkInfo, OperationColumns};
 use crate::Trace;
 
 /// Operations decoded and held at once across all locations (1,048,576: sixteen locations
@@ -55,18 +54,47 @@ pub(crate) enum Event {
     Leave(RoutineCall),
 }
 
-/// A location's operations, read chunk by chunk through a window.
+/// A location's operations, read chunk by chunk through a window of typed columns.
 struct OpCursor {
     /// The location's chunks, in row order.
     chunks: Vec<OpChunkInfo>,
     next_chunk: usize,
     /// Rows of `chunks[next_chunk]` already taken into a window.
     taken: usize,
-    /// The window: decoded rows, of which `rows[at..]` are still to come.
-    rows: Vec<Operation>,
-    /// The id of `rows[0]` (a window's rows have consecutive ids).
-    first_id: OpId,
+    /// The window: rows of a chunk, of which rows `at..` are still to come.
+    rows: Option<OperationColumns>,
     at: usize,
+    /// Where row `at`'s completed requests start in the window's list.
+    list_at: usize,
+}
+
+/// An operation as the merges hand it out: a row of its location's window, read in place.
+pub(crate) struct OpRow<'a> {
+    /// Its id in the stored trace.
+    pub id: OpId,
+    /// Its location.
+    pub rank: Rank,
+    /// Its thread.
+    pub thread: u32,
+    /// The window holding it.
+    pub columns: &'a OperationColumns,
+    /// Its row in `columns`.
+    pub row: usize,
+    /// Where its completed requests start in `columns`' list.
+    pub list_at: usize,
+}
+
+impl OpRow<'_> {
+    /// The requests it completes.
+    pub fn completes(&self) -> Result<&[RequestId]> {
+        self.columns.completes(self.row, self.list_at)
+    }
+
+    /// It as a whole [`Operation`].
+    pub fn operation(&self) -> Result<Operation> {
+        self.columns
+            .operation(self.row, self.rank, self.thread, self.list_at)
+    }
 }
 
 impl OpCursor {
@@ -76,56 +104,62 @@ impl OpCursor {
             chunks,
             next_chunk: 0,
             taken: 0,
-            rows: Vec::new(),
-            first_id: 0,
+            rows: None,
             at: 0,
+            list_at: 0,
         }
     }
 
-    /// The next operation, reading the next window when this one is used up.
-    fn peek(&mut self, trace: &Trace, window: usize) -> Result<Option<(OpId, &Operation)>> {
-        if self.at == self.rows.len() {
-            self.rows.clear();
+    /// Makes the next operation current, reading the next window when this one is used
+    /// up; its (start, depth), or `None` at the location's end.
+    fn peek(&mut self, trace: &Trace, window: usize) -> Result<Option<(Time, u16)>> {
+        if self.rows.as_ref().is_none_or(|r| self.at == r.rows()) {
+            self.rows = None;
             self.at = 0;
+            self.list_at = 0;
             while let Some(info) = self.chunks.get(self.next_chunk) {
                 let rows = info.rows as usize;
                 if self.taken < rows {
                     // A window of many locations re-reads a chunk for its next rows
                     // rather than hold it whole.
-                    let mut ops = trace.chunk_operation_rows(info)?;
-                    let end = (self.taken + window).min(rows).min(ops.len());
-                    ops.truncate(end);
-                    ops.drain(..self.taken.min(end));
-                    self.first_id = row_id(info.chunk, self.taken);
-                    self.rows = ops;
+                    let end = (self.taken + window).min(rows);
+                    let read = trace.chunk_operation_window(info, self.taken..end)?;
                     self.taken = end;
-                    break;
+                    if read.rows() > 0 {
+                        self.rows = Some(read);
+                        break;
+                    }
+                    // A chunk shorter than its directory says: go on with the next.
+                    self.taken = rows;
                 }
                 self.next_chunk += 1;
                 self.taken = 0;
             }
         }
-        Ok(self.current())
+        Ok(self
+            .rows
+            .as_ref()
+            .map(|r| (r.start(self.at), r.depth(self.at))))
     }
 
-    /// The operation [`OpCursor::peek`] returned last, if any.
-    fn current(&self) -> Option<(OpId, &Operation)> {
-        let op = self.rows.get(self.at)?;
-        Some((self.first_id + self.at as u64, op))
+    /// The operation [`OpCursor::peek`] made current, if any, of location (`rank`, `thread`).
+    fn current(&self, (rank, thread): (Rank, u32)) -> Option<OpRow<'_>> {
+        let columns = self.rows.as_ref().filter(|r| self.at < r.rows())?;
+        Some(OpRow {
+            id: columns.id(self.at),
+            rank,
+            thread,
+            columns,
+            row: self.at,
+            list_at: self.list_at,
+        })
     }
 
     fn advance(&mut self) {
-        self.at += 1;
-    }
-
-    /// Moves the current operation out (a cheap empty one stays in its place) and steps
-    /// over it.
-    fn take_current(&mut self) -> Option<(OpId, Operation)> {
-        let id = self.first_id + self.at as u64;
-        let slot = self.rows.get_mut(self.at)?;
-        let op = std::mem::replace(slot, Operation::new(slot.rank, slot.kind, 0, 0));
-        self.at += 1;
-        Some((id, op))
+        if let Some(r) = self.rows.as_ref().filter(|r| self.at < r.rows()) {
+            self.list_at += r.completes_count(self.at);
+            self.at += 1;
+        }
     }
 }
 
@@ -159,6 +193,8 @@ fn by_location(chunks: impl IntoIterator<Item = OpChunkInfo>) -> Vec<((Rank, u32
 pub(crate) struct OperationsByTime<'t> {
     trace: &'t Trace,
     cursors: Vec<OpCursor>,
+    /// Each cursor's location (rank, thread).
+    locations: Vec<(Rank, u32)>,
     /// Locations by their next operation's start, then index (the (rank, thread) order).
     heap: BinaryHeap<Reverse<(Time, usize)>>,
     window: usize,
@@ -186,27 +222,29 @@ impl<'t> OperationsByTime<'t> {
         let mut merge = OperationsByTime {
             trace,
             cursors: Vec::with_capacity(locations.len()),
+            locations: Vec::with_capacity(locations.len()),
             heap: BinaryHeap::with_capacity(locations.len()),
             window,
             handed_out: false,
         };
-        for (i, (_, mut cursor)) in locations.into_iter().enumerate() {
-            if let Some((_, op)) = cursor.peek(trace, window)? {
-                merge.heap.push(Reverse((op.start, i)));
+        for (i, (location, mut cursor)) in locations.into_iter().enumerate() {
+            if let Some((start, _)) = cursor.peek(trace, window)? {
+                merge.heap.push(Reverse((start, i)));
             }
             merge.cursors.push(cursor);
+            merge.locations.push(location);
         }
         Ok(merge)
     }
 
-    /// The next operation and its id, or `None` after the last.
-    pub(crate) fn next_operation(&mut self) -> Result<Option<(OpId, &Operation)>> {
+    /// The next operation, or `None` after the last.
+    pub(crate) fn next_operation(&mut self) -> Result<Option<OpRow<'_>>> {
         if std::mem::take(&mut self.handed_out) {
             if let Some(mut top) = self.heap.peek_mut() {
                 let cursor = &mut self.cursors[top.0 .1];
                 cursor.advance();
                 match cursor.peek(self.trace, self.window)? {
-                    Some((_, op)) => top.0 .0 = op.start,
+                    Some((start, _)) => top.0 .0 = start,
                     None => {
                         PeekMut::pop(top);
                     }
@@ -217,7 +255,7 @@ impl<'t> OperationsByTime<'t> {
             return Ok(None);
         };
         self.handed_out = true;
-        Ok(self.cursors[i].current())
+        Ok(self.cursors[i].current(self.locations[i]))
     }
 }
 
@@ -251,7 +289,7 @@ impl Location {
         let op = match self.ops.as_mut() {
             Some(c) => c
                 .peek(trace, window)?
-                .map(|(_, op)| (op.start, usize::from(op.depth))),
+                .map(|(start, depth)| (start, usize::from(depth))),
             None => None,
         };
         let enter = self
@@ -289,14 +327,17 @@ impl Location {
     }
 
     /// Takes the event `step` says.
-    fn take(&mut self, step: Step) -> Event {
-        match step {
+    fn take(&mut self, step: Step) -> Result<Event> {
+        Ok(match step {
             Step::Op => {
-                let (id, op) = self
-                    .ops
-                    .as_mut()
-                    .and_then(OpCursor::take_current)
-                    .expect("peeked before");
+                let cursor = self.ops.as_mut().expect("peeked before");
+                let (id, op) = {
+                    let row = cursor
+                        .current((self.rank, self.thread))
+                        .expect("peeked before");
+                    (row.id, row.operation()?)
+                };
+                cursor.advance();
                 let at = OpPosition {
                     rank: self.rank,
                     thread: self.thread,
@@ -311,7 +352,7 @@ impl Location {
                 Event::Enter(call)
             }
             Step::Leave => Event::Leave(self.open.pop().expect("peeked before")),
-        }
+        })
     }
 }
 
@@ -413,7 +454,7 @@ impl<'t> Events<'t> {
             let Some((_, step)) = loc.next_step(self.trace, self.window)? else {
                 continue;
             };
-            let event = loc.take(step);
+            let event = loc.take(step)?;
             self.requeue(i)?;
             return Ok(Some(event));
         }
@@ -455,7 +496,8 @@ mod tests {
             let mut merge = OperationsByTime::with_window(&trace, locations, window).unwrap();
             let mut seen: HashMap<(Rank, u32), Vec<(OpId, Operation)>> = HashMap::default();
             let mut last: Option<(Time, Rank, u32)> = None;
-            while let Some((id, op)) = merge.next_operation().unwrap() {
+            while let Some(row) = merge.next_operation().unwrap() {
+                let (id, op) = (row.id, row.operation().unwrap());
                 let key = (op.start, op.rank, op.thread);
                 assert!(
                     last.is_none_or(|l| l <= key),

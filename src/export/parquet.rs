@@ -33,7 +33,7 @@
 //! # Ok::<(), mtfdb::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,14 +41,18 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Int32Builder, ListBuilder, StringBuilder, UInt16Builder,
-    UInt32Builder, UInt64Builder, UInt8Builder,
+    ArrayRef, BooleanArray, ListBuilder, PrimitiveArray, StringBuilder, UInt32Builder,
+    UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +99,11 @@ pub fn is_rank_partitioned(table: &str) -> bool {
 const BATCH_ROWS: usize = 8192;
 /// Rows of one row group (messages and collectives are sorted by time within it).
 const ROW_GROUP_ROWS: usize = 1 << 17;
+/// Columns written delta-encoded but not compressed: times that are not their table's order
+/// (ends, durations, receive times) delta-encode to bits that look random, and zstd won
+/// 0-5% on them (0.0% on a 5.7M-operation stencil2d's `end_ns` and `duration_ns`, 13.7 and
+/// 12.9 MB) for a tenth of the export's compression time.
+const UNCOMPRESSED_COLUMNS: &[&str] = &["end_ns", "duration_ns", "recv_time_ns"];
 
 fn list(item: DataType) -> DataType {
     DataType::List(Arc::new(Field::new_list_field(item, true)))
@@ -287,15 +296,60 @@ pub struct ParquetStats {
 
 /// One column being filled.
 enum Col {
-    U64(UInt64Builder),
-    U32(UInt32Builder),
-    I32(Int32Builder),
-    U16(UInt16Builder),
-    U8(UInt8Builder),
-    Bool(BooleanBuilder),
+    U64(Values<u64>),
+    U32(Values<u32>),
+    I32(Values<i32>),
+    U16(Values<u16>),
+    U8(Values<u8>),
+    Bool(Vec<bool>),
     Str(StringBuilder),
     ListU64(ListBuilder<UInt64Builder>),
     ListU32(ListBuilder<UInt32Builder>),
+}
+
+/// A batch's values of a numeric column, pushed into a plain vector (an Arrow builder's
+/// append, with its null buffer, was a tenth of the export's reading thread), and which of
+/// them are null, kept only from the first null on.
+struct Values<T> {
+    values: Vec<T>,
+    valid: Option<Vec<bool>>,
+}
+
+impl<T: arrow::datatypes::ArrowNativeType> Values<T> {
+    fn with_capacity(n: usize) -> Values<T> {
+        Values {
+            values: Vec::with_capacity(n),
+            valid: None,
+        }
+    }
+
+    fn push(&mut self, v: T) {
+        self.values.push(v);
+        if let Some(valid) = &mut self.valid {
+            valid.push(true);
+        }
+    }
+
+    fn push_option(&mut self, v: Option<T>) {
+        match v {
+            Some(v) => self.push(v),
+            None => {
+                let valid = self
+                    .valid
+                    .get_or_insert_with(|| vec![true; self.values.len()]);
+                valid.push(false);
+                self.values.push(T::default());
+            }
+        }
+    }
+
+    fn finish<P>(self) -> ArrayRef
+    where
+        P: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    {
+        let nulls = self.valid.map(arrow::buffer::NullBuffer::from);
+        Arc::new(PrimitiveArray::<P>::new(self.values.into(), nulls))
+    }
 }
 
 impl Col {
@@ -303,12 +357,12 @@ impl Col {
     fn of(t: &DataType) -> Col {
         let n = BATCH_ROWS;
         match t {
-            DataType::UInt64 => Col::U64(UInt64Builder::with_capacity(n)),
-            DataType::UInt32 => Col::U32(UInt32Builder::with_capacity(n)),
-            DataType::Int32 => Col::I32(Int32Builder::with_capacity(n)),
-            DataType::UInt16 => Col::U16(UInt16Builder::with_capacity(n)),
-            DataType::UInt8 => Col::U8(UInt8Builder::with_capacity(n)),
-            DataType::Boolean => Col::Bool(BooleanBuilder::with_capacity(n)),
+            DataType::UInt64 => Col::U64(Values::with_capacity(n)),
+            DataType::UInt32 => Col::U32(Values::with_capacity(n)),
+            DataType::Int32 => Col::I32(Values::with_capacity(n)),
+            DataType::UInt16 => Col::U16(Values::with_capacity(n)),
+            DataType::UInt8 => Col::U8(Values::with_capacity(n)),
+            DataType::Boolean => Col::Bool(Vec::with_capacity(n)),
             DataType::List(f) if f.data_type() == &DataType::UInt32 => {
                 Col::ListU32(ListBuilder::new(UInt32Builder::new()))
             }
@@ -320,13 +374,14 @@ impl Col {
     /// The column's rows as an array; the column is left empty, with room for the next
     /// batch (a builder's `finish` leaves it with none, and growing it again copies).
     fn finish(&mut self, t: &DataType) -> ArrayRef {
+        use arrow::datatypes::{Int32Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
         match std::mem::replace(self, Col::of(t)) {
-            Col::U64(mut b) => Arc::new(b.finish()),
-            Col::U32(mut b) => Arc::new(b.finish()),
-            Col::I32(mut b) => Arc::new(b.finish()),
-            Col::U16(mut b) => Arc::new(b.finish()),
-            Col::U8(mut b) => Arc::new(b.finish()),
-            Col::Bool(mut b) => Arc::new(b.finish()),
+            Col::U64(v) => v.finish::<UInt64Type>(),
+            Col::U32(v) => v.finish::<UInt32Type>(),
+            Col::I32(v) => v.finish::<Int32Type>(),
+            Col::U16(v) => v.finish::<UInt16Type>(),
+            Col::U8(v) => v.finish::<UInt8Type>(),
+            Col::Bool(v) => Arc::new(BooleanArray::from(v)),
             Col::Str(mut b) => Arc::new(b.finish()),
             Col::ListU64(mut b) => Arc::new(b.finish()),
             Col::ListU32(mut b) => Arc::new(b.finish()),
@@ -337,47 +392,47 @@ impl Col {
     // then differ in length and `RecordBatch::try_new` reports it as an error.
     fn u64(&mut self, v: u64) {
         if let Col::U64(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn opt_u64(&mut self, v: Option<u64>) {
         if let Col::U64(b) = self {
-            b.append_option(v)
+            b.push_option(v)
         }
     }
     fn u32(&mut self, v: u32) {
         if let Col::U32(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn opt_u32(&mut self, v: Option<u32>) {
         if let Col::U32(b) = self {
-            b.append_option(v)
+            b.push_option(v)
         }
     }
     fn i32(&mut self, v: i32) {
         if let Col::I32(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn opt_i32(&mut self, v: Option<i32>) {
         if let Col::I32(b) = self {
-            b.append_option(v)
+            b.push_option(v)
         }
     }
     fn u16(&mut self, v: u16) {
         if let Col::U16(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn u8(&mut self, v: u8) {
         if let Col::U8(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn bool(&mut self, v: bool) {
         if let Col::Bool(b) = self {
-            b.append_value(v)
+            b.push(v)
         }
     }
     fn str(&mut self, v: &str) {
@@ -408,7 +463,7 @@ impl Col {
 /// Parquet take a core of their own, beside the reading of the store).
 enum Job {
     /// A file opened, under a number.
-    Open(usize, PathBuf, Box<ArrowWriter<File>>),
+    Open(usize, Box<FileWriter>),
     /// A batch of rows for file `n`.
     Write(usize, RecordBatch),
     /// The end of a row group of file `n`.
@@ -420,7 +475,7 @@ enum Job {
 /// The writing thread: runs the jobs in order; after an error it only drains the channel.
 /// Returns the files and bytes written.
 fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
-    let mut open: HashMap<usize, (PathBuf, Box<ArrowWriter<File>>)> = HashMap::default();
+    let mut open: HashMap<usize, Box<FileWriter>> = HashMap::default();
     let (mut files, mut bytes) = (0u64, 0u64);
     let mut failed: Option<Error> = None;
     for job in jobs {
@@ -428,23 +483,22 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
             continue;
         }
         let done: Result<()> = match job {
-            Job::Open(n, path, writer) => {
-                open.insert(n, (path, writer));
+            Job::Open(n, writer) => {
+                open.insert(n, writer);
                 Ok(())
             }
             Job::Write(n, batch) => match open.get_mut(&n) {
-                Some((path, w)) => w.write(&batch).map_err(|e| parquet_error(path, e)),
+                Some(w) => w.write(&batch),
                 None => Ok(()),
             },
             Job::EndRowGroup(n) => match open.get_mut(&n) {
-                Some((path, w)) => w.flush().map_err(|e| parquet_error(path, e)),
+                Some(w) => w.end_row_group(),
                 None => Ok(()),
             },
             Job::Close(n) => match open.remove(&n) {
-                Some((path, w)) => w
+                Some(w) => w
                     .close()
-                    .map_err(|e| parquet_error(&path, e))
-                    .and_then(|_| std::fs::metadata(&path).map_err(|e| Error::io(&path, e)))
+                    .and_then(|path| std::fs::metadata(&path).map_err(|e| Error::io(&path, e)))
                     .map(|m| {
                         files += 1;
                         bytes += m.len();
@@ -460,6 +514,140 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
         Some(e) => Err(e),
         None => Ok((files, bytes)),
     }
+}
+
+/// One Parquet file being encoded. Each row group is encoded on a thread of its own while
+/// the next one gathers, and appended to the file in order: once the other tables are
+/// written, the operations' writing thread alone was the export's last second, at one core
+/// of two (`perf`). At most [`GROUPS_IN_FLIGHT`] groups are encoded at once. A row group ends
+/// when the reading side says so, or at [`ROW_GROUP_ROWS`] rows.
+struct FileWriter {
+    path: PathBuf,
+    file: SerializedFileWriter<File>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    /// The current row group's batches.
+    batches: Vec<RecordBatch>,
+    /// Rows in the current row group.
+    rows: usize,
+    row_groups: usize,
+    /// Row groups being encoded, oldest first.
+    encoding: VecDeque<std::thread::JoinHandle<Result<Vec<ArrowColumnChunk>>>>,
+}
+
+/// Row groups of one file encoded at once (each holds its batches and its encoded columns).
+const GROUPS_IN_FLIGHT: usize = 2;
+
+impl FileWriter {
+    /// A writer of `schema` to `path` with `props`: `ArrowWriter`'s file (its schema and
+    /// the Arrow schema in its metadata), taken apart to encode its row groups apart.
+    fn create(path: PathBuf, schema: SchemaRef, props: WriterProperties) -> Result<FileWriter> {
+        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let (file, factory) = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .and_then(ArrowWriter::into_serialized_writer)
+            .map_err(|e| parquet_error(&path, e))?;
+        Ok(FileWriter {
+            path,
+            file,
+            factory,
+            schema,
+            batches: Vec::new(),
+            rows: 0,
+            row_groups: 0,
+            encoding: VecDeque::new(),
+        })
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let mut batch = batch.clone();
+        while batch.num_rows() > 0 {
+            // A row group holds at most ROW_GROUP_ROWS rows, cut as ArrowWriter cuts them.
+            let take = batch.num_rows().min(ROW_GROUP_ROWS - self.rows);
+            self.batches.push(batch.slice(0, take));
+            self.rows += take;
+            batch = batch.slice(take, batch.num_rows() - take);
+            if self.rows >= ROW_GROUP_ROWS {
+                self.end_row_group()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the current row group to a thread that encodes it.
+    fn end_row_group(&mut self) -> Result<()> {
+        if self.batches.is_empty() {
+            return Ok(());
+        }
+        while self.encoding.len() >= GROUPS_IN_FLIGHT {
+            self.append_oldest()?;
+        }
+        let columns = self
+            .factory
+            .create_column_writers(self.row_groups)
+            .map_err(|e| parquet_error(&self.path, e))?;
+        let (batches, schema) = (std::mem::take(&mut self.batches), self.schema.clone());
+        let path = self.path.clone();
+        self.encoding.push_back(std::thread::spawn(move || {
+            encode_row_group(&path, columns, &schema, &batches)
+        }));
+        self.rows = 0;
+        self.row_groups += 1;
+        Ok(())
+    }
+
+    /// Waits for the oldest row group being encoded and appends it to the file.
+    fn append_oldest(&mut self) -> Result<()> {
+        let Some(encoding) = self.encoding.pop_front() else {
+            return Ok(());
+        };
+        let path = &self.path;
+        let err = |e: parquet::errors::ParquetError| parquet_error(path, e);
+        let chunks = encoding
+            .join()
+            .map_err(|_| parquet_error(path, "a row group's encoding thread failed"))??;
+        let mut group = self.file.next_row_group().map_err(err)?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group).map_err(err)?;
+        }
+        group.close().map_err(err)?;
+        Ok(())
+    }
+
+    /// Ends the last row group and the file; its path.
+    fn close(mut self) -> Result<PathBuf> {
+        self.end_row_group()?;
+        while !self.encoding.is_empty() {
+            self.append_oldest()?;
+        }
+        self.file
+            .close()
+            .map_err(|e| parquet_error(&self.path, e))?;
+        Ok(self.path)
+    }
+}
+
+/// Encodes one row group's `batches` with its column writers.
+fn encode_row_group(
+    path: &Path,
+    mut columns: Vec<ArrowColumnWriter>,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<Vec<ArrowColumnChunk>> {
+    let err = |e: parquet::errors::ParquetError| parquet_error(path, e);
+    for batch in batches {
+        let mut leaves = columns.iter_mut();
+        for (field, array) in schema.fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, array).map_err(err)? {
+                if let Some(column) = leaves.next() {
+                    column.write(&leaf).map_err(err)?;
+                }
+            }
+        }
+    }
+    columns
+        .into_iter()
+        .map(|c| c.close().map_err(err))
+        .collect()
 }
 
 /// One Parquet file being written: the rows not yet handed to the writing thread.
@@ -479,7 +667,6 @@ impl Part {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let level = ZstdLevel::try_new(1).map_err(|e| parquet_error(&path, e))?;
         // Dictionaries for names only: ids and times are nearly all distinct, and a
         // dictionary of them cost more time than it saved bytes; times sorted within a file
@@ -495,17 +682,27 @@ impl Part {
             .set_dictionary_enabled(false);
         for field in schema.fields() {
             let column = ColumnPath::from(field.name().as_str());
+            if UNCOMPRESSED_COLUMNS.contains(&field.name().as_str()) {
+                props = props.set_column_compression(column.clone(), Compression::UNCOMPRESSED);
+            }
             props = match field.data_type() {
-                DataType::Utf8 => props.set_column_dictionary_enabled(column, true),
-                DataType::UInt64 | DataType::UInt32 | DataType::Int32 | DataType::UInt16 => {
+                // Names: a dictionary, and no minimum and maximum (every row group holds
+                // about every name, and comparing each string was 2% of the export).
+                DataType::Utf8 => props
+                    .set_column_dictionary_enabled(column.clone(), true)
+                    .set_column_statistics_enabled(column, EnabledStatistics::None),
+                DataType::UInt64
+                | DataType::UInt32
+                | DataType::Int32
+                | DataType::UInt16
+                | DataType::UInt8 => {
                     props.set_column_encoding(column, Encoding::DELTA_BINARY_PACKED)
                 }
                 _ => props,
             };
         }
         let props = props.build();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
-            .map_err(|e| parquet_error(&path, e))?;
+        let writer = FileWriter::create(path.clone(), schema.clone(), props)?;
         let cols = schema
             .fields()
             .iter()
@@ -519,7 +716,7 @@ impl Part {
             cols,
             rows: 0,
         };
-        part.send(Job::Open(n, part.path.clone(), Box::new(writer)))?;
+        part.send(Job::Open(n, Box::new(writer)))?;
         Ok(part)
     }
 
@@ -749,37 +946,41 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
     for (block, chunks) in blocks {
         let mut merge = OperationsByTime::new(trace, chunks)?;
         let p = ops.part(block)?;
-        while let Some((id, op)) = merge.next_operation()? {
+        while let Some(op) = merge.next_operation()? {
             if stats.operations % 65_536 == 0 {
                 trace.check_cancel()?;
             }
+            // Read in place from the decoded columns: no operation is built per row.
+            let (cols, row) = (op.columns, op.row);
+            let op_kind = cols.known_kind(row)?;
             let kind = kind_names
-                .entry(op.kind)
-                .or_insert_with(|| trace.kind_name(op.kind));
+                .entry(op_kind)
+                .or_insert_with(|| trace.kind_name(op_kind));
+            let (start, end) = (cols.start(row), cols.end(row));
             let c = &mut p.cols;
-            c[0].u64(id);
+            c[0].u64(op.id);
             c[1].u32(op.rank);
             c[2].u32(op.thread);
             c[3].str(kind);
-            c[4].bool(op.kind.is_send());
-            c[5].bool(op.kind.is_receive());
-            c[6].bool(op.kind.is_collective());
-            c[7].u64(op.start);
-            c[8].u64(op.end);
-            c[9].u64(op.end.saturating_sub(op.start));
-            c[10].opt_u32(op.comm);
-            c[11].opt_u32(op.dest);
-            c[12].opt_u32(op.source);
-            c[13].opt_i32(op.send_tag);
-            c[14].opt_i32(op.recv_tag);
-            c[15].u64(op.send_bytes);
-            c[16].u64(op.recv_bytes);
-            c[17].opt_u32(op.root);
-            c[18].opt_str(op.datatype.and_then(string));
-            c[19].opt_u64(op.request);
-            c[20].list_u64(&op.completes);
-            c[21].u8(op.flags);
-            c[22].u16(op.depth);
+            c[4].bool(op_kind.is_send());
+            c[5].bool(op_kind.is_receive());
+            c[6].bool(op_kind.is_collective());
+            c[7].u64(start);
+            c[8].u64(end);
+            c[9].u64(end.saturating_sub(start));
+            c[10].opt_u32(cols.comm(row));
+            c[11].opt_u32(cols.dest(row));
+            c[12].opt_u32(cols.source(row));
+            c[13].opt_i32(cols.send_tag(row));
+            c[14].opt_i32(cols.recv_tag(row));
+            c[15].u64(cols.send_bytes(row));
+            c[16].u64(cols.recv_bytes(row));
+            c[17].opt_u32(cols.root(row));
+            c[18].opt_str(cols.datatype(row).and_then(string));
+            c[19].opt_u64(cols.request(row));
+            c[20].list_u64(op.completes()?);
+            c[21].u8(cols.flags(row));
+            c[22].u16(cols.depth(row));
             p.row_done()?;
             stats.operations += 1;
         }

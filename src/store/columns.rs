@@ -173,6 +173,8 @@ pub(super) fn columns_of<F: Copy>(
 #[derive(Debug, Clone)]
 pub struct ChunkColumns<T, C = Columns> {
     chunk: u32,
+    /// The chunk's row that row 0 holds (not 0 for a window of a chunk's rows).
+    first_row: usize,
     columns: C,
     table: PhantomData<T>,
 }
@@ -197,6 +199,7 @@ impl<T, C: Borrow<Columns>> ChunkColumns<T, C> {
     pub fn new(chunk: u32, columns: C) -> ChunkColumns<T, C> {
         ChunkColumns {
             chunk,
+            first_row: 0,
             columns,
             table: PhantomData,
         }
@@ -218,7 +221,7 @@ impl<T, C: Borrow<Columns>> ChunkColumns<T, C> {
 
     /// The id of the operation or message in row `row`.
     pub fn id(&self, row: usize) -> u64 {
-        row_id(self.chunk, row)
+        row_id(self.chunk, self.first_row + row)
     }
 }
 
@@ -313,43 +316,91 @@ impl<C: Borrow<Columns>> OperationColumns<C> {
     /// Every row as an [`Operation`] of location (`rank`, `thread`): the chunk must have been
     /// read whole (with the list of requests each row completes).
     pub(super) fn operations(&self, rank: Rank, thread: u32) -> Result<Vec<Operation>> {
-        let list = &self.columns.borrow().list;
-        let completes = self.column(op_col::COMPLETES);
-        let mut list_pos = 0usize;
+        let mut list_at = 0usize;
         let mut out = Vec::with_capacity(self.rows());
         for row in 0..self.rows() {
-            let n = completes[row] as usize;
-            let completes = list
-                .get(list_pos..list_pos + n)
-                .ok_or_else(|| Error::Corrupt("request list column is short".into()))?
-                .to_vec();
-            list_pos += n;
-            let kind = self.kind(row).ok_or_else(|| {
-                let code = self.column(op_col::KIND)[row];
-                Error::Corrupt(format!("unknown operation code {code}"))
-            })?;
-            out.push(Operation {
-                rank,
-                thread,
-                start: self.start(row),
-                end: self.end(row),
-                kind,
-                comm: self.comm(row),
-                dest: self.dest(row),
-                source: self.source(row),
-                send_tag: self.send_tag(row),
-                recv_tag: self.recv_tag(row),
-                send_bytes: self.send_bytes(row),
-                recv_bytes: self.recv_bytes(row),
-                datatype: self.datatype(row),
-                root: self.root(row),
-                request: self.request(row),
-                completes,
-                flags: self.flags(row),
-                depth: self.depth(row),
-            });
+            out.push(self.operation(row, rank, thread, list_at)?);
+            list_at += self.completes_count(row);
         }
         Ok(out)
+    }
+
+    /// Row `row` as an [`Operation`] of location (`rank`, `thread`), its completed requests
+    /// starting at `list_at` in [`OperationColumns::completes_list`] (the sum of the earlier
+    /// rows' [`OperationColumns::completes_count`]): every field must have been read.
+    pub fn operation(
+        &self,
+        row: usize,
+        rank: Rank,
+        thread: u32,
+        list_at: usize,
+    ) -> Result<Operation> {
+        let kind = self.known_kind(row)?;
+        Ok(Operation {
+            rank,
+            thread,
+            start: self.start(row),
+            end: self.end(row),
+            kind,
+            comm: self.comm(row),
+            dest: self.dest(row),
+            source: self.source(row),
+            send_tag: self.send_tag(row),
+            recv_tag: self.recv_tag(row),
+            send_bytes: self.send_bytes(row),
+            recv_bytes: self.recv_bytes(row),
+            datatype: self.datatype(row),
+            root: self.root(row),
+            request: self.request(row),
+            completes: self.completes(row, list_at)?.to_vec(),
+            flags: self.flags(row),
+            depth: self.depth(row),
+        })
+    }
+
+    /// The MPI call of row `row`; a code this version does not know is a damaged chunk.
+    pub fn known_kind(&self, row: usize) -> Result<OpKind> {
+        self.kind(row).ok_or_else(|| {
+            let code = self.column(op_col::KIND)[row];
+            Error::Corrupt(format!("unknown operation code {code}"))
+        })
+    }
+
+    /// The requests row `row` completes, which start at `list_at` in
+    /// [`OperationColumns::completes_list`] (see [`OperationColumns::operation`]).
+    pub fn completes(&self, row: usize, list_at: usize) -> Result<&[RequestId]> {
+        let n = self.completes_count(row);
+        self.completes_list()
+            .get(list_at..list_at + n)
+            .ok_or_else(|| Error::Corrupt("request list column is short".into()))
+    }
+
+    /// Rows `range` of this chunk (every field read), copied into a reader of their own
+    /// whose row 0 is row `range.start` and whose ids stay the chunk's: a window that holds
+    /// a part of a chunk, not all of it.
+    pub fn window(&self, range: std::ops::Range<usize>) -> OperationColumns {
+        let columns = self.columns.borrow();
+        let end = range.end.min(columns.rows);
+        let start = range.start.min(end);
+        let counts = &columns.cols[op_col::COMPLETES];
+        let list_start: u64 = counts[..start].iter().sum();
+        let list_len: u64 = counts[start..end].iter().sum();
+        let list_start = list_start as usize;
+        let list_end = (list_start + list_len as usize).min(columns.list.len());
+        ChunkColumns {
+            chunk: self.chunk,
+            first_row: self.first_row + start,
+            columns: Columns {
+                rows: end - start,
+                cols: columns
+                    .cols
+                    .iter()
+                    .map(|c| c.get(start..end).unwrap_or(&[]).to_vec())
+                    .collect(),
+                list: columns.list[list_start.min(list_end)..list_end].to_vec(),
+            },
+            table: PhantomData,
+        }
     }
 }
 
