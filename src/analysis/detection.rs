@@ -19,7 +19,6 @@ use super::comm_patterns::{self, CommPattern, ProcessPatternOccurrences};
 use super::phases::{self, Mode, PhaseTree};
 use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
-use crate::hash::FxHashMap;
 use crate::model::{OpKind, Rank, RoutineCall, Time};
 use crate::store::{OpChunkInfo, OperationColumns};
 use crate::Trace;
@@ -572,16 +571,20 @@ impl PhaseResult {
 /// rank (16,384 of them at 16,384 ranks).
 struct CallsByRank {
     calls: Vec<RoutineCall>,
-    /// Where each rank's calls lie in `calls`.
-    of: FxHashMap<Rank, Range<usize>>,
+    /// Each rank with calls and where they lie in `calls`, by rank (one entry per rank, found
+    /// by a search: a hash map entry per call was most of the phases' time at 16,384 ranks).
+    of: Vec<(Rank, Range<usize>)>,
 }
 
 impl CallsByRank {
     fn new(mut calls: Vec<RoutineCall>) -> CallsByRank {
         calls.sort_by_key(|c| c.rank);
-        let mut of: FxHashMap<Rank, Range<usize>> = FxHashMap::default();
+        let mut of: Vec<(Rank, Range<usize>)> = Vec::new();
         for (i, c) in calls.iter().enumerate() {
-            of.entry(c.rank).or_insert(i..i).end = i + 1;
+            match of.last_mut() {
+                Some((rank, range)) if *rank == c.rank => range.end = i + 1,
+                _ => of.push((c.rank, i..i + 1)),
+            }
         }
         CallsByRank { calls, of }
     }
@@ -589,8 +592,8 @@ impl CallsByRank {
     /// `rank`'s calls, in their stored order.
     fn of(&self, rank: Rank) -> &[RoutineCall] {
         self.of
-            .get(&rank)
-            .map_or(&[][..], |range| &self.calls[range.clone()])
+            .binary_search_by_key(&rank, |(r, _)| *r)
+            .map_or(&[][..], |i| &self.calls[self.of[i].1.clone()])
     }
 }
 
@@ -686,24 +689,36 @@ fn phase_bitmaps(
             last_ops |= p.op_ids();
         }
     }
+    let last_rows = last_rows_in(&last_ops, trace.op_chunks());
     let starts: Vec<Time> = phases.iter().map(|p| p.start).collect();
     // The phase of an operation starting at `t` of a process whose last phase ends at `end`
     // (a message goes with its send).
-    let phase_of = |end: Time, t: Time| -> Option<usize> {
-        let k = starts.partition_point(|&s| s <= t);
-        (k > 0 && (k < starts.len() || t <= end)).then(|| k - 1)
+    // `begun` is the number of phases begun by `t`.
+    let phase_at = |begun: usize, end: Time, t: Time| -> Option<usize> {
+        (begun > 0 && (begun < starts.len() || t <= end)).then(|| begun - 1)
     };
+    let phase_of = |end: Time, t: Time| phase_at(starts.partition_point(|&s| s <= t), end, t);
     // Process by process: the end of its last phase, then its operations as runs of ids, one
     // phase each. A process's operations are in time order, so a chunk is a few runs, and the
     // bitmaps are built from runs (sorted by id) rather than id by id.
     let mut op_runs: Vec<Vec<Range<u64>>> = vec![Vec::new(); phases.len()];
-    let mut ends: FxHashMap<Rank, Time> = FxHashMap::default();
-    for rank in trace.header().processes.iter().map(|p| p.rank) {
+    // Each process's end of the last phase, by rank (looked up for every message: an array,
+    // not a hash map, whose lookups missed the cache at 16,384 ranks).
+    let processes = &trace.header().processes;
+    let mut ends: Vec<Time> = vec![
+        last.end;
+        processes
+            .iter()
+            .map(|p| p.rank as usize + 1)
+            .max()
+            .unwrap_or(0)
+    ];
+    for rank in processes.iter().map(|p| p.rank) {
         let chunks: Vec<&OpChunkInfo> = trace
             .op_chunks_of(rank)
             .filter(|c| c.rows > 0 && c.max_end >= starts[0])
             .collect();
-        let (latest, mut read) = latest_in_last_phase(trace, &chunks, &last_ops, last.start)?;
+        let (latest, mut read) = latest_in_last_phase(trace, &chunks, &last_rows, last.start)?;
         let end = match latest {
             Some(event) => {
                 // The routine call that began within the phase and holds its last event.
@@ -714,7 +729,7 @@ fn phase_bitmaps(
                     .map(|c| c.end)
                     .max()
                     .unwrap_or(event);
-                ends.insert(rank, end);
+                ends[rank as usize] = end;
                 end
             }
             None => last.end,
@@ -732,9 +747,22 @@ fn phase_bitmaps(
                 None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
             };
             let mut run: Option<(usize, Range<u64>)> = None;
+            // Starts are in time order within a location: the phase only moves forward, so
+            // it is found by stepping over phase starts, not by a search per operation
+            // (at 16,384 ranks every chunk spans the phases and every row is looked at).
+            let mut next_phase = 0usize;
+            let mut previous = Time::MIN;
             for row in 0..columns.rows() {
                 let id = columns.id(row);
-                let k = phase_of(end, columns.start(row));
+                let t = columns.start(row);
+                if t < previous {
+                    next_phase = 0;
+                }
+                previous = t;
+                while next_phase < starts.len() && starts[next_phase] <= t {
+                    next_phase += 1;
+                }
+                let k = phase_at(next_phase, end, t);
                 match (&mut run, k) {
                     (Some((current, ids)), Some(k)) if *current == k && ids.end == id => {
                         ids.end = id + 1;
@@ -752,7 +780,7 @@ fn phase_bitmaps(
             }
         }
     }
-    let end_of = |rank: Rank| ends.get(&rank).copied().unwrap_or(last.end);
+    let end_of = |rank: Rank| ends.get(rank as usize).copied().unwrap_or(last.end);
     let ops: Vec<RoaringTreemap> = op_runs
         .into_iter()
         .map(|mut runs| {
@@ -821,17 +849,50 @@ impl IdSink {
 /// Chunks already decoded (their start times), by chunk number.
 type DecodedChunks = Vec<(u32, OperationColumns)>;
 
-/// The latest start in a process's `chunks` of an operation of `last_ops` (the last phase's)
-/// starting at or after `from`, with the chunks decoded to find it (kept for the caller's
-/// next pass; at most a few). A location's operations are stored in time order (the import
-/// refuses time going backwards), so a chunk's latest operation of `last_ops` is its last one
-/// there, found with one search of the bitmap; its start is the chunk's last start when it is
-/// the chunk's last row, and read otherwise. The chunks are searched from the last, and one
-/// none of whose operations can be later is skipped.
+/// Per operation chunk (by chunk number), the last of its rows that is in `ops`, if any:
+/// one backward pass over the bitmap for all the chunks, not a search per chunk (16,384
+/// ranks have 16,384 chunks to look at).
+fn last_rows_in<'a>(
+    ops: &RoaringTreemap,
+    chunks: impl IntoIterator<Item = &'a OpChunkInfo>,
+) -> Vec<Option<u32>> {
+    let mut chunks: Vec<&OpChunkInfo> = chunks.into_iter().filter(|c| c.rows > 0).collect();
+    chunks.sort_unstable_by_key(|c| std::cmp::Reverse(c.chunk));
+    let mut last = vec![None; chunks.first().map_or(0, |c| c.chunk as usize + 1)];
+    let mut found = ops.iter();
+    // A member taken from the iterator below a chunk's ids, kept for the chunks below it.
+    let mut below: Option<u64> = None;
+    for info in chunks {
+        let ids = info.ids();
+        let largest = match below.take() {
+            Some(id) if id < ids.end => Some(id),
+            _ => {
+                found.advance_back_to(ids.end - 1);
+                found.next_back()
+            }
+        };
+        match largest {
+            Some(id) if id >= ids.start => {
+                last[info.chunk as usize] = Some((id - ids.start) as u32)
+            }
+            other => below = other,
+        }
+    }
+    last
+}
+
+/// The latest start in a process's `chunks` of an operation of the last phase (whose last
+/// row in each chunk is `last_rows`, see [`last_rows_in`]) starting at or after `from`, with
+/// the chunks decoded to find it (kept for the caller's next pass; at most a few). A
+/// location's operations are stored in time order (the import refuses time going
+/// backwards), so a chunk's latest operation of the last phase is its last one there; its
+/// start is the chunk's last start when it is the chunk's last row, and read otherwise. The
+/// chunks are searched from the last, and one none of whose operations can be later is
+/// skipped.
 fn latest_in_last_phase(
     trace: &Trace,
     chunks: &[&OpChunkInfo],
-    last_ops: &RoaringTreemap,
+    last_rows: &[Option<u32>],
     from: Time,
 ) -> Result<(Option<Time>, DecodedChunks)> {
     let mut latest: Option<Time> = None;
@@ -840,13 +901,10 @@ fn latest_in_last_phase(
         if info.max_end < from || latest.is_some_and(|l| info.max_end < l) {
             continue;
         }
-        let ids = info.ids();
-        let mut found = last_ops.iter();
-        found.advance_back_to(ids.end.saturating_sub(1));
-        let Some(id) = found.next_back().filter(|id| ids.contains(id)) else {
+        let Some(row) = last_rows.get(info.chunk as usize).copied().flatten() else {
             continue;
         };
-        let row = (id - ids.start) as usize;
+        let row = row as usize;
         let t = if row + 1 == info.rows as usize {
             info.last_start
         } else {
@@ -1153,5 +1211,60 @@ mod tests {
         let got = sink.finish();
         assert_eq!(got.len(), IdSink::BATCH as u64 + 4);
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_last_row_of_each_chunk_in_a_bitmap_is_found_in_one_pass() {
+        use crate::store::tables::row_id;
+        let chunk = |chunk: u32, rows: u32| OpChunkInfo {
+            chunk,
+            rank: chunk,
+            thread: 0,
+            first_row: 0,
+            rows,
+            first_start: 0,
+            last_start: 0,
+            max_end: 0,
+            pack: 0,
+            offset: 0,
+            len: 0,
+        };
+        // Chunk 5 is not listed: its members lie between chunk 7's and chunk 3's and must not
+        // be taken for either; chunk 2 has no member; chunk 0's only member is its first row.
+        let chunks = [
+            chunk(0, 10),
+            chunk(2, 4),
+            chunk(3, 100),
+            chunk(7, 50),
+            chunk(9, 0),
+        ];
+        let ops: RoaringTreemap = [
+            row_id(0, 0),
+            row_id(3, 5),
+            row_id(3, 99),
+            row_id(5, 1),
+            row_id(5, 40),
+            row_id(7, 0),
+            row_id(7, 12),
+            row_id(8, 3),
+        ]
+        .into_iter()
+        .collect();
+        let last = last_rows_in(&ops, chunks.iter());
+        assert_eq!(last.len(), 8);
+        assert_eq!(last[0], Some(0));
+        assert_eq!(last[2], None);
+        assert_eq!(last[3], Some(99));
+        assert_eq!(last[5], None);
+        assert_eq!(last[7], Some(12));
+        // Against a search per chunk.
+        for info in &chunks {
+            let ids = info.ids();
+            let want = ops
+                .iter()
+                .rfind(|id| ids.contains(id))
+                .map(|id| (id - ids.start) as u32);
+            assert_eq!(last.get(info.chunk as usize).copied().flatten(), want);
+        }
     }
 }
