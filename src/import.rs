@@ -32,7 +32,7 @@ use crate::store::{
 
 /// Rows buffered across all open operation chunks before the largest is flushed early
 /// (about 70 MiB of columns; more buys no compression and costs memory).
-const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 4;
+const MAX_BUFFERED_ROWS: usize = CHUNK_ROWS * 8;
 /// Rows a location must have buffered to be stored as a chunk of its own when the buffers
 /// are relieved (chunks this long compress as well as full ones); shorter buffers are parked.
 const OWN_CHUNK_ROWS: usize = pack::SHORT_CHUNK_ROWS;
