@@ -3,7 +3,6 @@
 //! read window) per location, never the trace.
 
 use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 use super::{EventSink, Progress};
@@ -54,32 +53,18 @@ impl TimeMerge {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let mut next_report = REPORT_EVERY;
-        loop {
-            // The earliest location stays at the top of the heap while it delivers, and is
-            // moved down once (not popped and pushed back); the next earliest of the others
-            // is the smaller of the top's two children.
-            let slice = self.heap.as_slice();
-            let bound = match (slice.get(1), slice.get(2)) {
-                (Some(Reverse(a)), Some(Reverse(b))) => a.min(b).0,
-                (Some(Reverse((t, _))), None) => *t,
-                _ => Time::MAX,
-            };
-            let Some(mut top) = self.heap.peek_mut() else {
-                break;
-            };
-            let i = top.0 .1;
+        while let Some(Reverse((_, i))) = self.heap.pop() {
+            // Take this location's items while it stays the earliest.
+            let bound = self.heap.peek().map_or(Time::MAX, |Reverse((t, _))| *t);
             loop {
                 streams.deliver(i, sink)?;
                 match streams.next_time(i)? {
                     Some(t) if t <= bound => continue,
                     Some(t) => {
-                        top.0 .0 = t;
+                        self.heap.push(Reverse((t, i)));
                         break;
                     }
-                    None => {
-                        PeekMut::pop(top);
-                        break;
-                    }
+                    None => break,
                 }
             }
             let events = streams.events();
