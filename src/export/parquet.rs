@@ -488,7 +488,7 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
                 Ok(())
             }
             Job::Write(n, batch) => match open.get_mut(&n) {
-                Some(w) => w.write(&batch),
+                Some(w) => w.write(batch),
                 None => Ok(()),
             },
             Job::EndRowGroup(n) => match open.get_mut(&n) {
@@ -558,8 +558,7 @@ impl FileWriter {
         })
     }
 
-    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        let mut batch = batch.clone();
+    fn write(&mut self, mut batch: RecordBatch) -> Result<()> {
         while batch.num_rows() > 0 {
             // A row group holds at most ROW_GROUP_ROWS rows, cut as ArrowWriter cuts them.
             let take = batch.num_rows().min(ROW_GROUP_ROWS - self.rows);
@@ -807,7 +806,8 @@ impl Table {
             .ok_or_else(|| Error::Usage("a Parquet part vanished".into()))
     }
 
-    /// Closes every file; an unpartitioned table with no row still gets its (empty) file.
+    /// Closes every file; a table with no row still gets its (empty) file, so that every
+    /// table of an export is there for an import to find.
     fn close(mut self) -> Result<()> {
         if self.parts.is_empty() {
             self.part(0)?;
@@ -928,13 +928,22 @@ fn write_tables(trace: &Trace, tmp: &Path) -> Result<ParquetStats> {
     })
 }
 
+/// MPI call names as the rows spell them, each made once ([`Trace::kind_name`] makes a string
+/// each time it is asked).
+#[derive(Default)]
+struct KindNames(HashMap<OpKind, String>);
+
+impl KindNames {
+    fn of(&mut self, trace: &Trace, kind: OpKind) -> &str {
+        self.0.entry(kind).or_insert_with(|| trace.kind_name(kind))
+    }
+}
+
 /// The `operations` table, rank block by rank block, each block's merged by time across its
 /// locations.
 fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     let mut stats = ParquetStats::default();
-    let strings = trace.strings();
-    let string = |id: u32| strings.get(id as usize).map(String::as_str);
-    let mut kind_names: HashMap<OpKind, String> = HashMap::default();
+    let mut kind_names = KindNames::default();
     let mut ops = Table::new(tmp, "operations", &jobs);
     let mut blocks: BTreeMap<u32, Vec<OpChunkInfo>> = BTreeMap::new();
     for info in trace.op_chunks() {
@@ -953,9 +962,7 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
             // Read in place from the decoded columns: no operation is built per row.
             let (cols, row) = (op.columns, op.row);
             let op_kind = cols.known_kind(row)?;
-            let kind = kind_names
-                .entry(op_kind)
-                .or_insert_with(|| trace.kind_name(op_kind));
+            let kind = kind_names.of(trace, op_kind);
             let (start, end) = (cols.start(row), cols.end(row));
             let c = &mut p.cols;
             c[0].u64(op.id);
@@ -976,7 +983,7 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
             c[15].u64(cols.send_bytes(row));
             c[16].u64(cols.recv_bytes(row));
             c[17].opt_u32(cols.root(row));
-            c[18].opt_str(cols.datatype(row).and_then(string));
+            c[18].opt_str(cols.datatype(row).and_then(|id| trace.string(id)));
             c[19].opt_u64(cols.request(row));
             c[20].list_u64(op.completes()?);
             c[21].u8(cols.flags(row));
@@ -985,11 +992,6 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
             stats.operations += 1;
         }
     }
-
-    // Every trace has an operations file, so that an import can find the export.
-    if ops.parts.is_empty() {
-        ops.part(0)?;
-    }
     ops.close()?;
     Ok(stats)
 }
@@ -997,9 +999,7 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
 /// Every table but `operations`.
 fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     let mut stats = ParquetStats::default();
-    let strings = trace.strings();
-    let string = |id: u32| strings.get(id as usize).map(String::as_str);
-    let mut kind_names: HashMap<OpKind, String> = HashMap::default();
+    let mut kind_names = KindNames::default();
 
     // Routine calls in the order they began (by start, rank, thread, then depth).
     let mut calls = Table::new(tmp, "routine_calls", &jobs);
@@ -1012,7 +1012,7 @@ fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetSta
         let c = &mut p.cols;
         c[0].u32(call.rank);
         c[1].u32(call.thread);
-        c[2].str(string(call.routine).unwrap_or("?"));
+        c[2].str(trace.string(call.routine).unwrap_or("?"));
         c[3].u16(call.depth);
         c[4].u64(call.start);
         c[5].u64(call.end);
@@ -1074,9 +1074,7 @@ fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetSta
             rows.sort_by_key(|(n, c)| (c.start, *n));
             let p = table.part(block)?;
             for (n, ci) in rows.drain(..) {
-                let kind = kind_names
-                    .entry(ci.kind)
-                    .or_insert_with(|| trace.kind_name(ci.kind));
+                let kind = kind_names.of(trace, ci.kind);
                 let c = &mut p.cols;
                 c[0].u64(n);
                 c[1].str(kind);
@@ -1171,7 +1169,7 @@ fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetSta
     let info = trace.info();
     let header_json = serde_json::to_string(&HeaderJson {
         header: header.clone(),
-        strings: strings.to_vec(),
+        strings: trace.strings().to_vec(),
         other_calls: other_calls(trace),
     })
     .map_err(|e| Error::Usage(format!("the trace's header as JSON: {e}")))?;
