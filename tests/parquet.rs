@@ -739,3 +739,74 @@ for p, n in c.sql(f"select pattern, count(*) from {{t('pattern_occurrences')}} g
     let (ok, _, err) = mtfdb(&dir.path().join("db2"), &["import", out.to_str().unwrap()]);
     assert!(ok, "{err}");
 }
+
+/// A cursor streams its rows as record batches of the size asked for, one schema throughout
+/// for a selection (columns of nulls included), holding the same values as the whole result.
+#[test]
+fn a_cursor_streams_arrow_record_batches_with_one_schema() {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Int64Type};
+    let (_dir, db) = common::temp_db();
+    import_generated(&db, &GenConfig::new(Scenario::Stencil2d, 8, 3), "s");
+    let mut session = Session::new(db);
+    session.use_trace("s").unwrap();
+    for (q, size) in [
+        ("SELECT ALL OPERATIONS", 100),
+        ("SELECT MESSAGES FOR PROCESS(1)", 7),
+        ("SELECT ALL OPERATIONS LIMIT 250", 100),
+        ("SELECT STATISTICS FOR ALL PROCESSES", 3),
+    ] {
+        let whole = session.run(q).unwrap();
+        let batches: Vec<_> = session
+            .query(q)
+            .unwrap()
+            .record_batches(size)
+            .collect::<mtfdb::Result<_>>()
+            .unwrap();
+        assert_eq!(batches.len(), whole.len().div_ceil(size).max(1), "{q}");
+        assert!(batches.iter().all(|b| b.num_rows() <= size), "{q}");
+        let schema = batches[0].schema();
+        assert!(batches.iter().all(|b| b.schema() == schema), "{q}");
+        let all = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(all.num_rows(), whole.len(), "{q}");
+        for (c, column) in all.columns().iter().enumerate() {
+            for (i, row) in whole.rows.iter().enumerate() {
+                let text = arrow::util::display::array_value_to_string(column, i).unwrap();
+                match &row[c] {
+                    mtfdb::results::Value::Null => assert!(column.is_null(i), "{q} {i} {c}"),
+                    mtfdb::results::Value::Float(f) => {
+                        assert_eq!(
+                            column
+                                .as_primitive::<arrow::datatypes::Float64Type>()
+                                .value(i),
+                            *f
+                        )
+                    }
+                    v => assert_eq!(text, v.render(), "{q} row {i} column {c}"),
+                }
+            }
+        }
+        if q.starts_with("SELECT ALL OPERATIONS") {
+            // A selection's columns have the catalog's types, whatever the first batch holds.
+            let id = schema.index_of("id").unwrap();
+            assert_eq!(schema.field(id).data_type(), &DataType::Int64);
+            let ids = all.column(id).as_primitive::<Int64Type>();
+            assert_eq!(ids.len(), whole.len());
+            for name in ["peer", "root"] {
+                if let Ok(i) = schema.index_of(name) {
+                    assert_eq!(schema.field(i).data_type(), &DataType::Int64, "{name}");
+                }
+            }
+        }
+    }
+    // No row: one empty batch, with the columns.
+    let empty: Vec<_> = session
+        .query("SELECT ALL OPERATIONS WHERE DURATION < 0")
+        .unwrap()
+        .record_batches(10)
+        .collect::<mtfdb::Result<_>>()
+        .unwrap();
+    assert_eq!(empty.len(), 1);
+    assert_eq!(empty[0].num_rows(), 0);
+    assert!(empty[0].schema().index_of("start_ns").is_ok());
+}

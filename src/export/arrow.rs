@@ -1,5 +1,6 @@
-//! A query's [`ResultSet`] as an Arrow [`RecordBatch`], for embedders that want columnar
-//! results (to hand to Polars, DuckDB, or a Parquet writer) without walking rows.
+//! A query's [`ResultSet`] as an Arrow [`RecordBatch`], and a cursor's rows as a stream of
+//! them ([`Rows::record_batches`]), for embedders that want columnar results (to hand to
+//! Polars, DuckDB, or a Parquet writer) without walking rows.
 //!
 //! Each column gets the narrowest Arrow type that holds all its values exactly:
 //!
@@ -34,6 +35,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
 use crate::error::{Error, Result};
+use crate::query::catalog::ColumnType;
+use crate::query::Rows;
 use crate::results::{ResultSet, Value};
 
 /// The Arrow type a column of these values converts to (see the module documentation).
@@ -61,18 +64,53 @@ pub fn column_type<'v>(values: impl Iterator<Item = &'v Value>) -> DataType {
 
 /// `r` as one Arrow record batch, a column per result column, rows in order.
 pub fn to_record_batch(r: &ResultSet) -> Result<RecordBatch> {
-    let mut fields = Vec::with_capacity(r.columns.len());
-    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(r.columns.len());
-    for (c, name) in r.columns.iter().enumerate() {
+    batch_of(&r.columns, &r.rows, None).map(|(batch, _)| batch)
+}
+
+/// Where Arrow types stand in the order a column widens through as values come: a column of
+/// nulls takes any type, whole numbers widen to 128-bit decimals, numbers to floats, and
+/// anything to text (the order [`column_type`] chooses by).
+fn rank(t: &DataType) -> u8 {
+    match t {
+        DataType::Null => 0,
+        DataType::Int64 => 1,
+        DataType::Decimal128(..) => 2,
+        DataType::Float64 => 3,
+        _ => 4,
+    }
+}
+
+/// The narrowest type that holds the values of both `a` and `b`.
+fn widest(a: DataType, b: DataType) -> DataType {
+    if rank(&b) > rank(&a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// `rows` (of `columns`) as a record batch, each column of the type its values need, or
+/// wider where `at_least` says so; with the types it chose.
+fn batch_of(
+    columns: &[String],
+    rows: &[Vec<Value>],
+    at_least: Option<&[DataType]>,
+) -> Result<(RecordBatch, Vec<DataType>)> {
+    let mut fields = Vec::with_capacity(columns.len());
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(columns.len());
+    let mut types = Vec::with_capacity(columns.len());
+    for (c, name) in columns.iter().enumerate() {
         let column = || {
-            r.rows
-                .iter()
+            rows.iter()
                 .map(move |row| row.get(c).unwrap_or(&Value::Null))
         };
-        let t = column_type(column());
+        let mut t = column_type(column());
+        if let Some(earlier) = at_least.and_then(|types| types.get(c)) {
+            t = widest(earlier.clone(), t);
+        }
         let array: ArrayRef = match &t {
             DataType::Int64 => {
-                let mut b = Int64Builder::with_capacity(r.rows.len());
+                let mut b = Int64Builder::with_capacity(rows.len());
                 for v in column() {
                     match v {
                         Value::Int(i) => b.append_option(i64::try_from(*i).ok()),
@@ -82,7 +120,7 @@ pub fn to_record_batch(r: &ResultSet) -> Result<RecordBatch> {
                 Arc::new(b.finish())
             }
             DataType::Decimal128(p, s) => {
-                let mut b = Decimal128Builder::with_capacity(r.rows.len())
+                let mut b = Decimal128Builder::with_capacity(rows.len())
                     .with_precision_and_scale(*p, *s)
                     .map_err(|e| Error::Usage(format!("column {name:?}: {e}")))?;
                 for v in column() {
@@ -94,7 +132,7 @@ pub fn to_record_batch(r: &ResultSet) -> Result<RecordBatch> {
                 Arc::new(b.finish())
             }
             DataType::Float64 => {
-                let mut b = Float64Builder::with_capacity(r.rows.len());
+                let mut b = Float64Builder::with_capacity(rows.len());
                 for v in column() {
                     match v {
                         Value::Float(f) => b.append_value(*f),
@@ -115,14 +153,121 @@ pub fn to_record_batch(r: &ResultSet) -> Result<RecordBatch> {
                 }
                 Arc::new(b.finish())
             }
-            _ => Arc::new(NullArray::new(r.rows.len())),
+            _ => Arc::new(NullArray::new(rows.len())),
         };
-        fields.push(Field::new(name, t, true));
+        fields.push(Field::new(name, t.clone(), true));
         arrays.push(array);
+        types.push(t);
     }
-    let options = RecordBatchOptions::new().with_row_count(Some(r.rows.len()));
-    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
-        .map_err(|e| Error::Usage(format!("the result as an Arrow record batch: {e}")))
+    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+        .map_err(|e| Error::Usage(format!("the result as an Arrow record batch: {e}")))?;
+    Ok((batch, types))
+}
+
+/// A cursor's rows as Arrow record batches of at most a given number of rows each, read as
+/// they are asked for (memory follows one batch, not the result): what
+/// [`Rows::record_batches`] returns.
+///
+/// Every batch of a cursor has one schema: a selection of rows takes its columns' types from
+/// its target ([`Rows::column_types`]: `Int64` for whole numbers, `Utf8` for text, a column
+/// of nulls included), and a result computed whole (an aggregate, an analysis) from all its
+/// values, as [`to_record_batch`] does. The one exception: a selection's value that its type
+/// cannot hold (a whole number beyond 64 bits) widens the column from that batch on, as
+/// [`to_record_batch`] would type it; batches never narrow.
+pub struct RecordBatches<'s> {
+    rows: Rows<'s>,
+    columns: Vec<String>,
+    max_rows: usize,
+    types: Option<Vec<DataType>>,
+    /// Batches handed out.
+    batches: usize,
+    /// Whether an error or the end was reached.
+    done: bool,
+}
+
+impl Iterator for RecordBatches<'_> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.done {
+            return None;
+        }
+        let mut values = Vec::with_capacity(self.max_rows.min(1 << 16));
+        while values.len() < self.max_rows {
+            match self.rows.next() {
+                Some(Ok(row)) => values.push(row.into_values()),
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                None => {
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        // An empty result is one empty batch, so that its schema reaches the reader.
+        if values.is_empty() && self.batches > 0 {
+            return None;
+        }
+        self.batches += 1;
+        let made = batch_of(&self.columns, &values, self.types.as_deref());
+        Some(made.map(|(batch, types)| {
+            self.types = Some(types);
+            batch
+        }))
+    }
+}
+
+impl<'s> Rows<'s> {
+    /// The remaining rows as Arrow record batches of at most `max_rows` rows each (at least
+    /// one), converted as [`ResultSet::to_record_batch`] converts, a batch at a time; see
+    /// [`RecordBatches`] for how a column's type is chosen. A result with no row is one
+    /// empty batch.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// let mut session = mtfdb::Session::new(db);
+    /// let mut rows = 0;
+    /// for batch in session.query("SELECT SENDS FOR PROCESS(0)")?.record_batches(100) {
+    ///     let batch = batch?;
+    ///     assert!(batch.num_rows() <= 100);
+    ///     rows += batch.num_rows();
+    /// }
+    /// assert!(rows > 0);
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn record_batches(self, max_rows: usize) -> RecordBatches<'s> {
+        let types = match (self.column_types(), self.computed_rows()) {
+            (Some(kinds), _) => Some(
+                kinds
+                    .iter()
+                    .map(|k| match k {
+                        ColumnType::Integer => DataType::Int64,
+                        ColumnType::Text => DataType::Utf8,
+                    })
+                    .collect(),
+            ),
+            // Computed whole, the rows are all there to choose each column's type from.
+            (None, Some(rows)) => Some(
+                (0..self.columns().len())
+                    .map(|c| column_type(rows.iter().map(|r| r.get(c).unwrap_or(&Value::Null))))
+                    .collect(),
+            ),
+            (None, None) => None,
+        };
+        RecordBatches {
+            columns: self.columns().to_vec(),
+            rows: self,
+            max_rows: max_rows.max(1),
+            types,
+            batches: 0,
+            done: false,
+        }
+    }
 }
 
 impl ResultSet {

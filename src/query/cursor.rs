@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::catalog::{Column, ColumnType};
 use super::exec::Scan;
 use crate::error::Result;
 use crate::results::{ResultSet, Row, Value};
@@ -32,6 +33,8 @@ use crate::results::{ResultSet, Row, Value};
 /// ```
 pub struct Rows<'s> {
     columns: Arc<[String]>,
+    /// The columns' types, where the statement's target fixes them.
+    types: Option<Vec<ColumnType>>,
     source: Source<'s>,
 }
 
@@ -53,14 +56,16 @@ impl<'s> Rows<'s> {
     pub(crate) fn computed(result: ResultSet) -> Rows<'s> {
         Rows {
             columns: result.columns.into(),
+            types: None,
             source: Source::Computed(result.rows.into_iter()),
         }
     }
 
-    /// The rows `scan` reads, at most `limit` of them.
-    pub(crate) fn scanning(columns: Vec<String>, scan: Scan<'s>, limit: Option<usize>) -> Rows<'s> {
+    /// The rows `scan` reads, at most `limit` of them, in `columns`.
+    pub(crate) fn scanning(columns: &[Column], scan: Scan<'s>, limit: Option<usize>) -> Rows<'s> {
         Rows {
-            columns: columns.into(),
+            columns: columns.iter().map(|c| c.name.to_string()).collect(),
+            types: Some(columns.iter().map(|c| c.kind).collect()),
             source: Source::Scan {
                 scan: Box::new(scan),
                 left: limit,
@@ -73,6 +78,25 @@ impl<'s> Rows<'s> {
         &self.columns
     }
 
+    /// The columns' types, when the statement's target fixes them (a selection of rows, as
+    /// `DESCRIBE` lists them); `None` for a result computed whole (aggregates, analyses), whose
+    /// values say their types.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = mtfdb::Database::open(dir.path().join("db")).unwrap();
+    /// # db.import(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/stencil2d-16.mtf"), Some("paper")).unwrap();
+    /// use mtfdb::query::catalog::ColumnType;
+    /// let mut session = mtfdb::Session::new(db);
+    /// let rows = session.query("SELECT MESSAGES LIMIT 1")?;
+    /// let sender = rows.columns().iter().position(|c| c == "sender").unwrap();
+    /// assert_eq!(rows.column_types().unwrap()[sender], ColumnType::Integer);
+    /// # Ok::<(), mtfdb::Error>(())
+    /// ```
+    pub fn column_types(&self) -> Option<&[ColumnType]> {
+        self.types.as_deref()
+    }
+
     /// Every remaining row, collected into a [`ResultSet`] (the same one
     /// [`Session::run`](super::Session::run) returns for the statement). To collect the rows
     /// themselves: `rows.collect::<mtfdb::Result<Vec<_>>>()`.
@@ -82,6 +106,15 @@ impl<'s> Rows<'s> {
             result.push(row?.into_values());
         }
         Ok(result)
+    }
+
+    /// The rows still to come of a result computed whole (`None` for one read as it is
+    /// asked for).
+    pub(crate) fn computed_rows(&self) -> Option<&[Vec<Value>]> {
+        match &self.source {
+            Source::Computed(rows) => Some(rows.as_slice()),
+            _ => None,
+        }
     }
 
     /// The next row's values, or `None` after the last.

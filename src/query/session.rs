@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::ast::{Select, SelectBody, ShowWhat, Statement};
 use super::cursor::Rows;
-use super::exec::selected_columns;
+use super::exec::selected_catalog_columns;
 use super::plan::Engine;
 use super::usage;
 use crate::error::{Error, Limit, NameKind, Result};
@@ -168,12 +168,12 @@ impl Session {
         let (trace, cancel) = self.open_current()?;
         let engine = Engine::with_cancel(trace, cancel);
         let mut selected = engine.select_ids(selection)?;
-        let columns = selected_columns(&selected);
+        let columns = selected_catalog_columns(&selected);
         let scan = engine.scan(selection, &mut selected)?;
         let limit = select
             .limit
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        Ok(Rows::scanning(columns, scan, limit))
+        Ok(Rows::scanning(&columns, scan, limit))
     }
 
     /// The cells with traffic of a `SELECT COMMUNICATION MATRIX …` statement: what

@@ -22,13 +22,14 @@ use super::usage;
 use crate::analysis::waits::WaitStates;
 use crate::error::{Error, Limit, Result};
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
+use crate::query::catalog;
 use crate::results::{ResultSet, RowSink, Value};
 use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
 
 pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
+use records::Record;
 pub(crate) use records::RecordScan;
-use records::{record_columns, Record};
 
 /// Whether a condition reads `WAIT`.
 pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
@@ -45,10 +46,10 @@ pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
 }
 
 /// The columns of a selection's rows: operations or messages; operations with `wait_ns`
-/// last when the statement reads `WAIT` (`waits`). The names are the [`catalog`]'s.
+/// last when the statement reads `WAIT` (`waits`), as the [`catalog`] describes them.
 ///
 /// [`catalog`]: crate::query::catalog
-pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<String> {
+pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<catalog::Column> {
     use crate::query::catalog::{BURST_COLUMNS, MESSAGE_COLUMNS, OPERATION_COLUMNS};
     let list = if bursts {
         BURST_COLUMNS
@@ -57,19 +58,27 @@ pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<Stri
     } else {
         OPERATION_COLUMNS
     };
-    let mut columns: Vec<String> = list.iter().map(|c| c.name.to_string()).collect();
+    let mut columns = list.to_vec();
     if waits && !messages && !bursts {
-        columns.push(WAIT_COLUMN.to_string());
+        columns.push(catalog::WAIT_COLUMN);
     }
     columns
 }
 
-/// The columns of what `selected` holds.
-pub(crate) fn selected_columns(selected: &Selected) -> Vec<String> {
+/// The columns of what `selected` holds, with their types.
+pub(crate) fn selected_catalog_columns(selected: &Selected) -> Vec<catalog::Column> {
     match selected.records {
-        Some(target) => record_columns(target),
+        Some(target) => catalog::columns(target).to_vec(),
         None => row_columns(selected.messages, selected.bursts, selected.waits.is_some()),
     }
+}
+
+/// The names of the columns of what `selected` holds.
+pub(crate) fn selected_columns(selected: &Selected) -> Vec<String> {
+    selected_catalog_columns(selected)
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect()
 }
 
 /// The column of an operation's wait (ns).

@@ -13,7 +13,6 @@ use crate::error::Result;
 use crate::export::parquet::anomaly_fields;
 use crate::model::{Anomaly, CommId, OpId, Operation, Rank, Time};
 use crate::query::ast::{Field, Scope, Selection, Target, Within};
-use crate::query::catalog;
 use crate::query::plan::{Engine, PlanStep, Selected};
 use crate::query::usage;
 use crate::results::Value;
@@ -466,12 +465,4 @@ fn sorted(mut ranks: Vec<Rank>) -> Vec<Rank> {
     ranks.sort_unstable();
     ranks.dedup();
     ranks
-}
-
-/// The columns of a record target's rows.
-pub(crate) fn record_columns(target: Target) -> Vec<String> {
-    catalog::columns(target)
-        .iter()
-        .map(|c| c.name.to_string())
-        .collect()
 }
