@@ -475,6 +475,7 @@ enum Job {
 /// The writing thread: runs the jobs in order; after an error it only drains the channel.
 /// Returns the files and bytes written.
 fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
+    let encoders = Encoders::new(GROUPS_IN_FLIGHT);
     let mut open: HashMap<usize, Box<FileWriter>> = HashMap::default();
     let (mut files, mut bytes) = (0u64, 0u64);
     let mut failed: Option<Error> = None;
@@ -488,16 +489,16 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
                 Ok(())
             }
             Job::Write(n, batch) => match open.get_mut(&n) {
-                Some(w) => w.write(batch),
+                Some(w) => w.write(batch, &encoders),
                 None => Ok(()),
             },
             Job::EndRowGroup(n) => match open.get_mut(&n) {
-                Some(w) => w.end_row_group(),
+                Some(w) => w.end_row_group(&encoders),
                 None => Ok(()),
             },
             Job::Close(n) => match open.remove(&n) {
                 Some(w) => w
-                    .close()
+                    .close(&encoders)
                     .and_then(|path| std::fs::metadata(&path).map_err(|e| Error::io(&path, e)))
                     .map(|m| {
                         files += 1;
@@ -516,7 +517,67 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
     }
 }
 
-/// One Parquet file being encoded. Each row group is encoded on a thread of its own while
+/// What an encoding thread is given to run.
+type EncodeJob = Box<dyn FnOnce() + Send>;
+
+/// The threads that encode row groups, kept for a writing thread's whole export: a thread
+/// started per row group began with an empty heap each time, and first touched every page it
+/// allocated (page faults were a tenth of the encoding's samples, `perf`).
+struct Encoders {
+    jobs: Option<std::sync::mpsc::Sender<EncodeJob>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Encoders {
+    /// `n` threads, waiting for jobs.
+    fn new(n: usize) -> Encoders {
+        let (jobs, queue) = std::sync::mpsc::channel::<EncodeJob>();
+        let queue = Arc::new(std::sync::Mutex::new(queue));
+        let threads = (0..n)
+            .map(|_| {
+                let queue = queue.clone();
+                std::thread::spawn(move || loop {
+                    let job = match queue.lock() {
+                        Ok(queue) => queue.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    // A job that panics drops its result's sender, which its receiver
+                    // reports; the thread goes on with the next job.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                })
+            })
+            .collect();
+        Encoders {
+            jobs: Some(jobs),
+            threads,
+        }
+    }
+
+    /// Runs `work` on one of the threads; its result comes through the receiver, which is
+    /// closed without one if `work` panicked.
+    fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Receiver<T> {
+        let (result, received) = sync_channel(1);
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Box::new(move || {
+                let _ = result.send(work());
+            }));
+        }
+        received
+    }
+}
+
+impl Drop for Encoders {
+    fn drop(&mut self) {
+        // Closing the queue ends each thread after the jobs already given.
+        self.jobs = None;
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One Parquet file being encoded. Each row group is encoded on an encoding thread while
 /// the next one gathers, and appended to the file in order: once the other tables are
 /// written, the operations' writing thread alone was the export's last second, at one core
 /// of two (`perf`). At most [`GROUPS_IN_FLIGHT`] groups are encoded at once. A row group ends
@@ -532,7 +593,7 @@ struct FileWriter {
     rows: usize,
     row_groups: usize,
     /// Row groups being encoded, oldest first.
-    encoding: VecDeque<std::thread::JoinHandle<Result<Vec<ArrowColumnChunk>>>>,
+    encoding: VecDeque<Receiver<Result<Vec<ArrowColumnChunk>>>>,
 }
 
 /// Row groups of one file encoded at once (each holds its batches and its encoded columns).
@@ -558,7 +619,7 @@ impl FileWriter {
         })
     }
 
-    fn write(&mut self, mut batch: RecordBatch) -> Result<()> {
+    fn write(&mut self, mut batch: RecordBatch, encoders: &Encoders) -> Result<()> {
         while batch.num_rows() > 0 {
             // A row group holds at most ROW_GROUP_ROWS rows, cut as ArrowWriter cuts them.
             let take = batch.num_rows().min(ROW_GROUP_ROWS - self.rows);
@@ -566,14 +627,14 @@ impl FileWriter {
             self.rows += take;
             batch = batch.slice(take, batch.num_rows() - take);
             if self.rows >= ROW_GROUP_ROWS {
-                self.end_row_group()?;
+                self.end_row_group(encoders)?;
             }
         }
         Ok(())
     }
 
     /// Hands the current row group to a thread that encodes it.
-    fn end_row_group(&mut self) -> Result<()> {
+    fn end_row_group(&mut self, encoders: &Encoders) -> Result<()> {
         if self.batches.is_empty() {
             return Ok(());
         }
@@ -586,9 +647,8 @@ impl FileWriter {
             .map_err(|e| parquet_error(&self.path, e))?;
         let (batches, schema) = (std::mem::take(&mut self.batches), self.schema.clone());
         let path = self.path.clone();
-        self.encoding.push_back(std::thread::spawn(move || {
-            encode_row_group(&path, columns, &schema, &batches)
-        }));
+        self.encoding
+            .push_back(encoders.run(move || encode_row_group(&path, columns, &schema, &batches)));
         self.rows = 0;
         self.row_groups += 1;
         Ok(())
@@ -602,7 +662,7 @@ impl FileWriter {
         let path = &self.path;
         let err = |e: parquet::errors::ParquetError| parquet_error(path, e);
         let chunks = encoding
-            .join()
+            .recv()
             .map_err(|_| parquet_error(path, "a row group's encoding thread failed"))??;
         let mut group = self.file.next_row_group().map_err(err)?;
         for chunk in chunks {
@@ -613,8 +673,8 @@ impl FileWriter {
     }
 
     /// Ends the last row group and the file; its path.
-    fn close(mut self) -> Result<PathBuf> {
-        self.end_row_group()?;
+    fn close(mut self, encoders: &Encoders) -> Result<PathBuf> {
+        self.end_row_group(encoders)?;
         while !self.encoding.is_empty() {
             self.append_oldest()?;
         }
