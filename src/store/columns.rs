@@ -57,7 +57,7 @@ pub enum OperationField {
 
 impl OperationField {
     /// Every field: what reading whole operations takes.
-    pub const ALL: [OperationField; 15] = [
+    pub const ALL: [OperationField; 16] = [
         OperationField::Start,
         OperationField::End,
         OperationField::Kind,
@@ -73,6 +73,7 @@ impl OperationField {
         OperationField::Request,
         OperationField::Flags,
         OperationField::Depth,
+        OperationField::Completes,
     ];
 
     /// The stored columns the field is read from.
@@ -474,5 +475,23 @@ impl<C: Borrow<Columns>> MessageColumns<C> {
                 0
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_reads_every_stored_column_of_a_whole_operation() {
+        let mut read = columns_of(&OperationField::ALL, OperationField::columns);
+        read.sort_unstable();
+        read.dedup();
+        // The fixed columns and the list column (COUNT is the list's place after them).
+        assert_eq!(read, (0..=op_col::COUNT).collect::<Vec<_>>());
+        let mut messages = columns_of(&MessageField::ALL, MessageField::columns);
+        messages.sort_unstable();
+        messages.dedup();
+        assert_eq!(messages, (0..msg_col::COUNT).collect::<Vec<_>>());
     }
 }

@@ -63,8 +63,11 @@ struct Cursor<'t> {
     /// whole, when asked for).
     /// (The replay asks for a location's next call only once its previous one ended.)
     pending: Option<(OpId, Time, Time, Option<Operation>)>,
-    /// The current chunk's operations whole, when the caller wants them.
-    whole: Option<VecDeque<(OpId, Operation)>>,
+    /// Whether the caller wants each operation whole (then every chunk is prepared with its
+    /// operations whole, [`Prepared::whole`]).
+    whole: bool,
+    /// The location's thread (for the whole operations).
+    thread: u32,
     /// The next chunk, being prepared on another core meanwhile.
     ahead: Option<(u32, Ahead)>,
 }
@@ -98,6 +101,9 @@ struct Prepared {
     rows: Vec<Row>,
     /// Every row's completed requests, one after the other in row order.
     completed: Vec<RequestId>,
+    /// The rows' operations whole, in row order, when asked for (from the same decoded
+    /// columns: storing a simulated run no longer decodes each chunk a second time).
+    whole: Option<VecDeque<Operation>>,
 }
 
 /// One operation: its measured times and what it does, short of matching.
@@ -148,9 +154,19 @@ enum Action {
 }
 
 impl Prepared {
-    /// Reads chunk `chunk` of `trace` and prepares its operations of location `rank`.
-    fn read(trace: &Trace, chunk: u32, rank: Rank) -> Result<Prepared> {
-        let columns = trace.operation_columns(chunk, FIELDS)?;
+    /// Reads chunk `chunk` of `trace` and prepares its operations of location (`rank`,
+    /// `thread`), each whole too when `whole`.
+    fn read(
+        trace: &Trace,
+        chunk: u32,
+        (rank, thread): (Rank, u32),
+        whole: bool,
+    ) -> Result<Prepared> {
+        let columns = if whole {
+            trace.operation_columns(chunk, &OperationField::ALL)?
+        } else {
+            trace.operation_columns(chunk, FIELDS)?
+        };
         let list = columns.completes_list();
         let mut completes_at = 0usize;
         let rows = (0..columns.rows())
@@ -168,10 +184,22 @@ impl Prepared {
                 }
             })
             .collect();
+        let whole = if whole {
+            let mut list_at = 0;
+            let mut ops = VecDeque::with_capacity(columns.rows());
+            for row in 0..columns.rows() {
+                ops.push_back(columns.operation(row, rank, thread, list_at)?);
+                list_at += columns.completes_count(row);
+            }
+            Some(ops)
+        } else {
+            None
+        };
         Ok(Prepared {
             chunk,
             rows,
             completed: list.to_vec(),
+            whole,
         })
     }
 }
@@ -288,16 +316,17 @@ impl<'t> Cursor<'t> {
                 }
                 _ => None,
             };
+            let location = (self.rank, self.thread);
             let current = match ready {
                 Some(prepared) => prepared?,
-                None => Prepared::read(trace, info.chunk, self.rank)?,
+                None => Prepared::read(trace, info.chunk, location, self.whole)?,
             };
             if let Some(next) = self.chunks.get(self.next_chunk) {
                 let slot = Ahead::default();
                 let filled = slot.clone();
-                let (chunk, rank) = (next.chunk, self.rank);
+                let (chunk, whole) = (next.chunk, self.whole);
                 scope.spawn(move |_| {
-                    let prepared = Prepared::read(trace, chunk, rank);
+                    let prepared = Prepared::read(trace, chunk, location, whole);
                     if let Ok(mut done) = filled.lock() {
                         *done = Some(prepared);
                     }
@@ -305,9 +334,6 @@ impl<'t> Cursor<'t> {
                 self.ahead = Some((chunk, slot));
             }
             self.current = Some(current);
-            if self.whole.is_some() {
-                self.whole = Some(trace.chunk_operations(info)?.into());
-            }
             self.row = 0;
         }
     }
@@ -322,9 +348,10 @@ impl<'t> Cursor<'t> {
         }
         let row = self.row;
         self.row += 1;
-        let Some(current) = self.current.as_ref() else {
+        let Some(current) = self.current.as_mut() else {
             return Ok(None);
         };
+        let whole = current.whole.as_mut().and_then(VecDeque::pop_front);
         let Row { start, end, action } = current.rows[row];
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
@@ -335,11 +362,6 @@ impl<'t> Cursor<'t> {
             links,
             &mut self.requests,
         );
-        let whole = self
-            .whole
-            .as_mut()
-            .and_then(VecDeque::pop_front)
-            .map(|(_, op)| op);
         self.pending = Some((row_id(current.chunk, row), start, end, whole));
         Ok(Some(Call {
             burst,
@@ -459,7 +481,8 @@ fn replay_with(
                     previous_end: None,
                     requests: FxHashMap::default(),
                     pending: None,
-                    whole: whole.then(VecDeque::new),
+                    whole,
+                    thread: info.thread,
                     ahead: None,
                 });
                 cursors.len() - 1
