@@ -3,16 +3,9 @@
 //! asks for by name is in it, and every word in it is one the query module or the MPI call
 //! names spell.
 
-/// Every keyword of the query language (and its units), as statements write them.
-pub const KEYWORDS: &[&str] = &[
-    "SELECT",
-    "ALL",
-    "MESSAGES",
-    "POINT_TO_POINT_OPERATIONS",
-    "SENDS",
-    "RECEIVES",
-    "COLLECTIVE_OPERATIONS",
-    "OPERATIONS",
+/// The collectives a statement selects by word (`SELECT BROADCAST …`), each the calls of one
+/// collective operation; part of [`KEYWORDS`], and of what the shell completes after `SELECT`.
+pub const COLLECTIVE_WORDS: &[&str] = &[
     "BROADCAST",
     "BARRIER",
     "GATHER",
@@ -23,6 +16,41 @@ pub const KEYWORDS: &[&str] = &[
     "ALLTOALL",
     "SCAN",
     "REDUCE_SCATTER",
+];
+
+/// Every keyword of the query language (and its units), as statements write them.
+pub const KEYWORDS: &[&str] = &ALL_KEYWORDS;
+
+/// [`OTHER_KEYWORDS`] and then [`COLLECTIVE_WORDS`], as one list.
+const ALL_KEYWORDS: [&str; OTHER_KEYWORDS.len() + COLLECTIVE_WORDS.len()] =
+    concat(OTHER_KEYWORDS, COLLECTIVE_WORDS);
+
+/// `a` then `b` (at compile time: lists of words built from shared parts).
+const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        out[i + j] = b[j];
+        j += 1;
+    }
+    out
+}
+
+/// Every keyword but [`COLLECTIVE_WORDS`].
+const OTHER_KEYWORDS: &[&str] = &[
+    "SELECT",
+    "ALL",
+    "MESSAGES",
+    "POINT_TO_POINT_OPERATIONS",
+    "SENDS",
+    "RECEIVES",
+    "COLLECTIVE_OPERATIONS",
+    "OPERATIONS",
     "BETWEEN",
     "AMONG",
     "FOR",
@@ -137,7 +165,18 @@ pub const KEYWORDS: &[&str] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::KEYWORDS;
+    use super::{COLLECTIVE_WORDS, KEYWORDS};
+
+    #[test]
+    fn keywords_hold_each_word_once_the_collectives_included() {
+        let mut words: Vec<&str> = KEYWORDS.to_vec();
+        assert!(words.iter().all(|w| !w.is_empty()));
+        assert!(COLLECTIVE_WORDS.iter().all(|w| KEYWORDS.contains(w)));
+        words.sort_unstable();
+        let n = words.len();
+        words.dedup();
+        assert_eq!(words.len(), n, "a keyword is listed twice");
+    }
 
     /// The sources that spell the language's words.
     const SOURCES: &[&str] = &[

@@ -35,7 +35,7 @@ pub use ast::{
     Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, WaitGroup, Within,
 };
 pub use cursor::Rows;
-pub use keywords::KEYWORDS;
+pub use keywords::{COLLECTIVE_WORDS, KEYWORDS};
 pub use session::{query_error, Session};
 
 use crate::error::Error;

@@ -3,6 +3,7 @@
 //! the database's names), keywords highlighted on a terminal, and hints from history.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::Highlighter;
@@ -10,7 +11,7 @@ use rustyline::hint::{Hinter, HistoryHinter};
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use mtfdb::query::KEYWORDS;
+use mtfdb::query::{COLLECTIVE_WORDS, KEYWORDS};
 
 /// The words a statement starts with.
 const STATEMENT_STARTS: &[&str] = &[
@@ -18,8 +19,18 @@ const STATEMENT_STARTS: &[&str] = &[
     "SIMULATE",
 ];
 
-/// What `SELECT` is followed by (besides the MPI call names).
-const SELECT_TARGETS: &[&str] = &[
+/// What `SELECT` is followed by (besides the MPI call names): these words, then the
+/// collective words ([`COLLECTIVE_WORDS`]).
+static SELECT_TARGETS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    SELECT_WORDS
+        .iter()
+        .chain(COLLECTIVE_WORDS)
+        .copied()
+        .collect()
+});
+
+/// [`SELECT_TARGETS`] but the collective words.
+const SELECT_WORDS: &[&str] = &[
     "ALL",
     "MESSAGES",
     "OPERATIONS",
@@ -31,16 +42,6 @@ const SELECT_TARGETS: &[&str] = &[
     "ROUTINE",
     "REQUESTS",
     "ANOMALIES",
-    "BROADCAST",
-    "BARRIER",
-    "GATHER",
-    "SCATTER",
-    "REDUCE",
-    "ALLREDUCE",
-    "ALLGATHER",
-    "ALLTOALL",
-    "SCAN",
-    "REDUCE_SCATTER",
     "FAN_IN",
     "FAN_OUT",
     "STATISTICS",
@@ -68,7 +69,7 @@ const SELECT_TARGETS: &[&str] = &[
 fn keywords_after(previous: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match previous {
         None => STATEMENT_STARTS,
-        Some("SELECT") | Some("DESCRIBE") => SELECT_TARGETS,
+        Some("SELECT") | Some("DESCRIBE") => SELECT_TARGETS.as_slice(),
         Some("SHOW") => &[
             "TRACES",
             "TABLES",
