@@ -67,10 +67,10 @@ pub fn to_record_batch(r: &ResultSet) -> Result<RecordBatch> {
     batch_of(&r.columns, &r.rows, None).map(|(batch, _)| batch)
 }
 
-/// Where Arrow types stand in the order a column widens through as values come: a column of
+/// How wide a type is in the order a column widens through as values come: a column of
 /// nulls takes any type, whole numbers widen to 128-bit decimals, numbers to floats, and
 /// anything to text (the order [`column_type`] chooses by).
-fn rank(t: &DataType) -> u8 {
+fn breadth(t: &DataType) -> u8 {
     match t {
         DataType::Null => 0,
         DataType::Int64 => 1,
@@ -82,7 +82,7 @@ fn rank(t: &DataType) -> u8 {
 
 /// The narrowest type that holds the values of both `a` and `b`.
 fn widest(a: DataType, b: DataType) -> DataType {
-    if rank(&b) > rank(&a) {
+    if breadth(&b) > breadth(&a) {
         b
     } else {
         a
@@ -177,11 +177,10 @@ fn batch_of(
 /// [`to_record_batch`] would type it; batches never narrow.
 pub struct RecordBatches<'s> {
     rows: Rows<'s>,
-    columns: Vec<String>,
     max_rows: usize,
     types: Option<Vec<DataType>>,
-    /// Batches handed out.
-    batches: usize,
+    /// Whether a batch was handed out.
+    started: bool,
     /// Whether an error or the end was reached.
     done: bool,
 }
@@ -208,11 +207,11 @@ impl Iterator for RecordBatches<'_> {
             }
         }
         // An empty result is one empty batch, so that its schema reaches the reader.
-        if values.is_empty() && self.batches > 0 {
+        if values.is_empty() && self.started {
             return None;
         }
-        self.batches += 1;
-        let made = batch_of(&self.columns, &values, self.types.as_deref());
+        self.started = true;
+        let made = batch_of(self.rows.columns(), &values, self.types.as_deref());
         Some(made.map(|(batch, types)| {
             self.types = Some(types);
             batch
@@ -260,11 +259,10 @@ impl<'s> Rows<'s> {
             (None, None) => None,
         };
         RecordBatches {
-            columns: self.columns().to_vec(),
             rows: self,
             max_rows: max_rows.max(1),
             types,
-            batches: 0,
+            started: false,
             done: false,
         }
     }

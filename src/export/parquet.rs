@@ -475,7 +475,8 @@ enum Job {
 /// The writing thread: runs the jobs in order; after an error it only drains the channel.
 /// Returns the files and bytes written.
 fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
-    let encoders = Encoders::new(GROUPS_IN_FLIGHT);
+    // Should the threads not start, the channel closes, and the reading side stops too.
+    let encoders = Encoders::new(GROUPS_IN_FLIGHT)?;
     let mut open: HashMap<usize, Box<FileWriter>> = HashMap::default();
     let (mut files, mut bytes) = (0u64, 0u64);
     let mut failed: Option<Error> = None;
@@ -517,63 +518,34 @@ fn write_jobs(jobs: Receiver<Job>) -> Result<(u64, u64)> {
     }
 }
 
-/// What an encoding thread is given to run.
-type EncodeJob = Box<dyn FnOnce() + Send>;
-
-/// The threads that encode row groups, kept for a writing thread's whole export: a thread
-/// started per row group began with an empty heap each time, and first touched every page it
-/// allocated (page faults were a tenth of the encoding's samples, `perf`).
-struct Encoders {
-    jobs: Option<std::sync::mpsc::Sender<EncodeJob>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
+/// The threads that encode row groups, kept for a writing thread's whole export (a rayon
+/// pool): a thread started per row group began with an empty heap each time and first
+/// touched every page it allocated (kernel time, most of it page faults, was a tenth of the
+/// encoding threads' samples, `perf`).
+struct Encoders(rayon::ThreadPool);
 
 impl Encoders {
-    /// `n` threads, waiting for jobs.
-    fn new(n: usize) -> Encoders {
-        let (jobs, queue) = std::sync::mpsc::channel::<EncodeJob>();
-        let queue = Arc::new(std::sync::Mutex::new(queue));
-        let threads = (0..n)
-            .map(|_| {
-                let queue = queue.clone();
-                std::thread::spawn(move || loop {
-                    let job = match queue.lock() {
-                        Ok(queue) => queue.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(job) = job else { return };
-                    // A job that panics drops its result's sender, which its receiver
-                    // reports; the thread goes on with the next job.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                })
-            })
-            .collect();
-        Encoders {
-            jobs: Some(jobs),
-            threads,
-        }
+    /// `n` threads, waiting for row groups.
+    fn new(n: usize) -> Result<Encoders> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("parquet-encoder-{i}"))
+            // A job that panics drops its result's sender, which its receiver reports; the
+            // thread goes on with the next job.
+            .panic_handler(|_| {})
+            .build()
+            .map(Encoders)
+            .map_err(|e| Error::Usage(format!("could not start the Parquet encoding threads: {e}")))
     }
 
     /// Runs `work` on one of the threads; its result comes through the receiver, which is
     /// closed without one if `work` panicked.
     fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Receiver<T> {
         let (result, received) = sync_channel(1);
-        if let Some(jobs) = &self.jobs {
-            let _ = jobs.send(Box::new(move || {
-                let _ = result.send(work());
-            }));
-        }
+        self.0.spawn(move || {
+            let _ = result.send(work());
+        });
         received
-    }
-}
-
-impl Drop for Encoders {
-    fn drop(&mut self) {
-        // Closing the queue ends each thread after the jobs already given.
-        self.jobs = None;
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
     }
 }
 

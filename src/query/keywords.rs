@@ -168,14 +168,30 @@ mod tests {
     use super::{COLLECTIVE_WORDS, KEYWORDS};
 
     #[test]
-    fn keywords_hold_each_word_once_the_collectives_included() {
+    fn keywords_hold_each_word_once() {
         let mut words: Vec<&str> = KEYWORDS.to_vec();
-        assert!(words.iter().all(|w| !w.is_empty()));
-        assert!(COLLECTIVE_WORDS.iter().all(|w| KEYWORDS.contains(w)));
         words.sort_unstable();
         let n = words.len();
         words.dedup();
         assert_eq!(words.len(), n, "a keyword is listed twice");
+    }
+
+    #[test]
+    fn every_collective_word_selects_the_calls_of_one_collective() {
+        use crate::query::ast::{SelectBody, Statement, Target};
+        for word in COLLECTIVE_WORDS {
+            let parsed = crate::query::parse_statement(&format!("SELECT {word}"));
+            let Ok(Statement::Select(select)) = parsed else {
+                panic!("SELECT {word} does not parse as a selection: {parsed:?}");
+            };
+            match select.body {
+                SelectBody::Rows(s) => match s.target {
+                    Target::Operation(kind) => assert!(kind.is_collective(), "{word}: {kind:?}"),
+                    other => panic!("SELECT {word} selects {other:?}"),
+                },
+                other => panic!("SELECT {word} is {other:?}"),
+            }
+        }
     }
 
     /// The sources that spell the language's words.

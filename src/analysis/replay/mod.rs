@@ -167,39 +167,30 @@ impl Prepared {
         } else {
             trace.operation_columns(chunk, FIELDS)?
         };
-        let list = columns.completes_list();
-        let mut completes_at = 0usize;
-        let rows = (0..columns.rows())
-            .map(|row| {
-                let count = columns.completes_count(row);
-                let at = completes_at;
-                completes_at += count;
-                Row {
-                    start: columns.start(row),
-                    end: columns.end(row),
-                    // A call the model knows nothing of keeps its duration.
-                    action: columns.kind(row).map_or(Action::Local, |kind| {
-                        action(trace, rank, kind, &columns, row, (at, count))
-                    }),
-                }
-            })
-            .collect();
-        let whole = if whole {
-            let mut list_at = 0;
-            let mut ops = VecDeque::with_capacity(columns.rows());
-            for row in 0..columns.rows() {
-                ops.push_back(columns.operation(row, rank, thread, list_at)?);
-                list_at += columns.completes_count(row);
+        let mut rows = Vec::with_capacity(columns.rows());
+        let mut ops = whole.then(|| VecDeque::with_capacity(columns.rows()));
+        // Where each row's completed requests start in the chunk's list.
+        let mut at = 0usize;
+        for row in 0..columns.rows() {
+            let count = columns.completes_count(row);
+            rows.push(Row {
+                start: columns.start(row),
+                end: columns.end(row),
+                // A call the model knows nothing of keeps its duration.
+                action: columns.kind(row).map_or(Action::Local, |kind| {
+                    action(trace, rank, kind, &columns, row, (at, count))
+                }),
+            });
+            if let Some(ops) = ops.as_mut() {
+                ops.push_back(columns.operation(row, rank, thread, at)?);
             }
-            Some(ops)
-        } else {
-            None
-        };
+            at += count;
+        }
         Ok(Prepared {
             chunk,
             rows,
-            completed: list.to_vec(),
-            whole,
+            completed: columns.completes_list().to_vec(),
+            whole: ops,
         })
     }
 }
