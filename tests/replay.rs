@@ -161,6 +161,81 @@ fn each_collective_algorithm_takes_its_formula_and_moves_with_the_parameters() {
     }
 }
 
+/// A trace of one Alltoall on a communicator of `members` (world ranks, in communicator-rank
+/// order, so that who sends to whom follows the communicator, not the world), member `i`
+/// entering at `entries[i]` and sending `block` bytes to each member.
+fn one_alltoall(db: &Database, name: &str, members: &[u32], entries: &[Time], block: u64) {
+    let p = members.len() as u32;
+    db.import_events(name, |sink| {
+        let mut header = TraceHeader::world(p, "world");
+        header.communicators.push(mtfdb::model::Communicator {
+            id: 1,
+            name: "shuffled".into(),
+            members: members.to_vec(),
+        });
+        sink.header(&header)?;
+        for (&rank, &start) in members.iter().zip(entries) {
+            let mut op = Operation::new(rank, OpKind::Alltoall, start, start + 100_000);
+            op.comm = Some(1);
+            (op.send_bytes, op.recv_bytes) = (block * u64::from(p), block * u64::from(p));
+            sink.operation(&op)?;
+        }
+        sink.finish()
+    })
+    .unwrap();
+}
+
+#[test]
+fn an_alltoalls_members_leave_when_their_own_rounds_end() {
+    let (_dir, db) = temp_db();
+    // 1 byte per ns: b = L + T(m) = 1,000 + 800; a round with both overheads 2,000.
+    let net: NetworkModel = "1000,100,0,1GB/s,64KiB".parse().unwrap();
+    let (b, h) = (1_800, 2_000);
+    // Five members in communicator order 4, 2, 0, 1, 3 (world ranks); the third (world rank
+    // 0) enters 50 us after the others, who enter 10 ns apart.
+    let members = [4, 2, 0, 1, 3];
+    let entries = [0, 10, 50_000, 30, 40];
+    one_alltoall(&db, "late", &members, &entries, 800);
+    let trace = db.trace("late").unwrap();
+    let mut ends = std::collections::BTreeMap::new();
+    replay_trace(&trace, &net, &mut |r| {
+        ends.insert(r.rank, r.simulated.1);
+        Ok(())
+    })
+    .unwrap();
+    // p = 5: s = 5·4/2 mod 5 = 0, so the member whose chain starts at the late one is the
+    // late one itself: it leaves 4 rounds after entering; every other member's chain starts
+    // at an early member, and leaves one b sooner.
+    let last = 50_000 + 4 * h;
+    let expected: std::collections::BTreeMap<u32, Time> = members
+        .iter()
+        .map(|&r| (r, if r == 0 { last } else { last - b }))
+        .collect();
+    assert_eq!(ends, expected);
+    // The fit sees `o` (and L + 2o) in it: one size only, so no line, but the overhead shows.
+    let entries_by_member: Vec<Time> = entries.to_vec();
+    let exits: Vec<Time> = members.iter().map(|r| expected[r]).collect();
+    assert_eq!(
+        mtfdb::analysis::replay::network::overhead_of_exchange(&entries_by_member, &exits),
+        Some(100)
+    );
+    // Entering together, everyone leaves after p - 1 full rounds: L and o are not apart.
+    one_alltoall(&db, "together", &members, &[0; 5], 800);
+    let trace = db.trace("together").unwrap();
+    let mut together = Vec::new();
+    replay_trace(&trace, &net, &mut |r| {
+        together.push(r.simulated.1);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(together, vec![4 * h; 5]);
+    let exits = vec![4 * h; 5];
+    assert_eq!(
+        mtfdb::analysis::replay::network::overhead_of_exchange(&[0; 5], &exits),
+        None
+    );
+}
+
 #[test]
 fn the_network_model_fitted_to_a_generated_trace_is_the_generators() {
     let (_dir, db) = temp_db();
@@ -181,18 +256,14 @@ fn the_network_model_fitted_to_a_generated_trace_is_the_generators() {
                 within(model.bandwidth as f64, net.bandwidth as f64),
                 "{name}"
             );
-            if fit.overhead_known {
-                assert!(
-                    within(model.latency as f64, net.latency as f64),
-                    "{name}: {model:?}"
-                );
-                assert_eq!(model.overhead, net.overhead, "{name}");
-            } else {
-                // Only collectives: their rounds show L + 2o.
-                assert_eq!(scenario, Scenario::Alltoall);
-                let l2o = (net.latency + 2 * net.overhead) as f64;
-                assert!(within(model.latency as f64, l2o), "{name}: {model:?}");
-            }
+            // The Alltoall scenario has no point-to-point call: its exchanges' staggered
+            // exits tell `o` from `L`.
+            assert!(fit.overhead_known, "{name}");
+            assert!(
+                within(model.latency as f64, net.latency as f64),
+                "{name}: {model:?}"
+            );
+            assert_eq!(model.overhead, net.overhead, "{name}");
             assert!(fit.error < 1e-6, "{name}: {}", fit.error);
         }
     }

@@ -189,8 +189,9 @@ struct Recorder {
     envelopes: Envelopes,
     /// Per world rank: open requests → (a send?, message).
     requests: Vec<FxHashMap<RequestId, (bool, u64)>>,
-    /// The collective instance whose members are being emitted, and its member count.
-    instance: Option<(u64, u32)>,
+    /// The collective instance whose members are being emitted, its member count and the
+    /// communicator rank of the member being emitted.
+    instance: Option<(u64, u32, u32)>,
     instances: u64,
 }
 
@@ -201,11 +202,12 @@ impl Recorder {
         let comm = op.comm.unwrap_or(0);
         let blocking = !op.kind.is_nonblocking();
         if op.kind.is_collective() {
-            if let Some((instance, members)) = self.instance {
+            if let Some((instance, members, position)) = self.instance {
                 return Step::Collective {
                     instance,
                     kind: op.kind,
                     members,
+                    position: Some(position),
                     send_bytes: op.send_bytes,
                     recv_bytes: op.recv_bytes,
                 };
@@ -681,9 +683,12 @@ impl<'s> Gen<'s> {
             .map(|local| self.perm[c.members[local as usize] as usize]);
         if let Some(rec) = &mut self.recorder {
             rec.instances += 1;
-            rec.instance = Some((rec.instances, c.members.len() as u32));
         }
         for (local, &p) in c.members.iter().enumerate() {
+            if let Some(rec) = &mut self.recorder {
+                // `c.members` is in communicator-rank order (the world's by world rank).
+                rec.instance = Some((rec.instances, c.members.len() as u32, local as u32));
+            }
             let start = self.clock[p as usize];
             let end = last + cost + self.jitter(200);
             let (send_bytes, recv_bytes) = (c.sizes)(local as u32);

@@ -150,7 +150,7 @@ fn network_fit_rows(fit: &replay::fit::NetworkFit) -> ResultSet {
                 row(
                     "overhead",
                     Value::Null,
-                    "unknown: no point-to-point call shows it apart",
+                    "unknown: no point-to-point call shows it apart, nor an Alltoall whose members entered apart",
                 );
             }
             row("bandwidth", net.bandwidth.into(), "B/s");

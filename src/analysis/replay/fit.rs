@@ -6,15 +6,19 @@
 //! the end of the call that completed its receive (`MPI_Recv`, or the Wait of an `MPI_Irecv`);
 //! any other message takes longer. A collective made of equal rounds (Barrier, Bcast,
 //! Reduce, Allreduce, Alltoall, …) takes that time per round of `m` bytes after its last
-//! member entered. So, per size, the quickest message or round is on one line: a
+//! member entered (a pairwise exchange's last member to leave: its members leave at
+//! different times). So, per size, the quickest message or round is on one line: a
 //! least-squares line through the quickest of each size gives `G` (its slope) and `L + 2o`
 //! (its intercept). The overhead `o` is the median duration of the non-blocking sends and
 //! receives (which take exactly `o`), or else the least time a blocking `MPI_Send` took
-//! beyond its message's `m·G`; `L` is what is left.
+//! beyond its message's `m·G`, or else (a trace of collectives only) the median `o` of the
+//! Alltoalls whose members entered far enough apart to show it
+//! ([`network::overhead_of_exchange`]); `L` is what is left.
 
 use serde::{Deserialize, Serialize};
 
 use super::super::op_times::OpTimes;
+use super::matching::CommRanks;
 use super::network::{self, NetworkModel};
 use crate::error::Result;
 use crate::hash::FxHashMap;
@@ -41,8 +45,9 @@ pub struct NetworkFit {
     pub sizes: u64,
     /// Root mean square of the points' relative distance from the line.
     pub error: f64,
-    /// Whether the overhead could be told apart from the latency (a trace without
-    /// point-to-point calls shows only `L + 2o`, reported as the latency with `o` = 0).
+    /// Whether the overhead could be told apart from the latency (a trace whose only calls
+    /// are collectives entered together shows only `L + 2o`, reported as the latency with
+    /// `o` = 0).
     pub overhead_known: bool,
 }
 
@@ -93,6 +98,8 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
     // Collectives of equal rounds: the quickest member's time after the last one entered, per
     // round, at the average member's bytes.
     let mut round_times: FxHashMap<u64, Time> = FxHashMap::default();
+    let mut comm_ranks = CommRanks::default();
+    let mut exchange_overheads: Vec<Time> = Vec::new();
     for c in trace.collective_instances()? {
         let members = c.ops.len() as u32;
         let p = u64::from(members.max(1));
@@ -104,16 +111,31 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
         if rounds == 0 || c.kind.blocking_collective() != Some(c.kind) {
             continue;
         }
-        let (mut last_start, mut first_end) = (0, Time::MAX);
+        let pairwise = network::is_pairwise_exchange(c.kind);
+        let (mut last_start, mut first_end, mut last_end) = (0, Time::MAX, 0);
+        // A pairwise exchange's entries and exits by communicator rank, to see `o` in.
+        let mut by_rank = vec![None; if pairwise { members as usize } else { 0 }];
         for &op in &c.ops {
             if let Some(t) = times.get(op)? {
                 last_start = last_start.max(t.start);
                 first_end = first_end.min(t.end);
+                last_end = last_end.max(t.end);
+                let at = comm_ranks.rank_in(trace.header(), c.comm, t.rank);
+                if let Some(slot) = at.and_then(|at| by_rank.get_mut(at as usize)) {
+                    *slot = Some((t.start, t.end));
+                }
             }
         }
-        let Some(took) = first_end.checked_sub(last_start) else {
+        // Every member of the others leaves together; a pairwise exchange's last member
+        // leaves after all its rounds.
+        let Some(took) = (if pairwise { last_end } else { first_end }).checked_sub(last_start)
+        else {
             continue;
         };
+        if let Some(both) = by_rank.into_iter().collect::<Option<Vec<_>>>() {
+            let (entries, exits): (Vec<Time>, Vec<Time>) = both.into_iter().unzip();
+            exchange_overheads.extend(network::overhead_of_exchange(&entries, &exits));
+        }
         let per_round = took / rounds;
         let q = round_times.entry(bytes).or_insert(per_round);
         *q = (*q).min(per_round);
@@ -137,7 +159,9 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
             .sum();
         (sum / points.len() as f64).sqrt()
     };
-    let overhead = calls.overhead(slope);
+    let overhead = calls
+        .overhead(slope)
+        .or_else(|| median(&mut exchange_overheads));
     let model = (slope > 0.0 && intercept.is_finite()).then(|| {
         let o = overhead.unwrap_or(0);
         NetworkModel {
@@ -207,9 +231,8 @@ impl CallTimes {
     /// The overhead: the median non-blocking call, or else the least time an `MPI_Send` took
     /// beyond its message's `m·G` (`G` = `ns_per_byte`, when a line was fitted).
     fn overhead(mut self, ns_per_byte: f64) -> Option<Time> {
-        if !self.nonblocking.is_empty() {
-            let middle = self.nonblocking.len() / 2;
-            return Some(*self.nonblocking.select_nth_unstable(middle).1);
+        if let Some(o) = median(&mut self.nonblocking) {
+            return Some(o);
         }
         if ns_per_byte.is_nan() || ns_per_byte <= 0.0 {
             return None;
@@ -220,6 +243,12 @@ impl CallTimes {
             .reduce(f64::min)
             .map(|o| o.max(0.0).round() as Time)
     }
+}
+
+/// The middle value of `values` (`None` when empty); reorders them.
+fn median(values: &mut [Time]) -> Option<Time> {
+    let middle = values.len() / 2;
+    (!values.is_empty()).then(|| *values.select_nth_unstable(middle).1)
 }
 
 /// The line `y = a + b·x` closest to `points` in least squares, as `(a, b)`; `None` with

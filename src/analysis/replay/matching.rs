@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use crate::hash::FxHashMap;
-use crate::model::{CommId, OpKind, Rank};
+use crate::model::{CommId, OpKind, Rank, TraceHeader};
 
 /// A point-to-point message's envelope: communicator, sender, receiver, tag.
 pub type Envelope = (CommId, Rank, Rank, i32);
@@ -118,5 +118,59 @@ impl Instances {
     /// Instances entered by some members and not all.
     pub fn open(&self) -> usize {
         self.open.len()
+    }
+}
+
+/// A communicator's ranks by world rank: the identity for a communicator of world ranks
+/// `0..n` in order (the world), else a map.
+#[derive(Debug)]
+enum Ranks {
+    Identity(u32),
+    Map(FxHashMap<Rank, u32>),
+}
+
+/// The rank a world rank has in each communicator (its place in the communicator's member
+/// list), each communicator's looked up once: what orders a collective's members (who sends
+/// to whom in a pairwise exchange).
+///
+/// ```
+/// use mtfdb::analysis::replay::matching::CommRanks;
+/// use mtfdb::model::{Communicator, TraceHeader};
+/// let mut header = TraceHeader::world(4, "world");
+/// header.communicators.push(Communicator { id: 7, name: "odd".into(), members: vec![3, 1] });
+/// let mut ranks = CommRanks::default();
+/// assert_eq!(ranks.rank_in(&header, 0, 2), Some(2));
+/// assert_eq!(ranks.rank_in(&header, 7, 1), Some(1));
+/// assert_eq!(ranks.rank_in(&header, 7, 3), Some(0));
+/// assert_eq!(ranks.rank_in(&header, 7, 2), None); // not a member
+/// assert_eq!(ranks.rank_in(&header, 9, 0), None); // no such communicator
+/// ```
+#[derive(Debug, Default)]
+pub struct CommRanks {
+    by_comm: FxHashMap<CommId, Option<Ranks>>,
+}
+
+impl CommRanks {
+    /// World rank `rank`'s rank in communicator `comm` of `header` (`None` when it is not a
+    /// member or the communicator is not declared).
+    pub fn rank_in(&mut self, header: &TraceHeader, comm: CommId, rank: Rank) -> Option<u32> {
+        let ranks = self.by_comm.entry(comm).or_insert_with(|| {
+            let members = &header.communicator(comm)?.members;
+            let identity = members.iter().enumerate().all(|(i, &r)| r as usize == i);
+            Some(if identity {
+                Ranks::Identity(members.len() as u32)
+            } else {
+                let mut map = FxHashMap::default();
+                for (i, &r) in members.iter().enumerate() {
+                    // A rank listed twice keeps its first place.
+                    map.entry(r).or_insert(i as u32);
+                }
+                Ranks::Map(map)
+            })
+        });
+        match ranks.as_ref()? {
+            Ranks::Identity(n) => (rank < *n).then_some(rank),
+            Ranks::Map(map) => map.get(&rank).copied(),
+        }
     }
 }

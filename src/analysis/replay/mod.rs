@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use self::matching::{Envelope, Envelopes, Instances};
+use self::matching::{CommRanks, Envelope, Envelopes, Instances};
 use self::network::NetworkModel;
 use self::schedule::{Call, ReplayStats, Step};
 use crate::error::Result;
@@ -45,6 +45,8 @@ struct Links<'t> {
     trace: &'t Trace,
     envelopes: Envelopes,
     instances: Instances,
+    /// Members' ranks in their communicators (who sends to whom in a pairwise exchange).
+    comm_ranks: CommRanks,
 }
 
 /// One location's operations, read chunk by chunk as the replay asks for them.
@@ -432,6 +434,7 @@ fn link(
             instance: links.instances.instance(rank, comm, kind, members),
             kind,
             members,
+            position: links.comm_ranks.rank_in(links.trace.header(), comm, rank),
             send_bytes,
             recv_bytes,
         },
@@ -497,6 +500,7 @@ fn replay_with(
                     trace,
                     envelopes: Envelopes::default(),
                     instances: Instances::default(),
+                    comm_ranks: CommRanks::default(),
                 },
                 cursors,
                 each,

@@ -18,15 +18,25 @@
 //! - a Wait (any variant) starting at `t` ends at `max(t, its requests' completions) + o`;
 //! - `MPI_Sendrecv` ends when both its halves would have.
 //!
-//! Collectives: every member leaves at the last member's entry plus the algorithm's time, with
-//! `k = ceil(log2 p)` rounds for `p` members and one round costing `h(m) = L + 2o + T(m)`:
+//! Collectives: the last member leaves at the last member's entry plus the algorithm's time,
+//! with `k = ceil(log2 p)` rounds for `p` members and one round costing `h(m) = L + 2o + T(m)`;
+//! in the tree and doubling algorithms every member leaves then, in the pairwise exchange each
+//! member leaves when its own last round is done (below):
 //! - Barrier (dissemination): `k · h(0)`;
 //! - Bcast and Reduce (binomial tree), Allreduce (recursive doubling), Reduce_scatter, Scan:
 //!   `k · h(m)`, `m` the largest buffer a member sends or receives;
 //! - Allgather(v) (recursive doubling), Gather(v) and Scatter(v) (binomial tree):
 //!   `k · h(0) + T((p - 1) · m)`, `m` the largest contribution of one member;
 //! - Alltoall(v/w) (pairwise exchange): `(p - 1) · h(m)`, `m` the largest block a member sends
-//!   to one other (its bytes sent over `p`).
+//!   to one other (its bytes sent over `p`). In round `k` (1 to `p - 1`) member `i` sends to
+//!   `i + k` and receives from `i - k` (mod `p`, communicator ranks), as `MPI_Sendrecv`: it
+//!   finishes the round at `max(its previous round's end, the sender's + L + T(m)) + 2o`.
+//!   Unrolled ([`NetworkModel::pairwise_exchange`]), with `b = L + T(m)`, `E` the last entry
+//!   and `s = p(p - 1)/2 mod p`, member `i` leaves at
+//!   `2o(p - 1) + (p - 2)·b + max(E, entry[i - s] + b)`: a member whose data chain starts at a
+//!   member that entered early enough leaves one `b` before the last to leave. So a trace of
+//!   Alltoalls shows `o` apart from `L` when its members enter at different times (members
+//!   entering together all leave at `E + (p - 1)·h(m)`).
 //!
 //! ```
 //! use mtfdb::analysis::replay::network::NetworkModel;
@@ -174,6 +184,97 @@ impl NetworkModel {
             _ => 0,
         }
     }
+
+    /// When each member of a pairwise exchange (an Alltoall) leaves, given when each entered
+    /// (`entries[i]`: the member of communicator rank `i`) and the block of `block` bytes it
+    /// sends to each other member (see the module documentation for the formula).
+    ///
+    /// ```
+    /// use mtfdb::analysis::replay::network::NetworkModel;
+    /// let net = NetworkModel { latency: 1_000, overhead: 100, bandwidth: 1_000_000_000, ..NetworkModel::default() };
+    /// // Entering together, everyone leaves after 3 rounds of L + 2o + T(500).
+    /// assert_eq!(net.pairwise_exchange(&[0, 0, 0, 0], 500), vec![3 * 1_700; 4]);
+    /// // Member 2 enters 10 us late: the member whose longest chain starts at member 2
+    /// // (2 + s, s = 4·3/2 mod 4 = 2: member 0) is the last to leave, 3 rounds after;
+    /// // the others leave one L + T(m) earlier.
+    /// assert_eq!(
+    ///     net.pairwise_exchange(&[0, 0, 10_000, 0], 500),
+    ///     vec![10_000 + 3 * 1_700, 10_000 + 3 * 1_700 - 1_500, 10_000 + 3 * 1_700 - 1_500, 10_000 + 3 * 1_700 - 1_500]
+    /// );
+    /// ```
+    pub fn pairwise_exchange(&self, entries: &[Time], block: u64) -> Vec<Time> {
+        let p = entries.len();
+        if p < 2 {
+            return entries.to_vec();
+        }
+        let b = self.latency.saturating_add(self.transfer(block));
+        let last = entries.iter().copied().max().unwrap_or(0);
+        let rounds = p as u64 - 1;
+        let base = self
+            .overhead
+            .saturating_mul(2)
+            .saturating_mul(rounds)
+            .saturating_add(b.saturating_mul(rounds - 1));
+        let s = exchange_shift(p);
+        (0..p)
+            .map(|i| {
+                let chain = entries[(i + p - s) % p].saturating_add(b);
+                base.saturating_add(last.max(chain))
+            })
+            .collect()
+    }
+}
+
+/// The overhead `o` a pairwise exchange's entries and exits show (both in communicator-rank
+/// order), the inverse of [`NetworkModel::pairwise_exchange`]: the first member to leave left
+/// at `E + 2o(p - 1) + (p - 2)·b` and the last `b` later, provided the first's chain of rounds
+/// started at a member that entered more than `b` before the last entry `E` (checked). `None`
+/// when that does not hold (the members entered too close together to tell `o` from `L`).
+///
+/// ```
+/// use mtfdb::analysis::replay::network::{overhead_of_exchange, NetworkModel};
+/// let net = NetworkModel { latency: 1_000, overhead: 100, bandwidth: 1_000_000_000, ..NetworkModel::default() };
+/// let entries = [0, 0, 10_000, 0];
+/// let exits = net.pairwise_exchange(&entries, 500);
+/// assert_eq!(overhead_of_exchange(&entries, &exits), Some(100));
+/// // Entering together: L and o cannot be told apart.
+/// assert_eq!(overhead_of_exchange(&[0; 4], &net.pairwise_exchange(&[0; 4], 500)), None);
+/// ```
+pub fn overhead_of_exchange(entries: &[Time], exits: &[Time]) -> Option<Time> {
+    let p = entries.len();
+    if p < 2 || exits.len() != p {
+        return None;
+    }
+    let last_entry = entries.iter().copied().max()?;
+    let first_exit = exits.iter().copied().min()?;
+    let b = exits.iter().copied().max()?.checked_sub(first_exit)?;
+    // Were the first to leave's exit on its chain instead (`entry + b > E`), the spread seen
+    // would be exactly `E - entry`: strictly less tells the two apart.
+    let s = exchange_shift(p);
+    let shown = (0..p)
+        .any(|i| exits[i] == first_exit && entries[(i + p - s) % p].saturating_add(b) < last_entry);
+    if b == 0 || !shown {
+        return None;
+    }
+    let rounds = (p - 1) as f64;
+    let overheads = first_exit.checked_sub(last_entry)? as f64 - (rounds - 1.0) * b as f64;
+    (overheads >= 0.0).then(|| (overheads / (2.0 * rounds)).round() as Time)
+}
+
+/// Whether `kind` is timed as a pairwise exchange (the Alltoalls), whose members leave at
+/// different times (see [`NetworkModel::pairwise_exchange`]).
+pub fn is_pairwise_exchange(kind: OpKind) -> bool {
+    use OpKind::*;
+    matches!(
+        kind.blocking_collective(),
+        Some(Alltoall | Alltoallv | Alltoallw)
+    )
+}
+
+/// `s = p(p - 1)/2 mod p`: member `i`'s longest chain of rounds starts at member `i - s`.
+fn exchange_shift(p: usize) -> usize {
+    let p = p as u128;
+    ((p * (p - 1) / 2) % p) as usize
 }
 
 /// `ceil(log2 p)`: the rounds of a tree or of recursive doubling over `p` members.
@@ -311,6 +412,51 @@ mod tests {
         assert_eq!(net.transfer(3), 1);
         assert_eq!(net.transfer(4), 2);
         assert_eq!(net.transfer(3_000), 1_000);
+    }
+
+    /// The pairwise exchange's closed form against its rounds run one by one: in round `k`
+    /// member `i` waits for its own previous round and for member `i - k`'s (plus `L + T(m)`
+    /// on the wire), then spends `2o` sending and receiving.
+    #[test]
+    fn the_pairwise_exchange_formula_is_its_rounds_unrolled() {
+        let net = NetworkModel {
+            latency: 1_000,
+            overhead: 100,
+            bandwidth: 1_000_000_000,
+            ..NetworkModel::default()
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let mut shown = 0;
+        for p in 1..=13usize {
+            for _ in 0..50 {
+                // Entries within a few rounds of each other, some equal.
+                let entries: Vec<Time> = (0..p).map(|_| next(4) * next(3_000)).collect();
+                let block = next(2_000);
+                let b = net.latency + net.transfer(block);
+                let mut t = entries.clone();
+                for k in 1..p {
+                    t = (0..p)
+                        .map(|i| t[i].max(t[(i + p - k) % p] + b) + 2 * net.overhead)
+                        .collect();
+                }
+                assert_eq!(net.pairwise_exchange(&entries, block), t, "{entries:?}");
+                // The inverse finds `o` whenever it answers.
+                if let Some(o) = overhead_of_exchange(&entries, &t) {
+                    assert_eq!(o, net.overhead, "{entries:?}");
+                    shown += 1;
+                }
+            }
+        }
+        assert!(
+            shown > 200,
+            "the overhead shows in {shown} of 650 exchanges"
+        );
     }
 
     #[test]

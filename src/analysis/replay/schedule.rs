@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use super::network::NetworkModel;
+use super::network::{is_pairwise_exchange, NetworkModel};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpKind, Time};
@@ -65,6 +65,9 @@ pub enum Step {
         kind: OpKind,
         /// Its number of members.
         members: u32,
+        /// This member's rank in the communicator (`None` when the trace does not say):
+        /// members of a pairwise exchange leave at different times by it.
+        position: Option<u32>,
         /// Bytes this member sends.
         send_bytes: u64,
         /// Bytes this member receives.
@@ -121,6 +124,12 @@ struct Instance {
     max_recv: u64,
     end: Option<Time>,
     waiters: Vec<usize>,
+    /// A pairwise exchange's entries by communicator rank (`None` while a member is out),
+    /// then, once all entered, each member's own end; empty for the other algorithms, or
+    /// when some member's position is unknown (then everyone leaves at `end`).
+    by_position: Vec<Option<Time>>,
+    /// Whether every member entered at a position of its own.
+    positions_known: bool,
 }
 
 /// A rank's replay state.
@@ -347,15 +356,27 @@ impl Replay<'_> {
                 instance,
                 kind,
                 members,
+                position,
                 send_bytes,
                 recv_bytes,
             } => {
                 let net = self.net;
-                let inst = self.instances.entry(*instance).or_default();
+                let inst = self.instances.entry(*instance).or_insert_with(|| Instance {
+                    positions_known: true,
+                    ..Instance::default()
+                });
                 inst.entered += 1;
                 inst.last = inst.last.max(start);
                 inst.max_send = inst.max_send.max(*send_bytes);
                 inst.max_recv = inst.max_recv.max(*recv_bytes);
+                if is_pairwise_exchange(*kind) && inst.positions_known {
+                    inst.by_position.resize(*members as usize, None);
+                    match position.and_then(|at| inst.by_position.get_mut(at as usize)) {
+                        Some(slot @ None) => *slot = Some(start),
+                        // Unknown, outside the communicator or taken twice.
+                        _ => inst.positions_known = false,
+                    }
+                }
                 if inst.entered >= *members {
                     inst.end = Some(inst.last.saturating_add(net.collective(
                         *kind,
@@ -363,6 +384,17 @@ impl Replay<'_> {
                         inst.max_send,
                         inst.max_recv,
                     )));
+                    let entries: Option<Vec<Time>> = inst.by_position.iter().copied().collect();
+                    inst.by_position = match (inst.positions_known, entries) {
+                        (true, Some(entries)) if !entries.is_empty() => {
+                            let p = u64::from((*members).max(1));
+                            net.pairwise_exchange(&entries, inst.max_send / p)
+                                .into_iter()
+                                .map(Some)
+                                .collect()
+                        }
+                        _ => Vec::new(),
+                    };
                     let waiters = std::mem::take(&mut inst.waiters);
                     self.wake_all(waiters);
                 }
@@ -452,11 +484,20 @@ impl Replay<'_> {
                 }
                 ready.saturating_add(o)
             }
-            Step::Collective { instance, .. } => self
-                .instances
-                .get(instance)
-                .and_then(|i| i.end)
-                .ok_or(Blocked::Instance(*instance))?,
+            Step::Collective {
+                instance, position, ..
+            } => {
+                let inst = self
+                    .instances
+                    .get(instance)
+                    .filter(|i| i.end.is_some())
+                    .ok_or(Blocked::Instance(*instance))?;
+                // A pairwise exchange's member leaves at its own time.
+                position
+                    .and_then(|at| inst.by_position.get(at as usize).copied().flatten())
+                    .or(inst.end)
+                    .ok_or(Blocked::Instance(*instance))?
+            }
         })
     }
 }
@@ -595,21 +636,58 @@ mod tests {
 
     #[test]
     fn a_collective_ends_for_everyone_after_its_last_member() {
-        let allreduce = |instance| Step::Collective {
+        let allreduce = |instance, position| Step::Collective {
             instance,
             kind: OpKind::Allreduce,
             members: 4,
+            position: Some(position),
             send_bytes: 8,
             recv_bytes: 8,
         };
         let programs = (0..4)
-            .map(|r| vec![call(1_000 * r, allreduce(9))])
+            .map(|r| vec![call(1_000 * r, allreduce(9, r as u32))])
             .collect();
         let (times, _) = run(&net(), programs);
         // Last entry at 3,000; 2 rounds of L + 2o + 8.
         let end = 3_000 + 2 * (1_000 + 200 + 8);
         for (r, t) in times.iter().enumerate() {
             assert_eq!(t, &vec![(1_000 * r as Time, end)]);
+        }
+    }
+
+    #[test]
+    fn an_alltoalls_members_leave_by_their_rounds_unless_their_places_are_unknown() {
+        let alltoall = |position| Step::Collective {
+            instance: 1,
+            kind: OpKind::Alltoall,
+            members: 3,
+            position,
+            send_bytes: 30,
+            recv_bytes: 30,
+        };
+        let (h, b) = (1_000 + 200 + 10, 1_000 + 10);
+        // Members 0 and 1 enter at 0, member 2 at 5,000: s = 3·2/2 mod 3 = 0, so member 2
+        // leaves 2 rounds after entering, the others one L + T(10) sooner.
+        let programs = |places: [Option<u32>; 3]| {
+            [0, 0, 5_000]
+                .into_iter()
+                .zip(places)
+                .map(|(burst, at)| vec![call(burst, alltoall(at))])
+                .collect()
+        };
+        let (times, _) = run(&net(), programs([Some(0), Some(1), Some(2)]));
+        let end = 5_000 + 2 * h;
+        assert_eq!(
+            times,
+            vec![vec![(0, end - b)], vec![(0, end - b)], vec![(5_000, end)]]
+        );
+        // A place taken twice or unknown: everyone leaves with the last.
+        for places in [[Some(0), Some(0), Some(2)], [Some(0), None, Some(2)]] {
+            let (times, _) = run(&net(), programs(places));
+            assert_eq!(
+                times,
+                vec![vec![(0, end)], vec![(0, end)], vec![(5_000, end)]]
+            );
         }
     }
 
