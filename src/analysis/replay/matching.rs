@@ -25,48 +25,79 @@ pub type Envelope = (CommId, Rank, Rank, i32);
 /// ```
 #[derive(Debug, Default)]
 pub struct Envelopes {
-    /// Messages sent and not received yet, oldest first.
-    unreceived: FxHashMap<Envelope, VecDeque<u64>>,
-    /// Receives posted for messages not sent yet, oldest first.
-    unsent: FxHashMap<Envelope, VecDeque<u64>>,
+    /// Per envelope, the messages waiting for their other half: sends not received yet, or
+    /// receives posted for messages not sent yet (never both: they would have matched).
+    /// One map, one lookup per call; the oldest key inline, so that an envelope with one
+    /// message waiting at a time (the common case) allocates nothing.
+    waiting: FxHashMap<Envelope, Waiting>,
     messages: u64,
     /// Entries left after the last pruning.
     pruned: usize,
+}
+
+/// An envelope's waiting halves, oldest first.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// Whether the waiting halves are sends.
+    sends: bool,
+    len: usize,
+    /// The oldest waiting message (when `len > 0`).
+    first: u64,
+    /// The others, oldest first.
+    rest: VecDeque<u64>,
+}
+
+impl Waiting {
+    fn push(&mut self, key: u64) {
+        if self.len == 0 {
+            self.first = key;
+        } else {
+            self.rest.push_back(key);
+        }
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
+        let key = self.first;
+        self.len -= 1;
+        if self.len > 0 {
+            self.first = self.rest.pop_front().unwrap_or_default();
+        }
+        Some(key)
+    }
 }
 
 impl Envelopes {
     /// The key of the message a send (or receive) with this envelope sends (or receives):
     /// the oldest waiting partner's, else a new one left for its partner.
     pub fn message(&mut self, envelope: Envelope, sending: bool) -> u64 {
-        let (partners, mine) = if sending {
-            (&mut self.unsent, &mut self.unreceived)
-        } else {
-            (&mut self.unreceived, &mut self.unsent)
-        };
-        if let Some(m) = partners.get_mut(&envelope).and_then(VecDeque::pop_front) {
-            return m;
-        }
-        self.messages += 1;
-        if !mine.contains_key(&envelope) && mine.len() >= Self::PRUNE_AT.max(4 * self.pruned) {
+        if self.waiting.len() >= Self::PRUNE_AT.max(4 * self.pruned) {
             // Envelopes whose queues emptied keep their entry (a message per iteration would
-            // otherwise allocate one each time); when many pile up, the empty ones go.
-            mine.retain(|_, q| !q.is_empty());
-            self.pruned = mine.len();
+            // otherwise insert one each time); when many pile up, the empty ones go.
+            self.waiting.retain(|_, w| w.len > 0);
+            self.pruned = self.waiting.len();
         }
-        mine.entry(envelope).or_default().push_back(self.messages);
+        let w = self.waiting.entry(envelope).or_default();
+        if w.len > 0 && w.sends != sending {
+            if let Some(key) = w.pop() {
+                return key;
+            }
+        }
+        w.sends = sending;
+        self.messages += 1;
+        w.push(self.messages);
         self.messages
     }
 
-    /// Entries an envelope map holds before its empty queues are dropped.
+    /// Entries the envelope map holds before its empty queues are dropped.
     const PRUNE_AT: usize = 1 << 16;
 
     /// Sends and receives issued whose partner was not yet.
     pub fn in_flight(&self) -> usize {
-        self.unreceived
-            .values()
-            .chain(self.unsent.values())
-            .map(VecDeque::len)
-            .sum()
+        self.waiting.values().map(|w| w.len).sum()
     }
 }
 
