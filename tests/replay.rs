@@ -62,6 +62,35 @@ fn every_generated_scenario_replays_to_the_nanosecond_on_its_own_network() {
     }
 }
 
+/// With ranks renumbered, a sub-communicator's members (cg) and the world's (alltoall) are in
+/// another order than the generator's positions: the pairwise exchange must follow each
+/// communicator's own rank order for its members' staggered exits to replay exactly.
+#[test]
+fn shuffled_ranks_replay_to_the_nanosecond_and_show_the_overhead() {
+    let (_dir, db) = temp_db();
+    let net = network();
+    for scenario in [Scenario::Alltoall, Scenario::Cg] {
+        let mut config = GenConfig::new(scenario, 16, 3);
+        config.network = Some(net);
+        config.shuffle_ranks = true;
+        config.seed = 7;
+        let name = format!("{scenario}-shuffled");
+        common::import_generated(&db, &config, &name);
+        let operations = db.trace(&name).unwrap().summary().operations;
+        let (count, differ) = differences(&db, &name, &net);
+        assert_eq!(count, operations, "{name}");
+        assert!(differ.is_empty(), "{name}: {differ:#?}");
+        let fit = mtfdb::analysis::replay::fit::fit_network(&db.trace(&name).unwrap()).unwrap();
+        let model = fit.model.expect("two sizes at least");
+        assert!(fit.overhead_known, "{name}");
+        assert_eq!(
+            (model.latency, model.overhead),
+            (net.latency, net.overhead),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn a_trace_replayed_on_another_network_differs_from_its_measured_times() {
     let (_dir, db) = temp_db();
