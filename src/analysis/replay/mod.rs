@@ -314,21 +314,30 @@ impl<'t> Cursor<'t> {
                 Some(prepared) => prepared?,
                 None => Prepared::read(trace, info.chunk, location, self.whole)?,
             };
-            if let Some(next) = self.chunks.get(self.next_chunk) {
-                let slot = Ahead::default();
-                let filled = slot.clone();
-                let (chunk, whole) = (next.chunk, self.whole);
-                scope.spawn(move |_| {
-                    let prepared = Prepared::read(trace, chunk, location, whole);
-                    if let Ok(mut done) = filled.lock() {
-                        *done = Some(prepared);
-                    }
-                });
-                self.ahead = Some((chunk, slot));
-            }
+            self.prepare_ahead(trace, self.next_chunk, scope);
             self.current = Some(current);
             self.row = 0;
         }
+    }
+
+    /// Starts preparing the location's chunk `index` (if it has one) on another core.
+    fn prepare_ahead<'s>(&mut self, trace: &'t Trace, index: usize, scope: &rayon::Scope<'s>)
+    where
+        't: 's,
+    {
+        let Some(info) = self.chunks.get(index) else {
+            return;
+        };
+        let slot = Ahead::default();
+        let filled = slot.clone();
+        let (chunk, whole, location) = (info.chunk, self.whole, (self.rank, self.thread));
+        scope.spawn(move |_| {
+            let prepared = Prepared::read(trace, chunk, location, whole);
+            if let Ok(mut done) = filled.lock() {
+                *done = Some(prepared);
+            }
+        });
+        self.ahead = Some((chunk, slot));
     }
 
     /// The next call of this location for the replay.
@@ -490,8 +499,32 @@ fn replay_with(
         .iter()
         .map(|c| c.chunks.first().map_or(0, |info| info.first_start))
         .collect();
-    // The next chunk of each location is decoded on the other core while this one replays.
+    // Every location's first chunk is prepared on every core before the replay begins (its
+    // first round of calls visits every location, and with many ranks a location's operations
+    // are one chunk); the next chunk of each location is decoded on the other core while this
+    // one replays.
+    {
+        use rayon::prelude::*;
+        let first: Vec<Result<Option<Prepared>>> = cursors
+            .par_iter()
+            .map(|c| {
+                c.chunks
+                    .first()
+                    .map(|info| Prepared::read(trace, info.chunk, (c.rank, c.thread), whole))
+                    .transpose()
+            })
+            .collect();
+        for (cursor, prepared) in cursors.iter_mut().zip(first) {
+            if let Some(prepared) = prepared? {
+                cursor.current = Some(prepared);
+                cursor.next_chunk = 1;
+            }
+        }
+    }
     rayon::in_place_scope(|scope| {
+        for cursor in &mut cursors {
+            cursor.prepare_ahead(trace, cursor.next_chunk, scope);
+        }
         schedule::replay(
             net,
             &origin,
