@@ -205,29 +205,155 @@ pub(super) mod op_col {
     pub const COUNT: usize = 16;
 }
 
-/// An operation's values in the fixed columns of its chunk row, at nesting depth `depth` (the
-/// importer's, from the routine enter/leave events; sources need not fill `op.depth`). The
-/// requests it completes go to the list column.
-fn operation_row(op: &Operation, depth: u16) -> [u64; op_col::COUNT] {
-    use op_col::*;
-    let mut row = [0u64; COUNT];
-    row[START] = op.start;
-    row[DURATION] = op.end.saturating_sub(op.start);
-    row[KIND] = u64::from(op.kind.code());
-    row[COMM] = opt(op.comm);
-    row[DEST] = opt(op.dest);
-    row[SOURCE] = opt(op.source);
-    row[SEND_TAG] = opt_tag(op.send_tag);
-    row[RECV_TAG] = opt_tag(op.recv_tag);
-    row[SEND_BYTES] = op.send_bytes;
-    row[RECV_BYTES] = op.recv_bytes;
-    row[DATATYPE] = opt(op.datatype);
-    row[ROOT] = opt(op.root);
-    row[REQUEST] = op.request.map_or(0, |r| r.wrapping_add(1));
-    row[FLAGS] = u64::from(op.flags);
-    row[DEPTH] = u64::from(depth);
-    row[COMPLETES] = op.completes.len() as u64;
-    row
+/// An operation as a row of its chunk's fixed columns (the requests it completes go to the
+/// list column), packed: 80 bytes where the sixteen columns' values take 128. The import
+/// writes one per operation into the open chunks of many locations at once and the encoders
+/// read it back, so its size is memory traffic on the import's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PackedRow {
+    start: u64,
+    duration: u64,
+    send_bytes: u64,
+    recv_bytes: u64,
+    /// The stored request column's value (`request + 1`, 0 for none).
+    request: u64,
+    kind: u32,
+    comm: u32,
+    dest: u32,
+    source: u32,
+    datatype: u32,
+    root: u32,
+    completes: u32,
+    send_tag: i32,
+    recv_tag: i32,
+    depth: u16,
+    flags: u8,
+    /// Which optional fields are present ([`PRESENT_COMM`] …).
+    present: u8,
+}
+
+const PRESENT_COMM: u8 = 1;
+const PRESENT_DEST: u8 = 2;
+const PRESENT_SOURCE: u8 = 4;
+const PRESENT_SEND_TAG: u8 = 8;
+const PRESENT_RECV_TAG: u8 = 16;
+const PRESENT_DATATYPE: u8 = 32;
+const PRESENT_ROOT: u8 = 64;
+
+/// `v` if its bit is in `present`.
+fn when<T>(present: u8, bit: u8, v: T) -> Option<T> {
+    (present & bit != 0).then_some(v)
+}
+
+impl PackedRow {
+    /// `op`'s row at nesting depth `depth` (the importer's, from the routine enter/leave
+    /// events; sources need not fill `op.depth`).
+    fn of(op: &Operation, depth: u16) -> PackedRow {
+        let bit = |v: bool, b: u8| if v { b } else { 0 };
+        PackedRow {
+            start: op.start,
+            duration: op.end.saturating_sub(op.start),
+            send_bytes: op.send_bytes,
+            recv_bytes: op.recv_bytes,
+            request: op.request.map_or(0, |r| r.wrapping_add(1)),
+            kind: op.kind.code(),
+            comm: op.comm.unwrap_or(0),
+            dest: op.dest.unwrap_or(0),
+            source: op.source.unwrap_or(0),
+            datatype: op.datatype.unwrap_or(0),
+            root: op.root.unwrap_or(0),
+            // A location completes fewer than 2^32 requests in one call.
+            completes: u32::try_from(op.completes.len()).unwrap_or(u32::MAX),
+            send_tag: op.send_tag.unwrap_or(0),
+            recv_tag: op.recv_tag.unwrap_or(0),
+            depth,
+            flags: op.flags,
+            present: bit(op.comm.is_some(), PRESENT_COMM)
+                | bit(op.dest.is_some(), PRESENT_DEST)
+                | bit(op.source.is_some(), PRESENT_SOURCE)
+                | bit(op.send_tag.is_some(), PRESENT_SEND_TAG)
+                | bit(op.recv_tag.is_some(), PRESENT_RECV_TAG)
+                | bit(op.datatype.is_some(), PRESENT_DATATYPE)
+                | bit(op.root.is_some(), PRESENT_ROOT),
+        }
+    }
+
+    /// The row's values in the chunk's fixed columns ([`op_col`]).
+    fn values(&self) -> [u64; op_col::COUNT] {
+        use op_col::*;
+        let p = self.present;
+        let mut row = [0u64; COUNT];
+        row[START] = self.start;
+        row[DURATION] = self.duration;
+        row[KIND] = u64::from(self.kind);
+        row[COMM] = opt(when(p, PRESENT_COMM, self.comm));
+        row[DEST] = opt(when(p, PRESENT_DEST, self.dest));
+        row[SOURCE] = opt(when(p, PRESENT_SOURCE, self.source));
+        row[SEND_TAG] = opt_tag(when(p, PRESENT_SEND_TAG, self.send_tag));
+        row[RECV_TAG] = opt_tag(when(p, PRESENT_RECV_TAG, self.recv_tag));
+        row[SEND_BYTES] = self.send_bytes;
+        row[RECV_BYTES] = self.recv_bytes;
+        row[DATATYPE] = opt(when(p, PRESENT_DATATYPE, self.datatype));
+        row[ROOT] = opt(when(p, PRESENT_ROOT, self.root));
+        row[REQUEST] = self.request;
+        row[FLAGS] = u64::from(self.flags);
+        row[DEPTH] = u64::from(self.depth);
+        row[COMPLETES] = u64::from(self.completes);
+        row
+    }
+
+    /// The row whose column values are `row`; `None` when a value is out of its column's
+    /// range (only damage makes one: every row stored came from [`PackedRow::values`]).
+    fn from_values(row: &[u64; op_col::COUNT]) -> Option<PackedRow> {
+        use op_col::*;
+        let small = |v: u64| u32::try_from(v).ok();
+        // A present optional value is stored plus one: 0 is none.
+        let optional = |v: u64| -> Option<(bool, u32)> {
+            match v.checked_sub(1) {
+                None => Some((false, 0)),
+                Some(v) => small(v).map(|v| (true, v)),
+            }
+        };
+        let tag = |v: u64| -> Option<(bool, i32)> {
+            match v.checked_sub(1) {
+                None => Some((false, 0)),
+                Some(v) => i32::try_from(unzigzag(v)).ok().map(|t| (true, t)),
+            }
+        };
+        let (comm, dest, source) = (
+            optional(row[COMM])?,
+            optional(row[DEST])?,
+            optional(row[SOURCE])?,
+        );
+        let (datatype, root) = (optional(row[DATATYPE])?, optional(row[ROOT])?);
+        let (send_tag, recv_tag) = (tag(row[SEND_TAG])?, tag(row[RECV_TAG])?);
+        let bit = |v: bool, b: u8| if v { b } else { 0 };
+        Some(PackedRow {
+            start: row[START],
+            duration: row[DURATION],
+            send_bytes: row[SEND_BYTES],
+            recv_bytes: row[RECV_BYTES],
+            request: row[REQUEST],
+            kind: small(row[KIND])?,
+            comm: comm.1,
+            dest: dest.1,
+            source: source.1,
+            datatype: datatype.1,
+            root: root.1,
+            completes: small(row[COMPLETES])?,
+            send_tag: send_tag.1,
+            recv_tag: recv_tag.1,
+            depth: u16::try_from(row[DEPTH]).ok()?,
+            flags: u8::try_from(row[FLAGS]).ok()?,
+            present: bit(comm.0, PRESENT_COMM)
+                | bit(dest.0, PRESENT_DEST)
+                | bit(source.0, PRESENT_SOURCE)
+                | bit(send_tag.0, PRESENT_SEND_TAG)
+                | bit(recv_tag.0, PRESENT_RECV_TAG)
+                | bit(datatype.0, PRESENT_DATATYPE)
+                | bit(root.0, PRESENT_ROOT),
+        })
+    }
 }
 
 /// Operation rows kept row by row, as the import fills a chunk for each of many locations at
@@ -236,7 +362,7 @@ fn operation_row(op: &Operation, depth: u16) -> [u64; op_col::COUNT] {
 /// the rows go to be encoded.
 #[derive(Debug, Default)]
 pub struct OperationRows {
-    fixed: Vec<[u64; op_col::COUNT]>,
+    fixed: Vec<PackedRow>,
     list: Vec<u64>,
 }
 
@@ -251,7 +377,7 @@ impl OperationRows {
 
     /// Appends an operation at nesting depth `depth` (see [`operation_row`]).
     pub fn push(&mut self, op: &Operation, depth: u16) {
-        self.fixed.push(operation_row(op, depth));
+        self.fixed.push(PackedRow::of(op, depth));
         if !op.completes.is_empty() {
             self.list.extend_from_slice(&op.completes);
         }
@@ -278,7 +404,7 @@ impl OperationRows {
         put_varint(out, self.list.len() as u64);
         let mut above = [0u64; op_col::COUNT];
         for row in &self.fixed {
-            for (a, &v) in above.iter_mut().zip(row) {
+            for (a, &v) in above.iter_mut().zip(&row.values()) {
                 put_varint(out, zigzag(v.wrapping_sub(*a) as i64));
                 *a = v;
             }
@@ -308,7 +434,8 @@ impl OperationRows {
             for v in row.iter_mut() {
                 *v = v.wrapping_add(unzigzag(get_varint(body, &mut pos)?) as u64);
             }
-            self.fixed.push(row);
+            self.fixed
+                .push(PackedRow::from_values(&row).ok_or_else(|| bad("a value out of range"))?);
         }
         self.list.reserve(list_len);
         for _ in 0..list_len {
@@ -340,9 +467,14 @@ impl OperationRows {
         let mut c = Columns::with_capacity(op_col::COUNT, rows);
         // Blocks of rows that stay in the first-level cache while every column takes its
         // values from them (a row at a time, each value was a push with its own check).
+        let mut values = [[0u64; op_col::COUNT]; 64];
         for block in self.fixed.chunks(64) {
+            for (v, row) in values.iter_mut().zip(block) {
+                *v = row.values();
+            }
+            let values = &values[..block.len()];
             for (i, col) in c.cols.iter_mut().enumerate() {
-                col.extend(block.iter().map(|row| row[i]));
+                col.extend(values.iter().map(|row| row[i]));
             }
         }
         c.list = self.list;
@@ -575,6 +707,45 @@ mod tests {
         assert!(OperationRows::default()
             .decode_piece(cut, "piece 3")
             .is_err());
+    }
+
+    /// The packed row keeps every field's whole range, absent and present apart (a present 0
+    /// is not an absent value), directly and through a parked piece.
+    #[test]
+    fn extreme_fields_survive_the_packed_row() {
+        let mut ops = Vec::new();
+        for i in 0..8u64 {
+            let mut op = Operation::new(3, OpKind::Sendrecv, u64::MAX - 10, u64::MAX);
+            let big = i % 2 == 1;
+            let (id, tag) = if big {
+                (u32::MAX, i32::MIN)
+            } else {
+                (0, i32::MAX)
+            };
+            if i < 6 {
+                (op.comm, op.dest, op.source) = (Some(id), Some(id), Some(id));
+                (op.datatype, op.root) = (Some(id), Some(id));
+                (op.send_tag, op.recv_tag) = (Some(tag), Some(if big { -1 } else { 0 }));
+            }
+            (op.send_bytes, op.recv_bytes) = (u64::MAX, u64::MAX - i);
+            op.request = if i < 4 { Some(u64::MAX - 1) } else { None };
+            op.flags = 0xff;
+            op.depth = u16::MAX;
+            op.completes = (0..i).collect();
+            ops.push(op);
+        }
+        let direct = chunk_of(&ops);
+        let read = OperationColumns::new(0, &direct).operations(3, 0).unwrap();
+        assert_eq!(read, ops);
+        let mut rows = OperationRows::default();
+        for op in &ops {
+            rows.push(op, op.depth);
+        }
+        let mut piece = Vec::new();
+        rows.encode_piece(&mut piece);
+        let mut joined = OperationRows::default();
+        joined.decode_piece(&piece, "piece").unwrap();
+        assert_eq!(joined.into_columns(), direct);
     }
 
     #[test]
