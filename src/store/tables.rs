@@ -240,6 +240,14 @@ const PRESENT_RECV_TAG: u8 = 16;
 const PRESENT_DATATYPE: u8 = 32;
 const PRESENT_ROOT: u8 = 64;
 
+/// The presence bits of the optional fields, in the order of the constants above.
+fn presence(present: [bool; 7]) -> u8 {
+    present
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (i, &p)| bits | (u8::from(p) << i))
+}
+
 /// `v` if its bit is in `present`.
 fn when<T>(present: u8, bit: u8, v: T) -> Option<T> {
     (present & bit != 0).then_some(v)
@@ -249,7 +257,6 @@ impl PackedRow {
     /// `op`'s row at nesting depth `depth` (the importer's, from the routine enter/leave
     /// events; sources need not fill `op.depth`).
     fn of(op: &Operation, depth: u16) -> PackedRow {
-        let bit = |v: bool, b: u8| if v { b } else { 0 };
         PackedRow {
             start: op.start,
             duration: op.end.saturating_sub(op.start),
@@ -268,13 +275,15 @@ impl PackedRow {
             recv_tag: op.recv_tag.unwrap_or(0),
             depth,
             flags: op.flags,
-            present: bit(op.comm.is_some(), PRESENT_COMM)
-                | bit(op.dest.is_some(), PRESENT_DEST)
-                | bit(op.source.is_some(), PRESENT_SOURCE)
-                | bit(op.send_tag.is_some(), PRESENT_SEND_TAG)
-                | bit(op.recv_tag.is_some(), PRESENT_RECV_TAG)
-                | bit(op.datatype.is_some(), PRESENT_DATATYPE)
-                | bit(op.root.is_some(), PRESENT_ROOT),
+            present: presence([
+                op.comm.is_some(),
+                op.dest.is_some(),
+                op.source.is_some(),
+                op.send_tag.is_some(),
+                op.recv_tag.is_some(),
+                op.datatype.is_some(),
+                op.root.is_some(),
+            ]),
         }
     }
 
@@ -327,7 +336,6 @@ impl PackedRow {
         );
         let (datatype, root) = (optional(row[DATATYPE])?, optional(row[ROOT])?);
         let (send_tag, recv_tag) = (tag(row[SEND_TAG])?, tag(row[RECV_TAG])?);
-        let bit = |v: bool, b: u8| if v { b } else { 0 };
         Some(PackedRow {
             start: row[START],
             duration: row[DURATION],
@@ -345,13 +353,9 @@ impl PackedRow {
             recv_tag: recv_tag.1,
             depth: u16::try_from(row[DEPTH]).ok()?,
             flags: u8::try_from(row[FLAGS]).ok()?,
-            present: bit(comm.0, PRESENT_COMM)
-                | bit(dest.0, PRESENT_DEST)
-                | bit(source.0, PRESENT_SOURCE)
-                | bit(send_tag.0, PRESENT_SEND_TAG)
-                | bit(recv_tag.0, PRESENT_RECV_TAG)
-                | bit(datatype.0, PRESENT_DATATYPE)
-                | bit(root.0, PRESENT_ROOT),
+            present: presence([
+                comm.0, dest.0, source.0, send_tag.0, recv_tag.0, datatype.0, root.0,
+            ]),
         })
     }
 }
