@@ -241,11 +241,10 @@ fn an_alltoalls_members_leave_when_their_own_rounds_end() {
         .map(|&r| (r, if r == 0 { last } else { last - b }))
         .collect();
     assert_eq!(ends, expected);
-    // The fit sees `o` (and L + 2o) in it: one size only, so no line, but the overhead shows.
-    let entries_by_member: Vec<Time> = entries.to_vec();
-    let exits: Vec<Time> = members.iter().map(|r| expected[r]).collect();
+    // These exits, in communicator order, show `o`.
+    let exits: Vec<Time> = members.iter().map(|r| ends[r]).collect();
     assert_eq!(
-        mtfdb::analysis::replay::network::overhead_of_exchange(&entries_by_member, &exits),
+        mtfdb::analysis::replay::network::overhead_of_exchange(&entries, &exits),
         Some(100)
     );
     // Entering together, everyone leaves after p - 1 full rounds: L and o are not apart.
@@ -258,9 +257,8 @@ fn an_alltoalls_members_leave_when_their_own_rounds_end() {
     })
     .unwrap();
     assert_eq!(together, vec![4 * h; 5]);
-    let exits = vec![4 * h; 5];
     assert_eq!(
-        mtfdb::analysis::replay::network::overhead_of_exchange(&[0; 5], &exits),
+        mtfdb::analysis::replay::network::overhead_of_exchange(&[0; 5], &together),
         None
     );
 }

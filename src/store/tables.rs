@@ -232,15 +232,17 @@ struct PackedRow {
     present: u8,
 }
 
-const PRESENT_COMM: u8 = 1;
-const PRESENT_DEST: u8 = 2;
-const PRESENT_SOURCE: u8 = 4;
-const PRESENT_SEND_TAG: u8 = 8;
-const PRESENT_RECV_TAG: u8 = 16;
-const PRESENT_DATATYPE: u8 = 32;
-const PRESENT_ROOT: u8 = 64;
+// The optional fields' presence bits: bit `i` for the `i`-th of `presence`'s flags.
+const PRESENT_COMM: u8 = 1 << 0;
+const PRESENT_DEST: u8 = 1 << 1;
+const PRESENT_SOURCE: u8 = 1 << 2;
+const PRESENT_SEND_TAG: u8 = 1 << 3;
+const PRESENT_RECV_TAG: u8 = 1 << 4;
+const PRESENT_DATATYPE: u8 = 1 << 5;
+const PRESENT_ROOT: u8 = 1 << 6;
 
-/// The presence bits of the optional fields, in the order of the constants above.
+/// The presence bits of the optional fields, flagged in the bits' order: comm, dest, source,
+/// send tag, receive tag, datatype, root.
 fn presence(present: [bool; 7]) -> u8 {
     present
         .iter()

@@ -22,7 +22,7 @@ use super::matching::CommRanks;
 use super::network::{self, NetworkModel};
 use crate::error::Result;
 use crate::hash::FxHashMap;
-use crate::model::{OpKind, Time};
+use crate::model::{CollectiveInstance, OpKind, Time};
 use crate::store::{MessageField, OperationField};
 use crate::Trace;
 
@@ -95,8 +95,8 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
             *q = (*q).min(took);
         }
     }
-    // Collectives of equal rounds: the quickest member's time after the last one entered, per
-    // round, at the average member's bytes.
+    // Collectives of equal rounds: the quickest member's time after the last one entered (a
+    // pairwise exchange's last member's), per round, at the average member's bytes.
     let mut round_times: FxHashMap<u64, Time> = FxHashMap::default();
     let mut comm_ranks = CommRanks::default();
     let mut exchange_overheads: Vec<Time> = Vec::new();
@@ -113,28 +113,22 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
         }
         let pairwise = network::is_pairwise_exchange(c.kind);
         let (mut last_start, mut first_end, mut last_end) = (0, Time::MAX, 0);
-        // A pairwise exchange's entries and exits by communicator rank, to see `o` in.
-        let mut by_rank = vec![None; if pairwise { members as usize } else { 0 }];
         for &op in &c.ops {
             if let Some(t) = times.get(op)? {
                 last_start = last_start.max(t.start);
                 first_end = first_end.min(t.end);
                 last_end = last_end.max(t.end);
-                let at = comm_ranks.rank_in(trace.header(), c.comm, t.rank);
-                if let Some(slot) = at.and_then(|at| by_rank.get_mut(at as usize)) {
-                    *slot = Some((t.start, t.end));
-                }
             }
         }
-        // Every member of the others leaves together; a pairwise exchange's last member
+        // The other algorithms' members leave together; a pairwise exchange's last member
         // leaves after all its rounds.
         let Some(took) = (if pairwise { last_end } else { first_end }).checked_sub(last_start)
         else {
             continue;
         };
-        if let Some(both) = by_rank.into_iter().collect::<Option<Vec<_>>>() {
-            let (entries, exits): (Vec<Time>, Vec<Time>) = both.into_iter().unzip();
-            exchange_overheads.extend(network::overhead_of_exchange(&entries, &exits));
+        if pairwise {
+            let overhead = exchange_overhead(trace, &c, &mut times, &mut comm_ranks)?;
+            exchange_overheads.extend(overhead);
         }
         let per_round = took / rounds;
         let q = round_times.entry(bytes).or_insert(per_round);
@@ -180,6 +174,33 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
         sizes: points.len() as u64,
         error,
     })
+}
+
+/// The overhead a pairwise exchange's members show ([`network::overhead_of_exchange`]), their
+/// entries and exits placed by communicator rank; `None` when some member is missing or
+/// misplaced, or they entered too close together.
+fn exchange_overhead(
+    trace: &Trace,
+    c: &CollectiveInstance,
+    times: &mut OpTimes<'_>,
+    comm_ranks: &mut CommRanks,
+) -> Result<Option<Time>> {
+    let mut by_rank = vec![None; c.ops.len()];
+    for &op in &c.ops {
+        let Some(t) = times.get(op)? else {
+            return Ok(None);
+        };
+        let at = comm_ranks.rank_in(trace.header(), c.comm, t.rank);
+        match at.and_then(|at| by_rank.get_mut(at as usize)) {
+            Some(slot) => *slot = Some((t.start, t.end)),
+            None => return Ok(None),
+        }
+    }
+    let Some(members) = by_rank.into_iter().collect::<Option<Vec<_>>>() else {
+        return Ok(None);
+    };
+    let (entries, exits): (Vec<Time>, Vec<Time>) = members.into_iter().unzip();
+    Ok(network::overhead_of_exchange(&entries, &exits))
 }
 
 /// What one pass over the operations tells of the overhead: the durations of the non-blocking

@@ -40,33 +40,28 @@ pub struct Envelopes {
 struct Waiting {
     /// Whether the waiting halves are sends.
     sends: bool,
-    len: usize,
-    /// The oldest waiting message (when `len > 0`).
-    first: u64,
+    /// The oldest waiting message (`None`: nothing waits).
+    first: Option<u64>,
     /// The others, oldest first.
     rest: VecDeque<u64>,
 }
 
 impl Waiting {
     fn push(&mut self, key: u64) {
-        if self.len == 0 {
-            self.first = key;
-        } else {
-            self.rest.push_back(key);
+        match self.first {
+            None => self.first = Some(key),
+            Some(_) => self.rest.push_back(key),
         }
-        self.len += 1;
     }
 
     fn pop(&mut self) -> Option<u64> {
-        if self.len == 0 {
-            return None;
-        }
-        let key = self.first;
-        self.len -= 1;
-        if self.len > 0 {
-            self.first = self.rest.pop_front().unwrap_or_default();
-        }
+        let key = self.first.take()?;
+        self.first = self.rest.pop_front();
         Some(key)
+    }
+
+    fn len(&self) -> usize {
+        self.first.map_or(0, |_| 1 + self.rest.len())
     }
 }
 
@@ -77,11 +72,11 @@ impl Envelopes {
         if self.waiting.len() >= Self::PRUNE_AT.max(4 * self.pruned) {
             // Envelopes whose queues emptied keep their entry (a message per iteration would
             // otherwise insert one each time); when many pile up, the empty ones go.
-            self.waiting.retain(|_, w| w.len > 0);
+            self.waiting.retain(|_, w| w.first.is_some());
             self.pruned = self.waiting.len();
         }
         let w = self.waiting.entry(envelope).or_default();
-        if w.len > 0 && w.sends != sending {
+        if w.sends != sending {
             if let Some(key) = w.pop() {
                 return key;
             }
@@ -97,7 +92,7 @@ impl Envelopes {
 
     /// Sends and receives issued whose partner was not yet.
     pub fn in_flight(&self) -> usize {
-        self.waiting.values().map(|w| w.len).sum()
+        self.waiting.values().map(Waiting::len).sum()
     }
 }
 

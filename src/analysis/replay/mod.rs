@@ -499,28 +499,8 @@ fn replay_with(
         .iter()
         .map(|c| c.chunks.first().map_or(0, |info| info.first_start))
         .collect();
-    // Every location's first chunk is prepared on every core before the replay begins (its
-    // first round of calls visits every location, and with many ranks a location's operations
-    // are one chunk); the next chunk of each location is decoded on the other core while this
-    // one replays.
-    {
-        use rayon::prelude::*;
-        let first: Vec<Result<Option<Prepared>>> = cursors
-            .par_iter()
-            .map(|c| {
-                c.chunks
-                    .first()
-                    .map(|info| Prepared::read(trace, info.chunk, (c.rank, c.thread), whole))
-                    .transpose()
-            })
-            .collect();
-        for (cursor, prepared) in cursors.iter_mut().zip(first) {
-            if let Some(prepared) = prepared? {
-                cursor.current = Some(prepared);
-                cursor.next_chunk = 1;
-            }
-        }
-    }
+    prepare_first_chunks(trace, &mut cursors)?;
+    // The next chunk of each location is decoded on the other core while this one replays.
     rayon::in_place_scope(|scope| {
         for cursor in &mut cursors {
             cursor.prepare_ahead(trace, cursor.next_chunk, scope);
@@ -540,6 +520,25 @@ fn replay_with(
                 scope,
             },
         )
+    })
+}
+
+/// Prepares every location's first chunk, on every core, before the replay begins: its first
+/// round of calls visits every location, and with many ranks a location's operations are one
+/// chunk, which no location's look-ahead (its next chunk) would prepare.
+fn prepare_first_chunks(trace: &Trace, cursors: &mut [Cursor<'_>]) -> Result<()> {
+    use rayon::prelude::*;
+    cursors.par_iter_mut().try_for_each(|c| {
+        if let Some(info) = c.chunks.first() {
+            c.current = Some(Prepared::read(
+                trace,
+                info.chunk,
+                (c.rank, c.thread),
+                c.whole,
+            )?);
+            c.next_chunk = 1;
+        }
+        Ok(())
     })
 }
 

@@ -185,6 +185,24 @@ impl NetworkModel {
         }
     }
 
+    /// When each member of a blocking collective `kind` whose members leave at their own
+    /// times (a pairwise exchange) leaves, from their entries by communicator rank and the
+    /// largest bytes one member sent and received; `None` for the collectives whose members
+    /// all leave `collective(…)` after the last entry.
+    pub fn member_ends(
+        &self,
+        kind: OpKind,
+        entries: &[Time],
+        max_send: u64,
+        max_recv: u64,
+    ) -> Option<Vec<Time>> {
+        if !is_pairwise_exchange(kind) {
+            return None;
+        }
+        let (_, block) = rounds(kind, entries.len() as u32, max_send, max_recv)?;
+        Some(self.pairwise_exchange(entries, block))
+    }
+
     /// When each member of a pairwise exchange (an Alltoall) leaves, given when each entered
     /// (`entries[i]`: the member of communicator rank `i`) and the block of `block` bytes it
     /// sends to each other member (see the module documentation for the formula).

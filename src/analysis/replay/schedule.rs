@@ -124,12 +124,15 @@ struct Instance {
     max_recv: u64,
     end: Option<Time>,
     waiters: Vec<usize>,
-    /// A pairwise exchange's entries by communicator rank (`None` while a member is out),
-    /// then, once all entered, each member's own end; empty for the other algorithms, or
-    /// when some member's position is unknown (then everyone leaves at `end`).
-    by_position: Vec<Option<Time>>,
-    /// Whether every member entered at a position of its own.
-    positions_known: bool,
+    /// A pairwise exchange's entries by communicator rank while its members enter (`None`
+    /// for a member not yet in).
+    entries: Vec<Option<Time>>,
+    /// Whether some member's place was unknown, outside the communicator or taken twice:
+    /// then everyone leaves at `end`.
+    misplaced: bool,
+    /// Once all entered, a pairwise exchange's ends by communicator rank (each member leaves
+    /// at its own); empty when everyone leaves at `end`.
+    ends: Vec<Time>,
 }
 
 /// A rank's replay state.
@@ -361,20 +364,18 @@ impl Replay<'_> {
                 recv_bytes,
             } => {
                 let net = self.net;
-                let inst = self.instances.entry(*instance).or_insert_with(|| Instance {
-                    positions_known: true,
-                    ..Instance::default()
-                });
+                let inst = self.instances.entry(*instance).or_default();
                 inst.entered += 1;
                 inst.last = inst.last.max(start);
                 inst.max_send = inst.max_send.max(*send_bytes);
                 inst.max_recv = inst.max_recv.max(*recv_bytes);
-                if is_pairwise_exchange(*kind) && inst.positions_known {
-                    inst.by_position.resize(*members as usize, None);
-                    match position.and_then(|at| inst.by_position.get_mut(at as usize)) {
+                if is_pairwise_exchange(*kind) && !inst.misplaced {
+                    if inst.entries.is_empty() {
+                        inst.entries = vec![None; *members as usize];
+                    }
+                    match position.and_then(|at| inst.entries.get_mut(at as usize)) {
                         Some(slot @ None) => *slot = Some(start),
-                        // Unknown, outside the communicator or taken twice.
-                        _ => inst.positions_known = false,
+                        _ => inst.misplaced = true,
                     }
                 }
                 if inst.entered >= *members {
@@ -384,17 +385,13 @@ impl Replay<'_> {
                         inst.max_send,
                         inst.max_recv,
                     )));
-                    let entries: Option<Vec<Time>> = inst.by_position.iter().copied().collect();
-                    inst.by_position = match (inst.positions_known, entries) {
-                        (true, Some(entries)) if !entries.is_empty() => {
-                            let p = u64::from((*members).max(1));
-                            net.pairwise_exchange(&entries, inst.max_send / p)
-                                .into_iter()
-                                .map(Some)
-                                .collect()
-                        }
-                        _ => Vec::new(),
-                    };
+                    let entries: Option<Vec<Time>> =
+                        std::mem::take(&mut inst.entries).into_iter().collect();
+                    if let (false, Some(entries)) = (inst.misplaced, entries) {
+                        inst.ends = net
+                            .member_ends(*kind, &entries, inst.max_send, inst.max_recv)
+                            .unwrap_or_default();
+                    }
                     let waiters = std::mem::take(&mut inst.waiters);
                     self.wake_all(waiters);
                 }
@@ -487,16 +484,14 @@ impl Replay<'_> {
             Step::Collective {
                 instance, position, ..
             } => {
-                let inst = self
-                    .instances
-                    .get(instance)
-                    .filter(|i| i.end.is_some())
+                let inst = self.instances.get(instance);
+                let end = inst
+                    .and_then(|i| i.end)
                     .ok_or(Blocked::Instance(*instance))?;
                 // A pairwise exchange's member leaves at its own time.
                 position
-                    .and_then(|at| inst.by_position.get(at as usize).copied().flatten())
-                    .or(inst.end)
-                    .ok_or(Blocked::Instance(*instance))?
+                    .and_then(|at| inst?.ends.get(at as usize).copied())
+                    .unwrap_or(end)
             }
         })
     }
