@@ -17,8 +17,8 @@ use crate::model::{
 use crate::store::ids::{chunk_and_row, chunk_ids};
 use crate::store::{
     IndexDim, MessageColumns, MessageField, OpChunkInfo, OperationColumns, OperationField,
-    PairTraffic, RankTraffic, Store, StoredResult, StoredView, TraceMeta, TraceReader,
-    TraceSummary,
+    OperationStream, PairTraffic, RankTraffic, Store, StoredResult, StoredView, TraceMeta,
+    TraceReader, TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -606,6 +606,17 @@ impl Trace {
         fields: &[OperationField],
     ) -> Result<OperationColumns> {
         self.reader.operation_columns(chunk, fields)
+    }
+
+    /// Only the given fields of operation chunk `chunk`, read a window of rows at a time
+    /// through the returned stream, which keeps the columns as stored (a few bytes per value)
+    /// and decodes only each window: for a reader that holds many chunks open at once.
+    pub fn operation_stream(
+        &self,
+        chunk: u32,
+        fields: &[OperationField],
+    ) -> Result<OperationStream> {
+        self.reader.operation_stream(chunk, fields)
     }
 
     /// Every message's (sending operation, receiving operation), by message id, read from two

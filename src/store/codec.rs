@@ -3,6 +3,8 @@
 //! varints), then zstd-compressed when that helps. A chunk ends with a CRC-32 of its bytes,
 //! verified on every read.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 
 /// Appends `v` as a LEB128 varint.
@@ -160,6 +162,17 @@ pub fn decode_column_prefix(
     take: usize,
 ) -> Result<Vec<u64>> {
     let take = take.min(rows);
+    let (enc, body) = column_body(buf, pos)?;
+    let mut reader = ColumnReader::new(enc, &body, rows)?;
+    let mut out = Vec::with_capacity(take);
+    reader.read(&body, take, &mut out)?;
+    Ok(out)
+}
+
+/// The column at `*pos`: its encoding and its body as encoded (decompressed if it was
+/// compressed, borrowed from `buf` otherwise), advancing `pos` past it. Read its values with
+/// a [`ColumnReader`].
+pub fn column_body<'a>(buf: &'a [u8], pos: &mut usize) -> Result<(u8, Cow<'a, [u8]>)> {
     let len = get_varint(buf, pos)? as usize;
     let end = pos
         .checked_add(len)
@@ -174,9 +187,122 @@ pub fn decode_column_prefix(
         let raw = DECOMPRESSOR
             .with(|d| d.borrow_mut().decompress(&rest[p..], raw_len))
             .map_err(|e| Error::Corrupt(format!("column does not decompress: {e}")))?;
-        decode_body(enc & !ZSTD_FLAG, &raw, rows, take)
+        Ok((enc & !ZSTD_FLAG, Cow::Owned(raw)))
     } else {
-        decode_body(enc, rest, rows, take)
+        Ok((enc, Cow::Borrowed(rest)))
+    }
+}
+
+/// Moves `pos` past the column there without decoding it.
+pub fn skip_column(buf: &[u8], pos: &mut usize) -> Result<()> {
+    let len = get_varint(buf, pos)? as usize;
+    *pos = pos
+        .checked_add(len)
+        .filter(|&e| e <= buf.len())
+        .ok_or_else(|| corrupt("column runs past the end of its chunk"))?;
+    Ok(())
+}
+
+/// A column being read a window of rows at a time: where the reader is in the column's body
+/// (which the caller keeps, see [`column_body`], and passes to every [`ColumnReader::read`]).
+/// A scan reads a column whole in one call; the replay keeps thousands of locations' chunks
+/// open and reads each a few hundred rows at a time, so that only those rows are decoded.
+#[derive(Debug, Clone)]
+pub struct ColumnReader {
+    enc: u8,
+    /// Rows in the column, and rows read so far.
+    rows: usize,
+    row: usize,
+    /// The next value's place in the body (delta and plain varints), or where the packed codes
+    /// begin (dictionary).
+    pos: usize,
+    /// The last value read (delta), or the column's one value (constant).
+    prev: u64,
+    /// The dictionary's values (dictionary encoding only; shared by the reader's copies).
+    dict: std::sync::Arc<[u64]>,
+}
+
+impl ColumnReader {
+    /// A reader of the first of `rows` values of a column encoded as `enc` in `body`.
+    pub fn new(enc: u8, body: &[u8], rows: usize) -> Result<ColumnReader> {
+        let mut reader = ColumnReader {
+            enc,
+            rows,
+            row: 0,
+            pos: 0,
+            prev: 0,
+            dict: std::sync::Arc::new([]),
+        };
+        match enc {
+            ENC_CONST => reader.prev = get_varint(body, &mut reader.pos)?,
+            ENC_DICT => {
+                let n = *body.first().ok_or_else(|| corrupt("empty dictionary"))? as usize;
+                reader.pos = 1;
+                let mut dict = Vec::with_capacity(n);
+                for _ in 0..n {
+                    dict.push(get_varint(body, &mut reader.pos)?);
+                }
+                reader.dict = dict.into();
+                let packed = body.len() - reader.pos;
+                if packed < rows.div_ceil(8 / dict_bits(n)) {
+                    return Err(corrupt("dictionary column is short"));
+                }
+            }
+            ENC_DELTA | ENC_PLAIN => {}
+            other => return Err(Error::Corrupt(format!("unknown column encoding {other}"))),
+        }
+        Ok(reader)
+    }
+
+    /// Appends the next `n` values (fewer at the column's end) to `out`; `body` is the one
+    /// the reader was made for.
+    pub fn read(&mut self, body: &[u8], n: usize, out: &mut Vec<u64>) -> Result<()> {
+        let n = n.min(self.rows - self.row);
+        out.reserve(n);
+        match self.enc {
+            ENC_CONST => out.extend(std::iter::repeat_n(self.prev, n)),
+            ENC_DICT => {
+                let bits = dict_bits(self.dict.len());
+                let per_byte = 8 / bits;
+                let mask = (1usize << bits) - 1;
+                // Every code a byte can hold, with a bit of `known` set for those that map to
+                // a value (a damaged column may hold others).
+                let mut table = [0u64; 16];
+                table[..self.dict.len().min(16)]
+                    .copy_from_slice(&self.dict[..self.dict.len().min(16)]);
+                let known = (1u32 << self.dict.len().min(16)) - 1;
+                let mut unknown = 0u32;
+                let (mut row, end) = (self.row, self.row + n);
+                for &byte in &body[self.pos + row / per_byte..self.pos + end.div_ceil(per_byte)] {
+                    let mut codes = usize::from(byte) >> ((row % per_byte) * bits);
+                    for _ in row % per_byte..per_byte.min(row % per_byte + end - row) {
+                        let code = codes & mask;
+                        unknown |= !known & (1 << code);
+                        out.push(table[code]);
+                        codes >>= bits;
+                        row += 1;
+                    }
+                }
+                if unknown != 0 {
+                    return Err(corrupt("dictionary code out of range"));
+                }
+            }
+            ENC_DELTA => {
+                let mut prev = self.prev;
+                for _ in 0..n {
+                    prev = prev.wrapping_add(unzigzag(next_varint(body, &mut self.pos)?) as u64);
+                    out.push(prev);
+                }
+                self.prev = prev;
+            }
+            _ => {
+                for _ in 0..n {
+                    out.push(next_varint(body, &mut self.pos)?);
+                }
+            }
+        }
+        self.row += n;
+        Ok(())
     }
 }
 
@@ -318,61 +444,6 @@ fn encode_dict(values: &[u64], dict: &[u64], out: &mut Vec<u8>) {
     }
 }
 
-fn decode_body(enc: u8, body: &[u8], rows: usize, take: usize) -> Result<Vec<u64>> {
-    let mut pos = 0;
-    let mut out = Vec::with_capacity(take);
-    match enc {
-        ENC_CONST => {
-            let v = get_varint(body, &mut pos)?;
-            out.resize(take, v);
-        }
-        ENC_DICT => {
-            let n = *body.first().ok_or_else(|| corrupt("empty dictionary"))? as usize;
-            pos = 1;
-            let mut dict = Vec::with_capacity(n);
-            for _ in 0..n {
-                dict.push(get_varint(body, &mut pos)?);
-            }
-            let bits = dict_bits(n);
-            let per_byte = 8 / bits;
-            let mask = (1u8 << bits) - 1;
-            let packed = &body[pos..];
-            if packed.len() < rows.div_ceil(per_byte) {
-                return Err(corrupt("dictionary column is short"));
-            }
-            // Every code a byte can hold maps to a value, or to None for a damaged column.
-            let table: Vec<Option<u64>> =
-                (0..=mask as usize).map(|c| dict.get(c).copied()).collect();
-            'bytes: for &byte in &packed[..take.div_ceil(per_byte)] {
-                for j in 0..per_byte {
-                    if out.len() == take {
-                        break 'bytes;
-                    }
-                    let code = (byte >> (j * bits)) & mask;
-                    out.push(
-                        table[code as usize]
-                            .ok_or_else(|| corrupt("dictionary code out of range"))?,
-                    );
-                }
-            }
-        }
-        ENC_DELTA => {
-            let mut prev = 0u64;
-            for _ in 0..take {
-                prev = prev.wrapping_add(unzigzag(next_varint(body, &mut pos)?) as u64);
-                out.push(prev);
-            }
-        }
-        ENC_PLAIN => {
-            for _ in 0..take {
-                out.push(next_varint(body, &mut pos)?);
-            }
-        }
-        other => return Err(Error::Corrupt(format!("unknown column encoding {other}"))),
-    }
-    Ok(out)
-}
-
 /// Appends the CRC-32 of everything in `buf` so far.
 pub fn seal(buf: &mut Vec<u8>) {
     let crc = crc32fast::hash(buf);
@@ -465,6 +536,31 @@ mod tests {
             let prefix = decode_column_prefix(&buf, &mut pos, values.len(), take).unwrap();
             proptest::prop_assert_eq!(&prefix[..], &values[..take.min(values.len())]);
             proptest::prop_assert_eq!(pos, buf.len());
+        }
+
+        /// Read a window at a time, windows of any sizes, a column gives its values in order
+        /// and nothing past its end.
+        #[test]
+        fn a_column_read_in_windows_is_the_column(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![0u64..2, 0u64..5, 0u64..20, proptest::num::u64::ANY],
+                0..600,
+            ),
+            windows in proptest::collection::vec(0usize..80, 1..40),
+        ) {
+            let mut buf = Vec::new();
+            encode_column(&values, &mut buf);
+            let mut pos = 0;
+            let (enc, body) = column_body(&buf, &mut pos).unwrap();
+            let mut reader = ColumnReader::new(enc, &body, values.len()).unwrap();
+            let mut out = Vec::new();
+            for n in windows.iter().cycle().take(values.len() + 2) {
+                let before = out.len();
+                reader.read(&body, *n, &mut out).unwrap();
+                proptest::prop_assert_eq!(out.len() - before, (*n).min(values.len() - before));
+            }
+            reader.read(&body, values.len() + 1, &mut out).unwrap();
+            proptest::prop_assert_eq!(out, values);
         }
     }
 

@@ -13,7 +13,7 @@ use std::borrow::Borrow;
 use std::marker::PhantomData;
 
 use super::ids::row_id;
-use super::tables::{kind_code, msg_col, op_col, unopt, unopt_tag, Columns};
+use super::tables::{kind_code, msg_col, op_col, unopt, unopt_tag, ChunkStream, Columns};
 use crate::error::{Error, Result};
 use crate::model::{CommId, Message, OpId, OpKind, Operation, Rank, RequestId, StrId, Time};
 
@@ -215,6 +215,11 @@ impl<T, C: Borrow<Columns>> ChunkColumns<T, C> {
         self.chunk
     }
 
+    /// The chunk's row that row 0 holds: 0, but for a window of a chunk's rows.
+    pub fn first_row(&self) -> usize {
+        self.first_row
+    }
+
     /// Number of rows in the chunk (a read of the first rows only holds fewer).
     pub fn rows(&self) -> usize {
         self.columns.borrow().rows
@@ -402,6 +407,47 @@ impl<C: Borrow<Columns>> OperationColumns<C> {
             },
             table: PhantomData,
         }
+    }
+}
+
+/// One operation chunk read a window of rows at a time (see
+/// [`TraceReader::operation_stream`](super::TraceReader::operation_stream)): it holds the
+/// chunk's wanted columns as stored, a few bytes per value, and decodes only the window asked
+/// for.
+#[derive(Debug, Clone)]
+pub struct OperationStream {
+    chunk: u32,
+    stream: ChunkStream,
+}
+
+impl OperationStream {
+    pub(super) fn new(chunk: u32, stream: ChunkStream) -> OperationStream {
+        OperationStream { chunk, stream }
+    }
+
+    /// The chunk number.
+    pub fn chunk(&self) -> u32 {
+        self.chunk
+    }
+
+    /// Rows of the chunk not read yet.
+    pub fn rows_left(&self) -> usize {
+        self.stream.rows() - self.stream.rows_read()
+    }
+
+    /// The next `rows` rows of the chunk (fewer at its end), `None` once every row was read.
+    /// The window's row 0 is the first row not read before, and its ids are the chunk's.
+    pub fn next_window(&mut self, rows: usize) -> Result<Option<OperationColumns>> {
+        if self.rows_left() == 0 {
+            return Ok(None);
+        }
+        let first_row = self.stream.rows_read();
+        Ok(Some(ChunkColumns {
+            chunk: self.chunk,
+            first_row,
+            columns: self.stream.next(rows.max(1))?,
+            table: PhantomData,
+        }))
     }
 }
 

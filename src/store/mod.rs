@@ -61,7 +61,7 @@ pub use catalog::{
 use codec::{seal, unseal};
 pub use columns::{
     ChunkColumns, MessageColumns, MessageField, Messages, OperationColumns, OperationField,
-    Operations,
+    OperationStream, Operations,
 };
 use manifest::Manifest;
 use segment::{blob_key, BlobKey, Segment, SegmentWriter};
@@ -1334,6 +1334,21 @@ impl TraceReader {
         let wanted = columns::columns_of(fields, OperationField::columns);
         let columns = self.chunk_column_prefixes(Table::Operations, chunk, &wanted, usize::MAX)?;
         Ok(OperationColumns::new(chunk, columns))
+    }
+
+    /// The given fields of operation chunk `chunk`, to be read a window of rows at a time
+    /// ([`OperationStream::next_window`]): for readers that keep many chunks open at once.
+    pub fn operation_stream(
+        &self,
+        chunk: u32,
+        fields: &[OperationField],
+    ) -> Result<OperationStream> {
+        let wanted = columns::columns_of(fields, OperationField::columns);
+        let (what, bytes) = self.chunk_bytes(Table::Operations, chunk)?;
+        let ncols = Table::Operations.columns();
+        let stream =
+            tables::ChunkStream::open(&bytes, ncols, &wanted, tables::op_col::COMPLETES, &what)?;
+        Ok(OperationStream::new(chunk, stream))
     }
 
     /// The given fields of message chunk `chunk`, decoded once for reading row by row.

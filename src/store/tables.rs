@@ -9,10 +9,12 @@
 //! typed readers of [`columns`](super::columns).
 
 use super::codec::{
-    decode_column, decode_column_prefix, encode_column, encode_column_fast, get_varint, put_varint,
-    seal, unseal, unzigzag, zigzag,
+    column_body, decode_column, decode_column_prefix, encode_column, encode_column_fast,
+    get_varint, put_varint, seal, skip_column, unseal, unzigzag, zigzag, ColumnReader,
 };
 use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
 // The writer (the importer) fills chunks up to `CHUNK_ROWS` and numbers their rows by the id
 // layout.
 pub use super::ids::{chunk_ids, row_id, CHUNK_ROWS};
@@ -138,11 +140,7 @@ pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
         if wanted.contains(&i) {
             *col = decode_column_prefix(body, &mut pos, rows, take)?;
         } else {
-            let len = get_varint(body, &mut pos)? as usize;
-            pos = pos
-                .checked_add(len)
-                .filter(|&e| e <= body.len())
-                .ok_or_else(|| bad("column runs past the end"))?;
+            skip_column(body, &mut pos).map_err(|_| bad("column runs past the end"))?;
         }
     }
     let list = if wanted.contains(&ncols) {
@@ -151,6 +149,107 @@ pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
         Vec::new()
     };
     Ok(Columns { rows, cols, list })
+}
+
+/// A chunk decoded a window of rows at a time: the wanted columns' bodies are kept as
+/// encoded (a few bytes per value) and each window decodes only its rows. For readers that
+/// hold many chunks open at once and go through each slowly (the replay, one chunk per
+/// location): decoding a chunk whole would hold eight bytes per value of every one.
+#[derive(Debug, Clone)]
+pub(super) struct ChunkStream {
+    rows: usize,
+    read: usize,
+    /// The wanted columns' bodies, one after another (shared by the stream's copies).
+    bodies: Arc<Vec<u8>>,
+    /// Per fixed column, when wanted: where its body lies in `bodies`, and its reader.
+    cols: Vec<Option<(Range<usize>, ColumnReader)>>,
+    /// The list column likewise, when wanted, with the fixed column of each row's list length.
+    list: Option<(Range<usize>, ColumnReader, usize)>,
+}
+
+impl ChunkStream {
+    /// Opens the `wanted` columns of a chunk of `ncols` columns (the list column when
+    /// `wanted` holds `ncols`; its rows' lengths are in column `list_lengths`, which is then
+    /// read too); `what` names the chunk in errors.
+    pub(super) fn open<W: fmt::Display + ?Sized>(
+        bytes: &[u8],
+        ncols: usize,
+        wanted: &[usize],
+        list_lengths: usize,
+        what: &W,
+    ) -> Result<ChunkStream> {
+        let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
+        let with_list = wanted.contains(&ncols);
+        let mut bodies = Vec::new();
+        let mut cols = Vec::with_capacity(ncols);
+        let mut keep =
+            |enc: u8, column: &[u8], rows: usize| -> Result<(Range<usize>, ColumnReader)> {
+                let at = bodies.len();
+                bodies.extend_from_slice(column);
+                Ok((at..bodies.len(), ColumnReader::new(enc, column, rows)?))
+            };
+        for i in 0..ncols {
+            if wanted.contains(&i) || (with_list && i == list_lengths) {
+                let (enc, column) = column_body(body, &mut pos)?;
+                cols.push(Some(keep(enc, &column, rows)?));
+            } else {
+                skip_column(body, &mut pos)?;
+                cols.push(None);
+            }
+        }
+        let list = if with_list {
+            let (enc, column) = column_body(body, &mut pos)?;
+            let (range, reader) = keep(enc, &column, list_len)?;
+            Some((range, reader, list_lengths))
+        } else {
+            None
+        };
+        Ok(ChunkStream {
+            rows,
+            read: 0,
+            bodies: Arc::new(bodies),
+            cols,
+            list,
+        })
+    }
+
+    /// Rows in the chunk.
+    pub(super) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Rows read so far: the chunk's row that the next window starts at.
+    pub(super) fn rows_read(&self) -> usize {
+        self.read
+    }
+
+    /// The next `n` rows (fewer at the chunk's end, none after it): the wanted columns hold
+    /// them, the others are empty.
+    pub(super) fn next(&mut self, n: usize) -> Result<Columns> {
+        let n = n.min(self.rows - self.read);
+        let mut cols = Vec::with_capacity(self.cols.len());
+        for col in &mut self.cols {
+            let mut values = Vec::new();
+            if let Some((range, reader)) = col {
+                reader.read(&self.bodies[range.clone()], n, &mut values)?;
+            }
+            cols.push(values);
+        }
+        let mut list = Vec::new();
+        if let Some((range, reader, lengths)) = &mut self.list {
+            let len: u64 = cols[*lengths].iter().sum();
+            reader.read(&self.bodies[range.clone()], len as usize, &mut list)?;
+            if list.len() as u64 != len {
+                return Err(Error::Corrupt("request list column is short".into()));
+            }
+        }
+        self.read += n;
+        Ok(Columns {
+            rows: n,
+            cols,
+            list,
+        })
+    }
 }
 
 /// `None` as 0, `Some(v)` as `v + 1`.
