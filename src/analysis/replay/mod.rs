@@ -10,6 +10,7 @@ pub mod network;
 pub mod schedule;
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +22,7 @@ use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
 use crate::model::{CommId, OpId, OpKind, Operation, Rank, RequestId, Time};
 use crate::store::ids::row_id;
-use crate::store::{OpChunkInfo, OperationColumns, OperationField};
+use crate::store::{OpChunkInfo, OperationColumns, OperationField, OperationStream};
 use crate::Trace;
 
 /// One operation replayed: its measured and simulated times.
@@ -49,11 +50,11 @@ struct Links<'t> {
     comm_ranks: CommRanks,
 }
 
-/// One location's operations, read chunk by chunk as the replay asks for them.
-struct Cursor<'t> {
-    chunks: Vec<&'t OpChunkInfo>,
-    next_chunk: usize,
-    /// The current chunk, prepared for the replay.
+/// One location's operations, read a window at a time as the replay asks for them.
+struct Cursor {
+    /// Where the location's operations are read from, positioned after `current`.
+    source: Source,
+    /// The current window, prepared for the replay.
     current: Option<Prepared>,
     row: usize,
     rank: Rank,
@@ -65,17 +66,127 @@ struct Cursor<'t> {
     /// whole, when asked for).
     /// (The replay asks for a location's next call only once its previous one ended.)
     pending: Option<(OpId, Time, Time, Option<Operation>)>,
-    /// Whether the caller wants each operation whole (then every chunk is prepared with its
-    /// operations whole, [`Prepared::whole`]).
-    whole: bool,
-    /// The location's thread (for the whole operations).
-    thread: u32,
-    /// The next chunk, being prepared on another core meanwhile.
-    ahead: Option<(u32, Ahead)>,
+    /// The next window, being prepared on another core meanwhile (by a copy of `source`,
+    /// which comes back with it).
+    ahead: Option<Arc<Ahead>>,
 }
 
-/// A chunk prepared ahead of its turn (`None` until it is).
-type Ahead = std::sync::Arc<std::sync::Mutex<Option<Result<Prepared>>>>;
+/// A location's next window, prepared on another core ahead of its turn by a copy of the
+/// location's source, which comes back with it.
+#[derive(Default)]
+struct Ahead {
+    state: Mutex<AheadState>,
+    done: Condvar,
+}
+
+/// Where a window prepared ahead is.
+#[derive(Default)]
+enum AheadState {
+    /// Not begun: the replay may take the work back.
+    #[default]
+    Queued,
+    Running,
+    Done(Box<(Source, Result<Option<Prepared>>)>),
+    /// Taken back by the replay before it began.
+    Dropped,
+}
+
+impl Ahead {
+    /// Prepares the window on this core, unless the replay took it back.
+    fn run(&self, trace: &Trace, mut source: Source) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if !matches!(*state, AheadState::Queued) {
+                return;
+            }
+            *state = AheadState::Running;
+        }
+        let prepared = source.next_window(trace);
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        *state = AheadState::Done(Box::new((source, prepared)));
+        self.done.notify_one();
+    }
+
+    /// The window and the source that read it, waiting for them if they are being prepared;
+    /// `None` if the work had not begun (it will not now: the caller prepares it itself,
+    /// rather than wait for a core to come free).
+    fn take(&self) -> Option<(Source, Result<Option<Prepared>>)> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match std::mem::replace(&mut *state, AheadState::Dropped) {
+                AheadState::Done(done) => return Some(*done),
+                AheadState::Running => {
+                    *state = AheadState::Running;
+                    state = self.done.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+                AheadState::Queued | AheadState::Dropped => return None,
+            }
+        }
+    }
+}
+
+/// A location's stored operations: its chunks in order, the one being read kept as stored
+/// and decoded a window of rows at a time. Cheap to copy (the chunk's bytes are shared), so
+/// that the next window can be read on another core while the replay goes on.
+#[derive(Clone)]
+struct Source {
+    /// The location's chunks, in order.
+    chunks: Arc<[u32]>,
+    next_chunk: usize,
+    /// The chunk being read.
+    stream: Option<OperationStream>,
+    /// The location (rank, thread).
+    location: (Rank, u32),
+    /// Whether the caller wants each operation whole (then every window is prepared with its
+    /// operations whole, [`Prepared::whole`]).
+    whole: bool,
+    /// Rows per window.
+    window: usize,
+}
+
+/// Rows prepared at a time for all locations together: each location's window is its share,
+/// within [`WINDOW_ROWS`]. A prepared row takes 64 bytes, and a location holds its current
+/// window and the next: about 32 MiB, where whole chunks (65,536 rows each) took 64 bytes
+/// for every operation of a trace whose locations have a chunk each.
+const PREPARED_ROWS: usize = 1 << 18;
+
+/// The least and most rows of one location's window: a window amortises the reading of a
+/// chunk's columns and the hand-over to another core over its rows.
+const WINDOW_ROWS: std::ops::RangeInclusive<usize> = 32..=8192;
+
+/// Rows per window when `locations` locations are replayed together.
+fn window_rows(locations: usize) -> usize {
+    (PREPARED_ROWS / locations.max(1)).clamp(*WINDOW_ROWS.start(), *WINDOW_ROWS.end())
+}
+
+impl Source {
+    /// The next window of the location's operations, prepared; `None` at the location's end.
+    fn next_window(&mut self, trace: &Trace) -> Result<Option<Prepared>> {
+        loop {
+            if let Some(stream) = self.stream.as_mut() {
+                if let Some(columns) = stream.next_window(self.window)? {
+                    return Prepared::new(trace, &columns, self.location, self.whole).map(Some);
+                }
+            }
+            let Some(&chunk) = self.chunks.get(self.next_chunk) else {
+                return Ok(None);
+            };
+            self.next_chunk += 1;
+            let fields = if self.whole {
+                &OperationField::ALL[..]
+            } else {
+                FIELDS
+            };
+            self.stream = Some(trace.operation_stream(chunk, fields)?);
+        }
+    }
+
+    /// Whether a window is left to read.
+    fn has_more(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.rows_left() > 0)
+            || self.next_chunk < self.chunks.len()
+    }
+}
 
 /// What the replay reads of every operation: its times and sizes, and what matching needs.
 const FIELDS: &[OperationField] = &[
@@ -94,12 +205,14 @@ const FIELDS: &[OperationField] = &[
     OperationField::Completes,
 ];
 
-/// A chunk's operations as the replay needs them: one record per operation, gathered from
-/// the chunk's columns ahead of its turn (on another core), so that the replay reads one
-/// record per call instead of a value from each of thirteen columns (with many ranks those
-/// reads missed the cache on every call).
+/// A window of a location's operations as the replay needs them: one record per operation,
+/// gathered from the chunk's columns ahead of its turn (on another core), so that the replay
+/// reads one record per call instead of a value from each of thirteen columns (with many
+/// ranks those reads missed the cache on every call).
 struct Prepared {
     chunk: u32,
+    /// The chunk's row that the window's first row is.
+    first_row: usize,
     rows: Vec<Row>,
     /// Every row's completed requests, one after the other in row order.
     completed: Vec<RequestId>,
@@ -156,22 +269,17 @@ enum Action {
 }
 
 impl Prepared {
-    /// Reads chunk `chunk` of `trace` and prepares its operations of location (`rank`,
-    /// `thread`), each whole too when `whole`.
-    fn read(
+    /// Prepares the operations of location (`rank`, `thread`) in `columns` (a window of one
+    /// of its chunks), each whole too when `whole`.
+    fn new(
         trace: &Trace,
-        chunk: u32,
+        columns: &OperationColumns,
         (rank, thread): (Rank, u32),
         whole: bool,
     ) -> Result<Prepared> {
-        let columns = if whole {
-            trace.operation_columns(chunk, &OperationField::ALL)?
-        } else {
-            trace.operation_columns(chunk, FIELDS)?
-        };
         let mut rows = Vec::with_capacity(columns.rows());
         let mut ops = whole.then(|| VecDeque::with_capacity(columns.rows()));
-        // Where each row's completed requests start in the chunk's list.
+        // Where each row's completed requests start in the window's list.
         let mut at = 0usize;
         for row in 0..columns.rows() {
             let count = columns.completes_count(row);
@@ -180,7 +288,7 @@ impl Prepared {
                 end: columns.end(row),
                 // A call the model knows nothing of keeps its duration.
                 action: columns.kind(row).map_or(Action::Local, |kind| {
-                    action(trace, rank, kind, &columns, row, (at, count))
+                    action(trace, rank, kind, columns, row, (at, count))
                 }),
             });
             if let Some(ops) = ops.as_mut() {
@@ -189,7 +297,8 @@ impl Prepared {
             at += count;
         }
         Ok(Prepared {
-            chunk,
+            chunk: columns.chunk(),
+            first_row: columns.first_row(),
             rows,
             completed: columns.completes_list().to_vec(),
             whole: ops,
@@ -283,13 +392,11 @@ fn action(
     }
 }
 
-impl<'t> Cursor<'t> {
-    /// Makes sure a chunk with a row left is prepared (reading the next chunk when this one
-    /// is done, and starting the one after it on another core); false at the location's end.
-    fn advance<'s>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) -> Result<bool>
-    where
-        't: 's,
-    {
+impl Cursor {
+    /// Makes sure a window with a row left is prepared (taking the one prepared ahead, or
+    /// preparing it here if that is not ready, and starting the one after it on another
+    /// core); false at the location's end.
+    fn advance<'t: 's, 's>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) -> Result<bool> {
         loop {
             if self
                 .current
@@ -298,53 +405,42 @@ impl<'t> Cursor<'t> {
             {
                 return Ok(true);
             }
-            let Some(info) = self.chunks.get(self.next_chunk) else {
+            // Prepared ahead, waited for if another core is at it; prepared here if none
+            // began it (the copy that would have started where `source` is).
+            let ready = self.ahead.take().and_then(|ahead| ahead.take());
+            let next = match ready {
+                Some((source, prepared)) => {
+                    self.source = source;
+                    prepared?
+                }
+                None => self.source.next_window(trace)?,
+            };
+            let Some(next) = next else {
                 return Ok(false);
             };
-            self.next_chunk += 1;
-            // Prepared ahead if it is ready; prepared here otherwise (never waited for).
-            let ready = match self.ahead.take() {
-                Some((chunk, slot)) if chunk == info.chunk => {
-                    slot.lock().ok().and_then(|mut done| done.take())
-                }
-                _ => None,
-            };
-            let location = (self.rank, self.thread);
-            let current = match ready {
-                Some(prepared) => prepared?,
-                None => Prepared::read(trace, info.chunk, location, self.whole)?,
-            };
-            self.prepare_ahead(trace, self.next_chunk, scope);
-            self.current = Some(current);
+            self.current = Some(next);
             self.row = 0;
+            self.prepare_ahead(trace, scope);
         }
     }
 
-    /// Starts preparing the location's chunk `index` (if it has one) on another core.
-    fn prepare_ahead<'s>(&mut self, trace: &'t Trace, index: usize, scope: &rayon::Scope<'s>)
-    where
-        't: 's,
-    {
-        let Some(info) = self.chunks.get(index) else {
+    /// Starts preparing the location's next window (if it has one) on another core.
+    fn prepare_ahead<'t: 's, 's>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) {
+        if !self.source.has_more() {
             return;
-        };
-        let slot = Ahead::default();
-        let filled = slot.clone();
-        let (chunk, whole, location) = (info.chunk, self.whole, (self.rank, self.thread));
-        scope.spawn(move |_| {
-            let prepared = Prepared::read(trace, chunk, location, whole);
-            if let Ok(mut done) = filled.lock() {
-                *done = Some(prepared);
-            }
-        });
-        self.ahead = Some((chunk, slot));
+        }
+        let ahead = Arc::new(Ahead::default());
+        let (task, source) = (ahead.clone(), self.source.clone());
+        scope.spawn(move |_| task.run(trace, source));
+        self.ahead = Some(ahead);
     }
 
     /// The next call of this location for the replay.
-    fn next<'s>(&mut self, links: &mut Links<'t>, scope: &rayon::Scope<'s>) -> Result<Option<Call>>
-    where
-        't: 's,
-    {
+    fn next<'t: 's, 's>(
+        &mut self,
+        links: &mut Links<'t>,
+        scope: &rayon::Scope<'s>,
+    ) -> Result<Option<Call>> {
         if !self.advance(links.trace, scope)? {
             return Ok(None);
         }
@@ -364,7 +460,12 @@ impl<'t> Cursor<'t> {
             links,
             &mut self.requests,
         );
-        self.pending = Some((row_id(current.chunk, row), start, end, whole));
+        self.pending = Some((
+            row_id(current.chunk, current.first_row + row),
+            start,
+            end,
+            whole,
+        ));
         Ok(Some(Call {
             burst,
             duration: end.saturating_sub(start),
@@ -458,52 +559,62 @@ pub fn replay_trace(
     net: &NetworkModel,
     each: &mut dyn FnMut(Replayed) -> Result<()>,
 ) -> Result<ReplayStats> {
-    replay_with(trace, net, false, &mut |r, _| each(r))
+    replay_with(trace, net, false, None, &mut |r, _| each(r))
 }
 
 /// [`replay_trace`], handing each operation whole too (with its simulated times) when
-/// `whole`.
+/// `whole`, reading `window` rows of a location at a time (by default its share of
+/// [`PREPARED_ROWS`]).
 fn replay_with(
     trace: &Trace,
     net: &NetworkModel,
     whole: bool,
+    window: Option<usize>,
     each: &mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 ) -> Result<ReplayStats> {
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
-    let mut cursors: Vec<Cursor<'_>> = Vec::new();
+    let mut locations: Vec<Vec<&OpChunkInfo>> = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rows > 0) {
         let at = *by_location
             .entry((info.rank, info.thread))
             .or_insert_with(|| {
-                cursors.push(Cursor {
-                    chunks: Vec::new(),
-                    next_chunk: 0,
-                    current: None,
-                    row: 0,
-                    rank: info.rank,
-                    previous_end: None,
-                    requests: FxHashMap::default(),
-                    pending: None,
-                    whole,
-                    thread: info.thread,
-                    ahead: None,
-                });
-                cursors.len() - 1
+                locations.push(Vec::new());
+                locations.len() - 1
             });
-        cursors[at].chunks.push(info);
+        locations[at].push(info);
     }
-    for c in &mut cursors {
-        c.chunks.sort_by_key(|info| info.first_row);
+    let window = window.unwrap_or_else(|| window_rows(locations.len()));
+    let mut origin = Vec::with_capacity(locations.len());
+    let mut cursors: Vec<Cursor> = Vec::with_capacity(locations.len());
+    for mut chunks in locations {
+        chunks.sort_by_key(|info| info.first_row);
+        origin.push(chunks.first().map_or(0, |info| info.first_start));
+        let (rank, thread) = chunks
+            .first()
+            .map_or((0, 0), |info| (info.rank, info.thread));
+        cursors.push(Cursor {
+            source: Source {
+                chunks: chunks.iter().map(|info| info.chunk).collect(),
+                next_chunk: 0,
+                stream: None,
+                location: (rank, thread),
+                whole,
+                window,
+            },
+            current: None,
+            row: 0,
+            rank,
+            previous_end: None,
+            requests: FxHashMap::default(),
+            pending: None,
+            ahead: None,
+        });
     }
-    let origin: Vec<Time> = cursors
-        .iter()
-        .map(|c| c.chunks.first().map_or(0, |info| info.first_start))
-        .collect();
-    prepare_first_chunks(trace, &mut cursors)?;
-    // The next chunk of each location is decoded on the other core while this one replays.
+    prepare_first_windows(trace, &mut cursors)?;
+    // The next window of each location is prepared on the other core while this one replays.
     rayon::in_place_scope(|scope| {
         for cursor in &mut cursors {
-            cursor.prepare_ahead(trace, cursor.next_chunk, scope);
+            cursor.prepare_ahead(trace, scope);
         }
         schedule::replay(
             net,
@@ -523,21 +634,13 @@ fn replay_with(
     })
 }
 
-/// Prepares every location's first chunk, on every core, before the replay begins: its first
-/// round of calls visits every location, and with many ranks a location's operations are one
-/// chunk, which no location's look-ahead (its next chunk) would prepare.
-fn prepare_first_chunks(trace: &Trace, cursors: &mut [Cursor<'_>]) -> Result<()> {
+/// Prepares every location's first window, on every core, before the replay begins: its
+/// first round of calls visits every location, and with many ranks preparing them one by
+/// one as it comes to them would leave the other core idle.
+fn prepare_first_windows(trace: &Trace, cursors: &mut [Cursor]) -> Result<()> {
     use rayon::prelude::*;
     cursors.par_iter_mut().try_for_each(|c| {
-        if let Some(info) = c.chunks.first() {
-            c.current = Some(Prepared::read(
-                trace,
-                info.chunk,
-                (c.rank, c.thread),
-                c.whole,
-            )?);
-            c.next_chunk = 1;
-        }
+        c.current = c.source.next_window(trace)?;
         Ok(())
     })
 }
@@ -545,7 +648,7 @@ fn prepare_first_chunks(trace: &Trace, cursors: &mut [Cursor<'_>]) -> Result<()>
 /// The trace's locations as the replay's program.
 struct Locations<'t, 'e, 's, 'x> {
     links: Links<'t>,
-    cursors: Vec<Cursor<'t>>,
+    cursors: Vec<Cursor>,
     scope: &'x rayon::Scope<'s>,
     each: &'e mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 }
@@ -662,7 +765,7 @@ fn predict(
 ) -> Result<Prediction> {
     let first = trace.summary().first_time.unwrap_or(0);
     let mut ranks: FxHashMap<Rank, RankPrediction> = FxHashMap::default();
-    let unresolved = replay_with(trace, net, sink.is_some(), &mut |r, operation| {
+    let unresolved = replay_with(trace, net, sink.is_some(), None, &mut |r, operation| {
         let p = ranks.entry(r.rank).or_insert(RankPrediction {
             rank: r.rank,
             end: (0, 0),
@@ -711,4 +814,62 @@ fn predict(
         mpi: mpi.unwrap_or_default(),
         unresolved: unresolved.calls,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{generate, GenConfig, Scenario};
+    use crate::store::ids::CHUNK_ROWS;
+    use crate::Database;
+
+    /// Everything the replay hands out, in the order it does.
+    fn replayed(
+        trace: &Trace,
+        whole: bool,
+        window: Option<usize>,
+    ) -> Vec<(Replayed, Option<Operation>)> {
+        let mut out = Vec::new();
+        replay_with(
+            trace,
+            &NetworkModel::default(),
+            whole,
+            window,
+            &mut |r, op| {
+                out.push((r, op));
+                Ok(())
+            },
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn windows_of_any_size_replay_the_same_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        // Over a chunk's rows per location (65,536), so that windows cross chunks too.
+        let config = GenConfig::new(Scenario::Stencil2d, 4, 8_000);
+        db.import_events("s", |sink| generate(&config, sink).map(|_| ()))
+            .unwrap();
+        let trace = db.trace("s").unwrap();
+        assert!(
+            trace.op_chunks().len() > 4,
+            "{} chunks",
+            trace.op_chunks().len()
+        );
+        for whole in [false, true] {
+            let truth = replayed(&trace, whole, Some(CHUNK_ROWS));
+            assert_eq!(truth.len() as u64, trace.summary().operations);
+            assert!(truth
+                .iter()
+                .all(|(r, op)| op.is_some() == whole && !r.unresolved));
+            for window in [1, 7, 256] {
+                assert!(
+                    replayed(&trace, whole, Some(window)) == truth,
+                    "window {window}, whole {whole}"
+                );
+            }
+        }
+    }
 }
