@@ -764,14 +764,28 @@ fn predict(
     mut sink: Option<&mut dyn EventSink>,
 ) -> Result<Prediction> {
     let first = trace.summary().first_time.unwrap_or(0);
-    let mut ranks: FxHashMap<Rank, RankPrediction> = FxHashMap::default();
+    let mut ranks: Vec<RankPrediction> = Vec::new();
+    let mut at: FxHashMap<Rank, usize> = FxHashMap::default();
+    // A location's calls come in runs: its rank's place is looked up when the rank changes.
+    let mut last: Option<(Rank, usize)> = None;
     let unresolved = replay_with(trace, net, sink.is_some(), None, &mut |r, operation| {
-        let p = ranks.entry(r.rank).or_insert(RankPrediction {
-            rank: r.rank,
-            end: (0, 0),
-            mpi: (0, 0),
-            unresolved: 0,
-        });
+        let i = match last {
+            Some((rank, i)) if rank == r.rank => i,
+            _ => {
+                let i = *at.entry(r.rank).or_insert_with(|| {
+                    ranks.push(RankPrediction {
+                        rank: r.rank,
+                        end: (0, 0),
+                        mpi: (0, 0),
+                        unresolved: 0,
+                    });
+                    ranks.len() - 1
+                });
+                last = Some((r.rank, i));
+                i
+            }
+        };
+        let p = &mut ranks[i];
         p.unresolved += u64::from(r.unresolved);
         p.end.0 = p.end.0.max(r.measured.1.saturating_sub(first));
         p.end.1 = p.end.1.max(r.simulated.1.saturating_sub(first));
@@ -788,7 +802,6 @@ fn predict(
             _ => Ok(()),
         }
     })?;
-    let mut ranks: Vec<RankPrediction> = ranks.into_values().collect();
     ranks.sort_by_key(|p| p.rank);
     let total = |f: fn(&RankPrediction) -> Time| {
         ranks
