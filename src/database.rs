@@ -503,16 +503,6 @@ impl Trace {
         Ok(chunk_ids(info.chunk, ops.len()).zip(ops).collect())
     }
 
-    /// Rows `range` of operation chunk `info`, every field read (see
-    /// [`crate::store::TraceReader::operation_window`]).
-    pub(crate) fn chunk_operation_window(
-        &self,
-        info: &OpChunkInfo,
-        range: std::ops::Range<usize>,
-    ) -> Result<OperationColumns> {
-        self.reader.operation_window(info.chunk, range)
-    }
-
     /// The operations of one chunk in row order, without their ids: row `i`'s id is
     /// `chunk_ids(info.chunk, ..)`'s `i`-th (saves a copy of every row where the ids are
     /// counted instead).

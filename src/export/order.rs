@@ -27,14 +27,16 @@ use super::calls::CallsByStart;
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
 use crate::model::{OpId, OpPosition, Operation, Rank, RequestId, RoutineCall, Time};
-use crate::store::{OpChunkInfo, OperationColumns};
+use crate::store::{OpChunkInfo, OperationColumns, OperationField, OperationStream};
 use crate::Trace;
 
-/// Operations decoded and held at once across all locations (1,048,576: sixteen locations
-/// hold a whole chunk each, so that none is decoded twice).
-const HELD_ROWS: usize = 1 << 20;
-/// The smallest window a location reads its operations through.
-const MIN_WINDOW: usize = 1024;
+/// Operations decoded and held at once across all locations (262,144, about 36 MB of
+/// columns); each location also keeps its current chunk as stored, a few bytes per operation,
+/// and decodes it a window at a time, so that a small window costs no chunk a second decoding.
+const HELD_ROWS: usize = 1 << 18;
+/// The smallest window a location reads its operations through (a window costs a few
+/// allocations, which a few dozen rows amortise).
+const MIN_WINDOW: usize = 64;
 
 /// One event of the export's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,8 +61,8 @@ struct OpCursor {
     /// The location's chunks, in row order.
     chunks: Vec<OpChunkInfo>,
     next_chunk: usize,
-    /// Rows of `chunks[next_chunk]` already taken into a window.
-    taken: usize,
+    /// The chunk being read, kept as stored and decoded a window at a time.
+    stream: Option<OperationStream>,
     /// The window: rows of a chunk, of which rows `at..` are still to come.
     rows: Option<OperationColumns>,
     at: usize,
@@ -103,7 +105,7 @@ impl OpCursor {
         OpCursor {
             chunks,
             next_chunk: 0,
-            taken: 0,
+            stream: None,
             rows: None,
             at: 0,
             list_at: 0,
@@ -117,23 +119,21 @@ impl OpCursor {
             self.rows = None;
             self.at = 0;
             self.list_at = 0;
-            while let Some(info) = self.chunks.get(self.next_chunk) {
-                let rows = info.rows as usize;
-                if self.taken < rows {
-                    // A window of many locations re-reads a chunk for its next rows
-                    // rather than hold it whole.
-                    let end = (self.taken + window).min(rows);
-                    let read = trace.chunk_operation_window(info, self.taken..end)?;
-                    self.taken = end;
-                    if read.rows() > 0 {
+            loop {
+                // A window of many locations reads its chunk as it goes rather than hold
+                // it decoded whole.
+                if let Some(stream) = self.stream.as_mut() {
+                    if let Some(read) = stream.next_window(window)? {
                         self.rows = Some(read);
                         break;
                     }
-                    // A chunk shorter than its directory says: go on with the next.
-                    self.taken = rows;
                 }
+                let Some(info) = self.chunks.get(self.next_chunk) else {
+                    self.stream = None;
+                    break;
+                };
+                self.stream = Some(trace.operation_stream(info.chunk, &OperationField::ALL)?);
                 self.next_chunk += 1;
-                self.taken = 0;
             }
         }
         Ok(self
@@ -490,7 +490,7 @@ mod tests {
             .unwrap();
         let trace = db.trace("s").unwrap();
         let truth = stored(&trace);
-        // Windows of one row, smaller than a chunk (re-read for their next rows), and whole.
+        // Windows of one row, smaller than a chunk (read on for their next rows), and whole.
         for window in [1, 97, 1000, HELD_ROWS] {
             let locations = by_location(trace.op_chunks().iter().copied());
             let mut merge = OperationsByTime::with_window(&trace, locations, window).unwrap();

@@ -380,34 +380,6 @@ impl<C: Borrow<Columns>> OperationColumns<C> {
             .get(list_at..list_at + n)
             .ok_or_else(|| Error::Corrupt("request list column is short".into()))
     }
-
-    /// Rows `range` of this chunk (every field read), copied into a reader of their own
-    /// whose row 0 is row `range.start` and whose ids stay the chunk's: a window that holds
-    /// a part of a chunk, not all of it.
-    pub fn window(&self, range: std::ops::Range<usize>) -> OperationColumns {
-        let columns = self.columns.borrow();
-        let end = range.end.min(columns.rows);
-        let start = range.start.min(end);
-        let counts = &columns.cols[op_col::COMPLETES];
-        let list_start: u64 = counts[..start].iter().sum();
-        let list_len: u64 = counts[start..end].iter().sum();
-        let list_start = list_start as usize;
-        let list_end = (list_start + list_len as usize).min(columns.list.len());
-        ChunkColumns {
-            chunk: self.chunk,
-            first_row: self.first_row + start,
-            columns: Columns {
-                rows: end - start,
-                cols: columns
-                    .cols
-                    .iter()
-                    .map(|c| c.get(start..end).unwrap_or(&[]).to_vec())
-                    .collect(),
-                list: columns.list[list_start.min(list_end)..list_end].to_vec(),
-            },
-            table: PhantomData,
-        }
-    }
 }
 
 /// One operation chunk read a window of rows at a time (see

@@ -1369,21 +1369,6 @@ impl TraceReader {
         Ok(MessageColumns::new(chunk, columns))
     }
 
-    /// Rows `range` of operation chunk `chunk`, every field read: the whole chunk is decoded,
-    /// and a range that is not all of it copied out, so that only its rows stay in memory.
-    pub fn operation_window(
-        &self,
-        chunk: u32,
-        range: std::ops::Range<usize>,
-    ) -> Result<OperationColumns> {
-        let whole = OperationColumns::new(chunk, self.chunk(Table::Operations, chunk)?);
-        Ok(if range.start == 0 && range.end >= whole.rows() {
-            whole
-        } else {
-            whole.window(range)
-        })
-    }
-
     /// Every operation of operation chunk `chunk`, whose location is (`rank`, `thread`).
     pub fn operations(&self, chunk: u32, rank: Rank, thread: u32) -> Result<Vec<Operation>> {
         let columns = self.chunk(Table::Operations, chunk)?;
