@@ -550,8 +550,16 @@ impl Trace {
 
     /// The operations whose ids are in `ids` (from an index or a view), in id order.
     pub fn operations(&self, ids: &RoaringTreemap) -> Result<Vec<(OpId, Operation)>> {
+        let missing = |id: OpId| {
+            Error::Usage(format!(
+                "operation id {id} is not in trace {:?}",
+                self.name()
+            ))
+        };
         let mut out = Vec::with_capacity(ids.len() as usize);
-        let mut current: Option<(u32, Vec<Operation>)> = None;
+        // The chunk being read, its operations handed out in row order (ids ascend), each
+        // moved out rather than copied.
+        let mut current: Option<(u32, std::iter::Enumerate<std::vec::IntoIter<Operation>>)> = None;
         for id in ids {
             let (chunk, row) = chunk_and_row(id);
             if current.as_ref().map(|c| c.0) != Some(chunk) {
@@ -559,25 +567,16 @@ impl Trace {
                     .op_chunks()
                     .binary_search_by_key(&chunk, |c| c.chunk)
                     .map(|i| self.op_chunks()[i])
-                    .map_err(|_| {
-                        Error::Usage(format!(
-                            "operation id {id} is not in trace {:?}",
-                            self.name()
-                        ))
-                    })?;
-                current = Some((
-                    chunk,
-                    self.reader.operations(chunk, info.rank, info.thread)?,
-                ));
+                    .map_err(|_| missing(id))?;
+                let ops = self.reader.operations(chunk, info.rank, info.thread)?;
+                current = Some((chunk, ops.into_iter().enumerate()));
             }
-            let ops = &current.as_ref().expect("loaded").1;
-            let op = ops.get(row).ok_or_else(|| {
-                Error::Usage(format!(
-                    "operation id {id} is not in trace {:?}",
-                    self.name()
-                ))
-            })?;
-            out.push((id, op.clone()));
+            let rows = &mut current.as_mut().expect("loaded").1;
+            let op = rows
+                .find(|(r, _)| *r == row)
+                .map(|(_, op)| op)
+                .ok_or_else(|| missing(id))?;
+            out.push((id, op));
         }
         Ok(out)
     }
