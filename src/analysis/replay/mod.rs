@@ -87,7 +87,7 @@ enum AheadState {
     Queued,
     Running,
     Done(Box<(Source, Result<Option<Prepared>>)>),
-    /// Taken back by the replay before it began.
+    /// Taken back by the replay before it began, or abandoned (a panic while preparing).
     Dropped,
 }
 
@@ -101,6 +101,19 @@ impl Ahead {
             }
             *state = AheadState::Running;
         }
+        // Should preparing panic, the replay must not wait for it forever: it is told the
+        // work was dropped, and prepares the window itself.
+        struct Abandoned<'a>(&'a Ahead);
+        impl Drop for Abandoned<'_> {
+            fn drop(&mut self) {
+                let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
+                if matches!(*state, AheadState::Running) {
+                    *state = AheadState::Dropped;
+                    self.0.done.notify_one();
+                }
+            }
+        }
+        let _abandoned = Abandoned(self);
         let prepared = source.next_window(trace);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         *state = AheadState::Done(Box::new((source, prepared)));
