@@ -75,6 +75,12 @@ pub enum Step {
     },
 }
 
+/// Marks `message` injected at `at`; the ranks parked on it.
+fn inject(message: &mut Message, at: Time) -> Vec<usize> {
+    message.injected = Some(at);
+    std::mem::take(&mut message.waiters)
+}
+
 /// One call of a rank's program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
@@ -100,7 +106,8 @@ pub struct ReplayStats {
 /// A message in flight.
 #[derive(Default)]
 struct Message {
-    bytes: u64,
+    /// Its time on the wire, `T(bytes)` (a 128-bit division, made once per message).
+    wire: Time,
     /// The send began: `(eager, ready)`, ready being when a rendezvous could start (`t + o`).
     sent: Option<(bool, Time)>,
     /// When its receive was posted.
@@ -266,7 +273,14 @@ impl Replay<'_> {
     /// Runs rank `r` until it ends or parks.
     fn run<P: Program>(&mut self, r: usize, program: &mut P) -> Result<()> {
         loop {
-            let (call, start) = match self.ranks[r].current.take() {
+            // Most calls are not resumed: only a parked one is taken back (taking the empty
+            // slot every time copied it out and back, a stall on every call).
+            let resumed = if self.ranks[r].current.is_some() {
+                self.ranks[r].current.take()
+            } else {
+                None
+            };
+            let (call, start) = match resumed {
                 Some(current) => current,
                 None => {
                     let Some(call) = program.next(r)? else {
@@ -404,16 +418,23 @@ impl Replay<'_> {
         let net = self.net;
         let eager = net.eager(bytes);
         let ready = start.saturating_add(net.overhead);
+        // One lookup of the message for all of it (the injection too).
         let message = self.messages.entry(key).or_default();
-        message.bytes = bytes;
+        message.wire = net.transfer(bytes);
         message.sent = Some((eager, ready));
-        if eager {
+        let injected = if eager {
             let rank = &mut self.ranks[r];
             let injected = ready.max(rank.nic);
-            rank.nic = injected.saturating_add(net.gap.max(net.transfer(bytes)));
-            self.inject(key, injected);
-        } else if let Some(posted) = message.posted {
-            self.inject(key, ready.max(posted.saturating_add(net.latency)));
+            rank.nic = injected.saturating_add(net.gap.max(message.wire));
+            Some(injected)
+        } else {
+            message
+                .posted
+                .map(|posted| ready.max(posted.saturating_add(net.latency)))
+        };
+        if let Some(at) = injected {
+            let woken = inject(message, at);
+            self.injected_one(woken);
         }
     }
 
@@ -422,23 +443,22 @@ impl Replay<'_> {
         let message = self.messages.entry(key).or_default();
         message.posted = Some(start);
         if let (Some((false, ready)), None) = (message.sent, message.injected) {
-            self.inject(key, ready.max(start.saturating_add(latency)));
+            let woken = inject(message, ready.max(start.saturating_add(latency)));
+            self.injected_one(woken);
         }
     }
 
-    fn inject(&mut self, key: u64, at: Time) {
+    /// A message was injected: the ranks parked on it go on.
+    fn injected_one(&mut self, woken: Vec<usize>) {
         self.stats.peak_messages = self.stats.peak_messages.max(self.messages.len() as u64);
-        let message = self.messages.entry(key).or_default();
-        message.injected = Some(at);
-        let waiters = std::mem::take(&mut message.waiters);
-        self.wake_all(waiters);
+        self.wake_all(woken);
     }
 
     /// When message `key`'s data has left its sender (`Ok((injected, T))`).
     fn injected(&self, key: u64) -> std::result::Result<(Time, Time), Blocked> {
         self.messages
             .get(&key)
-            .and_then(|m| m.injected.map(|at| (at, self.net.transfer(m.bytes))))
+            .and_then(|m| m.injected.map(|at| (at, m.wire)))
             .ok_or(Blocked::Message(key))
     }
 
