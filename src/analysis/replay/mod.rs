@@ -62,10 +62,12 @@ struct Cursor {
     previous_end: Option<Time>,
     /// Requests created and not completed yet: request → (a send?, its message).
     requests: FxHashMap<RequestId, (bool, u64)>,
-    /// The operation handed to the replay and not ended yet, with its measured times (and
-    /// whole, when asked for).
+    /// The operation handed to the replay and not ended yet, with its measured times.
     /// (The replay asks for a location's next call only once its previous one ended.)
-    pending: Option<(OpId, Time, Time, Option<Operation>)>,
+    pending: Option<(OpId, Time, Time)>,
+    /// That operation whole, when asked for (apart: moving an absent operation along with
+    /// every call cost the replay a copy of its size each time).
+    pending_whole: Option<Operation>,
     /// The next window, being prepared on another core meanwhile (by a copy of `source`,
     /// which comes back with it).
     ahead: Option<Arc<Ahead>>,
@@ -462,7 +464,9 @@ impl Cursor {
         let Some(current) = self.current.as_mut() else {
             return Ok(None);
         };
-        let whole = current.whole.as_mut().and_then(VecDeque::pop_front);
+        if let Some(ops) = current.whole.as_mut() {
+            self.pending_whole = ops.pop_front();
+        }
         let Row { start, end, action } = current.rows[row];
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
@@ -473,12 +477,7 @@ impl Cursor {
             links,
             &mut self.requests,
         );
-        self.pending = Some((
-            row_id(current.chunk, current.first_row + row),
-            start,
-            end,
-            whole,
-        ));
+        self.pending = Some((row_id(current.chunk, current.first_row + row), start, end));
         Ok(Some(Call {
             burst,
             duration: end.saturating_sub(start),
@@ -620,6 +619,7 @@ fn replay_with(
             previous_end: None,
             requests: FxHashMap::default(),
             pending: None,
+            pending_whole: None,
             ahead: None,
         });
     }
@@ -673,10 +673,10 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
 
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {
         let cursor = &mut self.cursors[rank];
-        let Some((op, s, e, operation)) = cursor.pending.take() else {
+        let Some((op, s, e)) = cursor.pending.take() else {
             return Ok(());
         };
-        let operation = operation.map(|mut o| {
+        let operation = cursor.pending_whole.take().map(|mut o| {
             (o.start, o.end) = (start, end);
             o
         });
