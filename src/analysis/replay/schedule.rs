@@ -273,36 +273,46 @@ impl Replay<'_> {
     /// Runs rank `r` until it ends or parks.
     fn run<P: Program>(&mut self, r: usize, program: &mut P) -> Result<()> {
         loop {
-            // Most calls are not resumed: only a parked one is taken back (taking the empty
-            // slot every time copied it out and back, a stall on every call).
-            let resumed = if self.ranks[r].current.is_some() {
-                self.ranks[r].current.take()
+            // The call is read in place where the program returned it (moving it out of the
+            // result copied it with loads that straddled the callee's stores: a stall on
+            // every call), or taken back when it was parked (the empty slot is left alone).
+            let (taken, resumed_at) = if self.ranks[r].current.is_some() {
+                match self.ranks[r].current.take() {
+                    Some((call, start)) => (Ok(Some(call)), Some(start)),
+                    None => (Ok(None), None),
+                }
             } else {
-                None
+                (program.next(r), None)
             };
-            let (call, start) = match resumed {
-                Some(current) => current,
+            let call = match &taken {
+                Ok(Some(call)) => call,
+                Ok(None) => {
+                    self.ranks[r].done = true;
+                    return Ok(());
+                }
+                Err(_) => return taken.map(drop),
+            };
+            let start = match resumed_at {
+                Some(start) => start,
                 None => {
-                    let Some(call) = program.next(r)? else {
-                        self.ranks[r].done = true;
-                        return Ok(());
-                    };
                     let start = self.ranks[r]
                         .clock
                         .saturating_add(self.net.burst(call.burst));
-                    self.begin(r, &call, start);
-                    (call, start)
+                    self.begin(r, call, start);
+                    start
                 }
             };
-            match self.end_of(&call, start) {
-                Ok(end) => self.finish(r, &call, (start, end), false, program)?,
+            match self.end_of(call, start) {
+                Ok(end) => self.finish(r, call, (start, end), false, program)?,
                 Err(blocked) => {
                     let waiters = match blocked {
                         Blocked::Message(m) => &mut self.messages.entry(m).or_default().waiters,
                         Blocked::Instance(i) => &mut self.instances.entry(i).or_default().waiters,
                     };
                     waiters.push(r);
-                    self.ranks[r].current = Some((call, start));
+                    if let Ok(Some(call)) = taken {
+                        self.ranks[r].current = Some((call, start));
+                    }
                     self.ranks[r].parked = true;
                     return Ok(());
                 }
