@@ -276,13 +276,10 @@ impl Replay<'_> {
             // The call is read in place where the program returned it (moving it out of the
             // result copied it with loads that straddled the callee's stores: a stall on
             // every call), or taken back when it was parked (the empty slot is left alone).
-            let (taken, resumed_at) = if self.ranks[r].current.is_some() {
-                match self.ranks[r].current.take() {
-                    Some((call, start)) => (Ok(Some(call)), Some(start)),
-                    None => (Ok(None), None),
-                }
-            } else {
-                (program.next(r), None)
+            let resumed_at = self.ranks[r].current.as_ref().map(|(_, start)| *start);
+            let taken = match resumed_at {
+                Some(_) => Ok(self.ranks[r].current.take().map(|(call, _)| call)),
+                None => program.next(r),
             };
             let call = match &taken {
                 Ok(Some(call)) => call,
