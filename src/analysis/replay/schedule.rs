@@ -10,6 +10,7 @@
 //! keeps its measured duration, and is counted. Times saturate at `Time::MAX` instead of
 //! wrapping (the caller reports a prediction that reached it as an overflow).
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use super::network::{is_pairwise_exchange, NetworkModel};
@@ -328,11 +329,13 @@ impl Replay<'_> {
         self.ranks[r].clock = end;
         // The halves of messages this call completes: a message both of whose halves are
         // done is no longer needed (a non-blocking send's half is done in its Wait).
+        // One lookup per half: the entry found is the one removed.
         let mut done = |key: u64| {
-            if let Some(m) = self.messages.get_mut(&key) {
-                m.ended += 1;
-                if m.ended >= 2 && m.waiters.is_empty() {
-                    self.messages.remove(&key);
+            if let Entry::Occupied(mut m) = self.messages.entry(key) {
+                let message = m.get_mut();
+                message.ended += 1;
+                if message.ended >= 2 && message.waiters.is_empty() {
+                    m.remove();
                 }
             }
         };
