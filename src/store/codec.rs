@@ -267,10 +267,11 @@ impl ColumnReader {
                 let mask = (1usize << bits) - 1;
                 // Every code a byte can hold, with a bit of `known` set for those that map to
                 // a value (a damaged column may hold others).
+                // (Codes have at most four bits: entries past the sixteenth are unreachable.)
+                let reachable = self.dict.len().min(16);
                 let mut table = [0u64; 16];
-                table[..self.dict.len().min(16)]
-                    .copy_from_slice(&self.dict[..self.dict.len().min(16)]);
-                let known = (1u32 << self.dict.len().min(16)) - 1;
+                table[..reachable].copy_from_slice(&self.dict[..reachable]);
+                let known = (1u32 << reachable) - 1;
                 let mut unknown = 0u32;
                 let (mut row, end) = (self.row, self.row + n);
                 for &byte in &body[self.pos + row / per_byte..self.pos + end.div_ceil(per_byte)] {

@@ -404,7 +404,7 @@ impl OperationStream {
 
     /// Rows of the chunk not read yet.
     pub fn rows_left(&self) -> usize {
-        self.stream.rows() - self.stream.rows_read()
+        self.stream.rows_left()
     }
 
     /// The next `rows` rows of the chunk (fewer at its end), `None` once every row was read.

@@ -213,9 +213,9 @@ impl ChunkStream {
         })
     }
 
-    /// Rows in the chunk.
-    pub(super) fn rows(&self) -> usize {
-        self.rows
+    /// Rows of the chunk not read yet.
+    pub(super) fn rows_left(&self) -> usize {
+        self.rows - self.read
     }
 
     /// Rows read so far: the chunk's row that the next window starts at.
@@ -226,7 +226,7 @@ impl ChunkStream {
     /// The next `n` rows (fewer at the chunk's end, none after it): the wanted columns hold
     /// them, the others are empty.
     pub(super) fn next(&mut self, n: usize) -> Result<Columns> {
-        let n = n.min(self.rows - self.read);
+        let n = n.min(self.rows_left());
         let mut cols = Vec::with_capacity(self.cols.len());
         for col in &mut self.cols {
             let mut values = Vec::new();

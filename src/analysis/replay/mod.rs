@@ -57,7 +57,6 @@ struct Cursor {
     /// The current window, prepared for the replay.
     current: Option<Prepared>,
     row: usize,
-    rank: Rank,
     /// The measured end of the previous operation.
     previous_end: Option<Time>,
     /// Requests created and not completed yet: request → (a send?, its message).
@@ -471,7 +470,7 @@ impl Cursor {
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
         let step = link(
-            self.rank,
+            self.source.location.0,
             action,
             &current.completed,
             links,
@@ -585,37 +584,32 @@ fn replay_with(
     each: &mut dyn FnMut(Replayed, Option<Operation>) -> Result<()>,
 ) -> Result<ReplayStats> {
     let mut by_location: FxHashMap<(Rank, u32), usize> = FxHashMap::default();
-    let mut locations: Vec<Vec<&OpChunkInfo>> = Vec::new();
+    let mut locations: Vec<((Rank, u32), Vec<&OpChunkInfo>)> = Vec::new();
     for info in trace.op_chunks().iter().filter(|c| c.rows > 0) {
-        let at = *by_location
-            .entry((info.rank, info.thread))
-            .or_insert_with(|| {
-                locations.push(Vec::new());
-                locations.len() - 1
-            });
-        locations[at].push(info);
+        let location = (info.rank, info.thread);
+        let at = *by_location.entry(location).or_insert_with(|| {
+            locations.push((location, Vec::new()));
+            locations.len() - 1
+        });
+        locations[at].1.push(info);
     }
     let window = window.unwrap_or_else(|| window_rows(locations.len()));
     let mut origin = Vec::with_capacity(locations.len());
     let mut cursors: Vec<Cursor> = Vec::with_capacity(locations.len());
-    for mut chunks in locations {
+    for (location, mut chunks) in locations {
         chunks.sort_by_key(|info| info.first_row);
         origin.push(chunks.first().map_or(0, |info| info.first_start));
-        let (rank, thread) = chunks
-            .first()
-            .map_or((0, 0), |info| (info.rank, info.thread));
         cursors.push(Cursor {
             source: Source {
                 chunks: chunks.iter().map(|info| info.chunk).collect(),
                 next_chunk: 0,
                 stream: None,
-                location: (rank, thread),
+                location,
                 whole,
                 window,
             },
             current: None,
             row: 0,
-            rank,
             previous_end: None,
             requests: FxHashMap::default(),
             pending: None,
@@ -683,7 +677,7 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
         (self.each)(
             Replayed {
                 op,
-                rank: cursor.rank,
+                rank: cursor.source.location.0,
                 measured: (s, e),
                 simulated: (start, end),
                 unresolved,
