@@ -37,6 +37,30 @@ pub(crate) const LITTLE_ENDIAN: u8 = 0x42;
 /// Bytes read from a file at a time.
 const WINDOW: usize = 64 * 1024;
 
+/// Windows of a file the kernel is asked to read ahead of the one just read.
+const READ_AHEAD_WINDOWS: u64 = 2;
+
+/// Asks the kernel to start reading `len` bytes of `file` from `offset` into its page cache
+/// now, without waiting for them. The merge reads every location's file a window at a time,
+/// in turns: where some of a file's pages had left the cache, each window read waited for
+/// the disk (`perf`: the reading thread asleep in `read` 224 times in a 64-rank import, whose
+/// time went from 1.2 to 2.6 s with 4% of the archive's pages evicted), while the next
+/// window is not needed before every other location has had its turn. Advice only: a
+/// kernel that ignores it costs nothing but the call.
+fn read_ahead(file: &File, offset: u64, len: u64) {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        let _ = rustix::fs::fadvise(
+            file,
+            offset,
+            std::num::NonZeroU64::new(len),
+            rustix::fs::Advice::WillNeed,
+        );
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    let _ = (file, offset, len);
+}
+
 /// How a file is read: the size of the window read at a time, and whether the file stays
 /// open between reads (an archive of many locations reopens each file when its window runs
 /// out, so that open descriptors stay bounded).
@@ -382,6 +406,11 @@ impl ChunkReader {
         file.seek(SeekFrom::Start(file_pos))
             .and_then(|_| file.read_exact(&mut self.buf[old..]))
             .map_err(|e| Error::io(&self.path, e))?;
+        read_ahead(
+            &file,
+            file_pos + available as u64,
+            READ_AHEAD_WINDOWS * self.plan.window as u64,
+        );
         if self.plan.keep_open {
             self.file = Some(file);
         }
