@@ -301,32 +301,44 @@ impl Family {
         if a == b || a.len() != dims.len() || b.len() != dims.len() {
             return false;
         }
-        // Signed step along dimension i, modulo the extent where the family wraps:
-        // Some(-1 | 0 | 1) or None.
+        if matches!(self, Family::AllToAll | Family::BinaryTree | Family::Cg) {
+            return self.adjacent_by_position(dims, a, b);
+        }
         let wrap = self.wraps();
-        let step = |i: usize| -> Option<i64> {
+        // Signed step along each dimension, modulo the extent where the family wraps: -1, 0
+        // or 1, or not a neighbour at all. At most 32 dimensions (each extent is at least 2
+        // and their product a rank count); kept on the stack, as this runs per edge.
+        let mut steps = [0i64; 32];
+        let Some(steps) = steps.get_mut(..dims.len()) else {
+            return false;
+        };
+        for (i, step) in steps.iter_mut().enumerate() {
             let (x, y, d) = (i64::from(a[i]), i64::from(b[i]), i64::from(dims[i]));
             let diff = if wrap { (y - x).rem_euclid(d) } else { y - x };
-            match diff {
-                0 => Some(0),
-                1 => Some(1),
-                -1 => Some(-1),
-                _ if wrap && diff == d - 1 => Some(-1),
-                _ => None,
-            }
-        };
-        let steps = || -> Option<Vec<i64>> { (0..dims.len()).map(step).collect() };
+            *step = match diff {
+                -1..=1 => diff,
+                _ if wrap && diff == d - 1 => -1,
+                _ => return false,
+            };
+        }
         match self {
             Family::Line | Family::Ring | Family::Grid | Family::Torus | Family::Hypercube => {
-                steps().is_some_and(|s| s.iter().map(|x| x.abs()).sum::<i64>() == 1)
+                steps.iter().map(|x| x.abs()).sum::<i64>() == 1
             }
-            Family::Stencil6Torus => steps().is_some_and(|s| {
-                matches!(
-                    (s[0], s[1]),
-                    (0, 1) | (0, -1) | (1, 0) | (-1, 0) | (1, -1) | (-1, 1)
-                )
-            }),
-            Family::Stencil8Grid | Family::Stencil8Torus => steps().is_some(),
+            Family::Stencil6Torus => matches!(
+                (steps[0], steps[1]),
+                (0, 1) | (0, -1) | (1, 0) | (-1, 0) | (1, -1) | (-1, 1)
+            ),
+            Family::Stencil8Grid | Family::Stencil8Torus => true,
+            Family::AllToAll | Family::BinaryTree | Family::Cg => {
+                self.adjacent_by_position(dims, a, b)
+            }
+        }
+    }
+
+    /// [`Family::adjacent`] for the families whose neighbours are not unit steps.
+    fn adjacent_by_position(self, dims: &[u32], a: &[u32], b: &[u32]) -> bool {
+        match self {
             Family::AllToAll => true,
             Family::BinaryTree => {
                 let (x, y) = (a[0], b[0]);
@@ -338,6 +350,7 @@ impl Family {
                 let row_partners = a[0] == b[0] && (a[1] ^ b[1]).is_power_of_two();
                 row_partners || cg_transpose(rows, cols, pa) == Some(pb)
             }
+            _ => false,
         }
     }
 
@@ -891,31 +904,107 @@ impl fmt::Display for Unidentified {
 }
 
 /// The filtered graph of a matrix and the fraction of bytes dropped.
+///
+/// Each pair's bytes are listed under both its ranks (a counting sort by rank) and summed per
+/// neighbour in each rank's short list, which gives the graph's adjacency lists directly: a
+/// hash map of pairs cost a third of identifying a 16,384-rank stencil.
 fn filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
-    let mut volume: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    let n = matrix.n as usize;
     let mut total: u64 = 0;
+    let mut offsets = vec![0u32; n + 1];
     for &(s, r, bytes) in &matrix.entries {
         total += bytes;
         if s != r && bytes > 0 {
-            *volume.entry((s.min(r), s.max(r))).or_default() += bytes;
+            offsets[s as usize + 1] += 1;
+            offsets[r as usize + 1] += 1;
         }
     }
-    let max = volume.values().copied().max().unwrap_or(0);
+    for v in 0..n {
+        offsets[v + 1] += offsets[v];
+    }
+    let mut next = offsets.clone();
+    let mut listed = vec![(0u32, 0u64); offsets[n] as usize];
+    for &(s, r, bytes) in &matrix.entries {
+        if s != r && bytes > 0 {
+            for (a, b) in [(s, r), (r, s)] {
+                listed[next[a as usize] as usize] = (b, bytes);
+                next[a as usize] += 1;
+            }
+        }
+    }
+    // Each rank's neighbours once, with the pair's volume (bytes both ways), merged in place.
+    let mut merged = 0usize;
+    let mut merged_offsets = Vec::with_capacity(n + 1);
+    merged_offsets.push(0u32);
+    for v in 0..n {
+        let (from, to) = (offsets[v] as usize, offsets[v + 1] as usize);
+        listed[from..to].sort_unstable_by_key(|&(w, _)| w);
+        let first = merged;
+        for i in from..to {
+            let (w, bytes) = listed[i];
+            if merged > first && listed[merged - 1].0 == w {
+                listed[merged - 1].1 += bytes;
+            } else {
+                listed[merged] = (w, bytes);
+                merged += 1;
+            }
+        }
+        merged_offsets.push(merged as u32);
+    }
+    let volumes = &listed[..merged];
+    let max = volumes.iter().map(|&(_, v)| v).max().unwrap_or(0);
     let cut = threshold * max as f64;
     let mut kept_bytes = 0u64;
-    let mut edges = Vec::new();
-    for (&(a, b), &v) in &volume {
-        if v as f64 >= cut {
-            kept_bytes += v;
-            edges.push((a, b));
+    let mut graph = Graph {
+        offsets: Vec::with_capacity(n + 1),
+        targets: Vec::with_capacity(merged),
+    };
+    graph.offsets.push(0);
+    for v in 0..n {
+        for &(w, volume) in &volumes[merged_offsets[v] as usize..merged_offsets[v + 1] as usize] {
+            if volume as f64 >= cut {
+                graph.targets.push(w);
+                if (v as u32) < w {
+                    kept_bytes += volume;
+                }
+            }
         }
+        graph.offsets.push(graph.targets.len() as u32);
     }
     let dropped = if total == 0 {
         0.0
     } else {
         (total - kept_bytes) as f64 / total as f64
     };
-    (Graph::from_edges(matrix.n, edges), dropped)
+    (graph, dropped)
+}
+
+/// Position `p`'s coordinates, row-major over `dims` (the last coordinate varies fastest), as
+/// every reference numbers its positions.
+fn row_major(mut p: u32, dims: &[u32], out: &mut [u32]) {
+    for i in (0..dims.len()).rev() {
+        out[i] = p % dims[i];
+        p /= dims[i];
+    }
+}
+
+/// Whether ranks numbered as the candidate numbers its positions (row-major, as
+/// `MPI_Cart_create` numbers them) are its graph: every edge of `g` joins neighbours of the
+/// candidate. `g` is simple and has as many edges as the candidate, so then the two are the
+/// same graph. Worked out from the coordinates, without building the candidate's graph.
+fn numbered_as_positions(g: &Graph, family: Family, dims: &[u32]) -> bool {
+    let k = dims.len();
+    let (mut a, mut b) = ([0u32; 32], [0u32; 32]);
+    if k > a.len() {
+        return false;
+    }
+    (0..g.n()).all(|v| {
+        row_major(v as u32, dims, &mut a[..k]);
+        g.adj(v).iter().filter(|&&w| w as usize > v).all(|&w| {
+            row_major(w, dims, &mut b[..k]);
+            family.adjacent(dims, &a[..k], &b[..k])
+        })
+    })
 }
 
 /// Identifies the communication topology of `matrix`.
@@ -958,7 +1047,7 @@ pub fn identify(matrix: &CommMatrix, params: &IdentifyParams) -> Result<Topology
             Vec::new(),
         ));
     }
-    let degrees = g.sorted_degrees();
+    let mut degrees = None;
     let mut rejections = Vec::new();
     for (family, dims) in candidates(n) {
         let candidate = family.describe(&dims);
@@ -984,10 +1073,26 @@ pub fn identify(matrix: &CommMatrix, params: &IdentifyParams) -> Result<Topology
                 dropped_fraction,
             });
         }
+        if numbered_as_positions(&g, family, &dims) {
+            let mut at = vec![0u32; dims.len()];
+            let coordinates = (0..n)
+                .map(|p| {
+                    row_major(p, &dims, &mut at);
+                    at.clone()
+                })
+                .collect();
+            return Ok(Topology {
+                family,
+                dims,
+                coordinates,
+                dropped_fraction,
+            });
+        }
         let h = family
             .reference(&dims)
             .expect("a candidate's family takes its extents");
-        match matches(&g, &degrees, &h, params.search_budget) {
+        let degrees = degrees.get_or_insert_with(|| g.sorted_degrees());
+        match matches(&g, degrees, &h, params.search_budget) {
             Ok(map) => {
                 return Ok(Topology {
                     family,
@@ -1417,9 +1522,21 @@ mod tests {
 
     #[test]
     fn ranks_numbered_row_major_are_their_positions_and_renumbered_ones_are_found_too() {
-        // A 2D torus 6x8 and a 3D grid 3x4x5 numbered row-major, as MPI_Cart_create does:
-        // the identity is checked first, and rank r sits at position r.
-        for (family, dims) in [(Family::Torus, vec![6, 8]), (Family::Grid, vec![3, 4, 5])] {
+        // Every family numbered row-major, as MPI_Cart_create does: the identity is checked
+        // first (from the coordinates, without the reference), and rank r sits at position r
+        // of the reference.
+        for (family, dims) in [
+            (Family::Torus, vec![6, 8]),
+            (Family::Grid, vec![3, 4, 5]),
+            (Family::Line, vec![7]),
+            (Family::Ring, vec![9]),
+            (Family::Stencil6Torus, vec![4, 5]),
+            (Family::Stencil8Grid, vec![3, 5]),
+            (Family::Stencil8Torus, vec![4, 6]),
+            (Family::Hypercube, vec![2, 2, 2]),
+            (Family::BinaryTree, vec![13]),
+            (Family::Cg, vec![4, 8]),
+        ] {
             let r = family.reference(&dims).unwrap();
             let n: u32 = dims.iter().product();
             let mut m = CommMatrix::new(n);
@@ -1466,7 +1583,7 @@ mod tests {
             (Family::Cg, vec![4, 4]),
             (Family::Cg, vec![2, 4]),
             (Family::Cg, vec![4, 8]),
-            (Family::Hypercube, vec![2, 2, 2, 2]),
+            (Family::Hypercube, vec![2, 2, 2]),
             (Family::BinaryTree, vec![11]),
             (Family::AllToAll, vec![6]),
         ];
@@ -1608,6 +1725,24 @@ mod tests {
         let (m, t) = shuffled(Family::Cg, &[2, 2], 5);
         assert_eq!(t.to_string(), "line of 4");
         assert_mapping(&m, &t);
+    }
+
+    #[test]
+    fn the_filtered_graph_sums_both_directions_and_repeated_entries() {
+        let mut m = CommMatrix::new(4);
+        // Pair {0,1}: 10 + 5 one way, 7 the other (22); pair {1,2}: 100 one way only; pair
+        // {0,3}: 5 (under a quarter of 100); a self-send.
+        for (s, r, bytes) in [(0, 1, 10), (2, 1, 100), (0, 1, 5), (1, 0, 7), (3, 0, 5)] {
+            m.add(s, r, bytes);
+        }
+        m.add(1, 1, 3);
+        let (g, dropped) = filtered_graph(&m, 0.2);
+        let lists: Vec<&[u32]> = g.lists().collect();
+        assert_eq!(lists, [&[1][..], &[0, 2][..], &[1][..], &[][..]]);
+        assert_eq!(dropped, 8.0 / 130.0);
+        let (g, dropped) = filtered_graph(&m, 0.0);
+        assert_eq!(g.edges(), 3);
+        assert_eq!(dropped, 3.0 / 130.0);
     }
 
     #[test]
