@@ -13,7 +13,6 @@ use crate::analysis::{replay, structure};
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::results::{ResultSet, Value};
-use std::fmt::Write as _;
 
 /// Nanoseconds as seconds; null in an untimed trace, whose times are only its order.
 fn seconds(trace: &crate::Trace, ns: Time) -> Value {
@@ -530,12 +529,13 @@ impl Session {
                     // One string per row, written in place (a string per coordinate, joined
                     // and formatted, was most of the statement at 16,384 ranks).
                     let mut text = String::with_capacity(2 + 6 * coords.len());
+                    let mut digits = itoa::Buffer::new();
                     text.push('(');
-                    for (i, c) in coords.iter().enumerate() {
+                    for (i, &c) in coords.iter().enumerate() {
                         if i > 0 {
                             text.push(',');
                         }
-                        let _ = write!(text, "{c}");
+                        text.push_str(digits.format(c));
                     }
                     text.push(')');
                     let (topology, dimensions, dropped) = if rank == 0 {
