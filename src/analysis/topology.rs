@@ -959,30 +959,63 @@ fn any_filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
     }
     let volumes = &listed[..merged];
     let max = volumes.iter().map(|&(_, v)| v).max().unwrap_or(0);
-    let cut = threshold * max as f64;
-    let mut kept_bytes = 0u64;
-    let mut graph = Graph {
-        offsets: Vec::with_capacity(n + 1),
-        targets: Vec::with_capacity(merged),
-    };
-    graph.offsets.push(0);
+    let mut kept = KeptPairs::new(n, merged, threshold * max as f64);
     for v in 0..n {
         for &(w, volume) in &volumes[merged_offsets[v] as usize..merged_offsets[v + 1] as usize] {
-            if volume as f64 >= cut {
-                graph.targets.push(w);
-                if (v as u32) < w {
-                    kept_bytes += volume;
-                }
+            kept.neighbour(v as u32, w, volume);
+        }
+        kept.end_rank();
+    }
+    kept.finish(total)
+}
+
+/// A filtered graph built rank by rank, in rank order: each rank's neighbours (ascending)
+/// with their pair's two-way volume, kept where it reaches the cut.
+struct KeptPairs {
+    graph: Graph,
+    cut: f64,
+    kept_bytes: u64,
+}
+
+impl KeptPairs {
+    fn new(ranks: usize, neighbours: usize, cut: f64) -> KeptPairs {
+        let mut offsets = Vec::with_capacity(ranks + 1);
+        offsets.push(0);
+        KeptPairs {
+            graph: Graph {
+                offsets,
+                targets: Vec::with_capacity(neighbours),
+            },
+            cut,
+            kept_bytes: 0,
+        }
+    }
+
+    /// Neighbour `w` of the current rank `v`, their pair having sent `volume` bytes.
+    fn neighbour(&mut self, v: u32, w: u32, volume: u64) {
+        if volume as f64 >= self.cut {
+            self.graph.targets.push(w);
+            // Each pair is listed under both its ranks: its bytes count once.
+            if v < w {
+                self.kept_bytes += volume;
             }
         }
-        graph.offsets.push(graph.targets.len() as u32);
     }
-    let dropped = if total == 0 {
-        0.0
-    } else {
-        (total - kept_bytes) as f64 / total as f64
-    };
-    (graph, dropped)
+
+    /// Ends the current rank's list.
+    fn end_rank(&mut self) {
+        self.graph.offsets.push(self.graph.targets.len() as u32);
+    }
+
+    /// The graph, and the fraction of the matrix's `total` bytes dropped.
+    fn finish(self, total: u64) -> (Graph, f64) {
+        let dropped = if total == 0 {
+            0.0
+        } else {
+            (total - self.kept_bytes) as f64 / total as f64
+        };
+        (self.graph, dropped)
+    }
 }
 
 /// [`filtered_graph`] where it can be read off the entries as they are: listed by sender,
@@ -1024,34 +1057,16 @@ fn two_way_filtered_graph(matrix: &CommMatrix, threshold: f64) -> Option<(Graph,
             max = max.max(bytes + back(s, r)?);
         }
     }
-    let cut = threshold * max as f64;
-    let mut kept_bytes = 0u64;
-    let mut graph = Graph {
-        offsets: Vec::with_capacity(n + 1),
-        targets: Vec::with_capacity(entries.len()),
-    };
-    graph.offsets.push(0);
+    let mut kept = KeptPairs::new(n, entries.len(), threshold * max as f64);
     for v in 0..n {
         for &(s, r, bytes) in &entries[start[v] as usize..start[v + 1] as usize] {
-            if s == r || bytes == 0 {
-                continue;
-            }
-            let volume = bytes + back(s, r)?;
-            if volume as f64 >= cut {
-                graph.targets.push(r);
-                if s < r {
-                    kept_bytes += volume;
-                }
+            if s != r && bytes > 0 {
+                kept.neighbour(s, r, bytes + back(s, r)?);
             }
         }
-        graph.offsets.push(graph.targets.len() as u32);
+        kept.end_rank();
     }
-    let dropped = if total == 0 {
-        0.0
-    } else {
-        (total - kept_bytes) as f64 / total as f64
-    };
-    Some((graph, dropped))
+    Some(kept.finish(total))
 }
 
 /// Position `p`'s coordinates, row-major over `dims` (the last coordinate varies fastest), as
