@@ -1673,7 +1673,7 @@ mod tests {
             (Family::Cg, vec![4, 4]),
             (Family::Cg, vec![2, 4]),
             (Family::Cg, vec![4, 8]),
-            (Family::Hypercube, vec![2, 2, 2]),
+            (Family::Hypercube, vec![2, 2, 2, 2]),
             (Family::BinaryTree, vec![11]),
             (Family::AllToAll, vec![6]),
         ];
