@@ -525,11 +525,11 @@ impl Session {
                     ]);
                 }
                 r.rows.reserve(coordinates.len());
+                let mut digits = itoa::Buffer::new();
                 for (rank, coords) in coordinates.iter().enumerate() {
                     // One string per row, written in place (a string per coordinate, joined
-                    // and formatted, was most of the statement at 16,384 ranks).
+                    // and formatted, was a third of the statement at 16,384 ranks).
                     let mut text = String::with_capacity(2 + 6 * coords.len());
-                    let mut digits = itoa::Buffer::new();
                     text.push('(');
                     for (i, &c) in coords.iter().enumerate() {
                         if i > 0 {
