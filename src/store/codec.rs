@@ -218,8 +218,9 @@ pub struct ColumnReader {
     pos: usize,
     /// The last value read (delta), or the column's one value (constant).
     prev: u64,
-    /// The dictionary's values (dictionary encoding only; shared by the reader's copies).
-    dict: std::sync::Arc<[u64]>,
+    /// The dictionary's values (dictionary encoding only, shared by the reader's copies; the
+    /// other encodings allocate nothing: a scan makes a reader per column of every chunk).
+    dict: Option<std::sync::Arc<[u64]>>,
 }
 
 impl ColumnReader {
@@ -231,7 +232,7 @@ impl ColumnReader {
             row: 0,
             pos: 0,
             prev: 0,
-            dict: std::sync::Arc::new([]),
+            dict: None,
         };
         match enc {
             ENC_CONST => reader.prev = get_varint(body, &mut reader.pos)?,
@@ -242,7 +243,7 @@ impl ColumnReader {
                 for _ in 0..n {
                     dict.push(get_varint(body, &mut reader.pos)?);
                 }
-                reader.dict = dict.into();
+                reader.dict = Some(dict.into());
                 let packed = body.len() - reader.pos;
                 if packed < rows.div_ceil(8 / dict_bits(n)) {
                     return Err(corrupt("dictionary column is short"));
@@ -262,15 +263,16 @@ impl ColumnReader {
         match self.enc {
             ENC_CONST => out.extend(std::iter::repeat_n(self.prev, n)),
             ENC_DICT => {
-                let bits = dict_bits(self.dict.len());
+                let dict = self.dict.as_deref().unwrap_or_default();
+                let bits = dict_bits(dict.len());
                 let per_byte = 8 / bits;
                 let mask = (1usize << bits) - 1;
                 // Every code a byte can hold, with a bit of `known` set for those that map to
                 // a value (a damaged column may hold others).
                 // (Codes have at most four bits: entries past the sixteenth are unreachable.)
-                let reachable = self.dict.len().min(16);
+                let reachable = dict.len().min(16);
                 let mut table = [0u64; 16];
-                table[..reachable].copy_from_slice(&self.dict[..reachable]);
+                table[..reachable].copy_from_slice(&dict[..reachable]);
                 let known = (1u32 << reachable) - 1;
                 let mut unknown = 0u32;
                 let (mut row, end) = (self.row, self.row + n);
