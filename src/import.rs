@@ -918,9 +918,8 @@ const JOBS_IN_FLIGHT: usize = 2;
 const BATCH_ITEMS: usize = 4096;
 /// Batches in flight between the two (bounds memory: a batch holds at most a few hundred KiB).
 /// With four, the parsing thread stalled whenever the chunk encoders took the cores for a
-/// while and the importing thread fell behind; sixteen (about 64,000 items) ride those out:
-/// alternating runs of OTF2 imports took 4-6% less time at 64 ranks, 12% at 1,024 and 11% at
-/// 16 (1M events), for about 6 MB more.
+/// while and the importing thread fell behind; sixteen (about 64,000 items) ride those out
+/// (runs by hand, not a bench: docs/benchmarks.md, "OTF2 import").
 const BATCHES_IN_FLIGHT: usize = 16;
 
 /// One item of a batch, in stream order; operations live in the batch's reusable slots.
