@@ -43,8 +43,9 @@ const READ_AHEAD_WINDOWS: u64 = 2;
 /// Asks the kernel to start reading `len` bytes of `file` from `offset` into its page cache
 /// now, without waiting for them. The merge reads every location's file a window at a time,
 /// in turns: where some of a file's pages had left the cache, each window read waited for
-/// the disk (`perf`: the reading thread asleep in `read` 224 times in a 64-rank import, whose
-/// time went from 1.2 to 2.6 s with 4% of the archive's pages evicted), while the next
+/// the disk (`perf sched`: the reading thread asleep in `read` 224 times in one 64-rank
+/// import; by hand, runs that met 4% of the archive's pages evicted took about twice as
+/// long), while the next
 /// window is not needed before every other location has had its turn. Advice only: a
 /// kernel that ignores it costs nothing but the call.
 fn read_ahead(file: &File, offset: u64, len: u64) {
