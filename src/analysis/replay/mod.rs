@@ -156,6 +156,11 @@ struct Source {
     whole: bool,
     /// Rows per window.
     window: usize,
+    /// Where the location's windows end: at `offset` rows past a multiple of `window` of
+    /// its operations, whatever its chunks' lengths (see [`window_offset`]).
+    offset: usize,
+    /// Rows read so far.
+    read: usize,
 }
 
 /// Rows prepared at a time for all locations together: each location's window is its share,
@@ -173,12 +178,40 @@ fn window_rows(locations: usize) -> usize {
     (PREPARED_ROWS / locations.max(1)).clamp(*WINDOW_ROWS.start(), *WINDOW_ROWS.end())
 }
 
+/// Rows of a location's next window of `window` rows, `at` rows past one of its window
+/// boundaries, `left` rows being left in its chunk: to the next boundary, but neither a short
+/// window at a chunk's end (its rows join the window before) nor after one (it goes on to
+/// the boundary after).
+fn next_window_rows(window: usize, at: usize, left: usize) -> usize {
+    let short = window / 4;
+    let mut rows = window - at % window;
+    if rows < short {
+        rows += window;
+    }
+    if left.saturating_sub(rows) < short {
+        rows = left;
+    }
+    rows.max(1)
+}
+
+/// Where the windows of location `at` of `locations` end, as an offset into its windows
+/// of `window` rows: locations spread evenly over a window, so that locations that advance
+/// together (the ranks of a stencil do) finish their windows one after the other, and their
+/// next ones are asked of the other core one at a time rather than all at once (then the
+/// last ones asked had not begun when their turn came, and the replay read them itself).
+fn window_offset(at: usize, locations: usize, window: usize) -> usize {
+    window * at / locations.max(1)
+}
+
 impl Source {
     /// The next window of the location's operations, prepared; `None` at the location's end.
     fn next_window(&mut self, trace: &Trace) -> Result<Option<Prepared>> {
         loop {
             if let Some(stream) = self.stream.as_mut() {
-                if let Some(columns) = stream.next_window(self.window)? {
+                let rows =
+                    next_window_rows(self.window, self.read + self.offset, stream.rows_left());
+                if let Some(columns) = stream.next_window(rows)? {
+                    self.read += columns.rows();
                     return Prepared::new(trace, &columns, self.location, self.whole).map(Some);
                 }
             }
@@ -596,7 +629,8 @@ fn replay_with(
     let window = window.unwrap_or_else(|| window_rows(locations.len()));
     let mut origin = Vec::with_capacity(locations.len());
     let mut cursors: Vec<Cursor> = Vec::with_capacity(locations.len());
-    for (location, mut chunks) in locations {
+    let count = locations.len();
+    for (at, (location, mut chunks)) in locations.into_iter().enumerate() {
         chunks.sort_by_key(|info| info.first_row);
         origin.push(chunks.first().map_or(0, |info| info.first_start));
         cursors.push(Cursor {
@@ -607,6 +641,8 @@ fn replay_with(
                 location,
                 whole,
                 window,
+                offset: window_offset(at, count, window),
+                read: 0,
             },
             current: None,
             row: 0,
@@ -618,10 +654,24 @@ fn replay_with(
         });
     }
     prepare_first_windows(trace, &mut cursors)?;
-    // The next window of each location is prepared on the other core while this one replays.
-    rayon::in_place_scope(|scope| {
-        for cursor in &mut cursors {
-            cursor.prepare_ahead(trace, scope);
+    // The next window of each location is prepared on the other cores while this one
+    // replays, by a thread per other core: with a thread per core (rayon's pool), a preparing
+    // thread took turns with the replay on its core.
+    let helpers =
+        std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+    let readers = rayon::ThreadPoolBuilder::new()
+        .num_threads(helpers)
+        .thread_name(|i| format!("replay-reader-{i}"))
+        .build()
+        .map_err(|e| {
+            crate::Error::Usage(format!("could not start the replay's reading threads: {e}"))
+        })?;
+    readers.in_place_scope(|scope| {
+        // In the order their turns come: the locations whose first window is shortest first.
+        let mut order: Vec<usize> = (0..cursors.len()).collect();
+        order.sort_by_key(|&at| cursors[at].current.as_ref().map_or(0, |c| c.rows.len()));
+        for at in order {
+            cursors[at].prepare_ahead(trace, scope);
         }
         schedule::replay(
             net,
@@ -862,6 +912,44 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    /// The windows a location of `chunks` (rows per chunk) is read in, `offset` rows past its
+    /// window boundaries.
+    fn windows(window: usize, offset: usize, chunks: &[usize]) -> Vec<usize> {
+        let (mut read, mut out) = (0, Vec::new());
+        for &chunk in chunks {
+            let mut left = chunk;
+            while left > 0 {
+                let rows = next_window_rows(window, read + offset, left).min(left);
+                out.push(rows);
+                (read, left) = (read + rows, left - rows);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn windows_end_at_their_locations_boundaries_and_none_is_short() {
+        // Boundaries 30 rows into each window of 100: the first window is the 70 rows to the
+        // first; the chunk's last 20 rows (under a quarter of a window) join the window
+        // before, 30 rows do not.
+        assert_eq!(windows(100, 30, &[490]), vec![70, 100, 100, 100, 120]);
+        assert_eq!(windows(100, 30, &[500]), vec![70, 100, 100, 100, 100, 30]);
+        // A chunk ending 10 rows past a boundary: they join the window before, and the next
+        // chunk's windows end at the location's boundaries again.
+        assert_eq!(windows(100, 0, &[210, 290]), vec![100, 110, 90, 100, 100]);
+        // A chunk ending 10 rows before a boundary: the next chunk's first window goes on to
+        // the boundary after it.
+        assert_eq!(windows(100, 0, &[190, 310]), vec![100, 90, 110, 100, 100]);
+        assert_eq!(windows(100, 90, &[300]), vec![110, 100, 90]);
+        // Locations spread their boundaries over a window.
+        assert_eq!(
+            (0..4).map(|at| window_offset(at, 4, 100)).collect::<Vec<_>>(),
+            vec![0, 25, 50, 75]
+        );
+        // Windows of one row stay one row.
+        assert_eq!(windows(1, 0, &[3]), vec![1, 1, 1]);
     }
 
     #[test]
