@@ -86,7 +86,11 @@ enum AheadState {
     /// Not begun: the replay may take the work back.
     #[default]
     Queued,
-    Running,
+    /// Being prepared; `awaited` once the replay waits for it (only then is it woken: a
+    /// wake-up is a system call even when nobody waits).
+    Running {
+        awaited: bool,
+    },
     Done(Box<(Source, Result<Option<Prepared>>)>),
     /// Taken back by the replay before it began, or abandoned (a panic while preparing).
     Dropped,
@@ -100,7 +104,7 @@ impl Ahead {
             if !matches!(*state, AheadState::Queued) {
                 return;
             }
-            *state = AheadState::Running;
+            *state = AheadState::Running { awaited: false };
         }
         // Should preparing panic, the replay must not wait for it forever: it is told the
         // work was dropped, and prepares the window itself.
@@ -108,17 +112,21 @@ impl Ahead {
         impl Drop for Abandoned<'_> {
             fn drop(&mut self) {
                 let mut state = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
-                if matches!(*state, AheadState::Running) {
+                if let AheadState::Running { awaited } = *state {
                     *state = AheadState::Dropped;
-                    self.0.done.notify_one();
+                    if awaited {
+                        self.0.done.notify_one();
+                    }
                 }
             }
         }
         let _abandoned = Abandoned(self);
         let prepared = source.next_window(trace);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        *state = AheadState::Done(Box::new((source, prepared)));
-        self.done.notify_one();
+        let before = std::mem::replace(&mut *state, AheadState::Done(Box::new((source, prepared))));
+        if matches!(before, AheadState::Running { awaited: true }) {
+            self.done.notify_one();
+        }
     }
 
     /// The window and the source that read it, waiting for them if they are being prepared;
@@ -129,8 +137,8 @@ impl Ahead {
         loop {
             match std::mem::replace(&mut *state, AheadState::Dropped) {
                 AheadState::Done(done) => return Some(*done),
-                AheadState::Running => {
-                    *state = AheadState::Running;
+                AheadState::Running { .. } => {
+                    *state = AheadState::Running { awaited: true };
                     state = self.done.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
                 AheadState::Queued | AheadState::Dropped => return None,
@@ -945,7 +953,9 @@ mod tests {
         assert_eq!(windows(100, 90, &[300]), vec![110, 100, 90]);
         // Locations spread their boundaries over a window.
         assert_eq!(
-            (0..4).map(|at| window_offset(at, 4, 100)).collect::<Vec<_>>(),
+            (0..4)
+                .map(|at| window_offset(at, 4, 100))
+                .collect::<Vec<_>>(),
             vec![0, 25, 50, 75]
         );
         // Windows of one row stay one row.
