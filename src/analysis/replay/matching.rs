@@ -22,6 +22,8 @@ pub type Envelope = (CommId, Rank, Rank, i32);
 /// assert_eq!(m.message((0, 1, 2, 7), false), first); // the receives take them in order
 /// assert_eq!(m.message((0, 1, 2, 7), false), second);
 /// assert_eq!(m.in_flight(), 0);
+/// m.forget(first); // both halves of the first message ended: its key is free again
+/// assert_eq!(m.message((0, 3, 2, 7), true), first);
 /// ```
 #[derive(Debug, Default)]
 pub struct Envelopes {
@@ -30,7 +32,11 @@ pub struct Envelopes {
     /// One map, one lookup per call; the oldest key inline, so that an envelope with one
     /// message waiting at a time (the common case) allocates nothing.
     waiting: FxHashMap<Envelope, Waiting>,
+    /// Keys handed out so far (the largest).
     messages: u64,
+    /// Keys of messages forgotten, handed out again before new ones (last forgotten first:
+    /// the replay's table entry for it is likely still in the cache).
+    free: Vec<u64>,
     /// Entries left after the last pruning.
     pruned: usize,
 }
@@ -82,9 +88,18 @@ impl Envelopes {
             }
         }
         w.sends = sending;
-        self.messages += 1;
-        w.push(self.messages);
-        self.messages
+        let key = self.free.pop().unwrap_or_else(|| {
+            self.messages += 1;
+            self.messages
+        });
+        w.push(key);
+        key
+    }
+
+    /// Message `key` is done with (both its halves were issued, and their calls ended):
+    /// its key names a later message.
+    pub fn forget(&mut self, key: u64) {
+        self.free.push(key);
     }
 
     /// Entries the envelope map holds before its empty queues are dropped.

@@ -723,6 +723,10 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
         self.cursors[rank].next(&mut self.links, self.scope)
     }
 
+    fn forget(&mut self, message: u64) {
+        self.links.envelopes.forget(message);
+    }
+
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()> {
         let cursor = &mut self.cursors[rank];
         let Some((op, s, e)) = cursor.pending.take() else {

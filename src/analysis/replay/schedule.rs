@@ -121,6 +121,78 @@ struct Message {
     ended: u8,
 }
 
+/// The messages in flight by key. A key below [`DENSE_KEYS`] indexes a table, whose size
+/// follows the largest key met: a program that reuses the keys of messages forgotten (see
+/// [`Program::forget`]) keeps it to the most messages in flight at once, and each message is
+/// found without hashing; larger keys go to a map.
+#[derive(Default)]
+struct MessageTable {
+    dense: Vec<Option<Message>>,
+    sparse: FxHashMap<u64, Message>,
+    /// Messages held, in both.
+    len: usize,
+}
+
+/// Keys that [`MessageTable`] keeps in its table (at most this many slots, about 25 MiB).
+const DENSE_KEYS: u64 = 1 << 18;
+
+impl MessageTable {
+    fn get(&self, key: u64) -> Option<&Message> {
+        if key < DENSE_KEYS {
+            self.dense.get(key as usize)?.as_ref()
+        } else {
+            self.sparse.get(&key)
+        }
+    }
+
+    fn get_mut(&mut self, key: u64) -> Option<&mut Message> {
+        if key < DENSE_KEYS {
+            self.dense.get_mut(key as usize)?.as_mut()
+        } else {
+            self.sparse.get_mut(&key)
+        }
+    }
+
+    /// Message `key`, made (knowing nothing yet) if it is not held.
+    fn entry(&mut self, key: u64) -> &mut Message {
+        if key < DENSE_KEYS {
+            let at = key as usize;
+            if at >= self.dense.len() {
+                self.dense.resize_with(at + 1, || None);
+            }
+            let slot = &mut self.dense[at];
+            if slot.is_none() {
+                self.len += 1;
+            }
+            slot.get_or_insert_with(Message::default)
+        } else {
+            match self.sparse.entry(key) {
+                Entry::Occupied(m) => m.into_mut(),
+                Entry::Vacant(v) => {
+                    self.len += 1;
+                    v.insert(Message::default())
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, key: u64) {
+        let removed = if key < DENSE_KEYS {
+            self.dense
+                .get_mut(key as usize)
+                .and_then(Option::take)
+                .is_some()
+        } else {
+            self.sparse.remove(&key).is_some()
+        };
+        self.len -= usize::from(removed);
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// A collective instance being entered.
 #[derive(Default)]
 struct Instance {
@@ -166,6 +238,10 @@ pub trait Program {
     /// `unresolved` when it waited for a partner that never came and kept its measured
     /// duration.
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()>;
+    /// Both halves of message `message` ended: the replay holds nothing of it any more, and
+    /// its key may name another message from now on. (Keys handed out small and reused are
+    /// the cheapest for the replay: see [`MessageTable`].)
+    fn forget(&mut self, _message: u64) {}
 }
 
 /// A [`Program`] of two closures: the calls, and where their times go.
@@ -205,7 +281,7 @@ pub fn replay<P: Program>(
                 parked: false,
             })
             .collect(),
-        messages: FxHashMap::default(),
+        messages: MessageTable::default(),
         instances: FxHashMap::default(),
         runnable: (0..origin.len()).collect(),
         stats: ReplayStats::default(),
@@ -243,7 +319,7 @@ pub fn replay<P: Program>(
 struct Replay<'n> {
     net: &'n NetworkModel,
     ranks: Vec<RankState>,
-    messages: FxHashMap<u64, Message>,
+    messages: MessageTable,
     instances: FxHashMap<u64, Instance>,
     runnable: VecDeque<usize>,
     stats: ReplayStats,
@@ -304,7 +380,7 @@ impl Replay<'_> {
                 Ok(end) => self.finish(r, call, (start, end), false, program)?,
                 Err(blocked) => {
                     let waiters = match blocked {
-                        Blocked::Message(m) => &mut self.messages.entry(m).or_default().waiters,
+                        Blocked::Message(m) => &mut self.messages.entry(m).waiters,
                         Blocked::Instance(i) => &mut self.instances.entry(i).or_default().waiters,
                     };
                     waiters.push(r);
@@ -331,11 +407,11 @@ impl Replay<'_> {
         // done is no longer needed (a non-blocking send's half is done in its Wait).
         // One lookup per half: the entry found is the one removed.
         let mut done = |key: u64| {
-            if let Entry::Occupied(mut m) = self.messages.entry(key) {
-                let message = m.get_mut();
+            if let Some(message) = self.messages.get_mut(key) {
                 message.ended += 1;
                 if message.ended >= 2 && message.waiters.is_empty() {
-                    m.remove();
+                    self.messages.remove(key);
+                    program.forget(key);
                 }
             }
         };
@@ -429,7 +505,7 @@ impl Replay<'_> {
         let eager = net.eager(bytes);
         let ready = start.saturating_add(net.overhead);
         // One lookup of the message for all of it (the injection too).
-        let message = self.messages.entry(key).or_default();
+        let message = self.messages.entry(key);
         message.wire = net.transfer(bytes);
         message.sent = Some((eager, ready));
         let injected = if eager {
@@ -450,7 +526,7 @@ impl Replay<'_> {
 
     fn post(&mut self, key: u64, start: Time) {
         let latency = self.net.latency;
-        let message = self.messages.entry(key).or_default();
+        let message = self.messages.entry(key);
         message.posted = Some(start);
         if let (Some((false, ready)), None) = (message.sent, message.injected) {
             let woken = inject(message, ready.max(start.saturating_add(latency)));
@@ -467,7 +543,7 @@ impl Replay<'_> {
     /// When message `key`'s data has left its sender (`Ok((injected, T))`).
     fn injected(&self, key: u64) -> std::result::Result<(Time, Time), Blocked> {
         self.messages
-            .get(&key)
+            .get(key)
             .and_then(|m| m.injected.map(|at| (at, m.wire)))
             .ok_or(Blocked::Message(key))
     }
@@ -657,6 +733,71 @@ mod tests {
         assert_eq!(times[0], vec![(0, 100), (100, 200), (200, 600)]);
         // The receive Wait starts at 200 and ends at the second arrival plus o.
         assert_eq!(times[1], vec![(0, 100), (100, 200), (200, 1_600)]);
+    }
+
+    /// A program of fixed calls that records the messages the replay forgot.
+    struct Forgetful {
+        queues: Vec<VecDeque<Call>>,
+        times: Vec<Vec<(Time, Time)>>,
+        forgotten: Vec<u64>,
+    }
+
+    impl Program for Forgetful {
+        fn next(&mut self, rank: usize) -> Result<Option<Call>> {
+            Ok(self.queues[rank].pop_front())
+        }
+
+        fn ended(&mut self, rank: usize, start: Time, end: Time, _: bool) -> Result<()> {
+            self.times[rank].push((start, end));
+            Ok(())
+        }
+
+        fn forget(&mut self, message: u64) {
+            self.forgotten.push(message);
+        }
+    }
+
+    /// Two ranks swapping `rounds` messages each way by Isend, Irecv and Wait, the messages
+    /// of round `i` named `first + 2i` (from rank 0) and `first + 2i + 1`.
+    fn exchanges(first: u64, rounds: u64) -> Forgetful {
+        let round = |r: u64, i: u64| {
+            let (out, back) = (first + 2 * i + r, first + 2 * i + 1 - r);
+            vec![
+                call(10, send(out, 100 + 900 * r, false)),
+                call(0, recv(back, false)),
+                call(
+                    5,
+                    Step::Wait {
+                        sends: vec![out],
+                        recvs: vec![back],
+                    },
+                ),
+            ]
+        };
+        let queues = (0..2)
+            .map(|r| (0..rounds).flat_map(|i| round(r, i)).collect())
+            .collect();
+        Forgetful {
+            queues,
+            times: vec![Vec::new(); 2],
+            forgotten: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_message_is_forgotten_once_both_halves_ended_and_any_key_replays_alike() {
+        let mut small = exchanges(1, 3);
+        replay(&net(), &[0, 0], &mut small).unwrap();
+        // Each message once, when the later of its two Waits ended.
+        let mut forgotten = small.forgotten.clone();
+        forgotten.sort_unstable();
+        assert_eq!(forgotten, (1..=6).collect::<Vec<_>>());
+        assert_eq!(small.times[0].len(), 9);
+        // Keys past the table's (kept in its map) give the same times.
+        let mut large = exchanges(DENSE_KEYS - 3, 3);
+        replay(&net(), &[0, 0], &mut large).unwrap();
+        assert_eq!(large.times, small.times);
+        assert_eq!(large.forgotten.len(), 6);
     }
 
     #[test]
