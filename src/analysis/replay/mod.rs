@@ -59,8 +59,8 @@ struct Cursor {
     row: usize,
     /// The measured end of the previous operation.
     previous_end: Option<Time>,
-    /// Requests created and not completed yet: request → (a send?, its message).
-    requests: FxHashMap<RequestId, (bool, u64)>,
+    /// By request slot (see [`RequestSlots`]), the request's call: (a send?, its message).
+    requests: Vec<(bool, u64)>,
     /// The operation handed to the replay and not ended yet, with its measured times.
     /// (The replay asks for a location's next call only once its previous one ended.)
     pending: Option<(OpId, Time, Time)>,
@@ -169,6 +169,8 @@ struct Source {
     offset: usize,
     /// Rows read so far.
     read: usize,
+    /// The location's requests created and not completed at the end of the rows read.
+    requests: RequestSlots,
 }
 
 /// Rows prepared at a time for all locations together: each location's window is its share,
@@ -220,7 +222,14 @@ impl Source {
                     next_window_rows(self.window, self.read + self.offset, stream.rows_left());
                 if let Some(columns) = stream.next_window(rows)? {
                     self.read += columns.rows();
-                    return Prepared::new(trace, &columns, self.location, self.whole).map(Some);
+                    return Prepared::new(
+                        trace,
+                        &columns,
+                        self.location,
+                        self.whole,
+                        &mut self.requests,
+                    )
+                    .map(Some);
                 }
             }
             let Some(&chunk) = self.chunks.get(self.next_chunk) else {
@@ -269,8 +278,8 @@ struct Prepared {
     /// The chunk's row that the window's first row is.
     first_row: usize,
     rows: Vec<Row>,
-    /// Every row's completed requests, one after the other in row order.
-    completed: Vec<RequestId>,
+    /// Every row's completed requests (their slots), one after the other in row order.
+    completed: Vec<u32>,
     /// The rows' operations whole, in row order, when asked for (from the same decoded
     /// columns: storing a simulated run no longer decodes each chunk a second time).
     whole: Option<VecDeque<Operation>>,
@@ -293,14 +302,14 @@ enum Action {
         envelope: Envelope,
         bytes: u64,
         blocking: bool,
-        /// The request a non-blocking send creates.
-        request: Option<RequestId>,
+        /// The slot of the request a non-blocking send creates.
+        request: Option<u32>,
     },
     Recv {
         envelope: Envelope,
         blocking: bool,
-        /// The request a non-blocking receive creates.
-        request: Option<RequestId>,
+        /// The slot of the request a non-blocking receive creates.
+        request: Option<u32>,
     },
     SendRecv {
         send: Envelope,
@@ -331,9 +340,15 @@ impl Prepared {
         columns: &OperationColumns,
         (rank, thread): (Rank, u32),
         whole: bool,
+        slots: &mut RequestSlots,
     ) -> Result<Prepared> {
         let mut rows = Vec::with_capacity(columns.rows());
         let mut ops = whole.then(|| VecDeque::with_capacity(columns.rows()));
+        let mut requests = Requests {
+            slots,
+            listed: columns.completes_list(),
+            completed: Vec::new(),
+        };
         // Where each row's completed requests start in the window's list.
         let mut at = 0usize;
         for row in 0..columns.rows() {
@@ -343,7 +358,7 @@ impl Prepared {
                 end: columns.end(row),
                 // A call the model knows nothing of keeps its duration.
                 action: columns.kind(row).map_or(Action::Local, |kind| {
-                    action(trace, rank, kind, columns, row, (at, count))
+                    action(trace, rank, kind, columns, row, (at, count), &mut requests)
                 }),
             });
             if let Some(ops) = ops.as_mut() {
@@ -355,14 +370,56 @@ impl Prepared {
             chunk: columns.chunk(),
             first_row: columns.first_row(),
             rows,
-            completed: columns.completes_list().to_vec(),
+            completed: requests.completed,
             whole: ops,
         })
     }
 }
 
+/// A location's requests created and not completed, each in a slot of its own: the replay
+/// finds a request's call by its slot (an index) instead of looking the request up, and
+/// slots are reused once their request completes, so that their number stays that of the
+/// requests open at once. Kept while the location's windows are prepared, in order.
+#[derive(Clone, Default)]
+struct RequestSlots {
+    open: FxHashMap<RequestId, u32>,
+    free: Vec<u32>,
+    slots: u32,
+}
+
+impl RequestSlots {
+    /// The slot of request `request`, created now (a request reused before it completed
+    /// leaves its old slot).
+    fn create(&mut self, request: RequestId) -> u32 {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots += 1;
+            self.slots - 1
+        });
+        if let Some(old) = self.open.insert(request, slot) {
+            self.free.push(old);
+        }
+        slot
+    }
+
+    /// The slot of request `request`, completed now (`None` if it is not open).
+    fn complete(&mut self, request: RequestId) -> Option<u32> {
+        let slot = self.open.remove(&request)?;
+        self.free.push(slot);
+        Some(slot)
+    }
+}
+
+/// A window's requests while it is prepared.
+struct Requests<'a> {
+    slots: &'a mut RequestSlots,
+    /// The requests the window's rows complete, as stored, in row order.
+    listed: &'a [RequestId],
+    /// The slots of those that were open, in row order.
+    completed: Vec<u32>,
+}
+
 /// What row `row` of `columns`, an operation of `rank` that completes the `completes`
-/// (offset, count) of the chunk's list, does; the import's rules decide what is a message.
+/// (offset, count) of the window's list, does; the import's rules decide what is a message.
 fn action(
     trace: &Trace,
     rank: Rank,
@@ -370,6 +427,7 @@ fn action(
     columns: &OperationColumns,
     row: usize,
     (at, count): (usize, usize),
+    requests: &mut Requests<'_>,
 ) -> Action {
     use crate::model::{flags, ANY_TAG};
     let blocking = !kind.is_nonblocking();
@@ -400,27 +458,38 @@ fn action(
         _ => None,
     };
     let bytes = columns.send_bytes(row);
-    let request = columns.request(row).filter(|_| !blocking);
+    let mut request = || {
+        columns
+            .request(row)
+            .filter(|_| !blocking)
+            .map(|r| requests.slots.create(r))
+    };
     match (sent, received) {
         (Some(send), Some(recv)) => Action::SendRecv { send, bytes, recv },
         (Some(envelope), None) => Action::Send {
             envelope,
             bytes,
             blocking,
-            request,
+            request: request(),
         },
         (None, Some(envelope)) => Action::Recv {
             envelope,
             blocking,
-            request,
+            request: request(),
         },
         _ if kind.is_completion() || kind == OpKind::RequestFree => {
             if flag_bits & flags::NOT_COMPLETED != 0 {
                 Action::Local
             } else {
+                let first = requests.completed.len();
+                for &r in requests.listed.get(at..at + count).unwrap_or(&[]) {
+                    if let Some(slot) = requests.slots.complete(r) {
+                        requests.completed.push(slot);
+                    }
+                }
                 Action::Complete {
-                    at: at as u32,
-                    count: count as u32,
+                    at: first as u32,
+                    count: (requests.completed.len() - first) as u32,
                     free: kind == OpKind::RequestFree,
                 }
             }
@@ -532,10 +601,18 @@ impl Cursor {
 fn link(
     rank: Rank,
     action: Action,
-    completed: &[RequestId],
+    completed: &[u32],
     links: &mut Links<'_>,
-    requests: &mut FxHashMap<RequestId, (bool, u64)>,
+    requests: &mut Vec<(bool, u64)>,
 ) -> Step {
+    // A request's call, kept in its slot.
+    let mut keep = |slot: u32, call: (bool, u64)| {
+        let slot = slot as usize;
+        if slot >= requests.len() {
+            requests.resize(slot + 1, (false, 0));
+        }
+        requests[slot] = call;
+    };
     match action {
         Action::Local => Step::Local,
         Action::SendRecv { send, bytes, recv } => Step::SendRecv {
@@ -550,8 +627,8 @@ fn link(
             request,
         } => {
             let message = links.envelopes.message(envelope, true);
-            if let Some(r) = request {
-                requests.insert(r, (true, message));
+            if let Some(slot) = request {
+                keep(slot, (true, message));
             }
             Step::Send {
                 message,
@@ -565,18 +642,18 @@ fn link(
             request,
         } => {
             let message = links.envelopes.message(envelope, false);
-            if let Some(r) = request {
-                requests.insert(r, (false, message));
+            if let Some(slot) = request {
+                keep(slot, (false, message));
             }
             Step::Recv { message, blocking }
         }
         Action::Complete { at, count, free } => {
             let (at, count) = (at as usize, count as usize);
             let (mut sends, mut recvs) = (Vec::new(), Vec::new());
-            for r in completed.get(at..at + count).unwrap_or(&[]) {
-                match requests.remove(r) {
-                    Some((true, m)) => sends.push(m),
-                    Some((false, m)) => recvs.push(m),
+            for &slot in completed.get(at..at + count).unwrap_or(&[]) {
+                match requests.get(slot as usize) {
+                    Some(&(true, m)) => sends.push(m),
+                    Some(&(false, m)) => recvs.push(m),
                     None => {}
                 }
             }
@@ -651,11 +728,12 @@ fn replay_with(
                 window,
                 offset: window_offset(at, count, window),
                 read: 0,
+                requests: RequestSlots::default(),
             },
             current: None,
             row: 0,
             previous_end: None,
-            requests: FxHashMap::default(),
+            requests: Vec::new(),
             pending: None,
             pending_whole: None,
             ahead: None,
