@@ -52,8 +52,11 @@ struct Links<'t> {
 
 /// One location's operations, read a window at a time as the replay asks for them.
 struct Cursor {
-    /// Where the location's operations are read from, positioned after `current`.
-    source: Source,
+    /// The location (rank, thread).
+    location: (Rank, u32),
+    /// Where the location's operations are read from, positioned after `current`; with
+    /// `ahead` while the next window is prepared.
+    source: Option<Source>,
     /// The current window, prepared for the replay.
     current: Option<Prepared>,
     row: usize,
@@ -67,47 +70,65 @@ struct Cursor {
     /// That operation whole, when asked for (apart: moving an absent operation along with
     /// every call cost the replay a copy of its size each time).
     pending_whole: Option<Operation>,
-    /// The next window, being prepared on another core meanwhile (by a copy of `source`,
-    /// which comes back with it).
+    /// The next window, being prepared on another core meanwhile (by `source`, which comes
+    /// back with it).
     ahead: Option<Arc<Ahead>>,
 }
 
-/// A location's next window, prepared on another core ahead of its turn by a copy of the
-/// location's source, which comes back with it.
-#[derive(Default)]
+/// A location's next window, prepared on another core ahead of its turn by the location's
+/// source, which comes back with it.
 struct Ahead {
     state: Mutex<AheadState>,
     done: Condvar,
 }
 
 /// Where a window prepared ahead is.
-#[derive(Default)]
 enum AheadState {
-    /// Not begun: the replay may take the work back.
-    #[default]
-    Queued,
+    /// Not begun: the replay may take the source back.
+    Queued(Source),
     /// Being prepared; `awaited` once the replay waits for it (only then is it woken: a
     /// wake-up is a system call even when nobody waits).
     Running {
         awaited: bool,
     },
-    Done(Box<(Source, Result<Option<Prepared>>)>),
-    /// Taken back by the replay before it began, or abandoned (a panic while preparing).
+    Done(Source, Result<Option<Prepared>>),
+    /// Taken back by the replay before it began, or lost (a panic while preparing).
     Dropped,
 }
 
+/// What the replay gets back of a window asked for ahead.
+enum Taken {
+    /// The window, prepared, and the source that read it.
+    Ready(Source, Result<Option<Prepared>>),
+    /// The source: the window had not begun (it will not now: the replay prepares it itself,
+    /// rather than wait for a core to come free).
+    Back(Source),
+    /// Nothing: preparing it panicked.
+    Lost,
+}
+
 impl Ahead {
-    /// Prepares the window on this core, unless the replay took it back.
-    fn run(&self, trace: &Trace, mut source: Source) {
-        {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            if !matches!(*state, AheadState::Queued) {
-                return;
-            }
-            *state = AheadState::Running { awaited: false };
+    fn new(source: Source) -> Ahead {
+        Ahead {
+            state: Mutex::new(AheadState::Queued(source)),
+            done: Condvar::new(),
         }
+    }
+
+    /// Prepares the window on this core, unless the replay took it back.
+    fn run(&self, trace: &Trace) {
+        let mut source = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match std::mem::replace(&mut *state, AheadState::Running { awaited: false }) {
+                AheadState::Queued(source) => source,
+                other => {
+                    *state = other;
+                    return;
+                }
+            }
+        };
         // Should preparing panic, the replay must not wait for it forever: it is told the
-        // work was dropped, and prepares the window itself.
+        // work was lost, and says so.
         struct Abandoned<'a>(&'a Ahead);
         impl Drop for Abandoned<'_> {
             fn drop(&mut self) {
@@ -123,34 +144,33 @@ impl Ahead {
         let _abandoned = Abandoned(self);
         let prepared = source.next_window(trace);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let before = std::mem::replace(&mut *state, AheadState::Done(Box::new((source, prepared))));
+        let before = std::mem::replace(&mut *state, AheadState::Done(source, prepared));
         if matches!(before, AheadState::Running { awaited: true }) {
             self.done.notify_one();
         }
     }
 
     /// The window and the source that read it, waiting for them if they are being prepared;
-    /// `None` if the work had not begun (it will not now: the caller prepares it itself,
-    /// rather than wait for a core to come free).
-    fn take(&self) -> Option<(Source, Result<Option<Prepared>>)> {
+    /// the source alone if the work had not begun.
+    fn take(&self) -> Taken {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             match std::mem::replace(&mut *state, AheadState::Dropped) {
-                AheadState::Done(done) => return Some(*done),
+                AheadState::Done(source, prepared) => return Taken::Ready(source, prepared),
+                AheadState::Queued(source) => return Taken::Back(source),
                 AheadState::Running { .. } => {
                     *state = AheadState::Running { awaited: true };
                     state = self.done.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
-                AheadState::Queued | AheadState::Dropped => return None,
+                AheadState::Dropped => return Taken::Lost,
             }
         }
     }
 }
 
 /// A location's stored operations: its chunks in order, the one being read kept as stored
-/// and decoded a window of rows at a time. Cheap to copy (the chunk's bytes are shared), so
-/// that the next window can be read on another core while the replay goes on.
-#[derive(Clone)]
+/// and decoded a window of rows at a time; moved to another core to read the next window
+/// while the replay goes on, and back.
 struct Source {
     /// The location's chunks, in order.
     chunks: Arc<[u32]>,
@@ -380,7 +400,7 @@ impl Prepared {
 /// finds a request's call by its slot (an index) instead of looking the request up, and
 /// slots are reused once their request completes, so that their number stays that of the
 /// requests open at once. Kept while the location's windows are prepared, in order.
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct RequestSlots {
     open: FxHashMap<RequestId, u32>,
     free: Vec<u32>,
@@ -530,18 +550,32 @@ impl Cursor {
                 return Ok(true);
             }
             // Prepared ahead, waited for if another core is at it; prepared here if none
-            // began it (the copy that would have started where `source` is).
-            let ready = self.ahead.take().and_then(|ahead| ahead.take());
-            let next = match ready {
-                Some((source, prepared)) => {
-                    self.source = source;
-                    prepared?
+            // began it.
+            let (source, next) = match self.ahead.take().map(|ahead| ahead.take()) {
+                Some(Taken::Ready(source, prepared)) => (source, prepared),
+                Some(Taken::Back(mut source)) => {
+                    let prepared = source.next_window(trace);
+                    (source, prepared)
                 }
-                None => self.source.next_window(trace)?,
+                Some(Taken::Lost) => {
+                    return Err(crate::Error::Corrupt(format!(
+                        "the replay's reading thread stopped on the operations of rank {} \
+                         (thread {}): a damaged chunk?",
+                        self.location.0, self.location.1
+                    )))
+                }
+                None => match self.source.take() {
+                    Some(mut source) => {
+                        let prepared = source.next_window(trace);
+                        (source, prepared)
+                    }
+                    None => return Ok(false),
+                },
             };
-            let Some(next) = next else {
+            let Some(next) = next? else {
                 return Ok(false);
             };
+            self.source = Some(source);
             self.current = Some(next);
             self.row = 0;
             self.prepare_ahead(trace, scope);
@@ -550,12 +584,12 @@ impl Cursor {
 
     /// Starts preparing the location's next window (if it has one) on another core.
     fn prepare_ahead<'t: 's, 's>(&mut self, trace: &'t Trace, scope: &rayon::Scope<'s>) {
-        if !self.source.has_more() {
+        let Some(source) = self.source.take_if(|source| source.has_more()) else {
             return;
-        }
-        let ahead = Arc::new(Ahead::default());
-        let (task, source) = (ahead.clone(), self.source.clone());
-        scope.spawn(move |_| task.run(trace, source));
+        };
+        let ahead = Arc::new(Ahead::new(source));
+        let task = ahead.clone();
+        scope.spawn(move |_| task.run(trace));
         self.ahead = Some(ahead);
     }
 
@@ -580,7 +614,7 @@ impl Cursor {
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
         let step = link(
-            self.source.location.0,
+            self.location.0,
             action,
             &current.completed,
             links,
@@ -719,7 +753,8 @@ fn replay_with(
         chunks.sort_by_key(|info| info.first_row);
         origin.push(chunks.first().map_or(0, |info| info.first_start));
         cursors.push(Cursor {
-            source: Source {
+            location,
+            source: Some(Source {
                 chunks: chunks.iter().map(|info| info.chunk).collect(),
                 next_chunk: 0,
                 stream: None,
@@ -729,7 +764,7 @@ fn replay_with(
                 offset: window_offset(at, count, window),
                 read: 0,
                 requests: RequestSlots::default(),
-            },
+            }),
             current: None,
             row: 0,
             previous_end: None,
@@ -783,7 +818,9 @@ fn replay_with(
 fn prepare_first_windows(trace: &Trace, cursors: &mut [Cursor]) -> Result<()> {
     use rayon::prelude::*;
     cursors.par_iter_mut().try_for_each(|c| {
-        c.current = c.source.next_window(trace)?;
+        if let Some(source) = c.source.as_mut() {
+            c.current = source.next_window(trace)?;
+        }
         Ok(())
     })
 }
@@ -817,7 +854,7 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
         (self.each)(
             Replayed {
                 op,
-                rank: cursor.source.location.0,
+                rank: cursor.location.0,
                 measured: (s, e),
                 simulated: (start, end),
                 unresolved,
