@@ -55,8 +55,10 @@ struct Cursor {
     /// The location (rank, thread).
     location: (Rank, u32),
     /// Where the location's operations are read from, positioned after `current`; with
-    /// `ahead` while the next window is prepared.
-    source: Option<Source>,
+    /// `ahead` while the next window is prepared. (Boxed, as every part of a cursor the
+    /// replay does not touch on every call: with many ranks each cursor's lines miss the
+    /// cache, and fewer of them miss less.)
+    source: Option<Box<Source>>,
     /// The current window, prepared for the replay.
     current: Option<Prepared>,
     row: usize,
@@ -65,11 +67,9 @@ struct Cursor {
     /// By request slot (see [`RequestSlots`]), the request's call: (a send?, its message).
     requests: Vec<(bool, u64)>,
     /// The operation handed to the replay and not ended yet, with its measured times.
-    /// (The replay asks for a location's next call only once its previous one ended.)
+    /// (The replay asks for a location's next call only once its previous one ended; that
+    /// operation whole, when asked for, is the first of the current window's.)
     pending: Option<(OpId, Time, Time)>,
-    /// That operation whole, when asked for (apart: moving an absent operation along with
-    /// every call cost the replay a copy of its size each time).
-    pending_whole: Option<Operation>,
     /// The next window, being prepared on another core meanwhile (by `source`, which comes
     /// back with it).
     ahead: Option<Arc<Ahead>>,
@@ -85,13 +85,13 @@ struct Ahead {
 /// Where a window prepared ahead is.
 enum AheadState {
     /// Not begun: the replay may take the source back.
-    Queued(Source),
+    Queued(Box<Source>),
     /// Being prepared; `awaited` once the replay waits for it (only then is it woken: a
     /// wake-up is a system call even when nobody waits).
     Running {
         awaited: bool,
     },
-    Done(Source, Result<Option<Prepared>>),
+    Done(Box<Source>, Result<Option<Prepared>>),
     /// Taken back by the replay before it began, or lost (a panic while preparing).
     Dropped,
 }
@@ -99,16 +99,16 @@ enum AheadState {
 /// What the replay gets back of a window asked for ahead.
 enum Taken {
     /// The window, prepared, and the source that read it.
-    Ready(Source, Result<Option<Prepared>>),
+    Ready(Box<Source>, Result<Option<Prepared>>),
     /// The source: the window had not begun (it will not now: the replay prepares it itself,
     /// rather than wait for a core to come free).
-    Back(Source),
+    Back(Box<Source>),
     /// Nothing: preparing it panicked.
     Lost,
 }
 
 impl Ahead {
-    fn new(source: Source) -> Ahead {
+    fn new(source: Box<Source>) -> Ahead {
         Ahead {
             state: Mutex::new(AheadState::Queued(source)),
             done: Condvar::new(),
@@ -607,9 +607,6 @@ impl Cursor {
         let Some(current) = self.current.as_mut() else {
             return Ok(None);
         };
-        if let Some(ops) = current.whole.as_mut() {
-            self.pending_whole = ops.pop_front();
-        }
         let Row { start, end, action } = current.rows[row];
         let burst = self.previous_end.map_or(0, |e| start.saturating_sub(e));
         self.previous_end = Some(end);
@@ -754,7 +751,7 @@ fn replay_with(
         origin.push(chunks.first().map_or(0, |info| info.first_start));
         cursors.push(Cursor {
             location,
-            source: Some(Source {
+            source: Some(Box::new(Source {
                 chunks: chunks.iter().map(|info| info.chunk).collect(),
                 next_chunk: 0,
                 stream: None,
@@ -764,13 +761,12 @@ fn replay_with(
                 offset: window_offset(at, count, window),
                 read: 0,
                 requests: RequestSlots::default(),
-            }),
+            })),
             current: None,
             row: 0,
             previous_end: None,
             requests: Vec::new(),
             pending: None,
-            pending_whole: None,
             ahead: None,
         });
     }
@@ -847,7 +843,8 @@ impl<'t: 's, 's> schedule::Program for Locations<'t, '_, 's, '_> {
         let Some((op, s, e)) = cursor.pending.take() else {
             return Ok(());
         };
-        let operation = cursor.pending_whole.take().map(|mut o| {
+        let whole = cursor.current.as_mut().and_then(|c| c.whole.as_mut());
+        let operation = whole.and_then(VecDeque::pop_front).map(|mut o| {
             (o.start, o.end) = (start, end);
             o
         });
