@@ -306,9 +306,9 @@ impl Family {
         }
         let wrap = self.wraps();
         // Signed step along each dimension, modulo the extent where the family wraps: -1, 0
-        // or 1, or not a neighbour at all. At most 32 dimensions (each extent is at least 2
-        // and their product a rank count); kept on the stack, as this runs per edge.
-        let mut steps = [0i64; 32];
+        // or 1, or not a neighbour at all. Kept on the stack, as this runs per edge (a helper
+        // returning the steps made this three times slower, perf).
+        let mut steps = [0i64; MAX_DIMS];
         let Some(steps) = steps.get_mut(..dims.len()) else {
             return false;
         };
@@ -330,6 +330,7 @@ impl Family {
                 (0, 1) | (0, -1) | (1, 0) | (-1, 0) | (1, -1) | (-1, 1)
             ),
             Family::Stencil8Grid | Family::Stencil8Torus => true,
+            // (Answered above.)
             Family::AllToAll | Family::BinaryTree | Family::Cg => {
                 self.adjacent_by_position(dims, a, b)
             }
@@ -635,17 +636,8 @@ fn profile(dist: &[u32]) -> Vec<u32> {
 /// The graph and coordinates of a lattice: positions row-major over `dims` (the last
 /// coordinate varies fastest), each joined to the positions at `offsets`, wrapping or not.
 fn lattice(dims: &[u32], wrap: bool, offsets: &[Vec<i64>]) -> (Graph, Vec<Vec<u32>>) {
-    let n: u32 = dims.iter().product();
-    let coords: Vec<Vec<u32>> = (0..n)
-        .map(|mut p| {
-            let mut c = vec![0; dims.len()];
-            for i in (0..dims.len()).rev() {
-                c[i] = p % dims[i];
-                p /= dims[i];
-            }
-            c
-        })
-        .collect();
+    let coords = positions(dims);
+    let n = coords.len() as u32;
     let mut edges = Vec::with_capacity(n as usize * offsets.len());
     for (p, c) in coords.iter().enumerate() {
         'offsets: for o in offsets {
@@ -903,11 +895,11 @@ impl fmt::Display for Unidentified {
     }
 }
 
-/// The filtered graph of a matrix and the fraction of bytes dropped.
-///
-/// Each pair's bytes are listed under both its ranks (a counting sort by rank) and summed per
-/// neighbour in each rank's short list, which gives the graph's adjacency lists directly: a
-/// hash map of pairs cost a third of identifying a 16,384-rank stencil.
+/// The filtered graph of a matrix (each pair's volume both ways, pairs under `threshold`
+/// times the largest dropped) and the fraction of bytes dropped: read off the entries where
+/// they allow it ([`two_way_filtered_graph`]), else by sorting them by rank
+/// ([`any_filtered_graph`]). Both give the adjacency lists directly: a hash map of pairs cost
+/// a third of identifying a 16,384-rank stencil.
 fn filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
     two_way_filtered_graph(matrix, threshold)
         .unwrap_or_else(|| any_filtered_graph(matrix, threshold))
@@ -1069,6 +1061,22 @@ fn two_way_filtered_graph(matrix: &CommMatrix, threshold: f64) -> Option<(Graph,
     Some(kept.finish(total))
 }
 
+/// The most dimensions a candidate has: each extent is at least 2 and their product a rank
+/// count. Coordinates worked on per edge are kept on the stack, this many at most.
+const MAX_DIMS: usize = 32;
+
+/// Every position's coordinates, row-major over `dims` (see [`row_major`]).
+fn positions(dims: &[u32]) -> Vec<Vec<u32>> {
+    let n: u32 = dims.iter().product();
+    (0..n)
+        .map(|p| {
+            let mut c = vec![0; dims.len()];
+            row_major(p, dims, &mut c);
+            c
+        })
+        .collect()
+}
+
 /// Position `p`'s coordinates, row-major over `dims` (the last coordinate varies fastest), as
 /// every reference numbers its positions.
 fn row_major(mut p: u32, dims: &[u32], out: &mut [u32]) {
@@ -1084,8 +1092,8 @@ fn row_major(mut p: u32, dims: &[u32], out: &mut [u32]) {
 /// same graph. Worked out from the coordinates, without building the candidate's graph.
 fn numbered_as_positions(g: &Graph, family: Family, dims: &[u32]) -> bool {
     let k = dims.len();
-    let (mut a, mut b) = ([0u32; 32], [0u32; 32]);
-    if k > a.len() {
+    let (mut a, mut b) = ([0u32; MAX_DIMS], [0u32; MAX_DIMS]);
+    if k > MAX_DIMS {
         return false;
     }
     (0..g.n()).all(|v| {
@@ -1164,17 +1172,10 @@ pub fn identify(matrix: &CommMatrix, params: &IdentifyParams) -> Result<Topology
             });
         }
         if numbered_as_positions(&g, family, &dims) {
-            let mut at = vec![0u32; dims.len()];
-            let coordinates = (0..n)
-                .map(|p| {
-                    row_major(p, &dims, &mut at);
-                    at.clone()
-                })
-                .collect();
             return Ok(Topology {
                 family,
+                coordinates: positions(&dims),
                 dims,
-                coordinates,
                 dropped_fraction,
             });
         }
