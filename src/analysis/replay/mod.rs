@@ -184,11 +184,9 @@ struct Source {
     whole: bool,
     /// Rows per window.
     window: usize,
-    /// Where the location's windows end: at `offset` rows past a multiple of `window` of
-    /// its operations, whatever its chunks' lengths (see [`window_offset`]).
-    offset: usize,
-    /// Rows read so far.
-    read: usize,
+    /// Rows read so far, plus the location's offset (see [`window_offset`]): its windows end
+    /// where this is a multiple of `window`, whatever its chunks' lengths.
+    at: usize,
     /// The location's requests created and not completed at the end of the rows read.
     requests: RequestSlots,
 }
@@ -238,10 +236,9 @@ impl Source {
     fn next_window(&mut self, trace: &Trace) -> Result<Option<Prepared>> {
         loop {
             if let Some(stream) = self.stream.as_mut() {
-                let rows =
-                    next_window_rows(self.window, self.read + self.offset, stream.rows_left());
+                let rows = next_window_rows(self.window, self.at, stream.rows_left());
                 if let Some(columns) = stream.next_window(rows)? {
-                    self.read += columns.rows();
+                    self.at += columns.rows();
                     return Prepared::new(
                         trace,
                         &columns,
@@ -403,18 +400,17 @@ impl Prepared {
 #[derive(Default)]
 struct RequestSlots {
     open: FxHashMap<RequestId, u32>,
+    /// Slots of no open request (every slot is open or free: there are `open` and `free`
+    /// slots in all).
     free: Vec<u32>,
-    slots: u32,
 }
 
 impl RequestSlots {
     /// The slot of request `request`, created now (a request reused before it completed
     /// leaves its old slot).
     fn create(&mut self, request: RequestId) -> u32 {
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.slots += 1;
-            self.slots - 1
-        });
+        let slots = self.open.len() + self.free.len();
+        let slot = self.free.pop().unwrap_or(slots as u32);
         if let Some(old) = self.open.insert(request, slot) {
             self.free.push(old);
         }
@@ -758,8 +754,7 @@ fn replay_with(
                 location,
                 whole,
                 window,
-                offset: window_offset(at, count, window),
-                read: 0,
+                at: window_offset(at, count, window),
                 requests: RequestSlots::default(),
             })),
             current: None,
