@@ -45,9 +45,8 @@ const READ_AHEAD_WINDOWS: u64 = 2;
 /// in turns: where some of a file's pages had left the cache, each window read waited for
 /// the disk (`perf sched`: the reading thread asleep in `read` 224 times in one 64-rank
 /// import; by hand, runs that met 4% of the archive's pages evicted took about twice as
-/// long), while the next
-/// window is not needed before every other location has had its turn. Advice only: a
-/// kernel that ignores it costs nothing but the call.
+/// long), while the next window is not needed before every other location has had its turn.
+/// Advice only: a kernel that ignores it costs nothing but the call.
 fn read_ahead(file: &File, offset: u64, len: u64) {
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
     {
