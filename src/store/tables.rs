@@ -83,13 +83,14 @@ impl Columns {
         out
     }
 
-    /// Decodes a chunk of `ncols` columns; `what` names it in errors.
+    /// Decodes a chunk of `ncols` columns from its `body` (its stored bytes with their
+    /// checksum checked and removed: [`unseal`]); `what` names it in errors.
     pub fn decode<W: fmt::Display + ?Sized>(
-        bytes: &[u8],
+        body: &[u8],
         ncols: usize,
         what: &W,
     ) -> Result<Columns> {
-        let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
+        let (mut pos, rows, list_len) = chunk_header(body, ncols, what)?;
         let n = ncols;
         let mut cols = Vec::with_capacity(n);
         for _ in 0..n {
@@ -100,14 +101,13 @@ impl Columns {
     }
 }
 
-/// Checks a chunk's checksum and header: returns its body, the position of its first column,
-/// its row count and the length of its list column.
-fn chunk_header<'a, W: fmt::Display + ?Sized>(
-    bytes: &'a [u8],
+/// Checks a chunk's header in its `body` (see [`Columns::decode`]): returns the position of
+/// its first column, its row count and the length of its list column.
+fn chunk_header<W: fmt::Display + ?Sized>(
+    body: &[u8],
     ncols: usize,
     what: &W,
-) -> Result<(&'a [u8], usize, usize, usize)> {
-    let body = unseal(bytes, what)?;
+) -> Result<(usize, usize, usize)> {
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
     if body.first() != Some(&CHUNK_FORMAT) {
         return Err(bad("unknown chunk format"));
@@ -119,21 +119,22 @@ fn chunk_header<'a, W: fmt::Display + ?Sized>(
     if n != ncols || rows > CHUNK_ROWS {
         return Err(bad("unexpected shape"));
     }
-    Ok((body, pos, rows, list_len))
+    Ok((pos, rows, list_len))
 }
 
-/// Decodes only the `wanted` columns of a chunk, and of each only rows `0..take`: the others
-/// are skipped by their length and left empty. The list column is decoded whole when `wanted`
-/// holds `ncols` (the index after the fixed columns), else left empty. For scans that need
-/// two columns of nine, and reads of a chunk's first rows. The row count is the chunk's.
+/// Decodes only the `wanted` columns of a chunk's `body` (see [`Columns::decode`]), and of
+/// each only rows `0..take`: the others are skipped by their length and left empty. The list
+/// column is decoded whole when `wanted` holds `ncols` (the index after the fixed columns),
+/// else left empty. For scans that need two columns of nine, and reads of a chunk's first
+/// rows. The row count is the chunk's.
 pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
-    bytes: &[u8],
+    body: &[u8],
     ncols: usize,
     wanted: &[usize],
     take: usize,
     what: &W,
 ) -> Result<Columns> {
-    let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
+    let (mut pos, rows, list_len) = chunk_header(body, ncols, what)?;
     let bad = |why: &str| Error::Corrupt(format!("{what}: {why}"));
     let mut cols = vec![Vec::new(); ncols];
     for (i, col) in cols.iter_mut().enumerate() {
@@ -168,17 +169,17 @@ pub(super) struct ChunkStream {
 }
 
 impl ChunkStream {
-    /// Opens the `wanted` columns of a chunk of `ncols` columns (the list column when
-    /// `wanted` holds `ncols`; its rows' lengths are in column `list_lengths`, which is then
-    /// read too); `what` names the chunk in errors.
+    /// Opens the `wanted` columns of a chunk of `ncols` columns from its `body` (see
+    /// [`Columns::decode`]; the list column when `wanted` holds `ncols`; its rows' lengths
+    /// are in column `list_lengths`, which is then read too); `what` names the chunk in errors.
     pub(super) fn open<W: fmt::Display + ?Sized>(
-        bytes: &[u8],
+        body: &[u8],
         ncols: usize,
         wanted: &[usize],
         list_lengths: usize,
         what: &W,
     ) -> Result<ChunkStream> {
-        let (body, mut pos, rows, list_len) = chunk_header(bytes, ncols, what)?;
+        let (mut pos, rows, list_len) = chunk_header(body, ncols, what)?;
         let with_list = wanted.contains(&ncols);
         let mut bodies = Vec::new();
         let mut cols = Vec::with_capacity(ncols);
@@ -858,7 +859,8 @@ mod tests {
         let ops: Vec<Operation> = (0..CHUNK_ROWS as u64).map(sample_op).collect();
         let c = chunk_of(&ops);
         let bytes = c.encode();
-        let back = Columns::decode(&bytes, op_col::COUNT, "test chunk").unwrap();
+        let back =
+            Columns::decode(unseal(&bytes, "t").unwrap(), op_col::COUNT, "test chunk").unwrap();
         assert_eq!(back, c);
         let read = OperationColumns::new(0, &back).operations(3, 0).unwrap();
         assert_eq!(read.len(), CHUNK_ROWS);
@@ -871,7 +873,9 @@ mod tests {
         let c = chunk_of(&ops);
         let fields = [OperationField::End, OperationField::SendTag];
         let wanted = columns_of(&fields, OperationField::columns);
-        let read = decode_column_prefixes(&c.encode(), op_col::COUNT, &wanted, 10, "t").unwrap();
+        let bytes = c.encode();
+        let body = unseal(&bytes, "t").unwrap();
+        let read = decode_column_prefixes(body, op_col::COUNT, &wanted, 10, "t").unwrap();
         let read = OperationColumns::new(7, read);
         assert_eq!(read.rows(), 1000);
         for (row, op) in ops.iter().enumerate().take(10) {
@@ -885,9 +889,11 @@ mod tests {
         let ops: Vec<Operation> = (0..1000).map(sample_op).collect();
         let c = chunk_of(&ops);
         let wanted = columns_of(&[OperationField::Completes], OperationField::columns);
+        let bytes = c.encode();
+        let body = unseal(&bytes, "t").unwrap();
         let read = OperationColumns::new(
             0,
-            decode_column_prefixes(&c.encode(), op_col::COUNT, &wanted, usize::MAX, "t").unwrap(),
+            decode_column_prefixes(body, op_col::COUNT, &wanted, usize::MAX, "t").unwrap(),
         );
         let mut at = 0;
         for (row, op) in ops.iter().enumerate() {
@@ -920,14 +926,15 @@ mod tests {
         push_message(&mut c, &m);
         let bytes = c.encode();
         let all = columns_of(&MessageField::ALL, MessageField::columns);
-        let whole = decode_column_prefixes(&bytes, msg_col::COUNT, &all, 1, "m").unwrap();
+        let body = unseal(&bytes, "m").unwrap();
+        let whole = decode_column_prefixes(body, msg_col::COUNT, &all, 1, "m").unwrap();
         assert_eq!(MessageColumns::new(0, whole).message(0), m);
         let without_ops: Vec<MessageField> = MessageField::ALL
             .into_iter()
             .filter(|f| !matches!(f, MessageField::SendOp | MessageField::RecvOp))
             .collect();
         let wanted = columns_of(&without_ops, MessageField::columns);
-        let part = decode_column_prefixes(&bytes, msg_col::COUNT, &wanted, 1, "m").unwrap();
+        let part = decode_column_prefixes(body, msg_col::COUNT, &wanted, 1, "m").unwrap();
         let expected = Message {
             send_op: 0,
             recv_op: 0,
@@ -954,11 +961,11 @@ mod tests {
             },
         );
         let mut bytes = c.encode();
-        let back = Columns::decode(&bytes, msg_col::COUNT, "m").unwrap();
+        let back = Columns::decode(unseal(&bytes, "m").unwrap(), msg_col::COUNT, "m").unwrap();
         assert_eq!(MessageColumns::new(0, &back).recv_time(0), 7);
         let last = bytes.len() - 6;
         bytes[last] ^= 0x40;
-        let err = Columns::decode(&bytes, msg_col::COUNT, "message chunk 0").unwrap_err();
+        let err = unseal(&bytes, "message chunk 0").unwrap_err();
         assert!(
             err.to_string()
                 .contains("message chunk 0 fails its checksum"),
