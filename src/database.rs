@@ -403,7 +403,52 @@ pub struct Trace {
     reader: TraceReader,
     /// Per rank, the places in `op_chunks` of its chunks: built on first use, so that finding
     /// one rank's chunks costs its chunks, not a scan of every rank's.
-    chunks_by_rank: std::sync::OnceLock<Vec<Vec<u32>>>,
+    chunks_by_rank: std::sync::OnceLock<ChunksByRank>,
+}
+
+/// The places in a trace's chunk directory of each rank's operation chunks, ranks one after
+/// another in one vector (a vector per rank was 16,384 allocations at the first per-rank
+/// analysis of a 16,384-rank trace).
+#[derive(Debug)]
+struct ChunksByRank {
+    /// Where each rank's places begin in `places`, and where the last one's end.
+    starts: Vec<u32>,
+    places: Vec<u32>,
+}
+
+impl ChunksByRank {
+    fn new(chunks: &[OpChunkInfo]) -> ChunksByRank {
+        let ranks = chunks
+            .iter()
+            .map(|c| c.rank as usize + 1)
+            .max()
+            .unwrap_or(0);
+        // Counted, then placed: each rank's places stay in directory order.
+        let mut starts = vec![0u32; ranks + 1];
+        for c in chunks {
+            starts[c.rank as usize + 1] += 1;
+        }
+        for r in 0..ranks {
+            starts[r + 1] += starts[r];
+        }
+        let mut next = starts.clone();
+        let mut places = vec![0u32; chunks.len()];
+        for (i, c) in chunks.iter().enumerate() {
+            let at = &mut next[c.rank as usize];
+            places[*at as usize] = i as u32;
+            *at += 1;
+        }
+        ChunksByRank { starts, places }
+    }
+
+    /// `rank`'s places, in directory order.
+    fn of(&self, rank: Rank) -> &[u32] {
+        let r = rank as usize;
+        match (self.starts.get(r), self.starts.get(r + 1)) {
+            (Some(&from), Some(&to)) => &self.places[from as usize..to as usize],
+            _ => &[],
+        }
+    }
 }
 
 impl Trace {
@@ -520,23 +565,10 @@ impl Trace {
     /// ```
     pub fn op_chunks_of(&self, rank: Rank) -> impl DoubleEndedIterator<Item = &OpChunkInfo> {
         let chunks = self.op_chunks();
-        let by_rank = self.chunks_by_rank.get_or_init(|| {
-            let ranks = chunks
-                .iter()
-                .map(|c| c.rank as usize + 1)
-                .max()
-                .unwrap_or(0);
-            let mut by_rank = vec![Vec::new(); ranks];
-            for (i, c) in chunks.iter().enumerate() {
-                by_rank[c.rank as usize].push(i as u32);
-            }
-            by_rank
-        });
-        by_rank
-            .get(rank as usize)
-            .into_iter()
-            .flatten()
-            .map(move |&i| &chunks[i as usize])
+        let by_rank = self
+            .chunks_by_rank
+            .get_or_init(|| ChunksByRank::new(chunks));
+        by_rank.of(rank).iter().map(move |&i| &chunks[i as usize])
     }
 
     /// Every operation of `rank` (all its threads), in time order per thread.
@@ -858,4 +890,37 @@ pub fn default_database_path() -> PathBuf {
     std::env::var_os("MTFDB_DB")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("mtfdb.db"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ranks_chunks_are_its_own_in_directory_order() {
+        let chunks: Vec<OpChunkInfo> = [2, 0, 2, 5, 0]
+            .into_iter()
+            .enumerate()
+            .map(|(i, rank)| OpChunkInfo {
+                chunk: i as u32,
+                rank,
+                thread: 0,
+                first_row: 0,
+                rows: 1,
+                first_start: 0,
+                last_start: 0,
+                max_end: 0,
+                pack: 0,
+                offset: 0,
+                len: 0,
+            })
+            .collect();
+        let by_rank = ChunksByRank::new(&chunks);
+        assert_eq!(by_rank.of(0), &[1, 4]);
+        assert_eq!(by_rank.of(1), &[] as &[u32]);
+        assert_eq!(by_rank.of(2), &[0, 2]);
+        assert_eq!(by_rank.of(5), &[3]);
+        assert_eq!(by_rank.of(6), &[] as &[u32]);
+        assert_eq!(ChunksByRank::new(&[]).of(0), &[] as &[u32]);
+    }
 }
