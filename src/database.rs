@@ -904,15 +904,8 @@ mod tests {
             .map(|(i, rank)| OpChunkInfo {
                 chunk: i as u32,
                 rank,
-                thread: 0,
-                first_row: 0,
                 rows: 1,
-                first_start: 0,
-                last_start: 0,
-                max_end: 0,
-                pack: 0,
-                offset: 0,
-                len: 0,
+                ..OpChunkInfo::default()
             })
             .collect();
         let by_rank = ChunksByRank::new(&chunks);

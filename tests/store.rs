@@ -391,16 +391,11 @@ fn the_store_api_round_trips_chunks_indexes_and_anomalies_through_a_segment() {
             let encoded = chunk_of(chunk).encode();
             op_chunks.push(OpChunkInfo {
                 chunk,
-                rank: 0,
-                thread: 0,
-                first_row: 0,
                 rows: 3,
-                first_start: 0,
-                last_start: 0,
-                max_end: 0,
                 pack,
                 offset: bytes.len() as u32,
                 len: encoded.len() as u32,
+                ..OpChunkInfo::default()
             });
             bytes.extend_from_slice(&encoded);
             peers.extend(u64::from(chunk) << 16..(u64::from(chunk) << 16) + 3);

@@ -1226,15 +1226,8 @@ mod tests {
         let chunk = |chunk: u32, rows: u32| OpChunkInfo {
             chunk,
             rank: chunk,
-            thread: 0,
-            first_row: 0,
             rows,
-            first_start: 0,
-            last_start: 0,
-            max_end: 0,
-            pack: 0,
-            offset: 0,
-            len: 0,
+            ..OpChunkInfo::default()
         };
         // Chunk 5 is not listed: its members lie between chunk 7's and chunk 3's and must not
         // be taken for either; chunk 2 has no member; chunk 0's only member is its first row.

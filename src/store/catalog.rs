@@ -38,7 +38,7 @@ pub struct Catalog {
 /// the stored operation pack `pack` hold this chunk (a pack holds whole chunks of one or many
 /// locations, up to [`super::ids::CHUNK_ROWS`] rows in all, so that a trace of many small
 /// locations does not pay a stored blob and its indexes per location).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpChunkInfo {
     /// Chunk number: the high 16 bits of its operations' ids.
     pub chunk: u32,
