@@ -423,21 +423,11 @@ impl ChunksByRank {
             .map(|c| c.rank as usize + 1)
             .max()
             .unwrap_or(0);
-        // Counted, then placed: each rank's places stay in directory order.
-        let mut starts = vec![0u32; ranks + 1];
-        for c in chunks {
-            starts[c.rank as usize + 1] += 1;
-        }
-        for r in 0..ranks {
-            starts[r + 1] += starts[r];
-        }
-        let mut next = starts.clone();
-        let mut places = vec![0u32; chunks.len()];
-        for (i, c) in chunks.iter().enumerate() {
-            let at = &mut next[c.rank as usize];
-            places[*at as usize] = i as u32;
-            *at += 1;
-        }
+        let places = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.rank as usize, i as u32));
+        let (starts, places) = crate::grouping::by_key(ranks, places);
         ChunksByRank { starts, places }
     }
 

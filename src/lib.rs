@@ -40,6 +40,7 @@ mod by_rank;
 mod database;
 mod error;
 pub mod export;
+mod grouping;
 pub mod model;
 pub mod query;
 pub mod results;

@@ -536,20 +536,9 @@ impl Graph {
             .filter(|(a, b)| a != b)
             .flat_map(|(a, b)| [(a, b), (b, a)])
             .collect();
-        // Counting sort by source, then each list sorted and deduplicated in place.
-        let mut offsets = vec![0u32; n as usize + 1];
-        for &(a, _) in &pairs {
-            offsets[a as usize + 1] += 1;
-        }
-        for v in 0..n as usize {
-            offsets[v + 1] += offsets[v];
-        }
-        let mut next = offsets.clone();
-        let mut targets = vec![0u32; pairs.len()];
-        for &(a, b) in &pairs {
-            targets[next[a as usize] as usize] = b;
-            next[a as usize] += 1;
-        }
+        // Grouped by source, then each list sorted and deduplicated in place.
+        let (offsets, mut targets) =
+            crate::grouping::by_key(n as usize, pairs.iter().map(|&(a, b)| (a as usize, b)));
         let mut kept = Vec::with_capacity(targets.len());
         let mut dedup_offsets = Vec::with_capacity(offsets.len());
         dedup_offsets.push(0);
@@ -908,28 +897,16 @@ fn filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
 /// [`filtered_graph`] of any matrix: entries in any order, repeated or one way.
 fn any_filtered_graph(matrix: &CommMatrix, threshold: f64) -> (Graph, f64) {
     let n = matrix.n as usize;
-    let mut total: u64 = 0;
-    let mut offsets = vec![0u32; n + 1];
-    for &(s, r, bytes) in &matrix.entries {
-        total += bytes;
-        if s != r && bytes > 0 {
-            offsets[s as usize + 1] += 1;
-            offsets[r as usize + 1] += 1;
-        }
-    }
-    for v in 0..n {
-        offsets[v + 1] += offsets[v];
-    }
-    let mut next = offsets.clone();
-    let mut listed = vec![(0u32, 0u64); offsets[n] as usize];
-    for &(s, r, bytes) in &matrix.entries {
-        if s != r && bytes > 0 {
-            for (a, b) in [(s, r), (r, s)] {
-                listed[next[a as usize] as usize] = (b, bytes);
-                next[a as usize] += 1;
-            }
-        }
-    }
+    let total: u64 = matrix.entries.iter().map(|&(_, _, bytes)| bytes).sum();
+    // Each pair listed under both its ranks.
+    let (offsets, mut listed) = crate::grouping::by_key(
+        n,
+        matrix
+            .entries
+            .iter()
+            .filter(|&&(s, r, bytes)| s != r && bytes > 0)
+            .flat_map(|&(s, r, bytes)| [(s as usize, (r, bytes)), (r as usize, (s, bytes))]),
+    );
     // Each rank's neighbours once, with the pair's volume (bytes both ways), merged in place.
     let mut merged = 0usize;
     let mut merged_offsets = Vec::with_capacity(n + 1);
