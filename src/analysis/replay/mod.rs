@@ -547,26 +547,24 @@ impl Cursor {
             }
             // Prepared ahead, waited for if another core is at it; prepared here if none
             // began it.
-            let (source, next) = match self.ahead.take().map(|ahead| ahead.take()) {
-                Some(Taken::Ready(source, prepared)) => (source, prepared),
-                Some(Taken::Back(mut source)) => {
+            let taken = match (self.ahead.take(), self.source.take()) {
+                (Some(ahead), _) => ahead.take(),
+                (None, Some(source)) => Taken::Back(source),
+                (None, None) => return Ok(false),
+            };
+            let (source, next) = match taken {
+                Taken::Ready(source, prepared) => (source, prepared),
+                Taken::Back(mut source) => {
                     let prepared = source.next_window(trace);
                     (source, prepared)
                 }
-                Some(Taken::Lost) => {
+                Taken::Lost => {
                     return Err(crate::Error::Corrupt(format!(
                         "the replay's reading thread stopped on the operations of rank {} \
                          (thread {}): a damaged chunk?",
                         self.location.0, self.location.1
                     )))
                 }
-                None => match self.source.take() {
-                    Some(mut source) => {
-                        let prepared = source.next_window(trace);
-                        (source, prepared)
-                    }
-                    None => return Ok(false),
-                },
             };
             let Some(next) = next? else {
                 return Ok(false);
