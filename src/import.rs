@@ -397,9 +397,16 @@ impl ChunkedTable {
     fn new(table: Table) -> ChunkedTable {
         ChunkedTable {
             table,
-            cols: Columns::with_capacity(table.columns(), CHUNK_ROWS),
+            cols: Self::room(table),
             next_chunk: 0,
         }
+    }
+
+    /// An empty chunk of `table` with room for a whole chunk up front: grown row by row,
+    /// every column was copied at each doubling, into new memory the kernel faulted in anew
+    /// (`perf`: a tenth of an OTF2 import's page faults). Room not written to costs no memory.
+    fn room(table: Table) -> Columns {
+        Columns::with_capacity(table.columns(), CHUNK_ROWS)
     }
 
     /// Hands the filled chunk to the writer when full (or when `force`d and non-empty).
@@ -407,11 +414,7 @@ impl ChunkedTable {
         if self.cols.rows == 0 || (!force && self.cols.rows < CHUNK_ROWS) {
             return Ok(());
         }
-        // Room for a whole chunk up front: grown row by row, every column was copied at each
-        // doubling, into new memory the kernel faulted in anew (`perf`: a tenth of an OTF2
-        // import's page faults). Room not written to costs no memory.
-        let room = Columns::with_capacity(self.table.columns(), CHUNK_ROWS);
-        let cols = std::mem::replace(&mut self.cols, room);
+        let cols = std::mem::replace(&mut self.cols, Self::room(self.table));
         let chunk = self.next_chunk;
         self.next_chunk += 1;
         let job = match self.table {
