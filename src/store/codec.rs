@@ -473,8 +473,8 @@ pub fn unseal<'a, W: std::fmt::Display + ?Sized>(buf: &'a [u8], what: &W) -> Res
     Ok(body)
 }
 
-/// The body of sealed bytes whose checksum was checked already, as part of larger bytes
-/// sealed and checked together (a chunk in an operation pack).
+/// The body of sealed bytes whose checksum need not be checked again: read from a segment,
+/// which checks every blob it reads against its directory.
 pub fn strip_seal<'a, W: std::fmt::Display + ?Sized>(buf: &'a [u8], what: &W) -> Result<&'a [u8]> {
     buf.len()
         .checked_sub(4)

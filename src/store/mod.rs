@@ -216,20 +216,25 @@ enum ChunkBytes {
 }
 
 impl ChunkBytes {
-    /// The chunk's body, its checksum removed: checked here for a chunk stored on its own. A
-    /// chunk in an operation pack was checked with its pack, once, when the pack was read:
-    /// checking it again at every read was a fifth of reading a small chunk (`perf`, 16,384
-    /// ranks of a few dozen operations each).
+    /// The chunk's body, its own checksum removed unchecked: every blob the segment reads is
+    /// checked against the CRC its directory holds for it ([`Segment::get`]), and the
+    /// chunk's own CRC over the same bytes would check nothing more (checking it at every
+    /// read of a small chunk in a pack was a fifth of the read, `perf`, 16,384 ranks).
     fn body<W: std::fmt::Display + ?Sized>(&self, what: &W) -> Result<&[u8]> {
-        match self {
-            ChunkBytes::Owned(bytes) => unseal(bytes, what),
-            ChunkBytes::InPack(pack, range) => codec::strip_seal(&pack[range.clone()], what),
-        }
+        let bytes = match self {
+            ChunkBytes::Owned(bytes) => bytes,
+            ChunkBytes::InPack(pack, range) => &pack[range.clone()],
+        };
+        codec::strip_seal(bytes, what)
     }
 }
 
 fn unframe(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
-    let body = unseal(bytes, what)?;
+    decompress(unseal(bytes, what)?, what)
+}
+
+/// The bytes compressed in `body` (a sealed frame's body: [`unframe`]).
+fn decompress(body: &[u8], what: &str) -> Result<Vec<u8>> {
     if body.len() < 4 {
         return Err(Error::Corrupt(format!("{what} is truncated")));
     }
@@ -1165,9 +1170,10 @@ impl TraceReader {
             .segment
             .get(&blob_key(&chunk_key(Table::Operations.prefix(), pack)))?
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
+        // Checked by the segment as it read it (see `ChunkBytes::body`).
         let bytes = match blob.split_first() {
-            Some((1, framed)) => unframe(framed, &what)?,
-            Some((0, sealed)) => unseal(sealed, &what)?.to_vec(),
+            Some((1, framed)) => decompress(codec::strip_seal(framed, &what)?, &what)?,
+            Some((0, sealed)) => codec::strip_seal(sealed, &what)?.to_vec(),
             _ => return Err(Error::Corrupt(format!("{what} has an unknown layout"))),
         };
         let bytes = Arc::new(bytes);

@@ -83,8 +83,9 @@ impl Columns {
         out
     }
 
-    /// Decodes a chunk of `ncols` columns from its `body` (its stored bytes with their
-    /// checksum checked and removed: [`unseal`]); `what` names it in errors.
+    /// Decodes a chunk of `ncols` columns from its `body` (its stored bytes without their
+    /// checksum, once the bytes were checked: [`unseal`], or the segment's check of every
+    /// blob it reads); `what` names it in errors.
     pub fn decode<W: fmt::Display + ?Sized>(
         body: &[u8],
         ncols: usize,
