@@ -453,7 +453,12 @@ fn encode_dict(values: &[u64], dict: &[u64], out: &mut Vec<u8>) {
 
 /// Appends the CRC-32 of everything in `buf` so far.
 pub fn seal(buf: &mut Vec<u8>) {
-    let crc = crc32fast::hash(buf);
+    seal_from(buf, 0);
+}
+
+/// Appends the CRC-32 of `buf[start..]`: seals what follows a prefix of `start` bytes.
+pub fn seal_from(buf: &mut Vec<u8>, start: usize) {
+    let crc = crc32fast::hash(&buf[start..]);
     buf.extend_from_slice(&crc.to_le_bytes());
 }
 
