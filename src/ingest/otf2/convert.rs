@@ -215,7 +215,13 @@ pub(crate) struct LocationConverter {
     last_time: Time,
     /// At most this many items wait behind an operation whose completion has not come.
     max_held: usize,
+    /// Emptied lists of completed requests, for the next completion calls.
+    spare_lists: Vec<Vec<u64>>,
 }
+
+/// Emptied request lists a location keeps (a few are in use at once: the calls between a
+/// Wait and the items ahead of it).
+const SPARE_LISTS: usize = 8;
 
 /// Items a location may hold behind one incomplete operation before that operation is given
 /// up on (a request never completed would otherwise hold back the rest of its location).
@@ -234,6 +240,7 @@ impl LocationConverter {
             enters: 0,
             last_time: 0,
             max_held: MAX_HELD,
+            spare_lists: Vec::new(),
         }
     }
 
@@ -243,12 +250,22 @@ impl LocationConverter {
         self.out.front().filter(|s| s.complete)
     }
 
-    /// Drops the item [`LocationConverter::ready`] returned.
+    /// Drops the item [`LocationConverter::ready`] returned, keeping an operation's list of
+    /// completed requests for the next operation (a Wait's list was an allocation and a free
+    /// per call).
     #[inline]
     pub fn pop(&mut self) {
         debug_assert!(self.ready().is_some(), "only a complete item leaves");
-        // Dropped in place: `pop_front` would first copy the item out.
-        self.out.drain(..1);
+        if let Some(Slot {
+            item: Item::Op(op), ..
+        }) = self.out.pop_front()
+        {
+            if op.completes.capacity() > 0 && self.spare_lists.len() < SPARE_LISTS {
+                let mut list = op.completes;
+                list.clear();
+                self.spare_lists.push(list);
+            }
+        }
         self.out_base += 1;
     }
 
@@ -316,6 +333,9 @@ impl LocationConverter {
     fn new_op(&mut self, kind: OpKind, time: Time, offset: u64, complete: bool) -> u64 {
         let mut op = Operation::new(self.rank, kind, time, time);
         op.thread = self.thread;
+        if kind.is_completion() {
+            op.completes = self.spare_lists.pop().unwrap_or_default();
+        }
         self.push(Item::Op(op), offset, complete)
     }
 
