@@ -753,37 +753,27 @@ fn phase_bitmaps(
                 Some(i) => read.swap_remove(i).1,
                 None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
             };
-            let mut run: Option<(usize, Range<u64>)> = None;
-            // Starts are in time order within a location: the phase only moves forward, so
-            // it is found by stepping over phase starts, not by a search per operation
-            // (at 16,384 ranks every chunk spans the phases and every row is looked at).
-            let mut next_phase = 0usize;
-            let mut previous = Time::MIN;
-            for row in 0..columns.rows() {
-                let id = columns.id(row);
+            // Starts are in time order within a location (the import refuses time going
+            // backwards): the rows of one phase are a run, and the run's end is found by a
+            // binary search for the next phase's start (or the last phase's end), not by
+            // looking at every row (at 16,384 ranks every chunk spans the phases).
+            let rows = columns.rows();
+            let mut row = 0;
+            while row < rows {
                 let t = columns.start(row);
-                if t < previous {
-                    next_phase = 0;
-                }
-                previous = t;
-                while next_phase < starts.len() && starts[next_phase] <= t {
-                    next_phase += 1;
-                }
-                let k = phase_at(next_phase, end, t);
-                match (&mut run, k) {
-                    (Some((current, ids)), Some(k)) if *current == k && ids.end == id => {
-                        ids.end = id + 1;
+                let begun = starts.partition_point(|&s| s <= t);
+                let k = phase_at(begun, end, t);
+                let next = first_row_where(row + 1, rows, |r| {
+                    let s = columns.start(r);
+                    match starts.get(begun) {
+                        Some(&next_start) => s >= next_start,
+                        None => k.is_some() && s > end,
                     }
-                    _ => {
-                        if let Some((current, ids)) = run.take() {
-                            op_runs[current].push(ids);
-                        }
-                        run = k.map(|k| (k, id..id + 1));
-                    }
+                });
+                if let Some(k) = k {
+                    op_runs[k].push(columns.id(row)..columns.id(next - 1) + 1);
                 }
-            }
-            if let Some((current, ids)) = run {
-                op_runs[current].push(ids);
+                row = next;
             }
         }
     }
@@ -814,6 +804,21 @@ fn phase_bitmaps(
         phase.messages = serialize(&msgs.finish());
     }
     Ok(())
+}
+
+/// The first of the rows `from..to` for which `past` holds, `to` if none; `past` must hold
+/// for every row after the first it holds for (it is found by halving).
+fn first_row_where(from: usize, to: usize, past: impl Fn(usize) -> bool) -> usize {
+    let (mut low, mut high) = (from, to);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if past(middle) {
+            high = middle;
+        } else {
+            low = middle + 1;
+        }
+    }
+    low
 }
 
 /// Ids gathered into a bitmap a batch at a time: a push per id is as cheap as a vector's, and
