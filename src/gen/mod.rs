@@ -34,7 +34,7 @@ mod bt;
 mod cg;
 mod engine;
 mod ring;
-mod rng;
+pub(crate) mod rng;
 mod stencil;
 mod topo;
 mod truth;

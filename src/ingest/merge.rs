@@ -240,13 +240,8 @@ mod tests {
 
     #[test]
     fn items_come_in_time_order_with_a_locations_equal_times_together() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut random = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::gen::rng::SplitMix64::new(0x2545_f491);
+        let mut random = |n: u64| rng.below(n);
         for round in 0..200 {
             let locations = 1 + random(40) as usize;
             let lists: Vec<Vec<Time>> = (0..locations)
