@@ -21,7 +21,7 @@
 //!    processor), `MPI_COMM_WORLD` (id 0), each rank's `MPI_COMM_SELF` (ids 1 to n) and the
 //!    created communicators (from n + 1 on). The second pass then streams every rank's file
 //!    through a bounded window, converts its records ([`convert`]) and merges the ranks by
-//!    time with a heap.
+//!    time (the merge every reader of one file per location shares, `ingest/merge.rs`).
 //!
 //! Times are wall-clock nanoseconds from the trace's first event (the earliest first record
 //! of any rank). CPU times are decoded but not kept (the model has no place for them).
