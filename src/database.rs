@@ -619,6 +619,16 @@ impl Trace {
         self.reader.operation_columns(chunk, fields)
     }
 
+    /// The start times of operation chunk `chunk`'s rows, in row order, into `out` (what it
+    /// held is replaced): for a reader of many small chunks, one buffer for all of them.
+    pub fn operation_starts_into(
+        &self,
+        chunk: u32,
+        out: &mut Vec<crate::model::Time>,
+    ) -> Result<()> {
+        self.reader.operation_starts_into(chunk, out)
+    }
+
     /// Only the given fields of operation chunk `chunk`, read a window of rows at a time
     /// through the returned stream, which keeps the columns as stored (a few bytes per value)
     /// and decodes only each window: for a reader that holds many chunks open at once.

@@ -163,6 +163,25 @@ fn operations_round_trip_across_chunk_boundaries_column_by_column() {
         assert_eq!(op.depth, 1, "nesting depth of row {i} (inside solve)");
         assert_eq!(op, &expected);
     }
+    // A chunk's start times read into one reused buffer: the generator's, row by row.
+    let mut starts = vec![7; 3];
+    let mut row = 0u64;
+    for chunk in trace.op_chunks().iter().filter(|c| c.rank == 0) {
+        trace
+            .operation_starts_into(chunk.chunk, &mut starts)
+            .unwrap();
+        assert_eq!(starts.len(), chunk.rows as usize, "chunk {}", chunk.chunk);
+        for (i, &t) in starts.iter().enumerate() {
+            assert_eq!(
+                t,
+                rank0_op(row + i as u64).start,
+                "row {i} of chunk {}",
+                chunk.chunk
+            );
+        }
+        row += u64::from(chunk.rows);
+    }
+    assert_eq!(row, RANK0_OPS);
     let rank3 = trace.process_operations(3).unwrap();
     assert_eq!(rank3.len(), 1);
     assert_eq!(rank3[0].1.source, Some(1));

@@ -20,7 +20,7 @@ use super::phases::{self, Mode, PhaseTree};
 use super::process_events::{self, Alphabet, ProcessEvents};
 use crate::error::Result;
 use crate::model::{OpKind, Rank, RoutineCall, Time};
-use crate::store::{OpChunkInfo, OperationColumns};
+use crate::store::OpChunkInfo;
 use crate::Trace;
 
 /// How process patterns are found: `WITH DELIMITERS ON|OFF, TANDEMS ON|OFF, ENVELOPE ON|OFF`
@@ -679,7 +679,7 @@ fn phase_bitmaps(
     calls_of: &CallsByRank,
     phases: &mut [PhaseRecord],
 ) -> Result<()> {
-    use crate::store::{MessageField, OperationField};
+    use crate::store::MessageField;
     let Some(last) = phases.last() else {
         return Ok(());
     };
@@ -716,7 +716,7 @@ fn phase_bitmaps(
     // One rank's chunks, and those of them read while finding its end: kept from rank to
     // rank (at 16,384 ranks, two allocations per rank showed in profiles).
     let mut chunks: Vec<&OpChunkInfo> = Vec::new();
-    let mut read: DecodedChunks = Vec::new();
+    let mut read = DecodedChunks::default();
     for rank in processes.iter().map(|p| p.rank) {
         chunks.clear();
         chunks.extend(
@@ -724,7 +724,7 @@ fn phase_bitmaps(
                 .op_chunks_of(rank)
                 .filter(|c| c.rows > 0 && c.max_end >= starts[0]),
         );
-        read.clear();
+        read.clear_keeping_buffers();
         let latest = latest_in_last_phase(trace, &chunks, &last_rows, last.start, &mut read)?;
         let end = match latest {
             Some(event) => {
@@ -749,32 +749,31 @@ fn phase_bitmaps(
                 op_runs[k].push(info.ids());
                 continue;
             }
-            let columns = match read.iter().position(|(chunk, _)| *chunk == info.chunk) {
-                Some(i) => read.swap_remove(i).1,
-                None => trace.operation_columns(info.chunk, &[OperationField::Start])?,
-            };
+            let chunk_starts = read.take_or_read(trace, info)?;
             // Starts are in time order within a location (the import refuses time going
             // backwards): the rows of one phase are a run, and the run's end is found by a
             // binary search for the next phase's start (or the last phase's end), not by
             // looking at every row (at 16,384 ranks every chunk spans the phases).
-            let rows = columns.rows();
+            let rows = chunk_starts.len();
+            let first_id = info.ids().start;
             let mut row = 0;
             while row < rows {
-                let t = columns.start(row);
+                let t = chunk_starts[row];
                 let begun = starts.partition_point(|&s| s <= t);
                 let k = phase_at(begun, end, t);
                 let next = first_row_where(row + 1, rows, |r| {
-                    let s = columns.start(r);
+                    let s = chunk_starts[r];
                     match starts.get(begun) {
                         Some(&next_start) => s >= next_start,
                         None => k.is_some() && s > end,
                     }
                 });
                 if let Some(k) = k {
-                    op_runs[k].push(columns.id(row)..columns.id(next - 1) + 1);
+                    op_runs[k].push(first_id + row as u64..first_id + next as u64);
                 }
                 row = next;
             }
+            read.give_back(chunk_starts);
         }
     }
     let end_of = |rank: Rank| ends.get(rank as usize).copied().unwrap_or(last.end);
@@ -858,8 +857,50 @@ impl IdSink {
     }
 }
 
-/// Chunks already decoded (their start times), by chunk number.
-type DecodedChunks = Vec<(u32, OperationColumns)>;
+/// Chunks whose start times were read (by chunk number), and emptied buffers for the next
+/// reads: at 16,384 ranks a chunk's starts are read for every rank, and a decoded chunk's
+/// columns allocated per read showed in profiles.
+#[derive(Default)]
+struct DecodedChunks {
+    read: Vec<(u32, Vec<Time>)>,
+    spare: Vec<Vec<Time>>,
+}
+
+impl DecodedChunks {
+    /// The start times of `info`'s rows, read now into a spare buffer.
+    fn read(&mut self, trace: &Trace, info: &OpChunkInfo) -> Result<Vec<Time>> {
+        let mut starts = self.spare.pop().unwrap_or_default();
+        trace.operation_starts_into(info.chunk, &mut starts)?;
+        if starts.len() != info.rows as usize {
+            return Err(crate::Error::Corrupt(format!(
+                "operation chunk {} holds {} rows, its directory says {}",
+                info.chunk,
+                starts.len(),
+                info.rows
+            )));
+        }
+        Ok(starts)
+    }
+
+    /// The start times of `info`'s rows: read before (and taken out), or read now.
+    fn take_or_read(&mut self, trace: &Trace, info: &OpChunkInfo) -> Result<Vec<Time>> {
+        match self.read.iter().position(|(chunk, _)| *chunk == info.chunk) {
+            Some(i) => Ok(self.read.swap_remove(i).1),
+            None => self.read(trace, info),
+        }
+    }
+
+    /// Keeps a buffer for a later read.
+    fn give_back(&mut self, starts: Vec<Time>) {
+        self.spare.push(starts);
+    }
+
+    /// Forgets the chunks read, keeping their buffers.
+    fn clear_keeping_buffers(&mut self) {
+        self.spare
+            .extend(self.read.drain(..).map(|(_, starts)| starts));
+    }
+}
 
 /// Per operation chunk (by chunk number), the last of its rows that is in `ops`, if any:
 /// one backward pass over the bitmap for all the chunks, not a search per chunk (16,384
@@ -920,10 +961,14 @@ fn latest_in_last_phase(
         let t = if row + 1 == info.rows as usize {
             info.last_start
         } else {
-            let starts =
-                trace.operation_columns(info.chunk, &[crate::store::OperationField::Start])?;
-            let t = starts.start(row);
-            read.push((info.chunk, starts));
+            let starts = read.read(trace, info)?;
+            let t = starts.get(row).copied().ok_or_else(|| {
+                crate::Error::Corrupt(format!(
+                    "operation chunk {} has no row {row} of its last phase",
+                    info.chunk
+                ))
+            })?;
+            read.read.push((info.chunk, starts));
             t
         };
         if t >= from {

@@ -1356,6 +1356,18 @@ impl TraceReader {
         Ok(OperationColumns::new(chunk, columns))
     }
 
+    /// The start times of operation chunk `chunk`'s rows, into `out` (its former contents
+    /// replaced): one buffer for a reader of many small chunks' starts.
+    pub fn operation_starts_into(
+        &self,
+        chunk: u32,
+        out: &mut Vec<crate::model::Time>,
+    ) -> Result<()> {
+        let (what, bytes) = self.chunk_bytes(Table::Operations, chunk)?;
+        let ncols = Table::Operations.columns();
+        tables::decode_column_into(bytes.body(&what)?, ncols, tables::op_col::START, out, &what)
+    }
+
     /// The given fields of operation chunk `chunk`, to be read a window of rows at a time
     /// ([`OperationStream::next_window`]): for readers that keep many chunks open at once.
     pub fn operation_stream(

@@ -153,6 +153,26 @@ pub(super) fn decode_column_prefixes<W: fmt::Display + ?Sized>(
     Ok(Columns { rows, cols, list })
 }
 
+/// Decodes column `col` of a chunk's `body` (of `ncols` fixed columns) into `out`, replacing
+/// what it held: for a reader of one column of many small chunks, which keeps one buffer
+/// instead of allocating the chunk's columns for each.
+pub(super) fn decode_column_into<W: fmt::Display + ?Sized>(
+    body: &[u8],
+    ncols: usize,
+    col: usize,
+    out: &mut Vec<u64>,
+    what: &W,
+) -> Result<()> {
+    let (mut pos, rows, _) = chunk_header(body, ncols, what)?;
+    for _ in 0..col {
+        skip_column(body, &mut pos)
+            .map_err(|_| Error::Corrupt(format!("{what}: column runs past the end")))?;
+    }
+    let (enc, column) = column_body(body, &mut pos)?;
+    out.clear();
+    ColumnReader::new(enc, &column, rows)?.read(&column, rows, out)
+}
+
 /// A chunk decoded a window of rows at a time: the wanted columns' bodies are kept as
 /// encoded (a few bytes per value) and each window decodes only its rows. For readers that
 /// hold many chunks open at once and go through each slowly (the replay, one chunk per
