@@ -56,12 +56,8 @@ impl TimeMerge {
                 streams.deliver(i, sink)?;
                 match streams.next_time(i)? {
                     Some(t) if t <= bound => continue,
-                    Some(t) => {
-                        self.tree.move_earliest(t);
-                        break;
-                    }
-                    None => {
-                        self.tree.remove_earliest();
+                    next => {
+                        self.tree.update(i, next);
                         break;
                     }
                 }
@@ -113,7 +109,7 @@ impl ReadyTree {
             winners[n] = a.min(b);
             nodes[n] = a.max(b);
         }
-        nodes[0] = winners[1.min(2 * leaves - 1)];
+        nodes[0] = winners[1];
         ReadyTree { leaves, nodes }
     }
 
@@ -133,18 +129,11 @@ impl ReadyTree {
         (least >> 64) as Time
     }
 
-    /// Gives the earliest location the time of its next ready item.
-    fn move_earliest(&mut self, time: Time) {
-        if let Some(i) = self.earliest() {
-            self.replay(i, key(time, i));
-        }
-    }
-
-    /// Takes out the earliest location (it has nothing more).
-    fn remove_earliest(&mut self) {
-        if let Some(i) = self.earliest() {
-            self.replay(i, DONE);
-        }
+    /// Gives the earliest location, `location`, the time of its next ready item (`None`: it
+    /// has nothing more). Only the earliest may be moved: a loser tree replays the path of
+    /// the last winner.
+    fn update(&mut self, location: usize, next: Option<Time>) {
+        self.replay(location, next.map_or(DONE, |t| key(t, location)));
     }
 
     /// Plays `location`'s new key up its path: at each node the lesser key goes on, the
