@@ -761,13 +761,11 @@ fn phase_bitmaps(
                 let t = chunk_starts[row];
                 let begun = starts.partition_point(|&s| s <= t);
                 let k = phase_at(begun, end, t);
-                let next = first_row_where(row + 1, rows, |r| {
-                    let s = chunk_starts[r];
-                    match starts.get(begun) {
-                        Some(&next_start) => s >= next_start,
-                        None => k.is_some() && s > end,
-                    }
-                });
+                let still_in = |&s: &Time| match starts.get(begun) {
+                    Some(&next_start) => s < next_start,
+                    None => k.is_none() || s <= end,
+                };
+                let next = row + 1 + chunk_starts[row + 1..].partition_point(still_in);
                 if let Some(k) = k {
                     op_runs[k].push(first_id + row as u64..first_id + next as u64);
                 }
@@ -803,21 +801,6 @@ fn phase_bitmaps(
         phase.messages = serialize(&msgs.finish());
     }
     Ok(())
-}
-
-/// The first of the rows `from..to` for which `past` holds, `to` if none; `past` must hold
-/// for every row after the first it holds for (it is found by halving).
-fn first_row_where(from: usize, to: usize, past: impl Fn(usize) -> bool) -> usize {
-    let (mut low, mut high) = (from, to);
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if past(middle) {
-            high = middle;
-        } else {
-            low = middle + 1;
-        }
-    }
-    low
 }
 
 /// Ids gathered into a bitmap a batch at a time: a push per id is as cheap as a vector's, and
@@ -868,7 +851,7 @@ struct DecodedChunks {
 
 impl DecodedChunks {
     /// The start times of `info`'s rows, read now into a spare buffer.
-    fn read(&mut self, trace: &Trace, info: &OpChunkInfo) -> Result<Vec<Time>> {
+    fn read_now(&mut self, trace: &Trace, info: &OpChunkInfo) -> Result<Vec<Time>> {
         let mut starts = self.spare.pop().unwrap_or_default();
         trace.operation_starts_into(info.chunk, &mut starts)?;
         if starts.len() != info.rows as usize {
@@ -886,8 +869,13 @@ impl DecodedChunks {
     fn take_or_read(&mut self, trace: &Trace, info: &OpChunkInfo) -> Result<Vec<Time>> {
         match self.read.iter().position(|(chunk, _)| *chunk == info.chunk) {
             Some(i) => Ok(self.read.swap_remove(i).1),
-            None => self.read(trace, info),
+            None => self.read_now(trace, info),
         }
+    }
+
+    /// Keeps `chunk`'s start times for [`DecodedChunks::take_or_read`].
+    fn keep(&mut self, chunk: u32, starts: Vec<Time>) {
+        self.read.push((chunk, starts));
     }
 
     /// Keeps a buffer for a later read.
@@ -961,14 +949,14 @@ fn latest_in_last_phase(
         let t = if row + 1 == info.rows as usize {
             info.last_start
         } else {
-            let starts = read.read(trace, info)?;
+            let starts = read.read_now(trace, info)?;
             let t = starts.get(row).copied().ok_or_else(|| {
                 crate::Error::Corrupt(format!(
                     "operation chunk {} has no row {row} of its last phase",
                     info.chunk
                 ))
             })?;
-            read.read.push((info.chunk, starts));
+            read.keep(info.chunk, starts);
             t
         };
         if t >= from {
