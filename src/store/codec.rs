@@ -161,12 +161,23 @@ pub fn decode_column_prefix(
     rows: usize,
     take: usize,
 ) -> Result<Vec<u64>> {
-    let take = take.min(rows);
-    let (enc, body) = column_body(buf, pos)?;
-    let mut reader = ColumnReader::new(enc, &body, rows)?;
-    let mut out = Vec::with_capacity(take);
-    reader.read(&body, take, &mut out)?;
+    let mut out = Vec::with_capacity(take.min(rows));
+    decode_column_prefix_into(buf, pos, rows, take, &mut out)?;
     Ok(out)
+}
+
+/// [`decode_column_prefix`] into `out`, which is emptied first: for a reader of many small
+/// columns that keeps one buffer.
+pub fn decode_column_prefix_into(
+    buf: &[u8],
+    pos: &mut usize,
+    rows: usize,
+    take: usize,
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    let (enc, body) = column_body(buf, pos)?;
+    out.clear();
+    ColumnReader::new(enc, &body, rows)?.read(&body, take.min(rows), out)
 }
 
 /// The column at `*pos`: its encoding and its body as encoded (decompressed if it was

@@ -9,8 +9,9 @@
 //! typed readers of [`columns`](super::columns).
 
 use super::codec::{
-    column_body, decode_column, decode_column_prefix, encode_column, encode_column_fast,
-    get_varint, put_varint, seal, skip_column, unseal, unzigzag, zigzag, ColumnReader,
+    column_body, decode_column, decode_column_prefix, decode_column_prefix_into, encode_column,
+    encode_column_fast, get_varint, put_varint, seal, skip_column, unseal, unzigzag, zigzag,
+    ColumnReader,
 };
 use std::fmt;
 use std::ops::Range;
@@ -168,9 +169,7 @@ pub(super) fn decode_column_into<W: fmt::Display + ?Sized>(
         skip_column(body, &mut pos)
             .map_err(|_| Error::Corrupt(format!("{what}: column runs past the end")))?;
     }
-    let (enc, column) = column_body(body, &mut pos)?;
-    out.clear();
-    ColumnReader::new(enc, &column, rows)?.read(&column, rows, out)
+    decode_column_prefix_into(body, &mut pos, rows, rows, out)
 }
 
 /// A chunk decoded a window of rows at a time: the wanted columns' bodies are kept as
