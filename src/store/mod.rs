@@ -929,21 +929,16 @@ impl TraceWriter<'_> {
     /// its [`OpChunkInfo`]'s `pack`, `offset` and `len` in these bytes; `compress` compresses
     /// the pack whole (for chunks encoded without compression of their own).
     pub fn put_op_pack(&mut self, pack: u32, bytes: &[u8], compress: bool) -> Result<()> {
-        // The layout byte, then the pack (framed, or as it is, sealed in place: an
+        // The layout byte, then the pack framed, or as it is and sealed in place (an
         // uncompressed pack is megabytes, copied once here).
-        let blob = if compress {
-            let framed = frame(bytes);
-            let mut blob = Vec::with_capacity(1 + framed.len());
-            blob.push(1);
-            blob.extend_from_slice(&framed);
-            blob
+        let mut blob = vec![u8::from(compress)];
+        if compress {
+            blob.extend_from_slice(&frame(bytes));
         } else {
-            let mut blob = Vec::with_capacity(1 + bytes.len() + 4);
-            blob.push(0);
+            blob.reserve_exact(bytes.len() + 4);
             blob.extend_from_slice(bytes);
             codec::seal_from(&mut blob, 1);
-            blob
-        };
+        }
         self.segment.put(
             blob_key(&chunk_key(Table::Operations.prefix(), pack)),
             &blob,
