@@ -571,29 +571,34 @@ impl PhaseResult {
 /// rank (16,384 of them at 16,384 ranks).
 struct CallsByRank {
     calls: Vec<RoutineCall>,
-    /// Each rank with calls and where they lie in `calls`, by rank (one entry per rank, found
-    /// by a search: a hash map entry per call was most of the phases' time at 16,384 ranks).
-    of: Vec<(Rank, Range<usize>)>,
+    /// Where each rank's calls begin in `calls`, by rank, and where the last rank's end: ranks
+    /// are numbered from 0 to the process count (the import checks it). A search of a list of
+    /// the ranks with calls, once per rank, missed the cache at 16,384 ranks.
+    first: Vec<usize>,
 }
 
 impl CallsByRank {
     fn new(mut calls: Vec<RoutineCall>) -> CallsByRank {
         calls.sort_by_key(|c| c.rank);
-        let mut of: Vec<(Rank, Range<usize>)> = Vec::new();
+        let ranks = calls.last().map_or(0, |c| c.rank as usize + 1);
+        let mut first = Vec::with_capacity(ranks + 1);
         for (i, c) in calls.iter().enumerate() {
-            match of.last_mut() {
-                Some((rank, range)) if *rank == c.rank => range.end = i + 1,
-                _ => of.push((c.rank, i..i + 1)),
+            // Ranks without calls begin (and end) where the next rank's calls begin.
+            while first.len() <= c.rank as usize {
+                first.push(i);
             }
         }
-        CallsByRank { calls, of }
+        first.push(calls.len());
+        CallsByRank { calls, first }
     }
 
     /// `rank`'s calls, in their stored order.
     fn of(&self, rank: Rank) -> &[RoutineCall] {
-        self.of
-            .binary_search_by_key(&rank, |(r, _)| *r)
-            .map_or(&[][..], |i| &self.calls[self.of[i].1.clone()])
+        let rank = rank as usize;
+        match (self.first.get(rank), self.first.get(rank + 1)) {
+            (Some(&start), Some(&end)) => &self.calls[start..end],
+            _ => &[],
+        }
     }
 }
 
@@ -1240,6 +1245,37 @@ pub fn match_template(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_ranks_calls_are_found_in_their_stored_order_and_ranks_without_calls_have_none() {
+        let call = |rank: Rank, start: Time| RoutineCall {
+            rank,
+            thread: 0,
+            routine: 0,
+            depth: 0,
+            start,
+            end: start + 1,
+        };
+        // Ranks 1, 3 and 4 have no calls; rank 2's calls come in two runs, out of rank order.
+        let calls = vec![
+            call(2, 10),
+            call(0, 5),
+            call(5, 1),
+            call(2, 3),
+            call(0, 7),
+            call(2, 40),
+        ];
+        let by_rank = CallsByRank::new(calls);
+        let starts =
+            |rank: Rank| -> Vec<Time> { by_rank.of(rank).iter().map(|c| c.start).collect() };
+        assert_eq!(starts(0), [5, 7]);
+        assert_eq!(starts(2), [10, 3, 40]);
+        assert_eq!(starts(5), [1]);
+        for rank in [1, 3, 4, 6, 1000, Rank::MAX] {
+            assert!(by_rank.of(rank).is_empty(), "rank {rank}");
+        }
+        assert!(CallsByRank::new(Vec::new()).of(0).is_empty());
+    }
 
     #[test]
     fn an_id_sink_holds_every_id_once_in_any_order_across_batches() {
