@@ -332,7 +332,11 @@ fn process_record(
     }
 }
 
-fn serialize(bitmap: &RoaringTreemap) -> Vec<u8> {
+/// `bitmap` as stored, its runs of consecutive ids as runs (a process's operations have
+/// consecutive ids: a phase's operations at 16 ranks took 131 KB as arrays and bitmaps, 242
+/// bytes as runs).
+fn serialize(mut bitmap: RoaringTreemap) -> Vec<u8> {
+    bitmap.optimize();
     let mut out = Vec::with_capacity(bitmap.serialized_size());
     bitmap
         .serialize_into(&mut out)
@@ -357,8 +361,8 @@ fn comm_record(alphabet: &Alphabet, p: &CommPattern) -> CommPatternRecord {
         events: p.occurrences.first().map_or(0, |o| o.events as u32),
         occurrences: p.occurrences.iter().map(|o| (o.start, o.end)).collect(),
         first_ranks: p.occurrences.iter().map(|o| o.first_rank).collect(),
-        ops: serialize(&ops),
-        messages: serialize(&messages),
+        ops: serialize(ops),
+        messages: serialize(messages),
     }
 }
 
@@ -802,8 +806,8 @@ fn phase_bitmaps(
         }
     }
     for ((phase, ops), msgs) in phases.iter_mut().zip(ops).zip(messages) {
-        phase.ops = serialize(&ops);
-        phase.messages = serialize(&msgs.finish());
+        phase.ops = serialize(ops);
+        phase.messages = serialize(msgs.finish());
     }
     Ok(())
 }
