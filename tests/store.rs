@@ -296,6 +296,77 @@ fn a_database_of_another_format_version_is_refused() {
     );
 }
 
+/// Sets the format version the manifest of the database at `path` records (its checksum
+/// line made again), as another build would have written it.
+fn set_manifest_version(path: &std::path::Path, version: u32) {
+    let file = path.join("MANIFEST");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    manifest["format_version"] = version.into();
+    let body = manifest.to_string();
+    let crc = crc32fast::hash(body.as_bytes());
+    std::fs::write(&file, format!("{body}\ncrc32 {crc:08x}\n")).unwrap();
+}
+
+/// The format version the manifest and sled's catalog of the database at `path` record.
+fn recorded_versions(path: &std::path::Path) -> (u64, u32) {
+    let text = std::fs::read_to_string(path.join("MANIFEST")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let raw = raw_sled(&path.join("catalog"));
+    let catalog = raw.get("format_version").unwrap().unwrap();
+    (
+        manifest["format_version"].as_u64().unwrap(),
+        u32::from_le_bytes(catalog.as_ref().try_into().unwrap()),
+    )
+}
+
+#[test]
+fn a_database_of_format_version_6_is_read_and_relabelled_as_this_builds() {
+    let current = mtfdb::store::FORMAT_VERSION;
+    assert_eq!(
+        current, 7,
+        "this test's older version is the one before this build's"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let db = Database::open(&path).unwrap();
+        import_sample(&db, "a");
+    }
+    // Labelled 6 in both places (the bitmaps written here are readable as version 6 was).
+    set_manifest_version(&path, 6);
+    {
+        let raw = raw_sled(&path.join("catalog"));
+        raw.insert("format_version", &6u32.to_le_bytes()).unwrap();
+        raw.flush().unwrap();
+    }
+    assert_eq!(recorded_versions(&path), (6, 6));
+    {
+        let db = Database::open(&path).unwrap();
+        let trace = db.trace("a").unwrap();
+        assert_eq!(trace.summary().operations, RANK0_OPS + 1);
+        assert_eq!(trace.process_operations(0).unwrap().len() as u64, RANK0_OPS);
+    }
+    assert_eq!(recorded_versions(&path), (u64::from(current), current));
+    // Relabelling stopped between its two steps (the catalog done, not the manifest): the
+    // next open finishes it.
+    set_manifest_version(&path, 6);
+    {
+        let db = Database::open(&path).unwrap();
+        assert_eq!(
+            db.trace("a").unwrap().process_operations(0).unwrap().len() as u64,
+            RANK0_OPS
+        );
+    }
+    assert_eq!(recorded_versions(&path), (u64::from(current), current));
+    // A version this build does not read is still refused, and left as it was.
+    set_manifest_version(&path, 5);
+    let err = Database::open(&path).err().expect("refused").to_string();
+    assert!(err.contains("storage format version 5"), "{err}");
+    assert_eq!(recorded_versions(&path), (5, current));
+}
+
 #[test]
 fn a_database_in_use_is_refused() {
     let dir = tempfile::tempdir().unwrap();

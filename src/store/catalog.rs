@@ -10,7 +10,14 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 /// changes; a database of another version is refused on open with a clear message.
 /// Version 4: the bulk of every trace in segment files, a manifest beside sled.
 /// Version 5: operation chunks packed, index bitmaps stored as one posting list per chunk.
-pub const FORMAT_VERSION: u32 = 6;
+/// Version 7: bitmaps (posting lists, stored patterns and phases) may hold runs of
+/// consecutive ids as roaring run containers, which builds reading version 6 cannot decode.
+pub const FORMAT_VERSION: u32 = 7;
+
+/// Older versions this build reads as they are, and relabels as [`FORMAT_VERSION`] when it
+/// opens them (so that a build of that older version then refuses the database instead of
+/// misreading what this one adds): version 6 differs from 7 only in never holding runs.
+pub(crate) const READABLE_OLDER_VERSIONS: &[u32] = &[6];
 
 /// One ready trace in the catalog (imports in progress are not in it: only their segment
 /// file exists, removed on the next open if the import died).

@@ -255,8 +255,10 @@ pub fn encode_postings(postings: &mut [(u32, RoaringTreemap)]) -> Vec<u8> {
     let mut raw = Vec::new();
     codec::put_varint(&mut raw, postings.len() as u64);
     let mut previous = 0u32;
-    for (value, ids) in postings.iter() {
-        codec::put_varint(&mut raw, u64::from(value - previous));
+    for (value, ids) in postings.iter_mut() {
+        // A process's operations in a pack are runs of consecutive ids: kept as runs.
+        ids.optimize();
+        codec::put_varint(&mut raw, u64::from(*value - previous));
         previous = *value;
         codec::put_varint(&mut raw, ids.serialized_size() as u64);
         // Writing to a Vec fails only when memory is exhausted.
@@ -469,6 +471,12 @@ fn legacy_layout_error(path: &Path) -> Error {
     }
 }
 
+/// Whether this build reads a database of format `version`: its own, or an older one it
+/// relabels on opening.
+fn readable_version(version: u32) -> bool {
+    version == FORMAT_VERSION || catalog::READABLE_OLDER_VERSIONS.contains(&version)
+}
+
 fn read_version(db: &sled::Db, catalog_dir: &Path, path: &Path) -> Result<Option<u32>> {
     match guarded(catalog_dir, || db.get(KEY_VERSION))? {
         Some(v) => <[u8; 4]>::try_from(v.as_ref())
@@ -556,7 +564,7 @@ impl Store {
                 path.join(manifest::MANIFEST).display()
             )));
         };
-        if manifest.format_version != FORMAT_VERSION {
+        if !readable_version(manifest.format_version) {
             return Err(version_error(&path, manifest.format_version));
         }
         std::fs::create_dir_all(&segments_dir).map_err(|e| Error::io(&segments_dir, e))?;
@@ -571,8 +579,9 @@ impl Store {
                 catalog_dir.display()
             )),
         })?;
-        match read_version(&db, &catalog_dir, &path)? {
-            Some(version) if version != FORMAT_VERSION => {
+        let catalog_version = read_version(&db, &catalog_dir, &path)?;
+        match catalog_version {
+            Some(version) if !readable_version(version) => {
                 return Err(version_error(&path, version))
             }
             Some(_) => {}
@@ -615,8 +624,19 @@ impl Store {
                 shortfalls.join("; ")
             )));
         }
-        if manifest.traces != catalog.traces {
-            // A commit or a drop was interrupted between its two steps: the catalog has it.
+        if catalog_version.is_some_and(|v| v != FORMAT_VERSION) {
+            // An older version this build reads: relabelled, the catalog first (a database
+            // left with one of the two relabelled opens here as well, and is finished then).
+            guarded(&store.catalog_dir, || {
+                store
+                    .db
+                    .insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes())?;
+                store.db.flush()
+            })?;
+        }
+        if manifest.traces != catalog.traces || manifest.format_version != FORMAT_VERSION {
+            // A commit or a drop was interrupted between its two steps (the catalog has it),
+            // or the database was of an older version.
             Manifest::of(&catalog, FORMAT_VERSION).write(&store.path)?;
         }
         *store.next_id.lock().unwrap_or_else(|p| p.into_inner()) = catalog
