@@ -130,16 +130,11 @@ impl ReadyTree {
     }
 
     /// Gives the earliest location, `location`, the time of its next ready item (`None`: it
-    /// has nothing more). Only the earliest may be moved: a loser tree replays the path of
-    /// the last winner.
+    /// has nothing more), and plays its new key up its path: at each node the lesser key goes
+    /// on, the greater stays as the loser. Only the earliest may be moved: a loser tree
+    /// replays the path of the last winner.
     fn update(&mut self, location: usize, next: Option<Time>) {
-        self.replay(location, next.map_or(DONE, |t| key(t, location)));
-    }
-
-    /// Plays `location`'s new key up its path: at each node the lesser key goes on, the
-    /// greater stays as the loser.
-    fn replay(&mut self, location: usize, key: u128) {
-        let mut winner = key;
+        let mut winner = next.map_or(DONE, |t| key(t, location));
         let mut node = (location + self.leaves) >> 1;
         while node > 0 {
             let other = self.nodes[node];
@@ -177,25 +172,6 @@ mod tests {
         }
         fn progress(&self) -> Progress {
             Progress::default()
-        }
-    }
-
-    struct Null;
-    impl EventSink for Null {
-        fn header(&mut self, _: &crate::model::TraceHeader) -> Result<()> {
-            Ok(())
-        }
-        fn string(&mut self, _: crate::model::StrId, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn operation(&mut self, _: &crate::model::Operation) -> Result<()> {
-            Ok(())
-        }
-        fn routine(&mut self, _: &crate::model::RoutineEvent) -> Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self) -> Result<()> {
-            Ok(())
         }
     }
 
@@ -250,7 +226,9 @@ mod tests {
                 delivered: Vec::new(),
             };
             let merge = TimeMerge::prime(&mut streams, locations).unwrap();
-            merge.run(&mut streams, &mut Null, &mut |_| {}).unwrap();
+            merge
+                .run(&mut streams, &mut crate::gen::NullSink, &mut |_| {})
+                .unwrap();
             assert_eq!(
                 streams.delivered,
                 expected(&lists),
