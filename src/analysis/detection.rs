@@ -332,15 +332,10 @@ fn process_record(
     }
 }
 
-/// `bitmap` as stored, its runs of consecutive ids as runs (a process's operations have
-/// consecutive ids: a phase's operations at 16 ranks took 131 KB as arrays and bitmaps, 242
-/// bytes as runs).
+/// `bitmap` as stored (see [`crate::store::put_bitmap`]).
 fn serialize(mut bitmap: RoaringTreemap) -> Vec<u8> {
-    bitmap.optimize();
-    let mut out = Vec::with_capacity(bitmap.serialized_size());
-    bitmap
-        .serialize_into(&mut out)
-        .expect("writing to a Vec cannot fail");
+    let mut out = Vec::new();
+    crate::store::put_bitmap(&mut bitmap, &mut out);
     out
 }
 

@@ -255,18 +255,29 @@ pub fn encode_postings(postings: &mut [(u32, RoaringTreemap)]) -> Vec<u8> {
     let mut raw = Vec::new();
     codec::put_varint(&mut raw, postings.len() as u64);
     let mut previous = 0u32;
+    let mut bitmap = Vec::new();
     for (value, ids) in postings.iter_mut() {
-        // A process's operations in a pack are runs of consecutive ids: kept as runs.
-        ids.optimize();
         codec::put_varint(&mut raw, u64::from(*value - previous));
         previous = *value;
-        codec::put_varint(&mut raw, ids.serialized_size() as u64);
-        // Writing to a Vec fails only when memory is exhausted.
-        #[allow(clippy::expect_used)]
-        ids.serialize_into(&mut raw)
-            .expect("writing to a Vec cannot fail");
+        bitmap.clear();
+        put_bitmap(ids, &mut bitmap);
+        codec::put_varint(&mut raw, bitmap.len() as u64);
+        raw.extend_from_slice(&bitmap);
     }
     frame(&raw)
+}
+
+/// Appends `bitmap` to `out` as every stored bitmap is written: roaring's portable form, its
+/// runs of consecutive ids kept as runs (format 7; a process's operations have consecutive
+/// ids, so that a posting list or a phase's operations is a few runs).
+pub(crate) fn put_bitmap(bitmap: &mut RoaringTreemap, out: &mut Vec<u8>) {
+    bitmap.optimize();
+    out.reserve(bitmap.serialized_size());
+    // Writing to a Vec fails only when memory is exhausted.
+    #[allow(clippy::expect_used)]
+    bitmap
+        .serialize_into(out)
+        .expect("writing to a Vec cannot fail");
 }
 
 /// The bitmap of `value` in posting lists written by [`encode_postings`], if it has one.
@@ -313,12 +324,8 @@ fn decode_meta<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Resu
 
 /// Compresses a serialized bitmap (a view's operations).
 fn encode_bitmap(bitmap: &RoaringTreemap) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(bitmap.serialized_size());
-    // Writing to a Vec fails only when memory is exhausted.
-    #[allow(clippy::expect_used)]
-    bitmap
-        .serialize_into(&mut raw)
-        .expect("writing to a Vec cannot fail");
+    let mut raw = Vec::new();
+    put_bitmap(&mut bitmap.clone(), &mut raw);
     frame(&raw)
 }
 
