@@ -337,8 +337,9 @@ struct OpenChunk {
 /// buffer row by row copies it many times over. Twice, because the buffers are relieved when
 /// their total reaches the cap, and by then the processes ahead in time hold more than their
 /// share: with room for the share only, the buffers of those ahead were copied into ones twice
-/// as large before every relief (3-4% of a 64-rank OTF2 import's wall time). Room is
-/// address space: only the rows written take memory, and the cap, not the room, bounds them.
+/// as large before every relief (3-4% of a 64-rank OTF2 import's wall time, by hand over
+/// alternating imports, not a bench). Room is address space: only the rows written take
+/// memory, and the cap, not the room, bounds them.
 fn chunk_room(processes: usize, rows: usize) -> usize {
     (2 * MAX_BUFFERED_ROWS / processes.max(1)).min(CHUNK_ROWS - rows.min(CHUNK_ROWS))
 }
@@ -934,8 +935,8 @@ const BATCHES_IN_FLIGHT: usize = 16;
 
 /// One item of a batch, in stream order. Operations live in the batch's reusable slots and
 /// the rare items in a list of their own, so that an entry is small and plain data and
-/// clearing a batch drops nothing per entry (a tenth of a percent of the import each, at
-/// millions of entries).
+/// clearing a batch drops nothing per entry (in perf, a tenth of a percent of the import
+/// each, at millions of entries).
 #[derive(Clone, Copy)]
 enum Entry {
     Operation(usize),

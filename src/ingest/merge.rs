@@ -77,8 +77,8 @@ impl TimeMerge {
 /// location, every inner node the loser of the match played there. When the earliest
 /// location's next time is known, only the matches on its path are replayed, one comparison
 /// per level without a branch to mispredict (`BinaryHeap`'s pop and push cost about twice
-/// that, and were a tenth of the 64-rank OTF2 reading thread). The time of the next location
-/// is the least of the losers on the earliest one's path.
+/// that, and were a tenth of the 64-rank OTF2 reading thread's perf samples). The time of the
+/// next location is the least of the losers on the earliest one's path.
 struct ReadyTree {
     /// Leaves: a power of two, at least the number of locations.
     leaves: usize,
