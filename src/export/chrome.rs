@@ -40,7 +40,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{to_file, walk, ExportStats, Spool, Writer};
+use super::{output, walk, ExportStats, Spool, Writer};
 use crate::error::{Error, Result};
 use crate::hash::{FxHashMap as HashMap, FxHasher};
 use crate::model::{
@@ -180,10 +180,10 @@ pub fn export(
 }
 
 /// Writes the part of `trace` that `restriction` keeps as Chrome trace JSON to the file at
-/// `path` (created or truncated). On an error the file is removed rather than left half
-/// written.
+/// `path` through an [`output::Output`]: a regular file is replaced only once the export is
+/// complete and left as it was on an error; a device or FIFO is written in place.
 pub fn export_file(trace: &Trace, restriction: &Restriction, path: &Path) -> Result<ExportStats> {
-    to_file(path, |file| export(trace, restriction, file, path))
+    output::write_with(path, |out| export(trace, restriction, out, path))
 }
 
 /// A written operation still waiting for its message(s) or its collective instance.

@@ -36,11 +36,11 @@ pub mod chrome;
 pub mod gxl;
 pub mod mtf_text;
 mod order;
+pub mod output;
 pub mod parquet;
 pub mod report;
 pub mod svg;
 
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -139,9 +139,10 @@ pub fn export(trace: &Trace, format: Format, out: impl Write, name: &Path) -> Re
     }
 }
 
-/// Writes `trace` in `format` to the file at `path` (created or truncated). On an error the
-/// file is removed rather than left half written. For [`Format::Parquet`], `path` is the
-/// folder the tables go in ([`parquet::export_parquet`]).
+/// Writes `trace` in `format` to the file at `path` through an [`output::Output`]: a
+/// regular file is replaced only once the export is complete (a failed or killed export
+/// leaves it as it was), a device or FIFO is written in place. For [`Format::Parquet`],
+/// `path` is the folder the tables go in ([`parquet::export_parquet`]).
 pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportStats> {
     if format == Format::Parquet {
         let s = parquet::export_parquet(trace, path)?;
@@ -155,52 +156,25 @@ pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportS
             derived_anomalies: 0,
         });
     }
-    to_file(path, |file| export(trace, format, file, path))
+    output::write_with(path, |out| export(trace, format, out, path))
 }
 
-/// Creates (or truncates) the file at `path` and hands it to `write`; on an error the file is
-/// removed rather than left half written.
-pub(crate) fn to_file(
-    path: &Path,
-    write: impl FnOnce(File) -> Result<ExportStats>,
-) -> Result<ExportStats> {
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let written = write(file);
-    if written.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    written
-}
-
-/// Writes `bytes` to `path` through a temporary file beside it, so that a failure never
-/// leaves a half-written file (nor truncates an earlier one).
+/// Writes `bytes` to `path` whole or not at all ([`output::Output`]): a failure never
+/// leaves a half-written file, nor truncates an earlier one.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    write_whole_with(path, |file| {
-        file.write_all(bytes)
-            .and_then(|_| file.flush())
-            .map_err(|e| Error::io(path, e))
+    output::write_with(path, |out| {
+        out.write_all(bytes).map_err(|e| Error::io(path, e))
     })
 }
 
 /// [`write_whole`] of what `write` writes to the file: `path` becomes the file only when
-/// `write` succeeds, and is left as it was (or absent) otherwise.
+/// `write` succeeds, and is left as it was (or absent) otherwise. A device or FIFO at
+/// `path` is written in place ([`output::Output`]).
 pub fn write_whole_with(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    // A temporary file is private (0600); the file it becomes is an ordinary one.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
-    write(tmp.as_file_mut())?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    output::write_with(path, |out| write(out.file_mut()))
 }
 
 /// Bytes gathered before they are handed to an export's output.

@@ -20,10 +20,11 @@
 //! written in time order within each file (the export's merge of all locations by time);
 //! messages and collective instances are sorted by time within each row group.
 //!
-//! Everything is written to a temporary folder inside DIR and renamed into place at the end,
-//! so a failed export leaves nothing behind; an export of the same trace already in DIR is
-//! refused, never overwritten. Memory follows a chunk per location and a row group per open
-//! file, not the trace.
+//! Everything is written to a temporary folder inside DIR, synced, and renamed into place at
+//! the end, so a failed export leaves nothing behind (a killed one at most its hidden
+//! `.mtfdb-export-*` folder, never a partial table); an export of the same trace already in
+//! DIR is refused, never overwritten. Memory follows a chunk per location and a row group per
+//! open file, not the trace.
 //!
 //! ```no_run
 //! let db = mtfdb::Database::open("traces.mtfdb")?;
@@ -887,6 +888,8 @@ pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
         .tempdir_in(dir)
         .map_err(|e| Error::io(dir, e))?;
     let stats = write_tables(trace, tmp.path())?;
+    // On the disk before in place: a crash after the renames finds whole files.
+    super::output::sync_tree(tmp.path()).map_err(|e| Error::io(dir, e))?;
     // Into place, table by table; a failure takes back what was moved already.
     let mut moved: Vec<PathBuf> = Vec::new();
     // The analysis tables are there when the trace holds their results.
@@ -904,6 +907,13 @@ pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
             return Err(Error::io(&target, e));
         }
         moved.push(target);
+    }
+    // The renames themselves, as Output::commit does for a file; a folder that cannot be
+    // synced costs only durability against a crash.
+    for table in &moved {
+        if let Some(Ok(d)) = table.parent().map(File::open) {
+            let _ = d.sync_all();
+        }
     }
     Ok(stats)
 }

@@ -56,13 +56,20 @@ pub fn run(db: Option<PathBuf>) -> Result<(), Error> {
         Some(p) => p,
         None => std::env::temp_dir().join(format!("mtfdb-demo-{}", std::process::id())),
     };
-    let file = std::env::temp_dir().join(format!("mtfdb-demo-{}.mtf", std::process::id()));
-    std::fs::write(&file, EXAMPLE).map_err(|e| Error::io(&file, e))?;
+    // A file of its own (created exclusively, removed when dropped): a fixed name in the
+    // shared temporary folder could be a link someone else put there.
+    let mut file = tempfile::Builder::new()
+        .prefix("mtfdb-demo-")
+        .suffix(".mtf")
+        .tempfile()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    std::io::Write::write_all(&mut file, EXAMPLE.as_bytes())
+        .map_err(|e| Error::io(file.path(), e))?;
     let database = Database::open(&dir)?;
     if database.trace("wrf16").is_err() {
-        database.import(&file, Some("wrf16"))?;
+        database.import(file.path(), Some("wrf16"))?;
     }
-    let _ = std::fs::remove_file(&file);
+    drop(file);
     emit!(
         "database {} holds the example trace wrf16 (16 processes, world communicator C1)\n\n",
         dir.display()

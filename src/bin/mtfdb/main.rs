@@ -395,7 +395,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             if let Some(path) = truth {
                 let json = serde_json::to_string_pretty(&ground_truth)
                     .map_err(|e| Error::Usage(format!("the ground truth: {e}")))?;
-                std::fs::write(&path, json).map_err(|e| Error::io(&path, e))?;
+                mtfdb::export::write_whole(&path, json.as_bytes())?;
             }
             emit!(
                 "wrote {} ({} operations and {} routine events: {} ranks, {} iterations of {})\n",
