@@ -183,6 +183,29 @@ impl Database {
         })
     }
 
+    /// Checks the whole database at `path` without opening it (as SQLite's `PRAGMA
+    /// integrity_check` does): the manifest, every blob of every trace's segment and every
+    /// view and stored result against their checksums, and what dead writers left. With
+    /// `repair`, rebuilds the catalog from the files (the segments and stored files describe
+    /// themselves) and removes the leftovers. See [`crate::store::check`].
+    pub fn check(path: impl AsRef<Path>, repair: bool) -> Result<crate::store::check::Report> {
+        crate::store::check::check(path.as_ref(), repair)
+    }
+
+    /// False when the database's folder cannot be written (read-only media, or a folder
+    /// the user may not write): every statement that stores nothing still answers; imports,
+    /// drops and views fail saying that they need write access, and analyses answer
+    /// without storing their results.
+    pub fn writable(&self) -> bool {
+        self.store.writable()
+    }
+
+    /// How long a write (an import's commit, a drop, a view) waits for another process's
+    /// write to finish before it fails, saying who writes and since when: 10 s unless set.
+    pub fn set_busy_timeout(&self, timeout: std::time::Duration) {
+        self.store.set_busy_timeout(timeout);
+    }
+
     /// The database's directory.
     pub fn path(&self) -> &Path {
         self.store.path()
@@ -316,13 +339,18 @@ impl Database {
             .collect())
     }
 
-    /// The traces the database holds, by name.
+    /// The traces the database holds, by name (a trace another process drops while they are
+    /// listed is left out: the list is the traces as that drop left them).
     pub fn traces(&self) -> Result<Vec<TraceInfo>> {
-        self.store
-            .ready_traces()?
-            .iter()
-            .map(|e| Ok(info_of(self.store.reader(&e.name)?.meta())))
-            .collect()
+        let mut out = Vec::new();
+        for e in self.store.ready_traces()? {
+            match self.store.reader(&e.name) {
+                Ok(reader) => out.push(info_of(reader.meta())),
+                Err(Error::NoSuchTrace { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(out)
     }
 
     /// Opens the trace called `name`.

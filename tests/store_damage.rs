@@ -1,5 +1,5 @@
-//! Storage you can trust: every file of a database (sled's, the manifest, each segment) with a
-//! bit flipped, truncated or deleted either answers exactly as before or fails with an error
+//! Storage you can trust: every file of a database (the manifest, each segment, each stored
+//! view and result) with a bit flipped, truncated or deleted either answers exactly as before or fails with an error
 //! naming the damage, never a changed answer and never a panic; a full disk fails an import
 //! cleanly and keeps the other traces; dropping a trace gives its space back; a stored result
 //! of an older schema version is recomputed.
@@ -32,7 +32,8 @@ fn import_generated(db: &Database, name: &str, scenario: Scenario, ranks: u32, i
     .unwrap();
 }
 
-/// Imports three small generated traces, as a user would have them.
+/// Imports three small generated traces, as a user would have them, with a view and a
+/// stored analysis result of one.
 fn populate(path: &Path) {
     let db = Database::open(path).unwrap();
     for (name, scenario, ranks) in [
@@ -42,7 +43,15 @@ fn populate(path: &Path) {
     ] {
         import_generated(&db, name, scenario, ranks, 3);
     }
+    let mut session = Session::new(db);
+    session.use_trace("ring").unwrap();
+    session.run(VIEW_DEFINITION).unwrap();
+    session.run("SELECT PATTERNS FOR PROCESS(0)").unwrap();
 }
+
+/// The view [`populate`] makes of `ring`, and what [`observe`] asks of it.
+const VIEW_DEFINITION: &str = "CREATE VIEW sends AS SELECT ALL MESSAGES WHERE SIZE > 0";
+const VIEW_QUERY: &str = "SELECT COUNT(*) FROM MESSAGES IN VIEW sends";
 
 /// Everything a user sees of the database, as text: the trace list with each trace's
 /// `info`-level summary, every operation and message, and the [`QUERIES`]' rows.
@@ -67,6 +76,10 @@ fn observe(path: &Path) -> mtfdb::Result<String> {
         session.use_trace(name)?;
         for q in QUERIES {
             out += &format!("{q}: {:?}\n", session.run(q)?);
+        }
+        if name == "ring" {
+            out += &format!("{VIEW_QUERY}: {:?}\n", session.run(VIEW_QUERY)?);
+            out += &format!("{:?}\n", session.run("SELECT PATTERNS FOR PROCESS(0)")?);
         }
     }
     Ok(out)
@@ -133,14 +146,14 @@ fn apply(file: &Path, damage: Damage) {
     }
 }
 
-/// What a damaged file's error must name: the segment's file name, the manifest, or sled's
-/// catalog folder.
+/// What a damaged file's error must name: its file name.
 fn name_of_damage(rel: &Path) -> String {
-    if rel.starts_with("catalog") {
-        "catalog".into()
-    } else {
-        rel.file_name().unwrap().to_string_lossy().into_owned()
-    }
+    rel.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// The write lock's file: its content only explains a wait, so damage to it changes nothing.
+fn is_lock_file(rel: &Path) -> bool {
+    rel == Path::new("LOCK")
 }
 
 /// Copies the pristine database, damages one file, observes it twice (the second open sees
@@ -211,7 +224,7 @@ fn pristine() -> (tempfile::TempDir, PathBuf, String) {
 fn every_file_flipped_truncated_or_deleted_answers_as_before_or_names_the_damage() {
     let (_dir, path, expected) = pristine();
     let all = files(&path);
-    for kind in ["MANIFEST", "catalog", "segments"] {
+    for kind in ["MANIFEST", "segments", "stored"] {
         assert!(
             all.iter().any(|f| f.starts_with(kind)),
             "the database has its {kind}: {all:?}"
@@ -224,7 +237,7 @@ fn every_file_flipped_truncated_or_deleted_answers_as_before_or_names_the_damage
         let mut damages = vec![Damage::Delete];
         if len > 0 {
             damages.push(Damage::Flip(0, 0));
-            // Most flips where the file holds data (sled preallocates zeros), a few anywhere.
+            // Most flips where the file holds data, a few anywhere.
             let used = used_len(&path.join(rel));
             damages.extend(
                 offsets(len, used, 16)
@@ -242,8 +255,9 @@ fn every_file_flipped_truncated_or_deleted_answers_as_before_or_names_the_damage
             }
         }
     }
-    // Damage to what the answers read (the manifest, the segments) is always seen.
-    for rel in all.iter().filter(|f| !f.starts_with("catalog")) {
+    // Damage to what the answers read (the manifest, the segments, the stored files) is
+    // always seen.
+    for rel in all.iter().filter(|f| !is_lock_file(f)) {
         for damage in [Damage::Delete, Damage::Truncate(0), Damage::Flip(0, 0)] {
             assert!(
                 trial(&path, &expected, rel, damage),
@@ -258,28 +272,60 @@ fn every_file_flipped_truncated_or_deleted_answers_as_before_or_names_the_damage
 }
 
 #[test]
-fn a_catalog_that_lost_a_trace_is_reported_by_name() {
-    let (_dir, path, _) = pristine();
-    // The catalog as it was before the last import: what sled's recovery returns when it
-    // rolls the last write back.
+fn a_rolled_back_catalog_keeps_the_later_traces_files_and_check_names_them() {
+    let (_dir, path, expected) = pristine();
+    // The manifest of a database that held only `ring` (an older copy put back): it opens
+    // as that state; the later traces' files are kept, and `check` names them recoverable.
     let older = tempfile::tempdir().unwrap();
     let older_db = older.path().join("db");
     {
         let db = Database::open(&older_db).unwrap();
         import_generated(&db, "ring", Scenario::Ring, 4, 3);
     }
-    std::fs::remove_dir_all(path.join("catalog")).unwrap();
-    copy_dir(&older_db.join("catalog"), &path.join("catalog"));
-    let err = Database::open(&path).err().expect("refused");
-    let message = err.to_string();
-    assert!(
-        message.starts_with(&format!(
-            "corrupt database: the catalog {} disagrees with the manifest",
-            path.join("catalog").display()
-        )) && message.contains("trace \"stencil\" is in the manifest but missing from the catalog")
-            && message.contains("trace \"cg\" is in the manifest but missing from the catalog"),
-        "{message}"
-    );
+    let mut old: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(older_db.join("MANIFEST"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    // Point the old catalog at this database's segment of `ring` (same id, this size).
+    let now: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(path.join("MANIFEST"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let ring = now["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ring")
+        .unwrap()
+        .clone();
+    old["traces"] = serde_json::json!([ring]);
+    let body = old.to_string();
+    std::fs::write(
+        path.join("MANIFEST"),
+        format!("{body}\ncrc32 {:08x}\n", crc32fast::hash(body.as_bytes())),
+    )
+    .unwrap();
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.trace_names().unwrap(), vec!["ring"]);
+    drop(db);
+    let report = Database::check(&path, false).unwrap();
+    let recoverable: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.status == mtfdb::store::check::Status::Recoverable)
+        .map(|f| f.item.clone())
+        .collect();
+    assert_eq!(recoverable, vec!["trace \"stencil\"", "trace \"cg\""]);
+    Database::check(&path, true).unwrap();
+    assert_eq!(observe(&path).unwrap(), expected);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The catalog: which traces a database holds and in what state, and each trace's metadata
 //! (declarations, string table, chunk directory, summary counts).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::segment::SegmentRef;
@@ -12,32 +14,88 @@ use crate::model::{OpKind, Rank, Time, TraceHeader};
 /// Version 5: operation chunks packed, index bitmaps stored as one posting list per chunk.
 /// Version 7: bitmaps (posting lists, stored patterns and phases) may hold runs of
 /// consecutive ids as roaring run containers, which builds reading version 6 cannot decode.
-pub const FORMAT_VERSION: u32 = 7;
+/// Version 8: no sled; the manifest is the catalog, and views and stored results are files
+/// it names (`stored/`).
+pub const FORMAT_VERSION: u32 = 8;
 
-/// Older versions this build reads as they are, and relabels as [`FORMAT_VERSION`] when it
-/// opens them (so that a build of that older version then refuses the database instead of
-/// misreading what this one adds): version 6 differs from 7 only in never holding runs.
-pub(crate) const READABLE_OLDER_VERSIONS: &[u32] = &[6];
+/// Older versions this build upgrades when it opens them with write access: their segments
+/// are read as they are; their sled catalog's views and stored results are moved into files
+/// and the catalog folder removed (so that a build of the older version then refuses the
+/// database instead of misreading it). Version 6 differs from 7 only in never holding runs.
+pub(crate) const UPGRADABLE_OLDER_VERSIONS: &[u32] = &[6, 7];
 
-/// One ready trace in the catalog (imports in progress are not in it: only their segment
-/// file exists, removed on the next open if the import died).
+/// One ready trace in the catalog (imports in progress are not in it: only their partial
+/// segment file exists, removed by the next writer if the import died).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogEntry {
-    /// The trace's id: names its segment file and keys its views and stored results.
+    /// The trace's id: names its segment file and its stored files.
     pub id: u64,
     /// The name users refer to it by.
     pub name: String,
     /// Its segment file, with the size and checksum it was written with.
     pub segment: SegmentRef,
+    /// Its views (keys `v:<name>`) and stored analysis results (`r:<key>`), each a file of
+    /// `stored/`.
+    #[serde(default)]
+    pub stored: BTreeMap<String, StoredRef>,
 }
 
-/// The list of traces; stored under one key, so that changing it is one atomic step.
+/// A file of `stored/` as the catalog records it: a view or a stored analysis result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRef {
+    /// The file's name inside `<db>/stored/`: `<trace id>-<generation>.bin`.
+    pub file: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The CRC-32 sealed at its end.
+    pub checksum: u32,
+}
+
+/// What a database holds: the list of traces with their views and stored results, published
+/// whole by the manifest ([`super::manifest`]), so that every change is one atomic step and
+/// every reader sees one committed state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Catalog {
+    /// The storage format version.
+    pub format_version: u32,
+    /// Counts the committed changes: each writes generation + 1. A stored file is named
+    /// with the generation that published it, so that the next writer can tell a file that
+    /// a committed change replaced (at most this generation) from one newer than the catalog.
+    #[serde(default)]
+    pub generation: u64,
     /// Every ready trace.
     pub traces: Vec<CatalogEntry>,
-    /// The next trace id to hand out.
+    /// The next trace id to hand out: every segment file with a smaller id that the catalog
+    /// does not name belongs to a dropped trace.
+    #[serde(default)]
     pub next_id: u64,
+}
+
+impl Catalog {
+    /// An empty catalog of this build's format.
+    pub fn new() -> Catalog {
+        Catalog {
+            format_version: FORMAT_VERSION,
+            ..Catalog::default()
+        }
+    }
+
+    /// The trace called `name`.
+    pub fn trace(&self, name: &str) -> Option<&CatalogEntry> {
+        self.traces.iter().find(|e| e.name == name)
+    }
+
+    /// The trace with id `id`.
+    pub fn trace_by_id(&self, id: u64) -> Option<&CatalogEntry> {
+        self.traces.iter().find(|e| e.id == id)
+    }
+
+    /// The trace names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.traces.iter().map(|e| e.name.clone()).collect();
+        names.sort();
+        names
+    }
 }
 
 /// One chunk of operations: rows `first_row..first_row + rows` of one location

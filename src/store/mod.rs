@@ -1,16 +1,18 @@
-//! The store: every sled call and every file format of mtfdb lives here, behind [`Store`],
-//! [`TraceWriter`] and [`TraceReader`], so that nothing above `store/` knows how bytes sit
-//! on disk. Values leave the store only through the typed readers of [`columns`]
-//! ([`OperationColumns`], [`MessageColumns`]) and the whole-row reads of [`TraceReader`]:
-//! column numbers and value encodings are private to [`tables`].
+//! The store: every file format of mtfdb lives here, behind [`Store`], [`TraceWriter`] and
+//! [`TraceReader`], so that nothing above `store/` knows how bytes sit on disk. Values leave
+//! the store only through the typed readers of [`columns`] ([`OperationColumns`],
+//! [`MessageColumns`]) and the whole-row reads of [`TraceReader`]: column numbers and value
+//! encodings are private to [`tables`].
 //!
 //! Layout of a database folder:
 //!
 //! | path | what |
 //! |---|---|
-//! | `MANIFEST` | the ready traces with their segments' sizes and checksums ([`manifest`]) |
-//! | `catalog/` | sled: `format_version`, `catalog` (the ready traces), and the tree `per_trace` of views and stored analysis results |
+//! | `MANIFEST` | the catalog: the ready traces with their segments' and stored files' sizes and checksums ([`manifest`], [`catalog`]) |
+//! | `LOCK` | the write lock: one writer at a time ([`lock`]) |
 //! | `segments/<id>.seg` | one immutable [`segment`] per trace: its metadata, every column chunk, index bitmap and anomaly chunk |
+//! | `segments/import-<pid>-<n>.partial` | an import in progress (locked by it), or one that died (unlocked) |
+//! | `stored/<id>-<generation>-<n>.bin` | one immutable file per view or stored analysis result ([`stored`]) |
 //!
 //! Blob keys inside a segment:
 //!
@@ -22,12 +24,16 @@
 //! | `a` chunk | anomalies |
 //! | `i` dim chunk | posting lists of one dimension in one operation pack or message chunk: per value, the roaring bitmap of the ids with it |
 //!
-//! Chunk numbers and values are big-endian so that keys sort numerically. An import writes
-//! only its segment file (sled is not touched until it is complete and durable), then adds
-//! its catalog entry in one atomic sled write, then rewrites the manifest. A segment no
-//! catalog entry names (an import that died) is removed on the next open; dropping a trace
-//! deletes its segment. Damage is an [`Error::Corrupt`] naming the trace and the file; a
-//! panic inside sled is caught here and reported as a damaged database.
+//! Chunk numbers and values are big-endian so that keys sort numerically. Every file is
+//! written completely and made durable before the manifest names it, and the manifest is
+//! replaced atomically, so a reader that reads it once has a consistent snapshot and a
+//! writer killed at any moment leaves the last committed state. An import writes only its
+//! partial segment, then, holding the write lock, renames it `<id>.seg` and publishes a new
+//! manifest; a drop publishes a manifest without the trace, then removes its files. What a
+//! dead writer left (an unlocked partial segment, a file a committed change made obsolete)
+//! is removed by the next writer; nothing that might be a trace is removed without a
+//! catalog that says so ([`check`]). Damage is an [`Error::Corrupt`] naming the trace and
+//! the file.
 
 // No stored byte reaches a panic: `unwrap` and `expect` are denied here outside tests. The
 // calls that remain are allowed where they stand, each with why it cannot fail:
@@ -38,33 +44,36 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod catalog;
+pub mod check;
 mod codec;
 pub mod columns;
 pub mod ids;
+mod legacy;
+pub mod lock;
 pub mod manifest;
 pub mod segment;
+pub mod stored;
 pub mod tables;
 
 use std::collections::HashSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use roaring::RoaringTreemap;
 
 pub use catalog::{
-    Catalog, CatalogEntry, OpChunkInfo, PairTraffic, RankTraffic, TraceMeta, TraceSummary,
-    FORMAT_VERSION,
+    Catalog, CatalogEntry, OpChunkInfo, PairTraffic, RankTraffic, StoredRef, TraceMeta,
+    TraceSummary, FORMAT_VERSION,
 };
 use codec::{seal, unseal};
 pub use columns::{
     ChunkColumns, MessageColumns, MessageField, Messages, OperationColumns, OperationField,
     OperationStream, Operations,
 };
-use manifest::Manifest;
-use segment::{blob_key, BlobKey, Segment, SegmentWriter};
+use segment::{blob_key, sync_dir, BlobKey, Segment, SegmentRef, SegmentWriter};
+use stored::STORED_DIR;
 use tables::Columns;
 
 use crate::error::{Error, Result};
@@ -72,18 +81,13 @@ use crate::model::{
     Anomaly, CollectiveInstance, Message, Operation, Rank, RequestLink, RoutineCall,
 };
 
-/// sled's page cache: sled now holds only the catalog, views and stored results.
-const CACHE_BYTES: u64 = 16 * 1024 * 1024;
-const KEY_VERSION: &[u8] = b"format_version";
-const KEY_CATALOG: &[u8] = b"catalog";
 /// The blob holding a trace's [`TraceMeta`] in its segment.
 const KEY_META: u8 = b'M';
-/// The sled folder inside the database folder.
-const CATALOG_DIR: &str = "catalog";
 /// The folder of segment files inside the database folder.
-const SEGMENTS_DIR: &str = "segments";
-/// sled's tree of views and stored results, keyed by trace id.
-const PER_TRACE_TREE: &str = "per_trace";
+pub(crate) const SEGMENTS_DIR: &str = "segments";
+/// How long storing an analysis result waits for another writer before it answers without
+/// storing (the result only saves computing it again).
+const RESULT_WAIT: Duration = Duration::from_millis(200);
 
 /// Which table a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,83 +339,16 @@ fn decode_bitmap(bytes: &[u8], what: &str) -> Result<RoaringTreemap> {
         .map_err(|e| Error::Corrupt(format!("{what} does not decode: {e}")))
 }
 
-/// Runs a sled call, turning a panic inside sled (it panics on some damaged files) into an
-/// error that names the database's catalog as damaged. The last line of defence: checksums
-/// and the manifest catch damage first.
-fn guarded<T>(
-    catalog_dir: &Path,
-    call: impl FnOnce() -> std::result::Result<T, sled::Error>,
-) -> Result<T> {
-    match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e @ sled::Error::Corruption { .. })) => Err(Error::Corrupt(format!(
-            "the catalog {} is damaged: {e}",
-            catalog_dir.display()
-        ))),
-        Ok(Err(e)) => Err(match Error::from(e) {
-            Error::Storage(m) => {
-                Error::Storage(format!("the catalog {}: {m}", catalog_dir.display()))
-            }
-            other => other,
-        }),
-        Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
-            Err(Error::Corrupt(format!(
-                "the catalog {} is damaged: sled failed reading it ({why})",
-                catalog_dir.display()
-            )))
-        }
-    }
+/// The key of a view in a trace's stored files.
+fn view_key(name: &str) -> String {
+    format!("v:{name}")
 }
 
-/// Opens sled without its background flusher: every write mtfdb makes to sled is followed by
-/// its own `flush`, and the flusher's fsync every 200 ms, on ext4, committed the journal and
-/// with it forced out the segment an import was writing meanwhile (`strace` of a 64-rank OTF2
-/// import: 15 such fsyncs, 0.2 ms to 0.29 s each on this machine's disk, 1.19 s in all in one
-/// run, while the import read and wrote).
-fn open_sled(path: &Path) -> std::result::Result<sled::Db, sled::Error> {
-    sled::Config::new()
-        .path(path)
-        .cache_capacity(CACHE_BYTES)
-        .flush_every_ms(None)
-        .open()
+/// The key of a stored analysis result in a trace's stored files.
+fn result_key(key: &str) -> String {
+    format!("r:{key}")
 }
 
-fn is_lock_error(e: &sled::Error) -> bool {
-    matches!(e, sled::Error::Io(io)
-        if io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock"))
-}
-
-/// Opens sled; if the directory is locked, waits up to a second for the lock: a handle closed
-/// a moment ago in this process (by another thread) lets go of it only when that handle is
-/// dropped.
-fn open_sled_waiting(path: &Path) -> Result<std::result::Result<sled::Db, sled::Error>> {
-    let mut tries = 0;
-    loop {
-        match guarded(path, || Ok(open_sled(path)))? {
-            Err(e) if is_lock_error(&e) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            other => return Ok(other),
-        }
-    }
-}
-
-/// The key of a trace's view or stored result in the `per_trace` tree: its id, a kind byte
-/// (`v` views, `r` results) and the name.
-fn per_trace_key(id: u64, kind: u8, name: &str) -> Vec<u8> {
-    let mut k = id.to_be_bytes().to_vec();
-    k.push(kind);
-    k.extend_from_slice(name.as_bytes());
-    k
-}
-
-const VIEW: u8 = b'v';
 /// The longest name, in characters, a trace may be given (names are shown in tables).
 pub const MAX_TRACE_NAME_CHARS: usize = 255;
 
@@ -426,24 +363,6 @@ fn no_database(path: &Path, why: &str) -> Error {
             path.display()
         ),
     )
-}
-const RESULT: u8 = b'r';
-
-/// A database: a folder holding many traces (see the module documentation for its layout).
-pub struct Store {
-    db: sled::Db,
-    per_trace: sled::Tree,
-    path: PathBuf,
-    catalog_dir: PathBuf,
-    segments_dir: PathBuf,
-    /// Serializes catalog changes (and the manifest written with them).
-    catalog_lock: Mutex<()>,
-    /// The next trace id to hand out (imports in progress are not in the catalog).
-    next_id: Mutex<u64>,
-    /// Names of the imports in progress, so that two cannot take the same name.
-    importing: Mutex<HashSet<String>>,
-    /// Traces whose segment failed the check at open, with why.
-    damaged: Mutex<Vec<(u64, String)>>,
 }
 
 fn database_error(path: &Path, message: impl Into<String>) -> Error {
@@ -463,55 +382,161 @@ fn version_error(path: &Path, version: u32) -> Error {
     )
 }
 
-/// Explains a folder laid out as mtfdb before format 4 (everything in sled, at the top).
-fn legacy_layout_error(path: &Path) -> Error {
-    let legacy = match open_sled_waiting(path) {
-        Ok(Ok(db)) => guarded(path, || db.get(KEY_VERSION)).ok().flatten(),
-        _ => None,
-    };
-    match legacy.and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok()) {
-        Some(v) => version_error(path, u32::from_le_bytes(v)),
-        None => database_error(
-            path,
-            "is a sled database but not an mtfdb one (no format version)",
-        ),
+/// What one change of the catalog did to files: those it created (removed again if the
+/// change fails) and those it made obsolete (removed once it is committed).
+#[derive(Default)]
+struct Change {
+    created: Vec<PathBuf>,
+    obsolete: Vec<PathBuf>,
+    /// False when there was nothing to change: no manifest is written.
+    changed: bool,
+}
+
+/// What a [`Store`] and its [`TraceReader`]s share: where the files are, whether they may
+/// be written, and how a change of the catalog is made.
+struct Shared {
+    path: PathBuf,
+    segments_dir: PathBuf,
+    stored_dir: PathBuf,
+    /// False on read-only media or in a folder the user may not write: every statement
+    /// that stores nothing still answers.
+    writable: bool,
+    /// How long a writer waits for another's write lock, in milliseconds.
+    busy_timeout_ms: AtomicU64,
+    /// Serializes this process's changes (the write lock serializes processes).
+    changing: Mutex<()>,
+}
+
+impl Shared {
+    /// The catalog as last committed.
+    fn catalog(&self) -> Result<Catalog> {
+        manifest::read(&self.path)?.ok_or_else(|| missing_manifest(&self.path))
+    }
+
+    /// Fails unless the database may be written; `what` says what needed it.
+    fn require_writable(&self, what: &str) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(database_error(
+                &self.path,
+                format!(
+                    "is read-only (its folder cannot be written): {what} needs write access; \
+                     statements that store nothing still answer"
+                ),
+            ))
+        }
+    }
+
+    fn busy_timeout(&self) -> Duration {
+        Duration::from_millis(self.busy_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Makes one change of the catalog as its one writer: takes the write lock (waiting up
+    /// to `wait`), reads the committed catalog, lets `edit` change it (it is given the new
+    /// generation, and records the files it creates and obsoletes), and publishes it with a
+    /// new manifest. On any error nothing changes and the files `edit` created are removed;
+    /// once committed, the obsolete files are removed.
+    fn change<T>(
+        &self,
+        what: &str,
+        wait: Duration,
+        edit: impl FnOnce(&mut Catalog, u64, &mut Change) -> Result<T>,
+    ) -> Result<T> {
+        self.require_writable(what)?;
+        let _in_process = self.changing.lock().unwrap_or_else(|p| p.into_inner());
+        let _lock = lock::acquire(&self.path, wait, what)?;
+        let mut catalog = self.catalog()?;
+        let generation = catalog.generation + 1;
+        let mut change = Change::default();
+        let outcome = edit(&mut catalog, generation, &mut change).and_then(|value| {
+            if change.changed {
+                catalog.generation = generation;
+                catalog.format_version = FORMAT_VERSION;
+                if !change.created.is_empty() {
+                    sync_dir(&self.stored_dir)?;
+                }
+                manifest::write(&self.path, &catalog)?;
+            }
+            Ok(value)
+        });
+        match outcome {
+            Ok(value) => {
+                remove_files(&change.obsolete);
+                Ok(value)
+            }
+            Err(e) => {
+                remove_files(&change.created);
+                Err(e)
+            }
+        }
+    }
+
+    fn stored_path(&self, r: &StoredRef) -> PathBuf {
+        self.stored_dir.join(&r.file)
+    }
+
+    fn segment_path(&self, entry: &CatalogEntry) -> PathBuf {
+        self.segments_dir.join(&entry.segment.file)
     }
 }
 
-/// Whether this build reads a database of format `version`: its own, or an older one it
-/// relabels on opening.
-fn readable_version(version: u32) -> bool {
-    version == FORMAT_VERSION || catalog::READABLE_OLDER_VERSIONS.contains(&version)
-}
-
-fn read_version(db: &sled::Db, catalog_dir: &Path, path: &Path) -> Result<Option<u32>> {
-    match guarded(catalog_dir, || db.get(KEY_VERSION))? {
-        Some(v) => <[u8; 4]>::try_from(v.as_ref())
-            .map(|b| Some(u32::from_le_bytes(b)))
-            .map_err(|_| database_error(path, "has a damaged format version")),
-        None => Ok(None),
+/// Removes files a committed change made obsolete, or a failed one created. Best effort:
+/// what stays is removed by the next writer that opens the database.
+fn remove_files(files: &[PathBuf]) {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for f in files {
+        if std::fs::remove_file(f).is_ok() {
+            if let Some(d) = f.parent().filter(|d| !dirs.contains(d)) {
+                dirs.push(d);
+            }
+        }
+    }
+    for d in dirs {
+        let _ = sync_dir(d);
     }
 }
 
-fn names(entries: &[CatalogEntry]) -> String {
-    entries
-        .iter()
-        .map(|e| format!("{:?}", e.name))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn missing_manifest(path: &Path) -> Error {
+    Error::Corrupt(format!(
+        "the manifest {} is missing; the traces' own files are intact if `mtfdb --db {} check` \
+         says so, and `mtfdb --db {} check --repair` rebuilds the manifest from them",
+        path.join(manifest::MANIFEST).display(),
+        path.display(),
+        path.display()
+    ))
+}
+
+/// Whether the folder `path` can be written (false on read-only media, or for a user
+/// without the permission).
+fn folder_writable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// A database: a folder holding many traces (see the module documentation for its layout).
+pub struct Store {
+    shared: Arc<Shared>,
+    /// Names of the imports in progress in this process, so that two cannot take the same
+    /// name (across processes, the commit's check under the write lock decides).
+    importing: Mutex<HashSet<String>>,
+    /// Counts this process's imports, for their partial files' names.
+    imports_begun: AtomicU64,
+    /// Traces whose segment failed the check at open, with why.
+    damaged: Mutex<Vec<(u64, String)>>,
 }
 
 impl Store {
-    /// Opens (or creates) the database at `path`: checks its format version, that sled's
-    /// catalog holds every trace the manifest names, and that every segment the catalog names
-    /// has its size and checksum; removes what interrupted imports left behind.
+    /// Opens (or creates) the database at `path`: checks its format version and that every
+    /// segment the catalog names has its size and checksum; removes what dead writers left
+    /// behind.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with(path, true)
     }
 
     /// Opens the database at `path`; when `create` is false, a path that holds no database is
     /// an error and nothing is created. Either way, a folder that holds other files is never
-    /// made a database, and missing parent folders are not created.
+    /// made a database, and missing parent folders are not created. A database in a folder
+    /// that cannot be written opens read-only: everything that stores nothing answers.
     pub fn open_with(path: impl AsRef<Path>, create: bool) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if path.is_file() {
@@ -520,16 +545,20 @@ impl Store {
                 "is a file, not an mtfdb database (a database is a directory)",
             ));
         }
-        let catalog_dir = path.join(CATALOG_DIR);
-        let segments_dir = path.join(SEGMENTS_DIR);
-        let mut manifest = if path.exists() {
-            Manifest::read(&path)?
+        let mut catalog = if path.exists() {
+            manifest::read(&path)?
         } else {
             None
         };
-        if manifest.is_none() && !catalog_dir.exists() {
+        if catalog.is_none() {
             if path.join("db").exists() || path.join("conf").exists() {
-                return Err(legacy_layout_error(&path));
+                return Err(legacy::layout_error(&path));
+            }
+            if [SEGMENTS_DIR, STORED_DIR, legacy::CATALOG_DIR]
+                .iter()
+                .any(|d| path.join(d).exists())
+            {
+                return Err(missing_manifest(&path));
             }
             if path.exists() {
                 let empty = std::fs::read_dir(&path).map_or(true, |mut d| d.next().is_none());
@@ -559,214 +588,166 @@ impl Store {
                 }
                 std::fs::create_dir(&path).map_err(|e| Error::io(&path, e))?;
             }
-            // A new database: the manifest first, so that a catalog never exists without one.
-            let fresh = Manifest::of(&Catalog::default(), FORMAT_VERSION);
-            fresh.write(&path)?;
-            manifest = Some(fresh);
+            let fresh = Catalog::new();
+            manifest::write(&path, &fresh)?;
+            catalog = Some(fresh);
         }
-        let Some(manifest) = manifest else {
-            return Err(Error::Corrupt(format!(
-                "the manifest {} is missing (the catalog alone cannot be trusted); restore it, \
-                 or re-import the traces into a new database",
-                path.join(manifest::MANIFEST).display()
-            )));
+        let Some(mut catalog) = catalog else {
+            return Err(missing_manifest(&path));
         };
-        if !readable_version(manifest.format_version) {
-            return Err(version_error(&path, manifest.format_version));
+        let writable = folder_writable(&path);
+        if catalog.format_version != FORMAT_VERSION {
+            if !catalog::UPGRADABLE_OLDER_VERSIONS.contains(&catalog.format_version) {
+                return Err(version_error(&path, catalog.format_version));
+            }
+            if !writable {
+                return Err(database_error(
+                    &path,
+                    format!(
+                        "is of storage format version {}, which this mtfdb upgrades to {FORMAT_VERSION} \
+                         when it first opens it with write access; its folder cannot be written",
+                        catalog.format_version
+                    ),
+                ));
+            }
+            catalog = legacy::upgrade(&path, catalog)?;
         }
-        std::fs::create_dir_all(&segments_dir).map_err(|e| Error::io(&segments_dir, e))?;
-        let db = open_sled_waiting(&catalog_dir)?.map_err(|e| match e {
-            e if is_lock_error(&e) => database_error(
-                &path,
-                "is in use by another process (only one may open a database at a time)",
-            ),
-            sled::Error::Io(io) => database_error(&path, format!("cannot be opened: {io}")),
-            other => Error::Corrupt(format!(
-                "the catalog {} is damaged: {other}",
-                catalog_dir.display()
-            )),
-        })?;
-        let catalog_version = read_version(&db, &catalog_dir, &path)?;
-        match catalog_version {
-            Some(version) if !readable_version(version) => {
-                return Err(version_error(&path, version))
-            }
-            Some(_) => {}
-            None if manifest.traces.is_empty() => {
-                let empty = encode_meta(&Catalog::default());
-                guarded(&catalog_dir, || {
-                    db.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes())?;
-                    db.insert(KEY_CATALOG, empty)?;
-                    db.flush()
-                })?;
-            }
-            None => {
-                return Err(Error::Corrupt(format!(
-                    "the catalog {} has lost its content, but the manifest names the traces {}; \
-                     restore the database folder, or re-import them into a new database",
-                    catalog_dir.display(),
-                    names(&manifest.traces)
-                )))
+        let segments_dir = path.join(SEGMENTS_DIR);
+        let stored_dir = path.join(STORED_DIR);
+        if writable {
+            for dir in [&segments_dir, &stored_dir] {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
             }
         }
-        let per_trace = guarded(&catalog_dir, || db.open_tree(PER_TRACE_TREE))?;
         let store = Store {
-            db,
-            per_trace,
-            path,
-            catalog_dir,
-            segments_dir,
-            catalog_lock: Mutex::new(()),
-            next_id: Mutex::new(0),
+            shared: Arc::new(Shared {
+                path,
+                segments_dir,
+                stored_dir,
+                writable,
+                busy_timeout_ms: AtomicU64::new(lock::DEFAULT_BUSY_TIMEOUT.as_millis() as u64),
+                changing: Mutex::new(()),
+            }),
             importing: Mutex::new(HashSet::new()),
+            imports_begun: AtomicU64::new(0),
             damaged: Mutex::new(Vec::new()),
         };
-        let catalog = store.catalog()?;
-        let shortfalls = manifest.shortfalls(&catalog);
-        if !shortfalls.is_empty() {
-            return Err(Error::Corrupt(format!(
-                "the catalog {} disagrees with the manifest (sled returned an older or damaged \
-                 catalog): {}; restore the database folder, or re-import those traces into a new database",
-                store.catalog_dir.display(),
-                shortfalls.join("; ")
-            )));
+        if writable {
+            // Only when no other writer is at work: what it is writing is not left over.
+            if let Some(_lock) = lock::try_acquire(&store.shared.path, "clean up")? {
+                let catalog = store.shared.catalog()?;
+                check::remove_leftovers(&store.shared.path, &catalog)?;
+            }
         }
-        if catalog_version.is_some_and(|v| v != FORMAT_VERSION) {
-            // An older version this build reads: relabelled, the catalog first (a database
-            // left with one of the two relabelled opens here as well, and is finished then).
-            guarded(&store.catalog_dir, || {
-                store
-                    .db
-                    .insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes())?;
-                store.db.flush()
-            })?;
-        }
-        if manifest.traces != catalog.traces || manifest.format_version != FORMAT_VERSION {
-            // A commit or a drop was interrupted between its two steps (the catalog has it),
-            // or the database was of an older version.
-            Manifest::of(&catalog, FORMAT_VERSION).write(&store.path)?;
-        }
-        *store.next_id.lock().unwrap_or_else(|p| p.into_inner()) = catalog
-            .traces
-            .iter()
-            .map(|e| e.id + 1)
-            .fold(catalog.next_id, u64::max);
-        store.remove_orphan_segments(&catalog)?;
-        let damaged = catalog
-            .traces
-            .iter()
-            .filter_map(|e| {
-                segment::check(&store.segment_path(e), &e.segment, &e.name)
-                    .err()
-                    .map(|err| match err {
-                        Error::Corrupt(m) => (e.id, m),
-                        other => (e.id, other.to_string()),
-                    })
-            })
-            .collect();
+        let damaged = store.check_segments(&catalog)?;
         *store.damaged.lock().unwrap_or_else(|p| p.into_inner()) = damaged;
         Ok(store)
     }
 
-    fn segment_path(&self, entry: &CatalogEntry) -> PathBuf {
-        self.segments_dir.join(&entry.segment.file)
-    }
-
-    /// Removes segment files no catalog entry names: imports that died.
-    fn remove_orphan_segments(&self, catalog: &Catalog) -> Result<()> {
-        let named: HashSet<&str> = catalog
-            .traces
-            .iter()
-            .map(|e| e.segment.file.as_str())
-            .collect();
-        let dir =
-            std::fs::read_dir(&self.segments_dir).map_err(|e| Error::io(&self.segments_dir, e))?;
-        let mut removed = false;
-        for file in dir {
-            let file = file.map_err(|e| Error::io(&self.segments_dir, e))?;
-            let name = file.file_name();
-            if !named.contains(name.to_string_lossy().as_ref()) {
-                std::fs::remove_file(file.path()).map_err(|e| Error::io(file.path(), e))?;
-                removed = true;
+    /// The traces of `catalog` whose segment fails the cheap check (size and trailer), with
+    /// why; a segment missing because another process dropped its trace meanwhile is not.
+    fn check_segments(&self, catalog: &Catalog) -> Result<Vec<(u64, String)>> {
+        let mut damaged = Vec::new();
+        let mut current: Option<Catalog> = None;
+        for e in &catalog.traces {
+            let Err(err) = segment::check(&self.shared.segment_path(e), &e.segment, &e.name) else {
+                continue;
+            };
+            if current.is_none() {
+                current = Some(self.shared.catalog()?);
             }
+            if current
+                .as_ref()
+                .is_some_and(|c| c.trace_by_id(e.id) != Some(e))
+            {
+                continue;
+            }
+            damaged.push(match err {
+                Error::Corrupt(m) => (e.id, m),
+                other => (e.id, other.to_string()),
+            });
         }
-        if removed {
-            segment::sync_dir(&self.segments_dir)?;
-        }
-        Ok(())
+        Ok(damaged)
     }
 
     /// The database's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
-    /// Reads the catalog.
+    /// False when the database's folder cannot be written: it answers every statement that
+    /// stores nothing, and refuses the others saying why.
+    pub fn writable(&self) -> bool {
+        self.shared.writable
+    }
+
+    /// How long a write waits for another process's write to finish before it gives up
+    /// (saying who writes): 10 s unless set.
+    pub fn set_busy_timeout(&self, timeout: Duration) {
+        self.shared
+            .busy_timeout_ms
+            .store(timeout.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// The catalog as last committed.
     pub fn catalog(&self) -> Result<Catalog> {
-        let bytes = guarded(&self.catalog_dir, || self.db.get(KEY_CATALOG))?.ok_or_else(|| {
-            Error::Corrupt(format!(
-                "the catalog {} has no list of traces",
-                self.catalog_dir.display()
-            ))
-        })?;
-        decode_meta(
-            &bytes,
-            &format!("the catalog {}", self.catalog_dir.display()),
-        )
-    }
-
-    /// Replaces the catalog in one atomic, durable sled write.
-    fn write_catalog(&self, catalog: &Catalog) -> Result<()> {
-        let bytes = encode_meta(catalog);
-        guarded(&self.catalog_dir, || {
-            self.db.insert(KEY_CATALOG, bytes)?;
-            self.db.flush()
-        })?;
-        Ok(())
-    }
-
-    fn write_manifest(&self, catalog: &Catalog) -> Result<()> {
-        Manifest::of(catalog, FORMAT_VERSION).write(&self.path)
+        self.shared.catalog()
     }
 
     /// The traces the database holds, by name. Fails, naming them, if any trace's segment
     /// failed its check when the database opened: a listing never silently shows fewer.
     pub fn ready_traces(&self) -> Result<Vec<CatalogEntry>> {
+        let catalog = self.catalog()?;
         let damaged = self.damaged.lock().unwrap_or_else(|p| p.into_inner());
-        if !damaged.is_empty() {
-            let why: Vec<&str> = damaged.iter().map(|(_, m)| m.as_str()).collect();
+        let why: Vec<&str> = damaged
+            .iter()
+            .filter(|(id, _)| catalog.trace_by_id(*id).is_some())
+            .map(|(_, m)| m.as_str())
+            .collect();
+        if !why.is_empty() {
             return Err(Error::Corrupt(format!(
                 "{} (drop the damaged trace, or restore its file)",
                 why.join("; ")
             )));
         }
         drop(damaged);
-        let mut v = self.catalog()?.traces;
+        let mut v = catalog.traces;
         v.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(v)
     }
 
-    fn entry(&self, name: &str) -> Result<CatalogEntry> {
-        let traces = self.catalog()?.traces;
-        traces
-            .iter()
-            .find(|e| e.name == name)
+    fn entry_in(catalog: &Catalog, name: &str) -> Result<CatalogEntry> {
+        catalog
+            .trace(name)
             .cloned()
-            .ok_or_else(|| {
-                let mut available: Vec<String> = traces.into_iter().map(|e| e.name).collect();
-                available.sort();
-                Error::NoSuchTrace {
-                    name: name.to_string(),
-                    available,
-                }
+            .ok_or_else(|| Error::NoSuchTrace {
+                name: name.to_string(),
+                available: catalog.names(),
             })
     }
 
     /// Opens a ready trace for reading: checks its segment's size, trailer, header and
-    /// directory, and reads its metadata.
+    /// directory, and reads its metadata. The open segment stays readable whatever other
+    /// processes do meanwhile (a drop removes the file, not the open file).
     pub fn reader(&self, name: &str) -> Result<TraceReader> {
-        let entry = self.entry(name)?;
-        let segment = Segment::open(self.segment_path(&entry), &entry.segment, name)?;
+        // A writer may drop or replace the trace between reading the catalog and opening
+        // its file: then the catalog is read again (a few times; a writer that changes
+        // the same trace faster than this is not waited for).
+        let mut tries = 0;
+        let (entry, segment) = loop {
+            let entry = Self::entry_in(&self.catalog()?, name)?;
+            match Segment::open(self.shared.segment_path(&entry), &entry.segment, name) {
+                Ok(segment) => break (entry, segment),
+                Err(e) => {
+                    tries += 1;
+                    let now = self.catalog()?;
+                    if tries < 5 && now.trace_by_id(entry.id) != Some(&entry) {
+                        continue;
+                    }
+                    return Err(e);
+                }
+            }
+        };
         let meta_bytes = segment.get(&blob_key(&[KEY_META]))?.ok_or_else(|| {
             Error::Corrupt(format!("trace {name:?}: its segment has no metadata"))
         })?;
@@ -777,14 +758,14 @@ impl Store {
             cancel: None,
             packs: Mutex::new(Vec::new()),
             id: entry.id,
-            per_trace: self.per_trace.clone(),
-            catalog_dir: self.catalog_dir.clone(),
+            shared: self.shared.clone(),
         })
     }
 
-    /// Starts importing a trace called `name`: it writes only its segment file, invisible
-    /// until [`TraceWriter::commit`].
+    /// Starts importing a trace called `name`: it writes only its partial segment file,
+    /// invisible until [`TraceWriter::commit`].
     pub fn begin_import(&self, name: &str) -> Result<TraceWriter<'_>> {
+        self.shared.require_writable("importing a trace")?;
         if name.is_empty() {
             return Err(Error::Usage("a trace name cannot be empty".into()));
         }
@@ -797,7 +778,7 @@ impl Store {
                 ),
             ));
         }
-        if self.catalog()?.traces.iter().any(|e| e.name == name)
+        if self.catalog()?.trace(name).is_some()
             || !self
                 .importing
                 .lock()
@@ -810,83 +791,73 @@ impl Store {
             store: self,
             name: name.to_string(),
         };
-        let (id, segment) = loop {
-            let id = {
-                let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
-                let id = *next;
-                *next += 1;
-                id
-            };
-            match SegmentWriter::create(self.segments_dir.join(format!("{id}.seg"))) {
+        let segment = loop {
+            let n = self.imports_begun.fetch_add(1, Ordering::Relaxed);
+            let file = format!("import-{}-{n}.{PARTIAL}", std::process::id());
+            match SegmentWriter::create(self.shared.segments_dir.join(file)) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists => {}
-                other => break (id, other?),
+                other => break other?,
             }
         };
         Ok(TraceWriter {
             claim,
             segment,
-            id,
             spill: None,
         })
     }
 
-    /// Removes a trace: the manifest forgets it, then the catalog (with its views and stored
-    /// results), then its segment file is deleted and the space is back.
+    /// Removes a trace: the catalog forgets it (with its views and stored results) in one
+    /// commit, then its files are deleted and the space is back (at once for this process;
+    /// for a reader in another process that has the trace open, when it closes it).
     pub fn drop_trace(&self, name: &str) -> Result<()> {
-        let _guard = self.catalog_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut catalog = self.catalog()?;
-        let entry = self.entry(name)?;
-        catalog.traces.retain(|e| e.id != entry.id);
-        self.write_manifest(&catalog)?;
-        let own = entry.id.to_be_bytes();
-        let encoded = encode_meta(&catalog);
-        guarded(&self.catalog_dir, || {
-            let keys: Vec<sled::IVec> = self
-                .per_trace
-                .scan_prefix(own)
-                .keys()
-                .collect::<std::result::Result<_, _>>()?;
-            let mut batch = sled::Batch::default();
-            for k in keys {
-                batch.remove(k);
-            }
-            self.per_trace.apply_batch(batch)?;
-            self.db.insert(KEY_CATALOG, encoded)?;
-            self.db.flush()
-        })?;
-        let path = self.segment_path(&entry);
-        match std::fs::remove_file(&path) {
-            Ok(()) => segment::sync_dir(&self.segments_dir)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&path, e)),
-        }
+        let shared = &self.shared;
+        let dropped = shared.change(
+            &format!("drop trace {name:?}"),
+            shared.busy_timeout(),
+            |catalog, _, change| {
+                let entry = Self::entry_in(catalog, name)?;
+                catalog.traces.retain(|e| e.id != entry.id);
+                change.obsolete.push(shared.segment_path(&entry));
+                change
+                    .obsolete
+                    .extend(entry.stored.values().map(|r| shared.stored_path(r)));
+                change.changed = true;
+                Ok(entry.id)
+            },
+        )?;
         self.damaged
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|(id, _)| *id != entry.id);
+            .retain(|(id, _)| *id != dropped);
         Ok(())
     }
 
-    /// Bytes the database occupies on disk: sled, the segments and the manifest.
+    /// Bytes the database occupies on disk: the segments, the stored files and the manifest.
     pub fn size_on_disk(&self) -> Result<u64> {
-        let mut total = guarded(&self.catalog_dir, || self.db.size_on_disk())?;
-        let dir =
-            std::fs::read_dir(&self.segments_dir).map_err(|e| Error::io(&self.segments_dir, e))?;
-        for file in dir {
-            let file = file.map_err(|e| Error::io(&self.segments_dir, e))?;
-            total += file
-                .metadata()
-                .map_err(|e| Error::io(file.path(), e))?
-                .len();
+        let mut total = 0;
+        for dir in [&self.shared.segments_dir, &self.shared.stored_dir] {
+            let files = match std::fs::read_dir(dir) {
+                Ok(files) => files,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir, e)),
+            };
+            for file in files {
+                let file = file.map_err(|e| Error::io(dir, e))?;
+                // A file another process removed meanwhile takes no room.
+                total += file.metadata().map_or(0, |m| m.len());
+            }
         }
-        let manifest = self.path.join(manifest::MANIFEST);
+        let manifest = self.shared.path.join(manifest::MANIFEST);
         total += std::fs::metadata(&manifest)
             .map_err(|e| Error::io(&manifest, e))?
             .len();
         Ok(total)
     }
 }
+
+/// The extension of an import's segment file until its commit names it `<id>.seg`.
+pub(crate) const PARTIAL: &str = "partial";
 
 /// An import's hold on its trace name; lets go when the import commits or fails.
 struct ImportClaim<'a> {
@@ -905,11 +876,10 @@ impl Drop for ImportClaim<'_> {
 }
 
 /// Writes one trace's segment during an import. Dropped without [`TraceWriter::commit`], it
-/// deletes the file; if the process dies instead, the next open does.
+/// deletes the file; if the process dies instead, the next writer does.
 pub struct TraceWriter<'a> {
     claim: ImportClaim<'a>,
     segment: SegmentWriter,
-    id: u64,
     /// Rows the import parked on disk (see [`TraceWriter::spill_file`]).
     spill: Option<segment::SpillFile>,
 }
@@ -995,34 +965,58 @@ impl TraceWriter<'_> {
     }
 
     /// Makes the trace visible: writes its metadata and the segment's directory, makes the
-    /// segment durable, then adds the catalog entry in one atomic sled write, then records it
-    /// in the manifest.
+    /// segment durable, then, as the database's one writer, names it `<id>.seg` and
+    /// publishes it in a new manifest: one atomic step, after which every reader sees it.
     pub fn commit(mut self, meta: &TraceMeta) -> Result<u64> {
         self.segment
             .put(blob_key(&[KEY_META]), &encode_meta(meta))?;
-        let segment = self.segment.finish()?;
+        let written = self.segment.finish()?;
         let store = self.claim.store;
-        let _guard = store.catalog_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut catalog = store.catalog()?;
-        if catalog.traces.iter().any(|e| e.name == self.claim.name) {
-            return Err(Error::TraceExists(self.claim.name.clone()));
-        }
-        catalog.traces.push(CatalogEntry {
-            id: self.id,
-            name: self.claim.name.clone(),
-            segment,
-        });
-        catalog.next_id = catalog.next_id.max(self.id + 1);
-        store.write_catalog(&catalog)?;
-        self.segment.keep();
-        store.write_manifest(&catalog).map_err(|e| {
-            Error::Storage(format!(
-                "trace {:?} was stored, but the manifest could not be updated ({e}); \
-                 the next open updates it",
-                self.claim.name
-            ))
-        })?;
-        Ok(self.id)
+        let shared = &store.shared;
+        let name = self.claim.name.clone();
+        let partial = self.segment.path().to_path_buf();
+        let segment = &mut self.segment;
+        shared
+            .change(
+                &format!("commit the import of {name:?}"),
+                shared.busy_timeout(),
+                |catalog, _, change| {
+                    if catalog.trace(&name).is_some() {
+                        return Err(Error::TraceExists(name.clone()));
+                    }
+                    // The writer alone makes `.seg` files: one that exists with a new id is a
+                    // trace a damaged catalog lost (`mtfdb check --repair` adds it): skipped.
+                    let mut id = catalog
+                        .traces
+                        .iter()
+                        .map(|e| e.id + 1)
+                        .fold(catalog.next_id, u64::max);
+                    while shared.segments_dir.join(format!("{id}.seg")).exists() {
+                        id += 1;
+                    }
+                    let file = format!("{id}.seg");
+                    let path = shared.segments_dir.join(&file);
+                    std::fs::rename(&partial, &path).map_err(|e| Error::io(&path, e))?;
+                    segment.moved_to(path.clone());
+                    // Renamed back if the commit fails after this (a full disk for the manifest):
+                    // then the writer's drop removes it as an abandoned import's.
+                    change.created.push(path);
+                    sync_dir(&shared.segments_dir)?;
+                    catalog.traces.push(CatalogEntry {
+                        id,
+                        name: name.clone(),
+                        segment: SegmentRef {
+                            file,
+                            ..written.clone()
+                        },
+                        stored: Default::default(),
+                    });
+                    catalog.next_id = id + 1;
+                    change.changed = true;
+                    Ok(id)
+                },
+            )
+            .inspect(|_| self.segment.keep())
     }
 }
 
@@ -1086,7 +1080,7 @@ impl ViewRecord {
 /// rows: under a MiB compressed as imports make them, about 10 MiB at the very most).
 const PACK_CACHE_BYTES: usize = 64 << 20;
 
-/// Reads one ready trace: its segment, and its views and stored results in sled.
+/// Reads one ready trace: its segment, and its views and stored results.
 pub struct TraceReader {
     segment: Segment,
     meta: TraceMeta,
@@ -1097,8 +1091,7 @@ pub struct TraceReader {
     /// finished, so a scan in chunk order moves back and forth among many packs.
     packs: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
     id: u64,
-    per_trace: sled::Tree,
-    catalog_dir: PathBuf,
+    shared: Arc<Shared>,
 }
 
 impl TraceReader {
@@ -1249,34 +1242,103 @@ impl TraceReader {
         Ok(out)
     }
 
-    fn sled<T>(&self, call: impl FnOnce() -> std::result::Result<T, sled::Error>) -> Result<T> {
-        guarded(&self.catalog_dir, call)
+    /// The value stored under `key` for this trace in the committed catalog, if any.
+    fn stored_value(&self, key: &str, what: &str) -> Result<Option<Vec<u8>>> {
+        // A writer may replace the file between reading the catalog and reading the file:
+        // then the catalog is read again.
+        for _ in 0..5 {
+            let catalog = self.shared.catalog()?;
+            let Some(entry) = catalog.trace_by_id(self.id) else {
+                return Err(self.dropped());
+            };
+            let Some(r) = entry.stored.get(key) else {
+                return Ok(None);
+            };
+            if let Some(file) = stored::read(&self.shared.stored_dir, r, what)? {
+                if file.trace != self.id || file.key != key {
+                    return Err(Error::Corrupt(format!(
+                        "{what} ({}) holds another trace's or key's value",
+                        self.shared.stored_path(r).display()
+                    )));
+                }
+                return Ok(Some(file.value));
+            }
+            // Gone: replaced by a writer since (read the catalog again), or lost.
+            let now = self.shared.catalog()?;
+            if now.trace_by_id(self.id).and_then(|e| e.stored.get(key)) == Some(r) {
+                return Err(Error::Corrupt(format!(
+                    "{what} ({}) is missing; `mtfdb check` lists what else is",
+                    self.shared.stored_path(r).display()
+                )));
+            }
+        }
+        Err(Error::Storage(format!(
+            "{what} kept changing while it was read; try again"
+        )))
     }
 
-    /// Writes (or with `None` removes) a value of the `per_trace` tree, durably; returns
-    /// whether there was one before.
-    fn put_per_trace(&self, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<bool> {
-        self.sled(|| {
-            let old = match value {
-                Some(v) => self.per_trace.insert(key, v)?,
-                None => self.per_trace.remove(key)?,
+    fn dropped(&self) -> Error {
+        Error::Storage(format!(
+            "trace {:?} was dropped by another process while it was open",
+            self.meta.name
+        ))
+    }
+
+    /// Writes (or with `None` removes) the values of `keys` for this trace, in one commit;
+    /// returns how many of them there were before. `wait` is how long to wait for another
+    /// writer.
+    fn put_stored(
+        &self,
+        what: &str,
+        wait: Duration,
+        entries: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<usize> {
+        let shared = &self.shared;
+        shared.change(what, wait, |catalog, generation, change| {
+            let Some(entry) = catalog.traces.iter_mut().find(|e| e.id == self.id) else {
+                return Err(self.dropped());
             };
-            self.per_trace.flush()?;
-            Ok(old.is_some())
+            let mut before = 0;
+            for (n, (key, value)) in entries.into_iter().enumerate() {
+                let old = match value {
+                    Some(value) => {
+                        let r = stored::write(
+                            &shared.stored_dir,
+                            (self.id, generation, n),
+                            &key,
+                            &value,
+                        )?;
+                        change.created.push(shared.stored_path(&r));
+                        change.changed = true;
+                        entry.stored.insert(key, r)
+                    }
+                    None => entry.stored.remove(&key),
+                };
+                if let Some(old) = old {
+                    before += 1;
+                    change.obsolete.push(shared.stored_path(&old));
+                    change.changed = true;
+                }
+            }
+            Ok(before)
         })
     }
 
     /// Stores (or replaces) the view `name`: a selection's ids and the statement that made it.
     pub fn put_view(&self, name: &str, view: &StoredView) -> Result<()> {
         let bytes = encode_meta(&ViewRecord::from(view));
-        self.put_per_trace(per_trace_key(self.id, VIEW, name), Some(bytes))
-            .map(|_| ())
+        self.put_stored(
+            &format!("storing view {name:?}"),
+            self.shared.busy_timeout(),
+            vec![(view_key(name), Some(bytes))],
+        )
+        .map(|_| ())
     }
 
     /// The view `name`, if there is one.
     pub fn view(&self, name: &str) -> Result<Option<StoredView>> {
         let what = format!("view {name:?} of trace {:?}", self.meta.name);
-        match self.sled(|| self.per_trace.get(per_trace_key(self.id, VIEW, name)))? {
+        match self.stored_value(&view_key(name), &what)? {
             Some(bytes) => Ok(Some(
                 decode_meta::<ViewRecord>(&bytes, &what)?.into_view(&what)?,
             )),
@@ -1286,53 +1348,70 @@ impl TraceReader {
 
     /// Removes the view `name`; false if there was none.
     pub fn drop_view(&self, name: &str) -> Result<bool> {
-        self.put_per_trace(per_trace_key(self.id, VIEW, name), None)
+        self.put_stored(
+            &format!("dropping view {name:?}"),
+            self.shared.busy_timeout(),
+            vec![(view_key(name), None)],
+        )
+        .map(|n| n > 0)
     }
 
-    /// The `per_trace` entries of this trace of one kind whose names start with `prefix`.
-    fn scan_per_trace(&self, kind: u8, prefix: &str) -> Result<Vec<(String, sled::IVec)>> {
-        let key = per_trace_key(self.id, kind, prefix);
-        let at = key.len() - prefix.len();
-        self.sled(|| {
-            self.per_trace
-                .scan_prefix(&key)
-                .map(|kv| kv.map(|(k, v)| (String::from_utf8_lossy(&k[at..]).into_owned(), v)))
-                .collect()
-        })
+    /// The keys this trace has stored that start with `prefix`, in order.
+    fn stored_keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let catalog = self.shared.catalog()?;
+        let entry = catalog.trace_by_id(self.id).ok_or_else(|| self.dropped())?;
+        Ok(entry
+            .stored
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect())
     }
 
     /// Every view of the trace, by name.
     pub fn views(&self) -> Result<Vec<(String, StoredView)>> {
-        self.scan_per_trace(VIEW, "")?
-            .into_iter()
-            .map(|(name, v)| {
-                let what = format!("view {name:?} of trace {:?}", self.meta.name);
-                let view = decode_meta::<ViewRecord>(&v, &what)?.into_view(&what)?;
-                Ok((name, view))
-            })
-            .collect()
+        let mut out = Vec::new();
+        for key in self.stored_keys(&view_key(""))? {
+            let name = key[view_key("").len()..].to_string();
+            if let Some(view) = self.view(&name)? {
+                out.push((name, view));
+            }
+        }
+        Ok(out)
     }
 
     /// Stores (or replaces) an analysis result (patterns, phases) under `key`: a small table
-    /// serialized with its parameters and its schema version, sealed with a checksum.
+    /// serialized with its parameters and its schema version, sealed with a checksum. A
+    /// stored result only saves computing it again: on a read-only database, or while
+    /// another process writes the database, it is not stored and nothing fails.
     pub fn put_result<T: StoredResult>(&self, key: &str, value: &T) -> Result<()> {
         self.put_result_as(key, T::SCHEMA_VERSION, value)
     }
 
     /// [`TraceReader::put_result`] under an explicit schema version.
     fn put_result_as<T: serde::Serialize>(&self, key: &str, schema: u32, value: &T) -> Result<()> {
+        if !self.shared.writable {
+            return Ok(());
+        }
         let value = bincode::serde::encode_to_vec(value, bincode::config::standard())
             .map_err(|e| Error::Storage(format!("result {key:?} does not serialize: {e}")))?;
         let bytes = encode_meta(&ResultRecord { schema, value });
-        self.put_per_trace(per_trace_key(self.id, RESULT, key), Some(bytes))
-            .map(|_| ())
+        match self.put_stored(
+            &format!("storing result {key:?}"),
+            RESULT_WAIT.min(self.shared.busy_timeout()),
+            vec![(result_key(key), Some(bytes))],
+        ) {
+            Err(Error::Database { message, .. }) if message.starts_with("is being written") => {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
     }
 
     /// The analysis result stored under `key`, if any stored under `T`'s schema version.
     pub fn result<T: StoredResult>(&self, key: &str) -> Result<Option<T>> {
         let what = format!("stored result {key:?} of trace {:?}", self.meta.name);
-        let Some(bytes) = self.sled(|| self.per_trace.get(per_trace_key(self.id, RESULT, key)))?
-        else {
+        let Some(bytes) = self.stored_value(&result_key(key), &what)? else {
             return Ok(None);
         };
         let record: ResultRecord = decode_meta(&bytes, &what)?;
@@ -1346,13 +1425,16 @@ impl TraceReader {
 
     /// Removes every stored analysis result whose key starts with `prefix`; returns how many.
     pub fn drop_results(&self, prefix: &str) -> Result<usize> {
-        let found = self.scan_per_trace(RESULT, prefix)?;
-        for (key, _) in &found {
-            self.put_per_trace(per_trace_key(self.id, RESULT, key), None)?;
+        let keys = self.stored_keys(&result_key(prefix))?;
+        if keys.is_empty() {
+            return Ok(0);
         }
-        Ok(found.len())
+        self.put_stored(
+            &format!("dropping stored results {prefix:?}"),
+            self.shared.busy_timeout(),
+            keys.into_iter().map(|k| (k, None)).collect(),
+        )
     }
-
     /// Only the columns of chunk `chunk` of `table` in `wanted`, and of each only rows
     /// `0..take` (see [`tables::decode_column_prefixes`]).
     fn chunk_column_prefixes(

@@ -99,6 +99,10 @@ fn finished(path: &Path) -> Error {
     ))
 }
 
+/// What a segment file's name ends with while it is created and not yet locked: such a
+/// file older than a minute was left by a process that died in that instant.
+pub const CREATING_SUFFIX: &str = ".creating";
+
 /// Flushes a folder's entries (a new, renamed or removed file) to disk.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -111,20 +115,43 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 pub struct SegmentWriter {
     path: PathBuf,
     out: Option<BufWriter<File>>,
+    /// The file once more, holding its lock ([`super::lock`]) until the writer goes: it
+    /// tells the next writer of the database that this import is alive.
+    lock: Option<File>,
     written: u64,
     directory: Vec<(BlobKey, BlobLoc)>,
     kept: bool,
 }
 
 impl SegmentWriter {
-    /// Creates the segment file at `path` (which must not exist).
+    /// Creates the segment file at `path` (which must not exist) and locks it.
     pub fn create(path: PathBuf) -> Result<SegmentWriter> {
+        // Made under a name no writer cleans up, locked, and only then given its name: a
+        // writer that cleans up never sees it unlocked while its import is alive.
+        let mut creating = path.clone().into_os_string();
+        creating.push(CREATING_SUFFIX);
+        let creating = PathBuf::from(creating);
         let file = File::options()
             .write(true)
             .create_new(true)
-            .open(&path)
+            .open(&creating)
             .map_err(|e| Error::io(&path, e))?;
+        let lock = file.try_clone().map_err(|e| Error::io(&path, e))?;
+        let locked = super::lock::try_lock_file(&lock)
+            .and_then(|_| {
+                if path.exists() {
+                    Err(std::io::ErrorKind::AlreadyExists.into())
+                } else {
+                    std::fs::rename(&creating, &path)
+                }
+            })
+            .map_err(|e| Error::io(&path, e));
+        if let Err(e) = locked {
+            let _ = std::fs::remove_file(&creating);
+            return Err(e);
+        }
         let mut w = SegmentWriter {
+            lock: Some(lock),
             out: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
             path,
             written: 0,
@@ -232,17 +259,46 @@ impl SegmentWriter {
     pub fn keep(&mut self) {
         self.kept = true;
     }
+
+    /// The file was renamed to `path` (see [`super::TraceWriter::commit`]).
+    pub fn moved_to(&mut self, path: PathBuf) {
+        self.path = path;
+    }
 }
 
 impl Drop for SegmentWriter {
     fn drop(&mut self) {
         if !self.kept {
             // Close first; then the space is back at once. If removing fails too, the next
-            // open removes the file (no catalog entry names it).
+            // writer removes the file (unlocked, and no catalog entry names it).
             self.out.take();
             let _ = std::fs::remove_file(&self.path);
         }
+        self.lock.take();
     }
+}
+
+/// What the catalog would record of the complete segment at `path`, read from the segment
+/// itself (its size and its trailer's checksum): for a segment no catalog names, which
+/// `mtfdb check` then opens with [`Segment::open`] to verify.
+pub fn own_ref(path: &Path) -> Result<SegmentRef> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if size < HEADER_LEN + TRAILER_LEN {
+        return Err(Error::Corrupt(format!(
+            "{} is too short to be a complete segment",
+            path.display()
+        )));
+    }
+    let t = read_at(&file, path, size - TRAILER_LEN, TRAILER_LEN as usize)?;
+    Ok(SegmentRef {
+        file: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        size,
+        checksum: u32_at(&t, 24),
+    })
 }
 
 /// Checks a segment against what the catalog recorded: its size and its trailer's CRC.
@@ -431,6 +487,15 @@ impl Segment {
             .iter()
             .take_while(move |(k, _)| k.starts_with(prefix))
             .map(move |(k, loc)| Ok((*k, self.read(loc)?)))
+    }
+
+    /// Reads every blob, each checked against its CRC; returns how many there are (for
+    /// `mtfdb check`).
+    pub fn verify_all(&self) -> Result<usize> {
+        for (_, loc) in &self.directory {
+            self.read(loc)?;
+        }
+        Ok(self.directory.len())
     }
 
     /// The file's size in bytes.
