@@ -235,16 +235,15 @@ impl Error {
     }
 }
 
-impl From<sled::Error> for Error {
-    fn from(e: sled::Error) -> Error {
-        match e {
-            sled::Error::Corruption { .. } => Error::Corrupt(e.to_string()),
-            sled::Error::Io(io) => Error::Storage(format!(
-                "writing or reading the database failed: {}",
-                os_message(&io)
-            )),
-            other => Error::Storage(other.to_string()),
-        }
+/// A sled error in words, without sled's debug forms (`backtrace ()`, `Some(Inline(…))`):
+/// only the old catalog of a format-7 database is read with sled ([`crate::store`]).
+pub(crate) fn sled_words(e: &sled::Error) -> String {
+    match e {
+        sled::Error::Io(io) => os_message(io),
+        sled::Error::Corruption { .. } => "its data is damaged".to_string(),
+        sled::Error::CollectionNotFound(_) => "a part of it is missing".to_string(),
+        sled::Error::Unsupported(what) => what.clone(),
+        sled::Error::ReportableBug(_) => "sled failed reading it".to_string(),
     }
 }
 
