@@ -255,6 +255,54 @@ fn every_output_to_a_fifo_writes_its_bytes_into_the_fifo() {
 }
 
 #[test]
+fn dev_stdout_writes_to_the_pipe_and_appends_to_the_file_standard_output_is() {
+    let (dir, db) = small_db();
+    let expected = reference_outputs(dir.path(), &db);
+    let stdout = Path::new("/dev/stdout");
+    for ((what, args), expected) in commands(stdout).into_iter().zip(expected) {
+        // Standard output is a pipe: what the command says after the output follows it.
+        let o = mtfdb(&db, &args);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        assert!(o.stdout.starts_with(&expected), "{what}: other bytes");
+        assert!(fs::symlink_metadata(stdout)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    // Standard output is a file opened to append (`>> log`): what it held stays.
+    let log = dir.path().join("log");
+    fs::write(&log, "earlier\n").unwrap();
+    let inode = fs::metadata(&log).unwrap().ino();
+    let (what, args) = commands(stdout).swap_remove(4);
+    assert_eq!(what, "export mtf");
+    let o = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(&db)
+        .args(&args)
+        .env_remove("MTFDB_DB")
+        .stdout(fs::OpenOptions::new().append(true).open(&log).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let held = fs::read(&log).unwrap();
+    let mtf = &reference_outputs(dir.path(), &db)[4];
+    assert!(
+        held.starts_with(b"earlier\n"),
+        "the earlier lines were lost"
+    );
+    assert!(
+        held[b"earlier\n".len()..].starts_with(mtf),
+        "the export is not after them"
+    );
+    assert_eq!(
+        fs::metadata(&log).unwrap().ino(),
+        inode,
+        "the file was replaced"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
 fn every_output_through_a_symlink_replaces_the_file_it_leads_to_and_keeps_the_link() {
     let (dir, db) = small_db();
     let expected = reference_outputs(dir.path(), &db);

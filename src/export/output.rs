@@ -14,7 +14,9 @@
 //! - A character or block device, a FIFO or any other file that is not a regular file is
 //!   written in place: opened for writing, never truncated, renamed or removed, even when a
 //!   write fails (`-o /dev/null` stays the system's `/dev/null`; `-o /dev/full` fails with
-//!   "No space left on device" and leaves the device there).
+//!   "No space left on device" and leaves the device there). `-o /dev/stdout` (a link
+//!   through /proc) writes to the pipe or terminal standard output is, and appends to the file
+//!   it was redirected to (`>` emptied it, `>>` keeps what it held).
 //! - A directory is refused.
 //!
 //! ```
@@ -82,32 +84,52 @@ impl Output {
     /// target itself when it is a device, FIFO or other non-regular file. Errors name `path`
     /// and say why (a missing folder, a directory, no permission).
     pub fn create(path: &Path) -> Result<Output> {
-        let target = follow_links(path).map_err(|e| Error::io(path, e))?;
-        match std::fs::metadata(&target) {
+        // The kernel's answer first: it follows every link, including /proc's (/dev/stdout),
+        // whose text names no file (`pipe:[…]`).
+        match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
                 Err(Error::io(path, io::Error::from(rustix::io::Errno::ISDIR)))
             }
             Ok(meta) if meta.is_file() => {
-                // The rename would replace a file the user may not write; refuse as `>` does.
-                rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
-                    .map_err(|e| Error::io(path, io::Error::from(e)))?;
-                Output::replacing(path, target, Some(&meta))
+                let (target, through_proc) = follow_links(path).map_err(|e| Error::io(path, e))?;
+                match std::fs::metadata(&target) {
+                    Ok(m) if !through_proc && (m.dev(), m.ino()) == (meta.dev(), meta.ino()) => {
+                        // The rename would replace a file the user may not write; refuse as
+                        // `>` does.
+                        rustix::fs::access(&target, rustix::fs::Access::WRITE_OK)
+                            .map_err(|e| Error::io(path, io::Error::from(e)))?;
+                        Output::replacing(path, target, Some(&meta))
+                    }
+                    // A /proc link to an open file (`-o /dev/stdout` with `> FILE` or `>>
+                    // FILE`): the file is the shell's, opened (and emptied or not) by it;
+                    // replacing it would lose what `>>` keeps. Append, as the shell would.
+                    _ => Output::in_place(path, true),
+                }
             }
-            Ok(_) => {
-                // No truncation: a device ignores it, and a FIFO or a socket has nothing to cut.
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(&target)
-                    .map_err(|e| Error::io(path, e))?;
-                Ok(Output {
-                    path: path.to_path_buf(),
-                    file,
-                    place: Place::InPlace,
-                })
+            Ok(_) => Output::in_place(path, false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Absent, or a link to what is absent: the file the links lead to is made.
+                let (target, _) = follow_links(path).map_err(|e| Error::io(path, e))?;
+                Output::replacing(path, target, None)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Output::replacing(path, target, None),
             Err(e) => Err(Error::io(path, e)),
         }
+    }
+
+    /// An output written straight to `path`, never truncated (a device ignores it, a FIFO
+    /// or socket has nothing to cut, and an open file reached through /proc is the shell's
+    /// to empty); `append` for a regular file.
+    fn in_place(path: &Path, append: bool) -> Result<Output> {
+        let file = OpenOptions::new()
+            .write(true)
+            .append(append)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Output {
+            path: path.to_path_buf(),
+            file,
+            place: Place::InPlace,
+        })
     }
 
     /// An output written to a new temporary file beside `target`, which it replaces on
@@ -268,12 +290,17 @@ impl Drop for Output {
 
 /// `path` with the symbolic links of its last component followed (relative links from the
 /// link's folder), so that the file they lead to is the one replaced and the link stays. A
-/// dangling link leads to the file to create.
-fn follow_links(path: &Path) -> io::Result<PathBuf> {
+/// dangling link leads to the file to create. True with it when a link on the way is one of
+/// /proc's (`/dev/stdout` leads to `/proc/self/fd/1`), whose text need not name the file the
+/// kernel opens through it.
+fn follow_links(path: &Path) -> io::Result<(PathBuf, bool)> {
+    let proc_dev = std::fs::metadata("/proc/self").map(|m| m.dev()).ok();
+    let mut through_proc = false;
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&p) {
             Ok(meta) if meta.file_type().is_symlink() => {
+                through_proc |= Some(meta.dev()) == proc_dev;
                 let to = std::fs::read_link(&p)?;
                 // Joining an absolute path replaces; an empty parent leaves `to` relative.
                 p = match p.parent() {
@@ -281,7 +308,7 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
                     None => to,
                 };
             }
-            _ => return Ok(p),
+            _ => return Ok((p, through_proc)),
         }
     }
     Err(io::Error::from(rustix::io::Errno::LOOP))
