@@ -66,8 +66,9 @@ pub fn statement_svg(session: &mut Session, statement: &str) -> Result<String> {
     Ok(canvas.finish())
 }
 
-/// Writes the picture of `statement` to the file at `path`, whole or not at all (it is
-/// written beside it and renamed).
+/// Writes the picture of `statement` to the file at `path`, whole or not at all (a regular
+/// file is replaced once the picture is complete; a device or FIFO is written in place: see
+/// [`super::output`]).
 pub fn write_statement_svg(session: &mut Session, statement: &str, path: &Path) -> Result<()> {
     let svg = statement_svg(session, statement)?;
     super::write_whole(path, svg.as_bytes())
