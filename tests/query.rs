@@ -906,3 +906,97 @@ fn an_injected_delay_shows_in_wait_states_and_late_senders() {
         .sum();
     assert_eq!(sum, total_ns);
 }
+
+// ---- limits past the input -------------------------------------------------------------------
+
+/// `ORDER BY … LIMIT n` with n at or past 2^63 − 1 is the whole sorted answer, the same rows
+/// in the same order as without the limit, on a trace of over 200,000 messages: the top-k's
+/// bound (2n + 1024) once wrapped to 1022 there, so it sorted everything it held at every
+/// row and took minutes on this many.
+#[test]
+fn order_by_with_a_limit_past_the_input_is_the_whole_sorted_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let config = GenConfig::new(Scenario::Ring, 64, 3200);
+    db.import_events("ring", |sink| generate(&config, sink).map(|_| ()))
+        .unwrap();
+    let messages = db.trace("ring").unwrap().summary().messages;
+    assert!(messages >= 200_000, "{messages} messages");
+    let mut s = Session::new(db);
+    s.run("USE TRACE ring").unwrap();
+    for query in [
+        "SELECT ALL MESSAGES ORDER BY size DESC, send_time_ns DESC",
+        "SELECT ALL OPERATIONS ORDER BY duration_ns DESC",
+        "SELECT LATE SENDERS ORDER BY WAIT DESC",
+    ] {
+        let whole = s.run(query).unwrap();
+        assert!(whole.len() >= 1000, "{query}: {} rows", whole.len());
+        for limit in ["9223372036854775807", "18446744073709551615"] {
+            let limited = s.run(&format!("{query} LIMIT {limit}")).unwrap();
+            assert!(limited == whole, "{query} LIMIT {limit}");
+        }
+        // A limit inside the input still cuts the same order.
+        let five = s.run(&format!("{query} LIMIT 5")).unwrap();
+        assert_eq!(five.rows, whole.rows[..5].to_vec(), "{query} LIMIT 5");
+    }
+}
+
+// ---- means of huge values --------------------------------------------------------------------
+
+/// `AVG(SIZE)` lies between `MIN(SIZE)` and `MAX(SIZE)` however large the sizes: two
+/// messages of 2^64 − 1 bytes average exactly that (as a float it printed 2^64, more than
+/// either), and a mean that is not whole is the float nearest it within the range.
+#[test]
+fn the_mean_of_the_largest_sizes_is_never_past_the_largest() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = u64::MAX;
+    let trace = format!(
+        "MTF 1
+processor 0 node0
+process 0 P0 on 0
+process 1 P1 on 0
+communicator 0 world 0-1
+0 10 20 Send c=0 to=1 tag=1 b={max}
+0 30 40 Send c=0 to=1 tag=2 b={max}
+0 50 60 Send c=0 to=1 tag=3 b={}
+1 10 20 Recv c=0 from=0 rtag=1 rb={max}
+1 30 40 Recv c=0 from=0 rtag=2 rb={max}
+1 50 60 Recv c=0 from=0 rtag=3 rb={}
+",
+        max - 1,
+        max - 1
+    );
+    let path = dir.path().join("t.mtf");
+    std::fs::write(&path, trace).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    db.import(&path, Some("t")).unwrap();
+    let mut s = Session::new(db);
+    let r = s
+        .run("SELECT AVG(SIZE), MIN(SIZE), MAX(SIZE) FROM MESSAGES WHERE TAG <= 2")
+        .unwrap();
+    assert_eq!(r.rows[0][0].render(), max.to_string());
+    assert_eq!(r.rows[0][2].render(), max.to_string());
+    // Three sizes: the exact mean is 2^64 − 1 − 1/3, which no float holds; the one given is
+    // no more than the largest size.
+    let r = s
+        .run("SELECT AVG(SIZE), MIN(SIZE), MAX(SIZE) FROM MESSAGES")
+        .unwrap();
+    let Value::Float(mean) = r.rows[0][0] else {
+        panic!("{:?}", r.rows[0][0]);
+    };
+    assert!(
+        (mean as u128) < u128::from(max),
+        "{}",
+        r.rows[0][0].render()
+    );
+    assert!(mean >= (max - 4096) as f64, "{}", r.rows[0][0].render());
+    let rendered: u128 = r.rows[0][0]
+        .render()
+        .trim_end_matches(".0")
+        .parse()
+        .unwrap();
+    assert!(rendered <= u128::from(max), "{rendered}");
+    // Small sizes average as before, as floats.
+    let r = s.run("SELECT AVG(DURATION) FROM OPERATIONS").unwrap();
+    assert_eq!(r.rows[0][0].render(), "10.0");
+}

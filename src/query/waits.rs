@@ -359,11 +359,7 @@ impl<'a> Engine<'a> {
         .into();
         let limit = s.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let mut top = match limit {
-            Some(k) if !s.order_by.is_empty() => Some(TopK {
-                keys: order_keys(&columns, s)?,
-                k,
-                rows: Vec::new(),
-            }),
+            Some(k) if !s.order_by.is_empty() => Some(TopK::new(order_keys(&columns, s)?, k)),
             _ => None,
         };
         let mut r = ResultSet::new(columns);
@@ -388,7 +384,7 @@ impl<'a> Engine<'a> {
                             wait.into(),
                         ];
                         match &mut top {
-                            Some(top) => top.push(row),
+                            Some(top) => top.push(row, self.cancel)?,
                             None => r.push(row),
                         }
                     }
@@ -397,7 +393,7 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(top) = top {
-            r.rows = top.into_rows();
+            r.rows = top.into_rows(self.cancel)?;
         }
         if let Some(last) = selected.plan.last_mut() {
             last.actual = Some(kept);

@@ -367,6 +367,36 @@ impl Acc {
         self.max = self.max.max(v);
     }
 
+    /// The mean of the values added: the float nearest the exact mean `sum / count`, kept
+    /// within [min, max] (a float rounds to 2048 near 2^64: the mean of two sizes of
+    /// 2^64 - 1 would print as 2^64, more than either), never above max; a whole mean no
+    /// float holds exactly is given as that integer instead.
+    fn mean(&self) -> Value {
+        if self.count == 0 {
+            return Value::Null;
+        }
+        let n = u128::from(self.count);
+        let (whole, rest) = (self.sum / n, self.sum % n);
+        if rest == 0 && (whole as f64) as u128 != whole {
+            // whole <= max < 2^64: it fits.
+            return Value::Int(whole as i128);
+        }
+        let mut mean = whole as f64 + rest as f64 / n as f64;
+        // Compared exactly, as integers and a fraction (max as a float may round up).
+        let above = |m: f64, v: u64| {
+            let w = m as u128;
+            w > u128::from(v) || (w == u128::from(v) && m.fract() > 0.0)
+        };
+        let below = |m: f64, v: u64| (m as u128) < u128::from(v);
+        while above(mean, self.max) {
+            mean = mean.next_down();
+        }
+        while below(mean, self.min) && !above(mean.next_up(), self.max) {
+            mean = mean.next_up();
+        }
+        Value::Float(mean)
+    }
+
     fn value(&self, a: Aggregate) -> Result<Value> {
         Ok(match a {
             Aggregate::Count => self.count.into(),
@@ -376,13 +406,7 @@ impl Acc {
                     format!("{a} is {}, past 2^127 - 1", self.sum),
                 )
             })?),
-            Aggregate::Avg(_) => {
-                if self.count == 0 {
-                    Value::Null
-                } else {
-                    Value::Float(self.sum as f64 / self.count as f64)
-                }
-            }
+            Aggregate::Avg(_) => self.mean(),
             Aggregate::Min(_) => (self.count > 0).then_some(self.min).into(),
             Aggregate::Max(_) => (self.count > 0).then_some(self.max).into(),
         })

@@ -464,16 +464,12 @@ impl<'a> Engine<'a> {
         let mut all = ResultSet::new(columns);
         match limit {
             Some(k) => {
-                let mut top = TopK {
-                    keys,
-                    k,
-                    rows: Vec::new(),
-                };
+                let mut top = TopK::new(keys, k);
                 self.each_row(sel, &mut selected, |row| {
-                    top.push(self.row_values(&row, waits));
+                    top.push(self.row_values(&row, waits), self.cancel)?;
                     Ok(true)
                 })?;
-                all.rows = top.into_rows();
+                all.rows = top.into_rows(self.cancel)?;
             }
             None => {
                 self.each_row(sel, &mut selected, |row| {

@@ -61,30 +61,49 @@ fn compare_rows(keys: &[(usize, bool)], a: &[Value], b: &[Value]) -> std::cmp::O
 
 /// The `k` first rows in `keys` order of everything pushed, ties kept in the order pushed,
 /// holding at most about 2k rows: the same rows, in the same order, as a stable sort of all
-/// of them cut to k.
+/// of them cut to k. A `k` past what the input holds (`LIMIT 18446744073709551615`) keeps
+/// every row and sorts once at the end, as `ORDER BY` without a limit does.
 pub(crate) struct TopK {
-    pub(crate) keys: Vec<(usize, bool)>,
-    pub(crate) k: usize,
-    pub(crate) rows: Vec<Vec<Value>>,
+    keys: Vec<(usize, bool)>,
+    k: usize,
+    /// Rows held before they are sorted and cut to `k`; saturating, so that a huge `k`
+    /// never wraps to a small bound (which sorted everything held at every row).
+    bound: usize,
+    rows: Vec<Vec<Value>>,
 }
 
 impl TopK {
-    pub(crate) fn push(&mut self, row: Vec<Value>) {
-        self.rows.push(row);
-        if self.rows.len() >= 2 * self.k + 1024 {
-            self.cut();
+    /// The top `k` rows by `keys`.
+    pub(crate) fn new(keys: Vec<(usize, bool)>, k: usize) -> TopK {
+        TopK {
+            keys,
+            k,
+            bound: k.saturating_mul(2).saturating_add(1024),
+            rows: Vec::new(),
         }
     }
 
-    fn cut(&mut self) {
-        let keys = &self.keys;
-        self.rows.sort_by(|a, b| compare_rows(keys, a, b));
-        self.rows.truncate(self.k);
+    /// Takes `row` in; sorts and cuts (stopping when `cancel` is set) when `bound` are held.
+    pub(crate) fn push(&mut self, row: Vec<Value>, cancel: Option<&AtomicBool>) -> Result<()> {
+        self.rows.push(row);
+        if self.rows.len() >= self.bound {
+            self.cut(cancel)?;
+        }
+        Ok(())
     }
 
-    pub(crate) fn into_rows(mut self) -> Vec<Vec<Value>> {
-        self.cut();
-        self.rows
+    fn cut(&mut self, cancel: Option<&AtomicBool>) -> Result<()> {
+        let keys = &self.keys;
+        let rows = std::mem::take(&mut self.rows);
+        self.rows = sort_rows(rows, |a, b| compare_rows(keys, a, b), cancel)?;
+        self.rows.truncate(self.k);
+        Ok(())
+    }
+
+    /// The first `k` rows, in order.
+    pub(crate) fn into_rows(mut self, cancel: Option<&AtomicBool>) -> Result<Vec<Vec<Value>>> {
+        self.cut(cancel)?;
+        Ok(self.rows)
     }
 }
 
@@ -192,5 +211,45 @@ impl crate::query::ast::OrderKey {
             OrderColumn::Aggregate(a) => a.to_string(),
             OrderColumn::Position(p) => p.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(n: i128) -> Vec<Vec<Value>> {
+        (0..n)
+            .map(|i| vec![Value::Int((i * 7919) % 1000), Value::Int(i)])
+            .collect()
+    }
+
+    #[test]
+    fn a_limit_past_the_input_holds_every_row_and_sorts_them_once() {
+        for k in [usize::MAX, usize::MAX / 2, usize::MAX / 2 + 1] {
+            let mut top = TopK::new(vec![(0, true)], k);
+            for row in rows(100_000) {
+                top.push(row, None).unwrap();
+            }
+            // Not cut on the way: a bound that wrapped cut (sorted) at every row.
+            assert_eq!(top.rows.len(), 100_000, "k = {k}");
+            let mut want = rows(100_000);
+            want.sort_by(|a, b| compare_rows(&[(0, true)], a, b));
+            assert!(top.into_rows(None).unwrap() == want, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn the_sort_of_a_huge_limit_stops_when_cancelled() {
+        let cancel = AtomicBool::new(false);
+        let mut top = TopK::new(vec![(0, false)], usize::MAX);
+        for row in rows(1000) {
+            top.push(row, Some(&cancel)).unwrap();
+        }
+        cancel.store(true, Ordering::Relaxed);
+        assert!(matches!(
+            top.into_rows(Some(&cancel)),
+            Err(Error::Cancelled)
+        ));
     }
 }
