@@ -1,7 +1,9 @@
 //! Fuzzing on stable Rust, in CI: seeded mutation loops over every reader (the MTF text parser,
-//! the OTF2 reader, and each reader added to [`READERS`]), the query parser, and the engine
+//! the OTF2 reader, and each reader added to [`READERS`]), the query parser, the engine
 //! (random statements from the grammar checked against the naive evaluator of
-//! `tests/common/oracle.rs`, and mutated statements that must give an answer or a clear error).
+//! `tests/common/oracle.rs`, and mutated statements that must give an answer or a clear error),
+//! and the storage (`storage_faults`: a database's files damaged at random, read, checked and
+//! repaired).
 //!
 //! - Budget: `MTFDB_FUZZ_SECS` seconds in all (default 45), shared by the targets by weight;
 //!   `MTFDB_FUZZ_SECS=600 cargo test --release --test fuzz` runs ten minutes.
@@ -138,8 +140,9 @@ const HANG: Duration = Duration::from_secs(30);
 /// Each target's share of `MTFDB_FUZZ_SECS`.
 fn share(target: &str) -> f64 {
     match target {
-        "engine_oracle" => 0.25,
-        "engine_statements" => 0.2,
+        "engine_oracle" => 0.2,
+        "engine_statements" => 0.15,
+        "storage_faults" => 0.1,
         "query_parser" => 0.15,
         _ => 0.4 / READERS.len() as f64,
     }
@@ -907,5 +910,171 @@ fn engine_statements() {
                 keep_failure("engine_statements", k, "statement", text.as_bytes()).display()
             )),
         }
+    });
+}
+
+// ---- storage faults -------------------------------------------------------------------------
+
+/// A database of two small generated traces, one with a view and a stored analysis result,
+/// and what a user sees of it; made once, copied for every case.
+fn storage_pristine() -> &'static (tempfile::TempDir, PathBuf, String) {
+    static PRISTINE: std::sync::OnceLock<(tempfile::TempDir, PathBuf, String)> =
+        std::sync::OnceLock::new();
+    PRISTINE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let db = Database::open(&path).unwrap();
+        for (name, scenario, ranks) in [("ring", Scenario::Ring, 4), ("cg", Scenario::Cg, 8)] {
+            db.import_events(name, |sink| {
+                generate(&GenConfig::new(scenario, ranks, 3), sink).map(|_| ())
+            })
+            .unwrap();
+        }
+        let mut session = Session::new(db);
+        session.use_trace("ring").unwrap();
+        session
+            .run("CREATE VIEW sends AS SELECT ALL MESSAGES WHERE SIZE > 0")
+            .unwrap();
+        session.run("SELECT PATTERNS FOR PROCESS(0)").unwrap();
+        drop(session);
+        let expected = observe_storage(&path).unwrap();
+        (dir, path, expected)
+    })
+}
+
+/// What a user sees of the database at `path`: its traces, and of each its messages, a
+/// statement's rows, and `ring`'s view and stored patterns.
+fn observe_storage(path: &Path) -> mtfdb::Result<String> {
+    let db = Database::open(path)?;
+    let mut out = format!("{:?}\n", db.traces()?);
+    let names = db.trace_names()?;
+    for name in &names {
+        out += &format!("{:?}\n", db.trace(name)?.messages()?);
+    }
+    let mut session = Session::new(db);
+    for name in &names {
+        session.use_trace(name)?;
+        out += &format!("{:?}\n", session.run("SELECT OPERATIONS WHERE SIZE > 1024")?);
+        if name == "ring" {
+            out += &format!(
+                "{:?}\n{:?}\n",
+                session.run("SELECT COUNT(*) FROM MESSAGES IN VIEW sends")?,
+                session.run("SELECT PATTERNS FOR PROCESS(0)")?
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Damages the stored files of a copy of a small database (bits flipped, files truncated,
+/// deleted, grown, zeroed, stray files left as dead writers leave them) and reads it: the
+/// answers are as before or an error names a damaged file; never a panic, never a changed
+/// answer. Then `mtfdb check` must not call sound a database that fails, and `--repair`
+/// must leave one that opens.
+#[test]
+fn storage_faults() {
+    let (_keep, pristine, expected) = storage_pristine();
+    let files = files_under(pristine);
+    run_cases("storage_faults", |rng, _| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let path = dir.path().join("db");
+        for f in &files {
+            let to = path.join(f);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(pristine.join(f), &to).unwrap();
+        }
+        let mut damaged: Vec<String> = Vec::new();
+        let mut harmful = false;
+        for _ in 0..1 + rng.below(3) {
+            let rel = rng.pick(&files).clone();
+            let file = path.join(&rel);
+            let name = rel.file_name().unwrap().to_string_lossy().into_owned();
+            // The lock file's content only explains a wait.
+            let counts = name != "LOCK";
+            let Ok(mut bytes) = std::fs::read(&file) else {
+                continue;
+            };
+            match rng.below(7) {
+                0 | 1 if !bytes.is_empty() => {
+                    let at = rng.below(bytes.len());
+                    bytes[at] ^= 1 << rng.below(8);
+                    std::fs::write(&file, &bytes).unwrap();
+                }
+                2 => {
+                    bytes.truncate(rng.below(bytes.len() + 1));
+                    std::fs::write(&file, &bytes).unwrap();
+                }
+                3 => std::fs::remove_file(&file).unwrap(),
+                4 => {
+                    bytes.extend((0..1 + rng.below(64)).map(|_| rng.next() as u8));
+                    std::fs::write(&file, &bytes).unwrap();
+                }
+                5 if !bytes.is_empty() => {
+                    let at = rng.below(bytes.len());
+                    let end = (at + 1 + rng.below(512)).min(bytes.len());
+                    bytes[at..end].fill(0);
+                    std::fs::write(&file, &bytes).unwrap();
+                }
+                _ => {
+                    // What a writer that died leaves: a partial import, a temporary
+                    // manifest, a stored file no catalog names. Harmless.
+                    let stray = match rng.below(3) {
+                        0 => path.join("segments/import-999999-0.partial"),
+                        1 => path.join("MANIFEST.tmp"),
+                        _ => path.join("stored/0-1-7.bin"),
+                    };
+                    let junk: Vec<u8> = (0..rng.below(4096)).map(|_| rng.next() as u8).collect();
+                    std::fs::write(stray, junk).unwrap();
+                    continue;
+                }
+            }
+            if counts {
+                harmful = true;
+                damaged.push(name);
+            }
+        }
+        let seen = observe_storage(&path);
+        match &seen {
+            Ok(text) if text == expected => {}
+            Ok(_) => return Err(format!("damage to {damaged:?} changed an answer without an error")),
+            Err(e @ (Error::Corrupt(_) | Error::Io { .. } | Error::Storage(_) | Error::Database { .. })) => {
+                let message = e.to_string();
+                if !damaged.iter().any(|d| message.contains(d.as_str())) {
+                    return Err(format!("damage to {damaged:?}: the error names none of them: {message}"));
+                }
+            }
+            Err(e) => return Err(format!("damage to {damaged:?}: an error of another kind: {e:?}")),
+        }
+        match Database::check(&path, false) {
+            Ok(report) if seen.is_err() && report.sound() => {
+                return Err(format!(
+                    "damage to {damaged:?} fails a read ({}) but check calls the database sound",
+                    seen.err().map(|e| e.to_string()).unwrap_or_default()
+                ))
+            }
+            _ => {}
+        }
+        let _ = harmful;
+        let _ = Database::check(&path, true);
+        let _ = observe_storage(&path);
+        Ok(())
     });
 }
