@@ -1,7 +1,9 @@
 //! Results: one typed [`ResultSet`] (named columns, rows of [`Value`]s) that queries, analyses,
 //! export and the command line share, and the one place it is formatted as an aligned table,
-//! CSV or JSON, whole or row by row ([`RowSink`], [`csv_row`], [`json_element`]).
+//! CSV or JSON, whole or row by row ([`RowSink`], [`csv_row`], [`json_element`]); and the one
+//! place text is made safe for a terminal ([`printable`], [`printable_lines`]).
 
+use std::borrow::Cow;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -165,12 +167,23 @@ impl ResultSet {
 
     /// [`to_table`](Self::to_table) with column `i` at least `min_widths[i]` characters wide
     /// (the shell's `.width`), and without the header and its rule when `headers` is false.
+    ///
+    /// Every name and cell is shown as [`printable`] shows it (a trace's names may hold
+    /// terminal controls), and the widths are those of the text shown.
     pub fn to_table_with(&self, min_widths: &[usize], headers: bool) -> String {
+        let shown = |text: String| {
+            if text.contains(is_terminal_control) {
+                printable(&text).into_owned()
+            } else {
+                text
+            }
+        };
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
-            .map(|r| r.iter().map(Value::render).collect())
+            .map(|r| r.iter().map(|v| shown(v.render())).collect())
             .collect();
+        let names: Vec<String> = self.columns.iter().map(|c| shown(c.clone())).collect();
         // A row shorter than the columns (a caller's mistake) prints empty cells, never panics.
         let cell = |r: &[String], c: usize| r.get(c).map_or(0, |v| v.chars().count());
         let widths: Vec<usize> = (0..self.columns.len())
@@ -178,7 +191,7 @@ impl ResultSet {
                 cells
                     .iter()
                     .map(|r| cell(r, c))
-                    .chain([self.columns[c].chars().count()])
+                    .chain([names[c].chars().count()])
                     .chain(min_widths.get(c).copied())
                     .max()
                     .unwrap_or(0)
@@ -202,7 +215,7 @@ impl ResultSet {
             let _ = writeln!(out, "{}", parts.join("  ").trim_end());
         };
         if headers {
-            line(&mut out, &self.columns);
+            line(&mut out, &names);
             let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
             let _ = writeln!(out, "{}", rule.join("  "));
         }
@@ -221,12 +234,15 @@ impl ResultSet {
         out
     }
 
-    /// A JSON array of objects, one per row, keyed by column name.
+    /// A JSON array of objects, one per row, keyed by column name; every character a terminal
+    /// would act on ([`is_terminal_control`]) is written as a `\uXXXX` escape, which parses
+    /// back to the same text.
     pub fn to_json(&self) -> String {
         // Values are numbers, strings and nulls, and keys strings: serializing cannot fail, and
         // if it ever did the message stands in the output instead of a panic.
-        serde_json::to_string_pretty(self)
-            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+        let json = serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+        json_text(json)
     }
 }
 
@@ -255,8 +271,10 @@ pub fn csv_row(row: &[Value]) -> String {
 /// A row as the JSON object [`ResultSet::to_json`] prints for it, indented as an element of
 /// its array: a writer can print a result's rows one by one, exactly as `to_json` would.
 pub fn json_element(columns: &[String], row: &[Value]) -> String {
-    let object = serde_json::to_string_pretty(&JsonRow(columns, row))
-        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+    let object = json_text(
+        serde_json::to_string_pretty(&JsonRow(columns, row))
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string())),
+    );
     let mut out = String::with_capacity(object.len() + 16);
     for (i, line) in object.lines().enumerate() {
         if i > 0 {
@@ -264,6 +282,103 @@ pub fn json_element(columns: &[String], row: &[Value]) -> String {
         }
         out.push_str("  ");
         out.push_str(line);
+    }
+    out
+}
+
+/// Whether a terminal would act on `c` rather than show it, or show nothing for it: the C0
+/// controls (ESC starts the sequences that set a window's title, clear the screen or write the
+/// clipboard), DEL, the C1 controls (U+0080 to U+009F, CSI among them), the line and paragraph
+/// separators, and the invisible format characters: the bidirectional overrides, embeddings,
+/// isolates and marks (U+202A to U+202E, U+2066 to U+2069, U+200E, U+200F, U+061C) that reorder
+/// what follows them, zero-width spaces and joiners, the soft hyphen, the byte order mark, the
+/// interlinear annotation characters and the tag characters.
+pub fn is_terminal_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
+}
+
+/// `text` as a terminal may show it: each character [`is_terminal_control`] is written
+/// visibly, as Rust writes it in a string literal: `\t`, `\n` and `\r`, the other ASCII
+/// controls as `\x1b` (two hex digits), and the rest as `\u{202e}`. Everything else, the
+/// backslash included, is shown as it is. Tables, `mtfdb info` and `mtfdb traces`, the shell and
+/// error messages show names through this; CSV and JSON carry the exact text instead.
+///
+/// ```
+/// use mtfdb::results::printable;
+/// assert_eq!(printable("node\u{1b}]0;owned\u{7}"), "node\\x1b]0;owned\\x07");
+/// assert_eq!(printable("abc\u{202e}fed"), "abc\\u{202e}fed");
+/// assert_eq!(printable("MPI_Send"), "MPI_Send");
+/// ```
+pub fn printable(text: &str) -> Cow<'_, str> {
+    escape_controls(text, false)
+}
+
+/// [`printable`] for text of several lines (a report, an error message): its line feeds stay
+/// line feeds, every other control is written visibly.
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    escape_controls(text, true)
+}
+
+/// The escaping of [`printable`] and [`printable_lines`], keeping line feeds when `lines`.
+fn escape_controls(text: &str, lines: bool) -> Cow<'_, str> {
+    let unsafe_char = |c: char| is_terminal_control(c) && !(lines && c == '\n');
+    // Most text has nothing to escape: it is shown without a copy.
+    let Some(first) = text.find(unsafe_char) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_ascii() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text with every character [`is_terminal_control`] that serde_json leaves as it is (DEL,
+/// the C1 controls, the format characters) written as a `\uXXXX` escape (a surrogate pair past
+/// U+FFFF). Such characters can stand only inside a JSON string, where the escape means the
+/// same character: the document parses to the same values, and shows safely on a terminal.
+fn json_text(json: String) -> String {
+    // serde_json escapes the C0 controls in strings already: those left are the document's
+    // own line feeds.
+    let raw = |c: char| c > '\u{1f}' && is_terminal_control(c);
+    if !json.contains(raw) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if raw(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
     }
     out
 }
@@ -586,6 +701,82 @@ mod tests {
         assert_eq!(lines[2], format!("{long}  18446744073709551615"));
         assert_eq!(lines[3].chars().count(), 70_000 + 2 + 20);
         assert!(lines[3].starts_with("a ") && lines[3].ends_with(" 1"));
+    }
+
+    /// Names a hostile trace could hold: OSC 0 (window title), OSC 52 (clipboard), a screen
+    /// clear, a BEL, a CR that rewinds the line, and a right-to-left override.
+    const HOSTILE: &str =
+        "n\u{1b}]0;title\u{7}\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\r\u{202e}x\u{9b}\u{7f}\n";
+
+    #[test]
+    fn printable_escapes_every_control_visibly_and_nothing_else() {
+        assert_eq!(
+            printable(HOSTILE),
+            "n\\x1b]0;title\\x07\\x1b]52;c;aGk=\\x07\\x1b[2J\\r\\u{202e}x\\u{9b}\\x7f\\n"
+        );
+        assert_eq!(
+            printable("\t\u{0}\u{200e}\u{200f}\u{2066}\u{2069}\u{feff}\u{e0041}"),
+            "\\t\\x00\\u{200e}\\u{200f}\\u{2066}\\u{2069}\\u{feff}\\u{e0041}"
+        );
+        // Printable text, non-ASCII and backslashes included, is shown as it is, uncopied.
+        for plain in ["MPI_Send", "Ranks größer 3 → 4", "C:\\trace\\x1b", "日本"] {
+            assert!(
+                matches!(printable(plain), Cow::Borrowed(p) if p == plain),
+                "{plain}"
+            );
+        }
+        // Several lines keep their line feeds and nothing else.
+        assert_eq!(printable_lines("a\nb\r\u{1b}c"), "a\nb\\r\\x1bc");
+    }
+
+    #[test]
+    fn a_table_escapes_names_and_cells_and_measures_the_escaped_text() {
+        let mut r = ResultSet::new(["c\u{1b}[31m".to_string(), "n".to_string()]);
+        r.push(vec![HOSTILE.into(), Value::Int(1)]);
+        r.push(vec!["ok".into(), Value::Int(22)]);
+        let table = r.to_table();
+        assert!(
+            !table.contains(|c: char| c != '\n' && is_terminal_control(c)),
+            "{table:?}"
+        );
+        let escaped = printable(HOSTILE);
+        let width = escaped.chars().count();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 4, "{table:?}");
+        assert_eq!(lines[0], format!("{:<width$}   n", "c\\x1b[31m"));
+        assert_eq!(lines[1], format!("{}  --", "-".repeat(width)));
+        assert_eq!(lines[2], format!("{escaped}   1"));
+        assert_eq!(lines[3], format!("{:<width$}  22", "ok"));
+    }
+
+    #[test]
+    fn csv_and_json_carry_the_exact_text() {
+        let mut r = ResultSet::new(["name"]);
+        r.push(vec![HOSTILE.into()]);
+        let json = r.to_json();
+        // Nothing a terminal acts on is left raw, and the JSON parses back to the exact name.
+        assert!(
+            !json.contains(|c: char| c != '\n' && is_terminal_control(c)),
+            "{json}"
+        );
+        assert!(json.contains("\\u001b]52;c;aGk=\\u0007") && json.contains("\\u202e"));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v[0]["name"], HOSTILE);
+        let element: serde_json::Value =
+            serde_json::from_str(&json_element(&r.columns, &r.rows[0])).unwrap();
+        assert_eq!(element["name"], HOSTILE);
+        // CSV quotes the field (it holds a CR and a LF) and keeps every byte.
+        let csv = r.to_csv();
+        assert_eq!(csv, format!("name\n\"{HOSTILE}\"\n"));
+        let json_tag: serde_json::Value = serde_json::from_str(
+            &ResultSet {
+                columns: vec!["t".into()],
+                rows: vec![vec!["\u{e0041}".into()]],
+            }
+            .to_json(),
+        )
+        .unwrap();
+        assert_eq!(json_tag[0]["t"], "\u{e0041}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use mtfdb::model::{Anomaly, Location, LocationKind, Rank};
-use mtfdb::results::{ResultSet, Value};
+use mtfdb::results::{printable, ResultSet, Value};
 use mtfdb::{Result, Trace};
 
 /// `1234567` → `1,234,567`.
@@ -86,16 +86,22 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     let s = &info.summary;
     let mut out = String::new();
     let w = &mut out;
+    // Every name below comes from the trace (or its importer) and is shown through
+    // `printable`, before it is padded: a name cannot act on the terminal or skew a column.
     let _ = writeln!(
         w,
         "trace {}  (imported from {}, format {})",
-        info.name, info.source, info.format
+        printable(&info.name),
+        printable(&info.source),
+        printable(&info.format)
     );
     if !header.scenario.is_empty() {
-        let _ = writeln!(w, "scenario: {}", header.scenario);
+        let _ = writeln!(w, "scenario: {}", printable(&header.scenario));
     }
     if !header.comments.is_empty() {
-        let _ = writeln!(w, "comments: {}", header.comments);
+        // Comments of several lines keep a line each, aligned under the first.
+        let lines: Vec<_> = header.comments.split('\n').map(printable).collect();
+        let _ = writeln!(w, "comments: {}", lines.join("\n          "));
     }
     match (s.first_time, s.last_time) {
         (Some(a), Some(b)) => {
@@ -124,7 +130,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
             w,
             "  {:<4} {:<16} ranks {}",
             p.id,
-            p.name,
+            printable(&p.name),
             rank_ranges(&ranks)
         );
     }
@@ -136,12 +142,12 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         let node = p
             .processor
             .and_then(|id| header.processors.iter().find(|q| q.id == id))
-            .map_or("-", |q| q.name.as_str());
+            .map_or("-".into(), |q| printable(&q.name));
         let _ = writeln!(
             w,
             "  rank {:<5} {:<12} on {:<16} {:>12} operations",
             p.rank,
-            p.name,
+            printable(&p.name),
             node,
             thousands(ops_per_rank.get(p.rank as usize).copied().unwrap_or(0))
         );
@@ -155,7 +161,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         let _ = writeln!(
             w,
             "  {} (id {}): {} members: {}",
-            c.name,
+            printable(&c.name),
             c.id,
             c.members.len(),
             rank_ranges(&c.members)
@@ -165,7 +171,12 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
 
     let _ = writeln!(w, "\noperations: {}", thousands(s.operations));
     for (kind, n) in &s.by_kind {
-        let _ = writeln!(w, "  {:<28} {:>14}", trace.kind_name(*kind), thousands(*n));
+        let _ = writeln!(
+            w,
+            "  {:<28} {:>14}",
+            printable(&trace.kind_name(*kind)),
+            thousands(*n)
+        );
     }
     let _ = writeln!(
         w,
@@ -214,7 +225,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         );
         let list = trace.anomalies()?;
         for (kind, n) in &s.anomalies {
-            let _ = writeln!(w, "  {:<36} {:>10}", kind, thousands(*n));
+            let _ = writeln!(w, "  {:<36} {:>10}", printable(kind), thousands(*n));
             let examples: Vec<&Anomaly> = list.iter().filter(|a| a.kind_name() == kind).collect();
             let shown = if all_anomalies {
                 examples.len()
@@ -222,7 +233,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
                 examples.len().min(EXAMPLES)
             };
             for a in &examples[..shown] {
-                let _ = writeln!(w, "      e.g. {}", describe(trace, a));
+                let _ = writeln!(w, "      e.g. {}", printable(&describe(trace, a)));
             }
             if shown < examples.len() {
                 let _ = writeln!(
@@ -236,7 +247,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
             let _ = writeln!(
                 w,
                 "  (mtfdb info {} --anomalies lists every one)",
-                info.name
+                printable(&info.name)
             );
         }
     }
@@ -298,10 +309,10 @@ fn render_locations(w: &mut String, locations: &[Location]) {
         let _ = writeln!(
             w,
             "    {:<28} {:<12} {:<20} in {:<20} {:>10} regions",
-            l.name,
+            printable(&l.name),
             l.kind.name(),
             owner,
-            l.group,
+            printable(&l.group),
             thousands(l.regions)
         );
     }

@@ -28,7 +28,7 @@ use mtfdb::export::Format as ExportFormat;
 use mtfdb::gen::{generate, GenConfig, Scenario};
 use mtfdb::ingest::mtf_text::MtfWriter;
 use mtfdb::query::Session;
-use mtfdb::results::ResultSet;
+use mtfdb::results::{printable, printable_lines, ResultSet};
 use mtfdb::{Database, Error, SourceFormat};
 
 /// How a result is printed.
@@ -288,7 +288,8 @@ fn main() -> ExitCode {
         // `mtfdb query … | head -1`: the reader has all it wanted; end quietly, as Unix tools do.
         Err(e) if is_closed_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Errors quote names from traces and from the user: shown, not obeyed.
+            eprintln!("error: {}", printable_lines(&e.to_string()));
             match e {
                 Error::Cancelled => ExitCode::from(130),
                 _ => ExitCode::FAILURE,
@@ -427,9 +428,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             let info = imported?;
             let secs = started.elapsed().as_secs_f64();
             emit!(
-                "imported {} as {:?}: {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)\n",
-                file.display(),
-                info.name,
+                "imported {} as \"{}\": {} operations, {} messages, {} collective instances in {:.2} s ({:.0} operations/s)\n",
+                printable(&file.display().to_string()),
+                printable(&info.name),
                 info.summary.operations,
                 info.summary.messages,
                 info.summary.collective_instances,
