@@ -444,3 +444,152 @@ fn meta_commands_set_headers_widths_and_run_tables_schema_open_and_shell() {
     );
     assert!(!out.contains("\nt "), "{out}");
 }
+
+/// `mtfdb --db DB repl ARGS` run in `cwd` with `script` piped on its standard input.
+fn repl_in(db: &Path, cwd: &Path, args: &[&str], script: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mtfdb"))
+        .arg("--db")
+        .arg(db)
+        .arg("repl")
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("MTFDB_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let written = child.stdin.take().unwrap().write_all(script.as_bytes());
+    let output = child.wait_with_output().unwrap();
+    written.unwrap();
+    output
+}
+
+#[test]
+fn safe_mode_refuses_what_reaches_outside_the_database_and_goes_on() {
+    let (dir, db) = setup("ring", "4", "2");
+    let d = dir.path();
+    // What each refused command would have created, had it run.
+    std::fs::write(d.join("inner.sql"), ".shell touch by-read\n").unwrap();
+    let other = d.join("other");
+    let script = ".shell touch by-shell\n\
+                  .system touch by-system\n\
+                  .output out.txt\n\
+                  .once once.txt\n\
+                  .output |touch by-pipe\n\
+                  .open other\n\
+                  .import ring.mtf second\n\
+                  .read inner.sql\n\
+                  .safe off\n\
+                  .output\n\
+                  .mode csv\n\
+                  SHOW TRACES;\n\
+                  .show\n\
+                  .help\n";
+    let o = repl_in(&db, d, &["--safe"], script);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    for made in [
+        "by-shell",
+        "by-system",
+        "out.txt",
+        "once.txt",
+        "|touch by-pipe",
+        "by-pipe",
+        "by-read",
+    ] {
+        assert!(!d.join(made).exists(), "{made} was created:\n{err}");
+    }
+    assert!(!other.exists(), "{err}");
+    // Each refusal names the command, its line and why; the script went on to the end.
+    for (line, command, why) in [
+        (1, ".shell", "it runs a command in the system shell"),
+        (2, ".system", "it runs a command in the system shell"),
+        (3, ".output", "it writes to a file or a pipe"),
+        (4, ".once", "it writes to a file or a pipe"),
+        (5, ".output", "it writes to a file or a pipe"),
+        (6, ".open", "it opens a database other than this one"),
+        (7, ".import", "it reads a file"),
+        (8, ".read", "it reads a file"),
+    ] {
+        let message = format!(
+            "error: line {line}: {command} is refused in safe mode: {why}, and safe mode keeps a script to this database\n"
+        );
+        assert!(err.contains(&message), "{message:?} in\n{err}");
+    }
+    assert!(
+        err.contains(
+            "error: line 9: safe mode stays on until the shell ends: .safe off is refused\n"
+        ),
+        "{err}"
+    );
+    // `.output` alone (back to the screen) is allowed; statements run, in the only database.
+    assert!(out.contains("\nt,4,"), "{out}");
+    assert!(!out.contains("second"), "{out}");
+    assert!(out.contains("    safe: on\n"), "{out}");
+    assert!(
+        out.contains(".safe on                      refuse .shell .system .output/.once FILE"),
+        "{out}"
+    );
+    // The refusals make the script fail, after it ran to its end.
+    assert!(
+        err.ends_with("error: 9 statements failed (reported above)\n"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn safe_on_refuses_the_shell_from_then_on_and_a_read_script_cannot_undo_it() {
+    let (dir, db) = setup("ring", "4", "2");
+    let d = dir.path();
+    let o = repl_in(
+        &db,
+        d,
+        &[],
+        ".shell echo before\n.safe on\n.shell echo hi\n.shell touch made\nSHOW TRACES;\n",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // Before `.safe on` the shell ran; after, it did not, and the script went on.
+    assert!(out.starts_with("before\n"), "{out}");
+    assert!(!out.contains("hi\n"), "{out}");
+    assert!(!d.join("made").exists(), "{err}");
+    assert!(
+        err.contains(
+            "error: line 3: .shell is refused in safe mode: it runs a command in the system shell"
+        ),
+        "{err}"
+    );
+    assert!(out.contains("\nt "), "SHOW TRACES ran: {out}");
+    assert_eq!(o.status.code(), Some(1));
+
+    // A script read before safe mode turns it on: it stays on in the script that read it,
+    // and the script cannot turn it off.
+    std::fs::write(
+        d.join("inner.sql"),
+        ".safe on\n.safe off\n.shell touch inner-made\n",
+    )
+    .unwrap();
+    let o = repl_in(
+        &db,
+        d,
+        &[],
+        ".bail off\n.read inner.sql\n.safe off\n.shell touch outer-made\n.show\n",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!d.join("inner-made").exists(), "{err}");
+    assert!(!d.join("outer-made").exists(), "{err}");
+    assert!(
+        err.contains("error: inner.sql: line 2: safe mode stays on until the shell ends"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: line 4: .shell is refused in safe mode"),
+        "{err}"
+    );
+    assert!(out.contains("    safe: on\n"), "{out}");
+}

@@ -84,7 +84,7 @@ pub fn run(db: Option<PathBuf>) -> Result<(), Error> {
     }
     if std::io::stdin().is_terminal() {
         emit("Now try your own queries (.help lists examples, .quit leaves).\n")?;
-        return crate::repl::run_session(session);
+        return crate::repl::run_session(session, false);
     }
     Ok(())
 }

@@ -214,6 +214,10 @@ enum Command {
         /// The trace to query [default: the only one in the database]
         #[arg(long)]
         trace: Option<String>,
+        /// Safe mode, as sqlite3's -safe: refuse .shell, .system, .output/.once FILE, .open,
+        /// .import and .read, so that a script reaches nothing outside the database
+        #[arg(long)]
+        safe: bool,
     },
     /// Write a stored trace as MTF text or as a GXL graph (importing the file gives the same
     /// trace back), as a folder of Parquet tables (docs/parquet.md; importing it gives the
@@ -521,7 +525,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Demo => demo::run(cli.db)?,
-        Command::Repl { trace } => repl::run(open_existing_db(cli.db)?, trace.as_deref())?,
+        Command::Repl { trace, safe } => {
+            repl::run(open_existing_db(cli.db)?, trace.as_deref(), safe)?
+        }
         Command::Export {
             name,
             format,

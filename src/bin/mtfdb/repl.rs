@@ -3,7 +3,9 @@
 //! statement is unfinished first runs that statement, as a `;` would. History is saved as each
 //! line is entered; Tab completes by context (`complete`); Ctrl-C stops the running statement,
 //! not the session. Without a terminal on standard input it runs the script it is given and
-//! stops at the first error (`.bail on`).
+//! stops at the first error (`.bail on`). In safe mode (`--safe`, `.safe on`) it refuses every
+//! meta command that reaches outside the database, as sqlite3's `-safe` does. Names from a trace
+//! are shown through `printable`, and so are the errors that quote them.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -16,7 +18,7 @@ use rustyline::Editor;
 
 use mtfdb::model::OpKind;
 use mtfdb::query::{parse_script, query_error, Session};
-use mtfdb::results::ResultSet;
+use mtfdb::results::{is_terminal_control, printable, printable_lines, ResultSet};
 use mtfdb::{Database, Error};
 
 use crate::complete::ReplHelper;
@@ -65,6 +67,11 @@ const META: &[(&str, &str, &str)] = &[
         ".read",
         "FILE",
         "run the statements and meta commands in FILE",
+    ),
+    (
+        ".safe",
+        "on",
+        "refuse .shell .system .output/.once FILE .open .import .read, for good",
     ),
     (
         ".schema",
@@ -127,6 +134,19 @@ fn help() -> String {
     out
 }
 
+/// The meta commands safe mode refuses, each with what it would reach outside the database:
+/// as sqlite3's `-safe`, every command that runs a program, or reads or writes a file other
+/// than the database. (`.output` alone, back to the screen, is allowed.)
+const UNSAFE: &[(&str, &str)] = &[
+    (".shell", "it runs a command in the system shell"),
+    (".system", "it runs a command in the system shell"),
+    (".output", "it writes to a file or a pipe"),
+    (".once", "it writes to a file or a pipe"),
+    (".open", "it opens a database other than this one"),
+    (".import", "it reads a file"),
+    (".read", "it reads a file"),
+];
+
 /// Whether a line is a meta command.
 fn is_meta(line: &str) -> bool {
     line.trim_start().starts_with('.')
@@ -153,6 +173,11 @@ struct Shell {
     max_rows: usize,
     pager: bool,
     bail: bool,
+    /// Safe mode: the meta commands of [`UNSAFE`] are refused. Once on, it stays on.
+    safe: bool,
+    /// Whether the last meta command was refused by safe mode: a refusal is reported and the
+    /// script goes on, whatever `.bail` says (nothing ran, so nothing is left half done).
+    refused: bool,
     /// Whether a person types at a terminal (the pager applies only then).
     interactive: bool,
     /// The script being read (`.read FILE`), for errors; `None` on standard input.
@@ -185,6 +210,9 @@ impl Shell {
                 words.push(t.name);
             }
         }
+        // A name with a control in it cannot be typed, and would reach the terminal raw in
+        // the list of completions.
+        words.retain(|w| !w.contains(is_terminal_control));
         words.sort();
         words.dedup();
         words
@@ -198,6 +226,7 @@ impl Shell {
     /// pending statement, which runs once a line ends with `;`. The caller runs the pending
     /// statement first ([`finish_pending`](Self::finish_pending)) when a meta line comes.
     fn feed(&mut self, line: &str, number: usize) -> Result<Flow, Error> {
+        self.refused = false;
         if is_meta(line) {
             return self
                 .meta(line.trim())
@@ -257,6 +286,14 @@ impl Shell {
         let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let rest = rest.trim();
         let args: Vec<&str> = rest.split_whitespace().collect();
+        if self.safe && !(cmd == ".output" && args.is_empty()) {
+            if let Some((_, why)) = UNSAFE.iter().find(|(name, _)| *name == cmd) {
+                self.refused = true;
+                return Err(Error::Usage(format!(
+                    "{cmd} is refused in safe mode: {why}, and safe mode keeps a script to this database"
+                )));
+            }
+        }
         match (cmd, args.as_slice()) {
             (".quit" | ".exit", _) => return Ok(Flow::Quit),
             (".help", _) => emit(&help())?,
@@ -264,12 +301,12 @@ impl Shell {
                 let same = std::fs::canonicalize(path).ok()
                     == std::fs::canonicalize(self.session.database().path()).ok();
                 if same {
-                    emit!("{path} is already open\n")?;
+                    emit!("{} is already open\n", printable(path))?;
                 } else {
                     let mut session = Session::new(Database::open_existing(path)?);
                     session.set_cancel_flag(self.session.cancel_flag());
                     self.session = session;
-                    emit!("opened {path}\n")?;
+                    emit!("opened {}\n", printable(path))?;
                 }
             }
             (".import", [file]) | (".import", [file, _]) => {
@@ -277,8 +314,9 @@ impl Shell {
                 self.session.close_trace();
                 let info = self.session.database().import(file, name)?;
                 emit!(
-                    "imported {file} as {:?}: {} operations, {} messages\n",
-                    info.name,
+                    "imported {} as \"{}\": {} operations, {} messages\n",
+                    printable(file),
+                    printable(&info.name),
                     info.summary.operations,
                     info.summary.messages
                 )?;
@@ -288,7 +326,7 @@ impl Shell {
             (".schema", [_, ..]) => self.statement(&format!("DESCRIBE {rest};"), 1)?,
             (".use", [name]) => {
                 self.session.use_trace(name)?;
-                emit!("using trace {name}\n")?;
+                emit!("using trace {}\n", printable(name))?;
             }
             (".mode", [m]) => {
                 self.mode = match *m {
@@ -311,6 +349,17 @@ impl Shell {
             (".headers", [on]) => self.headers = switch(".headers", on)?,
             (".bail", [on]) => self.bail = switch(".bail", on)?,
             (".pager", [on]) => self.pager = switch(".pager", on)?,
+            (".safe", [on]) => {
+                let on = switch(".safe", on)?;
+                if self.safe && !on {
+                    // A refusal as the others: reported, and the script goes on safely.
+                    self.refused = true;
+                    return Err(Error::Usage(
+                        "safe mode stays on until the shell ends: .safe off is refused".into(),
+                    ));
+                }
+                self.safe = on;
+            }
             (".width", widths) => {
                 self.widths = widths
                     .iter()
@@ -350,8 +399,9 @@ impl Shell {
     fn settings(&self) -> String {
         let on = |b: bool| if b { "on" } else { "off" };
         let file = |p: &Option<PathBuf>| {
-            p.as_ref()
-                .map_or("stdout".into(), |p| p.display().to_string())
+            p.as_ref().map_or("stdout".into(), |p| {
+                printable(&p.display().to_string()).into_owned()
+            })
         };
         let widths: Vec<String> = self.widths.iter().map(usize::to_string).collect();
         let widths = if widths.is_empty() {
@@ -360,8 +410,8 @@ impl Shell {
             widths.join(" ")
         };
         format!(
-            "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n",
-            self.session.database().path().display(),
+            "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n    safe: {}\n",
+            printable(&self.session.database().path().display().to_string()),
             self.mode.name(),
             file(&self.output),
             on(self.headers),
@@ -370,6 +420,7 @@ impl Shell {
             on(self.pager),
             on(self.timer),
             on(self.bail),
+            on(self.safe),
         )
     }
 
@@ -445,7 +496,7 @@ impl Shell {
             ));
         };
         mtfdb::export::svg::write_statement_svg(&mut self.session, statement, &path)?;
-        emit!("wrote {}\n", path.display())
+        emit!("wrote {}\n", printable(&path.display().to_string()))
     }
 
     /// `.read FILE`: runs the script in FILE; its errors name the file and line.
@@ -491,12 +542,14 @@ impl Shell {
     }
 
     /// In a script: an error ends it when `.bail` is on (or on a closed output or Ctrl-C);
-    /// otherwise it is printed and counted.
-    fn report(&self, r: Result<(), Error>, errors: &mut usize) -> Result<(), Error> {
+    /// otherwise, and for a command safe mode refused, it is printed and counted.
+    fn report(&mut self, r: Result<(), Error>, errors: &mut usize) -> Result<(), Error> {
+        let refused = std::mem::take(&mut self.refused);
         match r {
-            Err(e) if self.bail || is_closed_stdout(&e) || matches!(e, Error::Cancelled) => Err(e),
+            Err(e) if is_closed_stdout(&e) || matches!(e, Error::Cancelled) => Err(e),
+            Err(e) if self.bail && !refused => Err(e),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", printable_lines(&e.to_string()));
                 *errors += 1;
                 Ok(())
             }
@@ -558,18 +611,19 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".mtfdb_history"))
 }
 
-/// Runs the shell on `db` (interactive on a terminal, a script otherwise).
-pub fn run(db: Database, trace: Option<&str>) -> Result<(), Error> {
+/// Runs the shell on `db` (interactive on a terminal, a script otherwise), in safe mode from
+/// the start when `safe` (`mtfdb repl --safe`).
+pub fn run(db: Database, trace: Option<&str>, safe: bool) -> Result<(), Error> {
     let mut session = Session::new(db);
     session.set_cancel_flag(crate::cancel_flag());
     if let Some(t) = trace {
         session.use_trace(t)?;
     }
-    run_session(session)
+    run_session(session, safe)
 }
 
-/// Runs the shell on an open session.
-pub fn run_session(session: Session) -> Result<(), Error> {
+/// Runs the shell on an open session, in safe mode from the start when `safe`.
+pub fn run_session(session: Session, safe: bool) -> Result<(), Error> {
     let interactive = std::io::stdin().is_terminal();
     let mut shell = Shell {
         session,
@@ -582,6 +636,8 @@ pub fn run_session(session: Session) -> Result<(), Error> {
         max_rows: DEFAULT_MAX_ROWS,
         pager: true,
         bail: !interactive,
+        safe,
+        refused: false,
         interactive,
         source: None,
         pending: String::new(),
@@ -671,7 +727,7 @@ fn shown(outcome: &Result<Flow, Error>) -> Result<(), Error> {
             std::io::Error::from(std::io::ErrorKind::BrokenPipe),
         )),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", printable_lines(&e.to_string()));
             Ok(())
         }
         Ok(_) => Ok(()),
