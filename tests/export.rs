@@ -185,7 +185,7 @@ fn every_field_name_thread_location_and_anomaly_comes_back() {
         .matches("<attr name=\"derived\"><bool>false</bool>")
         .count() as u64;
     assert_eq!((derived, source), (7, SOURCE_ANOMALIES + 1));
-    assert!(gxl.contains("<string>uncore&#x1;reader</string>"));
+    assert!(gxl.contains("<string>uncore\u{E000}0001reader</string>"));
     assert!(gxl.contains("<string>CUDA[0:13] &lt;stream&gt; &amp; &quot;x&quot;</string>"));
 }
 
@@ -495,6 +495,27 @@ fn damaged_gxl_is_refused_at_its_byte_offset_and_leaves_the_database_as_it_was()
         )),
         "{e}"
     );
+    // An operation the import's checks refuse (its rank is no process's) is placed at its
+    // node, in the file.
+    let rank = text[op..].find("<attr name=\"rank\"><int>").unwrap() + op;
+    let e = attempt(&format!(
+        "{}<attr name=\"rank\"><int>99{}",
+        &text[..rank],
+        &text[rank + "<attr name=\"rank\"><int>".len() + 1..]
+    ));
+    assert!(e.starts_with(&format!("{path}: byte {op}: ")), "{e}");
+    assert!(e.contains("99"), "{e}");
+    // A name's escape that is not one.
+    let names = text.find("<string>").unwrap();
+    let e = attempt(&format!(
+        "{}<string>x\u{e000}zz{}",
+        &text[..names],
+        &text[names + "<string>".len()..]
+    ));
+    assert!(
+        e.starts_with(&format!("{path}: byte ")) && e.contains("U+E000 escape"),
+        "{e}"
+    );
     assert_eq!(database.trace_names().unwrap(), vec!["ring"]);
 }
 
@@ -510,4 +531,114 @@ fn node_id(text: &str) -> String {
     let start = text.find("id=\"").unwrap() + 4;
     let end = text[start..].find('"').unwrap() + start;
     text[start..end].to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// Control characters in GXL
+
+/// Names holding what XML 1.0 cannot carry (ESC, BEL, NUL, an OSC 52 sequence, U+FFFE,
+/// U+FFFF), what it carries only as references (tab, line feed, carriage return), the
+/// escape character U+E000 itself, a C1 control and U+202E export to a GXL file that an XML
+/// parser independent of mtfdb (Python's `xml.etree`) reads, and import back exactly.
+#[test]
+fn gxl_with_control_characters_in_names_parses_as_xml_and_comes_back_exactly() {
+    let names = [
+        "esc\u{1b}[31mred\u{1b}[0m".to_string(),
+        "bell\u{7} nul\u{0} end".into(),
+        "osc\u{1b}]52;c;aGVsbG8=\u{7}".into(),
+        "cr\rlf\ntab\tcrlf\r\n".into(),
+        "noncharacters \u{fffe}\u{ffff}".into(),
+        "escape \u{e000}0041 \u{e000}".into(),
+        "c1 \u{85}\u{9b} rtl \u{202e}txt".into(),
+        "every C0: ".to_string() + &(0u8..0x20).map(char::from).collect::<String>(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    db.import_events("controls", |sink| {
+        let mut header = TraceHeader::world(2, "world");
+        header.scenario = names[0].clone();
+        header.comments = names[3].clone();
+        header.processes[0].name = names[1].clone();
+        header.processes[1].name = names[2].clone();
+        header.communicators[0].name = names[4].clone();
+        sink.header(&header)?;
+        for (id, name) in names.iter().enumerate() {
+            sink.string(id as u32, name)?;
+        }
+        for rank in 0..2 {
+            sink.routine(&RoutineEvent {
+                rank,
+                thread: 0,
+                time: 0,
+                routine: 5 + rank,
+                enter: true,
+            })?;
+            let mut op = Operation::new(rank, OpKind::Other(6), 10, 20);
+            op.datatype = Some(7);
+            sink.operation(&op)?;
+            sink.routine(&RoutineEvent {
+                rank,
+                thread: 0,
+                time: 30,
+                routine: 5 + rank,
+                enter: false,
+            })?;
+        }
+        sink.finish()
+    })
+    .unwrap();
+    let file = dir.path().join("controls.gxl");
+    export_file(&db.trace("controls").unwrap(), Format::Gxl, &file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    // The only character references are the three XML 1.0 allows below U+0020.
+    let text = String::from_utf8(bytes).unwrap();
+    for (at, _) in text.match_indices("&#") {
+        let reference: String = text[at..].chars().take_while(|&c| c != ';').collect();
+        assert!(
+            ["&#x9", "&#xA", "&#xD"].contains(&reference.as_str()),
+            "{reference};"
+        );
+    }
+    // Python's parser reads the file and sees the escapes as the format documents them.
+    let script = r#"
+import json, sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+print(json.dumps([s.text or "" for s in root.iter("string")]))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "xml.etree refused the file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    for escaped in [
+        "esc\u{e000}001B[31mred\u{e000}001B[0m",
+        "bell\u{e000}0007 nul\u{e000}0000 end",
+        "cr\rlf\ntab\tcrlf\r\n",
+        "noncharacters \u{e000}FFFE\u{e000}FFFF",
+        "escape \u{e000}E0000041 \u{e000}E000",
+        "c1 \u{85}\u{9b} rtl \u{202e}txt",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == escaped),
+            "{escaped:?} not among {seen:?}"
+        );
+    }
+    // mtfdb reads back the exact names.
+    db.import(&file, Some("back")).unwrap();
+    let back = db.trace("back").unwrap();
+    let h = back.header();
+    assert_eq!(h.scenario, names[0]);
+    assert_eq!(h.comments, names[3]);
+    assert_eq!(h.processes[0].name, names[1]);
+    assert_eq!(h.processes[1].name, names[2]);
+    assert_eq!(h.communicators[0].name, names[4]);
+    assert_eq!(back.strings(), &names[..]);
+    assert_eq!(contents(&back), contents(&db.trace("controls").unwrap()));
 }

@@ -5,8 +5,10 @@
 //! message, request and collective links. [`crate::ingest::gxl::schema`] lists every node
 //! type and attribute; [`crate::ingest::gxl`] reads the graph back.
 //!
-//! Text is escaped for XML; characters below U+0020 are written as character references so
-//! that names come back exactly. XML cannot carry U+0000: a name holding it is refused.
+//! Text is escaped for XML 1.0: tab, line feed and carriage return as character references,
+//! the characters XML cannot carry at all (the other C0 controls, U+0000 among them, U+FFFE
+//! and U+FFFF) as a private escape ([`crate::ingest::gxl::schema::ESCAPE`]), so that any XML
+//! parser reads the file and names come back exactly.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,32 +17,41 @@ use super::{Spool, Writer};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap as HashMap;
 use crate::ingest::anomaly_fields::{self, Val};
-use crate::ingest::gxl::schema::{operation_class, other_key, TYPE_PREFIX};
+use crate::ingest::gxl::schema::{needs_escape, operation_class, other_key, ESCAPE, TYPE_PREFIX};
 use crate::model::{
     flags, Anomaly, CollectiveInstance, Location, Message, OpKind, OpPosition, Operation, Rank,
     RoutineCall, StrId, Time, TraceHeader,
 };
 
-/// Appends `s` escaped for XML text and attribute values.
-fn push_escaped(buf: &mut Vec<u8>, s: &str) -> Result<()> {
-    for &b in s.as_bytes() {
-        match b {
-            b'&' => buf.extend_from_slice(b"&amp;"),
-            b'<' => buf.extend_from_slice(b"&lt;"),
-            b'>' => buf.extend_from_slice(b"&gt;"),
-            b'"' => buf.extend_from_slice(b"&quot;"),
-            0 => {
-                return Err(Error::Usage(format!(
-                    "GXL (XML) cannot carry the character U+0000, found in {s:?}"
-                )))
-            }
-            b if b < 0x20 => {
-                buf.extend_from_slice(format!("&#x{b:X};").as_bytes());
-            }
-            b => buf.push(b),
+/// Appends `s` escaped for XML text and attribute values: the markup characters as
+/// entities, tab, line feed and carriage return as character references, and what XML 1.0
+/// cannot carry at all as [`ESCAPE`] sequences, which the reader decodes
+/// ([`crate::ingest::gxl::schema::unescape_name`]).
+fn push_escaped(buf: &mut Vec<u8>, s: &str) {
+    // Runs of characters that stay as they are are copied whole.
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let entity: &[u8] = match c {
+            '&' => b"&amp;",
+            '<' => b"&lt;",
+            '>' => b"&gt;",
+            '"' => b"&quot;",
+            '\t' => b"&#x9;",
+            '\n' => b"&#xA;",
+            '\r' => b"&#xD;",
+            c if needs_escape(c) => b"",
+            _ => continue,
+        };
+        buf.extend_from_slice(&s.as_bytes()[plain..i]);
+        plain = i + c.len_utf8();
+        if entity.is_empty() {
+            buf.extend_from_slice(ESCAPE.encode_utf8(&mut [0; 4]).as_bytes());
+            buf.extend_from_slice(format!("{:04X}", u32::from(c)).as_bytes());
+        } else {
+            buf.extend_from_slice(entity);
         }
     }
-    Ok(())
+    buf.extend_from_slice(&s.as_bytes()[plain..]);
 }
 
 /// A location's routine calls as the writer tracks them: how many it has written, and the
@@ -136,7 +147,7 @@ impl<W: Write> GxlWriter<W> {
     fn text(&mut self, name: &str, s: &str) -> Result<()> {
         self.attr_open(name);
         self.out.buf.extend_from_slice(b"<string>");
-        push_escaped(&mut self.out.buf, s)?;
+        push_escaped(&mut self.out.buf, s);
         self.out.buf.extend_from_slice(b"</string></attr>");
         Ok(())
     }
@@ -231,7 +242,7 @@ impl<W: Write> Writer for GxlWriter<W> {
         self.out.buf.extend_from_slice(b"<seq>");
         for text in strings {
             self.out.buf.extend_from_slice(b"<string>");
-            push_escaped(&mut self.out.buf, text)?;
+            push_escaped(&mut self.out.buf, text);
             self.out.buf.extend_from_slice(b"</string>");
         }
         self.out.buf.extend_from_slice(b"</seq></attr>");

@@ -30,7 +30,7 @@ use crate::model::{
     flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
     Processor, Rank, RoutineEvent, StrId, Time, TraceHeader,
 };
-use schema::{is_operation_class, other_key, TYPE_PREFIX};
+use schema::{is_operation_class, other_key, unescape_name, TYPE_PREFIX};
 
 /// Whether the start of a file (`head`) is a GXL document: XML whose root is `<gxl`.
 pub fn looks_like_gxl(head: &[u8]) -> bool {
@@ -90,26 +90,25 @@ pub fn parse_reader<R: BufRead, S: EventSink + ?Sized>(
             )
         })?;
         g.offset = offset;
-        match event {
-            Event::Start(e) => g.start(&e, false, sink)?,
-            Event::Empty(e) => g.start(&e, true, sink)?,
-            Event::End(e) => g.end(e.local_name().as_ref(), sink)?,
-            Event::Text(t) => {
-                let text = t.unescape().map_err(|e| {
-                    g.error(offset, "bad XML", format!("bad character reference: {e}"))
-                })?;
-                g.text(&text)?;
-            }
-            Event::CData(c) => {
-                let text = String::from_utf8(c.into_inner().into_owned())
-                    .map_err(|_| g.error(offset, "bad XML", "text that is not UTF-8".into()))?;
-                g.text(&text)?;
-            }
+        let done = match event {
+            Event::Start(e) => g.start(&e, false, sink),
+            Event::Empty(e) => g.start(&e, true, sink),
+            Event::End(e) => g.end(e.local_name().as_ref(), sink),
+            Event::Text(t) => match t.unescape() {
+                Ok(text) => g.text(&text),
+                Err(e) => Err(g.error(offset, "bad XML", format!("bad character reference: {e}"))),
+            },
+            Event::CData(c) => match String::from_utf8(c.into_inner().into_owned()) {
+                Ok(text) => g.text(&text),
+                Err(_) => Err(g.error(offset, "bad XML", "text that is not UTF-8".into())),
+            },
             Event::Eof => break,
-            _ => {}
-        }
+            _ => Ok(()),
+        };
+        done.map_err(|e| g.placed(e))?;
         buf.clear();
     }
+    g.offset = reader.buffer_position();
     g.finish(sink)
 }
 
@@ -189,6 +188,15 @@ impl GraphReader {
 
     fn error(&self, offset: u64, rule: &str, message: String) -> Error {
         Error::input(self.file.clone(), 0, offset, rule, message, "")
+    }
+
+    /// `e` placed in the file: a rule the import's checks found broken is at the node
+    /// being handed over (or at the end, for what the end of the file closes).
+    fn placed(&self, e: Error) -> Error {
+        match e {
+            Error::Rule(v) => self.error(self.offset, v.rule, v.message),
+            other => other,
+        }
     }
 
     fn start<S: EventSink + ?Sized>(
@@ -348,6 +356,12 @@ impl GraphReader {
         match name {
             b"string" | b"int" | b"bool" | b"float" | b"enum" | b"locator" => {
                 match self.frames.pop() {
+                    Some(Frame::Scalar("string", text)) => {
+                        // A name's escapes, whole (CDATA or references may split the text).
+                        let text = unescape_name(&text)
+                            .map_err(|why| self.error(self.offset, "bad GXL", why))?;
+                        self.value(Value::Str(text))
+                    }
                     Some(Frame::Scalar(kind, text)) => self.value(scalar(kind, text)),
                     _ => Err(self.error(self.offset, "bad GXL", "a misplaced value end".into())),
                 }
@@ -386,6 +400,8 @@ impl GraphReader {
         let Some(node) = self.node.take() else {
             return Err(self.error(self.offset, "bad GXL", "a node end outside a node".into()));
         };
+        // What this node brings is placed at its start.
+        self.offset = node.offset;
         let a = Attrs {
             node: &node,
             reader: self,
@@ -645,6 +661,12 @@ impl GraphReader {
     }
 
     fn finish<S: EventSink + ?Sized>(mut self, sink: &mut S) -> Result<()> {
+        let result = self.close(sink);
+        result.map_err(|e| self.placed(e))
+    }
+
+    /// Ends the read: the header if no event came, the calls left open, the sink's end.
+    fn close<S: EventSink + ?Sized>(&mut self, sink: &mut S) -> Result<()> {
         if self.node.is_some() {
             return Err(self.error(
                 self.offset,

@@ -32,6 +32,50 @@
 
 use crate::model::{OpClass, OpKind};
 
+/// The character that starts an escape in a name: XML 1.0 cannot carry most C0 controls,
+/// U+FFFE or U+FFFF, not even as character references, so the writer gives each of them
+/// (and this character itself) as U+E000, a private-use character XML does carry, followed
+/// by the code point in four upper-case hex digits (ESC is `\u{E000}001B`). Tab, line feed
+/// and carriage return are character references (`&#x9;`), which XML keeps exactly.
+pub(crate) const ESCAPE: char = '\u{E000}';
+
+/// Whether a name's character `c` is written as an [`ESCAPE`] sequence.
+pub(crate) fn needs_escape(c: char) -> bool {
+    matches!(c, '\0'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+        || c == ESCAPE
+}
+
+/// A name as the writer escaped it, back to what the trace holds: each [`ESCAPE`] and the
+/// four hex digits after it become the character they name. An escape that is not four hex
+/// digits naming a character the writer escapes is an error, described in the message.
+pub(crate) fn unescape_name(text: &str) -> std::result::Result<String, String> {
+    if !text.contains(ESCAPE) {
+        return Ok(text.to_string());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(ESCAPE) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + ESCAPE.len_utf8()..];
+        let c = after
+            .get(..4)
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32)
+            .filter(|&c| needs_escape(c))
+            .ok_or_else(|| {
+                format!(
+                    "a U+E000 escape not followed by the four hex digits of a character that needs one (found {:?})",
+                    after.chars().take(4).collect::<String>()
+                )
+            })?;
+        out.push(c);
+        rest = &after[4..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// The prefix of every type's `xlink:href`.
 pub(crate) const TYPE_PREFIX: &str = "mtf.gxl#";
 
