@@ -882,7 +882,22 @@ pub fn export_parquet(trace: &Trace, dir: &Path) -> Result<ParquetStats> {
             )));
         }
     }
+    // A folder this export makes is removed again if it fails: it removes only what it made.
+    let created = !dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let outcome = place_tables(trace, dir, name);
+    if outcome.is_err() && created {
+        for table in TABLES.iter().chain(&ANALYSIS_TABLES) {
+            let _ = std::fs::remove_dir(dir.join(table));
+        }
+        let _ = std::fs::remove_dir(dir);
+    }
+    outcome
+}
+
+/// Writes the tables of `trace` in a temporary folder inside `dir`, then moves them into
+/// place as its Hive partition `trace=name`.
+fn place_tables(trace: &Trace, dir: &Path, name: &str) -> Result<ParquetStats> {
     let tmp = tempfile::Builder::new()
         .prefix(".mtfdb-export-")
         .tempdir_in(dir)
