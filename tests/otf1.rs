@@ -529,6 +529,17 @@ fn references_to_undefined_things_and_time_going_back_are_refused() {
             "sub.3.events:{line}:1: unknown communicator: communicator 32"
         )],
     );
+    // A rule only the import's checks see (the reader takes the send as it is) is placed
+    // in the stream too, at the record the operation began with (its call's enter, `E8`,
+    // two lines up).
+    let (_tmp, dir, line) = edited("sub.2.events", "S4L64T5C10", "S1L64T5C10");
+    rejected(
+        &dir,
+        &[&format!(
+            "sub.2.events:{}:1: peer not in communicator: destination 0 is not a member",
+            line - 2
+        )],
+    );
     let (_tmp, dir) = copy(&fixture());
     std::fs::remove_file(dir.join("sub.2.events")).unwrap();
     rejected(

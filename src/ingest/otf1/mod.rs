@@ -67,7 +67,7 @@ pub fn read_trace(
     let mut layout = layout::Layout::new(&defs, &master, &global)?;
     layout.header.comments.push_str(&unread_streams(&master));
     let reader = reader::Reader::open(&master, layout)?;
-    reader.run(defs.skipped, sink, progress)
+    reader.run(&global, defs.skipped, sink, progress)
 }
 
 /// The streams a read leaves out, for the trace's comments (empty when there are none).

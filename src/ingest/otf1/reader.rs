@@ -573,11 +573,23 @@ impl Reader {
     /// time, the anomalies, the locations that are not a rank's main thread.
     pub fn run(
         mut self,
+        definitions: &std::path::Path,
         skipped: Vec<Anomaly>,
         sink: &mut dyn EventSink,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<ReadStats> {
-        sink.header(&self.layout.header)?;
+        // A header the seam refuses was declared by the definitions.
+        sink.header(&self.layout.header).map_err(|e| match e {
+            Error::Rule(v) => Error::input(
+                definitions.display().to_string(),
+                0,
+                0,
+                v.rule,
+                v.message,
+                "",
+            ),
+            other => other,
+        })?;
         for (id, s) in self.layout.strings.iter().enumerate() {
             sink.string(id as StrId, s)?;
         }
@@ -614,7 +626,12 @@ impl TimeOrderedStreams for Reader {
 
     /// Hands rank `i`'s ready item to the sink, then the anomalies reading it found.
     fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
-        self.ranks[i].convert.deliver(sink, |_, e| e)?;
+        let lines = &self.streams[self.ranks[i].stream].lines;
+        // The seam checked the item; a broken rule is placed at the record it came from.
+        self.ranks[i].convert.deliver(sink, |line, e| match e {
+            Error::Rule(v) => lines.error_at_line(line, v.rule, v.message),
+            other => other,
+        })?;
         self.flush_anomalies(sink)
     }
 

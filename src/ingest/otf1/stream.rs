@@ -228,6 +228,12 @@ impl LineReader {
         )
     }
 
+    /// An error at line `line` of this stream, read earlier: a record whose item the
+    /// import's checks refused when it was handed over.
+    pub fn error_at_line(&self, line: u64, rule: &str, message: impl Into<String>) -> Error {
+        Error::input(self.path.display().to_string(), line, 1, rule, message, "")
+    }
+
     fn read_error(&self, e: io::Error) -> Error {
         match e.get_ref().and_then(|inner| inner.downcast_ref::<Damage>()) {
             Some(d) => Error::input(
