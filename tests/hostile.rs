@@ -550,3 +550,39 @@ fn ctrl_c_while_rows_are_written_stops_the_writing() {
         .unwrap();
     assert_eq!(sink.rows, 10);
 }
+
+/// Under a file size limit (`ulimit -f`), with SIGXFSZ left as the shell found it (its
+/// default kills the process without a word), an import and an export that write past the
+/// limit end with status 1 and a message naming the file and saying "File too large".
+#[test]
+fn a_file_size_limit_is_an_error_that_says_so_not_a_silent_death() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = example_db(dir.path());
+    let out = dir.path().join("w.gxl");
+    let copy = dir.path().join("copy");
+    for (what, args) in [
+        ("export", vec!["export", "w", "-o", out.to_str().unwrap()]),
+        ("import", vec!["import", example(), "--name", "again"]),
+    ] {
+        // 64 blocks: 32 KiB in dash, 64 KiB in bash; the GXL and the stored trace are larger.
+        let mut script = format!(
+            "ulimit -f 64; exec '{}' --db '{}'",
+            env!("CARGO_BIN_EXE_mtfdb"),
+            if what == "import" { &copy } else { &db }.display()
+        );
+        for a in &args {
+            script.push_str(&format!(" '{a}'"));
+        }
+        let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.signal(), None, "{what}: killed by a signal");
+        assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains("File too large"),
+            "{what}: {err}"
+        );
+        let file = if what == "import" { &copy } else { &out };
+        assert!(err.contains(&file.display().to_string()), "{what}: {err}");
+    }
+}

@@ -284,8 +284,35 @@ fn limit_malloc_arenas() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_malloc_arenas() {}
 
+/// A write past the file size limit (`ulimit -f`) raises SIGXFSZ, which kills the process
+/// without a word; ignored, the write fails with EFBIG instead, and the error that names the
+/// file says "File too large".
+#[cfg(all(
+    any(target_os = "linux", target_os = "macos", target_os = "freebsd"),
+    not(any(target_arch = "mips", target_arch = "mips64"))
+))]
+fn ignore_file_size_signal() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    // The signal's number on these systems (not on MIPS), and the "ignore" disposition.
+    const SIGXFSZ: i32 = 25;
+    const SIG_IGN: usize = 1;
+    // SAFETY: setting a signal to be ignored installs no handler; done before any thread.
+    unsafe {
+        signal(SIGXFSZ, SIG_IGN);
+    }
+}
+
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "macos", target_os = "freebsd"),
+    not(any(target_arch = "mips", target_arch = "mips64"))
+)))]
+fn ignore_file_size_signal() {}
+
 fn main() -> ExitCode {
     limit_malloc_arenas();
+    ignore_file_size_signal();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
