@@ -405,6 +405,8 @@ struct Shared {
     busy_timeout_ms: AtomicU64,
     /// Serializes this process's changes (the write lock serializes processes).
     changing: Mutex<()>,
+    /// Set once this store's first change removed what dead writers left.
+    cleaned: AtomicBool,
 }
 
 impl Shared {
@@ -447,6 +449,11 @@ impl Shared {
         let _in_process = self.changing.lock().unwrap_or_else(|p| p.into_inner());
         let _lock = lock::acquire(&self.path, wait, what)?;
         let mut catalog = self.catalog()?;
+        if !self.cleaned.swap(true, Ordering::Relaxed) {
+            // The writer cleans up after writers that died (readers write nothing); what
+            // cannot be removed now costs only room, and is tried again by the next writer.
+            let _ = check::remove_leftovers(&self.path, &catalog);
+        }
         let generation = catalog.generation + 1;
         let mut change = Change::default();
         let outcome = edit(&mut catalog, generation, &mut change).and_then(|value| {
@@ -627,18 +634,12 @@ impl Store {
                 writable,
                 busy_timeout_ms: AtomicU64::new(lock::DEFAULT_BUSY_TIMEOUT.as_millis() as u64),
                 changing: Mutex::new(()),
+                cleaned: AtomicBool::new(false),
             }),
             importing: Mutex::new(HashSet::new()),
             imports_begun: AtomicU64::new(0),
             damaged: Mutex::new(Vec::new()),
         };
-        if writable {
-            // Only when no other writer is at work: what it is writing is not left over.
-            if let Some(_lock) = lock::try_acquire(&store.shared.path, "clean up")? {
-                let catalog = store.shared.catalog()?;
-                check::remove_leftovers(&store.shared.path, &catalog)?;
-            }
-        }
         let damaged = store.check_segments(&catalog)?;
         *store.damaged.lock().unwrap_or_else(|p| p.into_inner()) = damaged;
         Ok(store)

@@ -114,6 +114,10 @@ struct Cli {
     /// The database directory [default: $MTFDB_DB, else ./mtfdb.db]
     #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
+    /// How long a write (import, drop, a view) waits for another process writing the same
+    /// database before it gives up, saying who writes
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_busy_timeout)]
+    busy_timeout: f64,
     #[command(subcommand)]
     command: Command,
 }
@@ -256,6 +260,15 @@ enum Command {
         /// The trace's name
         name: String,
     },
+    /// Verify a whole database (every trace's file, view and stored result against its
+    /// checksums) and list what is damaged, what can be recovered and what interrupted
+    /// writes left; exits 1 unless it is sound.
+    Check {
+        /// Rebuild the catalog from the traces' own files (adding back every sound trace and
+        /// stored result it lacks) and remove what dead writers left
+        #[arg(long)]
+        repair: bool,
+    },
     /// Print a completion script for a shell (bash, zsh, fish, elvish or powershell), e.g.
     /// `mtfdb completions bash > ~/.local/share/bash-completion/completions/mtfdb`.
     Completions {
@@ -382,18 +395,38 @@ fn peak_memory_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// `--busy-timeout`, set once before the command runs.
+static BUSY_TIMEOUT: OnceLock<std::time::Duration> = OnceLock::new();
+
+/// A `--busy-timeout` value: seconds, at least 0, at most a day.
+fn parse_busy_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds from 0 to 86400")),
+    }
+}
+
+/// `db` with the `--busy-timeout` the command was given.
+fn with_busy_timeout(db: Database) -> Database {
+    if let Some(t) = BUSY_TIMEOUT.get() {
+        db.set_busy_timeout(*t);
+    }
+    db
+}
+
 /// Opens (or creates) the database where `import` was asked to put the trace.
 fn open_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
-    Database::open(cli_db.unwrap_or_else(default_database_path))
+    Database::open(cli_db.unwrap_or_else(default_database_path)).map(with_busy_timeout)
 }
 
 /// Opens an existing database for a command that only reads: a path without one is an
 /// error, and nothing is created.
 fn open_existing_db(cli_db: Option<PathBuf>) -> Result<Database, Error> {
-    Database::open_existing(cli_db.unwrap_or_else(default_database_path))
+    Database::open_existing(cli_db.unwrap_or_else(default_database_path)).map(with_busy_timeout)
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
+    let _ = BUSY_TIMEOUT.set(std::time::Duration::from_secs_f64(cli.busy_timeout));
     match cli.command {
         Command::Gen {
             scenario,
@@ -653,6 +686,39 @@ fn run(cli: Cli) -> Result<(), Error> {
             let db = open_existing_db(cli.db)?;
             db.drop_trace(&name)?;
             emit!("dropped trace {name:?}\n")?;
+        }
+        Command::Check { repair } => {
+            let path = cli.db.unwrap_or_else(default_database_path);
+            let report = Database::check(&path, repair)?;
+            for f in &report.findings {
+                emit!(
+                    "{:<11}  {}: {}\n",
+                    f.status.word(),
+                    mtfdb::results::printable(&f.item),
+                    mtfdb::results::printable(&f.detail)
+                )?;
+            }
+            use mtfdb::store::check::Status;
+            let sound = report.sound();
+            emit!(
+                "{}: {} damaged, {} recoverable, {} leftover, {} repaired\n",
+                if sound { "sound" } else { "NOT SOUND" },
+                report.count(Status::Damaged),
+                report.count(Status::Recoverable),
+                report.count(Status::Leftover),
+                report.count(Status::Repaired)
+            )?;
+            if !sound {
+                return Err(Error::Corrupt(format!(
+                    "the database {} is not sound (see above){}",
+                    path.display(),
+                    if report.count(Status::Recoverable) > 0 {
+                        "; `mtfdb check --repair` recovers what can be recovered"
+                    } else {
+                        ""
+                    }
+                )));
+            }
         }
     }
     Ok(())
