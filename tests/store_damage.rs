@@ -563,7 +563,11 @@ fn a_full_disk_fails_the_import_cleanly_and_keeps_the_earlier_traces() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(segments.len(), 2, "only the two traces' segments: {segments:?}");
+    assert_eq!(
+        segments.len(),
+        2,
+        "only the two traces' segments: {segments:?}"
+    );
     drop(db);
     assert_eq!(observe(&path).unwrap(), expected);
     // And with room again, the next import succeeds.
