@@ -790,6 +790,13 @@ impl Trace {
         ids
     }
 
+    /// True while the trace is as it was when opened (the same data, views and stored
+    /// results): a program that keeps a trace open across statements opens it again when it
+    /// is not, to see what other processes committed since.
+    pub fn is_current(&self) -> Result<bool> {
+        self.reader.is_current()
+    }
+
     /// Stores (or replaces) a view of this trace.
     pub fn put_view(&self, name: &str, view: &StoredView) -> Result<()> {
         self.reader.put_view(name, view)

@@ -593,3 +593,59 @@ fn safe_on_refuses_the_shell_from_then_on_and_a_read_script_cannot_undo_it() {
     );
     assert!(out.contains("    safe: on\n"), "{out}");
 }
+
+#[test]
+fn the_shell_stays_open_while_the_cli_queries_imports_and_drops_the_same_database() {
+    let (dir, db) = setup("ring", "4", "2");
+    let messages = count(&db, "SELECT COUNT(*) FROM MESSAGES");
+    let home = dir.path().join("home");
+    let Some(t) = Terminal::start(&db, dir.path(), &home, &[]) else {
+        return;
+    };
+    t.enter("USE TRACE t;");
+    t.wait_for("(1 row)");
+    t.enter("SELECT COUNT(*) FROM MESSAGES;");
+    t.wait_count("(1 row)", 2);
+    // The shell holds the database open: the command line reads and writes it all the same.
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM MESSAGES"), messages);
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/stencil2d-16.mtf"
+    );
+    let import = mtfdb(&db, &["import", example, "--name", "second"]);
+    assert!(import.status.success(), "{import:?}");
+    // The shell's next statement sees what the command line committed.
+    t.enter("SHOW TRACES;");
+    t.wait_for("second");
+    // A view the shell stores is seen by the command line at once.
+    t.enter("CREATE VIEW from0 AS SELECT ALL MESSAGES WHERE SENDER = 0;");
+    t.wait_count("(1 row)", 3);
+    let o = mtfdb(
+        &db,
+        &[
+            "query",
+            "SELECT COUNT(*) FROM MESSAGES IN VIEW from0",
+            "--trace",
+            "t",
+            "--format",
+            "csv",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let in_view = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(in_view.trim() != "0", "{in_view}");
+    let dropped = mtfdb(&db, &["drop", "second"]);
+    assert!(dropped.status.success(), "{dropped:?}");
+    t.enter("SELECT COUNT(*) FROM MESSAGES IN VIEW from0;");
+    t.wait_for(&format!("{:>8}\n(1 row)", in_view.trim()));
+    t.enter("SHOW TRACES;");
+    t.wait_until("the list without the dropped trace", |s| {
+        s.rfind("SHOW TRACES;")
+            .is_some_and(|at| s[at..].contains("(1 row)") && !s[at..].contains("second"))
+    });
+    t.enter(".quit");
+}

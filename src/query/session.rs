@@ -85,8 +85,20 @@ impl Session {
         Ok(trace)
     }
 
-    /// Lets go of the trace kept open between statements (an import in this process can then
-    /// release sled's memory as it goes).
+    /// Begins a statement: clears the cancellation flag, and lets go of the trace kept open
+    /// since the last statement if another process (or this one) committed a change to it
+    /// since, so that the statement reads the state committed when it began.
+    fn begin_statement(&mut self) -> Result<()> {
+        self.cancel.store(false, Ordering::Relaxed);
+        if let Some(open) = &self.open {
+            if !open.is_current()? {
+                self.open = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets go of the trace kept open between statements (and of its caches).
     pub fn close_trace(&mut self) {
         self.open = None;
     }
@@ -164,7 +176,7 @@ impl Session {
         let SelectBody::Rows(selection) = &select.body else {
             return Ok(Rows::computed(self.execute(stmt)?));
         };
-        self.cancel.store(false, Ordering::Relaxed);
+        self.begin_statement()?;
         let (trace, cancel) = self.open_current()?;
         let engine = Engine::with_cancel(trace, cancel);
         let mut selected = engine.select_ids(selection)?;
@@ -207,7 +219,7 @@ impl Session {
                 text.trim()
             )));
         };
-        self.cancel.store(false, Ordering::Relaxed);
+        self.begin_statement()?;
         let cancel = self.cancel.clone();
         let trace = self.trace()?;
         Ok(Engine::with_cancel(trace, &cancel)
@@ -223,6 +235,7 @@ impl Session {
         phase: Option<u32>,
         params: &crate::analysis::structure::TopologyParams,
     ) -> Result<crate::analysis::structure::TopologyResult> {
+        self.begin_statement()?;
         let trace = self.trace()?;
         super::analyses::topology_of(trace, comm, phase, params)
     }
@@ -243,7 +256,7 @@ impl Session {
     /// ```
     pub fn run_into(&mut self, text: &str, sink: &mut dyn RowSink) -> Result<()> {
         let stmt = super::parse_statement(text).map_err(query_error)?;
-        self.cancel.store(false, Ordering::Relaxed);
+        self.begin_statement()?;
         let cancel = self.cancel.clone();
         // Writing a large result (every operation sorted, a row per rank) takes a while too:
         // Ctrl-C stops it as it stops the reading.
@@ -261,7 +274,7 @@ impl Session {
 
     /// Runs a parsed statement.
     pub fn execute(&mut self, stmt: &Statement) -> Result<ResultSet> {
-        self.cancel.store(false, Ordering::Relaxed);
+        self.begin_statement()?;
         let cancel = self.cancel.clone();
         let out = match stmt {
             Statement::UseTrace(name) => {

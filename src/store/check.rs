@@ -24,7 +24,10 @@ use super::legacy::CATALOG_DIR;
 use super::lock::{self, try_lock_file};
 use super::segment::{self, blob_key, sync_dir, Segment};
 use super::stored::{self, STORED_DIR};
-use super::{decode_meta, manifest, TraceMeta, KEY_META, PARTIAL, SEGMENTS_DIR};
+use super::{
+    decode_meta, manifest, stored_key_words as stored_name, TraceMeta, KEY_META, PARTIAL,
+    SEGMENTS_DIR,
+};
 use crate::error::{Error, Result};
 
 /// What `mtfdb check` found of one thing.
@@ -536,13 +539,4 @@ pub fn check(path: &Path, repair: bool) -> Result<Report> {
         }
     }
     Ok(report)
-}
-
-/// A stored file's key in words: `view "busy"`, `stored result "patterns…"`.
-fn stored_name(key: &str) -> String {
-    match key.split_once(':') {
-        Some(("v", name)) => format!("view {name:?}"),
-        Some(("r", name)) => format!("stored result {name:?}"),
-        _ => format!("stored value {key:?}"),
-    }
 }

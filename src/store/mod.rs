@@ -55,7 +55,8 @@ pub mod segment;
 pub mod stored;
 pub mod tables;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -479,6 +480,30 @@ impl Shared {
         }
     }
 
+    /// Opens every stored file of `entry`: its views and results as the catalog that named
+    /// them had them, readable through these files whatever writers do after.
+    fn open_stored(&self, entry: &CatalogEntry) -> Result<HashMap<String, Arc<File>>> {
+        entry
+            .stored
+            .iter()
+            .map(|(key, r)| {
+                let path = self.stored_path(r);
+                match File::open(&path) {
+                    Ok(f) => Ok((key.clone(), Arc::new(f))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        Err(Error::Corrupt(format!(
+                            "{} of trace {:?} ({}) is missing; `mtfdb check` lists what else is",
+                            stored_key_words(key),
+                            entry.name,
+                            path.display()
+                        )))
+                    }
+                    Err(e) => Err(Error::io(&path, e)),
+                }
+            })
+            .collect()
+    }
+
     fn stored_path(&self, r: &StoredRef) -> PathBuf {
         self.stored_dir.join(&r.file)
     }
@@ -732,13 +757,18 @@ impl Store {
     /// processes do meanwhile (a drop removes the file, not the open file).
     pub fn reader(&self, name: &str) -> Result<TraceReader> {
         // A writer may drop or replace the trace between reading the catalog and opening
-        // its file: then the catalog is read again (a few times; a writer that changes
+        // its files: then the catalog is read again (a few times; a writer that changes
         // the same trace faster than this is not waited for).
         let mut tries = 0;
-        let (entry, segment) = loop {
+        let (entry, segment, stored) = loop {
             let entry = Self::entry_in(&self.catalog()?, name)?;
-            match Segment::open(self.shared.segment_path(&entry), &entry.segment, name) {
-                Ok(segment) => break (entry, segment),
+            let opened = Segment::open(self.shared.segment_path(&entry), &entry.segment, name)
+                .and_then(|segment| {
+                    let stored = self.shared.open_stored(&entry)?;
+                    Ok((segment, stored))
+                });
+            match opened {
+                Ok((segment, stored)) => break (entry, segment, stored),
                 Err(e) => {
                     tries += 1;
                     let now = self.catalog()?;
@@ -759,6 +789,7 @@ impl Store {
             cancel: None,
             packs: Mutex::new(Vec::new()),
             id: entry.id,
+            snapshot: Mutex::new(Snapshot { entry, stored }),
             shared: self.shared.clone(),
         })
     }
@@ -1092,10 +1123,37 @@ pub struct TraceReader {
     /// finished, so a scan in chunk order moves back and forth among many packs.
     packs: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
     id: u64,
+    /// The trace as the catalog had it when the reader opened it, and its stored files,
+    /// open: a statement reads one committed state (see [`TraceReader::is_current`]).
+    snapshot: Mutex<Snapshot>,
     shared: Arc<Shared>,
 }
 
+/// What a [`TraceReader`] reads its views and stored results from.
+struct Snapshot {
+    entry: CatalogEntry,
+    stored: HashMap<String, Arc<File>>,
+}
+
+/// A stored file's key in words: `view "busy"`, `stored result "patterns…"`.
+pub(crate) fn stored_key_words(key: &str) -> String {
+    match key.split_once(':') {
+        Some(("v", name)) => format!("view {name:?}"),
+        Some(("r", name)) => format!("stored result {name:?}"),
+        _ => format!("stored value {key:?}"),
+    }
+}
+
 impl TraceReader {
+    /// True while the trace is as this reader opened it: the catalog names the same segment,
+    /// views and stored results. A session opens the trace again when it is not, so that
+    /// every statement reads the state committed when it began.
+    pub fn is_current(&self) -> Result<bool> {
+        let catalog = self.shared.catalog()?;
+        let snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(catalog.trace_by_id(self.id) == Some(&snapshot.entry))
+    }
+
     /// Makes every later chunk read fail with [`Error::Cancelled`] while `flag` is set.
     pub fn set_cancel(&mut self, flag: Arc<AtomicBool>) {
         self.cancel = Some(flag);
@@ -1243,39 +1301,48 @@ impl TraceReader {
         Ok(out)
     }
 
-    /// The value stored under `key` for this trace in the committed catalog, if any.
+    /// The value stored under `key` for this trace in the reader's snapshot, if any.
     fn stored_value(&self, key: &str, what: &str) -> Result<Option<Vec<u8>>> {
-        // A writer may replace the file between reading the catalog and reading the file:
-        // then the catalog is read again.
-        for _ in 0..5 {
-            let catalog = self.shared.catalog()?;
-            let Some(entry) = catalog.trace_by_id(self.id) else {
-                return Err(self.dropped());
-            };
-            let Some(r) = entry.stored.get(key) else {
-                return Ok(None);
-            };
-            if let Some(file) = stored::read(&self.shared.stored_dir, r, what)? {
-                if file.trace != self.id || file.key != key {
-                    return Err(Error::Corrupt(format!(
-                        "{what} ({}) holds another trace's or key's value",
-                        self.shared.stored_path(r).display()
-                    )));
-                }
-                return Ok(Some(file.value));
+        let (r, file) = {
+            let snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            match (snapshot.entry.stored.get(key), snapshot.stored.get(key)) {
+                (Some(r), Some(f)) => (r.clone(), f.clone()),
+                _ => return Ok(None),
             }
-            // Gone: replaced by a writer since (read the catalog again), or lost.
-            let now = self.shared.catalog()?;
-            if now.trace_by_id(self.id).and_then(|e| e.stored.get(key)) == Some(r) {
-                return Err(Error::Corrupt(format!(
-                    "{what} ({}) is missing; `mtfdb check` lists what else is",
-                    self.shared.stored_path(r).display()
-                )));
+        };
+        let path = self.shared.stored_path(&r);
+        let what = format!("{what} ({})", path.display());
+        let mut bytes = vec![0u8; usize::try_from(r.size).unwrap_or(usize::MAX).min(1 << 40)];
+        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut bytes, 0).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::Corrupt(format!(
+                    "{what} is shorter than the {} bytes it was written with",
+                    r.size
+                ))
+            } else {
+                Error::io(&path, e)
             }
+        })?;
+        let longer = std::os::unix::fs::FileExt::read_at(&*file, &mut [0u8; 1], r.size)
+            .map_err(|e| Error::io(&path, e))?;
+        if longer > 0 {
+            return Err(Error::Corrupt(format!(
+                "{what} is longer than the {} bytes it was written with",
+                r.size
+            )));
         }
-        Err(Error::Storage(format!(
-            "{what} kept changing while it was read; try again"
-        )))
+        let stored = stored::decode(&bytes, &what)?;
+        if crc32fast::hash(&bytes[..bytes.len() - 4]) != r.checksum {
+            return Err(Error::Corrupt(format!(
+                "{what} is not the file the catalog names (another checksum)"
+            )));
+        }
+        if stored.trace != self.id || stored.key != key {
+            return Err(Error::Corrupt(format!(
+                "{what} holds another trace's or key's value"
+            )));
+        }
+        Ok(Some(stored.value))
     }
 
     fn dropped(&self) -> Error {
@@ -1295,7 +1362,9 @@ impl TraceReader {
         entries: Vec<(String, Option<Vec<u8>>)>,
     ) -> Result<usize> {
         let shared = &self.shared;
-        shared.change(what, wait, |catalog, generation, change| {
+        let keys: Vec<String> = entries.iter().map(|(k, _)| k.clone()).collect();
+        let mut committed: Option<CatalogEntry> = None;
+        let before = shared.change(what, wait, |catalog, generation, change| {
             let Some(entry) = catalog.traces.iter_mut().find(|e| e.id == self.id) else {
                 return Err(self.dropped());
             };
@@ -1321,8 +1390,28 @@ impl TraceReader {
                     change.changed = true;
                 }
             }
+            committed = Some(entry.clone());
             Ok(before)
-        })
+        })?;
+        // The reader's own writes join its snapshot: the statements after see them.
+        if let Some(now) = committed {
+            let mut snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            for key in keys {
+                match now.stored.get(&key) {
+                    Some(r) => {
+                        let path = shared.stored_path(r);
+                        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+                        snapshot.entry.stored.insert(key.clone(), r.clone());
+                        snapshot.stored.insert(key, Arc::new(file));
+                    }
+                    None => {
+                        snapshot.entry.stored.remove(&key);
+                        snapshot.stored.remove(&key);
+                    }
+                }
+            }
+        }
+        Ok(before)
     }
 
     /// Stores (or replaces) the view `name`: a selection's ids and the statement that made it.
@@ -1357,11 +1446,12 @@ impl TraceReader {
         .map(|n| n > 0)
     }
 
-    /// The keys this trace has stored that start with `prefix`, in order.
+    /// The keys this trace has stored that start with `prefix`, in order, in the reader's
+    /// snapshot.
     fn stored_keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let catalog = self.shared.catalog()?;
-        let entry = catalog.trace_by_id(self.id).ok_or_else(|| self.dropped())?;
-        Ok(entry
+        let snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(snapshot
+            .entry
             .stored
             .keys()
             .filter(|k| k.starts_with(prefix))
