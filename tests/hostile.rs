@@ -586,3 +586,73 @@ fn a_file_size_limit_is_an_error_that_says_so_not_a_silent_death() {
         assert!(err.contains(&file.display().to_string()), "{what}: {err}");
     }
 }
+
+/// A token of 2,000,000 characters in a damaged input (a number, a name, a field, stray
+/// text) is quoted in the import's error by its first 60 characters and its length, and the
+/// line shown under the message by its start: the message stays a few lines long, whichever
+/// format and whichever check found the fault.
+#[test]
+fn an_import_error_quotes_a_huge_token_by_its_start_and_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let huge = |c: char| c.to_string().repeat(2_000_000);
+    let mtf = std::fs::read_to_string(corpus("mtf/anomalies.mtf")).unwrap();
+    let mut cases: Vec<(PathBuf, &str)> = Vec::new();
+    // MTF text: a number the parser refuses, and a routine name the import's checks refuse.
+    let path = dir.path().join("number.mtf");
+    let content = mtf.replacen("Send c=0", &format!("Send c={}", huge('9')), 1);
+    std::fs::write(&path, content).unwrap();
+    cases.push((path, "found \"999999"));
+    let path = dir.path().join("leave.mtf");
+    let content = mtf.replacen(
+        "0 1600 leave main",
+        &format!("0 1600 leave {}", huge('m')),
+        1,
+    );
+    std::fs::write(&path, content).unwrap();
+    cases.push((path, "unbalanced leave: leave mmmmmm"));
+    // OTF v1: a number of two million digits in an events stream.
+    let otf1 = dir.path().join("otf1");
+    copy_dir(&fixtures.join("otf1/subgroup"), &otf1);
+    let events = otf1.join("sub.2.events");
+    let content = std::fs::read_to_string(&events).unwrap();
+    let content = content.replacen("S4L64T5C10", &format!("S4L{}T5C10", huge('9')), 1);
+    std::fs::write(&events, content).unwrap();
+    cases.push((otf1.join("sub.otf"), "sub.2.events:"));
+    // Paraver: a .row line that is one huge word.
+    let paraver = dir.path().join("paraver");
+    copy_dir(&fixtures.join("paraver"), &paraver);
+    let row = paraver.join("multi.row");
+    let content = std::fs::read_to_string(&row).unwrap();
+    std::fs::write(&row, content.replacen("LEVEL", &huge('L'), 1)).unwrap();
+    cases.push((paraver.join("multi.prv"), "found \"LLLLLL"));
+    // GXL: stray text between two nodes.
+    let db = example_db(dir.path());
+    let gxl = dir.path().join("w.gxl");
+    ok(run(&db, &["export", "w", "-o", gxl.to_str().unwrap()]));
+    let content = std::fs::read_to_string(&gxl).unwrap();
+    let content = content.replacen("</node>", &format!("</node>{}", huge('T')), 1);
+    std::fs::write(&gxl, content).unwrap();
+    cases.push((gxl, "text outside a value: \"TTTTTT"));
+    // DUMPI: a meta file whose rank count is two million digits.
+    let meta = dir.path().join("run.meta");
+    std::fs::write(
+        &meta,
+        format!("hostname=h\nfileprefix=run\nnumprocs={}\n", huge('7')),
+    )
+    .unwrap();
+    cases.push((meta, "numprocs must be a number of ranks, found \"777777"));
+    for (input, needle) in cases {
+        let o = run(
+            &dir.path().join("fresh"),
+            &["import", input.to_str().unwrap()],
+        );
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{}", input.display());
+        assert!(err.len() < 1500, "{} bytes: {}", err.len(), &err[..1500]);
+        assert!(err.contains(needle), "{needle} not in {err}");
+        assert!(err.contains(" characters)"), "{err}");
+        let name = input.parent().unwrap().display().to_string();
+        assert!(err.contains(&name), "{name} not in {err}");
+    }
+}

@@ -22,6 +22,7 @@
 
 pub(crate) mod anomaly_fields;
 pub mod dumpi;
+pub(crate) mod excerpt;
 pub mod gxl;
 pub mod matcher;
 mod merge;

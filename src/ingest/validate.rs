@@ -37,6 +37,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::ingest::excerpt::clipped;
 use crate::model::{
     flags, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time, TraceHeader,
 };
@@ -281,7 +282,11 @@ impl Validator {
                 return Err(Violation::new(
                     "empty communicator",
                     Field::CommId(ci),
-                    format!("communicator {} ({}) has no members", c.id, c.name),
+                    format!(
+                        "communicator {} ({}) has no members",
+                        c.id,
+                        clipped(&c.name)
+                    ),
                 ));
             }
             for (mi, &m) in c.members.iter().enumerate() {
@@ -292,7 +297,7 @@ impl Validator {
                         format!(
                             "communicator {} ({}) lists rank {}, which is not a declared process ({})",
                             c.id,
-                            c.name,
+                            clipped(&c.name),
                             m,
                             describe_ranks(n as u32)
                         ),
@@ -305,7 +310,12 @@ impl Validator {
                             comm: ci,
                             member: mi,
                         },
-                        format!("communicator {} ({}) lists rank {} twice", c.id, c.name, m),
+                        format!(
+                            "communicator {} ({}) lists rank {} twice",
+                            c.id,
+                            clipped(&c.name),
+                            m
+                        ),
                     ));
                 }
                 member_seen[m as usize] = ci;
@@ -326,7 +336,7 @@ impl Validator {
 
     fn name_of(&self, id: StrId) -> String {
         match self.strings.get(id as usize) {
-            Some(s) if !s.is_empty() => s.clone(),
+            Some(s) if !s.is_empty() => clipped(s),
             _ => format!("#{id}"),
         }
     }
@@ -450,7 +460,7 @@ impl Validator {
                                 "{} on communicator {} ({}) by rank {}, which is not one of its members",
                                 self.kind_name(kind),
                                 c.id,
-                                c.name,
+                                clipped(&c.name),
                                 op.rank
                             ),
                         ));
@@ -505,7 +515,8 @@ impl Validator {
                             field,
                             format!(
                                 "{what} {p} is not a member of communicator {} ({})",
-                                c.id, c.name
+                                c.id,
+                                clipped(&c.name)
                             ),
                         ));
                     }
@@ -536,7 +547,8 @@ impl Validator {
                             Field::Root,
                             format!(
                                 "root {root} is not a member of communicator {} ({})",
-                                c.id, c.name
+                                c.id,
+                                clipped(&c.name)
                             ),
                         ));
                     }

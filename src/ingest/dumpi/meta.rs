@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::bin::{error_at, MAGIC};
 use crate::error::{Error, Result};
+use crate::ingest::excerpt::{quoted, shown_line};
 
 /// Keys a meta file must have.
 const REQUIRED: [&str; 2] = ["numprocs", "fileprefix"];
@@ -164,8 +165,8 @@ pub(crate) fn read(path: &Path) -> Result<Meta> {
                 line as u64,
                 key.len() as u64 + 2,
                 "bad meta file",
-                format!("{key} must be {what}, found {value:?}"),
-                format!("{key}={value}"),
+                format!("{key} must be {what}, found {}", quoted(value)),
+                shown_line(&format!("{key}={value}"), key.len() as u64 + 2),
             )
         };
         match key {

@@ -25,6 +25,7 @@ use quick_xml::Reader;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap as HashMap;
 use crate::ingest::anomaly_fields::{self, Fields, CLASSES};
+use crate::ingest::excerpt::{clipped, quoted};
 use crate::ingest::EventSink;
 use crate::model::{
     flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
@@ -343,7 +344,7 @@ impl GraphReader {
             _ => Err(self.error(
                 self.offset,
                 "bad GXL",
-                format!("text outside a value: {:?}", truncate(text)),
+                format!("text outside a value: {}", quoted(text)),
             )),
         }
     }
@@ -423,7 +424,7 @@ impl GraphReader {
                 "declaration after events",
                 format!(
                     "a {class} node ({}) after the operations began; declarations come first",
-                    node.id
+                    clipped(&node.id)
                 ),
             ));
         }
@@ -505,7 +506,7 @@ impl GraphReader {
                     sink.anomaly(&Anomaly::SkippedRecord {
                         rank: None,
                         time: None,
-                        what: format!("a GXL node {:?} of type {other:?}", node.id),
+                        what: format!("a GXL node {} of type {}", quoted(&node.id), quoted(other)),
                     })?;
                 }
             }
@@ -649,7 +650,10 @@ impl GraphReader {
             return Err(self.error(
                 node.offset,
                 "bad node",
-                format!("unknown anomaly class {class:?} (the classes are {CLASSES})"),
+                format!(
+                    "unknown anomaly class {} (the classes are {CLASSES})",
+                    quoted(&class)
+                ),
             ));
         };
         let positions = fields.positions;
@@ -702,10 +706,6 @@ fn scalar(kind: &'static str, text: String) -> Value {
     }
 }
 
-fn truncate(s: &str) -> String {
-    s.chars().take(40).collect()
-}
-
 /// Typed access to a node's attributes, with errors at the node.
 struct Attrs<'n, 'r> {
     node: &'n Node,
@@ -726,8 +726,9 @@ impl Attrs<'_, '_> {
             self.node.offset,
             "bad node",
             format!(
-                "the {} node {:?} has no attribute {key}",
-                self.node.class, self.node.id
+                "the {} node {} has no attribute {key}",
+                self.node.class,
+                quoted(&self.node.id)
             ),
         )
     }
@@ -737,8 +738,9 @@ impl Attrs<'_, '_> {
             self.node.offset,
             "bad node",
             format!(
-                "the attribute {key} of the {} node {:?} is not {what}",
-                self.node.class, self.node.id
+                "the attribute {key} of the {} node {} is not {what}",
+                self.node.class,
+                quoted(&self.node.id)
             ),
         )
     }
@@ -909,8 +911,8 @@ impl<S: EventSink + ?Sized> Fields<Error> for AnomalyAttrs<'_, S> {
                 self.node.offset,
                 "unknown operation",
                 format!(
-                    "the anomaly {:?} names operation {} of rank {} thread {}, but {read} operations of it come before",
-                    self.node.id, p.index, p.rank, p.thread
+                    "the anomaly {} names operation {} of rank {} thread {}, but {read} operations of it come before",
+                    quoted(&self.node.id), p.index, p.rank, p.thread
                 ),
             ));
         }

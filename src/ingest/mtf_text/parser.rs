@@ -19,6 +19,7 @@ mod reports;
 
 use super::names::{is_bare, kind_from_name, QuickBuild};
 use crate::error::{Error, Result};
+use crate::ingest::excerpt::{quoted_bytes, shown_line};
 use crate::ingest::validate::{Field, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
@@ -141,7 +142,7 @@ impl Ctx {
             col,
             rule,
             message,
-            String::from_utf8_lossy(line).into_owned(),
+            shown_line(&String::from_utf8_lossy(line), col),
         )
     }
 
@@ -170,8 +171,7 @@ fn found(at: &[u8]) -> String {
     if len == 0 {
         return "a space".to_string();
     }
-    let token = &at[..len.min(40)];
-    format!("{:?}", String::from_utf8_lossy(token))
+    quoted_bytes(&at[..len])
 }
 
 // ---------------------------------------------------------------------------------------
@@ -853,7 +853,7 @@ impl LineParser {
             col,
             v.rule,
             v.message,
-            String::from_utf8_lossy(&decl.text),
+            shown_line(&String::from_utf8_lossy(&decl.text), col),
         )
     }
 
@@ -978,8 +978,8 @@ impl LineParser {
                 b"cap" => 18,
                 _ => {
                     let message = format!(
-                        "unknown field {:?} (the fields are {FIELD_KEYS})",
-                        String::from_utf8_lossy(key)
+                        "unknown field {} (the fields are {FIELD_KEYS})",
+                        quoted_bytes(key)
                     );
                     return Err(self
                         .ctx
@@ -1199,7 +1199,10 @@ mod tests {
         assert_eq!(found(b""), "end of line");
         assert_eq!(found(b" x"), "a space");
         assert_eq!(found(b"abc def"), "\"abc\"");
-        assert_eq!(found(&[b'z'; 100]), format!("\"{}\"", "z".repeat(40)));
+        assert_eq!(
+            found(&[b'z'; 100]),
+            format!("\"{}\"… (100 characters)", "z".repeat(60))
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::stream::LineReader;
 use super::syntax::{Cursor, Parsed};
 use crate::error::Result;
 use crate::hash::FxHashMap;
+use crate::ingest::excerpt::quoted_bytes;
 use crate::model::Anomaly;
 
 /// `OTF_ATTR_IsCommunicator`: the group is an MPI communicator.
@@ -86,8 +87,8 @@ impl Definitions {
                     rank: None,
                     time: None,
                     what: format!(
-                        "unknown definition record {:?} ({}:{})",
-                        String::from_utf8_lossy(line),
+                        "unknown definition record {} ({}:{})",
+                        quoted_bytes(line),
                         path.display(),
                         reader.number
                     ),

@@ -21,6 +21,7 @@ use super::records::{self, Record};
 use super::stream::{self, LineReader};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
+use crate::ingest::excerpt::quoted;
 use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::otf2::convert::{ConvertError, LocationConverter};
 use crate::ingest::otf2::events::Event;
@@ -273,7 +274,11 @@ impl Reader {
             loc.regions += u64::from(matches!(record, Record::Enter { .. }));
         }
         if let Some(text) = unknown {
-            self.skipped(rank, time, format!("record of an unknown kind {text:?}"));
+            self.skipped(
+                rank,
+                time,
+                format!("record of an unknown kind {}", quoted(&text)),
+            );
             return Ok(());
         }
         match self.targets[&process] {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::error::{Error, Result};
+use crate::ingest::excerpt::shown_line;
 
 /// The last bytes of a zlib stream flushed with `Z_SYNC_FLUSH` or `Z_FULL_FLUSH`.
 const FLUSH_MARKER: [u8; 4] = [0, 0, 0xff, 0xff];
@@ -224,7 +225,7 @@ impl LineReader {
             column,
             rule,
             message,
-            String::from_utf8_lossy(&self.line).into_owned(),
+            shown_line(&String::from_utf8_lossy(&self.line), column),
         )
     }
 

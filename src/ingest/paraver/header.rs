@@ -17,6 +17,7 @@ use std::io::BufRead;
 
 use super::text::{parse_signed, parse_unsigned, Fault, Fields, Lines};
 use crate::error::{Error, Result};
+use crate::ingest::excerpt::quoted_bytes;
 
 /// One task as the header declares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,8 +220,8 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
             suffix_at,
             "bad header",
             format!(
-                "unknown time unit {:?} (Paraver writes _ns, _us or _ms)",
-                String::from_utf8_lossy(&line[suffix_at..c.pos])
+                "unknown time unit {} (Paraver writes _ns, _us or _ms)",
+                quoted_bytes(&line[suffix_at..c.pos])
             ),
         )
     })?;
@@ -335,8 +336,8 @@ fn comm_count(line: &[u8]) -> std::result::Result<u64, Fault> {
                     end + 2,
                     "bad header",
                     format!(
-                        "the number of communicator lines {:?} is not a number",
-                        String::from_utf8_lossy(trimmed)
+                        "the number of communicator lines {} is not a number",
+                        quoted_bytes(trimmed)
                     ),
                 )
             })
@@ -374,10 +375,7 @@ fn parse_comm(line: &[u8], line_no: u64) -> std::result::Result<CommLine, Fault>
             Fault::new(
                 at,
                 "bad number",
-                format!(
-                    "the task {:?} is not a number",
-                    String::from_utf8_lossy(field)
-                ),
+                format!("the task {} is not a number", quoted_bytes(field)),
             )
         })?);
     }

@@ -14,6 +14,7 @@ use std::path::Path;
 use super::text::{parse_signed, parse_unsigned, Fault, Lines};
 use crate::error::Result;
 use crate::hash::FxHashMap;
+use crate::ingest::excerpt::quoted;
 
 /// What a `.pcf` names.
 #[derive(Debug, Default)]
@@ -127,14 +128,17 @@ fn parse_pcf<R: BufRead>(lines: &mut Lines<R>, file: &str) -> Result<Pcf> {
                 if parse_signed(gradient.as_bytes()).is_none() {
                     return Err(fault(
                         offset(&line, gradient),
-                        format!("expected an event type line (gradient, type, label), found {gradient:?}"),
+                        format!(
+                            "expected an event type line (gradient, type, label), found {}",
+                            quoted(gradient)
+                        ),
                     ));
                 }
                 let (ty, label) = word(rest);
                 let Some(ty_value) = parse_unsigned(ty.as_bytes()) else {
                     return Err(fault(
                         offset(&line, ty),
-                        format!("the event type {ty:?} is not a number"),
+                        format!("the event type {} is not a number", quoted(ty)),
                     ));
                 };
                 pcf.types.insert(ty_value, label.to_string());
@@ -145,7 +149,10 @@ fn parse_pcf<R: BufRead>(lines: &mut Lines<R>, file: &str) -> Result<Pcf> {
                 let Some(v) = parse_signed(value.as_bytes()) else {
                     return Err(fault(
                         offset(&line, value),
-                        format!("expected a value line (value, label), found {value:?}"),
+                        format!(
+                            "expected a value line (value, label), found {}",
+                            quoted(value)
+                        ),
                     ));
                 };
                 for &ty in &current {
@@ -207,7 +214,10 @@ fn parse_row<R: BufRead>(lines: &mut Lines<R>, file: &str) -> Result<Row> {
                 return Err(Fault::new(
                     offset(&line, trimmed),
                     "bad .row line",
-                    format!("expected LEVEL <name> SIZE <count>, found {trimmed:?}"),
+                    format!(
+                        "expected LEVEL <name> SIZE <count>, found {}",
+                        quoted(trimmed)
+                    ),
                 )
                 .at_line(file, line_no, raw));
             }

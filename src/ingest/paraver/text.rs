@@ -4,6 +4,7 @@
 use std::io::{BufRead, ErrorKind};
 
 use crate::error::{Error, Result};
+use crate::ingest::excerpt::{quoted_bytes, shown_line};
 
 /// The longest line read (Extrae's longest event lines, with every counter, are a few KiB).
 pub(crate) const MAX_LINE: usize = 16 << 20;
@@ -99,12 +100,12 @@ impl Fault {
 
     /// The error for this fault in line `line_no` of `file`, whose text is `line`.
     pub fn at_line(self, file: &str, line_no: u64, line: &[u8]) -> Error {
-        let text = String::from_utf8_lossy(line);
         // The column counts characters, as the caret under the shown line does.
         let column = String::from_utf8_lossy(&line[..self.at.min(line.len())])
             .chars()
             .count() as u64
             + 1;
+        let text = shown_line(&String::from_utf8_lossy(line), column);
         Error::input(file, line_no, column, self.rule, self.message, text)
     }
 }
@@ -244,10 +245,7 @@ impl<'a> Fields<'a> {
             Err(Fault::new(
                 at,
                 "bad number",
-                format!(
-                    "the {what} {:?} is not a number",
-                    String::from_utf8_lossy(field)
-                ),
+                format!("the {what} {} is not a number", quoted_bytes(field)),
             ))
         }
     }
@@ -275,13 +273,13 @@ fn missing(at: usize, what: &str) -> Fault {
 }
 
 fn bad_number(at: usize, field: &[u8], what: &str) -> Fault {
-    let shown = String::from_utf8_lossy(field);
+    let shown = quoted_bytes(field);
     let why = if field.is_empty() {
         "is empty".to_string()
     } else if field.iter().all(u8::is_ascii_digit) || field.first() == Some(&b'-') {
-        format!("{shown:?} is out of range")
+        format!("{shown} is out of range")
     } else {
-        format!("{shown:?} is not a number")
+        format!("{shown} is not a number")
     };
     Fault::new(at, "bad number", format!("the {what} {why}"))
 }

@@ -30,6 +30,7 @@ use super::anomaly_fields::{build, Fields};
 use super::EventSink;
 use crate::error::{Error, Result};
 use crate::export::parquet::{schema, table_dir, HeaderJson};
+use crate::ingest::excerpt::{clipped, quoted};
 use std::collections::HashSet;
 
 use crate::hash::FxHashMap as HashMap;
@@ -148,6 +149,16 @@ pub fn locate(path: &Path, wanted: Option<&str>) -> Result<Export> {
     })
 }
 
+/// A file's column names for a message: the first 20, each cut to a sane length.
+fn column_list(schema: &arrow::datatypes::Schema) -> String {
+    let fields = schema.fields();
+    let mut names: Vec<String> = fields.iter().take(20).map(|f| clipped(f.name())).collect();
+    if fields.len() > 20 {
+        names.push(format!("… ({} in all)", fields.len()));
+    }
+    names.join(", ")
+}
+
 fn bad(path: &Path, why: impl Into<String>) -> Error {
     Error::input(
         path.display().to_string(),
@@ -223,11 +234,7 @@ impl Reader {
                     format!(
                         "not a file of the {table} table: it has no column {:?} (its columns: {})",
                         field.name(),
-                        have.fields()
-                            .iter()
-                            .map(|f| f.name().as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        column_list(&have)
                     ),
                 ));
             };
@@ -838,7 +845,7 @@ fn read_anomalies(
                 let Some(a) = build(kind.value(i).as_bytes(), &mut f)? else {
                     return Err(bad(
                         &path,
-                        format!("an anomaly of unknown kind {:?}", kind.value(i)),
+                        format!("an anomaly of unknown kind {}", quoted(kind.value(i))),
                     ));
                 };
                 let ops = std::mem::take(&mut f.ops);

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::ingest::anomaly_fields::{self as anomaly, Fields, CLASSES};
+use crate::ingest::excerpt::{quoted, quoted_bytes, shown_line};
 use crate::ingest::EventSink;
 use crate::model::{Location, LocationKind, OpKind, OpPosition, Rank, StrId};
 
@@ -97,8 +98,8 @@ impl LineParser {
             None => Ok(()),
             Some(f) => {
                 let message = format!(
-                    "unknown field {:?} (the fields here are {known})",
-                    String::from_utf8_lossy(f.key)
+                    "unknown field {} (the fields here are {known})",
+                    quoted_bytes(f.key)
                 );
                 Err(self.ctx.error(line, f.key_off, "syntax", message))
             }
@@ -187,18 +188,21 @@ impl LineParser {
         match location.rank {
             Some(rank) if rank as usize >= processes => {
                 let message = format!(
-                    "location {:?} belongs to rank {rank}, but the trace declares {processes} processes",
-                    location.name
+                    "location {} belongs to rank {rank}, but the trace declares {processes} processes",
+                    quoted(&location.name)
                 );
                 match decl {
-                    Some(d) => Err(Error::input(
-                        &self.ctx.file,
-                        d.line_no,
-                        super::char_column(&d.text, d.offs[0]),
-                        "unknown rank",
-                        message,
-                        String::from_utf8_lossy(&d.text),
-                    )),
+                    Some(d) => {
+                        let column = super::char_column(&d.text, d.offs[0]);
+                        Err(Error::input(
+                            &self.ctx.file,
+                            d.line_no,
+                            column,
+                            "unknown rank",
+                            message,
+                            shown_line(&String::from_utf8_lossy(&d.text), column),
+                        ))
+                    }
                     None => {
                         let off = line
                             .windows(5)
@@ -272,8 +276,8 @@ impl LineParser {
         };
         let Some(anomaly) = anomaly::build(class, &mut reader)? else {
             let message = format!(
-                "unknown anomaly class {:?} (the classes are {CLASSES})",
-                String::from_utf8_lossy(class)
+                "unknown anomaly class {} (the classes are {CLASSES})",
+                quoted_bytes(class)
             );
             return Err(self.ctx.error(line, class_off, "syntax", message));
         };
