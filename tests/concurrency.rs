@@ -11,28 +11,9 @@ use std::time::Duration;
 
 mod common;
 
-use common::mtfdb_output as mtfdb;
+use common::{mtfdb_output as mtfdb, succeeded as ok, text, EXAMPLE_TRACE as EXAMPLE};
 use mtfdb::query::Session;
 use mtfdb::Database;
-
-const EXAMPLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/traces/stencil2d-16.mtf"
-);
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "mtfdb failed:\n{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    text(&o.stdout)
-}
 
 /// A database holding the example as `a`, and a generated ring trace's file to import as `b`.
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {

@@ -9,26 +9,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::mtfdb_output as mtfdb;
-
-const EXAMPLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/traces/stencil2d-16.mtf"
-);
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "mtfdb failed:\n{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    text(&o.stdout)
-}
+use common::{mtfdb_output as mtfdb, succeeded as ok, text, EXAMPLE_TRACE as EXAMPLE};
 
 /// The answers a user checks first: the traces, their counts, and a view's rows.
 fn answers(db: &Path) -> String {
@@ -224,6 +205,24 @@ fn every_write_command_fails_cleanly_on_a_full_disk_and_the_database_works_once_
             vec![
                 "query".into(),
                 "SELECT WAIT STATES".into(),
+                "--trace".into(),
+                "a".into(),
+            ],
+        ),
+        (
+            "global model",
+            vec![
+                "query".into(),
+                "SELECT GLOBAL MODEL".into(),
+                "--trace".into(),
+                "a".into(),
+            ],
+        ),
+        (
+            "topology",
+            vec![
+                "query".into(),
+                "SELECT TOPOLOGY".into(),
                 "--trace".into(),
                 "a".into(),
             ],

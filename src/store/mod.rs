@@ -1145,13 +1145,26 @@ pub(crate) fn stored_key_words(key: &str) -> String {
 }
 
 impl TraceReader {
-    /// True while the trace is as this reader opened it: the catalog names the same segment,
-    /// views and stored results. A session opens the trace again when it is not, so that
+    /// True while the trace is as this reader opened it: the catalog names the same name,
+    /// segment and views. A session opens the trace again when it is not, so that
     /// every statement reads the state committed when it began.
     pub fn is_current(&self) -> Result<bool> {
         let catalog = self.shared.catalog()?;
         let snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(catalog.trace_by_id(self.id) == Some(&snapshot.entry))
+        // Stored results are read as committed now (see `stored_value`): only the rows
+        // and the views make a snapshot.
+        let views = |e: &CatalogEntry| -> Vec<(String, StoredRef)> {
+            e.stored
+                .iter()
+                .filter(|(k, _)| k.starts_with(&view_key("")))
+                .map(|(k, r)| (k.clone(), r.clone()))
+                .collect()
+        };
+        Ok(catalog.trace_by_id(self.id).is_some_and(|now| {
+            now.name == snapshot.entry.name
+                && now.segment == snapshot.entry.segment
+                && views(now) == views(&snapshot.entry)
+        }))
     }
 
     /// Makes every later chunk read fail with [`Error::Cancelled`] while `flag` is set.
@@ -1301,14 +1314,23 @@ impl TraceReader {
         Ok(out)
     }
 
-    /// The value stored under `key` for this trace in the reader's snapshot, if any.
+    /// The value stored under `key` for this trace, if any: a view as the reader's snapshot
+    /// has it; a stored analysis result as the catalog has it now (a result is computed
+    /// from the trace's rows, which never change, so the latest one stored is the
+    /// snapshot's too, and one dropped for recomputing is gone for every reader).
     fn stored_value(&self, key: &str, what: &str) -> Result<Option<Vec<u8>>> {
-        let (r, file) = {
+        if key.starts_with(&result_key("")) {
+            return self.latest_stored_value(key, what);
+        }
+        let held = {
             let snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
             match (snapshot.entry.stored.get(key), snapshot.stored.get(key)) {
-                (Some(r), Some(f)) => (r.clone(), f.clone()),
-                _ => return Ok(None),
+                (Some(r), Some(f)) => Some((r.clone(), f.clone())),
+                _ => None,
             }
+        };
+        let Some((r, file)) = held else {
+            return Ok(None);
         };
         let path = self.shared.stored_path(&r);
         let what = format!("{what} ({})", path.display());
@@ -1343,6 +1365,37 @@ impl TraceReader {
             )));
         }
         Ok(Some(stored.value))
+    }
+
+    /// The value stored under `key` for this trace in the catalog as committed now.
+    fn latest_stored_value(&self, key: &str, what: &str) -> Result<Option<Vec<u8>>> {
+        // A writer may replace the file between reading the catalog and reading the file:
+        // then the catalog is read again.
+        for _ in 0..5 {
+            let catalog = self.shared.catalog()?;
+            let Some(r) = catalog.trace_by_id(self.id).and_then(|e| e.stored.get(key)) else {
+                return Ok(None);
+            };
+            if let Some(file) = stored::read(&self.shared.stored_dir, r, what)? {
+                if file.trace != self.id || file.key != key {
+                    return Err(Error::Corrupt(format!(
+                        "{what} ({}) holds another trace's or key's value",
+                        self.shared.stored_path(r).display()
+                    )));
+                }
+                return Ok(Some(file.value));
+            }
+            let now = self.shared.catalog()?;
+            if now.trace_by_id(self.id).and_then(|e| e.stored.get(key)) == Some(r) {
+                return Err(Error::Corrupt(format!(
+                    "{what} ({}) is missing; `mtfdb check` lists what else is",
+                    self.shared.stored_path(r).display()
+                )));
+            }
+        }
+        Err(Error::Storage(format!(
+            "{what} kept changing while it was read; try again"
+        )))
     }
 
     fn dropped(&self) -> Error {

@@ -21,6 +21,29 @@ pub fn import_generated(db: &Database, config: &GenConfig, name: &str) -> Ground
     truth.unwrap()
 }
 
+/// The bundled example trace (16 ranks, 1,440 messages).
+pub const EXAMPLE_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/traces/stencil2d-16.mtf"
+);
+
+/// Bytes a command printed, as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What a command that must succeed printed on its standard output; its output and errors
+/// in the failure message otherwise.
+pub fn succeeded(o: std::process::Output) -> String {
+    assert!(
+        o.status.success(),
+        "mtfdb failed:\n{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
 /// Runs the `mtfdb` binary on the database `db` (whatever `MTFDB_DB` says) and returns what it
 /// did.
 pub fn mtfdb_output(db: &Path, args: &[&str]) -> std::process::Output {
