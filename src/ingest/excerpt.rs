@@ -30,6 +30,19 @@ pub(crate) fn clipped(text: &str) -> String {
     }
 }
 
+/// The characters of another library's error a message quotes (which may itself quote
+/// the input whole).
+pub(crate) const MESSAGE_CHARS: usize = 240;
+
+/// Another library's error text for a message, cut as [`clipped`] cuts a token, after
+/// [`MESSAGE_CHARS`] characters.
+pub(crate) fn clipped_message(text: &str) -> String {
+    match text.char_indices().nth(MESSAGE_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} characters)", &text[..cut], text.chars().count()),
+    }
+}
+
 /// [`quoted`] for bytes read as text (what is not UTF-8 shown as U+FFFD).
 pub(crate) fn quoted_bytes(token: &[u8]) -> String {
     quoted(&String::from_utf8_lossy(token))
@@ -62,6 +75,7 @@ mod tests {
         assert_eq!(shown_line("0 10 20 Send c=0", 5), "0 10 20 Send c=0");
         assert_eq!(quoted_bytes(b"ab\xffc"), "\"ab\u{fffd}c\"");
         assert_eq!(clipped("PRCR9"), "PRCR9");
+        assert_eq!(clipped_message("expected `</attr>`"), "expected `</attr>`");
     }
 
     #[test]
@@ -75,6 +89,10 @@ mod tests {
         assert_eq!(
             clipped(&big),
             format!("{}… (2000000 characters)", "X".repeat(QUOTE_CHARS))
+        );
+        assert_eq!(
+            clipped_message(&big),
+            format!("{}… (2000000 characters)", "X".repeat(MESSAGE_CHARS))
         );
         let wide = "ü".repeat(100);
         assert_eq!(

@@ -25,7 +25,7 @@ use quick_xml::Reader;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap as HashMap;
 use crate::ingest::anomaly_fields::{self, Fields, CLASSES};
-use crate::ingest::excerpt::{clipped, quoted};
+use crate::ingest::excerpt::{clipped, clipped_message, quoted};
 use crate::ingest::EventSink;
 use crate::model::{
     flags, Anomaly, Communicator, Location, LocationKind, OpKind, OpPosition, Operation, Process,
@@ -87,7 +87,10 @@ pub fn parse_reader<R: BufRead, S: EventSink + ?Sized>(
             g.error(
                 reader.error_position(),
                 "bad XML",
-                format!("the XML does not parse: {e}"),
+                format!(
+                    "the XML does not parse: {}",
+                    clipped_message(&e.to_string())
+                ),
             )
         })?;
         g.offset = offset;
@@ -97,7 +100,14 @@ pub fn parse_reader<R: BufRead, S: EventSink + ?Sized>(
             Event::End(e) => g.end(e.local_name().as_ref(), sink),
             Event::Text(t) => match t.unescape() {
                 Ok(text) => g.text(&text),
-                Err(e) => Err(g.error(offset, "bad XML", format!("bad character reference: {e}"))),
+                Err(e) => Err(g.error(
+                    offset,
+                    "bad XML",
+                    format!(
+                        "bad character reference: {}",
+                        clipped_message(&e.to_string())
+                    ),
+                )),
             },
             Event::CData(c) => match String::from_utf8(c.into_inner().into_owned()) {
                 Ok(text) => g.text(&text),
@@ -290,7 +300,7 @@ impl GraphReader {
                 "bad GXL",
                 format!(
                     "unexpected element <{}> here",
-                    String::from_utf8_lossy(other)
+                    clipped(&String::from_utf8_lossy(other))
                 ),
             )),
         }
@@ -299,14 +309,21 @@ impl GraphReader {
     fn attribute(&self, e: &BytesStart, key: &[u8]) -> Result<Option<String>> {
         for a in e.attributes() {
             let a = a.map_err(|err| {
-                self.error(self.offset, "bad XML", format!("a bad attribute: {err}"))
+                self.error(
+                    self.offset,
+                    "bad XML",
+                    format!("a bad attribute: {}", clipped_message(&err.to_string())),
+                )
             })?;
             if a.key.local_name().as_ref() == key {
                 let v = a.unescape_value().map_err(|err| {
                     self.error(
                         self.offset,
                         "bad XML",
-                        format!("a bad attribute value: {err}"),
+                        format!(
+                            "a bad attribute value: {}",
+                            clipped_message(&err.to_string())
+                        ),
                     )
                 })?;
                 return Ok(Some(v.into_owned()));

@@ -30,7 +30,7 @@ use super::anomaly_fields::{build, Fields};
 use super::EventSink;
 use crate::error::{Error, Result};
 use crate::export::parquet::{schema, table_dir, HeaderJson};
-use crate::ingest::excerpt::{clipped, quoted};
+use crate::ingest::excerpt::{clipped, clipped_message, quoted};
 use std::collections::HashSet;
 
 use crate::hash::FxHashMap as HashMap;
@@ -159,6 +159,15 @@ fn column_list(schema: &arrow::datatypes::Schema) -> String {
     names.join(", ")
 }
 
+/// `e` placed in the export: a rule the import's checks find broken names the table folder
+/// its item came from.
+fn placed(e: Error, dir: &Path) -> Error {
+    match e {
+        Error::Rule(v) => Error::input(dir.display().to_string(), 0, 0, v.rule, v.message, ""),
+        other => other,
+    }
+}
+
 fn bad(path: &Path, why: impl Into<String>) -> Error {
     Error::input(
         path.display().to_string(),
@@ -217,13 +226,25 @@ struct Reader {
 
 impl Reader {
     fn open(path: &Path, table: &str) -> Result<Reader> {
+        guarded(path, || Reader::open_unguarded(path, table))
+    }
+
+    fn open_unguarded(path: &Path, table: &str) -> Result<Reader> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         // The column types come from the Parquet schema alone: the `ARROW:schema` value
         // beside it is only a hint (the contract's types are all plain Parquet types), and
         // arrow-ipc panics on some damaged ones instead of failing.
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
         let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
-            .map_err(|e| bad(path, format!("not a readable Parquet file: {e}")))?;
+            .map_err(|e| {
+                bad(
+                    path,
+                    format!(
+                        "not a readable Parquet file: {}",
+                        clipped_message(&e.to_string())
+                    ),
+                )
+            })?;
         let want = schema(table).ok_or_else(|| bad(path, format!("no table {table:?}")))?;
         let have = builder.schema().clone();
         let mut indices = Vec::new();
@@ -261,7 +282,15 @@ impl Reader {
             .with_projection(mask)
             .with_batch_size(BATCH)
             .build()
-            .map_err(|e| bad(path, format!("not a readable Parquet file: {e}")))?;
+            .map_err(|e| {
+                bad(
+                    path,
+                    format!(
+                        "not a readable Parquet file: {}",
+                        clipped_message(&e.to_string())
+                    ),
+                )
+            })?;
         Ok(Reader {
             path: path.to_path_buf(),
             inner,
@@ -269,12 +298,66 @@ impl Reader {
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        match self.inner.next() {
+        let inner = &mut self.inner;
+        match guarded(&self.path, || Ok(inner.next()))? {
             None => Ok(None),
             Some(Ok(b)) => Ok(Some(b)),
-            Some(Err(e)) => Err(bad(&self.path, format!("damaged Parquet data: {e}"))),
+            Some(Err(e)) => Err(bad(
+                &self.path,
+                format!("damaged Parquet data: {}", clipped_message(&e.to_string())),
+            )),
         }
     }
+}
+
+thread_local! {
+    /// What the Parquet library said when it panicked inside [`guarded`] on this thread.
+    static PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `read`, a call into the Parquet library on the file at `path`, turning a panic of
+/// the library into an error naming the file. The parquet crate panics on some damaged
+/// files (its footer decoding unwraps what a damaged footer lacks) where it should fail;
+/// the panic is caught here and kept quiet (the panic hook is wrapped once, so that it stays
+/// silent for panics inside this call only), and the import fails as for any damaged file.
+fn guarded<T>(path: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let inside = PANIC.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.is_some() {
+                    // Inside `guarded`: keep the library's words for the error.
+                    let said = info
+                        .payload()
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| info.payload().downcast_ref::<String>().cloned());
+                    *p = Some(said.unwrap_or_default());
+                    true
+                } else {
+                    false
+                }
+            });
+            if !inside {
+                previous(info);
+            }
+        }));
+    });
+    // `Some` marks this thread as inside a guarded call.
+    PANIC.with(|p| *p.borrow_mut() = Some(String::new()));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    let said = PANIC.with(|p| p.borrow_mut().take()).unwrap_or_default();
+    result.unwrap_or_else(|_| {
+        Err(bad(
+            path,
+            format!(
+                "a damaged Parquet file: the Parquet library failed on it ({})",
+                clipped(&said)
+            ),
+        ))
+    })
 }
 
 /// Typed access to a batch's columns by name, with nulls refused where the contract has none.
@@ -885,7 +968,7 @@ pub fn read_export(export: &Export, sink: &mut dyn EventSink) -> Result<()> {
     })?;
     let mut header = parsed.header;
     let locations = std::mem::take(&mut header.locations);
-    sink.header(&header)?;
+    sink.header(&header).map_err(|e| placed(e, &trace_path))?;
     let mut names = Names::new(&parsed.strings, sink)?;
     names.other_calls = parsed
         .other_calls
@@ -923,6 +1006,8 @@ pub fn read_export(export: &Export, sink: &mut dyn EventSink) -> Result<()> {
         &mut names,
         sink,
     )?;
+    let operations_dir = table_dir(&export.root, "operations", &export.name);
+    let calls_dir = table_dir(&export.root, "routine_calls", &export.name);
     let mut replay = Replay {
         locations: Vec::new(),
         by_location: HashMap::default(),
@@ -974,7 +1059,8 @@ pub fn read_export(export: &Export, sink: &mut dyn EventSink) -> Result<()> {
                         );
                     }
                     loc.next_index += 1;
-                    sink.operation(&row.op)?;
+                    sink.operation(&row.op)
+                        .map_err(|e| placed(e, &operations_dir))?;
                     derived.tally.operation(row.id, &row.op, &mut derived.found);
                     derived.take_found();
                     matcher.operation(row.id, &row.op, &mut derived)?;
@@ -983,12 +1069,14 @@ pub fn read_export(export: &Export, sink: &mut dyn EventSink) -> Result<()> {
             Step::Enter => {
                 if let Some(call) = loc.pending.pop_front() {
                     loc.open.push(call);
-                    sink.routine(&routine_event(&call, true))?;
+                    sink.routine(&routine_event(&call, true))
+                        .map_err(|e| placed(e, &calls_dir))?;
                 }
             }
             Step::Leave => {
                 if let Some(call) = loc.open.pop() {
-                    sink.routine(&routine_event(&call, false))?;
+                    sink.routine(&routine_event(&call, false))
+                        .map_err(|e| placed(e, &calls_dir))?;
                 }
             }
         }
