@@ -163,6 +163,15 @@ fn oracle(anchor: &Path) -> Oracle {
     o
 }
 
+/// Archives of the shared set that the OTF2 reader refuses today, with the error it gives:
+/// EZTrace's (Debian's tracer) breaks metamodel rules and more (issue 40: barriers with bytes,
+/// wrong per-location event counts, duplicate and out-of-order definitions, no clock
+/// offsets). Each is checked to be refused with exactly this error, never imported wrong.
+const KNOWN_REFUSED: &[(&str, &str)] = &[(
+    "eztrace-lammps-melt",
+    "bytes on a barrier: MPI_Barrier carries no data (Table 3.1, rule 8), found 4 bytes",
+)];
+
 #[test]
 fn every_real_otf2_archive_imports_and_equals_otf2_print() {
     let Some(dir) = traces_dir() else { return };
@@ -177,9 +186,23 @@ fn every_real_otf2_archive_imports_and_equals_otf2_print() {
     let (_tmp, db) = temp_db();
     for (i, anchor) in archives.iter().enumerate() {
         let name = format!("t{i}");
+        let imported = db.import(anchor, Some(&name));
+        if let Some((_, needle)) = KNOWN_REFUSED
+            .iter()
+            .find(|(folder, _)| anchor.to_string_lossy().contains(folder))
+        {
+            // Refused loudly, never imported wrong, until the issue that names it is done:
+            // when the reader takes it, this fails, and the archive leaves the list.
+            let err = imported.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                err.contains(needle),
+                "{}: was refused with {needle:?}; now: {err:?} (if it imports, take it off KNOWN_REFUSED)",
+                anchor.display()
+            );
+            continue;
+        }
         let expected = oracle(anchor);
-        db.import(anchor, Some(&name))
-            .unwrap_or_else(|e| panic!("{}: {e}", anchor.display()));
+        imported.unwrap_or_else(|e| panic!("{}: {e}", anchor.display()));
         let trace = db.trace(&name).unwrap();
         let label = anchor.display().to_string();
 
