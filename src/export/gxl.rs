@@ -2,12 +2,12 @@
 //! paper writes traces in: one `<graph>` of typed nodes with typed attributes (the
 //! metamodel's Scenario, Trace, Processor, Process, ProcessTrace, Communicator, the
 //! MPOperation subclasses, RoutineCall, Message, …) and edges for containment and for
-//! message, request and collective links. [`crate::ingest::gxl::schema`] lists every node
+//! message, request and collective links. The reader's `schema` module lists every node
 //! type and attribute; [`crate::ingest::gxl`] reads the graph back.
 //!
 //! Text is escaped for XML 1.0: tab, line feed and carriage return as character references,
 //! the characters XML cannot carry at all (the other C0 controls, U+0000 among them, U+FFFE
-//! and U+FFFF) as a private escape ([`crate::ingest::gxl::schema::ESCAPE`]), so that any XML
+//! and U+FFFF) as a private escape (the reader's `schema::ESCAPE`), so that any XML
 //! parser reads the file and names come back exactly.
 
 use std::io::Write;
