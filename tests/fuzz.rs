@@ -954,7 +954,10 @@ fn observe_storage(path: &Path) -> mtfdb::Result<String> {
     let mut session = Session::new(db);
     for name in &names {
         session.use_trace(name)?;
-        out += &format!("{:?}\n", session.run("SELECT OPERATIONS WHERE SIZE > 1024")?);
+        out += &format!(
+            "{:?}\n",
+            session.run("SELECT OPERATIONS WHERE SIZE > 1024")?
+        );
         if name == "ring" {
             out += &format!(
                 "{:?}\n{:?}\n",
@@ -1054,14 +1057,29 @@ fn storage_faults() {
         let seen = observe_storage(&path);
         match &seen {
             Ok(text) if text == expected => {}
-            Ok(_) => return Err(format!("damage to {damaged:?} changed an answer without an error")),
-            Err(e @ (Error::Corrupt(_) | Error::Io { .. } | Error::Storage(_) | Error::Database { .. })) => {
+            Ok(_) => {
+                return Err(format!(
+                    "damage to {damaged:?} changed an answer without an error"
+                ))
+            }
+            Err(
+                e @ (Error::Corrupt(_)
+                | Error::Io { .. }
+                | Error::Storage(_)
+                | Error::Database { .. }),
+            ) => {
                 let message = e.to_string();
                 if !damaged.iter().any(|d| message.contains(d.as_str())) {
-                    return Err(format!("damage to {damaged:?}: the error names none of them: {message}"));
+                    return Err(format!(
+                        "damage to {damaged:?}: the error names none of them: {message}"
+                    ));
                 }
             }
-            Err(e) => return Err(format!("damage to {damaged:?}: an error of another kind: {e:?}")),
+            Err(e) => {
+                return Err(format!(
+                    "damage to {damaged:?}: an error of another kind: {e:?}"
+                ))
+            }
         }
         match Database::check(&path, false) {
             Ok(report) if seen.is_err() && report.sound() => {
