@@ -1,5 +1,6 @@
-//! Fuzzing on stable Rust, in CI: seeded mutation loops over every reader (the MTF text parser,
-//! the OTF2 reader, and each reader added to [`READERS`]), the query parser, the engine
+//! Fuzzing on stable Rust, in CI: seeded mutation loops over every reader of [`READERS`] (the
+//! MTF text parser, the OTF2 and OTF v1 readers on their fixtures, the GXL and Parquet readers
+//! on mtfdb's own exports of a hand-built trace and a generated one), the query parser, the engine
 //! (random statements from the grammar checked against the naive evaluator of
 //! `tests/common/oracle.rs`, and mutated statements that must give an answer or a clear error),
 //! and the storage (`storage_faults`: a database's files damaged at random, read, checked and
@@ -13,8 +14,9 @@
 //!   of a seed is always the same input; the input of a failing case is also written to
 //!   `target/tmp/fuzz-failures/`.
 //! - What counts as a failure: a panic, a case that runs longer than [`HANG`], an error of a
-//!   kind that input cannot cause (damaged storage, a stopped pipeline), an error without a
-//!   position inside its input, an import that fails half-way yet leaves a trace behind, a
+//!   kind that input cannot cause (damaged storage, a stopped pipeline, a broken rule the reader
+//!   did not place in its input), an error without a position inside its input, an error
+//!   longer than [`LONGEST_MESSAGE`], an import that fails half-way yet leaves a trace behind, a
 //!   statement whose canonical text does not parse back to it, a selection whose rows differ
 //!   from the naive evaluator's. A process killed by a stack overflow leaves its seed and case
 //!   in `target/tmp/fuzz-<target>.last`.
@@ -37,8 +39,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use common::oracle::{
     fit_scope, ids_of, naive, prepare, selection_strategy, window_of, Model, EXTREMES,
 };
+use mtfdb::export::{export_file, Format};
 use mtfdb::gen::{generate, GenConfig, Scenario};
-use mtfdb::ingest::{mtf_text, otf1, otf2, EventSink, Policy, ValidatingSink};
+use mtfdb::ingest::{gxl, mtf_text, otf1, otf2, parquet, EventSink, Policy, ValidatingSink};
 use mtfdb::model::{Anomaly, Location, Operation, RoutineEvent, StrId, TraceHeader};
 use mtfdb::query::ast::MAX_NESTING;
 use mtfdb::query::{parse_statement, Expr, Session, KEYWORDS};
@@ -60,8 +63,12 @@ struct Reader {
     read: fn(&Path, &mut dyn EventSink) -> mtfdb::Result<()>,
     /// The format, for full imports into a database now and then.
     format: SourceFormat,
-    /// In an archive, the file given to `read` (the OTF2 anchor).
+    /// In an archive, the file given to `read` (the OTF2 anchor); `None` gives the archive's
+    /// folder itself (a Parquet export).
     main_file: Option<&'static str>,
+    /// Seeds made when the target starts, beside `seeds`: two traces (a hand-built one with
+    /// every field, name and anomaly class, and a generated scenario) exported in this format.
+    exported: Option<Format>,
 }
 
 const READERS: &[Reader] = &[
@@ -75,6 +82,7 @@ const READERS: &[Reader] = &[
         },
         format: SourceFormat::MtfText,
         main_file: None,
+        exported: None,
     },
     Reader {
         name: "otf2",
@@ -90,6 +98,7 @@ const READERS: &[Reader] = &[
         },
         format: SourceFormat::Otf2,
         main_file: Some("*.otf2"),
+        exported: None,
     },
     Reader {
         name: "otf1",
@@ -101,6 +110,32 @@ const READERS: &[Reader] = &[
         },
         format: SourceFormat::Otf1,
         main_file: Some("*.otf"),
+        exported: None,
+    },
+    Reader {
+        name: "gxl",
+        seeds: &[],
+        archive: false,
+        read: |p, sink| {
+            let mut seam = ValidatingSink::new(sink, SourceFormat::Gxl.policy());
+            gxl::parse_file(p, &mut seam)
+        },
+        format: SourceFormat::Gxl,
+        main_file: None,
+        exported: Some(Format::Gxl),
+    },
+    Reader {
+        name: "parquet",
+        seeds: &[],
+        archive: true,
+        read: |p, sink| {
+            let export = parquet::locate(p, None)?;
+            let mut seam = ValidatingSink::new(sink, SourceFormat::Parquet.policy());
+            parquet::read_export(&export, &mut seam)
+        },
+        format: SourceFormat::Parquet,
+        main_file: None,
+        exported: Some(Format::Parquet),
     },
 ];
 
@@ -117,6 +152,16 @@ fn reader_otf2() {
 #[test]
 fn reader_otf1() {
     fuzz_reader(&READERS[2]);
+}
+
+#[test]
+fn reader_gxl() {
+    fuzz_reader(&READERS[3]);
+}
+
+#[test]
+fn reader_parquet() {
+    fuzz_reader(&READERS[4]);
 }
 
 #[test]
@@ -467,7 +512,40 @@ fn load_seeds(reader: &Reader) -> Vec<SeedInput> {
             });
         }
     }
+    if let Some(format) = reader.exported {
+        seeds.extend(exported_seeds(reader.name, format));
+    }
     assert!(!seeds.is_empty(), "{}: no seeds", reader.name);
+    seeds
+}
+
+/// The hand-built trace with every field and anomaly class, and a small generated scenario,
+/// exported in `format` (under the target's scratch folder, made again at every start): a
+/// file each, or a folder of files each for Parquet.
+fn exported_seeds(target: &str, format: Format) -> Vec<SeedInput> {
+    let dir = scratch().join(format!("fuzz-seeds-{target}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let db = Database::open(dir.join("db")).expect("a scratch database");
+    db.import_events("rich", |sink| common::contents::rich_trace(sink))
+        .expect("the hand-built trace imports");
+    db.import_events("stencil", |sink| {
+        generate(&GenConfig::new(Scenario::Stencil2d, 4, 2), sink).map(|_| ())
+    })
+    .expect("the generated trace imports");
+    let mut seeds = Vec::new();
+    for name in ["rich", "stencil"] {
+        let out = dir.join(format!("{name}.{}", format.name()));
+        export_file(&db.trace(name).expect("imported"), format, &out).expect("the export");
+        let mut files = Vec::new();
+        if out.is_dir() {
+            collect_files(&out, &out, &mut files);
+        } else {
+            let file = PathBuf::from(out.file_name().expect("a file name"));
+            files.push((file, std::fs::read(&out).expect("the exported file")));
+        }
+        seeds.push(SeedInput { files });
+    }
     seeds
 }
 
@@ -491,17 +569,18 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
 }
 
 /// The kinds of error bad input may cause: anything else (damaged storage, a stopped
-/// pipeline, a storage error) is a bug.
+/// pipeline, a storage error, a rule the import's checks found broken that the reader did
+/// not place in its input) is a bug.
 fn input_error(e: &Error) -> bool {
     matches!(
         e,
-        Error::Input(_)
-            | Error::Io { .. }
-            | Error::Unsupported(_)
-            | Error::Usage(_)
-            | Error::Rule(_)
+        Error::Input(_) | Error::Io { .. } | Error::Unsupported(_) | Error::Usage(_)
     )
 }
+
+/// The longest error message bad input may cause: a message quotes tokens and lines of the
+/// input cut short, whatever their length.
+const LONGEST_MESSAGE: usize = 2000;
 
 /// An input error's position is inside the input: a line of the text, or a byte of the file.
 fn position_inside(e: &Error, dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
@@ -552,6 +631,7 @@ fn fuzz_reader(reader: &'static Reader) {
             std::fs::write(&p, bytes).unwrap();
         }
         let input = match reader.main_file {
+            None if reader.archive => dir.clone(),
             None => dir.join(&files[0].0),
             Some(pattern) => {
                 let ext = pattern.trim_start_matches("*.");
@@ -574,6 +654,14 @@ fn fuzz_reader(reader: &'static Reader) {
         if let Err(e) = &outcome {
             if !input_error(e) {
                 return Err(keep(format!("an error input cannot cause: {e:?}")));
+            }
+            let message = e.to_string();
+            if message.len() > LONGEST_MESSAGE {
+                return Err(keep(format!(
+                    "an error of {} bytes: {}…",
+                    message.len(),
+                    message.chars().take(300).collect::<String>()
+                )));
             }
             position_inside(e, &dir, &files).map_err(keep)?;
         }
