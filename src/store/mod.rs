@@ -1333,38 +1333,9 @@ impl TraceReader {
             return Ok(None);
         };
         let path = self.shared.stored_path(&r);
-        let what = format!("{what} ({})", path.display());
-        let mut bytes = vec![0u8; usize::try_from(r.size).unwrap_or(usize::MAX).min(1 << 40)];
-        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut bytes, 0).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Error::Corrupt(format!(
-                    "{what} is shorter than the {} bytes it was written with",
-                    r.size
-                ))
-            } else {
-                Error::io(&path, e)
-            }
-        })?;
-        let longer = std::os::unix::fs::FileExt::read_at(&*file, &mut [0u8; 1], r.size)
-            .map_err(|e| Error::io(&path, e))?;
-        if longer > 0 {
-            return Err(Error::Corrupt(format!(
-                "{what} is longer than the {} bytes it was written with",
-                r.size
-            )));
-        }
-        let stored = stored::decode(&bytes, &what)?;
-        if crc32fast::hash(&bytes[..bytes.len() - 4]) != r.checksum {
-            return Err(Error::Corrupt(format!(
-                "{what} is not the file the catalog names (another checksum)"
-            )));
-        }
-        if stored.trace != self.id || stored.key != key {
-            return Err(Error::Corrupt(format!(
-                "{what} holds another trace's or key's value"
-            )));
-        }
-        Ok(Some(stored.value))
+        stored::read_open(&file, &path, &r, what)?
+            .value_of(self.id, key, what, &path)
+            .map(Some)
     }
 
     /// The value stored under `key` for this trace in the catalog as committed now.
@@ -1377,13 +1348,8 @@ impl TraceReader {
                 return Ok(None);
             };
             if let Some(file) = stored::read(&self.shared.stored_dir, r, what)? {
-                if file.trace != self.id || file.key != key {
-                    return Err(Error::Corrupt(format!(
-                        "{what} ({}) holds another trace's or key's value",
-                        self.shared.stored_path(r).display()
-                    )));
-                }
-                return Ok(Some(file.value));
+                let path = self.shared.stored_path(r);
+                return file.value_of(self.id, key, what, &path).map(Some);
             }
             let now = self.shared.catalog()?;
             if now.trace_by_id(self.id).and_then(|e| e.stored.get(key)) == Some(r) {

@@ -130,12 +130,31 @@ pub fn decode(bytes: &[u8], what: &str) -> Result<StoredFile> {
 /// gone (a writer replaced it since the caller read the catalog).
 pub fn read(dir: &Path, r: &StoredRef, what: &str) -> Result<Option<StoredFile>> {
     let path = dir.join(&r.file);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let what = format!("{what} ({})", path.display());
+    match std::fs::read(&path) {
+        Ok(bytes) => verify(&bytes, r, &format!("{what} ({})", path.display())).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Reads the stored file `r` names through a descriptor opened earlier (a reader's
+/// snapshot: the file may have been removed since), checked as [`read`] checks it.
+pub fn read_open(file: &File, path: &Path, r: &StoredRef, what: &str) -> Result<StoredFile> {
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut bytes =
+        vec![
+            0u8;
+            usize::try_from(len)
+                .map_err(|_| Error::io(path, std::io::ErrorKind::FileTooLarge.into()))?
+        ];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, 0)
+        .map_err(|e| Error::io(path, e))?;
+    verify(&bytes, r, &format!("{what} ({})", path.display()))
+}
+
+/// A stored file's bytes checked against what the catalog recorded of it: its size and its
+/// checksum (`what` names it in errors).
+fn verify(bytes: &[u8], r: &StoredRef, what: &str) -> Result<StoredFile> {
     if bytes.len() as u64 != r.size {
         return Err(Error::Corrupt(format!(
             "{what} has {} bytes, not the {} it was written with",
@@ -143,13 +162,27 @@ pub fn read(dir: &Path, r: &StoredRef, what: &str) -> Result<Option<StoredFile>>
             r.size
         )));
     }
-    let file = decode(&bytes, &what)?;
+    let file = decode(bytes, what)?;
     if crc32fast::hash(&bytes[..bytes.len() - 4]) != r.checksum {
         return Err(Error::Corrupt(format!(
             "{what} is not the file the catalog names (another checksum)"
         )));
     }
-    Ok(Some(file))
+    Ok(file)
+}
+
+impl StoredFile {
+    /// The value, when the file is trace `trace`'s under `key` as the catalog says; an error
+    /// naming `path` otherwise.
+    pub fn value_of(self, trace: u64, key: &str, what: &str, path: &Path) -> Result<Vec<u8>> {
+        if self.trace != trace || self.key != key {
+            return Err(Error::Corrupt(format!(
+                "{what} ({}) holds another trace's or key's value",
+                path.display()
+            )));
+        }
+        Ok(self.value)
+    }
 }
 
 #[cfg(test)]
