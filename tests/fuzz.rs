@@ -1093,7 +1093,6 @@ fn storage_faults() {
             std::fs::copy(pristine.join(f), &to).unwrap();
         }
         let mut damaged: Vec<String> = Vec::new();
-        let mut harmful = false;
         for _ in 0..1 + rng.below(3) {
             let rel = rng.pick(&files).clone();
             let file = path.join(&rel);
@@ -1138,7 +1137,6 @@ fn storage_faults() {
                 }
             }
             if counts {
-                harmful = true;
                 damaged.push(name);
             }
         }
@@ -1178,7 +1176,6 @@ fn storage_faults() {
             }
             _ => {}
         }
-        let _ = harmful;
         let _ = Database::check(&path, true);
         let _ = observe_storage(&path);
         Ok(())
