@@ -234,17 +234,18 @@ impl Reader {
         // The column types come from the Parquet schema alone: the `ARROW:schema` value
         // beside it is only a hint (the contract's types are all plain Parquet types), and
         // arrow-ipc panics on some damaged ones instead of failing.
+        let unreadable = |e: parquet::errors::ParquetError| {
+            bad(
+                path,
+                format!(
+                    "not a readable Parquet file: {}",
+                    clipped_message(&e.to_string())
+                ),
+            )
+        };
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
         let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
-            .map_err(|e| {
-                bad(
-                    path,
-                    format!(
-                        "not a readable Parquet file: {}",
-                        clipped_message(&e.to_string())
-                    ),
-                )
-            })?;
+            .map_err(unreadable)?;
         let want = schema(table).ok_or_else(|| bad(path, format!("no table {table:?}")))?;
         let have = builder.schema().clone();
         let mut indices = Vec::new();
@@ -282,15 +283,7 @@ impl Reader {
             .with_projection(mask)
             .with_batch_size(BATCH)
             .build()
-            .map_err(|e| {
-                bad(
-                    path,
-                    format!(
-                        "not a readable Parquet file: {}",
-                        clipped_message(&e.to_string())
-                    ),
-                )
-            })?;
+            .map_err(unreadable)?;
         Ok(Reader {
             path: path.to_path_buf(),
             inner,
