@@ -235,8 +235,8 @@ impl ResultSet {
     }
 
     /// A JSON array of objects, one per row, keyed by column name; every character a terminal
-    /// would act on ([`is_terminal_control`]) is written as a `\uXXXX` escape, which parses
-    /// back to the same text.
+    /// would act on ([`is_terminal_control`]) is written as a `\u` escape of four hex digits
+    /// (`\u001b`), which parses back to the same text.
     pub fn to_json(&self) -> String {
         // Values are numbers, strings and nulls, and keys strings: serializing cannot fail, and
         // if it ever did the message stands in the output instead of a panic.
@@ -359,7 +359,7 @@ fn escape_controls(text: &str, lines: bool) -> Cow<'_, str> {
 }
 
 /// JSON text with every character [`is_terminal_control`] that serde_json leaves as it is (DEL,
-/// the C1 controls, the format characters) written as a `\uXXXX` escape (a surrogate pair past
+/// the C1 controls, the format characters) written as a `\u` escape of four hex digits (`\u202e`; a surrogate pair past
 /// U+FFFF). Such characters can stand only inside a JSON string, where the escape means the
 /// same character: the document parses to the same values, and shows safely on a terminal.
 fn json_text(json: String) -> String {

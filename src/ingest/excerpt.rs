@@ -10,7 +10,7 @@ pub(crate) const LINE_CHARS: usize = 160;
 
 /// `token` quoted for a message as `{:?}` quotes it (`"MPI_Sned"`); past [`QUOTE_CHARS`]
 /// characters, its start followed by `…` and its whole length
-/// (`"XXXX…XXXX"… (100000 characters)`).
+/// (`"abcabc…abcabc"… (100000 characters)`).
 pub(crate) fn quoted(token: &str) -> String {
     match token.char_indices().nth(QUOTE_CHARS) {
         None => format!("{token:?}"),
