@@ -1,14 +1,13 @@
-//! Every real OTF2 archive in `../shared/traces/otf2` (Score-P 1.3 to 9.0; MPI, MPI+CUDA,
-//! MPI+OpenMP, OpenCL, OMPT, HIP, PAPI metrics) imports, and its messages per sender ->
-//! receiver world-rank pair, their bytes and its MPI calls by name equal what the reference
-//! library's `otf2-print` shows, computed here from its output.
+//! Every real OTF2 archive in `../shared/traces/otf2` (Score-P 1.3 to 9.0: MPI, MPI+CUDA,
+//! MPI+OpenMP, OpenCL, OMPT, HIP, PAPI metrics; EZTrace 2.0) imports, and its sends per
+//! sender -> receiver world-rank pair, their bytes, its matched messages, MPI calls by name
+//! and collective instances equal what the reference library's `otf2-print` shows, computed
+//! here from its output (`common/otf2_print.rs`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
-use common::temp_db;
+use common::{otf2_print, temp_db};
 
 /// The shared traces, or `None` (with a message) when this checkout has none beside it.
 fn traces_dir() -> Option<PathBuf> {
@@ -19,17 +18,6 @@ fn traces_dir() -> Option<PathBuf> {
         eprintln!("skipped: {} is absent", dir.display());
         None
     }
-}
-
-fn otf2_print_available() -> bool {
-    let ok = Command::new("otf2-print")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: otf2-print (Debian's otf2-tools) is not installed");
-    }
-    ok
 }
 
 /// Every anchor file under `dir`.
@@ -50,189 +38,26 @@ fn anchors(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn otf2_print(args: &[&str], anchor: &Path) -> String {
-    let out = Command::new("otf2-print")
-        .args(args)
-        .arg(anchor)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "otf2-print {anchor:?} failed");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The `<id>` references of a definition line's field, in order: `Members: "a" <3>, "b" <7>`.
-fn refs(text: &str) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('<') {
-        let close = rest[open..].find('>').map(|c| open + c).unwrap();
-        if let Ok(id) = rest[open + 1..close].parse() {
-            ids.push(id);
-        }
-        rest = &rest[close + 1..];
-    }
-    ids
-}
-
-/// What `otf2-print` says an archive holds.
-#[derive(Debug, Default)]
-struct Oracle {
-    /// (sender, receiver) world ranks -> (messages, bytes), from the send records.
-    pairs: BTreeMap<(u32, u32), (u64, u64)>,
-    /// MPI region name -> number of entries.
-    calls: BTreeMap<String, u64>,
-    /// Locations in all.
-    locations: usize,
-    /// World ranks (members of the MPI locations group).
-    ranks: usize,
-}
-
-fn oracle(anchor: &Path) -> Oracle {
-    let defs = otf2_print(&["-G"], anchor);
-    let mut o = Oracle::default();
-    // World rank of each MPI location: its position in the MPI COMM_LOCATIONS group with the
-    // smallest id (Score-P's MPI_COMM_WORLD).
-    let mut world: Option<(u64, Vec<u64>)> = None;
-    let mut mpi_regions: BTreeMap<u64, String> = BTreeMap::new();
-    for line in defs.lines() {
-        let mut f = line.split_whitespace();
-        match f.next() {
-            Some("LOCATION") => o.locations += 1,
-            Some("GROUP") => {
-                let id: u64 = f.next().unwrap().parse().unwrap();
-                let mpi = line.contains("Paradigm: MPI,") || line.contains("Paradigm: \"MPI\"");
-                if mpi && line.contains("Type: COMM_LOCATIONS,") {
-                    let members = line.split("Members:").nth(1).unwrap_or("");
-                    let ids = refs(members);
-                    if !ids.is_empty() && world.as_ref().is_none_or(|(w, _)| id < *w) {
-                        world = Some((id, ids));
-                    }
-                }
-            }
-            Some("REGION") => {
-                let id: u64 = f.next().unwrap().parse().unwrap();
-                if line.contains("Paradigm: MPI,") || line.contains("Paradigm: \"MPI\"") {
-                    let name = line.split('"').nth(1).unwrap().to_string();
-                    mpi_regions.insert(id, name);
-                }
-            }
-            _ => {}
-        }
-    }
-    let rank_of: BTreeMap<u64, u32> = world
-        .map(|(_, ids)| {
-            ids.into_iter()
-                .enumerate()
-                .map(|(r, l)| (l, r as u32))
-                .collect()
-        })
-        .unwrap_or_default();
-    o.ranks = rank_of.len();
-    let events = otf2_print(&[], anchor);
-    for line in events.lines() {
-        let mut f = line.split_whitespace();
-        let Some(kind) = f.next() else { continue };
-        match kind {
-            "MPI_SEND" | "MPI_ISEND" => {
-                let location: u64 = f.next().unwrap().parse().unwrap();
-                let receiver = line.split("Receiver:").nth(1).unwrap();
-                let receiver_location = refs(receiver.split(')').next().unwrap())[0];
-                let length: u64 = line
-                    .split("Length: ")
-                    .nth(1)
-                    .unwrap()
-                    .split(|c: char| !c.is_ascii_digit())
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap();
-                let pair = (rank_of[&location], rank_of[&receiver_location]);
-                let e = o.pairs.entry(pair).or_default();
-                e.0 += 1;
-                e.1 += length;
-            }
-            "ENTER" => {
-                let region = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
-                if let Some(name) = mpi_regions.get(&region) {
-                    *o.calls.entry(name.clone()).or_default() += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    o
-}
-
-/// Archives of the shared set that the OTF2 reader refuses today, with the error it gives:
-/// EZTrace's (Debian's tracer) breaks metamodel rules and more (issue 40: barriers with bytes,
-/// wrong per-location event counts, duplicate and out-of-order definitions, no clock
-/// offsets). Each is checked to be refused with exactly this error, never imported wrong.
-const KNOWN_REFUSED: &[(&str, &str)] = &[(
-    "eztrace-lammps-melt",
-    "bytes on a barrier: MPI_Barrier carries no data (Table 3.1, rule 8), found 4 bytes",
-)];
-
 #[test]
 fn every_real_otf2_archive_imports_and_equals_otf2_print() {
     let Some(dir) = traces_dir() else { return };
-    if !otf2_print_available() {
+    if !otf2_print::available() {
         return;
     }
     let archives = anchors(&dir);
     assert!(
-        archives.len() >= 9,
-        "expected the nine archives, found {archives:?}"
+        archives.len() >= 10,
+        "expected the ten archives, found {archives:?}"
     );
     let (_tmp, db) = temp_db();
     for (i, anchor) in archives.iter().enumerate() {
         let name = format!("t{i}");
-        let imported = db.import(anchor, Some(&name));
-        if let Some((_, needle)) = KNOWN_REFUSED
-            .iter()
-            .find(|(folder, _)| anchor.to_string_lossy().contains(folder))
-        {
-            // Refused loudly, never imported wrong, until the issue that names it is done:
-            // when the reader takes it, this fails, and the archive leaves the list.
-            let err = imported.err().map(|e| e.to_string()).unwrap_or_default();
-            assert!(
-                err.contains(needle),
-                "{}: was refused with {needle:?}; now: {err:?} (if it imports, take it off KNOWN_REFUSED)",
-                anchor.display()
-            );
-            continue;
-        }
-        let expected = oracle(anchor);
-        imported.unwrap_or_else(|e| panic!("{}: {e}", anchor.display()));
+        let expected = otf2_print::oracle(anchor);
+        db.import(anchor, Some(&name))
+            .unwrap_or_else(|e| panic!("{}: {e}", anchor.display()));
         let trace = db.trace(&name).unwrap();
         let label = anchor.display().to_string();
-
-        // Messages and bytes per sender -> receiver pair.
-        let pairs: BTreeMap<(u32, u32), (u64, u64)> = trace
-            .pairs()
-            .iter()
-            .map(|p| ((p.sender, p.receiver), (p.messages, p.bytes)))
-            .collect();
-        assert_eq!(pairs, expected.pairs, "{label}: messages per pair");
-
-        // MPI calls by name.
-        let calls: BTreeMap<String, u64> = trace
-            .summary()
-            .by_kind
-            .iter()
-            .map(|(kind, n)| (trace.kind_name(*kind), *n))
-            .collect();
-        assert_eq!(calls, expected.calls, "{label}: MPI calls by name");
-
-        // Ranks come from MPI's group only; every other location is listed, not a rank.
-        let header = trace.header();
-        if expected.ranks > 0 {
-            assert_eq!(header.processes.len(), expected.ranks, "{label}: ranks");
-        }
-        assert_eq!(
-            header.processes.len() + header.locations.len(),
-            expected.locations,
-            "{label}: every location is a rank's main thread or listed"
-        );
+        otf2_print::assert_equals(&trace, &expected, &label);
         // A trace with no MPI call has no MPI anomaly.
         if expected.calls.is_empty() {
             assert_eq!(

@@ -412,7 +412,7 @@ impl LocationConverter {
                         // A request outside MPI_Irecv: the operation waits for its completion.
                         let seq = self.new_op(OpKind::Irecv, time, offset, false);
                         self.op(seq).request = Some(request);
-                        self.deferred.insert(request, seq);
+                        self.defer(ctx, request, seq);
                     }
                 }
             }
@@ -556,15 +556,24 @@ impl LocationConverter {
         let op = self.op(seq);
         op.end = end;
         match op.request.filter(|_| awaits_completion(op)) {
-            Some(request) => {
-                self.deferred.insert(request, seq);
-            }
+            Some(request) => self.defer(ctx, request, seq),
             None => {
                 if lacks_records(op) {
                     without_records(ctx, op);
                 }
                 self.slot(seq).complete = true
             }
+        }
+    }
+
+    /// The operation at `seq` waits for the completion record of `request`. MPI reuses a
+    /// request handle once its request completed, so an earlier operation still waiting on
+    /// the same handle was completed without a record (EZTrace records none for receives):
+    /// it is placed as never completed, or it would hold back its location forever.
+    fn defer(&mut self, ctx: &Context, request: u64, seq: u64) {
+        if let Some(earlier) = self.deferred.insert(request, seq) {
+            unresolved(ctx, self.op(earlier));
+            self.slot(earlier).complete = true;
         }
     }
 
@@ -630,6 +639,14 @@ impl LocationConverter {
         for (_, seq) in std::mem::take(&mut self.deferred) {
             unresolved(ctx, self.op(seq));
             self.slot(seq).complete = true;
+        }
+        // Every place is filled now: what is still open could only wait for a record that
+        // will not come, and an item left behind it would be lost without a word.
+        for slot in self.out.iter_mut().filter(|s| !s.complete) {
+            if let Item::Op(op) = &mut slot.item {
+                unresolved(ctx, op);
+            }
+            slot.complete = true;
         }
     }
 }
@@ -828,6 +845,41 @@ mod tests {
             panic!("{:?}", items[3])
         };
         assert_eq!(wait.completes, vec![7]);
+    }
+
+    #[test]
+    fn a_request_handle_reused_before_any_completion_record_releases_the_earlier_receive() {
+        // EZTrace records no completion of an MPI_Irecv, and MPI hands the freed handle to
+        // the next MPI_Irecv: the first receive must not hold its location back forever.
+        let ctx = context();
+        let mut c = LocationConverter::new(1, 0);
+        let mut events = Vec::new();
+        for i in 0..3u64 {
+            let t = i * 100;
+            events.extend([
+                (Event::Enter(IRECV), t),
+                (Event::IrecvRequest(7), t + 1),
+                (Event::Leave(IRECV), t + 2),
+                (Event::Enter(WAIT), t + 10),
+                (Event::Leave(WAIT), t + 20),
+            ]);
+        }
+        run(&mut c, &ctx, &events);
+        // The first two receives gave way to the next one with their handle.
+        let starts: Vec<Time> = drain(&mut c).iter().map(Item::time).collect();
+        assert_eq!(starts, vec![0, 10, 100, 110]);
+        c.finish(&ctx, 99);
+        let rest = drain(&mut c);
+        assert_eq!(
+            rest.iter().map(Item::time).collect::<Vec<_>>(),
+            vec![200, 210]
+        );
+        // Each is kept as a call of its name with its request, never completed.
+        let Item::Op(irecv) = &rest[0] else {
+            panic!("{:?}", rest[0])
+        };
+        assert_eq!(irecv.kind, OpKind::Other(2));
+        assert_eq!(irecv.request, Some(7));
     }
 
     #[test]

@@ -15,7 +15,11 @@ use crate::hash::FxHashMap;
 /// OTF2's "undefined" reference.
 pub const UNDEFINED_U32: u32 = u32::MAX;
 
-/// Region paradigm: MPI.
+/// `OTF2_PARADIGM_UNKNOWN`: what older tracers leave in a region's paradigm.
+pub const PARADIGM_UNKNOWN: u8 = 0;
+/// `OTF2_PARADIGM_USER`: user code, and MPI calls as preloading tracers (EZTrace) mark them.
+pub const PARADIGM_USER: u8 = 1;
+/// `OTF2_PARADIGM_MPI`.
 pub const PARADIGM_MPI: u8 = 4;
 /// Group type: the locations of a paradigm in rank order (MPI_COMM_WORLD's locations).
 pub const GROUP_COMM_LOCATIONS: u8 = 4;

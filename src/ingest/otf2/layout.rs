@@ -369,8 +369,11 @@ fn regions(defs: &Definitions, context: &mut Context) -> Vec<String> {
             strings.push(name.clone());
             strings.len() as StrId - 1
         });
-        let is_mpi =
-            r.paradigm == defs::PARADIGM_MPI || (r.paradigm == 0 && name.starts_with("MPI_"));
+        // Tracers that wrap MPI by preloading (EZTrace) give its regions the USER paradigm;
+        // older ones leave it UNKNOWN. Either way an `MPI_` name is an MPI call.
+        let is_mpi = r.paradigm == defs::PARADIGM_MPI
+            || (matches!(r.paradigm, defs::PARADIGM_UNKNOWN | defs::PARADIGM_USER)
+                && name.starts_with("MPI_"));
         let mpi = is_mpi.then(|| OpKind::from_mpi_name(&name).unwrap_or(OpKind::Other(name_id)));
         if let Some(kind) = mpi {
             context.kind_names.entry(kind).or_insert(name_id);

@@ -1,0 +1,287 @@
+//! What the reference library's `otf2-print` says an OTF2 archive holds, computed from its
+//! text output: the oracle of the OTF2 reader's tests on real archives (`tests/otf2_real.rs`,
+//! `tests/eztrace.rs`). Nothing here uses mtfdb.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use mtfdb::Trace;
+
+/// Whether `otf2-print` (Debian's otf2-tools) runs; says so when it does not.
+pub fn available() -> bool {
+    let ok = Command::new("otf2-print")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: otf2-print (Debian's otf2-tools) is not installed");
+    }
+    ok
+}
+
+/// `otf2-print ARGS ANCHOR`'s standard output (its warnings go to standard error).
+pub fn run(args: &[&str], anchor: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .args(args)
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "otf2-print {anchor:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `<id>` references of a definition line's field, in order: `Members: "a" <3>, "b" <7>`.
+pub fn refs(text: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else {
+            break;
+        };
+        if let Ok(id) = rest[open + 1..close].parse() {
+            ids.push(id);
+        }
+        rest = &rest[close + 1..];
+    }
+    ids
+}
+
+/// The number after `key` on `line` (`Length: 64`).
+fn number_after(line: &str, key: &str) -> u64 {
+    line.split(key)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {key:?} in {line:?}"))
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// What `otf2-print` says an archive holds.
+#[derive(Debug, Default)]
+pub struct Oracle {
+    /// (sender, receiver) world ranks -> (send records, bytes), from `MPI_SEND`/`MPI_ISEND`.
+    pub sends: BTreeMap<(u32, u32), (u64, u64)>,
+    /// (sender, receiver) world ranks -> receive records, from `MPI_RECV`/`MPI_IRECV`.
+    pub receives: BTreeMap<(u32, u32), u64>,
+    /// MPI region name -> number of entries (regions of the MPI paradigm, or named `MPI_…`
+    /// as tracers that preload MPI, EZTrace, write them with the USER paradigm).
+    pub calls: BTreeMap<String, u64>,
+    /// Collective instances: for each communicator, its `MPI_COLLECTIVE_END` records divided
+    /// by its number of members.
+    pub collective_instances: u64,
+    /// Locations in all.
+    pub locations: usize,
+    /// World ranks (members of the MPI locations group).
+    pub ranks: usize,
+}
+
+impl Oracle {
+    /// Every send record in all.
+    pub fn send_records(&self) -> u64 {
+        self.sends.values().map(|s| s.0).sum()
+    }
+
+    /// Every receive record in all.
+    pub fn receive_records(&self) -> u64 {
+        self.receives.values().sum()
+    }
+}
+
+/// Whether a definition line says paradigm MPI.
+fn mpi_paradigm(line: &str) -> bool {
+    line.contains("Paradigm: MPI,") || line.contains("Paradigm: \"MPI\"")
+}
+
+/// Reads `anchor` with `otf2-print` (definitions, then events).
+pub fn oracle(anchor: &Path) -> Oracle {
+    let defs = run(&["-G"], anchor);
+    let mut o = Oracle::default();
+    // World rank of each MPI location: its position in the MPI COMM_LOCATIONS group with the
+    // smallest id (Score-P's and EZTrace's MPI_COMM_WORLD).
+    let mut world: Option<(u64, Vec<u64>)> = None;
+    let mut mpi_regions: BTreeMap<u64, String> = BTreeMap::new();
+    // Members of each MPI group a communicator can name (COMM_GROUP, COMM_SELF).
+    let mut group_size: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut comm_group: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in defs.lines() {
+        let mut f = line.split_whitespace();
+        match f.next() {
+            Some("LOCATION") => o.locations += 1,
+            Some("GROUP") => {
+                let id: u64 = f.next().unwrap().parse().unwrap();
+                if !mpi_paradigm(line) {
+                    continue;
+                }
+                let members = line.split("Member").nth(1).unwrap_or("");
+                if line.contains("Type: COMM_LOCATIONS,") {
+                    let ids = refs(members.split_once(':').map_or("", |m| m.1));
+                    if !ids.is_empty() && world.as_ref().is_none_or(|(w, _)| id < *w) {
+                        world = Some((id, ids));
+                    }
+                } else if line.contains("Type: COMM_SELF,") {
+                    group_size.insert(id, 1);
+                } else if line.contains("Type: COMM_GROUP,") {
+                    // "… Flags: NONE, 8 Members: …" or "1 Member: …"; "0 Members" has none.
+                    let before = line.split(" Member").next().unwrap();
+                    let n: u64 = before
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    group_size.insert(id, n);
+                }
+            }
+            Some("COMM") => {
+                let id: u64 = f.next().unwrap().parse().unwrap();
+                if let Some(group) = line.split("Group:").nth(1) {
+                    if let Some(&g) = refs(group.split(',').next().unwrap()).first() {
+                        comm_group.insert(id, g);
+                    }
+                }
+            }
+            Some("REGION") => {
+                let id: u64 = f.next().unwrap().parse().unwrap();
+                let name = line.split('"').nth(1).unwrap().to_string();
+                let user = line.contains("Paradigm: USER,") || line.contains("Paradigm: UNKNOWN,");
+                if mpi_paradigm(line) || (user && name.starts_with("MPI_")) {
+                    mpi_regions.insert(id, name);
+                }
+            }
+            _ => {}
+        }
+    }
+    let rank_of: BTreeMap<u64, u32> = world
+        .map(|(_, ids)| {
+            ids.into_iter()
+                .enumerate()
+                .map(|(r, l)| (l, r as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    o.ranks = rank_of.len();
+    let mut collective_ends: BTreeMap<u64, u64> = BTreeMap::new();
+    let events = run(&[], anchor);
+    for line in events.lines() {
+        let mut f = line.split_whitespace();
+        let Some(kind) = f.next() else { continue };
+        match kind {
+            "MPI_SEND" | "MPI_ISEND" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
+                let receiver = line.split("Receiver:").nth(1).unwrap();
+                let receiver_location = refs(receiver.split(')').next().unwrap())[0];
+                let pair = (rank_of[&location], rank_of[&receiver_location]);
+                let e = o.sends.entry(pair).or_default();
+                e.0 += 1;
+                e.1 += number_after(line, "Length: ");
+            }
+            "MPI_RECV" | "MPI_IRECV" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
+                let sender = line.split("Sender:").nth(1).unwrap();
+                // A wildcard receive never resolved names no sender location.
+                if let Some(&sender_location) = refs(sender.split(')').next().unwrap()).first() {
+                    let pair = (rank_of[&sender_location], rank_of[&location]);
+                    *o.receives.entry(pair).or_default() += 1;
+                }
+            }
+            "MPI_COLLECTIVE_END" => {
+                let comm = refs(line.split("Communicator:").nth(1).unwrap())[0];
+                *collective_ends.entry(comm).or_default() += 1;
+            }
+            "ENTER" => {
+                let region = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+                if let Some(name) = mpi_regions.get(&region) {
+                    *o.calls.entry(name.clone()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    o.collective_instances = collective_ends
+        .iter()
+        .map(|(comm, ends)| {
+            let members = comm_group
+                .get(comm)
+                .and_then(|g| group_size.get(g))
+                .copied()
+                .filter(|&n| n > 0)
+                .unwrap_or(1);
+            ends / members
+        })
+        .sum();
+    o
+}
+
+/// A trace's sends, matched or not: (sender, receiver) world ranks -> (sends, bytes).
+pub fn sends_of(trace: &Trace) -> BTreeMap<(u32, u32), (u64, u64)> {
+    let mut sends: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
+    for rank in 0..trace.header().processes.len() as u32 {
+        for (_, op) in trace.process_operations(rank).unwrap() {
+            if let (true, Some(dest)) = (op.kind.is_send(), op.dest) {
+                let e = sends.entry((op.rank, dest)).or_default();
+                e.0 += 1;
+                e.1 += op.send_bytes;
+            }
+        }
+    }
+    sends
+}
+
+/// A trace's MPI calls by name (an MPI call kept by name because its records are missing is
+/// counted under its name, as `otf2-print` counts its region).
+pub fn calls_of(trace: &Trace) -> BTreeMap<String, u64> {
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for (kind, n) in &trace.summary().by_kind {
+        *calls.entry(trace.kind_name(*kind)).or_default() += n;
+    }
+    calls
+}
+
+/// Checks `trace` against `expected`: every send per pair with its bytes, the MPI calls by
+/// name, the collective instances, the ranks and locations; matched messages per pair equal
+/// the sends where the archive records a receive for every send, and never exceed the
+/// receive records.
+pub fn assert_equals(trace: &Trace, expected: &Oracle, label: &str) {
+    assert_eq!(sends_of(trace), expected.sends, "{label}: sends per pair");
+    let matched: BTreeMap<(u32, u32), (u64, u64)> = trace
+        .pairs()
+        .iter()
+        .map(|p| ((p.sender, p.receiver), (p.messages, p.bytes)))
+        .collect();
+    let complete = expected
+        .sends
+        .iter()
+        .all(|(pair, s)| expected.receives.get(pair) == Some(&s.0))
+        && expected.receives.len() == expected.sends.len();
+    if complete {
+        assert_eq!(matched, expected.sends, "{label}: messages per pair");
+    } else {
+        let messages: u64 = matched.values().map(|m| m.0).sum();
+        assert!(
+            messages <= expected.receive_records(),
+            "{label}: {messages} messages matched from {} receive records",
+            expected.receive_records()
+        );
+    }
+    assert_eq!(
+        calls_of(trace),
+        expected.calls,
+        "{label}: MPI calls by name"
+    );
+    assert_eq!(
+        trace.summary().collective_instances,
+        expected.collective_instances,
+        "{label}: collective instances"
+    );
+    let header = trace.header();
+    if expected.ranks > 0 {
+        assert_eq!(header.processes.len(), expected.ranks, "{label}: ranks");
+    }
+    assert_eq!(
+        header.processes.len() + header.locations.len(),
+        expected.locations,
+        "{label}: every location is a rank's main thread or listed"
+    );
+}
