@@ -163,6 +163,21 @@ pub fn oracle(anchor: &Path) -> Oracle {
         .unwrap_or_default();
     o.ranks = rank_of.len();
     let mut collective_ends: BTreeMap<u64, u64> = BTreeMap::new();
+    // The regions each location is in: a send or receive request recorded inside a call of
+    // another kind (MPI_Start, MPI_Startall) is an operation of its own.
+    let mut open: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let started = |o: &mut Oracle, open: &BTreeMap<u64, Vec<String>>, location, call: &str| {
+        let inside = open
+            .get(&location)
+            .and_then(|s| s.last())
+            .map_or(String::new(), |n| n.to_ascii_lowercase());
+        let sends = inside.starts_with("mpi_") && inside.contains("send");
+        let receives = inside.ends_with("recv") || inside.starts_with("mpi_sendrecv");
+        let own = if call == "MPI_Irecv" { receives } else { sends };
+        if !own {
+            *o.calls.entry(call.to_string()).or_default() += 1;
+        }
+    };
     let events = run(&[], anchor);
     for line in events.lines() {
         let mut f = line.split_whitespace();
@@ -173,6 +188,12 @@ pub fn oracle(anchor: &Path) -> Oracle {
                 let receiver = line.split("Receiver:").nth(1).unwrap();
                 let receiver_location = refs(receiver.split(')').next().unwrap())[0];
                 let pair = (rank_of[&location], rank_of[&receiver_location]);
+                let call = if kind == "MPI_SEND" {
+                    "MPI_Send"
+                } else {
+                    "MPI_Isend"
+                };
+                started(&mut o, &open, location, call);
                 let e = o.sends.entry(pair).or_default();
                 e.0 += 1;
                 e.1 += number_after(line, "Length: ");
@@ -186,15 +207,26 @@ pub fn oracle(anchor: &Path) -> Oracle {
                     *o.receives.entry(pair).or_default() += 1;
                 }
             }
+            "MPI_IRECV_REQUEST" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
+                started(&mut o, &open, location, "MPI_Irecv");
+            }
             "MPI_COLLECTIVE_END" => {
                 let comm = refs(line.split("Communicator:").nth(1).unwrap())[0];
                 *collective_ends.entry(comm).or_default() += 1;
             }
             "ENTER" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
                 let region = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
-                if let Some(name) = mpi_regions.get(&region) {
+                let name = mpi_regions.get(&region).cloned().unwrap_or_default();
+                if !name.is_empty() {
                     *o.calls.entry(name.clone()).or_default() += 1;
                 }
+                open.entry(location).or_default().push(name);
+            }
+            "LEAVE" => {
+                let location: u64 = f.next().unwrap().parse().unwrap();
+                open.entry(location).or_default().pop();
             }
             _ => {}
         }

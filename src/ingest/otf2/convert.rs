@@ -330,6 +330,28 @@ impl LocationConverter {
         }
     }
 
+    /// Whether the operation at `seq` is the call a record of `kind` describes: a call of
+    /// the same direction whose envelope no record has filled yet.
+    fn takes(&mut self, seq: u64, kind: OpKind) -> bool {
+        let op = self.op(seq);
+        if kind.is_send() {
+            op.kind.is_send() && op.dest.is_none()
+        } else {
+            op.kind.is_receive() && op.request.is_none() && op.source.is_none()
+        }
+    }
+
+    /// The place a send record of `kind` fills: the innermost MPI call if it is that send,
+    /// else an operation of its own at the record's time (a persistent request started by
+    /// `MPI_Start`/`MPI_Startall`, a second send in one call, a send outside any call), so
+    /// that no message is lost or written over the call that started it.
+    fn record_op(&mut self, kind: OpKind, time: Time, offset: u64) -> u64 {
+        match self.innermost_op().filter(|&seq| self.takes(seq, kind)) {
+            Some(seq) => seq,
+            None => self.new_op(kind, time, offset, true),
+        }
+    }
+
     fn new_op(&mut self, kind: OpKind, time: Time, offset: u64, complete: bool) -> u64 {
         let mut op = Operation::new(self.rank, kind, time, time);
         op.thread = self.thread;
@@ -385,7 +407,7 @@ impl LocationConverter {
                 } else {
                     OpKind::Send
                 };
-                let seq = self.current(kind, time, offset);
+                let seq = self.record_op(kind, time, offset);
                 let op = self.op(seq);
                 op.comm = Some(comm);
                 op.dest = Some(dest);
@@ -406,10 +428,14 @@ impl LocationConverter {
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
-                match self.innermost_op() {
+                match self
+                    .innermost_op()
+                    .filter(|&seq| self.takes(seq, OpKind::Irecv))
+                {
                     Some(seq) => self.op(seq).request = Some(request),
                     None => {
-                        // A request outside MPI_Irecv: the operation waits for its completion.
+                        // A request outside MPI_Irecv (started by MPI_Start, or bare): an
+                        // operation of its own that waits for its completion.
                         let seq = self.new_op(OpKind::Irecv, time, offset, false);
                         self.op(seq).request = Some(request);
                         self.defer(ctx, request, seq);
