@@ -263,8 +263,7 @@ fn the_suites_own_mpi_program_under_eztrace_gives_every_message_and_collective()
     let mut sends: Vec<Envelope> = Vec::new();
     for rank in 0..4 {
         for (_, op) in trace.process_operations(rank).unwrap() {
-            if op.kind.is_send() && op.dest.is_some() {
-                let dest = op.dest.unwrap();
+            if let (true, Some(dest)) = (op.kind.is_send(), op.dest) {
                 sends.push((op.rank, dest, op.send_tag.unwrap(), op.send_bytes));
             }
         }
