@@ -212,7 +212,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     if missing > 0 {
         let _ = write!(
             w,
-            "; {} calls left waiting for a rank whose event data is missing",
+            "; {} left waiting for a rank whose event data is missing",
             thousands(missing)
         );
     }

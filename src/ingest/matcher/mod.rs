@@ -222,7 +222,8 @@ impl Matcher {
     /// [`Anomaly::MissingRankData`] for it), at any time before [`Matcher::finish`]: sends
     /// to it and receives from it that are left unmatched, and collective instances it is
     /// the only absentee of (with other such ranks), become [`Anomaly::PeerDataMissing`];
-    /// it is not reported for a missing `MPI_Finalize`.
+    /// its own requests left open and its missing `MPI_Finalize` are not reported (what
+    /// completed them lies in the missing data).
     pub fn rank_missing(&mut self, rank: Rank) {
         if let Err(at) = self.missing.binary_search(&rank) {
             self.missing.insert(at, rank);
@@ -623,6 +624,10 @@ impl Matcher {
             .collect();
         open.sort_unstable();
         for (op, rank, request) in open {
+            if self.is_missing(rank) {
+                // Its Wait or Test lies in the data that is missing.
+                continue;
+            }
             self.stats.requests_never_completed += 1;
             out.anomaly(&Anomaly::RequestNeverCompleted { op, rank, request })?;
         }
