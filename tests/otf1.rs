@@ -780,3 +780,69 @@ fn the_command_line_imports_a_master_file() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_jacobi_host_is_a_processor_and_only_mpi_communicators_are_listed() {
+    let Some(dir) = jacobi() else { return };
+    let (tmp, db) = temp_db();
+    db.import(&dir, Some("jacobi")).unwrap();
+    let trace = db.trace("jacobi").unwrap();
+    let h = trace.header();
+    // otfprint's definitions: groups `All`, the node `n04`, `GPU_COMM_GLOBAL`, `GPU_GROUP`,
+    // `GPU_MASTER_GROUP` (all with the CUDA streams), `MPI_COMM_WORLD` (processes 1, 2) and
+    // `MPI_COMM_SELF 0`/`1`, the last three and GPU_COMM_GLOBAL marked IsCommunicator.
+    // Only MPI's are communicators; the world is the trace's own, none is invented.
+    let comms: Vec<(u32, &str, Vec<u32>)> = h
+        .communicators
+        .iter()
+        .map(|c| (c.id, c.name.as_str(), c.members.clone()))
+        .collect();
+    assert_eq!(
+        comms,
+        vec![
+            (1_000_000_005, "MPI_COMM_WORLD", vec![0, 1]),
+            (1_000_000_006, "MPI_COMM_SELF 0", vec![0]),
+            (1_000_000_007, "MPI_COMM_SELF 1", vec![1]),
+        ]
+    );
+    // The node group names the host both ranks ran on.
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| (p.id, p.name.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(0, "n04")]
+    );
+    assert!(h.processes.iter().all(|p| p.processor == Some(0)));
+    if have("otfprint") && have("otfdecompress") {
+        let (_t, copy_dir) = copy(&dir);
+        for entry in std::fs::read_dir(&copy_dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "z") {
+                assert!(Command::new("otfdecompress")
+                    .arg(&p)
+                    .status()
+                    .unwrap()
+                    .success());
+            }
+        }
+        let out = Command::new("otfprint")
+            .arg(copy_dir.join("jacobi_mpi+cuda.otf"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The processor is the group otfprint shows beside `All` with no attributes.
+        assert!(text.contains("group 1000000001, name \"n04\", procs 1, 1048577, 2, 1048578"));
+        assert!(!text.contains("process 1000000001, attr_token"));
+    }
+    drop(trace);
+    let out = common::succeeded(common::mtfdb_output(
+        &tmp.path().join("db"),
+        &["info", "jacobi"],
+    ));
+    assert!(out.contains("processors: 1\n  0    n04              ranks 0-1\n"), "{out}");
+    assert!(
+        out.contains("communicators: 3\n  MPI_COMM_WORLD (id 1000000005): 2 members: 0-1\n  MPI_COMM_SELF 0 (id 1000000006): 1 members: 0\n  MPI_COMM_SELF 1 (id 1000000007): 1 members: 1\n"),
+        "{out}"
+    );
+}
