@@ -883,8 +883,7 @@ impl EventSink for Importer {
     }
 
     fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
-        if let (Anomaly::MissingRankData { rank, .. }, Some(m)) = (anomaly, self.matcher.as_mut())
-        {
+        if let (Anomaly::MissingRankData { rank, .. }, Some(m)) = (anomaly, self.matcher.as_mut()) {
             m.rank_missing(*rank);
         }
         self.derived.record_anomaly(anomaly.clone())

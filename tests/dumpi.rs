@@ -1219,12 +1219,20 @@ fn message_tuples(trace: &Trace) -> Vec<(Rank, Rank, i32, u64)> {
 
 /// The anomalies of `trace` that are neither `MissingRankData` nor `PeerDataMissing`, and the
 /// `PeerDataMissing` ones as (kind of the call, rank, peer, communicator), sorted.
-fn peer_missing(trace: &Trace) -> (Vec<Anomaly>, Vec<(String, Rank, Rank, u32)>) {
+/// A `PeerDataMissing` as (the kind of its call, rank, peer, communicator).
+type PeerMissing = (String, Rank, Rank, u32);
+
+fn peer_missing(trace: &Trace) -> (Vec<Anomaly>, Vec<PeerMissing>) {
     let mut others = Vec::new();
     let mut peers = Vec::new();
     for a in trace.anomalies().unwrap() {
         match &a {
-            Anomaly::PeerDataMissing { op, rank, peer, comm } => {
+            Anomaly::PeerDataMissing {
+                op,
+                rank,
+                peer,
+                comm,
+            } => {
                 let ops = trace.process_operations(*rank).unwrap();
                 let (_, o) = ops.iter().find(|(id, _)| id == op).unwrap();
                 peers.push((trace.kind_name(o.kind), *rank, *peer, *comm));
@@ -1252,11 +1260,18 @@ fn a_missing_rank_file_is_reported_and_the_other_ranks_import() {
     assert_eq!(trace.header().processes.len(), 4);
     assert!(rank_operations(&trace, 2).is_empty());
     for r in [0, 1, 3] {
-        assert_eq!(rank_operations(&trace, r), rank_operations(&full, r), "rank {r}");
+        assert_eq!(
+            rank_operations(&trace, r),
+            rank_operations(&full, r),
+            "rank {r}"
+        );
     }
     // The ring without rank 2: 0 -> 1 and 3 -> 0 remain, exactly as in the full trace.
     assert_eq!(message_tuples(&trace), messages_without(&full, &[]));
-    assert_eq!(message_tuples(&trace), vec![(0, 1, 1337, 4), (3, 0, 1337, 4)]);
+    assert_eq!(
+        message_tuples(&trace),
+        vec![(0, 1, 1337, 4), (3, 0, 1337, 4)]
+    );
     // The anomaly names the rank and the file.
     let missing: Vec<Anomaly> = trace
         .anomalies()
@@ -1302,15 +1317,15 @@ fn a_missing_rank_file_is_reported_and_the_other_ranks_import() {
     assert_eq!(peers.len(), touching + instances);
 
     // `info` keeps them apart from the unmatched messages of the others.
-    let out = common::succeeded(common::mtfdb_output(
-        db.path(),
-        &["info", "partial"],
-    ));
+    let out = common::succeeded(common::mtfdb_output(db.path(), &["info", "partial"]));
     assert!(
         out.contains("unmatched operations: 0 sends never received, 0 receives never matched; 4 left waiting for a rank whose event data is missing"),
         "{out}"
     );
-    assert!(out.contains("  rank's event data missing                     1"), "{out}");
+    assert!(
+        out.contains("  rank's event data missing                     1"),
+        "{out}"
+    );
     assert!(
         out.contains(&format!(
             "rank 2 thread 0: {} is missing; none of its events are in the trace",
@@ -1358,14 +1373,22 @@ fn a_rank_file_cut_short_keeps_its_calls_before_the_cut() {
         // Rank 2's first six calls, as the whole file has them (times, peers, tags; its
         // datatype table is lost with the end of the file, so its bytes are not compared).
         let ops = rank_operations(&trace, 2);
-        let shape = |o: &Operation| (o.kind, o.start, o.end, o.comm, o.dest, o.source, o.send_tag, o.recv_tag, o.request);
+        let shape = |o: &Operation| {
+            (
+                o.kind, o.start, o.end, o.comm, o.dest, o.source, o.send_tag, o.recv_tag, o.request,
+            )
+        };
         assert_eq!(
             ops.iter().map(shape).collect::<Vec<_>>(),
             full2[..6].iter().map(shape).collect::<Vec<_>>(),
             "{name}"
         );
         for r in [0, 1, 3] {
-            assert_eq!(rank_operations(&trace, r), rank_operations(&full, r), "rank {r}");
+            assert_eq!(
+                rank_operations(&trace, r),
+                rank_operations(&full, r),
+                "rank {r}"
+            );
         }
         // The messages whose rank-2 side is among the six calls remain.
         let kept: Vec<u64> = full
@@ -1387,21 +1410,24 @@ fn a_rank_file_cut_short_keeps_its_calls_before_the_cut() {
         let (others, peers) = peer_missing(&trace);
         assert!(peers.iter().all(|p| p.2 == 2), "{peers:?}");
         assert!(
-            others.iter().all(|a| matches!(a, Anomaly::SkippedRecord { rank: Some(2), .. })),
+            others
+                .iter()
+                .all(|a| matches!(a, Anomaly::SkippedRecord { rank: Some(2), .. })),
             "{others:?}"
         );
         let left_waiting = full.messages().unwrap().len() - message_tuples(&trace).len();
-        let collectives_after_cut = full
-            .collective_instances()
-            .unwrap()
-            .len()
+        let collectives_after_cut = full.collective_instances().unwrap().len()
             - trace
                 .collective_instances()
                 .unwrap()
                 .iter()
                 .filter(|c| c.ops.len() == 4)
                 .count();
-        assert_eq!(peers.len(), left_waiting + collectives_after_cut, "{name}: {peers:?}");
+        assert_eq!(
+            peers.len(),
+            left_waiting + collectives_after_cut,
+            "{name}: {peers:?}"
+        );
     }
 }
 

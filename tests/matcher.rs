@@ -934,5 +934,9 @@ fn what_a_rank_with_missing_data_left_waiting_is_reported_for_that_reason() {
         ),
         (4, 0, 2, 0, 0, 3)
     );
-    assert_eq!(log.collectives.len(), 3, "partial instances are still emitted");
+    assert_eq!(
+        log.collectives.len(),
+        3,
+        "partial instances are still emitted"
+    );
 }

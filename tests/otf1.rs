@@ -604,7 +604,10 @@ fn the_real_trace_with_a_stream_cut_short_keeps_what_came_before() {
         .iter()
         .filter(|c| c.ops.len() == 2)
         .count();
-    assert_eq!(complete + collectives, full.collective_instances().unwrap().len());
+    assert_eq!(
+        complete + collectives,
+        full.collective_instances().unwrap().len()
+    );
     assert!(
         others
             .iter()
@@ -840,7 +843,10 @@ fn the_jacobi_host_is_a_processor_and_only_mpi_communicators_are_listed() {
         &tmp.path().join("db"),
         &["info", "jacobi"],
     ));
-    assert!(out.contains("processors: 1\n  0    n04              ranks 0-1\n"), "{out}");
+    assert!(
+        out.contains("processors: 1\n  0    n04              ranks 0-1\n"),
+        "{out}"
+    );
     assert!(
         out.contains("communicators: 3\n  MPI_COMM_WORLD (id 1000000005): 2 members: 0-1\n  MPI_COMM_SELF 0 (id 1000000006): 1 members: 0\n  MPI_COMM_SELF 1 (id 1000000007): 1 members: 1\n"),
         "{out}"

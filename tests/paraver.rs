@@ -1048,12 +1048,20 @@ fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node
     // (rank TASK - 1) MPI_COMM_SELF; `c:1:14:8:1:…:8` is the world. Lines naming tasks 9 to
     // 12 (of the other application) are reported, not kept.
     let text = std::fs::read_to_string(&prv).unwrap();
-    let mut want = vec![(14, "MPI_COMM_WORLD".to_string(), (0..8).collect::<Vec<u32>>())];
+    let mut want = vec![(
+        14,
+        "MPI_COMM_WORLD".to_string(),
+        (0..8).collect::<Vec<u32>>(),
+    )];
     for line in text.lines().filter(|l| l.starts_with("c:1:")) {
         let f: Vec<u32> = line[4..].split(':').map(|x| x.parse().unwrap()).collect();
         if let [id, 1, task] = f[..] {
             if task <= 8 {
-                want.push((id, format!("MPI_COMM_SELF of rank {}", task - 1), vec![task - 1]));
+                want.push((
+                    id,
+                    format!("MPI_COMM_SELF of rank {}", task - 1),
+                    vec![task - 1],
+                ));
             }
         }
     }
@@ -1062,14 +1070,20 @@ fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node
     // The .row's one node is the processor every rank ran on.
     let h = trace.header();
     assert_eq!(
-        h.processors.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        h.processors
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
         vec!["epeec04"]
     );
     assert!(h.processes.iter().all(|p| p.processor == Some(0)));
     drop(trace);
     let out = mtfdb(&dir.path().join("db"), &["info", "lulesh"]);
     let out = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.contains("processors: 1\n  0    epeec04          ranks 0-7\n"), "{out}");
+    assert!(
+        out.contains("processors: 1\n  0    epeec04          ranks 0-7\n"),
+        "{out}"
+    );
     assert!(
         out.contains("communicators: 9\n  MPI_COMM_WORLD (id 14): 8 members: 0-7\n  MPI_COMM_SELF of rank 1 (id 2): 1 members: 1\n"),
         "{out}"
@@ -1105,10 +1119,20 @@ fn qsort_split_communicators_keep_their_members_and_nodes_are_processors() {
     let nodes: Vec<(&str, Option<u32>)> = h
         .processes
         .iter()
-        .map(|p| (h.processors[p.processor.unwrap() as usize].name.as_str(), p.processor))
+        .map(|p| {
+            (
+                h.processors[p.processor.unwrap() as usize].name.as_str(),
+                p.processor,
+            )
+        })
         .collect();
     assert_eq!(
         nodes,
-        vec![("node 1", Some(0)), ("node 2", Some(1)), ("node 3", Some(2)), ("node 4", Some(3))]
+        vec![
+            ("node 1", Some(0)),
+            ("node 2", Some(1)),
+            ("node 3", Some(2)),
+            ("node 4", Some(3))
+        ]
     );
 }

@@ -550,7 +550,10 @@ impl Stream {
     pub fn cut_at_end(&self) -> Error {
         self.error(
             CUT_SHORT,
-            format!("the file ends at byte {} without DUMPI's end-of-stream label", self.end),
+            format!(
+                "the file ends at byte {} without DUMPI's end-of-stream label",
+                self.end
+            ),
         )
     }
 

@@ -240,10 +240,13 @@ pub(crate) fn collect(
     let mut rec = Record::default();
     let mut first = true;
     // A cut file's calls end where it was cut.
-    while decoder
-        .next(stream, &mut rec)
-        .or_else(|e| if is_cut_short(&e) { Ok(false) } else { Err(e) })?
-    {
+    while decoder.next(stream, &mut rec).or_else(|e| {
+        if is_cut_short(&e) {
+            Ok(false)
+        } else {
+            Err(e)
+        }
+    })? {
         if first {
             first = false;
             out.argv = std::mem::take(&mut rec.argv);

@@ -636,8 +636,8 @@ impl Matcher {
             self.stats.collectives_partial += 1;
             let i = &partial.instance;
             out.collective(i)?;
-            let explained = !partial.absent.is_empty()
-                && partial.absent.iter().all(|&r| self.is_missing(r));
+            let explained =
+                !partial.absent.is_empty() && partial.absent.iter().all(|&r| self.is_missing(r));
             if let (true, Some(&op)) = (explained, i.ops.first()) {
                 self.stats.peer_data_missing += 1;
                 out.anomaly(&Anomaly::PeerDataMissing {

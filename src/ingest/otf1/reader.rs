@@ -206,7 +206,10 @@ impl Reader {
             Ok(true) => {}
             Ok(false) => return Ok(false),
             Err(Error::Input(e))
-                if matches!(e.rule.as_str(), "truncated record" | "truncated zlib stream") =>
+                if matches!(
+                    e.rule.as_str(),
+                    "truncated record" | "truncated zlib stream"
+                ) =>
             {
                 self.cut_short(s, e.file.clone());
                 return Ok(false);
