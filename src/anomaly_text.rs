@@ -110,6 +110,16 @@ impl Trace {
             s.push_str(what);
             s
         }
+        Anomaly::MissingRankData { rank, thread, file, announced, read, cut_at } => {
+            let announced = announced.map_or(String::new(), |n| format!(" (the definitions announce {n} records)"));
+            match cut_at {
+                Some(at) => format!("rank {rank} thread {thread}: {file} is cut short at byte {at}, after {read} whole records{announced}; what followed is not in the trace"),
+                None => format!("rank {rank} thread {thread}: {file} is missing{announced}; none of its events are in the trace"),
+            }
+        }
+        Anomaly::PeerDataMissing { op, rank, peer, comm } => format!(
+            "operation {op}: rank {rank}'s call on communicator {comm} has no counterpart because the event data of rank {peer} is missing"
+        ),
     }
     }
 }

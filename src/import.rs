@@ -883,6 +883,9 @@ impl EventSink for Importer {
     }
 
     fn anomaly(&mut self, anomaly: &Anomaly) -> Result<()> {
+        if let (Anomaly::MissingRankData { rank, .. }, Some(m)) = (anomaly, self.matcher.as_mut()) {
+            m.rank_missing(*rank);
+        }
         self.derived.record_anomaly(anomaly.clone())
     }
 

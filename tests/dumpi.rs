@@ -1004,20 +1004,6 @@ fn damaged_files_are_refused_with_file_and_offset_and_leave_the_database_unchang
     }
     let rank_file = |dir: &Path, r: usize| dir.join(format!("subcomm-{r:04}.bin"));
 
-    // Truncated: rank 2's file cut in the middle of its stream loses its index.
-    let (dir, meta, _) = subcomm();
-    let f = rank_file(dir.path(), 2);
-    let bytes = std::fs::read(&f).unwrap();
-    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
-    let msg = assert_refused(
-        &db,
-        &meta,
-        &f,
-        (bytes.len() / 2 - 64) as u64,
-        "truncated file",
-    );
-    assert!(msg.contains("index"), "{msg}");
-
     // Bad magic: rank 1's first byte.
     let (dir, meta, _) = subcomm();
     let f = rank_file(dir.path(), 1);
@@ -1050,13 +1036,16 @@ fn damaged_files_are_refused_with_file_and_offset_and_leave_the_database_unchang
         "{msg}"
     );
 
-    // A missing rank file is named.
+    // A missing or cut rank file is no longer refused (issue 40: a partial copy imports,
+    // see `a_missing_rank_file_*` and `a_rank_file_cut_short_*`); a meta file that names no
+    // readable rank file at all still is.
     let (dir, meta, _) = subcomm();
-    let f = rank_file(dir.path(), 4);
-    std::fs::remove_file(&f).unwrap();
+    for r in 0..RANKS {
+        std::fs::remove_file(rank_file(dir.path(), r)).unwrap();
+    }
     let before = db.trace_names().unwrap();
     match db.import(&meta, Some("broken")).unwrap_err() {
-        Error::Io { path, .. } => assert_eq!(path, f),
+        Error::Io { path, .. } => assert_eq!(path, rank_file(dir.path(), 0)),
         other => panic!("expected an I/O error, got {other}"),
     }
     assert_eq!(db.trace_names().unwrap(), before);
@@ -1175,4 +1164,312 @@ fn a_receive_buffer_larger_than_its_message_is_legal_and_a_smaller_one_is_report
     assert!(receives.iter().all(|o| o.flags & flags::RECV_CAPACITY != 0));
     let mismatches = common::length_mismatches(&trace);
     assert_eq!(mismatches, vec![(80, 40)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Partial copies of the real trace (issue 40): a rank's file missing or cut short.
+
+/// The real trace copied into a fresh folder, with `damage` done to rank 2's file.
+fn partial_testtrace(dir: &Path, damage: impl FnOnce(&Path)) -> PathBuf {
+    let src = testtrace().expect("checked by the caller");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let f = dir.join("testtrace-0002.bin");
+    let mut perms = std::fs::metadata(&f).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&f, perms).unwrap();
+    damage(&f);
+    f
+}
+
+/// The messages of `full` whose rank-2 side (if any) is among `kept`, the ids of the rank-2
+/// operations the partial trace still has: (sender, receiver, tag, bytes), sorted.
+fn messages_without(full: &Trace, kept: &[u64]) -> Vec<(Rank, Rank, i32, u64)> {
+    let rank2: Vec<u64> = full
+        .process_operations(2)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let keeps = |id: u64| !rank2.contains(&id) || kept.contains(&id);
+    let mut out: Vec<_> = full
+        .messages()
+        .unwrap()
+        .into_iter()
+        .filter(|m| keeps(m.send_op) && keeps(m.recv_op))
+        .map(|m| (m.sender, m.receiver, m.tag, m.bytes))
+        .collect();
+    out.sort();
+    out
+}
+
+fn message_tuples(trace: &Trace) -> Vec<(Rank, Rank, i32, u64)> {
+    let mut out: Vec<_> = trace
+        .messages()
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.sender, m.receiver, m.tag, m.bytes))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The anomalies of `trace` that are neither `MissingRankData` nor `PeerDataMissing`, and the
+/// `PeerDataMissing` ones as (kind of the call, rank, peer, communicator), sorted.
+/// A `PeerDataMissing` as (the kind of its call, rank, peer, communicator).
+type PeerMissing = (String, Rank, Rank, u32);
+
+fn peer_missing(trace: &Trace) -> (Vec<Anomaly>, Vec<PeerMissing>) {
+    let mut others = Vec::new();
+    let mut peers = Vec::new();
+    for a in trace.anomalies().unwrap() {
+        match &a {
+            Anomaly::PeerDataMissing {
+                op,
+                rank,
+                peer,
+                comm,
+            } => {
+                let ops = trace.process_operations(*rank).unwrap();
+                let (_, o) = ops.iter().find(|(id, _)| id == op).unwrap();
+                peers.push((trace.kind_name(o.kind), *rank, *peer, *comm));
+            }
+            Anomaly::MissingRankData { .. } => {}
+            _ => others.push(a),
+        }
+    }
+    peers.sort();
+    (others, peers)
+}
+
+#[test]
+fn a_missing_rank_file_is_reported_and_the_other_ranks_import() {
+    let Some(src) = testtrace() else { return };
+    let (_tmp, db) = temp_db();
+    db.import(&src, Some("full")).unwrap();
+    let full = db.trace("full").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = partial_testtrace(dir.path(), |f| std::fs::remove_file(f).unwrap());
+    db.import(dir.path(), Some("partial")).unwrap();
+    let trace = db.trace("partial").unwrap();
+
+    // Rank 2 is declared, with no operation; the others have all of theirs.
+    assert_eq!(trace.header().processes.len(), 4);
+    assert!(rank_operations(&trace, 2).is_empty());
+    for r in [0, 1, 3] {
+        assert_eq!(
+            rank_operations(&trace, r),
+            rank_operations(&full, r),
+            "rank {r}"
+        );
+    }
+    // The ring without rank 2: 0 -> 1 and 3 -> 0 remain, exactly as in the full trace.
+    assert_eq!(message_tuples(&trace), messages_without(&full, &[]));
+    assert_eq!(
+        message_tuples(&trace),
+        vec![(0, 1, 1337, 4), (3, 0, 1337, 4)]
+    );
+    // The anomaly names the rank and the file.
+    let missing: Vec<Anomaly> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter(|a| matches!(a, Anomaly::MissingRankData { .. }))
+        .collect();
+    assert_eq!(
+        missing,
+        vec![Anomaly::MissingRankData {
+            rank: 2,
+            thread: 0,
+            file: f.display().to_string(),
+            announced: None,
+            read: 0,
+            cut_at: None,
+        }]
+    );
+    // What waited for rank 2 is reported for that reason: 1's send to 2, 3's receive from
+    // 2, the barrier and the allreduce on the world; nothing else is an anomaly.
+    let (others, peers) = peer_missing(&trace);
+    assert!(others.is_empty(), "{others:?}");
+    // (A collective instance is named by its member that called first.)
+    let owned = |k: &str, r: Rank| (k.to_string(), r, 2, 0);
+    assert_eq!(
+        peers,
+        vec![
+            owned("MPI_Allreduce", 1),
+            owned("MPI_Barrier", 0),
+            owned("MPI_Isend", 1),
+            owned("MPI_Recv", 3),
+        ]
+    );
+    // The same count from the full trace: the messages touching rank 2 between other
+    // ranks' calls, and the instances rank 2 was a member of.
+    let touching = full
+        .messages()
+        .unwrap()
+        .iter()
+        .filter(|m| (m.sender == 2) != (m.receiver == 2))
+        .count();
+    let instances = full.collective_instances().unwrap().len();
+    assert_eq!(peers.len(), touching + instances);
+
+    // `info` keeps them apart from the unmatched messages of the others.
+    let out = common::succeeded(common::mtfdb_output(db.path(), &["info", "partial"]));
+    assert!(
+        out.contains("unmatched operations: 0 sends never received, 0 receives never matched; 4 left waiting for a rank whose event data is missing"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  rank's event data missing                     1"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "rank 2 thread 0: {} is missing; none of its events are in the trace",
+            f.display()
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_rank_file_cut_short_keeps_its_calls_before_the_cut() {
+    let Some(src) = testtrace() else { return };
+    let (_tmp, db) = temp_db();
+    db.import(&src, Some("full")).unwrap();
+    let full = db.trace("full").unwrap();
+    let full2 = rank_operations(&full, 2);
+    // Cut inside rank 2's seventh record (it starts at byte 257), and right at its start:
+    // both keep six whole records and say the data ends at byte 257.
+    for (len, name) in [(300usize, "mid"), (257, "edge")] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = partial_testtrace(dir.path(), |f| {
+            let bytes = std::fs::read(f).unwrap();
+            std::fs::write(f, &bytes[..len]).unwrap();
+        });
+        db.import(dir.path(), Some(name)).unwrap();
+        let trace = db.trace(name).unwrap();
+        let cut: Vec<Anomaly> = trace
+            .anomalies()
+            .unwrap()
+            .into_iter()
+            .filter(|a| matches!(a, Anomaly::MissingRankData { .. }))
+            .collect();
+        assert_eq!(
+            cut,
+            vec![Anomaly::MissingRankData {
+                rank: 2,
+                thread: 0,
+                file: f.display().to_string(),
+                announced: None,
+                read: 6,
+                cut_at: Some(257),
+            }],
+            "{name}"
+        );
+        // Rank 2's first six calls, as the whole file has them (times, peers, tags; its
+        // datatype table is lost with the end of the file, so its bytes are not compared).
+        let ops = rank_operations(&trace, 2);
+        let shape = |o: &Operation| {
+            (
+                o.kind, o.start, o.end, o.comm, o.dest, o.source, o.send_tag, o.recv_tag, o.request,
+            )
+        };
+        assert_eq!(
+            ops.iter().map(shape).collect::<Vec<_>>(),
+            full2[..6].iter().map(shape).collect::<Vec<_>>(),
+            "{name}"
+        );
+        for r in [0, 1, 3] {
+            assert_eq!(
+                rank_operations(&trace, r),
+                rank_operations(&full, r),
+                "rank {r}"
+            );
+        }
+        // The messages whose rank-2 side is among the six calls remain.
+        let kept: Vec<u64> = full
+            .process_operations(2)
+            .unwrap()
+            .into_iter()
+            .filter(|(_, o)| ops.iter().any(|k| shape(k) == shape(o)))
+            .map(|(id, _)| id)
+            .collect();
+        let mut expected = messages_without(&full, &kept);
+        for m in &mut expected {
+            if m.0 == 2 {
+                m.3 = 0; // sent by the cut rank: no datatype size, bytes counted as 0
+            }
+        }
+        assert_eq!(message_tuples(&trace), expected, "{name}");
+        // Its own requests still open at the cut are not reported; the others' calls left
+        // waiting for it are, for that reason, and its lost datatype table is reported.
+        let (others, peers) = peer_missing(&trace);
+        assert!(peers.iter().all(|p| p.2 == 2), "{peers:?}");
+        assert!(
+            others
+                .iter()
+                .all(|a| matches!(a, Anomaly::SkippedRecord { rank: Some(2), .. })),
+            "{others:?}"
+        );
+        let left_waiting = full.messages().unwrap().len() - message_tuples(&trace).len();
+        let collectives_after_cut = full.collective_instances().unwrap().len()
+            - trace
+                .collective_instances()
+                .unwrap()
+                .iter()
+                .filter(|c| c.ops.len() == 4)
+                .count();
+        assert_eq!(
+            peers.len(),
+            left_waiting + collectives_after_cut,
+            "{name}: {peers:?}"
+        );
+    }
+}
+
+#[test]
+fn testtrace_hosts_and_communicators_are_listed() {
+    // DUMPI names each rank's host in its file: the one host is the one processor; the
+    // communicators are the world and each rank's MPI_COMM_SELF, as the OTF2 reader gives.
+    let Some(src) = testtrace() else { return };
+    let (tmp, db) = temp_db();
+    db.import(&src, None).unwrap();
+    let trace = db.trace("testtrace").unwrap();
+    let h = trace.header();
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| (p.id, p.name.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(0, "hadalst-mbp.ca.sandia.gov")]
+    );
+    assert!(h.processes.iter().all(|p| p.processor == Some(0)));
+    let comms: Vec<(u32, &str, Vec<Rank>)> = h
+        .communicators
+        .iter()
+        .map(|c| (c.id, c.name.as_str(), c.members.clone()))
+        .collect();
+    assert_eq!(
+        comms,
+        vec![
+            (0, "MPI_COMM_WORLD", vec![0, 1, 2, 3]),
+            (1, "MPI_COMM_SELF of rank 0", vec![0]),
+            (2, "MPI_COMM_SELF of rank 1", vec![1]),
+            (3, "MPI_COMM_SELF of rank 2", vec![2]),
+            (4, "MPI_COMM_SELF of rank 3", vec![3]),
+        ]
+    );
+    drop(trace);
+    let out = common::succeeded(common::mtfdb_output(
+        &tmp.path().join("db"),
+        &["info", "testtrace"],
+    ));
+    assert!(
+        out.contains("processors: 1\n  0    hadalst-mbp.ca.sandia.gov ranks 0-3\n"),
+        "{out}"
+    );
 }

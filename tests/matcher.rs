@@ -862,3 +862,81 @@ mod interleavings {
         }
     }
 }
+
+#[test]
+fn what_a_rank_with_missing_data_left_waiting_is_reported_for_that_reason() {
+    // Ranks 0-3; rank 3's data is missing (declared at any time before the end); rank 2's
+    // receive from 1 is a genuine unmatched receive.
+    let mut run = Run::new(&header(4, &[(7, &[0, 3]), (8, &[0, 1, 2])]));
+    let to3 = run.op(send(0, 3, 1, 8, 0, 1));
+    let from3 = run.op(recv(1, 3, 2, 8, 0, 1));
+    let genuine = run.op(recv(2, 1, 9, 8, 0, 1));
+    let req = run.op(irecv(3, 0, 4, 5, 0)); // rank 3's request, open at the cut
+    let b0 = run.op(coll(0, OpKind::Barrier, WORLD, None, 2));
+    run.op(coll(1, OpKind::Barrier, WORLD, None, 2));
+    run.op(coll(2, OpKind::Barrier, WORLD, None, 2));
+    let on7 = run.op(coll(0, OpKind::Bcast, 7, Some(0), 3));
+    // Communicator 8 lacks rank 2, whose data is there: a genuine incomplete instance.
+    run.op(coll(0, OpKind::Allreduce, 8, None, 4));
+    run.op(coll(1, OpKind::Allreduce, 8, None, 4));
+    for r in 0..3 {
+        run.op(Operation::new(r, OpKind::Finalize, 10, 11));
+    }
+    run.matcher.rank_missing(3);
+    run.matcher.rank_missing(3); // declaring it twice changes nothing
+    let (log, stats) = run.finish();
+    let peer = |op, rank, comm| Anomaly::PeerDataMissing {
+        op,
+        rank,
+        peer: 3,
+        comm,
+    };
+    assert_eq!(
+        log.anomalies,
+        vec![
+            peer(to3, 0, WORLD),
+            peer(from3, 1, WORLD),
+            Anomaly::UnmatchedReceive {
+                op: genuine,
+                rank: 2,
+                source: 1,
+                comm: WORLD,
+                tag: 9
+            },
+            // Rank 3's own receive: its sender's data is all there, so it is genuine.
+            Anomaly::UnmatchedReceive {
+                op: req,
+                rank: 3,
+                source: 0,
+                comm: WORLD,
+                tag: 4
+            },
+            // The barrier on the world and the broadcast on 7, which only rank 3 missed.
+            peer(b0, 0, WORLD),
+            peer(on7, 0, 7),
+            Anomaly::IncompleteCollective {
+                kind: OpKind::Allreduce,
+                comm: 8,
+                present: 2,
+                expected: 3
+            },
+        ]
+    );
+    // Rank 3's own open request and its missing MPI_Finalize are not reported.
+    assert_eq!(
+        (
+            stats.peer_data_missing,
+            stats.unmatched_sends,
+            stats.unmatched_receives,
+            stats.requests_never_completed,
+            stats.missing_finalize,
+            stats.collectives_partial
+        ),
+        (4, 0, 2, 0, 0, 3)
+    );
+    assert_eq!(
+        log.collectives.len(),
+        3,
+        "partial instances are still emitted"
+    );
+}

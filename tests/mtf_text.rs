@@ -747,6 +747,37 @@ fn every_anomaly_class(c: &mut Collect) {
             },
             vec![],
         ),
+        (
+            Anomaly::MissingRankData {
+                rank: 3,
+                thread: 0,
+                file: "run/traces/3.evt".into(),
+                announced: None,
+                read: 0,
+                cut_at: None,
+            },
+            vec![],
+        ),
+        (
+            Anomaly::MissingRankData {
+                rank: 1,
+                thread: 2,
+                file: "a \"cut\" file.events.z".into(),
+                announced: Some(u64::MAX),
+                read: 17,
+                cut_at: Some(4096),
+            },
+            vec![],
+        ),
+        (
+            Anomaly::PeerDataMissing {
+                op: 0,
+                rank: 0,
+                peer: 3,
+                comm: 0,
+            },
+            vec![p(0, 0, 0)],
+        ),
     ];
     for entry in list {
         c.order.push(Item::Anomaly(c.anomalies.len()));
@@ -780,6 +811,8 @@ fn anomalies_of_every_class_and_late_locations_survive_write_and_parse() {
     assert!(lines.contains(&"anomaly IncompleteCollective kind=Ibcast comm=3 present=2 expected=4"));
     assert!(lines.contains(&r#"anomaly SkippedRecord rank=3 time=12 what="a \"quoted\" what\n""#));
     assert!(lines.contains(&r#"anomaly ValueOverflow what="""#));
+    assert!(lines.contains(&"anomaly MissingRankData rank=3 thread=0 file=run/traces/3.evt read=0"));
+    assert!(lines.contains(&"anomaly PeerDataMissing op=0:0 rank=0 peer=3 comm=0"));
     assert!(lines.contains(&r#"location "thread 7 = \"late\"" cpu-thread"#));
 }
 
@@ -790,7 +823,7 @@ fn anomaly_and_location_lines_are_checked() {
     let err = |tail: &str| error_of(&format!("{head}{tail}"));
     assert_eq!(
         err("anomaly Bogus rank=0\n"),
-        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord)"
+        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing)"
     );
     assert_eq!(
         err("anomaly MissingFinalize\n"),

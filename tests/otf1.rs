@@ -297,7 +297,15 @@ fn check_fixture(trace: &mtfdb::Trace) {
         .iter()
         .map(|c| (c.id, c.name.as_str(), c.members.clone()))
         .collect();
-    // The node group is not a communicator: it is not marked as one.
+    // The node group is not a communicator (it is not marked as one): it is the processor.
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| (p.id, p.name.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(0, "node01")]
+    );
+    assert!(h.processes.iter().all(|p| p.processor == Some(0)));
     assert_eq!(
         comms,
         vec![
@@ -424,17 +432,37 @@ fn a_cut_or_corrupt_zlib_stream_is_refused_with_its_file_and_offset() {
     compress_streams(&dir);
     let events = dir.join("sub.3.events.z");
     let data = std::fs::read(&events).unwrap();
+    // Cut short: no longer refused (issue 40); the stream's ranks (2 and 3) are reported
+    // cut at the end of the last whole record the cut left.
     let cut = data.len() / 2;
     std::fs::write(&events, &data[..cut]).unwrap();
-    let message = rejected(
-        &dir,
-        &[
-            "sub.3.events.z: byte ",
-            "truncated zlib stream",
-            "compressed block",
-        ],
-    );
-    assert!(offset_of(&message) <= cut as u64, "{message}");
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("cut")).unwrap();
+    let trace = db.trace("cut").unwrap();
+    let plain = std::fs::read(fixture().join("sub.3.events")).unwrap();
+    let cuts: Vec<(u32, u32, String, Option<u64>)> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::MissingRankData {
+                rank,
+                thread,
+                file,
+                cut_at,
+                ..
+            } => Some((rank, thread, file, cut_at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cuts.len(), 2, "{cuts:?}");
+    for (i, (rank, thread, file, cut_at)) in cuts.iter().enumerate() {
+        assert_eq!((*rank, *thread), (2 + i as u32, 0));
+        assert_eq!(file, &events.display().to_string());
+        // What was read is whole lines of the stream as written.
+        let at = cut_at.unwrap() as usize;
+        assert!(at < plain.len() && plain[at - 1] == b'\n', "{cut_at:?}");
+    }
 
     // A damaged zlib header: refused at its start (the decompressor reads the two header
     // bytes before it judges them).
@@ -445,18 +473,147 @@ fn a_cut_or_corrupt_zlib_stream_is_refused_with_its_file_and_offset() {
     assert!(offset_of(&message) <= 2, "{message}");
 }
 
+/// The `MissingRankData` anomalies of `trace`, and the others that are not
+/// `PeerDataMissing`; and the `PeerDataMissing` ones on point-to-point calls and on
+/// collectives.
+fn partial_anomalies(trace: &mtfdb::Trace) -> (Vec<Anomaly>, Vec<Anomaly>, usize, usize) {
+    let ops = operations(trace);
+    let (mut missing, mut others, mut p2p, mut collectives) = (Vec::new(), Vec::new(), 0, 0);
+    for a in trace.anomalies().unwrap() {
+        match &a {
+            Anomaly::MissingRankData { .. } => missing.push(a),
+            Anomaly::PeerDataMissing { op, .. } => {
+                if ops[op].kind.is_collective() {
+                    collectives += 1;
+                } else {
+                    p2p += 1;
+                }
+            }
+            _ => others.push(a),
+        }
+    }
+    (missing, others, p2p, collectives)
+}
+
 #[test]
-fn the_real_trace_cut_short_is_refused() {
+fn the_real_trace_with_a_stream_missing_imports_the_other_rank() {
     let Some(trace) = jacobi() else { return };
-    let (_tmp, dir) = copy(&trace);
+    let (_tmp, db) = temp_db();
+    db.import(&trace, Some("full")).unwrap();
+    let full = db.trace("full").unwrap();
+    let (_copy, dir) = copy(&trace);
+    std::fs::remove_file(dir.join("jacobi_mpi+cuda.2.events.z")).unwrap();
+    db.import(&dir, Some("partial")).unwrap();
+    let partial = db.trace("partial").unwrap();
+
+    // Rank 1 (process 2, stream 2) has no events; rank 0 has all of its own.
+    assert_eq!(partial.header().processes.len(), 2);
+    assert!(partial.process_operations(1).unwrap().is_empty());
+    let ops0 = |t: &mtfdb::Trace| -> Vec<Operation> {
+        t.process_operations(0)
+            .unwrap()
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect()
+    };
+    assert_eq!(ops0(&partial), ops0(&full));
+    let (missing, others, p2p, collectives) = partial_anomalies(&partial);
+    assert_eq!(
+        missing,
+        vec![Anomaly::MissingRankData {
+            rank: 1,
+            thread: 0,
+            file: format!("{}[.z]", dir.join("jacobi_mpi+cuda.2.events").display()),
+            announced: None,
+            read: 0,
+            cut_at: None,
+        }]
+    );
+    assert!(others.is_empty(), "{others:?}");
+    // Every message of the full trace is between ranks 0 and 1: each leaves rank 0's side
+    // waiting, for that reason; so does every collective instance.
+    assert!(partial.messages().unwrap().is_empty());
+    assert_eq!(p2p, full.messages().unwrap().len());
+    assert_eq!(collectives, full.collective_instances().unwrap().len());
+    assert_eq!((p2p, collectives), (200, 102));
+}
+
+#[test]
+fn the_real_trace_with_a_stream_cut_short_keeps_what_came_before() {
+    let Some(trace) = jacobi() else { return };
+    let (_tmp, db) = temp_db();
+    db.import(&trace, Some("full")).unwrap();
+    let full = db.trace("full").unwrap();
+    let (_copy, dir) = copy(&trace);
     let events = dir.join("jacobi_mpi+cuda.2.events.z");
     let data = std::fs::read(&events).unwrap();
-    std::fs::write(&events, &data[..10_000]).unwrap();
-    let message = rejected(
-        &dir,
-        &["jacobi_mpi+cuda.2.events.z: byte ", "truncated zlib stream"],
+    std::fs::write(&events, &data[..15_000]).unwrap();
+    db.import(&dir, Some("cut")).unwrap();
+    let cut = db.trace("cut").unwrap();
+
+    let (missing, others, p2p, collectives) = partial_anomalies(&cut);
+    let [Anomaly::MissingRankData {
+        rank: 1,
+        thread: 0,
+        file,
+        announced: None,
+        read,
+        cut_at: Some(at),
+    }] = &missing[..]
+    else {
+        panic!("{missing:?}");
+    };
+    assert_eq!(file, &events.display().to_string());
+    // The cut falls at the end of a whole line of the decompressed stream.
+    let mut text = Vec::new();
+    let mut z = flate2::Decompress::new(true);
+    let mut buf = vec![0u8; 1 << 20];
+    let whole = std::fs::read(trace.join("jacobi_mpi+cuda.2.events.z")).unwrap();
+    let _ = z.decompress(&whole, &mut buf, flate2::FlushDecompress::Sync);
+    text.extend_from_slice(&buf[..z.total_out() as usize]);
+    assert!(*at > 0 && (*at as usize) < text.len() && text[*at as usize - 1] == b'\n');
+    assert!(*read > 0);
+    // Rank 1's calls are the first of the full trace's (the last one open at the cut may
+    // end earlier): compared by kind and start.
+    let shape = |t: &mtfdb::Trace| -> Vec<(OpKind, u64)> {
+        t.process_operations(1)
+            .unwrap()
+            .into_iter()
+            .map(|(_, o)| (o.kind, o.start))
+            .collect()
+    };
+    let (kept, all) = (shape(&cut), shape(&full));
+    assert!(!kept.is_empty() && kept.len() < all.len());
+    assert_eq!(kept[..], all[..kept.len()]);
+    // Each message of the full trace is matched, or left on rank 0's side for that reason;
+    // each instance is complete, or reported for that reason. The only other anomalies are
+    // the routines rank 1 had open at the cut.
+    let matched = cut.messages().unwrap();
+    let full_messages = full.messages().unwrap();
+    assert!(!matched.is_empty());
+    assert_eq!(matched.len() + p2p, full_messages.len());
+    for m in &matched {
+        assert!(full_messages
+            .iter()
+            .any(|f| (f.sender, f.receiver, f.tag, f.bytes, f.send_time)
+                == (m.sender, m.receiver, m.tag, m.bytes, m.send_time)));
+    }
+    let complete = cut
+        .collective_instances()
+        .unwrap()
+        .iter()
+        .filter(|c| c.ops.len() == 2)
+        .count();
+    assert_eq!(
+        complete + collectives,
+        full.collective_instances().unwrap().len()
     );
-    assert!(offset_of(&message) <= 10_000, "{message}");
+    assert!(
+        others
+            .iter()
+            .all(|a| matches!(a, Anomaly::UnclosedRoutine { rank: 1, .. })),
+        "{others:?}"
+    );
 }
 
 /// A copy of the fixture with `old` replaced by `new` in stream file `file`, and the 1-based
@@ -490,16 +647,27 @@ fn a_malformed_record_is_refused_with_its_file_line_and_column() {
             "sub.0.def:{line}:4: bad definition record: expected G or GROUP (function group)"
         )],
     );
-    // A record cut short at the end of a plain stream.
+    // A record cut short at the end of a plain stream is no longer refused (issue 40): the
+    // stream's rank is reported cut at the start of that last line.
     let (_tmp, dir) = copy(&fixture());
     let path = dir.join("sub.1.events");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, &text[..text.len() - 2]).unwrap();
-    let lines = text.lines().count();
-    rejected(
-        &dir,
-        &[&format!("sub.1.events:{lines}:2: truncated record")],
-    );
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("cut")).unwrap();
+    let last_line = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+    let cut: Vec<(u32, Option<u64>)> = db
+        .trace("cut")
+        .unwrap()
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::MissingRankData { rank, cut_at, .. } => Some((rank, cut_at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cut, vec![(0, Some(last_line as u64))]);
 }
 
 #[test]
@@ -540,12 +708,8 @@ fn references_to_undefined_things_and_time_going_back_are_refused() {
             line - 2
         )],
     );
-    let (_tmp, dir) = copy(&fixture());
-    std::fs::remove_file(dir.join("sub.2.events")).unwrap();
-    rejected(
-        &dir,
-        &["sub.2.events", "events stream 2 of processes 2 is missing"],
-    );
+    // A missing stream is no longer refused (issue 40): see
+    // `the_real_trace_with_a_stream_missing_imports_the_other_rank`.
 }
 
 #[test]
@@ -617,5 +781,74 @@ fn the_command_line_imports_a_master_file() {
             && stdout.contains("as \"sub\"")
             && stdout.contains("2 messages"),
         "{stdout}"
+    );
+}
+
+#[test]
+fn the_jacobi_host_is_a_processor_and_only_mpi_communicators_are_listed() {
+    let Some(dir) = jacobi() else { return };
+    let (tmp, db) = temp_db();
+    db.import(&dir, Some("jacobi")).unwrap();
+    let trace = db.trace("jacobi").unwrap();
+    let h = trace.header();
+    // otfprint's definitions: groups `All`, the node `n04`, `GPU_COMM_GLOBAL`, `GPU_GROUP`,
+    // `GPU_MASTER_GROUP` (all with the CUDA streams), `MPI_COMM_WORLD` (processes 1, 2) and
+    // `MPI_COMM_SELF 0`/`1`, the last three and GPU_COMM_GLOBAL marked IsCommunicator.
+    // Only MPI's are communicators; the world is the trace's own, none is invented.
+    let comms: Vec<(u32, &str, Vec<u32>)> = h
+        .communicators
+        .iter()
+        .map(|c| (c.id, c.name.as_str(), c.members.clone()))
+        .collect();
+    assert_eq!(
+        comms,
+        vec![
+            (1_000_000_005, "MPI_COMM_WORLD", vec![0, 1]),
+            (1_000_000_006, "MPI_COMM_SELF 0", vec![0]),
+            (1_000_000_007, "MPI_COMM_SELF 1", vec![1]),
+        ]
+    );
+    // The node group names the host both ranks ran on.
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| (p.id, p.name.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(0, "n04")]
+    );
+    assert!(h.processes.iter().all(|p| p.processor == Some(0)));
+    if have("otfprint") && have("otfdecompress") {
+        let (_t, copy_dir) = copy(&dir);
+        for entry in std::fs::read_dir(&copy_dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "z") {
+                assert!(Command::new("otfdecompress")
+                    .arg(&p)
+                    .status()
+                    .unwrap()
+                    .success());
+            }
+        }
+        let out = Command::new("otfprint")
+            .arg(copy_dir.join("jacobi_mpi+cuda.otf"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The processor is the group otfprint shows beside `All` with no attributes.
+        assert!(text.contains("group 1000000001, name \"n04\", procs 1, 1048577, 2, 1048578"));
+        assert!(!text.contains("process 1000000001, attr_token"));
+    }
+    drop(trace);
+    let out = common::succeeded(common::mtfdb_output(
+        &tmp.path().join("db"),
+        &["info", "jacobi"],
+    ));
+    assert!(
+        out.contains("processors: 1\n  0    n04              ranks 0-1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("communicators: 3\n  MPI_COMM_WORLD (id 1000000005): 2 members: 0-1\n  MPI_COMM_SELF 0 (id 1000000006): 1 members: 0\n  MPI_COMM_SELF 1 (id 1000000007): 1 members: 1\n"),
+        "{out}"
     );
 }

@@ -1025,3 +1025,114 @@ fn import_detects_paraver_from_content_and_names_every_format_otherwise() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("paraver (Paraver .prv traces)"), "{err}");
 }
+
+/// The communicators of a stored trace as (id, name, members).
+fn comm_list(trace: &Trace) -> Vec<(u32, String, Vec<u32>)> {
+    trace
+        .header()
+        .communicators
+        .iter()
+        .map(|c| (c.id, c.name.clone(), c.members.clone()))
+        .collect()
+}
+
+#[test]
+fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node_a_processor() {
+    let Some(prv) = shared("lulesh", "lulesh_7+1_with_uncores_sockets1+2.chop8.prv") else {
+        return;
+    };
+    let (dir, db) = temp_db();
+    db.import(&prv, Some("lulesh")).unwrap();
+    let trace = db.trace("lulesh").unwrap();
+    // The .prv's lines `c:1:ID:1:TASK` of the 8-task MPI application: each is task TASK's
+    // (rank TASK - 1) MPI_COMM_SELF; `c:1:14:8:1:…:8` is the world. Lines naming tasks 9 to
+    // 12 (of the other application) are reported, not kept.
+    let text = std::fs::read_to_string(&prv).unwrap();
+    let mut want = vec![(
+        14,
+        "MPI_COMM_WORLD".to_string(),
+        (0..8).collect::<Vec<u32>>(),
+    )];
+    for line in text.lines().filter(|l| l.starts_with("c:1:")) {
+        let f: Vec<u32> = line[4..].split(':').map(|x| x.parse().unwrap()).collect();
+        if let [id, 1, task] = f[..] {
+            if task <= 8 {
+                want.push((
+                    id,
+                    format!("MPI_COMM_SELF of rank {}", task - 1),
+                    vec![task - 1],
+                ));
+            }
+        }
+    }
+    assert_eq!(comm_list(&trace), want);
+    assert_eq!(want.len(), 9);
+    // The .row's one node is the processor every rank ran on.
+    let h = trace.header();
+    assert_eq!(
+        h.processors
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["epeec04"]
+    );
+    assert!(h.processes.iter().all(|p| p.processor == Some(0)));
+    drop(trace);
+    let out = mtfdb(&dir.path().join("db"), &["info", "lulesh"]);
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.contains("processors: 1\n  0    epeec04          ranks 0-7\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("communicators: 9\n  MPI_COMM_WORLD (id 14): 8 members: 0-7\n  MPI_COMM_SELF of rank 1 (id 2): 1 members: 1\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn qsort_split_communicators_keep_their_members_and_nodes_are_processors() {
+    let Some(prv) = shared("qsort", "qsort_beo3.prv") else {
+        return;
+    };
+    let (_dir, db) = temp_db();
+    db.import(&prv, Some("qsort")).unwrap();
+    let trace = db.trace("qsort").unwrap();
+    // From the .prv's lines: `c:1:91:4:1:2:3:4` the world, the recursive halves 94 and 96,
+    // and 93, 95, 97, 98 leave one task alone: that rank's self communicator. Line 92 names
+    // task -1 and is reported (MPItrace's way of writing MPI_COMM_SELF, not modelled).
+    let s = |id: u32, r: u32| (id, format!("MPI_COMM_SELF of rank {r}"), vec![r]);
+    assert_eq!(
+        comm_list(&trace),
+        vec![
+            (91, "MPI_COMM_WORLD".to_string(), vec![0, 1, 2, 3]),
+            s(93, 0),
+            (94, "C94".to_string(), vec![1, 2, 3]),
+            s(95, 1),
+            (96, "C96".to_string(), vec![2, 3]),
+            s(97, 2),
+            s(98, 3),
+        ]
+    );
+    // No .row: Paraver's own node names, one rank on each.
+    let h = trace.header();
+    let nodes: Vec<(&str, Option<u32>)> = h
+        .processes
+        .iter()
+        .map(|p| {
+            (
+                h.processors[p.processor.unwrap() as usize].name.as_str(),
+                p.processor,
+            )
+        })
+        .collect();
+    assert_eq!(
+        nodes,
+        vec![
+            ("node 1", Some(0)),
+            ("node 2", Some(1)),
+            ("node 3", Some(2)),
+            ("node 4", Some(3))
+        ]
+    );
+}

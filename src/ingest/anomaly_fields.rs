@@ -225,6 +225,42 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
             f.push(("what", Text(what.clone())));
             ("SkippedRecord", f)
         }
+        Anomaly::MissingRankData {
+            rank: r,
+            thread,
+            file,
+            announced,
+            read,
+            cut_at,
+        } => {
+            let mut f = vec![
+                rank(*r),
+                ("thread", Num((*thread).into())),
+                ("file", Text(file.clone())),
+            ];
+            if let Some(n) = announced {
+                f.push(("announced", Num(*n)));
+            }
+            f.push(("read", Num(*read)));
+            if let Some(at) = cut_at {
+                f.push(("cut_at", Num(*at)));
+            }
+            ("MissingRankData", f)
+        }
+        Anomaly::PeerDataMissing {
+            rank: r,
+            peer,
+            comm,
+            ..
+        } => (
+            "PeerDataMissing",
+            vec![
+                ("op", Op(0)),
+                rank(*r),
+                ("peer", Num((*peer).into())),
+                ("comm", Num((*comm).into())),
+            ],
+        ),
     }
 }
 
@@ -233,7 +269,7 @@ pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverC
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
 LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
-BarrierWithoutOverlap, ValueOverflow, SkippedRecord";
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing";
 
 /// The parsed fields of one anomaly line, read by key; each getter reports a missing or
 /// malformed field as the parser's error `E`.
@@ -424,6 +460,23 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
             time: f.opt_num("time")?,
             what: f.text("what")?,
         },
+        b"MissingRankData" => Anomaly::MissingRankData {
+            rank: f.u32("rank")?,
+            thread: f.u32("thread")?,
+            file: f.text("file")?,
+            announced: f.opt_num("announced")?,
+            read: f.num("read")?,
+            cut_at: f.opt_num("cut_at")?,
+        },
+        b"PeerDataMissing" => {
+            f.op("op")?;
+            Anomaly::PeerDataMissing {
+                op: 0,
+                rank: f.u32("rank")?,
+                peer: f.u32("peer")?,
+                comm: f.u32("comm")?,
+            }
+        }
         _ => return Ok(None),
     }))
 }

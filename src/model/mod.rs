@@ -778,6 +778,40 @@ pub enum Anomaly {
         /// What was skipped and why.
         what: String,
     },
+    /// A location (an MPI rank's thread) whose event data is missing or cut short, in a
+    /// partial copy of a trace: its file is absent, or ends inside a record. What it
+    /// recorded before the cut is kept; the other locations import whole. Messages to or from
+    /// the rank that are left without their other side are [`Anomaly::PeerDataMissing`].
+    MissingRankData {
+        /// The rank whose data is missing.
+        rank: Rank,
+        /// Its thread (location within the process).
+        thread: u32,
+        /// The file that should hold its events, as the trace names it.
+        file: String,
+        /// The records the trace's definitions announced for it (events in OTF2, calls in a
+        /// DUMPI footer), when the format says.
+        announced: Option<u64>,
+        /// Records read before the cut (0 for a missing file).
+        read: u64,
+        /// Where the file was cut (its length, in bytes, or the byte offset in the
+        /// decompressed stream), or none when the file is missing.
+        cut_at: Option<u64>,
+    },
+    /// A send or receive left without its other side, or a collective instance left without
+    /// a member, because that peer's event data is missing ([`Anomaly::MissingRankData`]):
+    /// not an error of this rank.
+    PeerDataMissing {
+        /// The send or receive (its destination or source is `peer`), or the first member of
+        /// the collective instance that lacks `peer`.
+        op: OpId,
+        /// Its process.
+        rank: Rank,
+        /// The rank whose data is missing.
+        peer: Rank,
+        /// The communicator.
+        comm: CommId,
+    },
 }
 
 /// Where an operation stands in its source: the `index`-th operation (from 0) of location
@@ -817,7 +851,8 @@ impl Anomaly {
             | Anomaly::CallBeforeInit { op, .. }
             | Anomaly::CallAfterFinalize { op, .. }
             | Anomaly::CollectiveSizeMismatch { op, .. }
-            | Anomaly::CallWithoutRecords { op, .. } => *op = f(*op)?,
+            | Anomaly::CallWithoutRecords { op, .. }
+            | Anomaly::PeerDataMissing { op, .. } => *op = f(*op)?,
             Anomaly::BarrierWithoutOverlap { op, leave_op, .. } => {
                 *op = f(*op)?;
                 *leave_op = f(*leave_op)?;
@@ -841,7 +876,8 @@ impl Anomaly {
             | Anomaly::CrossedLeave { .. }
             | Anomaly::LeaveWithoutEnter { .. }
             | Anomaly::ValueOverflow { .. }
-            | Anomaly::SkippedRecord { .. } => {}
+            | Anomaly::SkippedRecord { .. }
+            | Anomaly::MissingRankData { .. } => {}
         }
         Ok(a)
     }
@@ -880,6 +916,8 @@ impl Anomaly {
             Anomaly::BarrierWithoutOverlap { .. } => "barrier members do not overlap",
             Anomaly::ValueOverflow { .. } => "value overflow",
             Anomaly::SkippedRecord { .. } => "record skipped",
+            Anomaly::MissingRankData { .. } => "rank's event data missing",
+            Anomaly::PeerDataMissing { .. } => "peer's event data missing",
         }
     }
 }

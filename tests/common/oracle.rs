@@ -626,7 +626,8 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
         Anomaly::UnmatchedSend { rank, comm, .. }
         | Anomaly::UnmatchedReceive { rank, comm, .. }
         | Anomaly::RootMismatch { rank, comm, .. }
-        | Anomaly::CollectiveSizeMismatch { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
+        | Anomaly::CollectiveSizeMismatch { rank, comm, .. }
+        | Anomaly::PeerDataMissing { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
         Anomaly::IncompleteCollective { comm, .. }
         | Anomaly::BarrierWithoutOverlap { comm, .. } => (None, None, Some(*comm)),
         Anomaly::RequestNeverCompleted { rank, .. }
@@ -637,7 +638,8 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
         | Anomaly::UnclosedRoutine { rank, .. }
         | Anomaly::CallWithoutRecords { rank, .. }
         | Anomaly::CallBeforeInit { rank, .. }
-        | Anomaly::CallAfterFinalize { rank, .. } => (Some(*rank), None, None),
+        | Anomaly::CallAfterFinalize { rank, .. }
+        | Anomaly::MissingRankData { rank, .. } => (Some(*rank), None, None),
         Anomaly::CrossedLeave { rank, time, .. }
         | Anomaly::LeaveWithoutEnter { rank, time, .. } => (Some(*rank), Some(*time), None),
         Anomaly::LengthMismatch { .. } | Anomaly::DatatypeMismatch { .. } => (None, None, None),

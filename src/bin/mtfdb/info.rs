@@ -201,12 +201,22 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         thousands(s.request_links)
     );
     let _ = writeln!(w, "routine calls: {}", thousands(s.routine_calls));
-    let _ = writeln!(
+    let _ = write!(
         w,
         "unmatched operations: {} sends never received, {} receives never matched",
         thousands(s.anomaly_count("send never received")),
         thousands(s.anomaly_count("receive never matched"))
     );
+    // Kept apart: what a rank whose data is missing left waiting is no error of the others.
+    let missing = s.anomaly_count("peer's event data missing");
+    if missing > 0 {
+        let _ = write!(
+            w,
+            "; {} left waiting for a rank whose event data is missing",
+            thousands(missing)
+        );
+    }
+    let _ = writeln!(w);
     if s.operations == 0 {
         let _ = writeln!(
             w,

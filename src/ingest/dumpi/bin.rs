@@ -45,6 +45,14 @@ pub(crate) fn version_at_least(v: Version, at: Version) -> bool {
     v >= at
 }
 
+/// The rule of the error a cut file's stream gives where its data ends ([`RankFile::cut`]).
+pub(crate) const CUT_SHORT: &str = "file cut short";
+
+/// Whether `e` is the end of a cut file's data rather than damage.
+pub(crate) fn is_cut_short(e: &Error) -> bool {
+    matches!(e, Error::Input(i) if i.rule == CUT_SHORT)
+}
+
 /// An input error about `path` at byte `offset`.
 pub(crate) fn error_at(path: &Path, offset: u64, rule: &str, message: impl Into<String>) -> Error {
     Error::input(path.display().to_string(), 0, offset, rule, message, "")
@@ -75,6 +83,8 @@ pub(crate) struct RankFile {
     pub perf_counters: u32,
     /// Profiled user functions: (address, name).
     pub functions: Vec<(u64, String)>,
+    /// The file is cut short: its calls are read up to its end, where the last one may be cut.
+    pub cut: bool,
 }
 
 /// Random-access reads of a file's tables, with errors that name the offset.
@@ -282,7 +292,31 @@ impl RankFile {
             type_sizes,
             perf_counters,
             functions,
+            cut: false,
         })
+    }
+
+    /// A rank file of `len` bytes cut short (it ends before its index): libdumpi writes the
+    /// call stream right after the magic and the header, tables and index only when the rank
+    /// finishes, so the calls before the cut are read as a complete rank `like` of the same
+    /// trace lays them out (version, counters per record). The file's own tables are lost:
+    /// no datatype sizes (bytes are counted as 0 and reported), no names of profiled
+    /// functions, no host.
+    pub fn cut(path: &Path, len: u64, like: &RankFile) -> RankFile {
+        RankFile {
+            path: path.to_path_buf(),
+            version: like.version,
+            start_time: like.start_time,
+            hostname: String::new(),
+            username: String::new(),
+            body: 8,
+            stream_end: len,
+            call_counts: None,
+            type_sizes: Vec::new(),
+            perf_counters: like.perf_counters,
+            functions: Vec::new(),
+            cut: true,
+        }
     }
 
     /// How often the footer says `func` was called (`None` without a footer).
@@ -347,6 +381,8 @@ pub(crate) struct Stream {
     pub record: u64,
     /// Name of the record being decoded, for error messages.
     pub record_name: &'static str,
+    /// The file is cut short ([`RankFile::cut`]): running past its end is [`CUT_SHORT`].
+    cut: bool,
 }
 
 impl Stream {
@@ -365,6 +401,7 @@ impl Stream {
             end: file.stream_end,
             record: file.body,
             record_name: "call stream",
+            cut: file.cut,
         };
         if s.keep_open {
             s.file = Some(File::open(&s.path).map_err(|e| Error::io(&s.path, e))?);
@@ -392,6 +429,12 @@ impl Stream {
         error_at(&self.path, self.record, rule, message)
     }
 
+    /// The error of a record that runs past the end of the stream: damage, or, in a cut
+    /// file, where its data ends.
+    fn past_end(&self, message: String) -> Error {
+        self.error(if self.cut { CUT_SHORT } else { "bad record" }, message)
+    }
+
     /// Makes `n` bytes available in the window.
     #[inline]
     fn need(&mut self, n: usize) -> Result<()> {
@@ -404,8 +447,7 @@ impl Stream {
     #[cold]
     fn refill(&mut self, n: usize) -> Result<()> {
         if self.remaining() < n as u64 {
-            return Err(self.error(
-                "bad record",
+            return Err(self.past_end(
                 format!(
                     "the {} record starting at byte {} runs past the end of the call stream (byte {}, where the file's tables begin)",
                     self.record_name, self.record, self.end
@@ -487,8 +529,7 @@ impl Stream {
     pub fn count(&mut self, size: u64, what: &str) -> Result<u32> {
         let n = self.u32()?;
         if u64::from(n).saturating_mul(size.max(1)) > self.remaining() {
-            return Err(self.error(
-                "bad record",
+            return Err(self.past_end(
                 format!(
                     "the {} record starting at byte {} announces {n} {what}, more than the {} bytes left in the call stream hold",
                     self.record_name,
@@ -498,6 +539,22 @@ impl Stream {
             ));
         }
         Ok(n)
+    }
+
+    /// Whether the file is cut short ([`RankFile::cut`]).
+    pub fn is_cut(&self) -> bool {
+        self.cut
+    }
+
+    /// The [`CUT_SHORT`] error of a cut file whose data ends between two records.
+    pub fn cut_at_end(&self) -> Error {
+        self.error(
+            CUT_SHORT,
+            format!(
+                "the file ends at byte {} without DUMPI's end-of-stream label",
+                self.end
+            ),
+        )
     }
 
     /// Whether the stream has no byte left.

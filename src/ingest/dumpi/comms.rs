@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 
-use super::bin::Stream;
+use super::bin::{is_cut_short, Stream};
 use super::funcs;
 use super::record::{Decoder, List, Record, Slot};
 use crate::error::Result;
@@ -239,7 +239,14 @@ pub(crate) fn collect(
     let mut out = RankCalls::default();
     let mut rec = Record::default();
     let mut first = true;
-    while decoder.next(stream, &mut rec)? {
+    // A cut file's calls end where it was cut.
+    while decoder.next(stream, &mut rec).or_else(|e| {
+        if is_cut_short(&e) {
+            Ok(false)
+        } else {
+            Err(e)
+        }
+    })? {
         if first {
             first = false;
             out.argv = std::mem::take(&mut rec.argv);

@@ -214,38 +214,21 @@ pub(crate) fn read(path: &Path) -> Result<Meta> {
 }
 
 impl Meta {
-    /// The rank files, in rank order. The rank number's width is the one under which rank 0's
-    /// file exists (4 digits first); a missing rank file is an error naming it.
-    pub fn rank_files(&self) -> Result<Vec<PathBuf>> {
+    /// The rank files the trace announces, in rank order, whether they exist or not. The rank
+    /// number's width is the one under which one of the first ranks' files exists (4 digits
+    /// first).
+    pub fn rank_files(&self) -> Vec<PathBuf> {
         let base = parent(&self.path).join(&self.prefix);
         let file = |width: usize, rank: u32| {
             let mut name = base.clone().into_os_string();
             name.push(format!("-{rank:0width$}.bin"));
             PathBuf::from(name)
         };
+        // The width of the rank numbers, from the first few ranks' files (one may be missing).
         let width = (4..=10)
             .chain(0..4)
-            .find(|&w| file(w, 0).is_file())
+            .find(|&w| (0..self.numprocs.min(4)).any(|r| file(w, r).is_file()))
             .unwrap_or(4);
-        (0..self.numprocs)
-            .map(|rank| {
-                let p = file(width, rank);
-                if p.is_file() {
-                    Ok(p)
-                } else {
-                    Err(Error::io(
-                        &p,
-                        std::io::Error::new(
-                            std::io::ErrorKind::NotFound,
-                            format!(
-                                "rank {rank}'s file of the DUMPI trace {} ({} ranks) is missing",
-                                self.path.display(),
-                                self.numprocs
-                            ),
-                        ),
-                    ))
-                }
-            })
-            .collect()
+        (0..self.numprocs).map(|rank| file(width, rank)).collect()
     }
 }

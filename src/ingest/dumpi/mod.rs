@@ -25,9 +25,12 @@
 //!
 //! Times are wall-clock nanoseconds from the trace's first event (the earliest first record
 //! of any rank). CPU times are decoded but not kept (the model has no place for them).
-//! Damaged files (a bad magic, a truncated file, a record that does not decode) are refused
-//! with the file and byte offset; everything legal that mtfdb cannot place becomes an
-//! anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
+//! A partial copy of a trace imports: a rank whose `.bin` file is missing is an
+//! [`Anomaly::MissingRankData`] and has no events; one cut short has its calls read up to the
+//! cut ([`RankFile::cut`]: DUMPI writes a file's header, tables and index at its end, so they
+//! are lost), and the anomaly says where it was cut. The other ranks import.
+//! Damaged files (a bad magic, a record that does not decode) are refused with the file and
+//! byte offset; everything legal that mtfdb cannot place becomes an anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
 //! checks every item, and a broken rule is reported at the record it came from.
 
 mod bin;
@@ -43,9 +46,11 @@ use crate::error::{Error, Result};
 use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::EventSink;
 use crate::ingest::Progress;
-use crate::model::{Communicator, Location, LocationKind, Process, Processor, Rank, TraceHeader};
+use crate::model::{
+    Anomaly, Communicator, Location, LocationKind, Process, Processor, Rank, TraceHeader,
+};
 
-use bin::{error_at, RankFile, Stream};
+use bin::{error_at, is_cut_short, RankFile, Stream};
 use comms::MgmtTable;
 use convert::{Context, Names, RankConverter};
 use record::{Decoder, Record};
@@ -77,6 +82,7 @@ pub struct ReadStats {
 
 /// One rank being read in the second pass.
 struct RankReader {
+    rank: Rank,
     stream: Stream,
     decoder: Decoder,
     convert: RankConverter,
@@ -92,27 +98,74 @@ pub fn read_trace(
 ) -> Result<ReadStats> {
     let meta_path = find_meta(path)?;
     let meta = meta::read(&meta_path)?;
-    let files = meta
-        .rank_files()?
-        .iter()
-        .map(|p| RankFile::open(p))
-        .collect::<Result<Vec<RankFile>>>()?;
+    let mut files = Vec::new();
+    let mut missing = Vec::new();
+    let mut cut = Vec::new();
+    for (rank, p) in meta.rank_files().iter().enumerate() {
+        match open_rank_file(p, rank as Rank)? {
+            Opened::Whole(f) => files.push(Some(f)),
+            Opened::Cut(len) => {
+                files.push(None);
+                cut.push((rank, p.clone(), len));
+            }
+            Opened::Missing(gap) => {
+                files.push(None);
+                missing.push(gap);
+            }
+        }
+    }
+    // Cut files are read as a complete rank lays its calls out; with none, they are missing.
+    let like = files.iter().flatten().next().cloned();
+    for (rank, p, len) in cut {
+        match &like {
+            Some(like) => files[rank] = Some(RankFile::cut(&p, len, like)),
+            None => missing.push(Anomaly::MissingRankData {
+                rank: rank as Rank,
+                thread: 0,
+                file: p.display().to_string(),
+                announced: None,
+                read: 0,
+                cut_at: Some(len),
+            }),
+        }
+    }
+    if !files.iter().any(Option::is_some) {
+        let first = meta.rank_files().into_iter().next().unwrap_or_default();
+        return Err(Error::io(
+            &first,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "none of the {} rank files of the DUMPI trace {} can be read",
+                    meta.numprocs,
+                    meta_path.display()
+                ),
+            ),
+        ));
+    }
     let ranks = files.len();
     let mgmt = MgmtTable::new();
 
-    // Pass 1: first times and communicator calls.
+    // Pass 1: first times and communicator calls (none for a missing rank).
     let mut calls = Vec::with_capacity(ranks);
     let mut t0: Option<u64> = None;
     let mut argv = Vec::new();
-    for (rank, f) in files.iter().enumerate() {
+    for f in &files {
+        let Some(f) = f else {
+            calls.push(Vec::new());
+            continue;
+        };
         let mut stream = Stream::open(f, 1)?;
-        let mut decoder = Decoder::start(&mut stream, f.version, f.perf_counters)?;
+        let Some(mut decoder) = start(&mut stream, f)? else {
+            calls.push(Vec::new());
+            continue;
+        };
         let all = mgmt.any_called(f.call_counts.as_deref());
         let found = comms::collect(&mut stream, &mut decoder, &mgmt, all)?;
         if let Some(t) = found.first_time {
             t0 = Some(t0.map_or(t, |m| m.min(t)));
         }
-        if rank == 0 {
+        if argv.is_empty() {
             argv = found.argv;
         }
         calls.push(found.calls);
@@ -125,7 +178,7 @@ pub fn read_trace(
         Error::Rule(v) => error_at(&meta_path, 0, v.rule, v.message),
         other => other,
     })?;
-    for a in &resolved.anomalies {
+    for a in missing.iter().chain(&resolved.anomalies) {
         sink.anomaly(a)?;
     }
     let mut members: Vec<Vec<Rank>> = Vec::new();
@@ -145,20 +198,37 @@ pub fn read_trace(
 
     // Pass 2: every rank's records, merged by time.
     let mut readers = Vec::with_capacity(ranks);
+    let mut cut_early = Vec::new();
     let mut expected = 0u64;
     for ((rank, f), bindings) in files.iter().enumerate().zip(resolved.bindings) {
+        let Some(f) = f else { continue };
         let mut stream = Stream::open(f, ranks)?;
-        let decoder = Decoder::start(&mut stream, f.version, f.perf_counters)?;
+        let Some(decoder) = start(&mut stream, f)? else {
+            cut_early.push(Anomaly::MissingRankData {
+                rank: rank as Rank,
+                thread: 0,
+                file: f.path.display().to_string(),
+                announced: None,
+                read: 0,
+                cut_at: Some(f.stream_end),
+            });
+            continue;
+        };
         expected += u64::from(f.calls(funcs::ALL_FUNCTIONS).unwrap_or(0));
         readers.push(RankReader {
+            rank: rank as Rank,
             stream,
             decoder,
             convert: RankConverter::new(rank as Rank, bindings, f.type_sizes.clone(), &f.functions),
             done: false,
         });
     }
+    for a in &cut_early {
+        sink.anomaly(a)?;
+    }
     let mut merge = Merge {
         readers,
+        cut: Vec::new(),
         ctx,
         names: Names::default(),
         record: Record::default(),
@@ -169,7 +239,9 @@ pub fn read_trace(
         },
     };
     merge.run(sink, progress)?;
+    merge.report_cuts(sink)?;
     let locations = merge.locations();
+    let ranks = merge.readers.len();
     if !locations.is_empty() {
         sink.locations(&locations)?;
     }
@@ -180,17 +252,67 @@ pub fn read_trace(
     })
 }
 
-/// The trace's declarations.
+/// A rank's file as found.
+enum Opened {
+    /// Whole: its index, header and tables read.
+    Whole(RankFile),
+    /// Cut short, `len` bytes long: it does not end with DUMPI's index (which the tracer
+    /// writes last), but starts with DUMPI's magic.
+    Cut(u64),
+    /// Not there, or cut before its first call: no data at all.
+    Missing(Anomaly),
+}
+
+/// Opens rank `rank`'s file at `path`; other damage than a missing file or a cut is an
+/// error.
+fn open_rank_file(path: &Path, rank: Rank) -> Result<Opened> {
+    let gap = |cut_at: Option<u64>| {
+        Opened::Missing(Anomaly::MissingRankData {
+            rank,
+            thread: 0,
+            file: path.display().to_string(),
+            announced: None,
+            read: 0,
+            cut_at,
+        })
+    };
+    let len = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => return Ok(gap(None)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(gap(None)),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    // The magic and the call stream's two time offsets come before the first call.
+    if len < 16 {
+        return Ok(gap(Some(len)));
+    }
+    match RankFile::open(path) {
+        Ok(f) => Ok(Opened::Whole(f)),
+        Err(Error::Input(e)) if e.rule == "truncated file" => Ok(Opened::Cut(len)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Starts decoding a rank's call stream; `None` when the file is cut before its first call.
+fn start(stream: &mut Stream, f: &RankFile) -> Result<Option<Decoder>> {
+    match Decoder::start(stream, f.version, f.perf_counters) {
+        Ok(d) => Ok(Some(d)),
+        Err(e) if is_cut_short(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The trace's declarations; a rank whose file is missing is declared, on no processor.
 fn header(
     meta: &meta::Meta,
-    files: &[RankFile],
+    files: &[Option<RankFile>],
     argv: &[String],
     created: &[Communicator],
 ) -> TraceHeader {
     let mut processors: Vec<Processor> = Vec::new();
     let mut processes = Vec::with_capacity(files.len());
     for (rank, f) in files.iter().enumerate() {
-        let processor = (!f.hostname.is_empty()).then(|| {
+        let processor = f.as_ref().filter(|f| !f.hostname.is_empty()).map(|f| {
             match processors.iter().find(|p| p.name == f.hostname) {
                 Some(p) => p.id,
                 None => {
@@ -221,7 +343,7 @@ fn header(
         members: vec![rank],
     }));
     communicators.extend(created.iter().cloned());
-    let first = files.first();
+    let first = files.iter().flatten().find(|f| !f.cut);
     let version = first
         .map(|f| format!("{}.{}.{}", f.version[0], f.version[1], f.version[2]))
         .or_else(|| meta.version.clone())
@@ -248,6 +370,8 @@ fn header(
 /// The second pass: the ranks' items, merged by time.
 struct Merge {
     readers: Vec<RankReader>,
+    /// Ranks whose file ended cut short, not yet reported.
+    cut: Vec<Anomaly>,
     ctx: Context,
     names: Names,
     record: Record,
@@ -259,7 +383,22 @@ impl Merge {
     fn fill(&mut self, i: usize) -> Result<()> {
         let r = &mut self.readers[i];
         while r.convert.ready().is_none() && !r.done {
-            if r.decoder.next(&mut r.stream, &mut self.record)? {
+            let more = match r.decoder.next(&mut r.stream, &mut self.record) {
+                Ok(more) => more,
+                Err(e) if is_cut_short(&e) => {
+                    self.cut.push(Anomaly::MissingRankData {
+                        rank: r.rank,
+                        thread: 0,
+                        file: r.stream.path().display().to_string(),
+                        announced: None,
+                        read: r.decoder.records,
+                        cut_at: Some(r.stream.record),
+                    });
+                    false
+                }
+                Err(e) => return Err(e),
+            };
+            if more {
                 self.state.events += 1;
                 r.convert.record(&self.record, &self.ctx, &mut self.names);
             } else {
@@ -267,6 +406,14 @@ impl Merge {
                 r.convert.finish();
                 self.state.locations_done += 1;
             }
+        }
+        Ok(())
+    }
+
+    /// Hands the sink the ranks found cut short so far.
+    fn report_cuts(&mut self, sink: &mut dyn EventSink) -> Result<()> {
+        for a in self.cut.drain(..) {
+            sink.anomaly(&a)?;
         }
         Ok(())
     }
@@ -285,6 +432,7 @@ impl TimeOrderedStreams for Merge {
 
     /// Hands rank `i`'s next item (which is ready) to the sink, after any new strings.
     fn deliver(&mut self, i: usize, sink: &mut dyn EventSink) -> Result<()> {
+        self.report_cuts(sink)?;
         for (id, s) in self.names.take_fresh() {
             sink.string(id, &s)?;
         }
@@ -312,7 +460,8 @@ impl Merge {
     /// The threads other than each rank's main thread, with what they recorded.
     fn locations(&self) -> Vec<Location> {
         let mut out = Vec::new();
-        for (rank, r) in self.readers.iter().enumerate() {
+        for r in &self.readers {
+            let rank = r.rank;
             for (&thread, counts) in &r.convert.threads {
                 if thread == 0 {
                     continue;
@@ -321,7 +470,7 @@ impl Merge {
                     name: format!("rank {rank} thread {thread}"),
                     kind: LocationKind::CpuThread,
                     group: format!("P{rank}"),
-                    rank: Some(rank as Rank),
+                    rank: Some(rank),
                     thread: Some(u32::from(thread)),
                     regions: counts.regions,
                     events: counts.records,

@@ -270,6 +270,11 @@ impl Decoder {
     pub fn next(&mut self, stream: &mut Stream, rec: &mut Record) -> Result<bool> {
         if self.done || stream.at_end() {
             self.done = true;
+            // A cut file that ends between two records still lacks its end-of-stream label.
+            if stream.is_cut() && stream.at_end() {
+                stream.record = stream.offset();
+                return Err(stream.cut_at_end());
+            }
             return Ok(false);
         }
         rec.offset = stream.offset();

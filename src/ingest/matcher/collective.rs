@@ -23,6 +23,8 @@ struct CommInfo {
     identity: bool,
     /// World rank → index in `members`, when not the identity.
     local: FxHashMap<Rank, u32>,
+    /// The members' world ranks, in communicator-rank order.
+    members: Vec<Rank>,
 }
 
 impl CommInfo {
@@ -41,6 +43,7 @@ impl CommInfo {
             size: c.members.len() as u32,
             identity,
             local,
+            members: c.members.clone(),
         }
     }
 
@@ -76,6 +79,8 @@ struct OpenInstance {
     last_enter: (Time, OpId),
     /// The member that left first: its end and operation.
     first_leave: (Time, OpId),
+    /// The rank of the first member that called.
+    first_rank: Rank,
 }
 
 /// Collectives in which every member sends the same number of bytes (MPI's type signatures
@@ -125,6 +130,10 @@ pub(super) enum Placed {
 pub(super) struct Partial {
     pub instance: CollectiveInstance,
     pub expected: u32,
+    /// The world ranks of the members that did not call, in communicator-rank order.
+    pub absent: Vec<Rank>,
+    /// The rank of the first member that called.
+    pub first_rank: Rank,
 }
 
 #[derive(Debug, Default)]
@@ -188,6 +197,7 @@ impl Collectives {
                 contribution: recorded,
                 last_enter: (op.start, id),
                 first_leave: (op.end, id),
+                first_rank: op.rank,
             });
             self.open += 1;
         } else {
@@ -285,11 +295,28 @@ impl Collectives {
         keys.sort_unstable();
         let mut out = Vec::with_capacity(self.open);
         for key in keys {
-            let expected = self.comms.get(&key.0).map_or(0, |c| c.size);
+            let Some(info) = self.comms.get(&key.0) else {
+                continue;
+            };
             if let Some(series) = self.series.get_mut(&key) {
-                out.extend(series.open.drain(..).map(|open| Partial {
-                    instance: open.instance,
-                    expected,
+                let base = series.base;
+                let calls = &series.calls;
+                // Member m made the instance of index i if it made more than i calls.
+                out.extend(series.open.drain(..).enumerate().map(|(pos, open)| {
+                    let index = base + pos as u64;
+                    let absent = info
+                        .members
+                        .iter()
+                        .zip(calls)
+                        .filter(|(_, &n)| n <= index)
+                        .map(|(&r, _)| r)
+                        .collect();
+                    Partial {
+                        instance: open.instance,
+                        expected: info.size,
+                        absent,
+                        first_rank: open.first_rank,
+                    }
                 }));
             }
         }

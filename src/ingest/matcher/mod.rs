@@ -20,6 +20,10 @@
 //!   kind) are emitted in index order; across series, in completion order.
 //! - an [`Anomaly`] for what MPI's rules say cannot happen (see [`Matcher::finish`]).
 //!
+//! A rank whose event data is missing or cut short (a partial copy of a trace) is declared
+//! with [`Matcher::rank_missing`]; what is left waiting for it at the end is reported as
+//! [`Anomaly::PeerDataMissing`], not as an error of the ranks that are present.
+//!
 //! Memory follows the number of items in flight (waiting sends and receives, open requests,
 //! partial collective instances), not the length of the trace; see [`Matcher::in_flight`].
 //! Per-operation work is O(1) amortized (a hash lookup or two, no allocation in the steady
@@ -103,6 +107,10 @@ pub struct MatchStats {
     pub collectives_complete: u64,
     /// Collective instances left partial at the end (each also an `IncompleteCollective`).
     pub collectives_partial: u64,
+    /// Sends, receives and partial collective instances left without their other side
+    /// because that peer's data is missing (`PeerDataMissing`); counted in neither
+    /// `unmatched_sends`, `unmatched_receives` nor `collectives_partial`'s anomalies.
+    pub peer_data_missing: u64,
     /// Sends never received (`UnmatchedSend`).
     pub unmatched_sends: u64,
     /// Receives never matched (`UnmatchedReceive`).
@@ -177,6 +185,8 @@ pub struct Matcher {
     finalized: Vec<bool>,
     /// Per location (rank, thread): its calls around Init and Finalize.
     lifecycle: ByRank<u32, Lifecycle>,
+    /// Ranks whose event data is missing or cut short ([`Matcher::rank_missing`]).
+    missing: Vec<Rank>,
     stats: MatchStats,
 }
 
@@ -203,8 +213,25 @@ impl Matcher {
             declared,
             finalized: vec![false; n],
             lifecycle: ByRank::default(),
+            missing: Vec::new(),
             stats: MatchStats::default(),
         }
+    }
+
+    /// Declares that `rank`'s event data is missing or cut short (the source reported an
+    /// [`Anomaly::MissingRankData`] for it), at any time before [`Matcher::finish`]: sends
+    /// to it and receives from it that are left unmatched, and collective instances it is
+    /// the only absentee of (with other such ranks), become [`Anomaly::PeerDataMissing`];
+    /// its own requests left open and its missing `MPI_Finalize` are not reported (what
+    /// completed them lies in the missing data).
+    pub fn rank_missing(&mut self, rank: Rank) {
+        if let Err(at) = self.missing.binary_search(&rank) {
+            self.missing.insert(at, rank);
+        }
+    }
+
+    fn is_missing(&self, rank: Rank) -> bool {
+        self.missing.binary_search(&rank).is_ok()
     }
 
     /// Items currently held: sends and receives waiting for their other side, open
@@ -555,7 +582,20 @@ impl Matcher {
         for left in self.p2p.drain() {
             let c = left.channel;
             let op = left.waiting.op;
-            if left.is_send {
+            let (rank, peer) = if left.is_send {
+                (c.source, c.dest)
+            } else {
+                (c.dest, c.source)
+            };
+            if self.is_missing(peer) {
+                self.stats.peer_data_missing += 1;
+                out.anomaly(&Anomaly::PeerDataMissing {
+                    op,
+                    rank,
+                    peer,
+                    comm: c.comm,
+                })?;
+            } else if left.is_send {
                 self.stats.unmatched_sends += 1;
                 out.anomaly(&Anomaly::UnmatchedSend {
                     op,
@@ -584,6 +624,10 @@ impl Matcher {
             .collect();
         open.sort_unstable();
         for (op, rank, request) in open {
+            if self.is_missing(rank) {
+                // Its Wait or Test lies in the data that is missing.
+                continue;
+            }
             self.stats.requests_never_completed += 1;
             out.anomaly(&Anomaly::RequestNeverCompleted { op, rank, request })?;
         }
@@ -592,6 +636,18 @@ impl Matcher {
             self.stats.collectives_partial += 1;
             let i = &partial.instance;
             out.collective(i)?;
+            let explained =
+                !partial.absent.is_empty() && partial.absent.iter().all(|&r| self.is_missing(r));
+            if let (true, Some(&op)) = (explained, i.ops.first()) {
+                self.stats.peer_data_missing += 1;
+                out.anomaly(&Anomaly::PeerDataMissing {
+                    op,
+                    rank: partial.first_rank,
+                    peer: partial.absent[0],
+                    comm: i.comm,
+                })?;
+                continue;
+            }
             out.anomaly(&Anomaly::IncompleteCollective {
                 kind: i.kind,
                 comm: i.comm,
@@ -614,7 +670,7 @@ impl Matcher {
         // A trace with no MPI call at all (an OpenMP or OpenCL run) misses no MPI_Finalize.
         let has_mpi = self.stats.operations > 0;
         for (rank, (&declared, &done)) in self.declared.iter().zip(&self.finalized).enumerate() {
-            if has_mpi && declared && !done {
+            if has_mpi && declared && !done && !self.is_missing(rank as Rank) {
                 self.stats.missing_finalize += 1;
                 out.anomaly(&Anomaly::MissingFinalize { rank: rank as Rank })?;
             }

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::otf2::convert::{CommRanks, Context, RegionInfo};
 use crate::model::{
-    CommId, Communicator, Location, LocationKind, OpKind, Process, Rank, StrId, TraceHeader,
+    CommId, Communicator, Location, LocationKind, OpKind, Process, Processor, Rank, StrId,
+    TraceHeader,
 };
 
 /// OTF's timer resolution when the trace declares none: microseconds.
@@ -159,6 +160,7 @@ impl Layout {
         }
 
         let mut context = Context::default();
+        let (processors, runs_on) = nodes(defs, &world);
         let header = TraceHeader {
             trace_name: master
                 .stub
@@ -172,9 +174,10 @@ impl Layout {
                 .map(|(rank, p)| Process {
                     rank: rank as Rank,
                     name: names[p].0.clone(),
-                    processor: None,
+                    processor: runs_on.get(p).copied(),
                 })
                 .collect(),
+            processors,
             communicators: communicators(defs, world_group.map(|g| g.id), &places, &mut context),
             ..TraceHeader::default()
         };
@@ -216,10 +219,48 @@ fn owning_rank(
     None
 }
 
+/// Whether process group `g` is one of the measurement system's groups of a host (node):
+/// VampirTrace writes the group of all processes (`All`), one group named after each node
+/// with the processes that ran there, and groups of its GPU support (`GPU_…`, with CUDA
+/// attributes), none of them marked as communicators. A node group is an unmarked group that
+/// is none of the others.
+fn is_node_group(defs: &Definitions, g: &super::defs::GroupDef) -> bool {
+    !defs.attributes_of.contains_key(&g.id)
+        && g.name != "All"
+        && !["MPI_", "GPU_", "CUDA", "OMP"]
+            .iter()
+            .any(|p| g.name.starts_with(p))
+}
+
+/// The trace's nodes (its node groups, [`is_node_group`]) as processors, and the processor
+/// each world rank's process runs on (the first node group that lists it).
+fn nodes(defs: &Definitions, world: &[u32]) -> (Vec<Processor>, FxHashMap<u32, u32>) {
+    let mut processors = Vec::new();
+    let mut runs_on: FxHashMap<u32, u32> = FxHashMap::default();
+    for g in defs.groups.iter().filter(|g| is_node_group(defs, g)) {
+        let id = processors.len() as u32;
+        let mut any = false;
+        for p in g.members.iter().filter(|p| world.contains(p)) {
+            if !runs_on.contains_key(p) {
+                runs_on.insert(*p, id);
+                any = true;
+            }
+        }
+        if any {
+            processors.push(Processor {
+                id,
+                name: g.name.clone(),
+            });
+        }
+    }
+    (processors, runs_on)
+}
+
 /// The world communicator, then every process group that is a communicator (marked so by
-/// its attributes, or, in traces without such attributes, any group) and whose members are
-/// all MPI ranks. Records name communicators by group token; group 0 ("no group") is the
-/// world. Groups of other processes (nodes, CUDA streams) are not communicators.
+/// its attributes, or, in traces without such attributes, any group but the node groups and
+/// `All`) and whose members are all MPI ranks. Records name communicators by group token;
+/// group 0 ("no group") is the world. Groups of other processes (nodes, CUDA streams) are
+/// not communicators.
 fn communicators(
     defs: &Definitions,
     world_group: Option<u32>,
@@ -253,6 +294,7 @@ fn communicators(
             || g.id == 0
             || g.members.is_empty()
             || (marked && !defs.has_attribute(g.id, ATTR_IS_COMMUNICATOR))
+            || (!marked && (g.name == "All" || is_node_group(defs, g)))
         {
             continue;
         }

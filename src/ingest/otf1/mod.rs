@@ -17,10 +17,13 @@
 //! 3. streams every events file ([`reader`]), converting records ([`records`], in the ASCII
 //!    syntax of [`syntax`]) to operations and routine events, merged by time.
 //!
-//! Damaged input (a cut or corrupt zlib stream, a record cut short, a malformed record of a
-//! known kind, a reference to an undefined process, function or group) is refused with the
-//! file and line (or compressed byte offset); records of unknown kinds are skipped and
-//! reported as anomalies, as OTF's own readers skip them.
+//! A partial copy imports: a missing events stream, or one cut short (a last line without
+//! its end, zlib data ending inside a block), makes its ranks' data missing from where it
+//! ends ([`crate::model::Anomaly::MissingRankData`]); the other streams import whole.
+//! Damaged input (a corrupt zlib stream, a malformed record of a known kind, a reference to
+//! an undefined process, function or group) is refused with the file and line (or
+//! compressed byte offset); records of unknown kinds are skipped and reported as anomalies,
+//! as OTF's own readers skip them.
 
 mod defs;
 mod layout;

@@ -38,6 +38,8 @@ fn fail<T>(rule: &'static str, message: String) -> Converted<T> {
 /// One events stream being read.
 struct Stream {
     lines: LineReader,
+    /// Event records read from it.
+    events: u64,
     /// The current time, in ticks and in ns from the trace's first event.
     time: Option<(u64, Time)>,
     process: Option<u32>,
@@ -108,20 +110,24 @@ impl Reader {
         let mut ranks = Vec::new();
         let mut targets = FxHashMap::default();
         let mut first: Option<u64> = None;
+        let mut anomalies = Vec::new();
         for (id, processes) in &master.streams {
             let base = master.file(*id, "events");
             let Some(path) = stream::find(&base) else {
-                return Err(Error::io(
-                    &base,
-                    std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!(
-                            "the events stream {id:x} of processes {} is missing (nor is there a .z file); the master file {} lists it",
-                            processes.iter().map(|p| format!("{p:x}")).collect::<Vec<_>>().join(", "),
-                            master.stub.with_extension("otf").display()
-                        ),
-                    ),
-                ));
+                // A missing stream: its ranks have no events, its other processes nothing.
+                for &p in processes {
+                    if let Place::Rank { rank, thread } = layout.places[&p].place {
+                        anomalies.push(Anomaly::MissingRankData {
+                            rank,
+                            thread,
+                            file: format!("{}[.z]", base.display()),
+                            announced: None,
+                            read: 0,
+                            cut_at: None,
+                        });
+                    }
+                }
+                continue;
             };
             if let Some(t) = first_time(&path) {
                 first = Some(first.map_or(t, |f| f.min(t)));
@@ -153,6 +159,7 @@ impl Reader {
             }
             streams.push(Stream {
                 lines: LineReader::open(&path)?,
+                events: 0,
                 time: None,
                 process: None,
                 done: false,
@@ -165,7 +172,7 @@ impl Reader {
             ranks,
             targets,
             first: first.unwrap_or(0),
-            anomalies: Vec::new(),
+            anomalies,
             events: 0,
         })
     }
@@ -191,12 +198,25 @@ impl Reader {
         }))
     }
 
-    /// Reads one line of stream `s`; `false` at its end.
+    /// Reads one line of stream `s`; `false` at its end. A stream cut short (its last line
+    /// has no end, or its zlib data stops inside a block) ends where its last whole record
+    /// does, and its ranks' data is reported missing from there.
     fn step(&mut self, s: usize) -> Result<bool> {
-        let stream = &mut self.streams[s];
-        if !stream.lines.advance()? {
-            return Ok(false);
+        match self.streams[s].lines.advance() {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(Error::Input(e))
+                if matches!(
+                    e.rule.as_str(),
+                    "truncated record" | "truncated zlib stream"
+                ) =>
+            {
+                self.cut_short(s, e.file.clone());
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
         }
+        let stream = &mut self.streams[s];
         let line = stream.lines.line();
         let record = records::parse(line)
             .map_err(|e| stream.lines.error(e.column, "bad event record", e.message))?;
@@ -239,12 +259,30 @@ impl Reader {
                     ));
                 };
                 self.events += 1;
+                stream.events += 1;
                 let line_number = stream.lines.number;
                 self.dispatch(process, record, time, line_number, unknown)
                     .map_err(|e| at(self, e))?;
             }
         }
         Ok(true)
+    }
+
+    /// Stream `s` ends early, cut short: every rank location it holds has its data reported
+    /// missing from the end of its last whole record on.
+    fn cut_short(&mut self, s: usize, file: String) {
+        let stream = &self.streams[s];
+        for &j in &stream.ranks {
+            let loc = &self.ranks[j];
+            self.anomalies.push(Anomaly::MissingRankData {
+                rank: loc.rank,
+                thread: loc.thread,
+                file: file.clone(),
+                announced: None,
+                read: stream.events,
+                cut_at: Some(stream.lines.offset),
+            });
+        }
     }
 
     fn skipped(&mut self, rank: Option<Rank>, time: Time, what: String) {

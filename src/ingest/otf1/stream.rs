@@ -169,6 +169,8 @@ pub(crate) struct LineReader {
     line: Vec<u8>,
     /// The 1-based number of the line last read (0 before the first).
     pub number: u64,
+    /// Bytes (of the decompressed stream) in the complete lines read so far.
+    pub offset: u64,
 }
 
 impl LineReader {
@@ -185,6 +187,7 @@ impl LineReader {
             input,
             line: Vec::with_capacity(256),
             number: 0,
+            offset: 0,
         })
     }
 
@@ -208,6 +211,7 @@ impl LineReader {
                 "the file ends inside a record (its last line has no end of line)",
             ));
         }
+        self.offset += n as u64;
         self.line.pop();
         Ok(true)
     }

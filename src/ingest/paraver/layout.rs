@@ -293,6 +293,18 @@ fn communicators(
             id
         }
     };
+    // A rank alone in a communicator (Extrae declares each task's MPI_COMM_SELF so; Paraver
+    // names no communicator) has it as its self communicator, as the OTF2 reader names them.
+    let mut has_self = vec![false; ranks];
+    for c in &mut list {
+        if let [rank] = c.members[..] {
+            if !std::mem::replace(&mut has_self[rank as usize], true) {
+                c.name = format!("MPI_COMM_SELF of rank {rank}");
+            }
+        }
+    }
+    // The world first, then the others in the order of their lines.
+    list.sort_by_key(|c| c.id != world);
     (list, ids, world)
 }
 
