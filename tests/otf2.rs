@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mtfdb::model::{flags, OpClass, OpKind, Operation};
+use mtfdb::model::{flags, Anomaly, OpClass, OpKind, Operation};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -492,24 +492,6 @@ fn rejected(archive: &Path, needles: &[&str]) -> String {
 }
 
 #[test]
-fn a_truncated_event_file_is_refused_with_its_name_and_offset() {
-    let (_tmp, dir) = copy_fixture("subcomms");
-    let evt = dir.join("run/0.evt");
-    let data = std::fs::read(&evt).unwrap();
-    let cut = data.len() / 2;
-    std::fs::write(&evt, &data[..cut]).unwrap();
-    let message = rejected(&dir, &["run/0.evt", "truncated file", "byte "]);
-    // The offset named lies within what is left of the file.
-    let offset: u64 = message
-        .split("byte ")
-        .nth(1)
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|s| s.parse().ok())
-        .unwrap();
-    assert!(offset <= cut as u64, "{message}");
-}
-
-#[test]
 fn a_corrupted_definitions_file_is_refused_with_its_name_and_offset() {
     let (_tmp, dir) = copy_fixture("subcomms");
     let def = dir.join("run.def");
@@ -544,20 +526,158 @@ fn a_corrupted_definitions_file_is_refused_with_its_name_and_offset() {
     );
 }
 
+/// The events `otf2-print -G` says location `id`'s definition announces.
+fn announced_events(archive: &Path, id: u64) -> u64 {
+    let out = Command::new("otf2-print")
+        .arg("-G")
+        .arg(archive.join("run.otf2"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| {
+            let mut f = l.split_whitespace();
+            f.next() == Some("LOCATION") && f.next() == Some(&id.to_string())
+        })
+        .unwrap_or_else(|| panic!("no location {id} in {text}"));
+    line.split("# Events: ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// (sender, receiver, tag, bytes) of every matched message.
+fn envelopes(trace: &mtfdb::Trace) -> Vec<(u32, u32, i32, u64)> {
+    let mut out = Vec::new();
+    for chunk in 0..trace.message_chunk_count() {
+        for m in trace.message_chunk(chunk).unwrap() {
+            out.push((m.sender, m.receiver, m.tag, m.bytes));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `MissingRankData` anomalies of `trace`.
+fn missing_ranks(trace: &mtfdb::Trace) -> Vec<Anomaly> {
+    trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter(|a| matches!(a, Anomaly::MissingRankData { .. }))
+        .collect()
+}
+
 #[test]
-fn a_missing_location_file_is_refused_with_its_name() {
+fn a_missing_event_file_is_reported_and_the_other_locations_import() {
+    if !common::otf2_print::available() {
+        return;
+    }
     let (_tmp, dir) = copy_fixture("subcomms");
+    let (_full_tmp, full_db) = temp_db();
+    full_db.import(fixture("subcomms"), Some("full")).unwrap();
+    let full = full_db.trace("full").unwrap();
+    let announced = announced_events(&dir, 2);
     std::fs::remove_file(dir.join("run/2.evt")).unwrap();
-    rejected(
-        &dir,
-        &[
-            "run/2.evt",
-            "event file of location 2",
-            "missing",
-            "at byte ",
-            "run.def",
-        ],
+    let (_db_tmp, db) = temp_db();
+    db.import(&dir, Some("partial")).unwrap();
+    let trace = db.trace("partial").unwrap();
+
+    // Location 2 is rank 2's: reported with the file and what its definition announced.
+    let file = dir.join("run/2.evt").display().to_string();
+    assert_eq!(
+        missing_ranks(&trace),
+        vec![Anomaly::MissingRankData {
+            rank: 2,
+            thread: 0,
+            file,
+            announced: Some(announced),
+            read: 0,
+            cut_at: None,
+        }]
     );
+    // The others' messages among themselves are all there; those with rank 2 are left
+    // waiting for it, reported apart, never as unmatched operations of the others.
+    let among_others: Vec<_> = envelopes(&full)
+        .into_iter()
+        .filter(|m| m.0 != 2 && m.1 != 2)
+        .collect();
+    assert_eq!(envelopes(&trace), among_others);
+    let with_rank_2 = envelopes(&full)
+        .iter()
+        .filter(|m| (m.0 == 2) != (m.1 == 2))
+        .count() as u64;
+    let s = trace.summary();
+    assert!(s.anomaly_count("peer's event data missing") >= with_rank_2);
+    assert_eq!(s.anomaly_count("send never received"), 0);
+    assert_eq!(s.anomaly_count("receive never matched"), 0);
+    assert_eq!(trace.operations_per_rank()[2], 0);
+    for rank in [0, 1, 3] {
+        assert_eq!(
+            trace.operations_per_rank()[rank],
+            full.operations_per_rank()[rank],
+            "rank {rank}"
+        );
+    }
+}
+
+#[test]
+fn an_event_file_cut_short_keeps_what_was_read_and_reports_where() {
+    let (_tmp, dir) = copy_fixture("subcomms");
+    let (_full_tmp, full_db) = temp_db();
+    full_db.import(fixture("subcomms"), Some("full")).unwrap();
+    let full = full_db.trace("full").unwrap();
+    let evt = dir.join("run/0.evt");
+    let data = std::fs::read(&evt).unwrap();
+    let cut = data.len() / 2;
+    std::fs::write(&evt, &data[..cut]).unwrap();
+    let (_db_tmp, db) = temp_db();
+    db.import(&dir, Some("cut")).unwrap();
+    let trace = db.trace("cut").unwrap();
+
+    let missing = missing_ranks(&trace);
+    let [Anomaly::MissingRankData {
+        rank: 0,
+        thread: 0,
+        file,
+        read,
+        cut_at: Some(at),
+        ..
+    }] = missing.as_slice()
+    else {
+        panic!("{missing:?}")
+    };
+    assert!(file.ends_with("run/0.evt"), "{file}");
+    assert_eq!(*at, cut as u64);
+    assert!(*read > 0, "records before the cut are read");
+    // Rank 0's operations are the full trace's first ones: the same calls at the same times
+    // (a receive whose completion lay past the cut is kept as never completed, and the call
+    // open at the cut ends there), and the other ranks' are all there.
+    let thread_0 = |t: &mtfdb::Trace| -> Vec<Operation> {
+        let ops = t.process_operations(0).unwrap().into_iter();
+        ops.map(|(_, op)| op).filter(|op| op.thread == 0).collect()
+    };
+    let (mine, all) = (thread_0(&trace), thread_0(&full));
+    assert!(
+        !mine.is_empty() && mine.len() < all.len(),
+        "{} of {}",
+        mine.len(),
+        all.len()
+    );
+    for (a, b) in mine.iter().zip(&all) {
+        assert_eq!((a.start, a.dest), (b.start, b.dest));
+    }
+    for rank in 1..4 {
+        assert_eq!(
+            trace.operations_per_rank()[rank],
+            full.operations_per_rank()[rank]
+        );
+    }
 }
 
 #[test]

@@ -287,6 +287,11 @@ impl LocationConverter {
         Ok(())
     }
 
+    /// Reports `anomaly` in its place among the location's items (after what came before).
+    pub fn report(&mut self, anomaly: Anomaly, offset: u64) {
+        self.push(Item::Anomaly(anomaly), offset, true);
+    }
+
     /// The request id as the model keeps it: unique per process, so threads' ids are kept apart.
     fn request(&self, id: u64) -> u64 {
         if self.thread == 0 {

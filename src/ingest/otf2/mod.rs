@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::merge::{TimeMerge, TimeOrderedStreams};
 use crate::ingest::EventSink;
-use crate::model::StrId;
+use crate::model::{Anomaly, Rank, StrId};
 
 use anchor::Anchor;
 use convert::LocationConverter;
@@ -126,6 +126,12 @@ struct Location {
     /// Event records read from it.
     events: u64,
     done: bool,
+    /// Its rank and thread.
+    place: (Rank, u32),
+    /// Its event file.
+    file: PathBuf,
+    /// The events its definition announces.
+    announced: u64,
 }
 
 /// Open event files kept open at once; beyond this many locations, each file is opened for
@@ -148,6 +154,8 @@ fn read_plan(n: usize) -> ReadPlan {
 struct Archive {
     layout: Layout,
     locations: Vec<Location>,
+    /// Ranks' locations whose event file is missing (`Anomaly::MissingRankData`).
+    missing: Vec<Anomaly>,
     /// How far the read has come (the events the definitions announce included).
     state: Progress,
     /// The definitions' strings, for the program name of a ProgramBegin record.
@@ -158,28 +166,51 @@ struct Archive {
     clock: defs::ClockProperties,
 }
 
-/// The event file of location `l`, or `None` when it has none and announces no events.
-fn event_file(anchor: &Anchor, l: &defs::Location) -> Result<Option<PathBuf>> {
+/// Where a location's events are.
+enum EventFile {
+    /// In this file.
+    At(PathBuf),
+    /// Nowhere, and the definitions announce none.
+    None,
+    /// Nowhere, although the definitions announce events: a partial copy of the archive.
+    Missing(PathBuf),
+}
+
+/// The event file of location `l`.
+fn event_file(anchor: &Anchor, l: &defs::Location) -> EventFile {
     let evt = anchor.event_path(l.id);
     if evt.exists() {
-        return Ok(Some(evt));
+        EventFile::At(evt)
+    } else if l.events == 0 {
+        EventFile::None
+    } else {
+        EventFile::Missing(evt)
     }
-    if l.events == 0 {
-        return Ok(None);
+}
+
+/// A rank's location whose event data is missing or cut short, as the anomaly that reports it
+/// (the matcher then counts what was left waiting for that rank apart).
+fn missing_data(
+    (rank, thread): (Rank, u32),
+    file: &Path,
+    announced: u64,
+    read: u64,
+    cut_at: Option<u64>,
+) -> Anomaly {
+    Anomaly::MissingRankData {
+        rank,
+        thread,
+        file: file.display().to_string(),
+        announced: Some(announced),
+        read,
+        cut_at,
     }
-    Err(Error::io(
-        &evt,
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!(
-                "the event file of location {} is missing; its definition at byte {} of {} announces {} events",
-                l.id,
-                l.offset,
-                anchor.global_defs_path().display(),
-                l.events
-            ),
-        ),
-    ))
+}
+
+/// Whether `e` says a file ends before its data does (a partial copy), rather than bytes
+/// that cannot be decoded.
+fn is_cut_short(e: &Error) -> bool {
+    matches!(e, Error::Input(i) if i.rule == "truncated file")
 }
 
 impl Archive {
@@ -189,13 +220,19 @@ impl Archive {
         let clock = defs.clock.expect("checked by the layout");
         let mut locations = Vec::with_capacity(layout.threads.len());
         let mut events_expected = 0u64;
+        let mut missing = Vec::new();
         let plan = read_plan(layout.threads.len());
         for l in &defs.locations {
             let Some(&(rank, thread)) = layout.threads.get(&l.id) else {
                 continue;
             };
-            let Some(evt) = event_file(anchor, l)? else {
-                continue;
+            let evt = match event_file(anchor, l) {
+                EventFile::At(evt) => evt,
+                EventFile::None => continue,
+                EventFile::Missing(evt) => {
+                    missing.push(missing_data((rank, thread), &evt, l.events, 0, None));
+                    continue;
+                }
             };
             events_expected = events_expected.saturating_add(l.events);
             let local = defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
@@ -206,6 +243,9 @@ impl Archive {
                 convert: LocationConverter::new(rank, thread),
                 events: 0,
                 done: false,
+                place: (rank, thread),
+                file: evt,
+                announced: l.events,
             });
         }
         let mut archive = Archive {
@@ -216,6 +256,7 @@ impl Archive {
                 ..Progress::default()
             },
             locations,
+            missing,
             program_names: defs.strings,
             unplaced: Vec::new(),
             chunk_size: anchor.event_chunk_size,
@@ -230,7 +271,7 @@ impl Archive {
                 .iter()
                 .any(|(id, o)| *id == l.id && o.rank.is_none());
             if listed {
-                if let Some(evt) = event_file(anchor, l)? {
+                if let EventFile::At(evt) = event_file(anchor, l) {
                     let local =
                         defs::read_local(&anchor.local_defs_path(l.id), anchor.def_chunk_size)?;
                     archive.unplaced.push((l.id, evt, local));
@@ -284,7 +325,20 @@ impl Archive {
         let loc = &mut self.locations[i];
         let mut read = 0;
         while loc.convert.ready().is_none() && !loc.done {
-            match loc.stream.next()? {
+            let next = match loc.stream.next() {
+                Ok(next) => next,
+                Err(e) if is_cut_short(&e) => {
+                    // A partial copy: what was read stands, the cut is reported, and the
+                    // location ends here like a complete one.
+                    let end = loc.stream.reader().len();
+                    let anomaly =
+                        missing_data(loc.place, &loc.file, loc.announced, loc.events, Some(end));
+                    loc.convert.report(anomaly, end);
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            match next {
                 Some(event) => {
                     read += 1;
                     loc.events += 1;
@@ -329,7 +383,7 @@ impl Archive {
         for (id, s) in self.layout.strings.iter().enumerate() {
             sink.string(id as StrId, s)?;
         }
-        for a in &self.layout.anomalies {
+        for a in self.layout.anomalies.iter().chain(&self.missing) {
             sink.anomaly(a)?;
         }
 
