@@ -326,6 +326,21 @@ impl Database {
         self.import_events_from(name, "(generated in memory)", "events", produce)
     }
 
+    /// [`Database::import_events`] for items of a foreign source (a reader of another
+    /// tracer's format written outside this crate): under the lenient policy of the foreign
+    /// formats, every item that breaks a rule of the metamodel is kept, repaired and reported
+    /// as an anomaly of the rule's class ([`crate::model::Rule`]) instead of refusing the import.
+    pub fn import_foreign_events(
+        &self,
+        name: &str,
+        produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
+    ) -> Result<TraceInfo> {
+        let writer = self.store.begin_import(name)?;
+        let source = "(generated in memory)";
+        let meta = run_import(writer, source, "events", Policy::Lenient, produce)?;
+        Ok(info_of(&meta))
+    }
+
     /// [`Database::import_events`], recording `source` and `format` as where the trace came
     /// from (what `traces` shows).
     pub(crate) fn import_events_from(
