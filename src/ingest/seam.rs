@@ -33,7 +33,7 @@ use crate::ingest::validate::Field;
 use crate::ingest::validate::{Validator, Violation};
 use crate::ingest::EventSink;
 use crate::model::{
-    Anomaly, Location, OpPosition, Operation, RoutineEvent, Rule, StrId, TraceHeader,
+    flags, Anomaly, Location, OpPosition, Operation, RoutineEvent, Rule, StrId, TraceHeader,
 };
 
 /// How a [`ValidatingSink`] treats what breaks the rules.
@@ -160,6 +160,21 @@ impl<'a> ValidatingSink<'a> {
                 }
                 _ => return Err(rule(v.clone())),
             };
+            if matches!(
+                rule,
+                Rule::UnknownCommunicator
+                    | Rule::RankOutsideCommunicator
+                    | Rule::MissingCommunicator
+                    | Rule::MissingDestination
+                    | Rule::MissingSource
+                    | Rule::PeerOutsideCommunicator
+                    | Rule::MissingRoot
+                    | Rule::RootOutsideCommunicator
+            ) {
+                // A field the call needs is missing or was dropped: the call is kept as one
+                // whose records are incomplete, which MTF text and GXL carry (`rec=0`).
+                fixed.flags |= flags::WITHOUT_RECORDS;
+            }
             found.push((rule, value));
         }
         self.broken = broken;

@@ -21,7 +21,7 @@
 //! | `time goes backwards` | a start (or routine time) precedes the previous one of its rank and thread |
 //! | `unknown communicator` | an operation names an undeclared communicator |
 //! | `not a member` | an operation's rank is not a member of its communicator |
-//! | `missing communicator` | a send, receive or collective names no communicator |
+//! | `missing communicator` | a send, receive or collective names no communicator (unless recorded without its records, `flags::WITHOUT_RECORDS`, as the next three) |
 //! | `missing destination` / `missing source` | a send without a destination, a receive without a source (a receive posted with `MPI_ANY_SOURCE` may lack the actual source) |
 //! | `peer not in communicator` | a destination or source is not a member of the communicator |
 //! | `unexpected root` | a root on an operation that has none (Table 3.1, rules 11-12) |
@@ -487,6 +487,9 @@ impl Validator {
             on(v)?;
         }
         let kind = op.kind;
+        // A call recorded without (some of) its records may lack its communicator, peer or
+        // root: it is outside matching.
+        let incomplete = op.flags & flags::WITHOUT_RECORDS != 0;
         let comm = match op.comm {
             Some(id) => match self.comm_index(id) {
                 Some(i) => {
@@ -518,7 +521,7 @@ impl Validator {
                 }
             },
             None => {
-                if kind.is_send() || kind.is_receive() || kind.is_collective() {
+                if (kind.is_send() || kind.is_receive() || kind.is_collective()) && !incomplete {
                     on(Violation::new(
                         "missing communicator",
                         Field::Comm,
@@ -528,14 +531,18 @@ impl Validator {
                 None
             }
         };
-        if kind.is_send() && op.dest.is_none() {
+        if kind.is_send() && op.dest.is_none() && !incomplete {
             on(Violation::new(
                 "missing destination",
                 Field::Dest,
                 format!("{} names no destination", self.kind_name(kind)),
             ))?;
         }
-        if kind.is_receive() && op.source.is_none() && op.flags & flags::ANY_SOURCE == 0 {
+        if kind.is_receive()
+            && op.source.is_none()
+            && op.flags & flags::ANY_SOURCE == 0
+            && !incomplete
+        {
             on(Violation::new(
                 "missing source",
                 Field::Source,
@@ -595,7 +602,7 @@ impl Validator {
                     }
                 }
             }
-            None if kind.is_rooted() => {
+            None if kind.is_rooted() && !incomplete => {
                 on(Violation::new(
                     "missing root",
                     Field::Root,

@@ -286,6 +286,8 @@ pub mod flags {
     pub const NOT_COMPLETED: u8 = 4;
     /// An MPI call the source recorded without the records that say what it did (peer,
     /// communicator, sizes): kept as a call of its name (`OpKind::Other`), outside matching.
+    /// Also a send, receive or collective whose communicator, peer or root broke a rule and
+    /// was dropped ([`super::Rule`]): it may lack them, and is never matched.
     pub const WITHOUT_RECORDS: u8 = 8;
     /// The receive's `recv_bytes` is the buffer it posted (count × datatype size, as DUMPI
     /// records it), not the length it received: a shorter message is legal, a longer one is
