@@ -1106,6 +1106,8 @@ fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
 
 #[test]
 fn a_record_that_breaks_a_rule_is_kept_as_an_anomaly_of_its_class() {
+    /// Rule, rank, time, value recorded.
+    type Broken = (Rule, Option<u32>, Option<u64>, Option<u64>);
     // Rank 1's Barrier starts 50 us before its Init started (and its Finalize follows it):
     // both go back in time. DUMPI is a foreign format: the calls are kept, moved to the time
     // of the previous event of their rank, and reported as TimeGoesBackwards.
@@ -1131,7 +1133,7 @@ fn a_record_that_breaks_a_rule_is_kept_as_an_anomaly_of_its_class() {
         .map(|(_, o)| (o.kind, o.start, o.end))
         .collect();
     let init_start = ops[0].1;
-    let broken: Vec<(Rule, Option<u32>, Option<u64>, Option<u64>)> = trace
+    let broken: Vec<Broken> = trace
         .anomalies()
         .unwrap()
         .into_iter()

@@ -76,6 +76,13 @@ impl Recorded {
 
 const HEAD: &str = "MTF 1\nprocess 0 P0\nprocess 1 P1\nprocess 2 P2\ncommunicator 0 C1 0-2\ncommunicator 5 pair 0,2\n";
 
+/// An operation as stored: rank, call, start, end, destination, bytes sent and received.
+type OpRow = (u32, OpKind, u64, u64, Option<u32>, u64, u64);
+/// A broken rule as the anomaly says it: rule, rank, time, value recorded.
+type Broken = (Rule, Option<u32>, Option<u64>, Option<u64>);
+/// A header fault as the anomaly says it: rule, rank, communicator, value recorded.
+type HeaderBroken = (Rule, Option<u32>, Option<u32>, Option<u64>);
+
 /// One row of `SELECT ANOMALIES`: (class, rank, operation, time_ns).
 type Row = (String, String, String, String);
 
@@ -241,7 +248,7 @@ fn the_repairs_keep_matching_ordering_and_bytes_right() {
         s.messages, 0,
         "a send outside its communicator is never matched"
     );
-    let ops: Vec<(u32, OpKind, u64, u64, Option<u32>, u64, u64)> = (0..3)
+    let ops: Vec<OpRow> = (0..3)
         .flat_map(|r| trace.process_operations(r).unwrap())
         .map(|(_, o)| {
             (
@@ -271,7 +278,7 @@ fn the_repairs_keep_matching_ordering_and_bytes_right() {
     );
     // The world barrier is one complete instance; the pair's barriers of rank 2 and 0 too.
     assert_eq!(s.collective_instances, 3);
-    let values: Vec<(Rule, Option<u32>, Option<u64>, Option<u64>)> = trace
+    let values: Vec<Broken> = trace
         .anomalies()
         .unwrap()
         .into_iter()
@@ -334,7 +341,7 @@ fn the_header_faults_a_reader_can_meet_are_repaired_and_reported() {
     );
     assert_eq!(trace.header().processors.len(), 1);
     assert_eq!(trace.header().processes[1].processor, None);
-    let rules: Vec<(Rule, Option<u32>, Option<u32>, Option<u64>)> = trace
+    let rules: Vec<HeaderBroken> = trace
         .anomalies()
         .unwrap()
         .into_iter()
