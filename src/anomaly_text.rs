@@ -1,7 +1,7 @@
 //! Anomalies in words: the one sentence `mtfdb info` prints for an anomaly and `SELECT
 //! ANOMALIES` shows in its `message` column.
 
-use crate::model::Anomaly;
+use crate::model::{Anomaly, Rule};
 use crate::Trace;
 
 /// Nanoseconds as seconds with microsecond precision.
@@ -120,6 +120,53 @@ impl Trace {
         Anomaly::PeerDataMissing { op, rank, peer, comm } => format!(
             "operation {op}: rank {rank}'s call on communicator {comm} has no counterpart because the event data of rank {peer} is missing"
         ),
+        Anomaly::BrokenRule { rule, rank, thread, time, op, comm, value } => {
+            let mut s = String::new();
+            if let Some(op) = op {
+                s.push_str(&format!("operation {op}: "));
+            }
+            if let Some(r) = rank {
+                s.push_str(&format!("rank {r} "));
+                if *thread != 0 {
+                    s.push_str(&format!("thread {thread} "));
+                }
+            }
+            if let Some(t) = time {
+                s.push_str(&format!("at {} ", seconds(*t)));
+            }
+            if !s.is_empty() {
+                s.pop();
+                s.push_str(": ");
+            }
+            s.push_str(&broken_rule_text(*rule, *comm, value.unwrap_or(0)));
+            s
+        }
     }
+    }
+}
+
+/// What a broken rule was and how the import repaired it.
+fn broken_rule_text(rule: Rule, comm: Option<u32>, value: u64) -> String {
+    let on = comm.map_or_else(String::new, |c| format!(" communicator {c}"));
+    match rule {
+        Rule::DuplicateDeclaration => format!("id {value} is declared twice; the first declaration is kept"),
+        Rule::UnknownProcessor => format!("runs on processor {value}, which is not declared; kept on no processor"),
+        Rule::EmptyCommunicator => format!("communicator{on} has no members; dropped"),
+        Rule::UnknownMember => format!("communicator{on} lists rank {value}, which is no declared process; dropped from it"),
+        Rule::DuplicateMember => format!("communicator{on} lists rank {value} twice; listed once"),
+        Rule::UnknownRank => format!("an event of rank {value}, which is no declared process; dropped"),
+        Rule::EndBeforeStart => format!("the call ends at {} before it starts; kept ending at its start", seconds(value)),
+        Rule::TimeGoesBackwards => format!("the call starts at {}, before the previous event of its location; kept starting at that event", seconds(value)),
+        Rule::RoutineTimeGoesBackwards => format!("a routine event at {}, before the previous event of its location; kept at that event", seconds(value)),
+        Rule::UnknownCommunicator => format!("the call names communicator {value}, which is not declared; kept on no communicator, never matched"),
+        Rule::RankOutsideCommunicator => format!("the call is on communicator {value}, which the rank is not a member of; kept on no communicator, never matched"),
+        Rule::MissingCommunicator => "the call names no communicator; never matched".to_string(),
+        Rule::MissingDestination => "the send names no destination; never matched".to_string(),
+        Rule::MissingSource => "the receive names no source; never matched".to_string(),
+        Rule::PeerOutsideCommunicator => format!("peer {value} is not a member of{on}; kept without it, never matched"),
+        Rule::UnexpectedRoot => format!("root {value} on a call that has none (Table 3.1, rules 11-12); dropped"),
+        Rule::MissingRoot => "the rooted collective names no root".to_string(),
+        Rule::RootOutsideCommunicator => format!("root {value} is not a member of{on}; kept without a root"),
+        Rule::BytesOnBarrier => format!("the barrier recorded {value} bytes, but carries no data (Table 3.1, rule 8); kept with 0 bytes"),
     }
 }

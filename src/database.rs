@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::import::run_import;
-use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver, parquet};
+use crate::ingest::{dumpi, gxl, hint, mtf_text, otf1, otf2, paraver, parquet};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
     Anomaly, CollectiveInstance, Message, OpId, Operation, Rank, RequestLink, RoutineCall,
@@ -93,7 +93,10 @@ impl SourceFormat {
             return match otf2::find_anchor(path) {
                 Ok(_) => Ok(SourceFormat::Otf2),
                 Err(_) if otf1::find_master(path).is_ok() => Ok(SourceFormat::Otf1),
-                Err(e) => Err(e),
+                Err(e) => match hint::instead(path) {
+                    Some(instead) => Err(part_of_a_trace(path, &instead)),
+                    None => Err(e),
+                },
             };
         }
         if otf2::looks_like_anchor(path) {
@@ -124,18 +127,26 @@ impl SourceFormat {
         if gxl::looks_like_gxl(&head[..n]) {
             return Ok(SourceFormat::Gxl);
         }
-        match first {
-            Some(l) if l.starts_with("MTF") => Ok(SourceFormat::MtfText),
-            _ => Err(Error::Unsupported(format!(
+        if first.is_some_and(|l| l.starts_with("MTF")) {
+            return Ok(SourceFormat::MtfText);
+        }
+        if let Some(instead) = hint::instead(path) {
+            return Err(part_of_a_trace(path, &instead));
+        }
+        Err(Error::Unsupported(format!(
                 "{}: not a trace format mtfdb recognizes (an MTF text file starts with a line `MTF 1`, \
                  an OTF2 archive is given by its anchor file or folder, an OTF v1 trace by its \
                  NAME.otf master file or folder, a Paraver trace by its .prv starting with \
                  #Paraver, a GXL graph is XML with a <gxl> root, a DUMPI trace by its .meta file \
                  or folder); use --format to force one (mtf, otf2, otf1, paraver, gxl, dumpi)",
                 path.display()
-            ))),
-        }
+            )))
     }
+}
+
+/// The error for a path that is a part of a trace: what it is and what to give instead.
+fn part_of_a_trace(path: &Path, instead: &str) -> Error {
+    Error::Unsupported(format!("{}: {instead}", path.display()))
 }
 
 /// A trace as listed by [`Database::traces`].
@@ -313,6 +324,21 @@ impl Database {
         produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
     ) -> Result<TraceInfo> {
         self.import_events_from(name, "(generated in memory)", "events", produce)
+    }
+
+    /// [`Database::import_events`] for items of a foreign source (a reader of another
+    /// tracer's format written outside this crate): under the lenient policy of the foreign
+    /// formats, every item that breaks a rule of the metamodel is kept, repaired and reported
+    /// as an anomaly of the rule's class ([`crate::model::Rule`]) instead of refusing the import.
+    pub fn import_foreign_events(
+        &self,
+        name: &str,
+        produce: impl FnOnce(&mut ValidatingSink<'_>) -> Result<()>,
+    ) -> Result<TraceInfo> {
+        let writer = self.store.begin_import(name)?;
+        let source = "(generated in memory)";
+        let meta = run_import(writer, source, "events", Policy::Lenient, produce)?;
+        Ok(info_of(&meta))
     }
 
     /// [`Database::import_events`], recording `source` and `format` as where the trace came

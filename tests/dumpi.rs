@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::temp_db;
-use mtfdb::model::{flags, Anomaly, OpKind, Operation, Rank};
+use mtfdb::model::{flags, Anomaly, OpKind, Operation, Rank, Rule};
 use mtfdb::{Error, SourceFormat, Trace};
 use writer::{handle::*, label::*, Arg, RankWriter, Status};
 
@@ -1094,28 +1094,72 @@ fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
 }
 
 #[test]
-fn a_record_that_breaks_a_rule_is_refused_at_its_offset() {
-    // Rank 1's second call starts before its first: the seam refuses the time going
-    // backwards, and the error names rank 1's file and the record.
+fn a_record_that_breaks_a_rule_is_kept_as_an_anomaly_of_its_class() {
+    /// Rule, rank, time, value recorded.
+    type Broken = (Rule, Option<u32>, Option<u64>, Option<u64>);
+    // Rank 1's Barrier starts 50 us before its Init started (and its Finalize follows it):
+    // both go back in time. DUMPI is a foreign format: the calls are kept, moved to the time
+    // of the previous event of their rank, and reported as TimeGoesBackwards.
     let dir = tempfile::tempdir().unwrap();
     let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
-    let mut at = 0;
     for (r, p) in ranks.iter_mut().enumerate() {
         p.call(INIT, vec![Arg::Argv(vec![])]);
         if r == 1 {
             p.now -= 50_000;
-            at = p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
-        } else {
-            p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
         }
+        p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
         p.call(FINALIZE, vec![]);
     }
     let writers: Vec<RankWriter> = ranks.into_iter().map(|p| p.w).collect();
     let meta = writer::write_trace(dir.path(), "back", &writers);
-    let (_tmp, db) = temp_db();
-    let file = dir.path().join("back-0001.bin");
-    assert_refused(&db, &meta, &file, at, "time goes backwards");
-    assert!(db.trace_names().unwrap().is_empty());
+    let (tmp, db) = temp_db();
+    db.import(&meta, Some("back")).unwrap();
+    let trace = db.trace("back").unwrap();
+    let ops: Vec<(OpKind, u64, u64)> = trace
+        .process_operations(1)
+        .unwrap()
+        .into_iter()
+        .map(|(_, o)| (o.kind, o.start, o.end))
+        .collect();
+    let init_start = ops[0].1;
+    let broken: Vec<Broken> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::BrokenRule {
+                rule,
+                rank,
+                time,
+                value,
+                ..
+            } => Some((rule, rank, time, value)),
+            _ => None,
+        })
+        .collect();
+    // Both calls now start where Init started; the anomalies keep their recorded starts.
+    assert_eq!(broken.len(), 2, "{broken:?}");
+    for (i, (rule, rank, time, value)) in broken.iter().enumerate() {
+        assert_eq!(
+            (*rule, *rank, *time),
+            (Rule::TimeGoesBackwards, Some(1), Some(init_start))
+        );
+        assert!(value.unwrap() < init_start, "{broken:?}");
+        assert_eq!(ops[i + 1].1, init_start, "{ops:?}");
+    }
+    assert!(ops.windows(2).all(|w| w[0].1 <= w[1].1), "{ops:?}");
+    drop((trace, db));
+    let (ok, csv, err) = common::contents::mtfdb(
+        &tmp.path().join("db"),
+        &[
+            "query",
+            "--format",
+            "csv",
+            "SELECT COUNT(*) FROM ANOMALIES GROUP BY CLASS",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(csv.lines().any(|l| l == "TimeGoesBackwards,2"), "{csv}");
 }
 
 #[test]

@@ -823,7 +823,7 @@ fn anomaly_and_location_lines_are_checked() {
     let err = |tail: &str| error_of(&format!("{head}{tail}"));
     assert_eq!(
         err("anomaly Bogus rank=0\n"),
-        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing)"
+        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, and one class per broken rule: DuplicateDeclaration, UnknownProcessor, EmptyCommunicator, UnknownMember, DuplicateMember, UnknownRank, EndBeforeStart, TimeGoesBackwards, RoutineTimeGoesBackwards, UnknownCommunicator, RankOutsideCommunicator, MissingCommunicator, MissingDestination, MissingSource, PeerOutsideCommunicator, UnexpectedRoot, MissingRoot, RootOutsideCommunicator, BytesOnBarrier)"
     );
     assert_eq!(
         err("anomaly MissingFinalize\n"),

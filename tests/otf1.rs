@@ -671,7 +671,7 @@ fn a_malformed_record_is_refused_with_its_file_line_and_column() {
 }
 
 #[test]
-fn references_to_undefined_things_and_time_going_back_are_refused() {
+fn references_to_undefined_things_and_time_going_back_are_refused_and_a_broken_rule_is_kept() {
     let (_tmp, dir, line) = edited("sub.2.events", "E8", "E99");
     rejected(
         &dir,
@@ -697,17 +697,49 @@ fn references_to_undefined_things_and_time_going_back_are_refused() {
             "sub.3.events:{line}:1: unknown communicator: communicator 32"
         )],
     );
-    // A rule only the import's checks see (the reader takes the send as it is) is placed
-    // in the stream too, at the record the operation began with (its call's enter, `E8`,
-    // two lines up).
-    let (_tmp, dir, line) = edited("sub.2.events", "S4L64T5C10", "S1L64T5C10");
-    rejected(
-        &dir,
-        &[&format!(
-            "sub.2.events:{}:1: peer not in communicator: destination 0 is not a member",
-            line - 2
-        )],
+    // A rule only the import's checks see (the reader takes the send as it is): OTF v1 is a
+    // foreign format, so the send to process 1 (rank 0), which is no member of communicator
+    // 10, is kept without that peer, unmatched, and reported as PeerOutsideCommunicator.
+    let (_tmp, dir, _) = edited("sub.2.events", "S4L64T5C10", "S1L64T5C10");
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("peer")).unwrap();
+    let trace = db.trace("peer").unwrap();
+    let broken: Vec<Anomaly> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter(|a| matches!(a, Anomaly::BrokenRule { .. }))
+        .collect();
+    let [Anomaly::BrokenRule {
+        rule,
+        rank: Some(rank),
+        time: Some(time),
+        op: Some(op),
+        comm,
+        value,
+        ..
+    }] = broken.as_slice()
+    else {
+        panic!("{broken:?}")
+    };
+    assert_eq!(
+        (*rule, *value),
+        (mtfdb::model::Rule::PeerOutsideCommunicator, Some(0))
     );
+    let send = trace
+        .process_operations(*rank)
+        .unwrap()
+        .into_iter()
+        .find(|(id, _)| id == op)
+        .unwrap()
+        .1;
+    assert_eq!(
+        (send.kind, send.start, send.dest),
+        (OpKind::Send, *time, None)
+    );
+    assert_eq!(*comm, send.comm);
+    // Its receiver's receive is the one left unmatched.
+    assert_eq!(trace.summary().anomaly_count("receive never matched"), 1);
     // A missing stream is no longer refused (issue 40): see
     // `the_real_trace_with_a_stream_missing_imports_the_other_rank`.
 }
@@ -743,11 +775,24 @@ fn the_format_is_detected_from_the_master_file_or_folder() {
     for name in ["mtf", "otf2", "otf1"] {
         assert!(err.contains(name), "{err}");
     }
-    // An unknown file: the error names every format mtfdb reads.
+    // A stream of the trace names the master file to give instead.
     let err = db
         .import(fixture().join("sub.0.def"), None)
         .unwrap_err()
         .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}: a stream of an OTF v1 trace, not the trace: give {}, the master file",
+            fixture().join("sub.0.def").display(),
+            fixture().join("sub.otf").display()
+        )
+    );
+    // An unknown file: the error names every format mtfdb reads.
+    let other = tempfile::tempdir().unwrap();
+    let notes = other.path().join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let err = db.import(&notes, None).unwrap_err().to_string();
     for needle in ["MTF text", "OTF2", "OTF v1"] {
         assert!(err.contains(needle), "{err}");
     }

@@ -13,7 +13,7 @@
 //! named by its position (the index-th operation of a rank and thread in the file, from 0:
 //! `rank[.thread]:index` in MTF text, a `tup` in GXL), since ids are the import's to give.
 
-use crate::model::{Anomaly, OpKind, OpPosition, Rank, StrId};
+use crate::model::{Anomaly, OpKind, OpPosition, Rank, Rule, StrId};
 
 /// A field's value as the writer renders it.
 pub(crate) enum Val {
@@ -261,6 +261,36 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
                 ("comm", Num((*comm).into())),
             ],
         ),
+        Anomaly::BrokenRule {
+            rule,
+            rank: r,
+            thread,
+            time,
+            op,
+            comm,
+            value,
+        } => {
+            let mut f: Vec<(&str, Val)> = Vec::new();
+            if op.is_some() {
+                f.push(("op", Op(0)));
+            }
+            if let Some(r) = r {
+                f.push(rank(*r));
+            }
+            if r.is_some() || *thread != 0 {
+                f.push(("thread", Num((*thread).into())));
+            }
+            if let Some(t) = time {
+                f.push(("time", Num(*t)));
+            }
+            if let Some(c) = comm {
+                f.push(("comm", Num((*c).into())));
+            }
+            if let Some(v) = value {
+                f.push(("value", Num(*v)));
+            }
+            (rule.class(), f)
+        }
     }
 }
 
@@ -269,7 +299,12 @@ pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverC
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
 LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
-BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing";
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, and one class \
+per broken rule: \
+DuplicateDeclaration, UnknownProcessor, EmptyCommunicator, UnknownMember, DuplicateMember, \
+UnknownRank, EndBeforeStart, TimeGoesBackwards, RoutineTimeGoesBackwards, UnknownCommunicator, \
+RankOutsideCommunicator, MissingCommunicator, MissingDestination, MissingSource, \
+PeerOutsideCommunicator, UnexpectedRoot, MissingRoot, RootOutsideCommunicator, BytesOnBarrier";
 
 /// The parsed fields of one anomaly line, read by key; each getter reports a missing or
 /// malformed field as the parser's error `E`.
@@ -477,6 +512,25 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
                 comm: f.u32("comm")?,
             }
         }
-        _ => return Ok(None),
+        other => {
+            let Some(rule) = Rule::from_class(other) else {
+                return Ok(None);
+            };
+            let op = if rule.names_op() {
+                f.op("op")?;
+                Some(0)
+            } else {
+                None
+            };
+            Anomaly::BrokenRule {
+                rule,
+                rank: f.opt_u32("rank")?,
+                thread: f.opt_u32("thread")?.unwrap_or(0),
+                time: f.opt_num("time")?,
+                op,
+                comm: f.opt_u32("comm")?,
+                value: f.opt_num("value")?,
+            }
+        }
     }))
 }

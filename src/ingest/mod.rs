@@ -24,6 +24,7 @@ pub(crate) mod anomaly_fields;
 pub mod dumpi;
 pub(crate) mod excerpt;
 pub mod gxl;
+pub mod hint;
 pub mod matcher;
 mod merge;
 pub mod mtf_text;

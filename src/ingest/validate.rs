@@ -21,7 +21,7 @@
 //! | `time goes backwards` | a start (or routine time) precedes the previous one of its rank and thread |
 //! | `unknown communicator` | an operation names an undeclared communicator |
 //! | `not a member` | an operation's rank is not a member of its communicator |
-//! | `missing communicator` | a send, receive or collective names no communicator |
+//! | `missing communicator` | a send, receive or collective names no communicator (unless recorded without its records, `flags::WITHOUT_RECORDS`, as the next three) |
 //! | `missing destination` / `missing source` | a send without a destination, a receive without a source (a receive posted with `MPI_ANY_SOURCE` may lack the actual source) |
 //! | `peer not in communicator` | a destination or source is not a member of the communicator |
 //! | `unexpected root` | a root on an operation that has none (Table 3.1, rules 11-12) |
@@ -30,7 +30,9 @@
 //! | `bytes on a barrier` | a Barrier or Ibarrier carries bytes (Table 3.1, rule 8) |
 //! | `unbalanced leave` | a routine leave that does not match the innermost routine entered |
 //!
-//! The rules checked here reject an import. Anomalies that real tracers do record (a send
+//! Under the strict policy (MTF text, the library) the rules checked here reject an import;
+//! under the lenient one (foreign formats) [`crate::ingest::seam`] repairs the item and
+//! reports it as an [`crate::model::Anomaly::BrokenRule`] of the rule's class. Anomalies that real tracers do record (a send
 //! never received, a missing `MPI_Finalize`, a request never completed) are not checked here:
 //! the matcher counts them.
 
@@ -152,6 +154,8 @@ impl CommInfo {
 struct ThreadState {
     thread: u32,
     last: Time,
+    /// Operations checked on this location (its next operation's position).
+    ops: u64,
     stack: Vec<StrId>,
 }
 
@@ -369,6 +373,7 @@ impl Validator {
                 threads.push(ThreadState {
                     thread,
                     last: 0,
+                    ops: 0,
                     stack: Vec::new(),
                 });
                 threads.len() - 1
@@ -383,6 +388,23 @@ impl Validator {
             .get(rank as usize)
             .and_then(|ts| ts.iter().find(|t| t.thread == thread))
             .map_or(&[], |t| t.stack.as_slice())
+    }
+
+    /// The time of the last event checked on `rank`'s `thread` (0 before any).
+    pub fn last_time(&self, rank: Rank, thread: u32) -> Time {
+        self.state(rank, thread).map_or(0, |t| t.last)
+    }
+
+    /// The operations of a declared rank checked so far on `rank`'s `thread`: after
+    /// [`Validator::visit_operation`], one more than the position of the operation it saw.
+    pub fn operations(&self, rank: Rank, thread: u32) -> u64 {
+        self.state(rank, thread).map_or(0, |t| t.ops)
+    }
+
+    fn state(&self, rank: Rank, thread: u32) -> Option<&ThreadState> {
+        self.threads
+            .get(rank as usize)
+            .and_then(|ts| ts.iter().find(|t| t.thread == thread))
     }
 
     /// The number of routines entered and not yet left on `rank`'s `thread`: the nesting
@@ -434,26 +456,46 @@ impl Validator {
     /// its rank and thread, it ends no earlier than it starts, its communicator is declared
     /// and has its rank as a member, sends name a destination and receives a source, peers
     /// and roots are members of the communicator, rooted collectives (and only they) name a
-    /// root, and a Barrier carries no data.
+    /// root, and a Barrier carries no data. The first broken rule is the error.
     pub fn check_operation(&mut self, op: &Operation) -> Result<(), Violation> {
+        self.visit_operation(op, Err)
+    }
+
+    /// Checks one operation as [`Validator::check_operation`] does, handing every broken
+    /// rule to `on`, which stops the check by returning an error or lets it go on. After an
+    /// undeclared rank nothing more is checked; after a communicator that is undeclared or
+    /// does not have the rank as a member, peers and root are checked as on no communicator;
+    /// after an unexpected root the root is not checked further. An operation that goes back
+    /// in time leaves its location's time where it was.
+    pub fn visit_operation(
+        &mut self,
+        op: &Operation,
+        mut on: impl FnMut(Violation) -> Result<(), Violation>,
+    ) -> Result<(), Violation> {
         if op.rank >= self.ranks {
-            return Err(self.unknown_rank(Field::Rank, "rank", op.rank));
+            return on(self.unknown_rank(Field::Rank, "rank", op.rank));
         }
+        self.thread_state(op.rank, op.thread).ops += 1;
         if op.end < op.start {
-            return Err(Violation::new(
+            on(Violation::new(
                 "end before start",
                 Field::End,
                 format!("end {} is before start {}", op.end, op.start),
-            ));
+            ))?;
         }
-        self.check_time(op.rank, op.thread, op.start, "start")?;
+        if let Err(v) = self.check_time(op.rank, op.thread, op.start, "start") {
+            on(v)?;
+        }
         let kind = op.kind;
+        // A call recorded without (some of) its records may lack its communicator, peer or
+        // root: it is outside matching.
+        let incomplete = op.flags & flags::WITHOUT_RECORDS != 0;
         let comm = match op.comm {
             Some(id) => match self.comm_index(id) {
                 Some(i) => {
                     let c = &self.comms[i];
                     if !c.contains(op.rank) {
-                        return Err(Violation::new(
+                        on(Violation::new(
                             "not a member",
                             Field::Comm,
                             format!(
@@ -463,42 +505,49 @@ impl Validator {
                                 clipped(&c.name),
                                 op.rank
                             ),
-                        ));
+                        ))?;
+                        None
+                    } else {
+                        Some(c)
                     }
-                    Some(c)
                 }
                 None => {
-                    return Err(Violation::new(
+                    on(Violation::new(
                         "unknown communicator",
                         Field::Comm,
                         format!("communicator {id} is not declared"),
-                    ))
+                    ))?;
+                    None
                 }
             },
             None => {
-                if kind.is_send() || kind.is_receive() || kind.is_collective() {
-                    return Err(Violation::new(
+                if (kind.is_send() || kind.is_receive() || kind.is_collective()) && !incomplete {
+                    on(Violation::new(
                         "missing communicator",
                         Field::Comm,
                         format!("{} names no communicator", self.kind_name(kind)),
-                    ));
+                    ))?;
                 }
                 None
             }
         };
-        if kind.is_send() && op.dest.is_none() {
-            return Err(Violation::new(
+        if kind.is_send() && op.dest.is_none() && !incomplete {
+            on(Violation::new(
                 "missing destination",
                 Field::Dest,
                 format!("{} names no destination", self.kind_name(kind)),
-            ));
+            ))?;
         }
-        if kind.is_receive() && op.source.is_none() && op.flags & flags::ANY_SOURCE == 0 {
-            return Err(Violation::new(
+        if kind.is_receive()
+            && op.source.is_none()
+            && op.flags & flags::ANY_SOURCE == 0
+            && !incomplete
+        {
+            on(Violation::new(
                 "missing source",
                 Field::Source,
                 format!("{} names no source", self.kind_name(kind)),
-            ));
+            ))?;
         }
         for (peer, field, what) in [
             (op.dest, Field::Dest, "destination"),
@@ -506,11 +555,12 @@ impl Validator {
         ] {
             if let Some(p) = peer {
                 if p >= self.ranks {
-                    return Err(self.unknown_rank(field, what, p));
+                    on(self.unknown_rank(field, what, p))?;
+                    continue;
                 }
                 if let Some(c) = comm {
                     if !c.contains(p) {
-                        return Err(Violation::new(
+                        on(Violation::new(
                             "peer not in communicator",
                             field,
                             format!(
@@ -518,7 +568,7 @@ impl Validator {
                                 c.id,
                                 clipped(&c.name)
                             ),
-                        ));
+                        ))?;
                     }
                 }
             }
@@ -531,18 +581,16 @@ impl Validator {
                     } else {
                         ""
                     };
-                    return Err(Violation::new(
+                    on(Violation::new(
                         "unexpected root",
                         Field::Root,
                         format!("{} has no root{why}", self.kind_name(kind)),
-                    ));
-                }
-                if root >= self.ranks {
-                    return Err(self.unknown_rank(Field::Root, "root", root));
-                }
-                if let Some(c) = comm {
+                    ))?;
+                } else if root >= self.ranks {
+                    on(self.unknown_rank(Field::Root, "root", root))?;
+                } else if let Some(c) = comm {
                     if !c.contains(root) {
-                        return Err(Violation::new(
+                        on(Violation::new(
                             "root not in communicator",
                             Field::Root,
                             format!(
@@ -550,16 +598,16 @@ impl Validator {
                                 c.id,
                                 clipped(&c.name)
                             ),
-                        ));
+                        ))?;
                     }
                 }
             }
-            None if kind.is_rooted() => {
-                return Err(Violation::new(
+            None if kind.is_rooted() && !incomplete => {
+                on(Violation::new(
                     "missing root",
                     Field::Root,
                     format!("{} names no root", self.kind_name(kind)),
-                ));
+                ))?;
             }
             None => {}
         }
@@ -571,14 +619,14 @@ impl Validator {
             } else {
                 (Field::RecvBytes, op.recv_bytes)
             };
-            return Err(Violation::new(
+            on(Violation::new(
                 "bytes on a barrier",
                 field,
                 format!(
                     "{} carries no data (Table 3.1, rule 8), found {bytes} bytes",
                     self.kind_name(kind)
                 ),
-            ));
+            ))?;
         }
         Ok(())
     }

@@ -286,6 +286,8 @@ pub mod flags {
     pub const NOT_COMPLETED: u8 = 4;
     /// An MPI call the source recorded without the records that say what it did (peer,
     /// communicator, sizes): kept as a call of its name (`OpKind::Other`), outside matching.
+    /// Also a send, receive or collective whose communicator, peer or root broke a rule and
+    /// was dropped ([`super::Rule`]): it may lack them, and is never matched.
     pub const WITHOUT_RECORDS: u8 = 8;
     /// The receive's `recv_bytes` is the buffer it posted (count × datatype size, as DUMPI
     /// records it), not the length it received: a shorter message is legal, a longer one is
@@ -812,6 +814,184 @@ pub enum Anomaly {
         /// The communicator.
         comm: CommId,
     },
+    /// An item of a foreign trace that broke one of the metamodel's structural rules
+    /// ([`crate::ingest::validate`], Table 3.1): kept, repaired as [`Rule`] says, and reported
+    /// under the rule's own class ([`Rule::class`]). MTF text and the library refuse it.
+    BrokenRule {
+        /// The rule broken.
+        rule: Rule,
+        /// The process (`None` for a rule of the header about no process).
+        rank: Option<Rank>,
+        /// Its thread (0 for a rule of the header).
+        thread: u32,
+        /// When (ns): the kept operation's start, or the item's time; `None` in the header.
+        time: Option<Time>,
+        /// The operation kept (`None` when the item was dropped or was no operation).
+        op: Option<OpId>,
+        /// The communicator concerned, as the item named it.
+        comm: Option<CommId>,
+        /// The offending value as recorded (bytes, a rank, a communicator id, a time).
+        value: Option<u64>,
+    },
+}
+
+/// A structural rule of the metamodel a foreign trace broke ([`Anomaly::BrokenRule`]), with
+/// how the lenient import repairs the item so that matching, the store and every query stay
+/// right. Each rule is an anomaly class of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Rule {
+    /// A processor or communicator id declared twice: the first declaration is kept, the
+    /// later one dropped (`value`: the id).
+    DuplicateDeclaration,
+    /// A process on an undeclared processor: kept on no processor (`value`: the processor id).
+    UnknownProcessor,
+    /// A communicator with no members: dropped; operations that name it then break
+    /// [`Rule::UnknownCommunicator`] (`comm`).
+    EmptyCommunicator,
+    /// A communicator member that is no declared process: dropped from the group (`comm`,
+    /// `value`: the rank).
+    UnknownMember,
+    /// A communicator member listed twice: listed once (`comm`, `value`: the rank).
+    DuplicateMember,
+    /// An operation or routine event of an undeclared process: dropped, the only item a
+    /// broken rule drops, since it has no process to belong to (`value`: the rank).
+    UnknownRank,
+    /// An operation that ends before it starts: kept, ending at its start (`value`: the end
+    /// recorded).
+    EndBeforeStart,
+    /// An operation that starts before the previous event of its rank and thread: kept,
+    /// starting at that event's time, so its location stays in time order (`value`: the
+    /// start recorded).
+    TimeGoesBackwards,
+    /// A routine enter or leave before the previous event of its rank and thread: kept at
+    /// that event's time (`value`: the time recorded).
+    RoutineTimeGoesBackwards,
+    /// An operation on an undeclared communicator: kept on no communicator, so it is never
+    /// matched (`comm`, `value`: the id).
+    UnknownCommunicator,
+    /// An operation on a communicator its rank is not a member of (`MPI_ERR_COMM`): kept on
+    /// no communicator, never matched (`comm`, `value`: the id).
+    RankOutsideCommunicator,
+    /// A send, receive or collective that names no communicator: kept, never matched.
+    MissingCommunicator,
+    /// A send without a destination: kept, never matched.
+    MissingDestination,
+    /// A receive without a source (and not posted with `MPI_ANY_SOURCE`): kept, never matched.
+    MissingSource,
+    /// A destination or source that is not a member of the communicator (or no declared
+    /// process; `MPI_ERR_RANK`): kept without that peer, so it is never matched to a wrong
+    /// partner (`comm`, `value`: the peer's rank).
+    PeerOutsideCommunicator,
+    /// A root on an operation that has none (Table 3.1, rules 11-12): kept without it
+    /// (`value`: the root).
+    UnexpectedRoot,
+    /// A rooted collective without a root: kept as it is.
+    MissingRoot,
+    /// A root that is not a member of the communicator (or no declared process;
+    /// `MPI_ERR_ROOT`): kept without a root (`comm`, `value`: the root).
+    RootOutsideCommunicator,
+    /// A Barrier or Ibarrier that carries bytes (Table 3.1, rule 8): kept as a barrier with
+    /// no bytes, everywhere (`value`: the larger of the bytes it recorded sent and received).
+    BytesOnBarrier,
+}
+
+impl Rule {
+    /// Every rule, in the order of the docs.
+    pub const ALL: [Rule; 19] = [
+        Rule::DuplicateDeclaration,
+        Rule::UnknownProcessor,
+        Rule::EmptyCommunicator,
+        Rule::UnknownMember,
+        Rule::DuplicateMember,
+        Rule::UnknownRank,
+        Rule::EndBeforeStart,
+        Rule::TimeGoesBackwards,
+        Rule::RoutineTimeGoesBackwards,
+        Rule::UnknownCommunicator,
+        Rule::RankOutsideCommunicator,
+        Rule::MissingCommunicator,
+        Rule::MissingDestination,
+        Rule::MissingSource,
+        Rule::PeerOutsideCommunicator,
+        Rule::UnexpectedRoot,
+        Rule::MissingRoot,
+        Rule::RootOutsideCommunicator,
+        Rule::BytesOnBarrier,
+    ];
+
+    /// The anomaly class the rule is reported under (`SELECT ... FROM ANOMALIES`, MTF text,
+    /// Parquet): the variant's name.
+    pub fn class(self) -> &'static str {
+        match self {
+            Rule::DuplicateDeclaration => "DuplicateDeclaration",
+            Rule::UnknownProcessor => "UnknownProcessor",
+            Rule::EmptyCommunicator => "EmptyCommunicator",
+            Rule::UnknownMember => "UnknownMember",
+            Rule::DuplicateMember => "DuplicateMember",
+            Rule::UnknownRank => "UnknownRank",
+            Rule::EndBeforeStart => "EndBeforeStart",
+            Rule::TimeGoesBackwards => "TimeGoesBackwards",
+            Rule::RoutineTimeGoesBackwards => "RoutineTimeGoesBackwards",
+            Rule::UnknownCommunicator => "UnknownCommunicator",
+            Rule::RankOutsideCommunicator => "RankOutsideCommunicator",
+            Rule::MissingCommunicator => "MissingCommunicator",
+            Rule::MissingDestination => "MissingDestination",
+            Rule::MissingSource => "MissingSource",
+            Rule::PeerOutsideCommunicator => "PeerOutsideCommunicator",
+            Rule::UnexpectedRoot => "UnexpectedRoot",
+            Rule::MissingRoot => "MissingRoot",
+            Rule::RootOutsideCommunicator => "RootOutsideCommunicator",
+            Rule::BytesOnBarrier => "BytesOnBarrier",
+        }
+    }
+
+    /// The rule of class `class`.
+    pub fn from_class(class: &[u8]) -> Option<Rule> {
+        Rule::ALL
+            .into_iter()
+            .find(|r| r.class().as_bytes() == class)
+    }
+
+    /// The count's name in `mtfdb info` and the import's summary (the rule's short name in
+    /// [`crate::ingest::validate`]).
+    pub fn kind_name(self) -> &'static str {
+        match self {
+            Rule::DuplicateDeclaration => "duplicate declaration",
+            Rule::UnknownProcessor => "unknown processor",
+            Rule::EmptyCommunicator => "empty communicator",
+            Rule::UnknownMember => "member not a process",
+            Rule::DuplicateMember => "duplicate member",
+            Rule::UnknownRank => "unknown rank",
+            Rule::EndBeforeStart => "end before start",
+            Rule::TimeGoesBackwards => "time goes backwards",
+            Rule::RoutineTimeGoesBackwards => "routine time goes backwards",
+            Rule::UnknownCommunicator => "unknown communicator",
+            Rule::RankOutsideCommunicator => "not a member",
+            Rule::MissingCommunicator => "missing communicator",
+            Rule::MissingDestination => "missing destination",
+            Rule::MissingSource => "missing source",
+            Rule::PeerOutsideCommunicator => "peer not in communicator",
+            Rule::UnexpectedRoot => "unexpected root",
+            Rule::MissingRoot => "missing root",
+            Rule::RootOutsideCommunicator => "root not in communicator",
+            Rule::BytesOnBarrier => "bytes on a barrier",
+        }
+    }
+
+    /// Whether the anomaly names the operation kept (every rule about an operation but
+    /// [`Rule::UnknownRank`], whose item is dropped).
+    pub fn names_op(self) -> bool {
+        !matches!(
+            self,
+            Rule::DuplicateDeclaration
+                | Rule::UnknownProcessor
+                | Rule::EmptyCommunicator
+                | Rule::UnknownMember
+                | Rule::DuplicateMember
+                | Rule::UnknownRank
+                | Rule::RoutineTimeGoesBackwards
+        )
+    }
 }
 
 /// Where an operation stands in its source: the `index`-th operation (from 0) of location
@@ -853,6 +1033,11 @@ impl Anomaly {
             | Anomaly::CollectiveSizeMismatch { op, .. }
             | Anomaly::CallWithoutRecords { op, .. }
             | Anomaly::PeerDataMissing { op, .. } => *op = f(*op)?,
+            Anomaly::BrokenRule { op, .. } => {
+                if let Some(op) = op {
+                    *op = f(*op)?;
+                }
+            }
             Anomaly::BarrierWithoutOverlap { op, leave_op, .. } => {
                 *op = f(*op)?;
                 *leave_op = f(*leave_op)?;
@@ -918,6 +1103,7 @@ impl Anomaly {
             Anomaly::SkippedRecord { .. } => "record skipped",
             Anomaly::MissingRankData { .. } => "rank's event data missing",
             Anomaly::PeerDataMissing { .. } => "peer's event data missing",
+            Anomaly::BrokenRule { rule, .. } => rule.kind_name(),
         }
     }
 }
