@@ -670,31 +670,72 @@ fn a_malformed_record_is_refused_with_its_file_line_and_column() {
     assert_eq!(cut, vec![(0, Some(last_line as u64))]);
 }
 
+/// The anomalies of the fixture edited so (`old` replaced by `new` in `file`), imported.
+fn edited_anomalies(file: &str, old: &str, new: &str) -> Vec<Anomaly> {
+    let (_tmp, dir, _) = edited(file, old, new);
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("edited")).unwrap();
+    db.trace("edited").unwrap().anomalies().unwrap()
+}
+
 #[test]
-fn references_to_undefined_things_and_time_going_back_are_refused_and_a_broken_rule_is_kept() {
-    let (_tmp, dir, line) = edited("sub.2.events", "E8", "E99");
-    rejected(
-        &dir,
-        &[&format!(
-            "sub.2.events:{line}:1: unknown function: function 99 is not defined"
-        )],
+fn references_to_undefined_things_are_skipped_and_reported() {
+    // Issue 40: a reference to something the definitions do not define is no undecodable
+    // byte: the record is skipped and reported, the rest imports. (Function 99's entry and
+    // its leave, a receive on an undefined process group; its MPI_Recv is then kept as a
+    // call without its records.)
+    let whats = |anomalies: &[Anomaly]| -> Vec<String> {
+        anomalies
+            .iter()
+            .filter_map(|a| match a {
+                Anomaly::SkippedRecord { what, .. } => Some(what.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let a = edited_anomalies("sub.2.events", "E8", "E99");
+    assert!(
+        whats(&a).contains(&"an entry of function 99, which is not defined".to_string()),
+        "{a:?}"
     );
+    let a = edited_anomalies(
+        "sub.3.events",
+        "RECEIVE 2 LEN 64 TAG 5 COMM 10",
+        "RECEIVE 2 LEN 64 TAG 5 COMM 20",
+    );
+    assert_eq!(
+        whats(&a),
+        vec!["a message on process group 20, which is not a defined communicator".to_string()],
+        "{a:?}"
+    );
+    // Rank 3's MPI_Recv is kept without its records; rank 1's send to it, on communicator
+    // 0x10, is then never received.
+    assert!(
+        matches!(
+            a[..],
+            [
+                Anomaly::SkippedRecord { rank: Some(3), .. },
+                Anomaly::CallWithoutRecords { rank: 3, .. },
+                Anomaly::UnmatchedSend {
+                    rank: 1,
+                    dest: 3,
+                    comm: 0x10,
+                    tag: 5,
+                    ..
+                },
+            ]
+        ),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn time_going_back_is_refused_and_a_broken_rule_is_kept() {
     let (_tmp, dir, line) = edited("sub.2.events", "510", "50");
     rejected(
         &dir,
         &[&format!(
             "sub.2.events:{line}:1: time goes backwards: time 50 is before the previous time 500"
-        )],
-    );
-    let (_tmp, dir, line) = edited(
-        "sub.3.events",
-        "RECEIVE 2 LEN 64 TAG 5 COMM 10",
-        "RECEIVE 2 LEN 64 TAG 5 COMM 20",
-    );
-    rejected(
-        &dir,
-        &[&format!(
-            "sub.3.events:{line}:1: unknown communicator: communicator 32"
         )],
     );
     // A rule only the import's checks see (the reader takes the send as it is): OTF v1 is a

@@ -227,7 +227,7 @@ fn owning_rank(
 fn is_node_group(defs: &Definitions, g: &super::defs::GroupDef) -> bool {
     !defs.attributes_of.contains_key(&g.id)
         && g.name != "All"
-        && !["MPI_", "GPU_", "CUDA", "OMP"]
+        && !["MPI", "GPU_", "CUDA", "OMP"]
             .iter()
             .any(|p| g.name.starts_with(p))
 }

@@ -20,10 +20,10 @@
 //! A partial copy imports: a missing events stream, or one cut short (a last line without
 //! its end, zlib data ending inside a block), makes its ranks' data missing from where it
 //! ends ([`crate::model::Anomaly::MissingRankData`]); the other streams import whole.
-//! Damaged input (a corrupt zlib stream, a malformed record of a known kind, a reference to
-//! an undefined process, function or group) is refused with the file and line (or
-//! compressed byte offset); records of unknown kinds are skipped and reported as anomalies,
-//! as OTF's own readers skip them.
+//! Damaged input (a corrupt zlib stream, a malformed record of a known kind, a time going
+//! backwards) is refused with the file and line (or compressed byte offset); records of
+//! unknown kinds, and records naming a function, process or group the definitions lack, are
+//! skipped and reported as anomalies, as OTF's own readers skip unknown records.
 
 mod defs;
 mod layout;

@@ -339,7 +339,26 @@ impl Reader {
             );
             return Ok(None);
         }
-        fail("unknown process", format!("process {p:x} is not defined"))
+        self.skipped(
+            Some(me),
+            time,
+            format!("{what} process {p:x}, which is not defined"),
+        );
+        Ok(None)
+    }
+
+    /// Whether communicator (process group) `group` named by a record is one; if not, the
+    /// record is skipped and reported (its call is kept without it).
+    fn known_comm(&mut self, group: u32, me: Rank, time: Time, what: &str) -> bool {
+        if self.layout.context.comms.get(group).is_some() {
+            return true;
+        }
+        self.skipped(
+            Some(me),
+            time,
+            format!("{what} on process group {group:x}, which is not a defined communicator"),
+        );
+        false
     }
 
     /// An OTF message type as an MPI tag (tags above 2^31 - 1 are reported and kept as the
@@ -376,10 +395,12 @@ impl Reader {
         match record {
             Record::Enter { function } => {
                 let Some(region) = self.layout.context.regions.get(function).copied() else {
-                    return fail(
-                        "unknown function",
-                        format!("function {function:x} is not defined"),
+                    self.skipped(
+                        Some(me),
+                        time,
+                        format!("an entry of function {function:x}, which is not defined"),
                     );
+                    return Ok(());
                 };
                 self.ranks[i].stack.push(function);
                 self.convert(i, Event::Enter(function), time, line)?;
@@ -391,6 +412,15 @@ impl Reader {
                     self.convert(i, Event::IrecvRequest(request), time, line)?;
                 }
             }
+            Record::Leave { function }
+                if function != 0 && self.layout.context.regions.get(function).is_none() =>
+            {
+                self.skipped(
+                    Some(me),
+                    time,
+                    format!("a leave of function {function:x}, which is not defined"),
+                );
+            }
             Record::Leave { function } => self.leave(i, function, time, line)?,
             Record::Send {
                 receiver,
@@ -398,6 +428,9 @@ impl Reader {
                 tag,
                 bytes,
             } => {
+                if !self.known_comm(group, me, time, "a message") {
+                    return Ok(());
+                }
                 if let Some(dest) = self.peer(receiver, me, time, "a message to")? {
                     let tag = self.tag(tag, me);
                     let send = Event::Send {
@@ -415,6 +448,9 @@ impl Reader {
                 tag,
                 bytes,
             } => {
+                if !self.known_comm(group, me, time, "a message") {
+                    return Ok(());
+                }
                 if let Some(source) = self.peer(sender, me, time, "a message from")? {
                     let tag = self.tag(tag, me);
                     let (peer, comm, bytes) = (source, group, u64::from(bytes));
@@ -465,6 +501,9 @@ impl Reader {
                 duration,
                 matching,
             } => {
+                if !self.known_comm(group, me, time, "a collective") {
+                    return Ok(());
+                }
                 // OTF2's "no root" value.
                 let mut root_rank = u32::MAX;
                 if root != 0 {
@@ -483,10 +522,12 @@ impl Reader {
                 }
                 // A collective record outside any MPI call: an operation of its own.
                 let Some(&region) = self.layout.collective_regions.get(&collective) else {
-                    return fail(
-                        "unknown collective operation",
-                        format!("collective operation {collective:x} is not defined"),
+                    self.skipped(
+                        Some(me),
+                        time,
+                        format!("a collective of operation {collective:x}, which is not defined"),
                     );
+                    return Ok(());
                 };
                 self.convert(i, Event::Enter(region), time, line)?;
                 self.convert(i, end, time, line)?;
