@@ -110,6 +110,10 @@ impl Trace {
             s.push_str(what);
             s
         }
+        Anomaly::ClockConditionViolated { sender, receiver, messages, worst, time } => format!(
+            "rank {sender} -> rank {receiver}: {messages} message(s) received before they were sent (clocks out of step), by up to {worst} ns, the first sent at {}",
+            seconds(*time)
+        ),
     }
     }
 }

@@ -790,7 +790,7 @@ fn anomaly_and_location_lines_are_checked() {
     let err = |tail: &str| error_of(&format!("{head}{tail}"));
     assert_eq!(
         err("anomaly Bogus rank=0\n"),
-        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord)"
+        "t.mtf:6:9: syntax: unknown anomaly class \"Bogus\" (the classes are UnmatchedSend, UnmatchedReceive, RequestNeverCompleted, UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, BarrierWithoutOverlap, ValueOverflow, SkippedRecord, ClockConditionViolated)"
     );
     assert_eq!(
         err("anomaly MissingFinalize\n"),

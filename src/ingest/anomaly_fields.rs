@@ -225,6 +225,22 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
             f.push(("what", Text(what.clone())));
             ("SkippedRecord", f)
         }
+        Anomaly::ClockConditionViolated {
+            sender,
+            receiver,
+            messages,
+            worst,
+            time,
+        } => (
+            "ClockConditionViolated",
+            vec![
+                ("sender", Num((*sender).into())),
+                ("receiver", Num((*receiver).into())),
+                ("messages", Num(*messages)),
+                ("worst", Num(*worst)),
+                ("time", Num(*time)),
+            ],
+        ),
     }
 }
 
@@ -233,7 +249,7 @@ pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverC
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
 LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
-BarrierWithoutOverlap, ValueOverflow, SkippedRecord";
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord, ClockConditionViolated";
 
 /// The parsed fields of one anomaly line, read by key; each getter reports a missing or
 /// malformed field as the parser's error `E`.
@@ -423,6 +439,13 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
             rank: f.opt_u32("rank")?,
             time: f.opt_num("time")?,
             what: f.text("what")?,
+        },
+        b"ClockConditionViolated" => Anomaly::ClockConditionViolated {
+            sender: f.u32("sender")?,
+            receiver: f.u32("receiver")?,
+            messages: f.num("messages")?,
+            worst: f.num("worst")?,
+            time: f.num("time")?,
         },
         _ => return Ok(None),
     }))

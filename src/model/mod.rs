@@ -778,6 +778,21 @@ pub enum Anomaly {
         /// What was skipped and why.
         what: String,
     },
+    /// Messages from one rank to another whose receive ended before the send started: a
+    /// violated clock condition (happened-before), as tracers without clock offsets or with
+    /// per-node clocks record it. One per (sender, receiver) pair, never per message.
+    ClockConditionViolated {
+        /// Sender world rank.
+        sender: Rank,
+        /// Receiver world rank.
+        receiver: Rank,
+        /// How many matched messages of the pair violate the clock condition.
+        messages: u64,
+        /// The largest violation (ns): the send's start minus the receive's end.
+        worst: Time,
+        /// The send start (ns) of the first violating message, in matching order.
+        time: Time,
+    },
 }
 
 /// Where an operation stands in its source: the `index`-th operation (from 0) of location
@@ -841,7 +856,8 @@ impl Anomaly {
             | Anomaly::CrossedLeave { .. }
             | Anomaly::LeaveWithoutEnter { .. }
             | Anomaly::ValueOverflow { .. }
-            | Anomaly::SkippedRecord { .. } => {}
+            | Anomaly::SkippedRecord { .. }
+            | Anomaly::ClockConditionViolated { .. } => {}
         }
         Ok(a)
     }
@@ -880,6 +896,7 @@ impl Anomaly {
             Anomaly::BarrierWithoutOverlap { .. } => "barrier members do not overlap",
             Anomaly::ValueOverflow { .. } => "value overflow",
             Anomaly::SkippedRecord { .. } => "record skipped",
+            Anomaly::ClockConditionViolated { .. } => "receive before send (clock condition)",
         }
     }
 }

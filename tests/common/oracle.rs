@@ -643,6 +643,7 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
         Anomaly::LengthMismatch { .. } | Anomaly::DatatypeMismatch { .. } => (None, None, None),
         Anomaly::ValueOverflow { rank, .. } => (*rank, None, None),
         Anomaly::SkippedRecord { rank, time, .. } => (*rank, *time, None),
+        Anomaly::ClockConditionViolated { sender, time, .. } => (Some(*sender), Some(*time), None),
     }
 }
 
