@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::analysis::clock;
 use crate::error::{Error, Result};
-use crate::ingest::EventSink;
 use crate::import::run_import;
+use crate::ingest::EventSink;
 use crate::ingest::{dumpi, gxl, mtf_text, otf1, otf2, paraver, parquet};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{

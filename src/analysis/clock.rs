@@ -186,7 +186,12 @@ fn scan_messages(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Re
         trace.check_cancel()?;
         let m = trace.message_columns(chunk, &[Sender, Receiver, SendTime, RecvTime])?;
         for row in 0..m.rows() {
-            f(m.sender(row), m.receiver(row), m.send_time(row), m.recv_time(row));
+            f(
+                m.sender(row),
+                m.receiver(row),
+                m.send_time(row),
+                m.recv_time(row),
+            );
         }
     }
     Ok(())

@@ -503,9 +503,10 @@ fn run(cli: Cli) -> Result<(), Error> {
                 None => SourceFormat::detect(&file)?,
             };
             let mut bar = progress::ProgressBar::new(started);
-            let imported = db.import_corrected(&file, name.as_deref(), format, correction, &mut |p| {
-                bar.show(p)
-            });
+            let imported =
+                db.import_corrected(&file, name.as_deref(), format, correction, &mut |p| {
+                    bar.show(p)
+                });
             bar.clear();
             let info = imported?;
             let secs = started.elapsed().as_secs_f64();
@@ -555,7 +556,10 @@ fn run(cli: Cli) -> Result<(), Error> {
         Command::Clock { name, correction } => {
             let correction = ClockCorrection::from_name(&correction)?;
             let db = open_existing_db(cli.db)?;
-            emit(&mtfdb::analysis::clock::report(&db.trace(&name)?, correction)?)?;
+            emit(&mtfdb::analysis::clock::report(
+                &db.trace(&name)?,
+                correction,
+            )?)?;
         }
         Command::Completions { shell } => {
             let mut out = Vec::new();
