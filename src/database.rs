@@ -970,6 +970,24 @@ pub fn default_database_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mtfdb.db"))
 }
 
+/// Reads the trace at `path` as `format` into `sink`.
+fn read_source(
+    path: &Path,
+    format: SourceFormat,
+    sink: &mut dyn EventSink,
+    progress: &mut dyn FnMut(&otf2::Progress),
+) -> Result<()> {
+    match format {
+        SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
+        SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+        SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
+        SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
+        SourceFormat::Gxl => gxl::parse_file(path, sink),
+        SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
+        SourceFormat::Parquet => parquet::read_export(&parquet::locate(path, None)?, sink),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -993,23 +1011,5 @@ mod tests {
         assert_eq!(by_rank.of(5), &[3]);
         assert_eq!(by_rank.of(6), &[] as &[u32]);
         assert_eq!(ChunksByRank::new(&[]).of(0), &[] as &[u32]);
-    }
-}
-
-/// Reads the trace at `path` as `format` into `sink`.
-fn read_source(
-    path: &Path,
-    format: SourceFormat,
-    sink: &mut dyn EventSink,
-    progress: &mut dyn FnMut(&otf2::Progress),
-) -> Result<()> {
-    match format {
-        SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
-        SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
-        SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
-        SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
-        SourceFormat::Gxl => gxl::parse_file(path, sink),
-        SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
-        SourceFormat::Parquet => parquet::read_export(&parquet::locate(path, None)?, sink),
     }
 }
