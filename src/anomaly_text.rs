@@ -141,6 +141,10 @@ impl Trace {
             s.push_str(&broken_rule_text(*rule, *comm, value.unwrap_or(0)));
             s
         }
+        Anomaly::ClockConditionViolated { sender, receiver, messages, worst, time } => format!(
+            "rank {sender} -> rank {receiver}: {messages} message(s) received before they were sent (clocks out of step), by up to {worst} ns, the first sent at {}",
+            seconds(*time)
+        ),
     }
     }
 }

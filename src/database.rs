@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use roaring::RoaringTreemap;
 use serde::Serialize;
 
+use crate::analysis::clock;
 use crate::error::{Error, Result};
 use crate::import::run_import;
+use crate::ingest::EventSink;
 use crate::ingest::{dumpi, gxl, hint, mtf_text, otf1, otf2, paraver, parquet};
 use crate::ingest::{Policy, ValidatingSink};
 use crate::model::{
@@ -262,21 +264,62 @@ impl Database {
         };
         let writer = self.store.begin_import(&name)?;
         let source = path.display().to_string();
-        let meta = run_import(
-            writer,
-            &source,
-            format.name(),
-            format.policy(),
-            |sink| match format {
-                SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
-                SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
-                SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
-                SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
-                SourceFormat::Gxl => gxl::parse_file(path, sink),
-                SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
-                SourceFormat::Parquet => parquet::read_export(&parquet::locate(path, None)?, sink),
-            },
-        )?;
+        let meta = run_import(writer, &source, format.name(), format.policy(), |sink| {
+            read_source(path, format, sink, progress)
+        })?;
+        Ok(info_of(&meta))
+    }
+
+    /// Imports the trace at `path`, read as `format`, with its times corrected by
+    /// `correction` ([`crate::analysis::clock`]); `None` is [`Database::import_with_progress`].
+    ///
+    /// The source is read twice: first into a scratch trace (named `NAME~clock`, dropped at
+    /// the end) whose matched messages give the clock map, then through the map into the
+    /// trace. The map is stored with the trace ([`clock::APPLIED_KEY`], shown by `mtfdb
+    /// clock`): each rank's offset and drift tell a corrected time's original, and the
+    /// controlled logical clock's jumps what it moved. A Parquet export is re-imported as it
+    /// was exported, never corrected again.
+    pub fn import_corrected(
+        &self,
+        path: impl AsRef<Path>,
+        name: Option<&str>,
+        format: SourceFormat,
+        correction: clock::ClockCorrection,
+        progress: &mut dyn FnMut(&otf2::Progress),
+    ) -> Result<TraceInfo> {
+        let path = path.as_ref();
+        if correction == clock::ClockCorrection::None {
+            return self.import_with_progress(path, name, format, progress);
+        }
+        require_exists(path)?;
+        if format == SourceFormat::Parquet {
+            return Err(Error::Usage(
+                "a Parquet export is imported as it was exported: --clock-correction applies \
+                 to the trace formats"
+                    .into(),
+            ));
+        }
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => default_trace_name(path, format),
+        };
+        if self.trace_names()?.contains(&name) {
+            return Err(Error::TraceExists(name));
+        }
+        let scratch = format!("{name}~clock");
+        self.import_with_progress(path, Some(&scratch), format, progress)?;
+        let map = self
+            .trace(&scratch)
+            .and_then(|raw| clock::ClockMap::estimate(&raw, correction));
+        self.drop_trace(&scratch)?;
+        let map = map?;
+        let writer = self.store.begin_import(&name)?;
+        let source = path.display().to_string();
+        let meta = run_import(writer, &source, format.name(), format.policy(), |sink| {
+            let mut corrected = crate::import::clock::ClockSink::new(sink, &map);
+            read_source(path, format, &mut corrected, progress)
+        })?;
+        self.trace(&name)?.put_result(clock::APPLIED_KEY, &map)?;
         Ok(info_of(&meta))
     }
 
@@ -951,6 +994,24 @@ pub fn default_database_path() -> PathBuf {
     std::env::var_os("MTFDB_DB")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("mtfdb.db"))
+}
+
+/// Reads the trace at `path` as `format` into `sink`.
+fn read_source(
+    path: &Path,
+    format: SourceFormat,
+    sink: &mut dyn EventSink,
+    progress: &mut dyn FnMut(&otf2::Progress),
+) -> Result<()> {
+    match format {
+        SourceFormat::MtfText => mtf_text::parse_file(path, sink).map(|_| ()),
+        SourceFormat::Otf2 => otf2::read_archive(path, sink, progress).map(|_| ()),
+        SourceFormat::Otf1 => otf1::read_trace(path, sink, progress).map(|_| ()),
+        SourceFormat::Paraver => paraver::read_trace(path, sink).map(|_| ()),
+        SourceFormat::Gxl => gxl::parse_file(path, sink),
+        SourceFormat::Dumpi => dumpi::read_trace(path, sink, progress).map(|_| ()),
+        SourceFormat::Parquet => parquet::read_export(&parquet::locate(path, None)?, sink),
+    }
 }
 
 #[cfg(test)]

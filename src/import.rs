@@ -11,11 +11,13 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use roaring::RoaringTreemap;
 
+pub(crate) mod clock;
 mod pack;
 mod tally;
 
 pub(crate) use tally::Tally;
 
+use crate::analysis::clock::{ClockCheck, PairViolation};
 use crate::error::{Error, Result};
 use crate::ingest::matcher::{MatchSink, Matcher};
 use crate::ingest::{EventSink, Policy, ValidatingSink};
@@ -448,6 +450,8 @@ struct Derived {
     tally: Tally,
     /// Anomalies the tally just found, on their way to the record.
     found: Vec<Anomaly>,
+    /// Messages received before they were sent, per pair (one anomaly per pair at the end).
+    clock: ClockCheck,
     /// Earliest send and latest receive of the message chunk being filled, and of those done.
     chunk_times: Option<(Time, Time)>,
     message_chunk_times: Vec<(Time, Time)>,
@@ -501,6 +505,8 @@ impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
         self.tally.message(m, &mut self.found);
         self.record_found()?;
+        self.clock
+            .message(m.sender, m.receiver, m.send_time, m.recv_time);
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),
@@ -576,6 +582,7 @@ impl Importer {
                 anomaly_counts: HashMap::default(),
                 tally: Tally::default(),
                 found: Vec::new(),
+                clock: ClockCheck::default(),
                 chunk_times: None,
                 message_chunk_times: Vec::new(),
             },
@@ -731,6 +738,8 @@ impl Importer {
             table.flush_if(true, &d.jobs)?;
         }
         let (pairs, message_bytes) = d.tally.finish(&mut d.found);
+        d.found
+            .extend(d.clock.violations().iter().map(PairViolation::anomaly));
         d.record_found()?;
         d.flush_anomalies()?;
         self.op_chunks.sort_by_key(|c| c.chunk);

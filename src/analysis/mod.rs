@@ -3,6 +3,7 @@
 //! sequences that [`process_events`] and [`detection`] read out of a trace. [`topology`] is
 //! pure as well: it identifies the communication topology of a rank-to-rank byte matrix.
 
+pub mod clock;
 pub mod comm_patterns;
 pub mod critical_path;
 pub mod detection;

@@ -46,6 +46,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::{self, ClockCorrection, ClockMap};
 use super::op_times::OpTimes;
 use crate::error::Result;
 use crate::hash::FxHashMap;
@@ -221,6 +222,31 @@ pub fn stored_wait_states(trace: &Trace, refresh: bool) -> Result<WaitStates> {
     trace.stored_result(WAITS_KEY, refresh, || wait_states(trace))
 }
 
+/// The wait states of `trace` with its times corrected by `correction` (see
+/// [`crate::analysis::clock`]), computed once and stored with it; `None` is
+/// [`stored_wait_states`].
+pub fn stored_wait_states_with(
+    trace: &Trace,
+    correction: ClockCorrection,
+    refresh: bool,
+) -> Result<WaitStates> {
+    if correction == ClockCorrection::None {
+        return stored_wait_states(trace, refresh);
+    }
+    let key = format!("{WAITS_KEY}/clock={}", correction.name());
+    trace.stored_result(&key, refresh, || {
+        let map = clock::stored_map(trace, correction, refresh)?;
+        wait_states_with(trace, &map)
+    })
+}
+
+/// The wait states of `trace` with its times corrected by `map`.
+pub fn wait_states_with(trace: &Trace, map: &ClockMap) -> Result<WaitStates> {
+    let instances = trace.collective_instances()?;
+    let mut times = OpTimes::new(trace);
+    wait_states_mapped(trace, &mut times, &instances, Some(map))
+}
+
 /// What the analysis needs of one operation's call: `Other` for any call that neither
 /// completes a receive nor can wait as a sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,16 +283,24 @@ struct Call {
     rank: Rank,
 }
 
-/// Operations' calls by id, through the shared chunk cache.
-struct Calls<'c, 't>(&'c mut OpTimes<'t>);
+/// Operations' calls by id, through the shared chunk cache, with their times corrected by a
+/// clock map when there is one.
+struct Calls<'c, 't, 'm>(&'c mut OpTimes<'t>, Option<&'m ClockMap>);
 
-impl Calls<'_, '_> {
+impl Calls<'_, '_, '_> {
     fn get(&mut self, op: OpId) -> Result<Option<Call>> {
-        Ok(self.0.get(op)?.map(|t| Call {
-            start: t.start,
-            end: t.end,
-            role: Role::of(t.kind),
-            rank: t.rank,
+        let map = self.1;
+        Ok(self.0.get(op)?.map(|t| {
+            let (start, end) = match map {
+                Some(m) => (m.time(t.rank, t.start), m.time(t.rank, t.end)),
+                None => (t.start, t.end),
+            };
+            Call {
+                start,
+                end,
+                role: Role::of(t.kind),
+                rank: t.rank,
+            }
         }))
     }
 }
@@ -328,8 +362,18 @@ pub(crate) fn wait_states_in(
     times: &mut OpTimes<'_>,
     instances: &[CollectiveInstance],
 ) -> Result<WaitStates> {
+    wait_states_mapped(trace, times, instances, None)
+}
+
+/// [`wait_states_in`] with every time corrected by `map`.
+fn wait_states_mapped(
+    trace: &Trace,
+    times: &mut OpTimes<'_>,
+    instances: &[CollectiveInstance],
+    map: Option<&ClockMap>,
+) -> Result<WaitStates> {
     use crate::store::MessageField::{RecvOp, SendOp, SendTime};
-    let mut calls = Calls(times);
+    let mut calls = Calls(times, map);
     let completion = Completions::read(trace)?;
     let mut found = Found::default();
     for chunk in 0..trace.message_chunk_count() {

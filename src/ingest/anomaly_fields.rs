@@ -291,6 +291,22 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
             }
             (rule.class(), f)
         }
+        Anomaly::ClockConditionViolated {
+            sender,
+            receiver,
+            messages,
+            worst,
+            time,
+        } => (
+            "ClockConditionViolated",
+            vec![
+                ("sender", Num((*sender).into())),
+                ("receiver", Num((*receiver).into())),
+                ("messages", Num(*messages)),
+                ("worst", Num(*worst)),
+                ("time", Num(*time)),
+            ],
+        ),
     }
 }
 
@@ -299,7 +315,7 @@ pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverC
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
 LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
-BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, and one class \
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, ClockConditionViolated, and one class \
 per broken rule: \
 DuplicateDeclaration, UnknownProcessor, EmptyCommunicator, UnknownMember, DuplicateMember, \
 UnknownRank, EndBeforeStart, TimeGoesBackwards, RoutineTimeGoesBackwards, UnknownCommunicator, \
@@ -512,6 +528,13 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
                 comm: f.u32("comm")?,
             }
         }
+        b"ClockConditionViolated" => Anomaly::ClockConditionViolated {
+            sender: f.u32("sender")?,
+            receiver: f.u32("receiver")?,
+            messages: f.num("messages")?,
+            worst: f.num("worst")?,
+            time: f.num("time")?,
+        },
         other => {
             let Some(rule) = Rule::from_class(other) else {
                 return Ok(None);

@@ -833,6 +833,21 @@ pub enum Anomaly {
         /// The offending value as recorded (bytes, a rank, a communicator id, a time).
         value: Option<u64>,
     },
+    /// Messages from one rank to another whose receive ended before the send started: a
+    /// violated clock condition (happened-before), as tracers without clock offsets or with
+    /// per-node clocks record it. One per (sender, receiver) pair, never per message.
+    ClockConditionViolated {
+        /// Sender world rank.
+        sender: Rank,
+        /// Receiver world rank.
+        receiver: Rank,
+        /// How many matched messages of the pair violate the clock condition.
+        messages: u64,
+        /// The largest violation (ns): the send's start minus the receive's end.
+        worst: Time,
+        /// The send start (ns) of the first violating message, in matching order.
+        time: Time,
+    },
 }
 
 /// A structural rule of the metamodel a foreign trace broke ([`Anomaly::BrokenRule`]), with
@@ -1063,6 +1078,7 @@ impl Anomaly {
             | Anomaly::ValueOverflow { .. }
             | Anomaly::SkippedRecord { .. }
             | Anomaly::MissingRankData { .. } => {}
+            Anomaly::ClockConditionViolated { .. } => {}
         }
         Ok(a)
     }
@@ -1104,6 +1120,7 @@ impl Anomaly {
             Anomaly::MissingRankData { .. } => "rank's event data missing",
             Anomaly::PeerDataMissing { .. } => "peer's event data missing",
             Anomaly::BrokenRule { rule, .. } => rule.kind_name(),
+            Anomaly::ClockConditionViolated { .. } => "receive before send (clock condition)",
         }
     }
 }

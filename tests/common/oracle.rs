@@ -648,6 +648,7 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
         Anomaly::BrokenRule {
             rank, time, comm, ..
         } => (*rank, *time, *comm),
+        Anomaly::ClockConditionViolated { sender, time, .. } => (Some(*sender), Some(*time), None),
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use clap::{CommandFactory, Parser, Subcommand};
+use mtfdb::analysis::clock::ClockCorrection;
 use mtfdb::default_database_path;
 use mtfdb::export::chrome::Restriction;
 use mtfdb::export::Format as ExportFormat;
@@ -175,6 +176,20 @@ enum Command {
         /// Then show what the trace holds, as `mtfdb info` does
         #[arg(long)]
         info: bool,
+        /// Correct the tracer's clocks from the messages: none, offsets (one per rank),
+        /// interpolate (offset and drift per rank) or clc (interpolate, then the controlled
+        /// logical clock); the source is read twice
+        #[arg(long, default_value = "none", value_name = "CORRECTION")]
+        clock_correction: String,
+    },
+    /// Show a trace's clock: messages received before they were sent (per pair of ranks),
+    /// the clock offsets and drifts the messages give, and the wait states under that clock.
+    Clock {
+        /// The trace's name
+        name: String,
+        /// The correction to estimate and apply: none, offsets, interpolate or clc
+        #[arg(long, default_value = "interpolate")]
+        correction: String,
     },
     /// List the traces in the database.
     Traces {
@@ -478,7 +493,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             format,
             stats,
             info: show_info,
+            clock_correction,
         } => {
+            let correction = ClockCorrection::from_name(&clock_correction)?;
             let db = open_db(cli.db)?;
             let started = std::time::Instant::now();
             let format = match format {
@@ -487,7 +504,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             };
             let mut bar = progress::ProgressBar::new(started);
             let imported =
-                db.import_with_progress(&file, name.as_deref(), format, &mut |p| bar.show(p));
+                db.import_corrected(&file, name.as_deref(), format, correction, &mut |p| {
+                    bar.show(p)
+                });
             bar.clear();
             let info = imported?;
             let secs = started.elapsed().as_secs_f64();
@@ -534,6 +553,14 @@ fn run(cli: Cli) -> Result<(), Error> {
                 OutputFormat::Table => emit(&info::render(&trace, anomalies)?)?,
                 _ => emit(&format.render(&info::info_result(&trace)))?,
             }
+        }
+        Command::Clock { name, correction } => {
+            let correction = ClockCorrection::from_name(&correction)?;
+            let db = open_existing_db(cli.db)?;
+            emit(&mtfdb::analysis::clock::report(
+                &db.trace(&name)?,
+                correction,
+            )?)?;
         }
         Command::Completions { shell } => {
             let mut out = Vec::new();

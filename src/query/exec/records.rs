@@ -419,7 +419,9 @@ impl<'a> Engine<'a> {
         };
         let op_id = a.ops().first().copied();
         let op = op_id.and_then(|id| ops.get(&id));
+        // A pair's anomaly (clock condition) stands at its sender.
         let rank = number("rank")
+            .or_else(|| number("sender"))
             .and_then(|r| Rank::try_from(r).ok())
             .or(op.map(|o| o.rank));
         let time = number("time").or(op.map(|o| o.start));

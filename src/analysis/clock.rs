@@ -1,0 +1,699 @@
+//! The tracer's clock: messages received before they were sent, and the corrections tracers
+//! use for them.
+//!
+//! A trace written without clock offsets (EZTrace) or with one clock per node (DUMPI) can show
+//! a receive that ends before its send started: a violated clock condition (Lamport's
+//! happened-before). [`ClockCheck`] counts them per (sender, receiver) pair, as the import's
+//! [`Anomaly::ClockConditionViolated`] and `mtfdb clock` report them.
+//!
+//! [`ClockMap`] corrects the times of each rank ([`ClockCorrection`]):
+//!
+//! - **offsets**: one constant offset per rank, estimated from the messages themselves. For a
+//!   pair of ranks `a`, `b` with messages both ways, let `Δab` be the smallest `receive end -
+//!   send start` of a message from `a` to `b` (in the two local clocks) and `Δba` the other
+//!   way. With a minimal one-way latency `L` the same both ways, `Δab = L + (ob - oa)` and `Δba
+//!   = L - (ob - oa)`, so `ob - oa = (Δab - Δba) / 2` and `L = (Δab + Δba) / 2` (the estimate
+//!   NTP makes of a round trip). Offsets relative to rank 0 follow along a spanning tree of
+//!   such pairs (breadth first from rank 0); a rank no pair links to rank 0 keeps its clock
+//!   ([`ClockMap::unrelated`]). Exact when each pair has a message each way at the minimal
+//!   latency.
+//! - **interpolate**: the same estimate over the first and over the second half of the run,
+//!   each at the mean time of its two messages, and a line through the two: an offset and a
+//!   drift per rank, as tracers that measure offsets at `MPI_Init` and `MPI_Finalize`
+//!   interpolate them (a pair with messages both ways in one half only keeps its constant
+//!   estimate).
+//! - **clc**: the interpolation, then the controlled logical clock (Becker, Rabenseifner,
+//!   Wolf, as Scalasca applies it after offset interpolation) with forward amortization: a
+//!   receive that still ends earlier than its send's (corrected) start plus the minimal
+//!   latency is moved to that time, and the rank's later events by a jump that decays by
+//!   `1 - γ` (γ = 0.99) of the time elapsed, so that local intervals keep 99% of their length
+//!   and the clock returns to the interpolated one. Point-to-point messages only; collectives
+//!   keep the interpolated times.
+//!
+//! Memory is per rank and per pair, never per event: the message scans keep the smallest
+//! latency of each pair, a model is two numbers per rank, and the controlled logical clock
+//! keeps per rank the jumps that are not overtaken by a later one (a staircase), one per
+//! receive it had to move at most. Cost follows messages: one scan for detection, one for a
+//! model, a few for the controlled logical clock (each pass moves receives; it stops when a
+//! pass moves none).
+//!
+//! ```
+//! use mtfdb::analysis::clock::{ClockCheck, ClockCorrection};
+//! let mut check = ClockCheck::default();
+//! check.message(0, 1, 1_000, 900); // received 100 ns before it was sent
+//! check.message(0, 1, 2_000, 2_500);
+//! check.message(1, 0, 3_000, 3_100);
+//! let pairs = check.violations();
+//! assert_eq!(pairs.len(), 1);
+//! assert_eq!((pairs[0].sender, pairs[0].receiver, pairs[0].messages, pairs[0].worst), (0, 1, 1, 100));
+//! assert_eq!(ClockCorrection::from_name("clc").unwrap(), ClockCorrection::Clc);
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::hash::FxHashMap;
+use crate::model::{Anomaly, Rank, Time};
+use crate::store::MessageField;
+use crate::Trace;
+
+/// How the times of a trace are corrected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ClockCorrection {
+    /// The times as recorded.
+    #[default]
+    None,
+    /// One constant offset per rank, estimated from the messages.
+    Offsets,
+    /// An offset and a drift per rank (a linear interpolation over the run).
+    Interpolate,
+    /// The interpolation, then the controlled logical clock (forward amortization).
+    Clc,
+}
+
+impl ClockCorrection {
+    /// Every correction, in the order options list them.
+    pub const ALL: [ClockCorrection; 4] = [
+        ClockCorrection::None,
+        ClockCorrection::Offsets,
+        ClockCorrection::Interpolate,
+        ClockCorrection::Clc,
+    ];
+
+    /// The correction's name as options write it (`none`, `offsets`, `interpolate`, `clc`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockCorrection::None => "none",
+            ClockCorrection::Offsets => "offsets",
+            ClockCorrection::Interpolate => "interpolate",
+            ClockCorrection::Clc => "clc",
+        }
+    }
+
+    /// The correction named `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Result<ClockCorrection> {
+        ClockCorrection::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown clock correction {name:?}: none, offsets, interpolate or clc"
+                ))
+            })
+    }
+}
+
+impl fmt::Display for ClockCorrection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The messages of one (sender, receiver) pair that violate the clock condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairViolation {
+    /// Sender world rank.
+    pub sender: Rank,
+    /// Receiver world rank.
+    pub receiver: Rank,
+    /// Messages of the pair whose receive ended before the send started.
+    pub messages: u64,
+    /// The largest violation (ns): send start minus receive end.
+    pub worst: Time,
+    /// The send start of the first violating message, in the order they were seen.
+    pub time: Time,
+}
+
+impl PairViolation {
+    /// The pair's anomaly.
+    pub fn anomaly(&self) -> Anomaly {
+        Anomaly::ClockConditionViolated {
+            sender: self.sender,
+            receiver: self.receiver,
+            messages: self.messages,
+            worst: self.worst,
+            time: self.time,
+        }
+    }
+}
+
+/// Counts, per (sender, receiver) pair, the messages received before they were sent (memory
+/// per pair with such messages).
+#[derive(Debug, Default)]
+pub struct ClockCheck {
+    pairs: FxHashMap<(Rank, Rank), PairViolation>,
+}
+
+impl ClockCheck {
+    /// One matched message: sent from `sender` starting at `send_time`, received by `receiver`
+    /// ending at `recv_time`.
+    pub fn message(&mut self, sender: Rank, receiver: Rank, send_time: Time, recv_time: Time) {
+        if recv_time >= send_time {
+            return;
+        }
+        let by = send_time - recv_time;
+        self.pairs
+            .entry((sender, receiver))
+            .and_modify(|p| {
+                p.messages += 1;
+                p.worst = p.worst.max(by);
+            })
+            .or_insert(PairViolation {
+                sender,
+                receiver,
+                messages: 1,
+                worst: by,
+                time: send_time,
+            });
+    }
+
+    /// The pairs with violating messages, by sender then receiver.
+    pub fn violations(&self) -> Vec<PairViolation> {
+        let mut out: Vec<PairViolation> = self.pairs.values().copied().collect();
+        out.sort_unstable_by_key(|p| (p.sender, p.receiver));
+        out
+    }
+}
+
+/// Calls `f(sender, receiver, send start, receive end)` for every matched message of `trace`,
+/// chunk by chunk.
+fn scan_messages(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Result<()> {
+    use MessageField::{Receiver, RecvTime, SendTime, Sender};
+    for chunk in 0..trace.message_chunk_count() {
+        trace.check_cancel()?;
+        let m = trace.message_columns(chunk, &[Sender, Receiver, SendTime, RecvTime])?;
+        for row in 0..m.rows() {
+            f(
+                m.sender(row),
+                m.receiver(row),
+                m.send_time(row),
+                m.recv_time(row),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The pairs of `trace` whose messages violate the clock condition in its stored times, or
+/// in the times `map` corrects them to.
+pub fn check(trace: &Trace, map: Option<&ClockMap>) -> Result<Vec<PairViolation>> {
+    let mut check = ClockCheck::default();
+    scan_messages(trace, |s, r, send, recv| match map {
+        Some(m) => check.message(s, r, m.time(s, send), m.time(r, recv)),
+        None => check.message(s, r, send, recv),
+    })?;
+    Ok(check.violations())
+}
+
+/// One rank's clock in a [`ClockMap`]: its offset from the reference clock is `offset + drift
+/// * (t - t0)` ns at its local time `t`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankClock {
+    /// The offset (ns) at the model's `t0`.
+    pub offset: f64,
+    /// The drift (ns per ns).
+    pub drift: f64,
+}
+
+impl RankClock {
+    fn at(&self, t: Time, t0: Time) -> f64 {
+        self.offset + self.drift * (t as f64 - t0 as f64)
+    }
+}
+
+/// The decay of a controlled-logical-clock jump: `1 / CLC_DECAY` of the time elapsed (γ =
+/// 0.99).
+const CLC_DECAY: u64 = 100;
+/// Passes of the controlled logical clock over the messages before it gives up (each pass
+/// moves the receives the passes before left early; a trace whose messages form a causal
+/// cycle never settles, and what is left is counted in [`ClockMap::unresolved`]).
+const CLC_MAX_PASSES: u32 = 64;
+
+/// A correction of a trace's times, per rank: `time(rank, t)` is the corrected time of local
+/// time `t` on `rank`. The original time of a corrected one follows from the model (the
+/// offsets and drifts are stored with a corrected trace, `mtfdb clock NAME` shows them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockMap {
+    /// The correction this map makes.
+    pub correction: ClockCorrection,
+    /// The time (ns) offsets are given at: the trace's first time.
+    pub t0: Time,
+    /// Added to every corrected time (ns), so that no corrected time goes below zero: the
+    /// corrected clock is rank 0's plus `shift`.
+    pub shift: Time,
+    /// Per rank (by world rank), its clock's offset and drift from rank 0's.
+    pub ranks: Vec<RankClock>,
+    /// Ranks no pair of ranks with messages both ways links to rank 0: their clocks are kept
+    /// (plus `shift`).
+    pub unrelated: Vec<Rank>,
+    /// The smallest one-way latency (ns) the pairs with messages both ways show: what the
+    /// controlled logical clock keeps between a send and its receive.
+    pub latency: Time,
+    /// Controlled logical clock: per rank, its jumps as (interpolated time `u`, `K`): from
+    /// `u` on, the rank's clock is ahead by `(K - u) / 100` while that is positive. Sorted by
+    /// `u`, `K` increasing.
+    pub jumps: Vec<Vec<(Time, Time)>>,
+    /// Controlled logical clock: how many times it moved a receive.
+    pub moved: u64,
+    /// Controlled logical clock: passes over the messages.
+    pub passes: u32,
+    /// Messages that still violate the clock condition after the correction (only a trace
+    /// whose messages form a causal cycle has any after `clc`).
+    pub unresolved: u64,
+}
+
+impl crate::store::StoredResult for ClockMap {
+    const SCHEMA_VERSION: u32 = 1;
+}
+
+/// The smallest `receive end - send start` of one direction of a pair, and when (the send).
+#[derive(Debug, Clone, Copy)]
+struct Tight {
+    delta: i128,
+    at: Time,
+}
+
+fn tighten(slot: &mut Option<Tight>, delta: i128, at: Time) {
+    if slot.is_none_or(|t| delta < t.delta) {
+        *slot = Some(Tight { delta, at });
+    }
+}
+
+/// One pair's offset estimate: `o_b - o_a` (ns) at time `at`, and the one-way latency.
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    diff: f64,
+    at: f64,
+    latency: f64,
+}
+
+fn estimate(ab: Option<Tight>, ba: Option<Tight>) -> Option<Estimate> {
+    let (ab, ba) = (ab?, ba?);
+    Some(Estimate {
+        diff: (ab.delta - ba.delta) as f64 / 2.0,
+        at: (ab.at as f64 + ba.at as f64) / 2.0,
+        latency: (ab.delta + ba.delta) as f64 / 2.0,
+    })
+}
+
+impl ClockMap {
+    /// The identity: times as recorded.
+    pub fn identity() -> ClockMap {
+        ClockMap::default()
+    }
+
+    /// The map `correction` makes of `trace`'s times, estimated from its messages.
+    pub fn estimate(trace: &Trace, correction: ClockCorrection) -> Result<ClockMap> {
+        let ranks = trace
+            .header()
+            .processes
+            .iter()
+            .map(|p| p.rank as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let summary = trace.summary();
+        let (first, last) = (
+            summary.first_time.unwrap_or(0),
+            summary.last_time.unwrap_or(0),
+        );
+        if correction == ClockCorrection::None {
+            return Ok(ClockMap::identity());
+        }
+        // Per ordered pair: the tightest message over the run, its first half, its second.
+        let mid = first + (last - first) / 2;
+        let mut tight: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+        scan_messages(trace, |s, r, send, recv| {
+            if s == r {
+                return;
+            }
+            let delta = recv as i128 - send as i128;
+            let slots = tight.entry((s, r)).or_default();
+            tighten(&mut slots[0], delta, send);
+            tighten(&mut slots[if send < mid { 1 } else { 2 }], delta, send);
+        })?;
+        let mut map = fit(&tight, ranks, correction, first, last);
+        if correction == ClockCorrection::Clc {
+            map.controlled_logical_clock(trace)?;
+        }
+        map.unresolved = check(trace, Some(&map))?.iter().map(|p| p.messages).sum();
+        Ok(map)
+    }
+
+    /// The time before the controlled logical clock: `t` corrected by the rank's offset and
+    /// drift.
+    fn interpolated(&self, rank: Rank, t: Time) -> Time {
+        let Some(clock) = self.ranks.get(rank as usize) else {
+            return t;
+        };
+        let u = t as f64 + self.shift as f64 - clock.at(t, self.t0);
+        // Times near 2^64 lose ns precision in f64: correct by the rounded offset instead.
+        let correction = u.round() - t as f64;
+        (t as i128 + correction as i128).clamp(0, Time::MAX as i128) as Time
+    }
+
+    /// The corrected time of local time `t` on `rank`.
+    pub fn time(&self, rank: Rank, t: Time) -> Time {
+        if self.correction == ClockCorrection::None {
+            return t;
+        }
+        let u = self.interpolated(rank, t);
+        u.saturating_add(self.jump(rank, u))
+    }
+
+    /// How far the controlled logical clock moves interpolated time `u` on `rank`.
+    fn jump(&self, rank: Rank, u: Time) -> Time {
+        let Some(steps) = self.jumps.get(rank as usize) else {
+            return 0;
+        };
+        let i = steps.partition_point(|&(at, _)| at <= u);
+        match i.checked_sub(1).map(|i| steps[i].1) {
+            Some(k) if k > u => (k - u) / CLC_DECAY,
+            _ => 0,
+        }
+    }
+
+    /// Moves `rank`'s clock so that interpolated time `u` reads at least `need`; returns
+    /// whether it moved.
+    fn raise(&mut self, rank: Rank, u: Time, need: Time) -> bool {
+        if u.saturating_add(self.jump(rank, u)) >= need {
+            return false;
+        }
+        let k = u.saturating_add((need - u).saturating_mul(CLC_DECAY));
+        let steps = &mut self.jumps[rank as usize];
+        let i = steps.partition_point(|&(at, _)| at <= u);
+        // Later jumps this one overtakes are dropped: the staircase keeps K increasing.
+        let end = i + steps[i..].iter().take_while(|&&(_, kj)| kj <= k).count();
+        if i > 0 && steps[i - 1].0 == u {
+            steps[i - 1].1 = k;
+            steps.drain(i..end);
+        } else {
+            steps.splice(i..end, [(u, k)]);
+        }
+        true
+    }
+
+    /// Forward amortization over the messages until no receive ends before its send's start
+    /// plus the minimal latency.
+    fn controlled_logical_clock(&mut self, trace: &Trace) -> Result<()> {
+        self.jumps = vec![Vec::new(); self.ranks.len()];
+        for pass in 1..=CLC_MAX_PASSES {
+            let mut moved = 0u64;
+            scan_messages(trace, |s, r, send, recv| {
+                if (s as usize) >= self.ranks.len() || (r as usize) >= self.ranks.len() {
+                    return;
+                }
+                // A receive ends after its send starts: at least 1 ns later.
+                let need = self.time(s, send).saturating_add(self.latency.max(1));
+                let u = self.interpolated(r, recv);
+                if self.raise(r, u, need) {
+                    moved += 1;
+                }
+            })?;
+            self.passes = pass;
+            self.moved += moved;
+            if moved == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The offsets (and drifts) per rank that the pairs' tightest messages give.
+fn fit(
+    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    ranks: usize,
+    correction: ClockCorrection,
+    first: Time,
+    last: Time,
+) -> ClockMap {
+    // Per unordered pair (a < b): o_b - o_a as a line over time.
+    let mut lines: FxHashMap<(Rank, Rank), RankClock> = FxHashMap::default();
+    let mut latency: Option<f64> = None;
+    for (&(a, b), ab) in tight.iter().filter(|((a, b), _)| a < b) {
+        let Some(ba) = tight.get(&(b, a)) else {
+            continue;
+        };
+        let Some(whole) = estimate(ab[0], ba[0]) else {
+            continue;
+        };
+        // The latency from each half where both directions have messages (a drift skews
+        // the estimate over the whole run by the change of offset between the two
+        // messages), else from the whole run.
+        let halves: Vec<f64> = [1, 2]
+            .into_iter()
+            .filter_map(|w| estimate(ab[w], ba[w]))
+            .map(|e| e.latency)
+            .collect();
+        let pair_latency = if halves.is_empty() {
+            whole.latency
+        } else {
+            halves.into_iter().fold(f64::INFINITY, f64::min)
+        };
+        latency = Some(latency.map_or(pair_latency, |l: f64| l.min(pair_latency)));
+        let mut line = RankClock {
+            offset: whole.diff,
+            drift: 0.0,
+        };
+        if correction != ClockCorrection::Offsets {
+            if let (Some(e1), Some(e2)) = (estimate(ab[1], ba[1]), estimate(ab[2], ba[2])) {
+                if e2.at > e1.at {
+                    let drift = (e2.diff - e1.diff) / (e2.at - e1.at);
+                    line = RankClock {
+                        offset: e1.diff + drift * (first as f64 - e1.at),
+                        drift,
+                    };
+                }
+            }
+        }
+        lines.insert((a, b), line);
+    }
+    // A spanning tree of the pairs, breadth first from rank 0 (then from each rank left).
+    let mut neighbours: Vec<Vec<Rank>> = vec![Vec::new(); ranks];
+    for &(a, b) in lines.keys() {
+        if (b as usize) < ranks {
+            neighbours[a as usize].push(b);
+            neighbours[b as usize].push(a);
+        }
+    }
+    neighbours.iter_mut().for_each(|n| n.sort_unstable());
+    let mut clocks: Vec<Option<RankClock>> = vec![None; ranks];
+    let mut unrelated = Vec::new();
+    for root in 0..ranks {
+        if clocks[root].is_some() {
+            continue;
+        }
+        if root != 0 {
+            unrelated.push(root as Rank);
+        }
+        clocks[root] = Some(RankClock::default());
+        let mut queue = VecDeque::from([root as Rank]);
+        while let Some(p) = queue.pop_front() {
+            let parent = clocks[p as usize].expect("queued ranks have a clock");
+            for &c in &neighbours[p as usize] {
+                if clocks[c as usize].is_some() {
+                    continue;
+                }
+                let sign = if p < c { 1.0 } else { -1.0 };
+                let line = lines[&(p.min(c), p.max(c))];
+                clocks[c as usize] = Some(RankClock {
+                    offset: parent.offset + sign * line.offset,
+                    drift: parent.drift + sign * line.drift,
+                });
+                if root != 0 {
+                    unrelated.push(c);
+                }
+                queue.push_back(c);
+            }
+        }
+    }
+    let ranks: Vec<RankClock> = clocks.into_iter().map(Option::unwrap_or_default).collect();
+    // The largest offset over the run (a line's largest is at an end) becomes the shift.
+    let shift = ranks
+        .iter()
+        .flat_map(|c| [c.at(first, first), c.at(last, first)])
+        .fold(0.0f64, f64::max)
+        .ceil() as Time;
+    ClockMap {
+        correction,
+        t0: first,
+        shift,
+        ranks,
+        unrelated,
+        latency: latency.unwrap_or(0.0).max(0.0).round() as Time,
+        ..ClockMap::default()
+    }
+}
+
+/// The key a trace's clock map for `correction` is stored under.
+pub fn map_key(correction: ClockCorrection) -> String {
+    format!("clock/{}", correction.name())
+}
+
+/// The key under which an import stores the map it corrected the trace's times with.
+pub const APPLIED_KEY: &str = "clock/applied";
+
+/// `trace`'s clock map for `correction`, estimated once and stored with it (`refresh`:
+/// estimated again).
+pub fn stored_map(trace: &Trace, correction: ClockCorrection, refresh: bool) -> Result<ClockMap> {
+    if correction == ClockCorrection::None {
+        return Ok(ClockMap::identity());
+    }
+    trace.stored_result(&map_key(correction), refresh, || {
+        ClockMap::estimate(trace, correction)
+    })
+}
+
+/// What `mtfdb clock NAME` prints: the correction the import applied (if any), the pairs
+/// whose messages violate the clock condition in the stored times, the clock map
+/// `correction` estimates from the messages, and the wait states per rank under it.
+pub fn report(trace: &Trace, correction: ClockCorrection) -> Result<String> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let w = &mut out;
+    match trace.result::<ClockMap>(APPLIED_KEY)? {
+        Some(applied) => writeln!(
+            w,
+            "times corrected at import with {} (the map below, as estimated from the \
+             original times, gives each rank's offset and drift)",
+            applied.correction
+        ),
+        None => writeln!(w, "times as recorded (imported without clock correction)"),
+    }
+    .ok();
+    let pairs = check(trace, None)?;
+    let violating: u64 = pairs.iter().map(|p| p.messages).sum();
+    writeln!(
+        w,
+        "messages received before they were sent: {violating} in {} pair(s)",
+        pairs.len()
+    )
+    .ok();
+    if !pairs.is_empty() {
+        writeln!(w, "  sender  receiver  messages  worst_ns  first_send_ns").ok();
+        for p in &pairs {
+            writeln!(
+                w,
+                "  {:>6}  {:>8}  {:>8}  {:>8}  {}",
+                p.sender, p.receiver, p.messages, p.worst, p.time
+            )
+            .ok();
+        }
+    }
+    let map = match (correction, trace.result::<ClockMap>(APPLIED_KEY)?) {
+        (ClockCorrection::None, _) => ClockMap::identity(),
+        _ => ClockMap::estimate(trace, correction)?,
+    };
+    if correction != ClockCorrection::None {
+        writeln!(
+            w,
+            "clock map ({correction}, from the messages; rank 0's clock is the reference, \
+             corrected = local - offset - drift * (t - {}) + {}):",
+            map.t0, map.shift
+        )
+        .ok();
+        writeln!(w, "  rank  offset_ns  drift_ppm").ok();
+        for (rank, c) in map.ranks.iter().enumerate() {
+            writeln!(w, "  {rank:>4}  {:>9.0}  {:>9.3}", c.offset, c.drift * 1e6).ok();
+        }
+        writeln!(w, "  minimal one-way latency: {} ns", map.latency).ok();
+        if !map.unrelated.is_empty() {
+            writeln!(
+                w,
+                "  ranks with no messages both ways to rank 0's group, clocks kept: {:?}",
+                map.unrelated
+            )
+            .ok();
+        }
+        if correction == ClockCorrection::Clc {
+            writeln!(
+                w,
+                "  controlled logical clock: {} receive(s) moved in {} pass(es)",
+                map.moved, map.passes
+            )
+            .ok();
+        }
+        writeln!(
+            w,
+            "  messages still received before they were sent: {}",
+            map.unresolved
+        )
+        .ok();
+    }
+    let waits = crate::analysis::waits::wait_states_with(trace, &map)?;
+    let ranks = map.ranks.len().max(
+        trace
+            .header()
+            .processes
+            .iter()
+            .map(|p| p.rank as usize + 1)
+            .max()
+            .unwrap_or(0),
+    );
+    writeln!(w, "wait states per rank (ns), clock {correction}:").ok();
+    let kinds = crate::analysis::waits::WaitKind::ALL;
+    let header: Vec<String> = kinds.iter().map(|k| k.name().replace(' ', "_")).collect();
+    writeln!(w, "  rank  {}", header.join("  ")).ok();
+    for (rank, row) in waits.per_rank(ranks as u32).iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&header)
+            .map(|(v, h)| format!("{v:>width$}", width = h.len()))
+            .collect();
+        writeln!(w, "  {rank:>4}  {}", cells.join("  ")).ok();
+    }
+    writeln!(
+        w,
+        "  receives that ended before their send began (no wait counted): {}",
+        waits.inconsistent
+    )
+    .ok();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jump_decays_and_later_jumps_overtake_it() {
+        let mut m = ClockMap {
+            correction: ClockCorrection::Clc,
+            ranks: vec![RankClock::default(); 2],
+            jumps: vec![Vec::new(); 2],
+            ..ClockMap::default()
+        };
+        assert!(m.raise(1, 1_000, 1_500));
+        assert_eq!(m.time(1, 999), 999);
+        assert_eq!(m.time(1, 1_000), 1_500);
+        // 1000 ns later, 1% of it (10 ns) is gone.
+        assert_eq!(m.time(1, 2_000), 2_490);
+        // Fully decayed after 50 us.
+        assert_eq!(m.time(1, 60_000), 60_000);
+        // Already late enough: nothing moves.
+        assert!(!m.raise(1, 2_000, 2_400));
+        // A larger jump later overtakes nothing before it, and drops what it overtakes after.
+        assert!(m.raise(1, 500, 3_000));
+        assert_eq!(m.jumps[1].len(), 1);
+        assert_eq!(m.time(1, 500), 3_000);
+        assert!(m.time(1, 1_000) >= 1_500);
+    }
+
+    #[test]
+    fn offsets_of_a_pair_are_exact_at_the_minimal_latency() {
+        // Rank 1's clock is 700 ns ahead; 50 ns latency both ways.
+        let mut tight: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+        let t = |delta, at| Some(Tight { delta, at });
+        tight.insert((0, 1), [t(750, 100), None, None]);
+        tight.insert((1, 0), [t(-650, 900), None, None]);
+        let m = fit(&tight, 2, ClockCorrection::Offsets, 0, 1_000);
+        assert_eq!(m.ranks[1].offset, 700.0);
+        assert_eq!(m.latency, 50);
+        assert_eq!(m.shift, 700);
+        // Rank 1 reads 1700 when rank 0 reads 1000: both are 1000 + shift.
+        assert_eq!(m.time(1, 1_700), m.time(0, 1_000));
+    }
+}
