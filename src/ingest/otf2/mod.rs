@@ -22,6 +22,7 @@ pub(crate) mod convert;
 mod defs;
 pub(crate) mod events;
 mod layout;
+mod metrics;
 mod reader;
 
 pub use anchor::looks_like_anchor;
@@ -156,6 +157,8 @@ struct Archive {
     unplaced: Vec<(u64, PathBuf, defs::LocalDefinitions)>,
     chunk_size: u64,
     clock: defs::ClockProperties,
+    /// The trace's counters (none when it recorded none).
+    metrics: Vec<crate::model::Metric>,
 }
 
 /// The event file of location `l`, or `None` when it has none and announces no events.
@@ -190,6 +193,7 @@ impl Archive {
         let mut locations = Vec::with_capacity(layout.threads.len());
         let mut events_expected = 0u64;
         let plan = read_plan(layout.threads.len());
+        let metrics = metrics::MetricTable::new(&defs);
         for l in &defs.locations {
             let Some(&(rank, thread)) = layout.threads.get(&l.id) else {
                 continue;
@@ -203,7 +207,8 @@ impl Archive {
             locations.push(Location {
                 id: l.id,
                 stream,
-                convert: LocationConverter::new(rank, thread),
+                convert: LocationConverter::new(rank, thread)
+                    .with_metrics(metrics.clone().map(metrics::LocationMetrics::new)),
                 events: 0,
                 done: false,
             });
@@ -216,6 +221,7 @@ impl Archive {
                 ..Progress::default()
             },
             locations,
+            metrics: metrics.map_or_else(Vec::new, |m| m.metrics.clone()),
             program_names: defs.strings,
             unplaced: Vec::new(),
             chunk_size: anchor.event_chunk_size,
@@ -289,6 +295,9 @@ impl Archive {
                     read += 1;
                     loc.events += 1;
                     let (time, offset) = (loc.stream.time, loc.stream.offset);
+                    if let events::Event::Metric(metric) = event {
+                        loc.convert.sample(metric, &loc.stream.metric_values, time);
+                    }
                     loc.convert
                         .event(ctx, event, time, offset)
                         .map_err(|e| loc.stream.reader().error(offset, e.rule, e.message))?;
@@ -331,6 +340,9 @@ impl Archive {
         }
         for a in &self.layout.anomalies {
             sink.anomaly(a)?;
+        }
+        if !self.metrics.is_empty() {
+            sink.metrics(&self.metrics)?;
         }
 
         merge.run(self, sink, progress)?;
