@@ -466,3 +466,86 @@ fn papi_counters_per_call_equal_otf2_print() {
         got.into_iter().map(|(r, _, n, d)| (r, n, d)).collect();
     assert_eq!(got, expected);
 }
+
+/// `SELECT METRICS` lists the counters as `otf2-print -G`'s METRIC_MEMBER records define
+/// them; a trace without counters (the same program traced without PAPI) lists none and
+/// stores no counter value at all (so its store holds no byte more).
+#[test]
+fn the_metrics_target_lists_otf2_print_s_metric_members_and_a_trace_without_has_none() {
+    let Some(dir) = traces_dir() else { return };
+    if !otf2_print_available() {
+        return;
+    }
+    let anchor = dir.join("ping-pong-papi/traces.otf2");
+    // (name, description, unit, source, mode, value type) of each METRIC_MEMBER, by id.
+    let mut expected = Vec::new();
+    for line in otf2_print(&["-G"], &anchor).lines() {
+        if !line.starts_with("METRIC_MEMBER") {
+            continue;
+        }
+        let field = |key: &str| {
+            let rest = line.split(&format!("{key}: ")).nth(1).unwrap();
+            match rest.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap().to_string(),
+                None => rest.split(',').next().unwrap().to_string(),
+            }
+        };
+        let row: Vec<String> = ["Name", "Descr.", "Unit", "Type", "Mode", "Value Type"]
+            .iter()
+            .map(|k| field(k))
+            .collect();
+        expected.push(row);
+    }
+    assert_eq!(expected.len(), 3);
+    let (_tmp, db) = temp_db();
+    db.import(&anchor, Some("papi")).unwrap();
+    db.import(dir.join("ping-pong/traces.otf2"), Some("plain"))
+        .unwrap();
+    let mut s = mtfdb::query::Session::new(db);
+    s.run("USE TRACE papi").unwrap();
+    let r = s.run("SELECT METRICS").unwrap();
+    let cell = |row: &Vec<mtfdb::results::Value>, name: &str| row[r.column(name).unwrap()].render();
+    let got: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .map(|row| {
+            [
+                "name",
+                "description",
+                "unit",
+                "source",
+                "mode",
+                "value_type",
+            ]
+            .iter()
+            .map(|c| cell(row, c))
+            .collect()
+        })
+        .collect();
+    assert_eq!(got, expected);
+    for row in &r.rows {
+        assert_eq!(
+            (
+                cell(row, "per_call"),
+                cell(row, "base"),
+                cell(row, "exponent")
+            ),
+            ("delta".to_string(), "10".to_string(), "0".to_string())
+        );
+    }
+    let r = s.run("SELECT METRICS ORDER BY name LIMIT 1").unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0][r.column("name").unwrap()].render(), "PAPI_BR_MSP");
+
+    // The trace without counters.
+    s.run("USE TRACE plain").unwrap();
+    assert_eq!(s.run("SELECT METRICS").unwrap().rows.len(), 0);
+    let plain = s.database().trace("plain").unwrap();
+    assert!(plain.metrics().unwrap().is_empty());
+    for info in plain.op_chunks() {
+        assert!(plain.operation_counters(info.chunk, 3).unwrap().is_empty());
+    }
+    for chunk in 0..plain.routine_chunk_count() {
+        assert!(plain.routine_counters(chunk, 3).unwrap().is_empty());
+    }
+}
