@@ -22,6 +22,7 @@
 //! | `o` pack | operation pack: operation chunks (each one location's rows) back to back, placed by [`OpChunkInfo`] |
 //! | `m` chunk, `l` chunk, `c` chunk, `r` chunk | messages, request links, collective instances, routine calls |
 //! | `a` chunk | anomalies |
+//! | `K`, `k` table chunk piece | counter definitions and values of calls, only in traces with hardware counters ([`counters`]) |
 //! | `i` dim chunk | posting lists of one dimension in one operation pack or message chunk: per value, the roaring bitmap of the ids with it |
 //!
 //! Chunk numbers and values are big-endian so that keys sort numerically. Every file is
