@@ -316,6 +316,9 @@ struct OracleCall {
     deltas: BTreeMap<String, i64>,
 }
 
+/// Counter name -> value (or delta).
+type Counters = BTreeMap<String, i64>;
+
 /// The values of a METRIC line: `("PAPI_TOT_CYC" <0>; UINT64; 98850), …`.
 fn metric_values(line: &str) -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
@@ -347,7 +350,7 @@ fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
     }
     let events = otf2_print(&[], anchor);
     let mut last: BTreeMap<u64, (u64, BTreeMap<String, i64>)> = BTreeMap::new();
-    let mut open: BTreeMap<u64, Vec<(u64, String, BTreeMap<String, i64>)>> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Vec<(u64, String, Counters)>> = BTreeMap::new();
     let mut calls = Vec::new();
     for line in events.lines() {
         let mut f = line.split_whitespace();
@@ -457,7 +460,7 @@ fn papi_counters_per_call_equal_otf2_print() {
         let name = trace.string(call.routine).unwrap().to_string();
         got.push((call.rank.into(), call.start, name, values(&counters, id)));
     }
-    got.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    got.sort_by_key(|a| (a.0, a.1));
     let expected: Vec<(u64, String, BTreeMap<String, i64>)> = expected
         .into_iter()
         .map(|c| (c.location, c.region, c.deltas))
