@@ -977,6 +977,34 @@ impl Trace {
         self.reader.collective_instances(chunk)
     }
 
+    /// The counters the trace recorded (hardware counters such as PAPI's), in the order of
+    /// their values; empty for a trace that recorded none.
+    pub fn metrics(&self) -> Result<Vec<crate::model::Metric>> {
+        self.reader.metrics()
+    }
+
+    /// The counter values of the operations of operation chunk `chunk`, by operation id, in
+    /// a trace with `metrics` counters (see [`crate::model::MetricValues`]).
+    pub fn operation_counters(
+        &self,
+        chunk: u32,
+        metrics: usize,
+    ) -> Result<crate::store::counters::ChunkCounters> {
+        self.reader
+            .counters(crate::store::Table::Operations, chunk, metrics)
+    }
+
+    /// The counter values of the routine calls of routine-call chunk `chunk`, by position
+    /// (the `id` of `ROUTINE CALLS`: chunk * 65,536 + row), in a trace with `metrics` counters.
+    pub fn routine_counters(
+        &self,
+        chunk: u32,
+        metrics: usize,
+    ) -> Result<crate::store::counters::ChunkCounters> {
+        self.reader
+            .counters(crate::store::Table::Routines, chunk, metrics)
+    }
+
     /// The number of routine-call chunks.
     pub fn routine_chunk_count(&self) -> u32 {
         self.meta().routine_chunks

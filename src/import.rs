@@ -12,6 +12,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use roaring::RoaringTreemap;
 
 pub(crate) mod clock;
+mod counters;
 mod pack;
 mod tally;
 
@@ -74,6 +75,15 @@ enum Job {
     /// Operation jobs of many locations at once, in order: one hand-over instead of one per
     /// location (thousands of locations made the two threads take turns per job).
     Batch(Vec<Job>),
+    /// A piece of the counter values of a chunk of operations or routine calls.
+    Counters {
+        table: Table,
+        chunk: u32,
+        piece: u32,
+        rows: crate::store::counters::CounterRows,
+    },
+    /// The trace's counter definitions.
+    Metrics(Vec<crate::model::Metric>),
 }
 
 /// Encodes chunks and their index postings and writes them; runs on its own thread. Returns
@@ -181,6 +191,13 @@ fn store_encoded(
             Encoded::Plain(Job::Anomalies { chunk, anomalies }) => {
                 writer.put_anomalies(chunk, &anomalies)?
             }
+            Encoded::Plain(Job::Counters {
+                table,
+                chunk,
+                piece,
+                rows,
+            }) => writer.put_counters(table, chunk, piece, &rows)?,
+            Encoded::Plain(Job::Metrics(metrics)) => writer.put_metrics(&metrics)?,
             Encoded::Plain(_) => {}
         }
     }
@@ -558,6 +575,10 @@ struct Importer {
     operations: u64,
     first_time: Option<Time>,
     last_time: Option<Time>,
+    /// The counters of a trace that recorded some.
+    counters: Option<counters::CounterBuffer>,
+    /// The row the next counter values belong to: the last operation or routine call stored.
+    last_row: Option<(Table, u64)>,
 }
 
 impl Importer {
@@ -599,6 +620,8 @@ impl Importer {
             operations: 0,
             first_time: None,
             last_time: None,
+            counters: None,
+            last_row: None,
         }
     }
 
@@ -737,6 +760,13 @@ impl Importer {
         ] {
             table.flush_if(true, &d.jobs)?;
         }
+        if let Some(mut counters) = self.counters.take() {
+            counters.flush(&d.jobs)?;
+            let metrics = std::mem::take(&mut counters.metrics);
+            d.jobs
+                .send(Job::Metrics(metrics))
+                .map_err(|_| writer_gone())?;
+        }
         let (pairs, message_bytes) = d.tally.finish(&mut d.found);
         d.found
             .extend(d.clock.violations().iter().map(PairViolation::anomaly));
@@ -783,6 +813,7 @@ impl Importer {
     }
 
     fn push_routine(&mut self, call: &RoutineCall) -> Result<()> {
+        self.last_row = Some((Table::Routines, self.routine_count));
         self.routine_count += 1;
         tables::push_routine(&mut self.routines.cols, call);
         self.routines.flush_if(false, &self.derived.jobs)
@@ -842,6 +873,7 @@ impl EventSink for Importer {
         }
         let open = loc.open.as_mut().expect("just opened");
         let id = row_id(open.chunk, open.rows);
+        self.last_row = Some((Table::Operations, id));
         open.cols.push(op, depth);
         open.rows += 1;
         open.last_start = op.start;
@@ -871,6 +903,7 @@ impl EventSink for Importer {
         loc.last_time = loc.last_time.max(event.time);
         if event.enter {
             loc.stack.push((event.routine, event.time));
+            self.last_row = None;
             return Ok(());
         }
         let (rank, thread) = (loc.rank, loc.thread);
@@ -896,6 +929,20 @@ impl EventSink for Importer {
             m.rank_missing(*rank);
         }
         self.derived.record_anomaly(anomaly.clone())
+    }
+
+    fn metrics(&mut self, metrics: &[crate::model::Metric]) -> Result<()> {
+        if !metrics.is_empty() {
+            self.counters = Some(counters::CounterBuffer::new(metrics));
+        }
+        Ok(())
+    }
+
+    fn counters(&mut self, values: &[Option<i64>]) -> Result<()> {
+        match (self.counters.as_mut(), self.last_row.take()) {
+            (Some(buffer), Some((table, id))) => buffer.push(table, id, values, &self.derived.jobs),
+            _ => Ok(()),
+        }
     }
 
     fn anomaly_at(&mut self, anomaly: &Anomaly, at: &[OpPosition]) -> Result<()> {
@@ -954,6 +1001,8 @@ enum Entry {
     Operation(usize),
     Routine(RoutineEvent),
     Rare(usize),
+    /// Counter values of the item before: `counters[start..start + len]` of the batch.
+    Counters(usize, usize),
 }
 
 /// An item that comes a few times per trace, not once per event.
@@ -963,6 +1012,7 @@ enum Rare {
     Anomaly(Anomaly),
     AnomalyAt(Anomaly, Vec<OpPosition>),
     Locations(Vec<crate::model::Location>),
+    Metrics(Vec<crate::model::Metric>),
 }
 
 /// A run of items from the source. Operation slots are reused from batch to batch, so that
@@ -973,6 +1023,7 @@ struct Batch {
     ops: Vec<Operation>,
     used_ops: usize,
     rare: Vec<Rare>,
+    counters: Vec<Option<i64>>,
 }
 
 impl Batch {
@@ -980,6 +1031,7 @@ impl Batch {
         self.entries.clear();
         self.used_ops = 0;
         self.rare.clear();
+        self.counters.clear();
     }
 }
 
@@ -1074,6 +1126,16 @@ impl EventSink for ImportSink {
         self.push_rare(Rare::Locations(locations.to_vec()))
     }
 
+    fn metrics(&mut self, metrics: &[crate::model::Metric]) -> Result<()> {
+        self.push_rare(Rare::Metrics(metrics.to_vec()))
+    }
+
+    fn counters(&mut self, values: &[Option<i64>]) -> Result<()> {
+        let start = self.batch.counters.len();
+        self.batch.counters.extend_from_slice(values);
+        self.push(Entry::Counters(start, values.len()))
+    }
+
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
@@ -1096,7 +1158,11 @@ fn import_batches(
                     Rare::Anomaly(a) => importer.anomaly(a)?,
                     Rare::AnomalyAt(a, at) => importer.anomaly_at(a, at)?,
                     Rare::Locations(l) => importer.locations(l)?,
+                    Rare::Metrics(m) => importer.metrics(m)?,
                 },
+                Entry::Counters(start, len) => {
+                    importer.counters(&batch.counters[start..start + len])?
+                }
             }
         }
         // The parser may have gone already; then the batch is simply dropped.

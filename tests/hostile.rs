@@ -324,7 +324,7 @@ fn a_piped_script_numbers_its_errors_by_the_lines_of_the_script() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "error: at line 6, column 8: expected what to select after FROM (MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them), found \"MESAGES\"\n    FROM MESAGES\n         ^\n\
+        "error: at line 6, column 8: expected what to select after FROM (MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, METRICS, a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them), found \"MESAGES\"\n    FROM MESAGES\n         ^\n\
          error: line 8: no view named \"nope\" in trace \"w\" (it has none)\n  in: SELECT ALL MESSAGES IN VIEW nope\n\
          error: line 9: unknown mode \"tabel\"; use table, csv, json or svg\n\
          error: 3 statements failed (reported above)\n"

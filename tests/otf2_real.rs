@@ -130,3 +130,250 @@ fn the_real_archives_numbers_match_their_readme() {
         ]
     );
 }
+
+/// One call as `otf2-print` shows it: its location, region, Enter timestamp (ticks), and per
+/// counter the value of the METRIC record at its Leave minus the one at its Enter.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct OracleCall {
+    location: u64,
+    enter: u64,
+    region: String,
+    deltas: BTreeMap<String, i64>,
+}
+
+/// Counter name -> value (or delta).
+type Counters = BTreeMap<String, i64>;
+
+/// The values of a METRIC line: `("PAPI_TOT_CYC" <0>; UINT64; 98850), …`.
+fn metric_values(line: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for part in line.split('(').skip(1) {
+        let name = part.split('"').nth(1).unwrap().to_string();
+        let value = part
+            .split(';')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .trim_end_matches([')', ',']);
+        out.insert(name, value.trim_end_matches(')').parse().unwrap());
+    }
+    out
+}
+
+/// Every call of the archive with its counter deltas, from `otf2-print`'s ENTER, LEAVE and
+/// METRIC records (a METRIC record belongs to the Enter or Leave at its timestamp). A region
+/// is named by its canonical name (`Aka.`), as mtfdb names routines.
+fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
+    let mut canonical: BTreeMap<u64, String> = BTreeMap::new();
+    for line in otf2_print(&["-G"], anchor).lines() {
+        let mut f = line.split_whitespace();
+        if f.next() == Some("REGION") {
+            let id = f.next().unwrap().parse().unwrap();
+            let aka = line.split("(Aka. \"").nth(1).unwrap();
+            canonical.insert(id, aka.split('"').next().unwrap().to_string());
+        }
+    }
+    let events = otf2_print(&[], anchor);
+    let mut last: BTreeMap<u64, (u64, BTreeMap<String, i64>)> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Vec<(u64, String, Counters)>> = BTreeMap::new();
+    let mut calls = Vec::new();
+    for line in events.lines() {
+        let mut f = line.split_whitespace();
+        let Some(kind @ ("METRIC" | "ENTER" | "LEAVE")) = f.next() else {
+            continue;
+        };
+        let location: u64 = f.next().unwrap().parse().unwrap();
+        let time: u64 = f.next().unwrap().parse().unwrap();
+        let sampled = || match last.get(&location) {
+            Some((t, values)) if *t == time => values.clone(),
+            _ => panic!("no METRIC record at {line}"),
+        };
+        match kind {
+            "METRIC" => {
+                last.insert(location, (time, metric_values(line)));
+            }
+            "ENTER" => {
+                let id = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+                let region = canonical[&id].clone();
+                let values = sampled();
+                open.entry(location)
+                    .or_default()
+                    .push((time, region, values));
+            }
+            _ => {
+                let (enter, region, at_enter) = open.get_mut(&location).unwrap().pop().unwrap();
+                let deltas = sampled()
+                    .into_iter()
+                    .map(|(name, v)| {
+                        let d = v - at_enter[&name];
+                        (name, d)
+                    })
+                    .collect();
+                calls.push(OracleCall {
+                    location,
+                    enter,
+                    region,
+                    deltas,
+                });
+            }
+        }
+    }
+    calls.sort();
+    calls
+}
+
+/// The PAPI counters of `ping-pong-papi`, per MPI call and per routine call, equal the
+/// differences of `otf2-print`'s METRIC records at the call's Enter and Leave.
+#[test]
+fn papi_counters_per_call_equal_otf2_print() {
+    let Some(dir) = traces_dir() else { return };
+    if !otf2_print_available() {
+        return;
+    }
+    let anchor = dir.join("ping-pong-papi/traces.otf2");
+    let expected = counter_oracle(&anchor);
+    // 40 MPI calls and `main`, on each of the two ranks.
+    assert_eq!(expected.len(), 42, "{expected:?}");
+    let (_tmp, db) = temp_db();
+    db.import(&anchor, Some("papi")).unwrap();
+    let trace = db.trace("papi").unwrap();
+    let metrics = trace.metrics().unwrap();
+    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["PAPI_TOT_CYC", "PAPI_L2_TCM", "PAPI_BR_MSP"]);
+    for m in &metrics {
+        assert_eq!(
+            (
+                m.source.as_str(),
+                m.mode.as_str(),
+                m.value_type.as_str(),
+                m.unit.as_str()
+            ),
+            ("PAPI", "ACCUMULATED_START", "UINT64", "#"),
+            "{m:?}"
+        );
+        assert_eq!(m.values, mtfdb::model::MetricValues::Accumulated);
+    }
+    assert_eq!(
+        metrics[0].description,
+        "Total cycles. [ CPU_CLK_THREAD_UNHALTED:THREAD_P ]"
+    );
+    // Location i is world rank i (the MPI locations group lists <0>, <1>).
+    assert_eq!(trace.header().processes.len(), 2);
+
+    // mtfdb's calls: (rank, start, name, counters), start order per rank.
+    let mut got: Vec<(u64, u64, String, BTreeMap<String, i64>)> = Vec::new();
+    let values = |c: &mtfdb::store::counters::ChunkCounters, id: u64| -> BTreeMap<String, i64> {
+        metrics
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| Some((m.name.clone(), c.get(id, i)?)))
+            .collect()
+    };
+    for info in trace.op_chunks() {
+        let counters = trace.operation_counters(info.chunk, metrics.len()).unwrap();
+        let ids: roaring::RoaringTreemap = info.ids().collect();
+        for (id, op) in trace.operations(&ids).unwrap() {
+            let name = trace.kind_name(op.kind);
+            got.push((op.rank.into(), op.start, name, values(&counters, id)));
+        }
+    }
+    for (id, call) in trace.routine_calls().unwrap().into_iter().enumerate() {
+        let id = id as u64;
+        let counters = trace
+            .routine_counters((id >> 16) as u32, metrics.len())
+            .unwrap();
+        let name = trace.string(call.routine).unwrap().to_string();
+        got.push((call.rank.into(), call.start, name, values(&counters, id)));
+    }
+    got.sort_by_key(|a| (a.0, a.1));
+    let expected: Vec<(u64, String, BTreeMap<String, i64>)> = expected
+        .into_iter()
+        .map(|c| (c.location, c.region, c.deltas))
+        .collect();
+    let got: Vec<(u64, String, BTreeMap<String, i64>)> =
+        got.into_iter().map(|(r, _, n, d)| (r, n, d)).collect();
+    assert_eq!(got, expected);
+}
+
+/// `SELECT METRICS` lists the counters as `otf2-print -G`'s METRIC_MEMBER records define
+/// them; a trace without counters (the same program traced without PAPI) lists none and
+/// stores no counter value at all (so its store holds no byte more).
+#[test]
+fn the_metrics_target_lists_otf2_print_s_metric_members_and_a_trace_without_has_none() {
+    let Some(dir) = traces_dir() else { return };
+    if !otf2_print_available() {
+        return;
+    }
+    let anchor = dir.join("ping-pong-papi/traces.otf2");
+    // (name, description, unit, source, mode, value type) of each METRIC_MEMBER, by id.
+    let mut expected = Vec::new();
+    for line in otf2_print(&["-G"], &anchor).lines() {
+        if !line.starts_with("METRIC_MEMBER") {
+            continue;
+        }
+        let field = |key: &str| {
+            let rest = line.split(&format!("{key}: ")).nth(1).unwrap();
+            match rest.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap().to_string(),
+                None => rest.split(',').next().unwrap().to_string(),
+            }
+        };
+        let row: Vec<String> = ["Name", "Descr.", "Unit", "Type", "Mode", "Value Type"]
+            .iter()
+            .map(|k| field(k))
+            .collect();
+        expected.push(row);
+    }
+    assert_eq!(expected.len(), 3);
+    let (_tmp, db) = temp_db();
+    db.import(&anchor, Some("papi")).unwrap();
+    db.import(dir.join("ping-pong/traces.otf2"), Some("plain"))
+        .unwrap();
+    let mut s = mtfdb::query::Session::new(db);
+    s.run("USE TRACE papi").unwrap();
+    let r = s.run("SELECT METRICS").unwrap();
+    let cell = |row: &Vec<mtfdb::results::Value>, name: &str| row[r.column(name).unwrap()].render();
+    let got: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .map(|row| {
+            [
+                "name",
+                "description",
+                "unit",
+                "source",
+                "mode",
+                "value_type",
+            ]
+            .iter()
+            .map(|c| cell(row, c))
+            .collect()
+        })
+        .collect();
+    assert_eq!(got, expected);
+    for row in &r.rows {
+        assert_eq!(
+            (
+                cell(row, "per_call"),
+                cell(row, "base"),
+                cell(row, "exponent")
+            ),
+            ("delta".to_string(), "10".to_string(), "0".to_string())
+        );
+    }
+    let r = s.run("SELECT METRICS ORDER BY name LIMIT 1").unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0][r.column("name").unwrap()].render(), "PAPI_BR_MSP");
+
+    // The trace without counters.
+    s.run("USE TRACE plain").unwrap();
+    assert_eq!(s.run("SELECT METRICS").unwrap().rows.len(), 0);
+    let plain = s.database().trace("plain").unwrap();
+    assert!(plain.metrics().unwrap().is_empty());
+    for info in plain.op_chunks() {
+        assert!(plain.operation_counters(info.chunk, 3).unwrap().is_empty());
+    }
+    for chunk in 0..plain.routine_chunk_count() {
+        assert!(plain.routine_counters(chunk, 3).unwrap().is_empty());
+    }
+}

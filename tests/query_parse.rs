@@ -341,7 +341,7 @@ fn the_record_targets_take_every_clause_and_their_fields() {
         err("SELECT ROUTINE").message,
         "expected what to select after SELECT (MESSAGES, OPERATIONS, SENDS, RECEIVES, \
          POINT_TO_POINT_OPERATIONS, COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, \
-         COLLECTIVE INSTANCES, ANOMALIES, a collective such as BROADCAST, or an MPI name such as \
+         COLLECTIVE INSTANCES, ANOMALIES, METRICS, a collective such as BROADCAST, or an MPI name such as \
          MPI_Isend; SHOW TABLES lists them), found \"ROUTINE\""
     );
 }
@@ -895,7 +895,7 @@ fn scripts_split_on_semicolons_outside_quotes_and_comments() {
 // ---- errors -------------------------------------------------------------------------------------------
 
 const TARGET_HELP: &str = "MESSAGES, OPERATIONS, SENDS, RECEIVES, POINT_TO_POINT_OPERATIONS, \
-     COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, \
+     COLLECTIVE_OPERATIONS, CPU BURSTS, ROUTINE CALLS, REQUESTS, COLLECTIVE INSTANCES, ANOMALIES, METRICS, \
      a collective such as BROADCAST, or an MPI name such as MPI_Isend; SHOW TABLES lists them";
 
 #[test]

@@ -52,7 +52,9 @@ pub struct Progress {
 }
 
 use crate::error::Result;
-use crate::model::{Anomaly, Location, OpPosition, Operation, RoutineEvent, StrId, TraceHeader};
+use crate::model::{
+    Anomaly, Location, Metric, OpPosition, Operation, RoutineEvent, StrId, TraceHeader,
+};
 
 /// The receiver of a parsed trace. A source calls, in this order: [`EventSink::header`] once,
 /// then [`EventSink::string`], [`EventSink::operation`] and [`EventSink::routine`] in any
@@ -86,6 +88,19 @@ pub trait EventSink {
     /// [`EventSink::finish`], by sources that have such locations. They replace the header's.
     fn locations(&mut self, locations: &[Location]) -> Result<()> {
         let _ = locations;
+        Ok(())
+    }
+    /// The counters the trace recorded (hardware counters), once, after the header and before
+    /// the first [`EventSink::counters`]. Sources without counters never call it.
+    fn metrics(&mut self, metrics: &[Metric]) -> Result<()> {
+        let _ = metrics;
+        Ok(())
+    }
+    /// The counter values of the item just given (an operation, or the leave of a routine
+    /// call): one per metric of [`EventSink::metrics`], in that order, `None` where the call
+    /// has no value of it (see [`crate::model::MetricValues`] for what a value is).
+    fn counters(&mut self, values: &[Option<i64>]) -> Result<()> {
+        let _ = values;
         Ok(())
     }
     /// The end of the trace.

@@ -405,6 +405,14 @@ impl EventSink for ValidatingSink<'_> {
         self.inner.locations(locations)
     }
 
+    fn metrics(&mut self, metrics: &[crate::model::Metric]) -> Result<()> {
+        self.inner.metrics(metrics)
+    }
+
+    fn counters(&mut self, values: &[Option<i64>]) -> Result<()> {
+        self.inner.counters(values)
+    }
+
     fn finish(&mut self) -> Result<()> {
         if self.validator.is_none() {
             return Err(Error::Usage(

@@ -20,8 +20,10 @@
 //! nanoseconds; sizes are bytes.
 
 mod kind;
+mod metric;
 
 pub use kind::{OpClass, OpKind, OTHER_CODE_BASE};
+pub use metric::{Metric, MetricValues};
 
 use serde::{Deserialize, Serialize};
 

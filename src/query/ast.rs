@@ -255,6 +255,9 @@ pub enum Target {
     CollectiveInstances,
     /// `ANOMALIES`: what the import found wrong or missing in the trace.
     Anomalies,
+    /// `METRICS`: the counters the trace recorded (hardware counters such as PAPI's), one row
+    /// per counter.
+    Metrics,
 }
 
 impl Target {
@@ -268,6 +271,7 @@ impl Target {
                 | Target::Requests
                 | Target::CollectiveInstances
                 | Target::Anomalies
+                | Target::Metrics
         )
     }
 }
@@ -904,6 +908,7 @@ impl fmt::Display for Target {
             Target::Requests => f.write_str("REQUESTS"),
             Target::CollectiveInstances => f.write_str("COLLECTIVE INSTANCES"),
             Target::Anomalies => f.write_str("ANOMALIES"),
+            Target::Metrics => f.write_str("METRICS"),
             Target::Operation(k) => match k.mpi_name() {
                 Some(name) => f.write_str(name),
                 None => write!(f, "{k:?}"),

@@ -203,6 +203,26 @@ pub const ANOMALY_COLUMNS: &[Column] = &[
     text("message", "what is wrong, with the anomaly's fields"),
 ];
 
+/// The columns of a counter (a hardware counter such as PAPI's).
+pub const METRIC_COLUMNS: &[Column] = &[
+    int("id", "id", "the counter's position among the trace's counters"),
+    text("name", "its name (PAPI_TOT_CYC, …)"),
+    text("description", "what it counts, as the tracer describes it"),
+    text("unit", "the unit of its values (# for a plain count)"),
+    text("source", "where it comes from: PAPI, rusage, user or other"),
+    text(
+        "mode",
+        "its OTF2 metric mode (ACCUMULATED_START, ABSOLUTE_POINT, …)",
+    ),
+    text(
+        "per_call",
+        "what a call keeps of it: the delta over the call (accumulated counters) or the value at its end (absolute, relative)",
+    ),
+    text("value_type", "the type of its samples (UINT64, INT64, DOUBLE)"),
+    int("base", "", "values are multiples of base^exponent units (2 or 10)"),
+    int("exponent", "", "see base"),
+];
+
 /// A target as `SHOW TABLES` lists it.
 #[derive(Debug, Clone, Copy)]
 pub struct TableEntry {
@@ -276,6 +296,11 @@ pub const TABLES: &[TableEntry] = &[
         rows: "something the import found wrong or missing",
         target: Some(Target::Anomalies),
     },
+    TableEntry {
+        name: "METRICS",
+        rows: "a counter the trace recorded (a hardware counter such as PAPI's)",
+        target: Some(Target::Metrics),
+    },
 ];
 
 /// The record targets as a statement writes them, word by word (the parser reads them here).
@@ -284,6 +309,7 @@ pub(crate) const RECORD_TARGETS: &[(&[&str], Target)] = &[
     (&["REQUESTS"], Target::Requests),
     (&["COLLECTIVE", "INSTANCES"], Target::CollectiveInstances),
     (&["ANOMALIES"], Target::Anomalies),
+    (&["METRICS"], Target::Metrics),
 ];
 
 /// The columns of `target`'s rows (an operation row gains [`WAIT_COLUMN`] when its statement
@@ -296,6 +322,7 @@ pub fn columns(target: Target) -> &'static [Column] {
         Target::Requests => REQUEST_COLUMNS,
         Target::CollectiveInstances => INSTANCE_COLUMNS,
         Target::Anomalies => ANOMALY_COLUMNS,
+        Target::Metrics => METRIC_COLUMNS,
         Target::Operations
         | Target::PointToPoint
         | Target::Sends

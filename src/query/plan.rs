@@ -171,7 +171,8 @@ impl<'a> Engine<'a> {
                 Target::RoutineCalls
                 | Target::Requests
                 | Target::CollectiveInstances
-                | Target::Anomalies => false,
+                | Target::Anomalies
+                | Target::Metrics => false,
                 Target::PointToPoint => k.is_send() || k.is_receive(),
                 Target::Sends => k.is_send(),
                 Target::Receives => k.is_receive(),

@@ -182,7 +182,8 @@ fn from_where(engine: &Engine, selection: &Selection, trace: &str) -> Result<Str
         Target::RoutineCalls
         | Target::Requests
         | Target::CollectiveInstances
-        | Target::Anomalies => {
+        | Target::Anomalies
+        | Target::Metrics => {
             return Err(unsupported(&format!(
                 "{} is translated as a selection or an aggregate, not under a statistic",
                 selection.target

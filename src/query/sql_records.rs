@@ -94,6 +94,11 @@ fn exported_table(target: Target) -> &'static str {
 /// The derived table `r`, the communicators' names, and every clause.
 fn from_where(engine: &Engine, selection: &Selection, trace: &str) -> Result<String> {
     let target = selection.target;
+    if target == Target::Metrics {
+        return Err(unsupported(
+            "the trace's counters are not in the Parquet export: list them with SELECT METRICS",
+        ));
+    }
     if target == Target::Anomalies {
         return Err(unsupported(
             "an anomaly's rank, operation and time are not columns of the exported table \

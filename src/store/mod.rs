@@ -22,6 +22,7 @@
 //! | `o` pack | operation pack: operation chunks (each one location's rows) back to back, placed by [`OpChunkInfo`] |
 //! | `m` chunk, `l` chunk, `c` chunk, `r` chunk | messages, request links, collective instances, routine calls |
 //! | `a` chunk | anomalies |
+//! | `K`, `k` table chunk piece | counter definitions and values of calls, only in traces with hardware counters ([`counters`]) |
 //! | `i` dim chunk | posting lists of one dimension in one operation pack or message chunk: per value, the roaring bitmap of the ids with it |
 //!
 //! Chunk numbers and values are big-endian so that keys sort numerically. Every file is
@@ -47,6 +48,7 @@ pub mod catalog;
 pub mod check;
 mod codec;
 pub mod columns;
+pub mod counters;
 pub mod ids;
 mod legacy;
 pub mod lock;
@@ -91,7 +93,7 @@ pub(crate) const SEGMENTS_DIR: &str = "segments";
 const RESULT_WAIT: Duration = Duration::from_millis(200);
 
 /// Which table a chunk belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Table {
     /// Operations.
     Operations,
@@ -927,6 +929,40 @@ impl TraceWriter<'_> {
         self.put_encoded_chunk(table, chunk, columns.encode())
     }
 
+    /// Stores a piece of the counter values of chunk `chunk` of `table` (operations or
+    /// routine calls); `piece` orders a chunk's pieces (see [`counters`]).
+    pub fn put_counters(
+        &mut self,
+        table: Table,
+        chunk: u32,
+        piece: u32,
+        rows: &counters::CounterRows,
+    ) -> Result<()> {
+        let mut k = [
+            counters::KEY_COUNTERS,
+            table.prefix(),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        k[2..6].copy_from_slice(&chunk.to_be_bytes());
+        k[6..].copy_from_slice(&piece.to_be_bytes());
+        self.segment.put(k, &rows.encode())
+    }
+
+    /// Stores the trace's counter definitions (only for a trace that recorded counters).
+    pub fn put_metrics(&mut self, metrics: &[crate::model::Metric]) -> Result<()> {
+        self.segment.put(
+            blob_key(&[counters::KEY_METRICS]),
+            &counters::encode_metrics(metrics),
+        )
+    }
+
     /// Stores an already encoded chunk (see [`Columns::encode`]).
     pub fn put_encoded_chunk(&mut self, table: Table, chunk: u32, bytes: Vec<u8>) -> Result<()> {
         self.segment
@@ -1688,6 +1724,41 @@ impl TraceReader {
             .get(&blob_key(&chunk_key(b'a', chunk)))?
             .ok_or_else(|| Error::Corrupt(format!("{what} is missing")))?;
         decode_meta::<Vec<Anomaly>>(&bytes, &what)
+    }
+
+    /// The counters the trace recorded (hardware counters), in the order of their values;
+    /// empty for a trace without counters.
+    pub fn metrics(&self) -> Result<Vec<crate::model::Metric>> {
+        let what = format!("counter definitions of trace {:?}", self.meta.name);
+        match self.segment.get(&blob_key(&[counters::KEY_METRICS]))? {
+            Some(bytes) => counters::decode_metrics(&bytes, &what),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The counter values of the rows of chunk `chunk` of `table` (operations, by operation
+    /// id; routine calls, by position) in a trace with `metrics` counters.
+    pub fn counters(
+        &self,
+        table: Table,
+        chunk: u32,
+        metrics: usize,
+    ) -> Result<counters::ChunkCounters> {
+        self.check_cancel()?;
+        let mut prefix = [counters::KEY_COUNTERS, table.prefix(), 0, 0, 0, 0];
+        prefix[2..].copy_from_slice(&chunk.to_be_bytes());
+        let mut pieces = Vec::new();
+        for piece in self.segment.scan_prefix(&prefix) {
+            let (_, bytes) = piece?;
+            let what = format!(
+                "counters of {} chunk {chunk} of trace {:?}",
+                table.name(),
+                self.meta.name
+            );
+            let body = unseal(&bytes, &what)?.to_vec();
+            pieces.push((body, what));
+        }
+        counters::ChunkCounters::decode(&pieces, metrics)
     }
 
     /// Bytes this trace occupies: its segment file.

@@ -135,7 +135,8 @@ fn kind_matches(t: Target, k: OpKind) -> bool {
         Target::RoutineCalls
         | Target::Requests
         | Target::CollectiveInstances
-        | Target::Anomalies => false,
+        | Target::Anomalies
+        | Target::Metrics => false,
         Target::PointToPoint => k.is_send() || k.is_receive(),
         Target::Sends => k.is_send(),
         Target::Receives => k.is_receive(),

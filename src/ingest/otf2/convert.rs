@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use super::events::Event;
+use super::metrics::{CallValues, LocationMetrics};
 use crate::error::Error;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
@@ -189,12 +190,16 @@ pub(crate) struct Slot {
     /// File offset of the record it started at (for error messages).
     pub offset: u64,
     complete: bool,
+    /// The hardware counters of an operation or of a routine's leave (see `metrics`).
+    counters: Option<CallValues>,
 }
 
 struct Frame {
     region: u32,
     /// For an MPI region: the output place of its operation.
     seq: Option<u64>,
+    /// The counters sampled at its Enter.
+    counters: Option<CallValues>,
 }
 
 /// The conversion state of one location.
@@ -217,6 +222,8 @@ pub(crate) struct LocationConverter {
     max_held: usize,
     /// Emptied lists of completed requests, for the next completion calls.
     spare_lists: Vec<Vec<u64>>,
+    /// The location's counter samples, when the trace has counters.
+    metrics: Option<LocationMetrics>,
 }
 
 /// Emptied request lists a location keeps (a few are in use at once: the calls between a
@@ -241,6 +248,21 @@ impl LocationConverter {
             last_time: 0,
             max_held: MAX_HELD,
             spare_lists: Vec::new(),
+            metrics: None,
+        }
+    }
+
+    /// Keeps the counters of the trace's calls, from the samples given to
+    /// [`LocationConverter::sample`].
+    pub fn with_metrics(mut self, metrics: Option<LocationMetrics>) -> LocationConverter {
+        self.metrics = metrics;
+        self
+    }
+
+    /// A `Metric` record of class or instance `metric` at `time`.
+    pub fn sample(&mut self, metric: u32, values: &[(u8, u64)], time: Time) {
+        if let Some(m) = self.metrics.as_mut() {
+            m.sample(metric, values, time);
         }
     }
 
@@ -282,7 +304,11 @@ impl LocationConverter {
         let Some(slot) = self.ready() else {
             return Ok(());
         };
-        slot.item.send_to(sink).map_err(|e| place(slot.offset, e))?;
+        let sent = slot.item.send_to(sink).and_then(|()| match &slot.counters {
+            Some(values) => sink.counters(values),
+            None => Ok(()),
+        });
+        sent.map_err(|e| place(slot.offset, e))?;
         self.pop();
         Ok(())
     }
@@ -306,6 +332,7 @@ impl LocationConverter {
             item,
             offset,
             complete,
+            counters: None,
         });
         self.out_base + self.out.len() as u64 - 1
     }
@@ -374,16 +401,22 @@ impl LocationConverter {
             Event::Enter(region) => {
                 self.enters += 1;
                 let info = ctx.region(region)?;
+                let counters = self.metrics.as_ref().and_then(|m| m.at(time));
                 match info.mpi {
                     Some(kind) => {
                         let seq = self.new_op(kind, time, offset, false);
                         self.stack.push(Frame {
                             region,
                             seq: Some(seq),
+                            counters,
                         });
                     }
                     None => {
-                        self.stack.push(Frame { region, seq: None });
+                        self.stack.push(Frame {
+                            region,
+                            seq: None,
+                            counters,
+                        });
                         self.push(self.routine(info.name, time, true), offset, true);
                     }
                 }
@@ -517,7 +550,8 @@ impl LocationConverter {
                 self.complete(request, time, offset);
             }
             Event::ProgramBegin { name } => self.program = Some(name),
-            Event::ProgramEnd | Event::Measurement | Event::Other => {}
+            // Samples reach the location through `sample`, with their values.
+            Event::ProgramEnd | Event::Measurement | Event::Metric(_) | Event::Other => {}
         }
         if self.out.len() > self.max_held {
             self.release_front(ctx);
@@ -569,13 +603,18 @@ impl LocationConverter {
         time: Time,
         offset: u64,
     ) -> Converted<()> {
-        match frame.seq {
-            Some(seq) => self.close_op(ctx, seq, time),
+        let counters = (self.metrics.as_ref()).and_then(|m| m.call(frame.counters.as_ref(), time));
+        let seq = match frame.seq {
+            Some(seq) => {
+                self.close_op(ctx, seq, time);
+                seq
+            }
             None => {
                 let info = ctx.region(frame.region)?;
-                self.push(self.routine(info.name, time, false), offset, true);
+                self.push(self.routine(info.name, time, false), offset, true)
             }
-        }
+        };
+        self.slot(seq).counters = counters;
         Ok(())
     }
 

@@ -115,6 +115,30 @@ pub struct Comm {
     pub group: u32,
 }
 
+/// A metric member: one counter (`PAPI_TOT_CYC`).
+#[derive(Debug, Clone)]
+pub struct MetricMember {
+    /// String ids of its name, description and unit.
+    pub name: u32,
+    pub description: u32,
+    pub unit: u32,
+    /// OTF2_MetricType: other, PAPI, rusage, user.
+    pub source: u8,
+    /// OTF2_MetricMode: value property (low 4 bits) and timing (high 4 bits).
+    pub mode: u8,
+    /// OTF2_Type of its values.
+    pub value_type: u8,
+    /// OTF2_Base: 0 binary, 1 decimal.
+    pub base: u8,
+    pub exponent: i64,
+}
+
+/// A metric class: the members a Metric event of it carries values of, in order.
+#[derive(Debug, Clone)]
+pub struct MetricClass {
+    pub members: Vec<u32>,
+}
+
 /// Everything the global definitions file declares that mtfdb uses.
 #[derive(Debug, Default)]
 pub struct Definitions {
@@ -128,6 +152,10 @@ pub struct Definitions {
     pub comms: Vec<Comm>,
     /// Inter-communicators (not translated: their peers are in the remote group).
     pub inter_comms: Vec<u32>,
+    /// Metric members (counters), by id.
+    pub metric_members: FxHashMap<u32, MetricMember>,
+    /// Metric classes by id; a metric instance's id maps to its class's members too.
+    pub metric_classes: FxHashMap<u32, MetricClass>,
 }
 
 impl Definitions {
@@ -172,6 +200,9 @@ pub fn read_global(path: &Path, chunk_size: u64, announced: u64) -> Result<Defin
             15 => read_region(&mut d, &mut defs),
             18 => read_group(&mut d, &mut defs),
             22 => read_comm(&mut d, &mut defs),
+            19 => read_metric_member(&mut d, &mut defs),
+            20 => read_metric_class(&mut d, &mut defs),
+            21 => read_metric_instance(&mut d, &mut defs),
             43 => d
                 .u32("inter-communicator")
                 .map(|id| defs.inter_comms.push(id)),
@@ -230,6 +261,9 @@ fn global_record_name(kind: u8) -> String {
         14 => "Location",
         15 => "Region",
         18 => "Group",
+        19 => "MetricMember",
+        20 => "MetricClass",
+        21 => "MetricInstance",
         22 => "Comm",
         43 => "InterComm",
         _ => return format!("definition record of type {kind}"),
@@ -381,10 +415,59 @@ fn read_comm(d: &mut Decoder, defs: &mut Definitions) -> Step {
     Ok(())
 }
 
+fn read_metric_member(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("metric member id")?;
+    let name = d.u32("name")?;
+    let description = d.u32("description")?;
+    let source = d.u8("metric type")?;
+    let mode = d.u8("metric mode")?;
+    let value_type = d.u8("value type")?;
+    let base = d.u8("base")?;
+    // OTF2 writes a signed integer as the compressed bits of its two's complement.
+    let exponent = d.u64("exponent")? as i64;
+    let unit = d.u32("unit")?;
+    let member = MetricMember {
+        name,
+        description,
+        unit,
+        source,
+        mode,
+        value_type,
+        base,
+        exponent,
+    };
+    defs.metric_members.insert(id, member);
+    Ok(())
+}
+
+fn read_metric_class(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("metric class id")?;
+    let n = d.u8("number of metrics")?;
+    let mut members = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        members.push(d.u32("metric member")?);
+    }
+    defs.metric_classes.insert(id, MetricClass { members });
+    Ok(())
+}
+
+/// A metric instance (its values recorded by one location for another scope) shares the
+/// metric id space with classes: its Metric events carry its class's members.
+fn read_metric_instance(d: &mut Decoder, defs: &mut Definitions) -> Step {
+    let id = d.u32("metric instance id")?;
+    let class = d.u32("metric class")?;
+    if let Some(c) = defs.metric_classes.get(&class).cloned() {
+        defs.metric_classes.insert(id, c);
+    }
+    Ok(())
+}
+
 /// The mapping types of local definitions this reader applies.
 pub const MAPPING_STRING: u8 = 0;
 /// Regions.
 pub const MAPPING_REGION: u8 = 3;
+/// Metric classes and instances.
+pub const MAPPING_METRIC: u8 = 5;
 /// Communicators.
 pub const MAPPING_COMM: u8 = 6;
 

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::defs::{
-    fault_error, ClockProperties, IdMap, LocalDefinitions, MAPPING_COMM, MAPPING_REGION,
-    MAPPING_STRING,
+    fault_error, ClockProperties, IdMap, LocalDefinitions, MAPPING_COMM, MAPPING_METRIC,
+    MAPPING_REGION, MAPPING_STRING,
 };
 use super::reader::{ChunkReader, Decoder, Fault, Next, ReadPlan};
 use crate::error::Result;
@@ -74,7 +74,10 @@ pub enum Event {
     ProgramEnd,
     /// `MeasurementOnOff`.
     Measurement,
-    /// Any other record (metrics, parameters, threads, RMA, I/O, …).
+    /// `Metric`: samples of a metric class or instance (its global id); the values are in
+    /// [`EventStream::metric_values`].
+    Metric(u32),
+    /// Any other record (parameters, threads, RMA, I/O, …).
     Other,
 }
 
@@ -94,6 +97,7 @@ pub mod kinds {
     pub const MPI_REQUEST_CANCELLED: u8 = 21;
     pub const MPI_COLLECTIVE_BEGIN: u8 = 22;
     pub const MPI_COLLECTIVE_END: u8 = 23;
+    pub const METRIC: u8 = 31;
     pub const PROGRAM_BEGIN: u8 = 83;
     pub const PROGRAM_END: u8 = 84;
     pub const NON_BLOCKING_COLLECTIVE_REQUEST: u8 = 85;
@@ -118,7 +122,7 @@ pub fn kind_name(kind: u8) -> &'static str {
         MPI_REQUEST_CANCELLED => "MPI_REQUEST_CANCELLED",
         MPI_COLLECTIVE_BEGIN => "MPI_COLLECTIVE_BEGIN",
         MPI_COLLECTIVE_END => "MPI_COLLECTIVE_END",
-        31 => "METRIC",
+        METRIC => "METRIC",
         32 => "PARAMETER_STRING",
         33 => "PARAMETER_INT64",
         34 => "PARAMETER_UINT64",
@@ -214,6 +218,9 @@ pub(crate) struct EventStream {
     strings: Option<IdMap>,
     regions: Option<IdMap>,
     comms: Option<IdMap>,
+    metrics: Option<IdMap>,
+    /// The values of the last `Metric` record read: its OTF2 type and raw bits per value.
+    pub metric_values: Vec<(u8, u64)>,
     /// File offset of the last record read.
     pub offset: u64,
     /// Time (ns) of the last record read.
@@ -235,6 +242,8 @@ impl EventStream {
             strings: local.mappings.remove(&MAPPING_STRING),
             regions: local.mappings.remove(&MAPPING_REGION),
             comms: local.mappings.remove(&MAPPING_COMM),
+            metrics: local.mappings.remove(&MAPPING_METRIC),
+            metric_values: Vec::new(),
             offset: 0,
             time: 0,
         })
@@ -256,7 +265,13 @@ impl EventStream {
         };
         self.time = self.clock.ns(self.reader.time);
         let mut d = self.reader.decoder();
-        match self.decode(kind, &mut d) {
+        let decoded = if kind == kinds::METRIC {
+            decode_metric(&mut d, &mut self.metric_values)
+                .map(|metric| Event::Metric(Self::map(&self.metrics, metric)))
+        } else {
+            self.decode(kind, &mut d)
+        };
+        match decoded {
             Ok(e) => Ok(Some(e)),
             Err(f) => Err(fault_error(
                 &self.reader,
@@ -361,6 +376,19 @@ impl EventStream {
             _ => Event::Other,
         })
     }
+}
+
+/// Decodes a `Metric` record: the metric (class or instance), the number of values, then
+/// per value its type and the compressed bits of its OTF2_MetricValue union.
+fn decode_metric(d: &mut Decoder, values: &mut Vec<(u8, u64)>) -> std::result::Result<u32, Fault> {
+    let metric = d.u32("metric")?;
+    let n = d.u8("number of metrics")?;
+    values.clear();
+    for _ in 0..n {
+        let kind = d.u8("type id")?;
+        values.push((kind, d.u64("metric value")?));
+    }
+    Ok(metric)
 }
 
 #[cfg(test)]

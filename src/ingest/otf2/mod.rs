@@ -22,6 +22,7 @@ pub(crate) mod convert;
 mod defs;
 pub(crate) mod events;
 mod layout;
+mod metrics;
 mod reader;
 
 pub use anchor::looks_like_anchor;
@@ -164,6 +165,8 @@ struct Archive {
     unplaced: Vec<(u64, PathBuf, defs::LocalDefinitions)>,
     chunk_size: u64,
     clock: defs::ClockProperties,
+    /// The trace's counters (none when it recorded none).
+    metrics: Vec<crate::model::Metric>,
 }
 
 /// Where a location's events are.
@@ -222,6 +225,7 @@ impl Archive {
         let mut events_expected = 0u64;
         let mut missing = Vec::new();
         let plan = read_plan(layout.threads.len());
+        let metrics = metrics::MetricTable::new(&defs);
         for l in &defs.locations {
             let Some(&(rank, thread)) = layout.threads.get(&l.id) else {
                 continue;
@@ -240,7 +244,8 @@ impl Archive {
             locations.push(Location {
                 id: l.id,
                 stream,
-                convert: LocationConverter::new(rank, thread),
+                convert: LocationConverter::new(rank, thread)
+                    .with_metrics(metrics.clone().map(metrics::LocationMetrics::new)),
                 events: 0,
                 done: false,
                 place: (rank, thread),
@@ -257,6 +262,7 @@ impl Archive {
             },
             locations,
             missing,
+            metrics: metrics.map_or_else(Vec::new, |m| m.metrics.clone()),
             program_names: defs.strings,
             unplaced: Vec::new(),
             chunk_size: anchor.event_chunk_size,
@@ -343,6 +349,9 @@ impl Archive {
                     read += 1;
                     loc.events += 1;
                     let (time, offset) = (loc.stream.time, loc.stream.offset);
+                    if let events::Event::Metric(metric) = event {
+                        loc.convert.sample(metric, &loc.stream.metric_values, time);
+                    }
                     loc.convert
                         .event(ctx, event, time, offset)
                         .map_err(|e| loc.stream.reader().error(offset, e.rule, e.message))?;
@@ -385,6 +394,9 @@ impl Archive {
         }
         for a in self.layout.anomalies.iter().chain(&self.missing) {
             sink.anomaly(a)?;
+        }
+        if !self.metrics.is_empty() {
+            sink.metrics(&self.metrics)?;
         }
 
         merge.run(self, sink, progress)?;

@@ -11,7 +11,7 @@ use roaring::RoaringTreemap;
 use super::Row;
 use crate::error::Result;
 use crate::export::parquet::anomaly_fields;
-use crate::model::{Anomaly, CommId, OpId, Operation, Rank, Time};
+use crate::model::{Anomaly, CommId, MetricValues, OpId, Operation, Rank, Time};
 use crate::query::ast::{Field, Scope, Selection, Target, Within};
 use crate::query::plan::{Engine, PlanStep, Selected};
 use crate::query::usage;
@@ -173,6 +173,8 @@ impl<'a> Engine<'a> {
             Target::RoutineCalls => self.trace.routine_chunk_count(),
             Target::Requests => self.trace.request_link_chunk_count(),
             Target::CollectiveInstances => self.trace.collective_chunk_count(),
+            // The definitions are one small table, read whole (none without counters).
+            Target::Metrics => u32::from(self.metric_count() > 0),
             _ => self.trace.anomaly_chunk_count(),
         }
     }
@@ -217,6 +219,7 @@ impl<'a> Engine<'a> {
             Target::RoutineCalls => summary.routine_calls,
             Target::Requests => summary.request_links,
             Target::CollectiveInstances => summary.collective_instances,
+            Target::Metrics => self.metric_count() as u64,
             _ => summary.anomalies.iter().map(|(_, n)| n).sum(),
         };
         Ok(Selected {
@@ -386,6 +389,29 @@ impl<'a> Engine<'a> {
                     })
                     .collect())
             }
+            Target::Metrics => Ok(self
+                .trace
+                .metrics()?
+                .into_iter()
+                .map(|m| Record {
+                    values: vec![
+                        m.name.into(),
+                        m.description.into(),
+                        m.unit.into(),
+                        m.source.into(),
+                        m.mode.into(),
+                        match m.values {
+                            MetricValues::Accumulated => "delta",
+                            MetricValues::Absolute | MetricValues::Relative => "value at end",
+                        }
+                        .into(),
+                        m.value_type.into(),
+                        u64::from(m.base).into(),
+                        Value::Int(i128::from(m.exponent)),
+                    ],
+                    ..Record::empty()
+                })
+                .collect()),
             _ => {
                 let anomalies = self.trace.anomaly_chunk(chunk)?;
                 let ops = self.operations_by_id(anomalies.iter().flat_map(Anomaly::ops))?;
@@ -395,6 +421,12 @@ impl<'a> Engine<'a> {
                     .collect())
             }
         }
+    }
+
+    /// The number of counters the trace recorded (0 when its definitions cannot be read:
+    /// reading them then reports the damage).
+    fn metric_count(&self) -> usize {
+        self.trace.metrics().map_or(0, |m| m.len())
     }
 
     /// A time or a duration as shown: null in an untimed trace, whose times are only its
@@ -459,6 +491,7 @@ fn catalog_table(target: Target) -> &'static str {
         Target::RoutineCalls => "routine-call",
         Target::Requests => "request-link",
         Target::CollectiveInstances => "collective-instance",
+        Target::Metrics => "counter-definition",
         _ => "anomaly",
     }
 }

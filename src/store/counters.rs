@@ -1,0 +1,123 @@
+//! Counter values of calls (hardware counters such as PAPI's), stored only for traces that
+//! recorded counters, in blobs of their own, so that a trace without counters stores nothing
+//! more and segments written before them read unchanged:
+//!
+//! | key | value |
+//! |---|---|
+//! | `K` | the trace's [`Metric`] definitions, in column order |
+//! | `k` table chunk piece | counter values of some rows of one operation or routine-call chunk |
+//!
+//! A piece is a [`Columns`] chunk: column 0 the rows' ids (an operation's id, a routine call's
+//! position), then one column per metric holding `zigzag(value) + 1`, 0 where the row has no
+//! value. The import writes a chunk's pieces in row order as its buffer fills, so that its
+//! memory stays bounded whatever the number of locations; a chunk's pieces are read back
+//! together ([`super::TraceReader::counters`]).
+
+use super::codec::{unzigzag, zigzag};
+use super::tables::Columns;
+use crate::error::{Error, Result};
+use crate::model::Metric;
+
+/// The key byte of the metric definitions.
+pub(super) const KEY_METRICS: u8 = b'K';
+/// The key byte of the counter pieces.
+pub(super) const KEY_COUNTERS: u8 = b'k';
+
+/// Counter values of rows, as the import collects them for one chunk.
+#[derive(Debug, Clone)]
+pub struct CounterRows {
+    cols: Columns,
+}
+
+impl CounterRows {
+    /// No rows, for `metrics` counters.
+    pub fn new(metrics: usize) -> CounterRows {
+        CounterRows {
+            cols: Columns::new(metrics + 1),
+        }
+    }
+
+    /// Appends the values of row `id`, one per counter (extra values are ignored, missing
+    /// ones have none).
+    pub fn push(&mut self, id: u64, values: &[Option<i64>]) {
+        self.cols.cols[0].push(id);
+        for (i, col) in self.cols.cols[1..].iter_mut().enumerate() {
+            let v = values.get(i).copied().flatten();
+            col.push(v.map_or(0, |v| zigzag(v).wrapping_add(1)));
+        }
+        self.cols.rows += 1;
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.cols.rows
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.cols.rows == 0
+    }
+
+    /// The piece's stored bytes.
+    pub(super) fn encode(&self) -> Vec<u8> {
+        self.cols.encode()
+    }
+}
+
+/// The counter values of one chunk's rows.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkCounters {
+    /// The rows' ids, ascending.
+    ids: Vec<u64>,
+    /// Per counter, per row: the stored value (0 for none).
+    values: Vec<Vec<u64>>,
+}
+
+impl ChunkCounters {
+    /// Joins the pieces of a chunk (their bodies, checked) of a trace with `metrics` counters.
+    pub(super) fn decode(pieces: &[(Vec<u8>, String)], metrics: usize) -> Result<ChunkCounters> {
+        let mut out = ChunkCounters {
+            ids: Vec::new(),
+            values: vec![Vec::new(); metrics],
+        };
+        for (body, what) in pieces {
+            let c = Columns::decode(body, metrics + 1, what)?;
+            out.ids.extend_from_slice(&c.cols[0]);
+            for (to, from) in out.values.iter_mut().zip(&c.cols[1..]) {
+                to.extend_from_slice(from);
+            }
+        }
+        if out.ids.windows(2).any(|w| w[0] >= w[1]) {
+            let what = pieces.first().map_or("", |p| p.1.as_str());
+            return Err(Error::Corrupt(format!("{what}: counter rows out of order")));
+        }
+        Ok(out)
+    }
+
+    /// The value of counter `metric` of row `id`, if it has one.
+    pub fn get(&self, id: u64, metric: usize) -> Option<i64> {
+        let row = self.ids.binary_search(&id).ok()?;
+        let v = *self.values.get(metric)?.get(row)?;
+        (v != 0).then(|| unzigzag(v - 1))
+    }
+
+    /// The number of rows with values.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no row has values.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// The definitions' stored bytes.
+pub(super) fn encode_metrics(metrics: &[Metric]) -> Vec<u8> {
+    super::encode_meta(&metrics)
+}
+
+/// The definitions from their stored bytes.
+pub(super) fn decode_metrics(bytes: &[u8], what: &str) -> Result<Vec<Metric>> {
+    super::decode_meta(bytes, what)
+}
