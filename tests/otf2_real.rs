@@ -4,6 +4,7 @@
 //! and collective instances equal what the reference library's `otf2-print` shows, computed
 //! here from its output (`common/otf2_print.rs`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -165,7 +166,7 @@ fn metric_values(line: &str) -> BTreeMap<String, i64> {
 /// is named by its canonical name (`Aka.`), as mtfdb names routines.
 fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
     let mut canonical: BTreeMap<u64, String> = BTreeMap::new();
-    for line in otf2_print(&["-G"], anchor).lines() {
+    for line in otf2_print::run(&["-G"], anchor).lines() {
         let mut f = line.split_whitespace();
         if f.next() == Some("REGION") {
             let id = f.next().unwrap().parse().unwrap();
@@ -173,7 +174,7 @@ fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
             canonical.insert(id, aka.split('"').next().unwrap().to_string());
         }
     }
-    let events = otf2_print(&[], anchor);
+    let events = otf2_print::run(&[], anchor);
     let mut last: BTreeMap<u64, (u64, BTreeMap<String, i64>)> = BTreeMap::new();
     let mut open: BTreeMap<u64, Vec<(u64, String, Counters)>> = BTreeMap::new();
     let mut calls = Vec::new();
@@ -193,7 +194,7 @@ fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
                 last.insert(location, (time, metric_values(line)));
             }
             "ENTER" => {
-                let id = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+                let id = *otf2_print::refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
                 let region = canonical[&id].clone();
                 let values = sampled();
                 open.entry(location)
@@ -227,7 +228,7 @@ fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
 #[test]
 fn papi_counters_per_call_equal_otf2_print() {
     let Some(dir) = traces_dir() else { return };
-    if !otf2_print_available() {
+    if !otf2_print::available() {
         return;
     }
     let anchor = dir.join("ping-pong-papi/traces.otf2");
@@ -301,13 +302,13 @@ fn papi_counters_per_call_equal_otf2_print() {
 #[test]
 fn the_metrics_target_lists_otf2_print_s_metric_members_and_a_trace_without_has_none() {
     let Some(dir) = traces_dir() else { return };
-    if !otf2_print_available() {
+    if !otf2_print::available() {
         return;
     }
     let anchor = dir.join("ping-pong-papi/traces.otf2");
     // (name, description, unit, source, mode, value type) of each METRIC_MEMBER, by id.
     let mut expected = Vec::new();
-    for line in otf2_print(&["-G"], &anchor).lines() {
+    for line in otf2_print::run(&["-G"], &anchor).lines() {
         if !line.starts_with("METRIC_MEMBER") {
             continue;
         }
