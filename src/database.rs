@@ -57,11 +57,12 @@ impl SourceFormat {
         }
     }
 
-    /// How the import seam treats what breaks the metamodel's rules: MTF text, mtfdb's own
-    /// carrier, strictly; foreign formats as real tracers write them.
+    /// How the import seam treats what breaks the metamodel's rules: what mtfdb itself writes
+    /// (MTF text, its GXL and Parquet exports) strictly, since a broken rule there is damage;
+    /// foreign formats as real tracers write them.
     pub fn policy(self) -> Policy {
         match self {
-            SourceFormat::MtfText => Policy::Strict,
+            SourceFormat::MtfText | SourceFormat::Gxl | SourceFormat::Parquet => Policy::Strict,
             _ => Policy::Lenient,
         }
     }

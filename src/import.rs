@@ -520,10 +520,15 @@ impl Derived {
 
 impl MatchSink for Derived {
     fn message(&mut self, m: &Message) -> Result<()> {
-        self.tally.message(m, &mut self.found);
-        self.record_found()?;
         self.clock
             .message(m.sender, m.receiver, m.send_time, m.recv_time);
+        // Then stored as every message is.
+        self.uncompleted_message(m)
+    }
+
+    fn uncompleted_message(&mut self, m: &Message) -> Result<()> {
+        self.tally.message(m, &mut self.found);
+        self.record_found()?;
         let end = m.recv_time.max(m.send_time);
         self.chunk_times = Some(match self.chunk_times {
             Some((lo, hi)) => (lo.min(m.send_time), hi.max(end)),

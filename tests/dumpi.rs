@@ -845,10 +845,26 @@ fn fixture_communicators_messages_and_collectives_are_exact() {
     assert_eq!(s.request_links, 9);
     // The writer gives each rank its own stretch of the clock, so no barrier's members
     // overlap (the dumps above: rank 0 leaves the world barrier at 534 µs, rank 5 enters it at
-    // 583 µs): Table 3.1 is broken by each of the three barriers, and nothing else is.
+    // 583 µs): Table 3.1 is broken by each of the three barriers, and messages from a later
+    // stretch to an earlier one are received before they were sent, one anomaly per pair.
+    let pairs: Vec<(Rank, Rank)> = trace
+        .anomalies()
+        .unwrap()
+        .iter()
+        .filter_map(|a| match a {
+            Anomaly::ClockConditionViolated {
+                sender, receiver, ..
+            } => Some((*sender, *receiver)),
+            _ => None,
+        })
+        .collect();
+    assert!(pairs.iter().all(|(s, r)| s > r), "{pairs:?}");
     assert_eq!(
         s.anomalies,
-        vec![("barrier members do not overlap".to_string(), 3)],
+        vec![
+            ("barrier members do not overlap".to_string(), 3),
+            ("receive before send (clock condition)".to_string(), 3)
+        ],
         "{:?}",
         s.anomalies
     );

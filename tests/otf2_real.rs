@@ -194,7 +194,9 @@ fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
                 last.insert(location, (time, metric_values(line)));
             }
             "ENTER" => {
-                let id = *otf2_print::refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+                let id = *otf2_print::refs(line.split("Region:").nth(1).unwrap())
+                    .last()
+                    .unwrap();
                 let region = canonical[&id].clone();
                 let values = sampled();
                 open.entry(location)

@@ -522,3 +522,67 @@ fn a_repaired_trace_round_trips_through_mtf_text_strictly() {
     assert_eq!(broken(&back), before);
     assert_eq!(ops(&back), ops_before);
 }
+
+#[test]
+fn otf2_names_the_reader_cannot_translate_are_kept_as_broken_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // Oracle (otf2-print): rank 0's send at 100 names communicator 9 (INVALID), rank 1's send
+    // at 200 receiver 5 (INVALID), both Bcasts at 300 root 7 (INVALID), rank 0's region 99
+    // at 400 (INVALID), and a send and receive at 500 that match.
+    let (ok, out, err) = mtfdb(
+        &db,
+        &[
+            "import",
+            otf2_fixture("rules-translate").to_str().unwrap(),
+            "--name",
+            "t",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (rows, info) = reported(&db, "t");
+    let classes: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.0.as_str(), r.1.as_str(), r.3.as_str()))
+        .collect();
+    for expected in [
+        ("UnknownCommunicator", "0", "100"),
+        ("PeerOutsideCommunicator", "1", "200"),
+        ("RootOutsideCommunicator", "0", "300"),
+        ("RootOutsideCommunicator", "1", "300"),
+        ("SkippedRecord", "0", "400"),
+        ("SkippedRecord", "0", "410"),
+    ] {
+        assert!(
+            classes.contains(&expected),
+            "{expected:?} in {rows:?}\n{out}"
+        );
+    }
+    assert_eq!(info_count(&info, "unknown communicator"), Some(1), "{info}");
+    let trace = Database::open(&db).unwrap().trace("t").unwrap();
+    let broken: Vec<(Rule, Option<u64>)> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::BrokenRule { rule, value, .. } => Some((rule, value)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        broken.contains(&(Rule::UnknownCommunicator, Some(9))),
+        "{broken:?}"
+    );
+    assert!(
+        broken.contains(&(Rule::PeerOutsideCommunicator, Some(5))),
+        "{broken:?}"
+    );
+    assert!(
+        broken.contains(&(Rule::RootOutsideCommunicator, Some(7))),
+        "{broken:?}"
+    );
+    // The calls are kept, outside matching; the good message matches.
+    assert_eq!(trace.summary().messages, 1);
+    assert_eq!(trace.summary().kind_count(OpKind::Send), 3);
+    assert_eq!(trace.summary().kind_count(OpKind::Bcast), 2);
+}

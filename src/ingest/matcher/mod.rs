@@ -48,6 +48,12 @@ pub use crate::hash::{FxHashMap, FxHasher};
 pub trait MatchSink {
     /// A matched send/receive pair.
     fn message(&mut self, m: &Message) -> Result<()>;
+    /// A matched pair whose non-blocking receive no Wait or Test completed: its `recv_time`
+    /// is the receive call's own end, which says nothing of when the data arrived (so it
+    /// proves nothing about the clocks). By default, a message like any other.
+    fn uncompleted_message(&mut self, m: &Message) -> Result<()> {
+        self.message(m)
+    }
     /// A non-blocking operation and the Wait/Test that completed it.
     fn request_link(&mut self, l: &RequestLink) -> Result<()>;
     /// A collective instance, complete or (at the end) partial.
@@ -342,10 +348,11 @@ impl Matcher {
             bytes: op.send_bytes,
             capacity: false,
             datatype: one_sided_datatype(op),
+            timed: true,
         };
         if let Some((m, send, recv)) = self.p2p.arrive(channel, true, me) {
             self.check_pair(&m, &send, &recv, out)?;
-            self.emit_message(&m, out)?;
+            self.emit_message(&m, recv.timed, out)?;
         }
         Ok(())
     }
@@ -380,18 +387,21 @@ impl Matcher {
             bytes: op.recv_bytes,
             capacity: op.flags & flags::RECV_CAPACITY != 0,
             datatype: one_sided_datatype(op),
+            timed: op.request.is_some() || !op.kind.is_nonblocking(),
         };
         if op.request.is_some() && !op.kind.is_send() {
             self.irecvs.insert(op.rank, id, None);
         }
         if let Some((m, send, recv)) = self.p2p.arrive(channel, false, me) {
             self.check_pair(&m, &send, &recv, out)?;
-            self.emit_message(&m, out)?;
+            self.emit_message(&m, recv.timed, out)?;
         }
         Ok(())
     }
 
-    fn emit_message(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
+    /// Hands `m` on once its receive's completion time is known; `timed` is whether the
+    /// receive's time can ever say when the data arrived.
+    fn emit_message(&mut self, m: &Message, timed: bool, out: &mut impl MatchSink) -> Result<()> {
         let mut m = *m;
         match self.irecvs.get_mut(m.receiver, &m.recv_op) {
             Some(Some(completed)) => {
@@ -403,15 +413,26 @@ impl Matcher {
                 self.deferred.insert(m.receiver, m.recv_op, m);
                 return Ok(());
             }
+            None if !timed => return self.emit_uncompleted(&m, out),
             None => {}
         }
         self.emit_now(&m, out)
     }
 
     fn emit_now(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
+        self.count(m);
+        out.message(m)
+    }
+
+    /// A message whose receive no recorded completion ends ([`MatchSink::uncompleted_message`]).
+    fn emit_uncompleted(&mut self, m: &Message, out: &mut impl MatchSink) -> Result<()> {
+        self.count(m);
+        out.uncompleted_message(m)
+    }
+
+    fn count(&mut self, m: &Message) {
         self.stats.messages += 1;
         self.stats.message_bytes = self.stats.message_bytes.saturating_add(m.bytes);
-        out.message(m)
     }
 
     /// A matched pair's two sides agree: their datatypes, when both recorded one (Table
@@ -576,7 +597,7 @@ impl Matcher {
             self.deferred.drain().into_iter().map(|(.., m)| m).collect();
         deferred.sort_unstable_by_key(|m| m.recv_op);
         for m in &deferred {
-            self.emit_now(m, out)?;
+            self.emit_uncompleted(m, out)?;
         }
         self.irecvs.drain();
         for left in self.p2p.drain() {

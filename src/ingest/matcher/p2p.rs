@@ -38,6 +38,9 @@ pub(super) struct Waiting {
     /// The datatype this side recorded (none for a `Sendrecv`, whose one datatype may be
     /// either side's).
     pub datatype: Option<StrId>,
+    /// For a receive: whether its end (or its Wait's) is when the data had arrived; not so
+    /// for a non-blocking receive whose completion the trace does not record.
+    pub timed: bool,
 }
 
 /// The waiting side(s) of one channel.
@@ -166,6 +169,7 @@ mod tests {
             bytes: op,
             capacity: false,
             datatype: None,
+            timed: true,
         }
     }
 

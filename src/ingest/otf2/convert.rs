@@ -15,7 +15,9 @@ use super::metrics::{CallValues, LocationMetrics};
 use crate::error::Error;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
-use crate::model::{flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time};
+use crate::model::{
+    flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, Rule, StrId, Time,
+};
 
 /// What a region is to mtfdb.
 #[derive(Debug, Clone, Copy)]
@@ -313,6 +315,80 @@ impl LocationConverter {
         Ok(())
     }
 
+    /// A record that cannot be placed (it names a region the definitions lack): skipped and
+    /// reported, the rest of the location goes on.
+    fn skip(&mut self, what: String, time: Time, offset: u64) {
+        let anomaly = Anomaly::SkippedRecord {
+            rank: Some(self.rank),
+            time: Some(time),
+            what,
+        };
+        self.report(anomaly, offset);
+    }
+
+    /// The MPI call at `seq` named a communicator, peer or root that cannot be translated to
+    /// world ranks (`e`): kept without it, outside matching, and reported as the rule it
+    /// broke (an undefined communicator, or `peer_rule` for a rank the communicator lacks).
+    fn broken(
+        &mut self,
+        seq: u64,
+        e: ConvertError,
+        peer_rule: Rule,
+        comm: u32,
+        peer: u32,
+        offset: u64,
+    ) {
+        let (rank, thread) = (self.rank, self.thread);
+        let op = self.op(seq);
+        op.flags |= flags::WITHOUT_RECORDS;
+        let (rule, value) = if e.rule == "unknown communicator" {
+            op.comm = None;
+            (Rule::UnknownCommunicator, comm)
+        } else {
+            (peer_rule, peer)
+        };
+        let anomaly = Anomaly::BrokenRule {
+            rule,
+            rank: Some(rank),
+            thread,
+            time: Some(op.start),
+            op: None,
+            comm: Some(comm),
+            value: Some(value.into()),
+        };
+        self.report(anomaly, offset);
+    }
+
+    /// Fills in the receive at `seq` from a receive record's (communicator, sender, tag,
+    /// bytes); what cannot be translated is reported (see [`LocationConverter::broken`]).
+    fn receive(
+        &mut self,
+        seq: u64,
+        ctx: &Context,
+        (comm, peer, tag, bytes): (u32, u32, u32, u64),
+        offset: u64,
+    ) {
+        let me = self.rank;
+        if let Err(e) = set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me) {
+            self.broken(seq, e, Rule::PeerOutsideCommunicator, comm, peer, offset);
+        }
+    }
+
+    /// Fills in the collective at `seq` from a collective record's (communicator, root,
+    /// bytes sent, bytes received); what cannot be translated is reported.
+    fn collective(
+        &mut self,
+        seq: u64,
+        ctx: &Context,
+        (comm, root, sent, received): (u32, u32, u64, u64),
+        offset: u64,
+    ) {
+        let me = self.rank;
+        if let Err(e) = set_collective(self.op(seq), ctx, comm, root, sent, received, me) {
+            self.broken(seq, e, Rule::RootOutsideCommunicator, comm, root, offset);
+        }
+    }
+
     /// Reports `anomaly` in its place among the location's items (after what came before).
     pub fn report(&mut self, anomaly: Anomaly, offset: u64) {
         self.push(Item::Anomaly(anomaly), offset, true);
@@ -400,7 +476,14 @@ impl LocationConverter {
         match event {
             Event::Enter(region) => {
                 self.enters += 1;
-                let info = ctx.region(region)?;
+                let Ok(info) = ctx.region(region) else {
+                    self.skip(
+                        format!("an entry of region {region}, which is not defined"),
+                        time,
+                        offset,
+                    );
+                    return Ok(());
+                };
                 let counters = self.metrics.as_ref().and_then(|m| m.at(time));
                 match info.mpi {
                     Some(kind) => {
@@ -435,7 +518,7 @@ impl LocationConverter {
                 bytes,
                 ..
             } => {
-                let (comm, dest) = ctx.world(comm, peer, me)?;
+                let target = ctx.world(comm, peer, me);
                 let request = match event {
                     Event::Isend { request, .. } => Some(self.request(request)),
                     _ => None,
@@ -447,12 +530,16 @@ impl LocationConverter {
                 };
                 let seq = self.record_op(kind, time, offset);
                 let op = self.op(seq);
-                op.comm = Some(comm);
-                op.dest = Some(dest);
                 op.send_tag = Some(tag as i32);
                 op.send_bytes = bytes;
                 if request.is_some() {
                     op.request = request;
+                }
+                match target {
+                    Ok((comm, dest)) => (op.comm, op.dest) = (Some(comm), Some(dest)),
+                    Err(e) => {
+                        self.broken(seq, e, Rule::PeerOutsideCommunicator, comm, peer, offset)
+                    }
                 }
             }
             Event::Recv {
@@ -462,7 +549,7 @@ impl LocationConverter {
                 bytes,
             } => {
                 let seq = self.current(OpKind::Recv, time, offset);
-                set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me)?;
+                self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
@@ -489,13 +576,13 @@ impl LocationConverter {
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
-                    set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me)?;
+                    self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
                     self.slot(seq).complete = true;
                     self.complete(request, time, offset);
                 } else if let Some(seq) = self.open_op_with_request(request) {
                     // Completed inside the MPI_Irecv region itself.
+                    self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
                     let op = self.op(seq);
-                    set_receive(op, ctx, comm, peer, tag, bytes, me)?;
                     op.request = None;
                     op.kind = OpKind::Recv;
                 } else {
@@ -526,7 +613,7 @@ impl LocationConverter {
                 received,
             } => {
                 let seq = self.current(OpKind::Barrier, time, offset);
-                set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
+                self.collective(seq, ctx, (comm, root, sent, received), offset);
             }
             Event::CollectiveRequest(request) => {
                 let request = self.request(request);
@@ -542,10 +629,10 @@ impl LocationConverter {
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
-                    set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
+                    self.collective(seq, ctx, (comm, root, sent, received), offset);
                     self.slot(seq).complete = true;
                 } else if let Some(seq) = self.open_op_with_request(request) {
-                    set_collective(self.op(seq), ctx, comm, root, sent, received, me)?;
+                    self.collective(seq, ctx, (comm, root, sent, received), offset);
                 }
                 self.complete(request, time, offset);
             }
@@ -564,7 +651,14 @@ impl LocationConverter {
     /// at this time; a Leave of a region that is not open at all is dropped. Both are kept
     /// as anomalies with the location and time.
     fn leave(&mut self, ctx: &Context, region: u32, time: Time, offset: u64) -> Converted<()> {
-        let name = ctx.region(region)?.name;
+        let Ok(RegionInfo { name, .. }) = ctx.region(region) else {
+            self.skip(
+                format!("a leave of region {region}, which is not defined"),
+                time,
+                offset,
+            );
+            return Ok(());
+        };
         let Some(at) = self.stack.iter().rposition(|f| f.region == region) else {
             let anomaly = Anomaly::LeaveWithoutEnter {
                 rank: self.rank,
@@ -728,9 +822,12 @@ fn awaits_completion(op: &Operation) -> bool {
 }
 
 /// Whether `op` is a send, receive or collective that no MPI record described (it has no
-/// communicator): a bare region of an MPI call.
+/// communicator): a bare region of an MPI call. A call whose record named what cannot be
+/// translated was reported as the rule it broke, and stays a call of its kind.
 fn lacks_records(op: &Operation) -> bool {
-    op.comm.is_none() && (op.kind.is_send() || op.kind.is_receive() || op.kind.is_collective())
+    op.comm.is_none()
+        && op.flags & flags::WITHOUT_RECORDS == 0
+        && (op.kind.is_send() || op.kind.is_receive() || op.kind.is_collective())
 }
 
 /// Keeps an MPI call whose records are missing as a call of its name, with no communicator,
@@ -772,14 +869,14 @@ fn set_receive(
     bytes: u64,
     me: Rank,
 ) -> Converted<()> {
+    op.recv_tag = Some(tag as i32);
+    op.recv_bytes = bytes;
     op.comm = Some(ctx.comm_id(comm, me)?);
     if peer == u32::MAX {
         op.flags |= flags::ANY_SOURCE;
     } else {
         op.source = Some(ctx.world(comm, peer, me)?.1);
     }
-    op.recv_tag = Some(tag as i32);
-    op.recv_bytes = bytes;
     Ok(())
 }
 
@@ -795,12 +892,12 @@ fn set_collective(
     received: u64,
     me: Rank,
 ) -> Converted<()> {
+    op.send_bytes = sent;
+    op.recv_bytes = received;
     op.comm = Some(ctx.comm_id(comm, me)?);
     if op.kind.is_rooted() && root < FIRST_SPECIAL_ROOT {
         op.root = Some(ctx.world(comm, root, me)?.1);
     }
-    op.send_bytes = sent;
-    op.recv_bytes = received;
     Ok(())
 }
 
