@@ -586,3 +586,49 @@ fn otf2_names_the_reader_cannot_translate_are_kept_as_broken_rules() {
     assert_eq!(trace.summary().kind_count(OpKind::Send), 3);
     assert_eq!(trace.summary().kind_count(OpKind::Bcast), 2);
 }
+
+#[test]
+fn paraver_traces_that_break_rules_import_with_the_anomalies() {
+    // Two tasks; communicator 1 is both, communicator 2 task 1 alone. Both barriers (type
+    // 50000002 value 8) record 4 bytes each way; task 2 calls MPI_Allreduce (value 10) on
+    // communicator 2, of which it is no member.
+    let prv = "#Paraver (29/11/2026 at 10:00):1000_ns:1(2):1:2(1:1,1:1),2\n\
+c:1:1:2:1:2\n\
+c:1:2:1:1\n\
+2:1:1:1:1:100:50000002:8:50100001:4:50100002:4:50100004:1\n\
+2:2:1:2:1:100:50000002:8:50100001:4:50100002:4:50100004:1\n\
+2:1:1:1:1:110:50000002:0\n\
+2:2:1:2:1:120:50000002:0\n\
+2:2:1:2:1:200:50000002:10:50100001:8:50100002:8:50100004:2\n\
+2:2:1:2:1:210:50000002:0\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.prv");
+    std::fs::write(&file, prv).unwrap();
+    let db = dir.path().join("db");
+    let (ok, out, err) = mtfdb(&db, &["import", file.to_str().unwrap(), "--name", "p"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("2 bytes on a barrier"), "{out}");
+    let (rows, info) = reported(&db, "p");
+    let classes: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.0.as_str(), r.1.as_str(), r.3.as_str()))
+        .collect();
+    for expected in [
+        ("BytesOnBarrier", "0", "100"),
+        ("BytesOnBarrier", "1", "100"),
+        ("RankOutsideCommunicator", "1", "200"),
+    ] {
+        assert!(classes.contains(&expected), "{expected:?} in {rows:?}");
+    }
+    assert_eq!(info_count(&info, "bytes on a barrier"), Some(2), "{info}");
+    assert_eq!(info_count(&info, "not a member"), Some(1), "{info}");
+    // The barrier is one instance with no bytes.
+    let trace = Database::open(&db).unwrap().trace("p").unwrap();
+    assert_eq!(trace.summary().collective_instances, 1);
+    let barrier_bytes: u64 = (0..2)
+        .flat_map(|r| trace.process_operations(r).unwrap())
+        .filter(|(_, o)| o.kind == OpKind::Barrier)
+        .map(|(_, o)| o.send_bytes + o.recv_bytes)
+        .sum();
+    assert_eq!(barrier_bytes, 0);
+}

@@ -1050,7 +1050,7 @@ mod tests {
     }
 
     #[test]
-    fn ranks_outside_the_communicator_are_errors() {
+    fn a_rank_outside_the_communicator_is_kept_as_the_rule_it_breaks() {
         let ctx = context();
         let mut c = LocationConverter::new(0, 0);
         c.event(&ctx, Event::Enter(SEND), 1, 0).unwrap();
@@ -1060,11 +1060,28 @@ mod tests {
             tag: 0,
             bytes: 8,
         };
-        let e = c.event(&ctx, send, 2, 1).unwrap_err();
-        assert_eq!(e.rule, "rank not in communicator");
-        assert_eq!(
-            e.message,
-            "rank 2 is not a rank of communicator 1, which has 2 members"
+        c.event(&ctx, send, 2, 1).unwrap();
+        c.event(&ctx, Event::Leave(SEND), 3, 2).unwrap();
+        let items = drain(&mut c);
+        // The send stays a send of its bytes, without the peer, outside matching.
+        let Item::Op(op) = &items[0] else {
+            panic!("{items:?}")
+        };
+        assert_eq!((op.kind, op.dest, op.send_bytes), (OpKind::Send, None, 8));
+        assert_eq!(op.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
+        assert!(
+            matches!(
+                items[1],
+                Item::Anomaly(Anomaly::BrokenRule {
+                    rule: Rule::PeerOutsideCommunicator,
+                    rank: Some(0),
+                    time: Some(1),
+                    comm: Some(ODD),
+                    value: Some(2),
+                    ..
+                })
+            ),
+            "{items:?}"
         );
     }
 
