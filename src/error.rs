@@ -165,6 +165,8 @@ pub enum NameKind {
     Database,
     /// A trace format (`--format`).
     Format,
+    /// A hardware counter of a trace (`SUM(PAPI_TOT_CYC)`), by name.
+    Counter,
 }
 
 /// Which limit an [`Error::LimitExceeded`] hit; each is documented in `grammar/query.ebnf`.

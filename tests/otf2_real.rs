@@ -380,3 +380,133 @@ fn the_metrics_target_lists_otf2_print_s_metric_members_and_a_trace_without_has_
         assert!(plain.routine_counters(chunk, 3).unwrap().is_empty());
     }
 }
+
+/// Counter columns in aggregates: on `ping-pong-papi`, `SUM`, `MIN`, `MAX`, `AVG` of each
+/// PAPI counter per routine (ROUTINE CALLS) and per process (OPERATIONS) equal the same
+/// folds of `otf2-print`'s METRIC deltas; a name that is not a counter of the trace, a
+/// target without counters and `EXPLAIN SQL` are refused with what exists.
+#[test]
+fn counter_aggregates_per_routine_and_process_equal_otf2_print() {
+    let Some(dir) = traces_dir() else { return };
+    if !otf2_print::available() {
+        return;
+    }
+    let anchor = dir.join("ping-pong-papi/traces.otf2");
+    let names = ["PAPI_TOT_CYC", "PAPI_L2_TCM", "PAPI_BR_MSP"];
+    // Per group: (calls, per counter (sum, min, max)), from otf2-print. MPI regions are the
+    // operations, the others routine calls.
+    type Folds = (u64, Vec<(i64, i64, i64)>);
+    let fold = |into: &mut Folds, call: &OracleCall| {
+        into.0 += 1;
+        for (i, n) in names.iter().enumerate() {
+            let v = call.deltas[*n];
+            let (sum, min, max) = &mut into.1[i];
+            *sum += v;
+            *min = (*min).min(v);
+            *max = (*max).max(v);
+        }
+    };
+    let empty = || -> Folds { (0, vec![(0, i64::MAX, i64::MIN); 3]) };
+    let mut per_routine: BTreeMap<String, Folds> = BTreeMap::new();
+    let mut per_process: BTreeMap<u64, Folds> = BTreeMap::new();
+    for call in counter_oracle(&anchor) {
+        if call.region.starts_with("MPI_") {
+            fold(
+                per_process.entry(call.location).or_insert_with(empty),
+                &call,
+            );
+        } else {
+            fold(
+                per_routine.entry(call.region.clone()).or_insert_with(empty),
+                &call,
+            );
+        }
+    }
+    assert_eq!(per_process.len(), 2, "{per_process:?}");
+    assert!(!per_routine.is_empty());
+    // What the query's row of a group should render: count, then sum, min, max, avg of each.
+    let expected = |f: &Folds| -> Vec<String> {
+        let mut row = vec![f.0.to_string()];
+        for (sum, min, max) in &f.1 {
+            let avg = *sum as f64 / f.0 as f64;
+            row.extend([
+                sum.to_string(),
+                min.to_string(),
+                max.to_string(),
+                mtfdb::results::Value::Float(avg).render(),
+            ]);
+        }
+        row
+    };
+    let columns: Vec<String> = names
+        .iter()
+        .map(|n| format!("SUM({n}), MIN({n}), MAX({n}), AVG({n})"))
+        .collect();
+    let (_tmp, db) = temp_db();
+    db.import(&anchor, Some("papi")).unwrap();
+    db.import(dir.join("ping-pong/traces.otf2"), Some("plain"))
+        .unwrap();
+    let mut s = mtfdb::query::Session::new(db);
+    s.run("USE TRACE papi").unwrap();
+    let rows = |s: &mut mtfdb::query::Session, q: &str| -> Vec<Vec<String>> {
+        let r = s.run(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        r.rows
+            .iter()
+            .map(|row| row.iter().map(|v| v.render()).collect())
+            .collect()
+    };
+    let got = rows(
+        &mut s,
+        &format!(
+            "SELECT COUNT(*), {} FROM ROUTINE CALLS GROUP BY ROUTINE",
+            columns.join(", ")
+        ),
+    );
+    let want: Vec<Vec<String>> = per_routine
+        .iter()
+        .map(|(name, f)| [vec![name.clone()], expected(f)].concat())
+        .collect();
+    assert_eq!(got, want);
+    let got = rows(
+        &mut s,
+        &format!(
+            "SELECT COUNT(*), {} FROM OPERATIONS GROUP BY PROCESS",
+            columns.join(", ")
+        ),
+    );
+    let want: Vec<Vec<String>> = per_process
+        .iter()
+        .map(|(rank, f)| [vec![rank.to_string()], expected(f)].concat())
+        .collect();
+    assert_eq!(got, want);
+    // The column is named as the statement names the counter, lowercase like every column.
+    let r = s.run("SELECT SUM(papi_tot_cyc) FROM OPERATIONS").unwrap();
+    assert_eq!(r.columns, ["sum(papi_tot_cyc)"]);
+    let total: i64 = per_process.values().map(|f| f.1[0].0).sum();
+    assert_eq!(r.rows[0][0].render(), total.to_string());
+
+    // Refusals, each naming what exists.
+    let err = |s: &mut mtfdb::query::Session, q: &str| s.run(q).unwrap_err().to_string();
+    let e = err(
+        &mut s,
+        "SELECT SUM(PAPI_TOT_INS) FROM ROUTINE CALLS GROUP BY ROUTINE",
+    );
+    assert!(
+        e.contains("no counter PAPI_TOT_INS")
+            && e.contains("PAPI_TOT_CYC, PAPI_L2_TCM, PAPI_BR_MSP"),
+        "{e}"
+    );
+    let e = err(&mut s, "SELECT SUM(PAPI_TOT_CYC) FROM MESSAGES");
+    assert!(e.contains("MESSAGES has none"), "{e}");
+    let e = err(
+        &mut s,
+        "EXPLAIN SQL SELECT SUM(PAPI_TOT_CYC) FROM OPERATIONS GROUP BY PROCESS",
+    );
+    assert!(
+        e.contains("the Parquet export has no counter columns"),
+        "{e}"
+    );
+    s.run("USE TRACE plain").unwrap();
+    let e = err(&mut s, "SELECT MAX(PAPI_TOT_CYC) FROM OPERATIONS");
+    assert!(e.contains("the trace has no counters"), "{e}");
+}

@@ -335,7 +335,7 @@ fn the_record_targets_take_every_clause_and_their_fields() {
     );
     assert_eq!(
         err("SELECT SUM(DEPTH) FROM ROUTINE CALLS").message,
-        "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"DEPTH\""
+        "SUM needs SIZE, DURATION, SENT, RECEIVED or a counter of the trace (SELECT METRICS lists them), found \"DEPTH\""
     );
     assert_eq!(
         err("SELECT ROUTINE").message,
@@ -1032,7 +1032,7 @@ fn malformed_queries_give_exact_columns_and_messages() {
         ("SELECT ALL MESSAGES GROUP BY TAG", 21, "GROUP BY needs aggregates: SELECT COUNT(*), SUM(SIZE) FROM … GROUP BY …".into()),
         ("SELECT COUNT(*) FROM MESSAGES GROUP BY SIZE", 40, "expected PROCESS, PEER, OPERATION, TAG, COMM, ROUTINE or CLASS after GROUP BY, found \"SIZE\"".into()),
         ("SELECT COUNT(SIZE) FROM MESSAGES", 14, "COUNT takes *: COUNT(*), found \"SIZE\"".into()),
-        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE, DURATION, SENT or RECEIVED, found \"*\"".into()),
+        ("SELECT SUM(*) FROM MESSAGES", 12, "SUM needs SIZE, DURATION, SENT, RECEIVED or a counter of the trace (SELECT METRICS lists them), found \"*\"".into()),
         ("SELECT COUNT(*) FOR ALL PROCESSES", 17, format!("expected what to select after the aggregates ({TARGET_HELP}), found \"FOR\"")),
         ("SELECT COUNT(*), FROM MESSAGES", 18, "expected an aggregate (COUNT(*), SUM, AVG, MIN, MAX) after \",\", found \"FROM\"".into()),
         ("SHOW TABLE", 6, "expected TABLES, TRACES, PROCESSES, COMMUNICATORS, OPERATIONS, VIEWS or PHASE TREE after SHOW, found \"TABLE\"".into()),

@@ -561,6 +561,19 @@ pub enum Aggregate {
     Max(Measure),
 }
 
+impl Aggregate {
+    /// The counter the aggregate reads, if it reads one.
+    pub fn counter(self) -> Option<CounterName> {
+        match self {
+            Aggregate::Sum(Measure::Counter(n))
+            | Aggregate::Avg(Measure::Counter(n))
+            | Aggregate::Min(Measure::Counter(n))
+            | Aggregate::Max(Measure::Counter(n)) => Some(n),
+            _ => None,
+        }
+    }
+}
+
 /// What an aggregate or a histogram measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Measure {
@@ -572,6 +585,66 @@ pub enum Measure {
     Sent,
     /// `RECEIVED`: bytes received.
     Received,
+    /// A hardware counter of the trace by its name (`PAPI_TOT_CYC`, as `SELECT METRICS`
+    /// lists it): its value over each operation or routine call. The name is resolved when
+    /// the statement runs, against the trace's counters; only aggregates take it.
+    Counter(CounterName),
+}
+
+/// A counter's name as a statement spells it, kept inline so that [`Measure`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CounterName {
+    len: u8,
+    bytes: [u8; CounterName::MAX],
+}
+
+impl CounterName {
+    /// The longest name a statement can give a counter, in bytes.
+    pub const MAX: usize = 64;
+
+    /// `name`, if it is at most [`CounterName::MAX`] bytes.
+    pub fn new(name: &str) -> Option<CounterName> {
+        let len = name.len();
+        if len > Self::MAX {
+            return None;
+        }
+        let mut bytes = [0; Self::MAX];
+        bytes[..len].copy_from_slice(name.as_bytes());
+        Some(CounterName {
+            len: len as u8,
+            bytes,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Built from a `&str` cut at its own length: always UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for CounterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl Serialize for CounterName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for CounterName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        CounterName::new(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a counter name has at most {} bytes",
+                CounterName::MAX
+            ))
+        })
+    }
 }
 
 impl Measure {
@@ -1111,6 +1184,7 @@ impl fmt::Display for Measure {
             Measure::Duration => "DURATION",
             Measure::Sent => "SENT",
             Measure::Received => "RECEIVED",
+            Measure::Counter(name) => name.as_str(),
         })
     }
 }

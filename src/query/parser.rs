@@ -1221,12 +1221,16 @@ impl<'a> Parser<'a> {
         } else {
             let measure = match self.measure() {
                 Some(m) => m,
-                None => {
-                    return self.fail(format!(
-                        "{name} needs SIZE, DURATION, SENT or RECEIVED, found {}",
-                        self.found()
-                    ))
-                }
+                None => match self.counter()? {
+                    Some(m) => m,
+                    None => {
+                        return self.fail(format!(
+                            "{name} needs SIZE, DURATION, SENT, RECEIVED or a counter of the \
+                             trace (SELECT METRICS lists them), found {}",
+                            self.found()
+                        ))
+                    }
+                },
             };
             match name.as_str() {
                 "SUM" => Aggregate::Sum(measure),
@@ -1252,6 +1256,33 @@ impl<'a> Parser<'a> {
         .1;
         self.pos += 1;
         Some(m)
+    }
+
+    /// A counter's name (a word that is not a measure nor another field of the language),
+    /// consumed; checked against the trace's counters when the statement runs.
+    fn counter(&mut self) -> PResult<Option<Measure>> {
+        const FIELDS: [&str; 10] = [
+            "TAG", "SENDER", "RECEIVER", "PEER", "ROOT", "COMM", "WAIT", "DEPTH", "MEMBERS", "SKEW",
+        ];
+        let Some(t) = self
+            .peek()
+            .filter(|t| t.kind == Kind::Word && !FIELDS.iter().any(|f| t.is_keyword(f)))
+        else {
+            return Ok(None);
+        };
+        let (text, at) = (t.text, t.start);
+        let Some(name) = CounterName::new(text) else {
+            return self.fail_at(
+                at,
+                format!(
+                    "a counter name has at most {} bytes, {text:?} has {}",
+                    CounterName::MAX,
+                    text.len()
+                ),
+            );
+        };
+        self.pos += 1;
+        Ok(Some(Measure::Counter(name)))
     }
 
     // ---- statistics -------------------------------------------------------------------------

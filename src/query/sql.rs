@@ -33,6 +33,13 @@ use crate::model::Rank;
 /// The SQL of `select` over the export of the engine's trace.
 pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
     let trace = quote(engine.trace.name());
+    if let SelectBody::Aggregate { aggregates, .. } = &select.body {
+        if let Some(a) = aggregates.iter().find(|a| a.counter().is_some()) {
+            return Err(unsupported(&format!(
+                "{a} reads a hardware counter, and the Parquet export has no counter columns"
+            )));
+        }
+    }
     let (mut sql, tie) = match &select.body {
         SelectBody::Rows(selection) if selection.target.is_record() => (
             super::sql_records::rows_sql(engine, selection, &trace)?,
@@ -229,10 +236,11 @@ fn rows_sql(engine: &Engine, selection: &Selection, trace: &str) -> Result<Strin
 /// The alias of an aggregate's column (SQL's plain names: `count`, `sum_size`).
 pub(super) fn alias(a: Aggregate) -> String {
     let measure = |m: Measure| match m {
-        Measure::Size => "size",
-        Measure::Duration => "duration",
-        Measure::Sent => "sent",
-        Measure::Received => "received",
+        Measure::Size => "size".to_string(),
+        Measure::Duration => "duration".to_string(),
+        Measure::Sent => "sent".to_string(),
+        Measure::Received => "received".to_string(),
+        Measure::Counter(name) => name.as_str().to_lowercase(),
     };
     match a {
         Aggregate::Count => "count_all".into(),
@@ -252,6 +260,8 @@ fn measure_sql(messages: bool, m: Measure) -> &'static str {
         (false, Measure::Received) => "o.bytes_received",
         (true, Measure::Sent | Measure::Received) => "m.size",
         (true, Measure::Size) => "m.size",
+        // Refused before (`select_sql`): the export has no counters.
+        (_, Measure::Counter(_)) => "NULL",
         (true, Measure::Duration) => {
             "CASE WHEN m.recv_time_ns >= m.send_time_ns THEN m.recv_time_ns - m.send_time_ns ELSE 0 END"
         }

@@ -68,6 +68,8 @@ pub(super) fn aggregate_sql(
             Measure::Duration => Field::Duration,
             Measure::Sent => Field::Sent,
             Measure::Received => Field::Received,
+            // Refused before (`select_sql`): the export has no counters.
+            Measure::Counter(_) => return "NULL".to_string(),
         };
         field_sql(target, f).map_or("0".to_string(), |(sql, ..)| format!("COALESCE({sql}, 0)"))
     };

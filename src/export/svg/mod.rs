@@ -100,6 +100,7 @@ fn select_picture(
                     let of = match of {
                         Measure::Duration => "duration_ns",
                         Measure::Size | Measure::Sent | Measure::Received => "size in bytes",
+                        Measure::Counter(_) => "counter value",
                     };
                     bars::histogram(&r, title, of)
                 }

@@ -8,13 +8,16 @@ use rayon::prelude::*;
 
 use super::order::compare_values;
 use super::{measure, Row};
-use crate::error::{Error, Limit, Result};
+use crate::error::{Error, Limit, NameKind, Result};
 use crate::hash::FxHashMap;
 use crate::model::CommId;
 use crate::query::ast::{Aggregate, GroupKey, Measure, Selection, Target};
 use crate::query::plan::{Engine, Selected};
 use crate::results::{ResultSet, Value};
+use crate::store::counters::ChunkCounters;
+use crate::store::ids::chunk_and_row;
 use crate::store::{MessageColumns, MessageField};
+use crate::Trace;
 
 /// Calls `f` with each row of `rows` and its value of group key `key` (a rank, a tag or a
 /// communicator id): one loop per key, so that reading the key is not decided row by row.
@@ -49,38 +52,101 @@ impl<'a> Engine<'a> {
             .map(|k| k.to_string().to_lowercase())
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
-        let mut groups: BTreeMap<Vec<GroupValue>, Vec<Acc>> = BTreeMap::new();
+        // Per aggregate, the trace's counter it reads, if any (resolved before any row is read).
+        let counter_of: Vec<Option<usize>> = aggregates
+            .iter()
+            .map(|a| self.counter_index(selection.target, *a))
+            .collect::<Result<_>>()?;
+        let mut counters = CounterValues::new(self.trace, selection.target)?;
+        let empty = || -> Vec<Fold> {
+            counter_of
+                .iter()
+                .map(|c| match c {
+                    Some(_) => Fold::Counter(CounterAcc::default()),
+                    None => Fold::Measure(Acc::default()),
+                })
+                .collect()
+        };
+        let mut groups: BTreeMap<Vec<GroupValue>, Vec<Fold>> = BTreeMap::new();
         // Rows are folded into their groups as they are read: memory holds the groups.
         self.each_row(selection, selected, |row| {
             let row = &row;
             let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
-            let accs = groups
-                .entry(key)
-                .or_insert_with(|| vec![Acc::default(); aggregates.len()]);
-            for (acc, a) in accs.iter_mut().zip(aggregates) {
-                let v = match a {
-                    Aggregate::Count => 0,
-                    Aggregate::Sum(m)
-                    | Aggregate::Avg(m)
-                    | Aggregate::Min(m)
-                    | Aggregate::Max(m) => measure(row, *m),
-                };
-                acc.add(v);
+            let folds = groups.entry(key).or_insert_with(empty);
+            for ((fold, a), counter) in folds.iter_mut().zip(aggregates).zip(&counter_of) {
+                match (fold, counter) {
+                    (Fold::Counter(acc), Some(c)) => {
+                        // A call without a sample of the counter is NULL: skipped.
+                        if let Some(v) = counters.get(row, *c)? {
+                            acc.add(v);
+                        }
+                    }
+                    (Fold::Measure(acc), _) => acc.add(match a {
+                        Aggregate::Count => 0,
+                        Aggregate::Sum(m)
+                        | Aggregate::Avg(m)
+                        | Aggregate::Min(m)
+                        | Aggregate::Max(m) => measure(row, *m),
+                    }),
+                    (Fold::Counter(_), None) => {}
+                }
             }
             Ok(true)
         })?;
         if groups.is_empty() && group_by.is_empty() {
-            groups.insert(Vec::new(), vec![Acc::default(); aggregates.len()]);
+            groups.insert(Vec::new(), empty());
         }
         let mut r = ResultSet::new(columns);
-        for (key, accs) in groups {
+        for (key, folds) in groups {
             let mut row: Vec<Value> = key.into_iter().map(GroupValue::into_value).collect();
-            for (acc, a) in accs.iter().zip(aggregates) {
-                row.push(acc.value(*a)?);
+            for (fold, a) in folds.iter().zip(aggregates) {
+                row.push(match fold {
+                    Fold::Measure(acc) => acc.value(*a)?,
+                    Fold::Counter(acc) => acc.value(*a),
+                });
             }
             r.push(row);
         }
         Ok(r)
+    }
+
+    /// The index among the trace's counters of the counter aggregate `a` reads, if it reads
+    /// one; an error naming the trace's counters if it has none of that name, or if `target`
+    /// has no counters.
+    fn counter_index(&self, target: Target, a: Aggregate) -> Result<Option<usize>> {
+        let (Aggregate::Sum(Measure::Counter(name))
+        | Aggregate::Avg(Measure::Counter(name))
+        | Aggregate::Min(Measure::Counter(name))
+        | Aggregate::Max(Measure::Counter(name))) = a
+        else {
+            return Ok(None);
+        };
+        if counter_table(target).is_none() {
+            return Err(Error::Usage(format!(
+                "{a}: counters are kept per operation and per routine call; {target} has none"
+            )));
+        }
+        let metrics = self.trace.metrics()?;
+        if let Some(i) = metrics
+            .iter()
+            .position(|m| m.name.eq_ignore_ascii_case(name.as_str()))
+        {
+            return Ok(Some(i));
+        }
+        let has = if metrics.is_empty() {
+            "the trace has no counters".to_string()
+        } else {
+            let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+            format!("the trace's counters are {}", names.join(", "))
+        };
+        Err(Error::unknown(
+            NameKind::Counter,
+            name.as_str().to_string(),
+            format!(
+                "{a}: no counter {} ({has}; SELECT METRICS lists them)",
+                name.as_str()
+            ),
+        ))
     }
 
     /// Whether an aggregate is a plain scan of all messages that column reads can answer.
@@ -327,6 +393,116 @@ impl GroupValue {
             GroupValue::None => Value::Null,
             GroupValue::Int(i) => Value::Int(i128::from(i)),
             GroupValue::Text(s) => Value::Text(s),
+        }
+    }
+}
+
+/// Whether a target's counters are the operations' (`false`) or the routine calls' (`true`),
+/// or `None` if its rows have no counters.
+fn counter_table(target: Target) -> Option<bool> {
+    match target {
+        Target::PointToPoint
+        | Target::Sends
+        | Target::Receives
+        | Target::Collectives
+        | Target::Operation(_)
+        | Target::Operations => Some(false),
+        Target::RoutineCalls => Some(true),
+        Target::Messages
+        | Target::CpuBursts
+        | Target::Requests
+        | Target::CollectiveInstances
+        | Target::Anomalies
+        | Target::Metrics => None,
+    }
+}
+
+/// The counter values of the rows an aggregation reads, one chunk's at a time (rows come in
+/// chunk order, so each chunk's counters are read once).
+struct CounterValues<'t> {
+    trace: &'t Trace,
+    /// Routine calls' counters, else operations'.
+    routines: bool,
+    /// How many counters the trace has.
+    metrics: usize,
+    /// The chunk `values` holds.
+    chunk: Option<u32>,
+    values: ChunkCounters,
+}
+
+impl<'t> CounterValues<'t> {
+    fn new(trace: &'t Trace, target: Target) -> Result<CounterValues<'t>> {
+        Ok(CounterValues {
+            trace,
+            routines: counter_table(target) == Some(true),
+            metrics: trace.metrics()?.len(),
+            chunk: None,
+            values: ChunkCounters::default(),
+        })
+    }
+
+    /// Counter `metric` of `row` (an operation or a routine call), if the call has a sample.
+    fn get(&mut self, row: &Row, metric: usize) -> Result<Option<i64>> {
+        // An operation's id and a routine call's position both are chunk * 65,536 + row.
+        let id = match row {
+            Row::Op(id, _) if !self.routines => *id,
+            Row::Record(id, _) if self.routines => *id,
+            _ => return Ok(None),
+        };
+        let chunk = chunk_and_row(id).0;
+        if self.chunk != Some(chunk) {
+            self.values = if self.routines {
+                self.trace.routine_counters(chunk, self.metrics)?
+            } else {
+                self.trace.operation_counters(chunk, self.metrics)?
+            };
+            self.chunk = Some(chunk);
+        }
+        Ok(self.values.get(id, metric))
+    }
+}
+
+/// What one aggregate of one group has folded so far.
+#[derive(Debug, Clone)]
+enum Fold {
+    /// A measure of the rows (or their count).
+    Measure(Acc),
+    /// A counter's values.
+    Counter(CounterAcc),
+}
+
+/// A counter's values in a group: only the calls that have one (a call without a sample is
+/// NULL, as in SQL). Signed: a counter of absolute samples may be negative.
+#[derive(Debug, Clone, Default)]
+struct CounterAcc {
+    count: u64,
+    sum: i128,
+    min: i64,
+    max: i64,
+}
+
+impl CounterAcc {
+    fn add(&mut self, v: i64) {
+        if self.count == 0 {
+            (self.min, self.max) = (v, v);
+        }
+        self.count += 1;
+        self.sum += i128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// The aggregate's value: NULL when no call of the group has a sample.
+    fn value(&self, a: Aggregate) -> Value {
+        if self.count == 0 {
+            return Value::Null;
+        }
+        match a {
+            Aggregate::Count => self.count.into(),
+            Aggregate::Sum(_) => Value::Int(self.sum),
+            Aggregate::Avg(_) => Value::Float(self.sum as f64 / self.count as f64),
+            Aggregate::Min(_) => Value::Int(i128::from(self.min)),
+            Aggregate::Max(_) => Value::Int(i128::from(self.max)),
         }
     }
 }

@@ -644,14 +644,18 @@ fn peers_within(row: &Row, set: &[Rank]) -> bool {
     }
 }
 
+/// A row's value of measure `m`. Counters are not in the row: [`aggregate`] reads them from
+/// the store (see `aggregate.rs`), and the parser takes them nowhere else, so a counter
+/// measures 0 here.
 pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
     match (row, m) {
+        (_, Measure::Counter(_)) => 0,
         (Row::Record(_, r), m) => {
             let f = match m {
                 Measure::Size => Field::Size,
                 Measure::Duration => Field::Duration,
                 Measure::Sent => Field::Sent,
-                Measure::Received => Field::Received,
+                Measure::Received | Measure::Counter(_) => Field::Received,
             };
             r.field(f).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
         }
