@@ -518,15 +518,9 @@ impl Derived {
     }
 }
 
-impl MatchSink for Derived {
-    fn message(&mut self, m: &Message) -> Result<()> {
-        self.clock
-            .message(m.sender, m.receiver, m.send_time, m.recv_time);
-        // Then stored as every message is.
-        self.uncompleted_message(m)
-    }
-
-    fn uncompleted_message(&mut self, m: &Message) -> Result<()> {
+impl Derived {
+    /// Counts a matched message and adds it to the messages table.
+    fn store_message(&mut self, m: &Message) -> Result<()> {
         self.tally.message(m, &mut self.found);
         self.record_found()?;
         let end = m.recv_time.max(m.send_time);
@@ -539,6 +533,18 @@ impl MatchSink for Derived {
             self.close_message_chunk();
         }
         self.messages.flush_if(false, &self.jobs)
+    }
+}
+
+impl MatchSink for Derived {
+    fn message(&mut self, m: &Message) -> Result<()> {
+        self.clock
+            .message(m.sender, m.receiver, m.send_time, m.recv_time);
+        self.store_message(m)
+    }
+
+    fn uncompleted_message(&mut self, m: &Message) -> Result<()> {
+        self.store_message(m)
     }
 
     fn request_link(&mut self, l: &RequestLink) -> Result<()> {

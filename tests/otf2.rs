@@ -528,12 +528,7 @@ fn a_corrupted_definitions_file_is_refused_with_its_name_and_offset() {
 
 /// The events `otf2-print -G` says location `id`'s definition announces.
 fn announced_events(archive: &Path, id: u64) -> u64 {
-    let out = Command::new("otf2-print")
-        .arg("-G")
-        .arg(archive.join("run.otf2"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = common::otf2_print::run(&["-G"], &archive.join("run.otf2"));
     let line = text
         .lines()
         .find(|l| {

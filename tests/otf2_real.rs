@@ -455,30 +455,21 @@ fn counter_aggregates_per_routine_and_process_equal_otf2_print() {
             .map(|row| row.iter().map(|v| v.render()).collect())
             .collect()
     };
-    let got = rows(
-        &mut s,
-        &format!(
-            "SELECT COUNT(*), {} FROM ROUTINE CALLS GROUP BY ROUTINE",
-            columns.join(", ")
-        ),
-    );
-    let want: Vec<Vec<String>> = per_routine
+    let by_routine: Vec<Vec<String>> = per_routine
         .iter()
         .map(|(name, f)| [vec![name.clone()], expected(f)].concat())
         .collect();
-    assert_eq!(got, want);
-    let got = rows(
-        &mut s,
-        &format!(
-            "SELECT COUNT(*), {} FROM OPERATIONS GROUP BY PROCESS",
-            columns.join(", ")
-        ),
-    );
-    let want: Vec<Vec<String>> = per_process
+    let by_process: Vec<Vec<String>> = per_process
         .iter()
         .map(|(rank, f)| [vec![rank.to_string()], expected(f)].concat())
         .collect();
-    assert_eq!(got, want);
+    for (target, want) in [
+        ("ROUTINE CALLS GROUP BY ROUTINE", by_routine),
+        ("OPERATIONS GROUP BY PROCESS", by_process),
+    ] {
+        let q = format!("SELECT COUNT(*), {} FROM {target}", columns.join(", "));
+        assert_eq!(rows(&mut s, &q), want, "{q}");
+    }
     // The column is named as the statement names the counter, lowercase like every column.
     let r = s.run("SELECT SUM(papi_tot_cyc) FROM OPERATIONS").unwrap();
     assert_eq!(r.columns, ["sum(papi_tot_cyc)"]);
