@@ -633,6 +633,27 @@ fn a_missing_event_file_is_reported_and_the_other_locations_import() {
 }
 
 #[test]
+fn info_says_which_event_data_is_missing_rather_than_that_the_trace_is_whole() {
+    let (_tmp, dir) = copy_fixture("subcomms");
+    std::fs::remove_file(dir.join("run/2.evt")).unwrap();
+    let db_dir = tempfile::tempdir().unwrap();
+    let db = db_dir.path().join("db");
+    let (ok, _, err) =
+        common::contents::mtfdb(&db, &["import", dir.to_str().unwrap(), "--name", "partial"]);
+    assert!(ok, "{err}");
+    let (ok, info, err) = common::contents::mtfdb(&db, &["info", "partial"]);
+    assert!(ok, "{err}");
+    let line = info.lines().find(|l| l.starts_with("anomalies:")).unwrap();
+    assert!(
+        line.ends_with(
+            "(kept and counted; event data of 1 location missing or cut short; the rest was imported)"
+        ),
+        "{line}"
+    );
+    assert!(!info.contains("imported whole"), "{info}");
+}
+
+#[test]
 fn an_event_file_cut_short_keeps_what_was_read_and_reports_where() {
     let (_tmp, dir) = copy_fixture("subcomms");
     let (_full_tmp, full_db) = temp_db();

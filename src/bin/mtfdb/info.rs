@@ -229,9 +229,10 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         let total: u64 = s.anomalies.iter().map(|(_, n)| *n).sum();
         let _ = writeln!(
             w,
-            "anomalies: {} in {} classes (kept and counted; the trace was imported whole)",
+            "anomalies: {} in {} classes (kept and counted; {})",
             thousands(total),
-            s.anomalies.len()
+            s.anomalies.len(),
+            what_was_lost(s)
         );
         let list = trace.anomalies()?;
         for (kind, n) in &s.anomalies {
@@ -338,4 +339,27 @@ fn elide(w: &mut String, n: usize) {
 /// One anomaly in words.
 fn describe(trace: &Trace, a: &Anomaly) -> String {
     trace.anomaly_text(a)
+}
+
+/// Whether the import kept every record it read, or what it could not keep: ranks whose
+/// event data is missing or cut short, and records it skipped.
+fn what_was_lost(s: &mtfdb::store::TraceSummary) -> String {
+    let missing = s.anomaly_count("rank's event data missing");
+    let skipped = s.anomaly_count("record skipped");
+    let mut lost = Vec::new();
+    if missing > 0 {
+        let plural = if missing == 1 { "" } else { "s" };
+        lost.push(format!(
+            "event data of {} location{plural} missing or cut short",
+            thousands(missing)
+        ));
+    }
+    if skipped > 0 {
+        lost.push(format!("{} records skipped", thousands(skipped)));
+    }
+    if lost.is_empty() {
+        "the trace was imported whole".to_string()
+    } else {
+        format!("{}; the rest was imported", lost.join(", "))
+    }
 }
