@@ -141,6 +141,9 @@ impl Trace {
             s.push_str(&broken_rule_text(*rule, *comm, value.unwrap_or(0)));
             s
         }
+        Anomaly::ReceiveNotRecorded { op, rank, dest, comm, tag } => format!(
+            "operation {op}: send from rank {rank} to rank {dest} (communicator {comm}, tag {tag}) matched no receive; rank {dest} has receives the trace recorded without their source and tag, one of which may have received it"
+        ),
         Anomaly::ClockConditionViolated { sender, receiver, messages, worst, time } => format!(
             "rank {sender} -> rank {receiver}: {messages} message(s) received before they were sent (clocks out of step), by up to {worst} ns, the first sent at {}",
             seconds(*time)

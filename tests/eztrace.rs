@@ -149,20 +149,21 @@ fn lammps_melt_under_eztrace_equals_otf2_print_and_its_own_time_breakdown() {
     }
 
     // EZTrace records no completion of an MPI_Irecv (not its sender, tag or size), so no
-    // send is matched; each send is kept, unmatched, with its receiver and bytes, and each
-    // receive is reported as a request whose completion the trace does not record.
+    // send is matched. Each receive is kept as an MPI_Irecv with its request and no envelope,
+    // reported as a request whose completion the trace does not record; each send is kept
+    // with its receiver and bytes, reported as sent to a receive the trace did not describe,
+    // never as a send the program left unreceived.
     let summary = trace.summary();
     let sends: u64 = otf2_print::sends_of(&trace).values().map(|s| s.0).sum();
     assert_eq!(summary.messages, 0);
-    assert_eq!(summary.anomaly_count("send never received"), sends);
     assert_eq!(
-        summary.anomaly_count("request never completed"),
-        summary.kind_count(OpKind::Other(
-            (0..trace.strings().len() as u32)
-                .find(|&i| trace.string(i) == Some("MPI_Irecv"))
-                .unwrap()
-        ))
+        summary.anomaly_count("send to a receive not recorded"),
+        sends
     );
+    assert_eq!(summary.anomaly_count("send never received"), 0);
+    let irecvs = summary.kind_count(OpKind::Irecv);
+    assert_eq!(Some(&irecvs), otf2_print::calls_of(&trace).get("MPI_Irecv"));
+    assert_eq!(summary.anomaly_count("request never completed"), irecvs);
 }
 
 /// `key=value` of HPCC's summary section.
@@ -274,6 +275,13 @@ fn the_suites_own_mpi_program_under_eztrace_gives_every_message_and_collective()
     // 6. MPI_Sendrecv: EZTrace records none of its envelope; each call is kept by name.
     let s = trace.summary();
     assert_eq!(s.anomaly_count("MPI call without its records"), 4);
+    // Every rank has an MPI_Irecv whose completion EZTrace did not record, so a send that
+    // found no receive is reported as sent to such a receive, never as left unreceived.
+    assert_eq!(s.anomaly_count("send never received"), 0);
+    assert_eq!(
+        s.messages + s.anomaly_count("send to a receive not recorded"),
+        expected.len() as u64
+    );
 
     // Blocking receives are recorded with their sender: the ring's four messages match.
     let mut matched: Vec<Envelope> = Vec::new();

@@ -307,6 +307,22 @@ pub(crate) fn fields(a: &Anomaly) -> (&'static str, Vec<(&'static str, Val)>) {
                 ("time", Num(*time)),
             ],
         ),
+        Anomaly::ReceiveNotRecorded {
+            rank: r,
+            dest,
+            comm,
+            tag,
+            ..
+        } => (
+            "ReceiveNotRecorded",
+            vec![
+                ("op", Op(0)),
+                rank(*r),
+                ("dest", Num((*dest).into())),
+                ("comm", Num((*comm).into())),
+                ("tag", Int((*tag).into())),
+            ],
+        ),
     }
 }
 
@@ -315,7 +331,7 @@ pub(crate) const CLASSES: &str = "UnmatchedSend, UnmatchedReceive, RequestNeverC
 UnknownRequest, IncompleteCollective, WaitBeforeRequest, UnresolvedWildcard, RootMismatch, \
 MissingFinalize, UnclosedRoutine, CrossedLeave, LeaveWithoutEnter, CallWithoutRecords, \
 LengthMismatch, DatatypeMismatch, CallBeforeInit, CallAfterFinalize, CollectiveSizeMismatch, \
-BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, ClockConditionViolated, and one class \
+BarrierWithoutOverlap, ValueOverflow, SkippedRecord, MissingRankData, PeerDataMissing, ClockConditionViolated, ReceiveNotRecorded, and one class \
 per broken rule: \
 DuplicateDeclaration, UnknownProcessor, EmptyCommunicator, UnknownMember, DuplicateMember, \
 UnknownRank, EndBeforeStart, TimeGoesBackwards, RoutineTimeGoesBackwards, UnknownCommunicator, \
@@ -526,6 +542,16 @@ pub(crate) fn build<E>(class: &[u8], f: &mut impl Fields<E>) -> Result<Option<An
                 rank: f.u32("rank")?,
                 peer: f.u32("peer")?,
                 comm: f.u32("comm")?,
+            }
+        }
+        b"ReceiveNotRecorded" => {
+            f.op("op")?;
+            Anomaly::ReceiveNotRecorded {
+                op: 0,
+                rank: f.u32("rank")?,
+                dest: f.u32("dest")?,
+                comm: f.u32("comm")?,
+                tag: f.i32("tag")?,
             }
         }
         b"ClockConditionViolated" => Anomaly::ClockConditionViolated {

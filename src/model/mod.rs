@@ -850,6 +850,22 @@ pub enum Anomaly {
         /// The send start (ns) of the first violating message, in matching order.
         time: Time,
     },
+    /// A send left without a receive, to a rank whose trace has receives the tracer recorded
+    /// without their envelope (EZTrace records no completion of an `MPI_Irecv`): one of them
+    /// may have received it, so it is not counted as never received. Not an error of the
+    /// program.
+    ReceiveNotRecorded {
+        /// The send operation.
+        op: OpId,
+        /// Sender.
+        rank: Rank,
+        /// Intended receiver.
+        dest: Rank,
+        /// Communicator.
+        comm: CommId,
+        /// Tag.
+        tag: i32,
+    },
 }
 
 /// A structural rule of the metamodel a foreign trace broke ([`Anomaly::BrokenRule`]), with
@@ -1049,7 +1065,8 @@ impl Anomaly {
             | Anomaly::CallAfterFinalize { op, .. }
             | Anomaly::CollectiveSizeMismatch { op, .. }
             | Anomaly::CallWithoutRecords { op, .. }
-            | Anomaly::PeerDataMissing { op, .. } => *op = f(*op)?,
+            | Anomaly::PeerDataMissing { op, .. }
+            | Anomaly::ReceiveNotRecorded { op, .. } => *op = f(*op)?,
             Anomaly::BrokenRule { op, .. } => {
                 if let Some(op) = op {
                     *op = f(*op)?;
@@ -1123,6 +1140,7 @@ impl Anomaly {
             Anomaly::PeerDataMissing { .. } => "peer's event data missing",
             Anomaly::BrokenRule { rule, .. } => rule.kind_name(),
             Anomaly::ClockConditionViolated { .. } => "receive before send (clock condition)",
+            Anomaly::ReceiveNotRecorded { .. } => "send to a receive not recorded",
         }
     }
 }

@@ -628,7 +628,8 @@ fn anomaly_facts(a: &Anomaly) -> (Option<Rank>, Option<u64>, Option<u32>) {
         | Anomaly::UnmatchedReceive { rank, comm, .. }
         | Anomaly::RootMismatch { rank, comm, .. }
         | Anomaly::CollectiveSizeMismatch { rank, comm, .. }
-        | Anomaly::PeerDataMissing { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
+        | Anomaly::PeerDataMissing { rank, comm, .. }
+        | Anomaly::ReceiveNotRecorded { rank, comm, .. } => (Some(*rank), None, Some(*comm)),
         Anomaly::IncompleteCollective { comm, .. }
         | Anomaly::BarrierWithoutOverlap { comm, .. } => (None, None, Some(*comm)),
         Anomaly::RequestNeverCompleted { rank, .. }

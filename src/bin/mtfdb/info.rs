@@ -207,6 +207,15 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
         thousands(s.anomaly_count("send never received")),
         thousands(s.anomaly_count("receive never matched"))
     );
+    // Kept apart: sends a receive recorded without its envelope may have received.
+    let unrecorded = s.anomaly_count("send to a receive not recorded");
+    if unrecorded > 0 {
+        let _ = write!(
+            w,
+            "; {} sends to ranks whose receives the trace recorded without source and tag",
+            thousands(unrecorded)
+        );
+    }
     // Kept apart: what a rank whose data is missing left waiting is no error of the others.
     let missing = s.anomaly_count("peer's event data missing");
     if missing > 0 {

@@ -119,6 +119,9 @@ pub struct MatchStats {
     pub peer_data_missing: u64,
     /// Sends never received (`UnmatchedSend`).
     pub unmatched_sends: u64,
+    /// Sends left without a receive to a rank with receives whose envelope the trace does
+    /// not record (`ReceiveNotRecorded`); not counted in `unmatched_sends`.
+    pub sends_to_unrecorded_receives: u64,
     /// Receives never matched (`UnmatchedReceive`).
     pub unmatched_receives: u64,
     /// Requests no Wait/Test completed (`RequestNeverCompleted`), including a request whose
@@ -189,6 +192,9 @@ pub struct Matcher {
     /// Per world rank: declared in the header, and finalized (or aborted).
     declared: Vec<bool>,
     finalized: Vec<bool>,
+    /// Per world rank: whether it made a receive whose envelope the trace does not record
+    /// (no communicator, source or tag), which any send to it may have matched.
+    unrecorded_receives: Vec<bool>,
     /// Per location (rank, thread): its calls around Init and Finalize.
     lifecycle: ByRank<u32, Lifecycle>,
     /// Ranks whose event data is missing or cut short ([`Matcher::rank_missing`]).
@@ -218,6 +224,7 @@ impl Matcher {
             collectives: Collectives::new(&header.communicators),
             declared,
             finalized: vec![false; n],
+            unrecorded_receives: vec![false; n],
             lifecycle: ByRank::default(),
             missing: Vec::new(),
             stats: MatchStats::default(),
@@ -238,6 +245,13 @@ impl Matcher {
 
     fn is_missing(&self, rank: Rank) -> bool {
         self.missing.binary_search(&rank).is_ok()
+    }
+
+    fn has_unrecorded_receives(&self, rank: Rank) -> bool {
+        self.unrecorded_receives
+            .get(rank as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Items currently held: sends and receives waiting for their other side, open
@@ -360,6 +374,9 @@ impl Matcher {
     fn receive(&mut self, id: OpId, op: &Operation, out: &mut impl MatchSink) -> Result<()> {
         let (Some(comm), Some(source), Some(tag)) = (op.comm, op.source, op.recv_tag) else {
             self.stats.unmatchable_p2p += 1;
+            if let Some(r) = self.unrecorded_receives.get_mut(op.rank as usize) {
+                *r = true;
+            }
             if op.flags & (flags::ANY_SOURCE | flags::ANY_TAG) != 0 {
                 return out.anomaly(&Anomaly::UnresolvedWildcard {
                     op: id,
@@ -616,6 +633,15 @@ impl Matcher {
                     peer,
                     comm: c.comm,
                 })?;
+            } else if left.is_send && self.has_unrecorded_receives(c.dest) {
+                self.stats.sends_to_unrecorded_receives += 1;
+                out.anomaly(&Anomaly::ReceiveNotRecorded {
+                    op,
+                    rank: c.source,
+                    dest: c.dest,
+                    comm: c.comm,
+                    tag: c.tag,
+                })?;
             } else if left.is_send {
                 self.stats.unmatched_sends += 1;
                 out.anomaly(&Anomaly::UnmatchedSend {
@@ -809,6 +835,43 @@ mod tests {
         assert_eq!(
             log.anomalies[0],
             Anomaly::UnresolvedWildcard { op: 1, rank: 1 }
+        );
+    }
+
+    #[test]
+    fn a_send_to_a_rank_with_receives_recorded_without_envelope_is_no_unmatched_send() {
+        let mut m = Matcher::new(&header(3));
+        let mut log = MatchLog::default();
+        // Rank 1's MPI_Irecv was recorded with its request only (EZTrace).
+        let mut irecv = Operation::new(1, OpKind::Irecv, 0, 1);
+        irecv.request = Some(4);
+        irecv.flags = flags::WITHOUT_RECORDS;
+        m.operation(0, &irecv, &mut log).unwrap();
+        m.operation(1, &send(0, 1, 3, 2), &mut log).unwrap();
+        m.operation(2, &send(0, 2, 3, 3), &mut log).unwrap();
+        let stats = m.finish(&mut log).unwrap();
+        assert_eq!(
+            (stats.sends_to_unrecorded_receives, stats.unmatched_sends),
+            (1, 1)
+        );
+        assert_eq!(
+            log.anomalies[..2],
+            [
+                Anomaly::ReceiveNotRecorded {
+                    op: 1,
+                    rank: 0,
+                    dest: 1,
+                    comm: 0,
+                    tag: 3
+                },
+                Anomaly::UnmatchedSend {
+                    op: 2,
+                    rank: 0,
+                    dest: 2,
+                    comm: 0,
+                    tag: 3
+                },
+            ]
         );
     }
 

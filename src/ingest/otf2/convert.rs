@@ -844,12 +844,17 @@ fn without_records(ctx: &Context, op: &mut Operation) {
     }
 }
 
-/// An operation whose completion never came (cancelled, or never waited for). OTF2 records
-/// the envelope of a non-blocking receive or collective only at completion, so without one
-/// the call is kept as a plain call of the same name, with its request (a receive whose
-/// communicator is known but whose source is not stays a receive: an unresolved wildcard).
+/// An operation whose completion never came (cancelled, never waited for, or not recorded:
+/// EZTrace records none for `MPI_Irecv`). OTF2 records the envelope of a non-blocking
+/// receive or collective only at completion. Without one a receive stays a receive, with its
+/// request but no communicator, source or tag, flagged as recorded without its records: it
+/// is listed with its kind, and the matcher reports the sends it may have received
+/// ([`Anomaly::ReceiveNotRecorded`]). A collective is kept as a plain call of its name. A
+/// receive whose communicator is known but whose source is not is an unresolved wildcard.
 fn unresolved(ctx: &Context, op: &mut Operation) {
-    if lacks_records(op) {
+    if lacks_records(op) && op.kind.is_receive() {
+        op.flags |= flags::WITHOUT_RECORDS;
+    } else if lacks_records(op) {
         // Reported as a request never completed, not as a call without records.
         if let Some(&name) = ctx.kind_names.get(&op.kind) {
             op.kind = OpKind::Other(name);
@@ -1041,12 +1046,16 @@ mod tests {
             rest.iter().map(Item::time).collect::<Vec<_>>(),
             vec![200, 210]
         );
-        // Each is kept as a call of its name with its request, never completed.
+        // Each is kept as a receive with its request and no envelope, never completed.
         let Item::Op(irecv) = &rest[0] else {
             panic!("{:?}", rest[0])
         };
-        assert_eq!(irecv.kind, OpKind::Other(2));
+        assert_eq!(
+            (irecv.kind, irecv.comm, irecv.source),
+            (OpKind::Irecv, None, None)
+        );
         assert_eq!(irecv.request, Some(7));
+        assert_eq!(irecv.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
     }
 
     #[test]
@@ -1276,7 +1285,10 @@ mod tests {
         let Item::Op(irecv) = &items[0] else {
             panic!("{:?}", items[0])
         };
-        // Without its completion there is no envelope: a plain call of its name, request kept.
-        assert_eq!((irecv.kind, irecv.request), (OpKind::Other(2), Some(3)));
+        // Without its completion there is no envelope: a receive with its request, no source.
+        assert_eq!(
+            (irecv.kind, irecv.request, irecv.source),
+            (OpKind::Irecv, Some(3), None)
+        );
     }
 }
