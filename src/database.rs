@@ -1006,6 +1006,17 @@ impl Trace {
             .counters(crate::store::Table::Routines, chunk, metrics)
     }
 
+    /// [`Trace::operation_counters`] read forward a window of rows at a time, for readers
+    /// that hold many chunks open at once.
+    pub fn operation_counter_stream(
+        &self,
+        chunk: u32,
+        metrics: usize,
+    ) -> Result<crate::store::counters::CounterStream> {
+        self.reader
+            .counter_stream(crate::store::Table::Operations, chunk, metrics)
+    }
+
     /// The number of routine-call chunks.
     pub fn routine_chunk_count(&self) -> u32 {
         self.meta().routine_chunks

@@ -132,97 +132,22 @@ fn the_real_archives_numbers_match_their_readme() {
     );
 }
 
-/// One call as `otf2-print` shows it: its location, region, Enter timestamp (ticks), and per
-/// counter the value of the METRIC record at its Leave minus the one at its Enter.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct OracleCall {
-    location: u64,
-    enter: u64,
-    region: String,
-    deltas: BTreeMap<String, i64>,
-}
-
-/// Counter name -> value (or delta).
-type Counters = BTreeMap<String, i64>;
-
-/// The values of a METRIC line: `("PAPI_TOT_CYC" <0>; UINT64; 98850), …`.
-fn metric_values(line: &str) -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    for part in line.split('(').skip(1) {
-        let name = part.split('"').nth(1).unwrap().to_string();
-        let value = part
-            .split(';')
-            .nth(2)
-            .unwrap()
-            .trim()
-            .trim_end_matches([')', ',']);
-        out.insert(name, value.trim_end_matches(')').parse().unwrap());
+/// Every call of the archive with its counter values, from `otf2-print` (see
+/// [`otf2_print::CounterCall`]); in `ping-pong-papi` every call has every counter's delta.
+fn counter_oracle(anchor: &Path) -> Vec<otf2_print::CounterCall> {
+    let calls = otf2_print::counter_calls(anchor);
+    for c in &calls {
+        assert!(c.values.values().all(Option::is_some), "{c:?}");
     }
-    out
-}
-
-/// Every call of the archive with its counter deltas, from `otf2-print`'s ENTER, LEAVE and
-/// METRIC records (a METRIC record belongs to the Enter or Leave at its timestamp). A region
-/// is named by its canonical name (`Aka.`), as mtfdb names routines.
-fn counter_oracle(anchor: &Path) -> Vec<OracleCall> {
-    let mut canonical: BTreeMap<u64, String> = BTreeMap::new();
-    for line in otf2_print::run(&["-G"], anchor).lines() {
-        let mut f = line.split_whitespace();
-        if f.next() == Some("REGION") {
-            let id = f.next().unwrap().parse().unwrap();
-            let aka = line.split("(Aka. \"").nth(1).unwrap();
-            canonical.insert(id, aka.split('"').next().unwrap().to_string());
-        }
-    }
-    let events = otf2_print::run(&[], anchor);
-    let mut last: BTreeMap<u64, (u64, BTreeMap<String, i64>)> = BTreeMap::new();
-    let mut open: BTreeMap<u64, Vec<(u64, String, Counters)>> = BTreeMap::new();
-    let mut calls = Vec::new();
-    for line in events.lines() {
-        let mut f = line.split_whitespace();
-        let Some(kind @ ("METRIC" | "ENTER" | "LEAVE")) = f.next() else {
-            continue;
-        };
-        let location: u64 = f.next().unwrap().parse().unwrap();
-        let time: u64 = f.next().unwrap().parse().unwrap();
-        let sampled = || match last.get(&location) {
-            Some((t, values)) if *t == time => values.clone(),
-            _ => panic!("no METRIC record at {line}"),
-        };
-        match kind {
-            "METRIC" => {
-                last.insert(location, (time, metric_values(line)));
-            }
-            "ENTER" => {
-                let id = *otf2_print::refs(line.split("Region:").nth(1).unwrap())
-                    .last()
-                    .unwrap();
-                let region = canonical[&id].clone();
-                let values = sampled();
-                open.entry(location)
-                    .or_default()
-                    .push((time, region, values));
-            }
-            _ => {
-                let (enter, region, at_enter) = open.get_mut(&location).unwrap().pop().unwrap();
-                let deltas = sampled()
-                    .into_iter()
-                    .map(|(name, v)| {
-                        let d = v - at_enter[&name];
-                        (name, d)
-                    })
-                    .collect();
-                calls.push(OracleCall {
-                    location,
-                    enter,
-                    region,
-                    deltas,
-                });
-            }
-        }
-    }
-    calls.sort();
     calls
+}
+
+/// A call's counter values, all present.
+fn deltas(c: &otf2_print::CounterCall) -> BTreeMap<String, i64> {
+    c.values
+        .iter()
+        .map(|(n, v)| (n.clone(), v.unwrap()))
+        .collect()
 }
 
 /// The PAPI counters of `ping-pong-papi`, per MPI call and per routine call, equal the
@@ -290,12 +215,44 @@ fn papi_counters_per_call_equal_otf2_print() {
     }
     got.sort_by_key(|a| (a.0, a.1));
     let expected: Vec<(u64, String, BTreeMap<String, i64>)> = expected
-        .into_iter()
-        .map(|c| (c.location, c.region, c.deltas))
+        .iter()
+        .map(|c| (c.location, c.region.clone(), deltas(c)))
         .collect();
     let got: Vec<(u64, String, BTreeMap<String, i64>)> =
         got.into_iter().map(|(r, _, n, d)| (r, n, d)).collect();
     assert_eq!(got, expected);
+
+    // The same values as the counter columns of the rows of SELECT OPERATIONS and ROUTINE
+    // CALLS, named after the counters.
+    let mut s = mtfdb::query::Session::new(db);
+    s.run("USE TRACE papi").unwrap();
+    let mut shown: Vec<(u64, String, BTreeMap<String, i64>)> = Vec::new();
+    for (q, name) in [
+        ("SELECT OPERATIONS", "operation"),
+        ("SELECT ROUTINE CALLS", "routine"),
+    ] {
+        let r = s.run(q).unwrap();
+        let n = r.columns.len();
+        assert_eq!(
+            r.columns[n - 3..],
+            ["papi_tot_cyc", "papi_l2_tcm", "papi_br_msp"],
+            "{q}"
+        );
+        let col = |c: &str| r.column(c).unwrap();
+        for row in &r.rows {
+            let values = names
+                .iter()
+                .zip(&row[n - 3..])
+                .map(|(m, v)| (m.to_string(), v.render().parse().unwrap()))
+                .collect();
+            let rank = row[col("rank")].render().parse().unwrap();
+            shown.push((rank, row[col(name)].render(), values));
+        }
+    }
+    shown.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(shown, expected);
 }
 
 /// `SELECT METRICS` lists the counters as `otf2-print -G`'s METRIC_MEMBER records define
@@ -383,8 +340,8 @@ fn the_metrics_target_lists_otf2_print_s_metric_members_and_a_trace_without_has_
 
 /// Counter columns in aggregates: on `ping-pong-papi`, `SUM`, `MIN`, `MAX`, `AVG` of each
 /// PAPI counter per routine (ROUTINE CALLS) and per process (OPERATIONS) equal the same
-/// folds of `otf2-print`'s METRIC deltas; a name that is not a counter of the trace, a
-/// target without counters and `EXPLAIN SQL` are refused with what exists.
+/// folds of `otf2-print`'s METRIC deltas; a name that is not a counter of the trace and a
+/// target without counters are refused with what exists.
 #[test]
 fn counter_aggregates_per_routine_and_process_equal_otf2_print() {
     let Some(dir) = traces_dir() else { return };
@@ -396,10 +353,10 @@ fn counter_aggregates_per_routine_and_process_equal_otf2_print() {
     // Per group: (calls, per counter (sum, min, max)), from otf2-print. MPI regions are the
     // operations, the others routine calls.
     type Folds = (u64, Vec<(i64, i64, i64)>);
-    let fold = |into: &mut Folds, call: &OracleCall| {
+    let fold = |into: &mut Folds, call: &otf2_print::CounterCall| {
         into.0 += 1;
         for (i, n) in names.iter().enumerate() {
-            let v = call.deltas[*n];
+            let v = call.values[*n].unwrap();
             let (sum, min, max) = &mut into.1[i];
             *sum += v;
             *min = (*min).min(v);
@@ -489,14 +446,6 @@ fn counter_aggregates_per_routine_and_process_equal_otf2_print() {
     );
     let e = err(&mut s, "SELECT SUM(PAPI_TOT_CYC) FROM MESSAGES");
     assert!(e.contains("MESSAGES has none"), "{e}");
-    let e = err(
-        &mut s,
-        "EXPLAIN SQL SELECT SUM(PAPI_TOT_CYC) FROM OPERATIONS GROUP BY PROCESS",
-    );
-    assert!(
-        e.contains("the Parquet export has no counter columns"),
-        "{e}"
-    );
     s.run("USE TRACE plain").unwrap();
     let e = err(&mut s, "SELECT MAX(PAPI_TOT_CYC) FROM OPERATIONS");
     assert!(e.contains("the trace has no counters"), "{e}");

@@ -5,7 +5,9 @@
 //! The calls are sorted by (start, rank, thread, depth, position in the store): within one
 //! location that is the call tree in preorder, an outer call before the calls it holds.
 //! Calls that fit in memory are sorted there; more are sorted in runs spilled to a temporary
-//! file and merged, so that memory stays bounded whatever the number of calls.
+//! file and merged, so that memory stays bounded whatever the number of calls. A call may
+//! carry its counter values through the sort ([`CallsByStart::with_counters`]), read with its
+//! chunk as the calls are.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,21 +16,27 @@ use std::io::{BufWriter, Write};
 
 use crate::error::{Error, Result};
 use crate::model::{RoutineCall, Time};
+use crate::store::counters::CallValues;
 use crate::Trace;
 
-/// Calls sorted in memory at once (262,144, about 12 MiB): one run.
+/// Calls sorted in memory at once (262,144, about 12 MiB): one run (fewer, in proportion,
+/// when they carry counter values).
 const RUN: usize = 1 << 18;
-/// Bytes of one spilled call.
+/// Bytes of one spilled call without counters; each counter adds [`VALUE`].
 const RECORD: usize = 40;
+/// Bytes of one spilled counter value: whether there is one, and its 64 bits.
+const VALUE: usize = 9;
 /// Read buffers of all runs together, while they are merged.
 const MERGE_BUFFERS: usize = 16 << 20;
 
 /// A call with its place in the sort order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Keyed {
     call: RoutineCall,
     /// The call's position in the store's routine table (ties of equal calls keep it).
     seq: u64,
+    /// Its counter values, when they are sorted along (empty otherwise).
+    counters: CallValues,
 }
 
 impl Keyed {
@@ -37,6 +45,7 @@ impl Keyed {
         (c.start, c.rank, c.thread, c.depth, self.seq)
     }
 
+    /// Writes the call into `out`, [`RECORD`] bytes and [`VALUE`] per counter.
     fn encode(&self, out: &mut [u8]) {
         let c = &self.call;
         out[0..8].copy_from_slice(&c.start.to_le_bytes());
@@ -46,9 +55,15 @@ impl Keyed {
         out[28..32].copy_from_slice(&c.thread.to_le_bytes());
         out[32..36].copy_from_slice(&c.routine.to_le_bytes());
         out[36..38].copy_from_slice(&c.depth.to_le_bytes());
+        for (i, v) in self.counters.iter().enumerate() {
+            let at = RECORD + i * VALUE;
+            out[at] = u8::from(v.is_some());
+            out[at + 1..at + VALUE].copy_from_slice(&v.unwrap_or(0).to_le_bytes());
+        }
     }
 
-    fn decode(b: &[u8]) -> Keyed {
+    /// The call [`Keyed::encode`] wrote, with `metrics` counter values.
+    fn decode(b: &[u8], metrics: usize) -> Keyed {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         Keyed {
@@ -61,6 +76,12 @@ impl Keyed {
                 depth: u16::from_le_bytes([b[36], b[37]]),
             },
             seq: u64_at(16),
+            counters: (0..metrics)
+                .map(|i| {
+                    let at = RECORD + i * VALUE;
+                    (b[at] != 0).then(|| u64_at(at + 1) as i64)
+                })
+                .collect(),
         }
     }
 }
@@ -106,23 +127,30 @@ fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<
 }
 
 impl Run {
-    /// The run's next call, refilling its buffer from `file` when it is used up.
-    fn next(&mut self, file: &File, records: usize) -> Result<Option<Keyed>> {
+    /// The run's next call (of `metrics` counters), refilling its buffer of `records` calls
+    /// from `file` when it is used up.
+    fn next(&mut self, file: &File, records: usize, metrics: usize) -> Result<Option<Keyed>> {
+        let len = record_len(metrics);
         if self.pos == self.buf.len() {
             let left = self.end - self.next;
             if left == 0 {
                 return Ok(None);
             }
-            let take = left.min((records * RECORD) as u64) as usize;
+            let take = left.min((records * len) as u64) as usize;
             self.buf.resize(take, 0);
             read_at(file, &mut self.buf, self.next).map_err(spill_error)?;
             self.next += take as u64;
             self.pos = 0;
         }
-        let k = Keyed::decode(&self.buf[self.pos..self.pos + RECORD]);
-        self.pos += RECORD;
+        let k = Keyed::decode(&self.buf[self.pos..self.pos + len], metrics);
+        self.pos += len;
         Ok(Some(k))
     }
+}
+
+/// Bytes of one spilled call with `metrics` counter values.
+fn record_len(metrics: usize) -> usize {
+    RECORD + VALUE * metrics
 }
 
 fn spill_error(e: std::io::Error) -> Error {
@@ -150,20 +178,46 @@ enum Source {
 /// The routine calls of a trace in enter order (see the module documentation).
 pub(crate) struct CallsByStart {
     source: Source,
-    peeked: Option<RoutineCall>,
+    /// The number of counter values each call carries.
+    metrics: usize,
+    peeked: Option<Keyed>,
 }
 
 impl CallsByStart {
     /// Reads the trace's routine calls chunk by chunk and sorts them.
     pub(crate) fn new(trace: &Trace) -> Result<CallsByStart> {
-        let chunks = (0..trace.routine_chunk_count()).map(|c| trace.routine_chunk(c));
-        CallsByStart::sort(chunks, RUN)
+        CallsByStart::with_counters(trace, 0)
     }
 
-    /// Sorts the calls `chunks` give, in memory when they are at most `run`, else in runs of
-    /// `run` calls spilled to a temporary file.
+    /// [`CallsByStart::new`], each call with its values of the trace's `metrics` counters
+    /// (read with its chunk), which [`CallsByStart::next_counted`] hands out.
+    pub(crate) fn with_counters(trace: &Trace, metrics: usize) -> Result<CallsByStart> {
+        let chunks = (0..trace.routine_chunk_count()).map(|c| {
+            let calls = trace.routine_chunk(c)?;
+            if metrics == 0 {
+                return Ok(calls.into_iter().map(|call| (call, None)).collect());
+            }
+            let counters = trace.routine_counters(c, metrics)?;
+            // A call's position is chunk * 2^16 + row, as the store numbers it.
+            Ok(calls
+                .into_iter()
+                .enumerate()
+                .map(|(row, call)| {
+                    let position = crate::store::ids::row_id(c, row);
+                    (call, Some(counters.values(position)))
+                })
+                .collect())
+        });
+        let run = (RUN * RECORD / record_len(metrics)).max(1);
+        CallsByStart::sort(chunks, metrics, run)
+    }
+
+    /// Sorts the calls (with their counter values when they have some, `metrics` of them)
+    /// `chunks` give, in memory when they are at most `run`, else in runs of `run` calls
+    /// spilled to a temporary file.
     fn sort(
-        chunks: impl Iterator<Item = Result<Vec<RoutineCall>>>,
+        chunks: impl Iterator<Item = Result<Vec<(RoutineCall, Option<CallValues>)>>>,
+        metrics: usize,
         run_len: usize,
     ) -> Result<CallsByStart> {
         let mut run: Vec<Keyed> = Vec::new();
@@ -171,8 +225,13 @@ impl CallsByStart {
         let mut seq = 0u64;
         let mut written = 0u64;
         for chunk in chunks {
-            for call in chunk? {
-                run.push(Keyed { call, seq });
+            for (call, counters) in chunk? {
+                let counters = counters.unwrap_or_else(|| vec![None; metrics].into());
+                run.push(Keyed {
+                    call,
+                    seq,
+                    counters,
+                });
                 seq += 1;
                 if run.len() == run_len {
                     let (out, runs) = match spill.as_mut() {
@@ -196,7 +255,7 @@ impl CallsByStart {
                     runs.push(write_run(&mut out, &mut run, &mut written)?);
                 }
                 let file = out.into_inner().map_err(|e| spill_error(e.into_error()))?;
-                let records = (MERGE_BUFFERS / RECORD / runs.len()).clamp(64, 4096);
+                let records = (MERGE_BUFFERS / record_len(metrics) / runs.len()).clamp(64, 4096);
                 let mut runs: Vec<Run> = runs
                     .into_iter()
                     .map(|(next, end)| Run {
@@ -208,7 +267,7 @@ impl CallsByStart {
                     .collect();
                 let mut heap = BinaryHeap::with_capacity(runs.len());
                 for (i, r) in runs.iter_mut().enumerate() {
-                    if let Some(k) = r.next(&file, records)? {
+                    if let Some(k) = r.next(&file, records, metrics)? {
                         heap.push(Reverse((k, i)));
                     }
                 }
@@ -222,15 +281,17 @@ impl CallsByStart {
         };
         let mut calls = CallsByStart {
             source,
+            metrics,
             peeked: None,
         };
         calls.peeked = calls.pull()?;
         Ok(calls)
     }
 
-    fn pull(&mut self) -> Result<Option<RoutineCall>> {
+    fn pull(&mut self) -> Result<Option<Keyed>> {
+        let metrics = self.metrics;
         match &mut self.source {
-            Source::Memory(v) => Ok(v.pop().map(|k| k.call)),
+            Source::Memory(v) => Ok(v.pop()),
             Source::Spilled {
                 file,
                 runs,
@@ -240,23 +301,28 @@ impl CallsByStart {
                 let Some(Reverse((k, i))) = heap.pop() else {
                     return Ok(None);
                 };
-                if let Some(next) = runs[i].next(file, *records)? {
+                if let Some(next) = runs[i].next(file, *records, metrics)? {
                     heap.push(Reverse((next, i)));
                 }
-                Ok(Some(k.call))
+                Ok(Some(k))
             }
         }
     }
 
     /// The next call, without taking it.
     pub(crate) fn peek(&self) -> Option<&RoutineCall> {
-        self.peeked.as_ref()
+        self.peeked.as_ref().map(|k| &k.call)
     }
 
     /// Takes the next call.
     pub(crate) fn next_call(&mut self) -> Result<Option<RoutineCall>> {
+        Ok(self.next_counted()?.map(|(call, _)| call))
+    }
+
+    /// Takes the next call, with its counter values (see [`CallsByStart::with_counters`]).
+    pub(crate) fn next_counted(&mut self) -> Result<Option<(RoutineCall, CallValues)>> {
         let next = self.pull()?;
-        Ok(std::mem::replace(&mut self.peeked, next))
+        Ok(std::mem::replace(&mut self.peeked, next).map(|k| (k.call, k.counters)))
     }
 }
 
@@ -268,11 +334,12 @@ fn write_run(
 ) -> Result<(u64, u64)> {
     run.sort_unstable();
     let start = *written;
-    let mut rec = [0u8; RECORD];
+    let mut rec = Vec::new();
     for k in run.drain(..) {
+        rec.resize(record_len(k.counters.len()), 0);
         k.encode(&mut rec);
         out.write_all(&rec).map_err(spill_error)?;
-        *written += RECORD as u64;
+        *written += rec.len() as u64;
     }
     Ok((start, *written))
 }
@@ -295,38 +362,68 @@ mod tests {
             .collect()
     }
 
-    fn drain(mut c: CallsByStart) -> Vec<RoutineCall> {
+    fn drain(mut c: CallsByStart) -> Vec<(RoutineCall, CallValues)> {
         let mut out = Vec::new();
-        while let Some(call) = c.next_call().unwrap() {
+        while let Some(call) = c.next_counted().unwrap() {
             out.push(call);
         }
         out
     }
 
+    /// Call i's counters: two, the first missing on every third call, both on some negative.
+    fn values(i: u64) -> CallValues {
+        let i = i as i64;
+        vec![(i % 3 != 0).then_some(i * 1_000_003), Some(7 - i * i)].into()
+    }
+
     #[test]
     fn spilled_runs_merge_into_the_order_of_an_in_memory_sort() {
         let all = calls(1000);
-        let chunks = || all.chunks(64).map(|c| Ok(c.to_vec())).collect::<Vec<_>>();
-        let in_memory = drain(CallsByStart::sort(chunks().into_iter(), usize::MAX).unwrap());
-        for run in [1, 7, 64, 999, 1000] {
-            let spilled = drain(CallsByStart::sort(chunks().into_iter(), run).unwrap());
-            assert_eq!(spilled, in_memory, "runs of {run}");
+        for metrics in [0, 2] {
+            let chunks = || {
+                all.chunks(64)
+                    .enumerate()
+                    .map(|(c, calls)| {
+                        Ok(calls
+                            .iter()
+                            .enumerate()
+                            .map(|(r, call)| {
+                                let i = (c * 64 + r) as u64;
+                                (*call, (metrics > 0).then(|| values(i)))
+                            })
+                            .collect())
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let sort = |run| drain(CallsByStart::sort(chunks().into_iter(), metrics, run).unwrap());
+            let in_memory = sort(usize::MAX);
+            for run in [1, 7, 64, 999, 1000] {
+                assert_eq!(sort(run), in_memory, "runs of {run}, {metrics} counters");
+            }
+            let mut expected: Vec<(u64, RoutineCall)> = all
+                .iter()
+                .copied()
+                .enumerate()
+                .map(|(i, c)| (i as u64, c))
+                .collect();
+            expected.sort_by_key(|(i, c)| (c.start, c.rank, c.thread, c.depth, *i));
+            let expected: Vec<(RoutineCall, CallValues)> = expected
+                .into_iter()
+                .map(|(i, c)| {
+                    let v = if metrics > 0 {
+                        values(i)
+                    } else {
+                        CallValues::default()
+                    };
+                    (c, v)
+                })
+                .collect();
+            assert_eq!(in_memory, expected, "{metrics} counters");
         }
-        let mut expected: Vec<(u64, RoutineCall)> = all
-            .iter()
-            .copied()
-            .enumerate()
-            .map(|(i, c)| (i as u64, c))
-            .collect();
-        expected.sort_by_key(|(i, c)| (c.start, c.rank, c.thread, c.depth, *i));
-        assert_eq!(
-            in_memory,
-            expected.into_iter().map(|(_, c)| c).collect::<Vec<_>>()
-        );
     }
 
     #[test]
     fn no_calls() {
-        assert!(drain(CallsByStart::sort(std::iter::empty(), 4).unwrap()).is_empty());
+        assert!(drain(CallsByStart::sort(std::iter::empty(), 0, 4).unwrap()).is_empty());
     }
 }

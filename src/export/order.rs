@@ -27,6 +27,7 @@ use super::calls::CallsByStart;
 use crate::error::Result;
 use crate::hash::FxHashMap as HashMap;
 use crate::model::{OpId, OpPosition, Operation, Rank, RequestId, RoutineCall, Time};
+use crate::store::counters::{CallValues, CounterStream};
 use crate::store::{OpChunkInfo, OperationColumns, OperationField, OperationStream};
 use crate::Trace;
 
@@ -68,6 +69,12 @@ struct OpCursor {
     at: usize,
     /// Where row `at`'s completed requests start in the window's list.
     list_at: usize,
+    /// The number of counters to read with the operations (0: none).
+    metrics: usize,
+    /// The counter values of the chunk being read, read forward with its rows.
+    counters: Option<CounterStream>,
+    /// The current operation's counter values.
+    values: CallValues,
 }
 
 /// An operation as the merges hand it out: a row of its location's window, read in place.
@@ -84,6 +91,9 @@ pub(crate) struct OpRow<'a> {
     pub row: usize,
     /// Where its completed requests start in `columns`' list.
     pub list_at: usize,
+    /// Its counter values (one per counter of the trace; none when the merge reads no
+    /// counters).
+    pub counters: &'a [Option<i64>],
 }
 
 impl OpRow<'_> {
@@ -100,7 +110,7 @@ impl OpRow<'_> {
 }
 
 impl OpCursor {
-    fn new(mut chunks: Vec<OpChunkInfo>) -> OpCursor {
+    fn new(mut chunks: Vec<OpChunkInfo>, metrics: usize) -> OpCursor {
         chunks.sort_unstable_by_key(|c| c.first_row);
         OpCursor {
             chunks,
@@ -109,6 +119,9 @@ impl OpCursor {
             rows: None,
             at: 0,
             list_at: 0,
+            metrics,
+            counters: None,
+            values: CallValues::default(),
         }
     }
 
@@ -133,6 +146,9 @@ impl OpCursor {
                     break;
                 };
                 self.stream = Some(trace.operation_stream(info.chunk, &OperationField::ALL)?);
+                if self.metrics > 0 {
+                    self.counters = Some(trace.operation_counter_stream(info.chunk, self.metrics)?);
+                }
                 self.next_chunk += 1;
             }
         }
@@ -140,6 +156,18 @@ impl OpCursor {
             .rows
             .as_ref()
             .map(|r| (r.start(self.at), r.depth(self.at))))
+    }
+
+    /// Reads the counter values of the operation [`OpCursor::peek`] made current, `window`
+    /// rows of its chunk's counters at a time (nothing when the cursor reads no counters).
+    fn read_counters(&mut self, window: usize) -> Result<()> {
+        let (Some(counters), Some(columns)) = (self.counters.as_mut(), self.rows.as_ref()) else {
+            return Ok(());
+        };
+        if self.at < columns.rows() {
+            self.values = counters.values(columns.id(self.at), window)?;
+        }
+        Ok(())
     }
 
     /// The operation [`OpCursor::peek`] made current, if any, of location (`rank`, `thread`).
@@ -152,6 +180,7 @@ impl OpCursor {
             columns,
             row: self.at,
             list_at: self.list_at,
+            counters: &self.values,
         })
     }
 
@@ -170,8 +199,12 @@ fn window_for(locations: usize) -> usize {
     (HELD_ROWS / locations.max(1)).max(MIN_WINDOW)
 }
 
-/// The operation chunks of `chunks` by location, in (rank, thread) order.
-fn by_location(chunks: impl IntoIterator<Item = OpChunkInfo>) -> Vec<((Rank, u32), OpCursor)> {
+/// The operation chunks of `chunks` by location, in (rank, thread) order, each location read
+/// with `metrics` counters (0: none).
+fn by_location(
+    chunks: impl IntoIterator<Item = OpChunkInfo>,
+    metrics: usize,
+) -> Vec<((Rank, u32), OpCursor)> {
     let mut grouped: HashMap<(Rank, u32), Vec<OpChunkInfo>> = HashMap::default();
     for info in chunks {
         grouped
@@ -181,7 +214,7 @@ fn by_location(chunks: impl IntoIterator<Item = OpChunkInfo>) -> Vec<((Rank, u32
     }
     let mut locations: Vec<((Rank, u32), OpCursor)> = grouped
         .into_iter()
-        .map(|(key, list)| (key, OpCursor::new(list)))
+        .map(|(key, list)| (key, OpCursor::new(list, metrics)))
         .collect();
     locations.sort_unstable_by_key(|(key, _)| *key);
     locations
@@ -204,12 +237,14 @@ pub(crate) struct OperationsByTime<'t> {
 
 impl<'t> OperationsByTime<'t> {
     /// The operations of the locations `chunks` belong to (all of their chunks must be
-    /// there: pass a trace's [`Trace::op_chunks`], or all those of some ranks).
+    /// there: pass a trace's [`Trace::op_chunks`], or all those of some ranks), each with its
+    /// values of the trace's `metrics` counters (0: none are read).
     pub(crate) fn new(
         trace: &'t Trace,
         chunks: impl IntoIterator<Item = OpChunkInfo>,
+        metrics: usize,
     ) -> Result<OperationsByTime<'t>> {
-        let locations = by_location(chunks);
+        let locations = by_location(chunks, metrics);
         let window = window_for(locations.len());
         OperationsByTime::with_window(trace, locations, window)
     }
@@ -255,6 +290,7 @@ impl<'t> OperationsByTime<'t> {
             return Ok(None);
         };
         self.handed_out = true;
+        self.cursors[i].read_counters(self.window)?;
         Ok(self.cursors[i].current(self.locations[i]))
     }
 }
@@ -370,7 +406,7 @@ pub(crate) struct Events<'t> {
 impl<'t> Events<'t> {
     /// Prepares the stream: sorts the routine calls and opens a cursor per location.
     pub(crate) fn new(trace: &'t Trace) -> Result<Events<'t>> {
-        let locations = by_location(trace.op_chunks().iter().copied());
+        let locations = by_location(trace.op_chunks().iter().copied(), 0);
         let window = window_for(locations.len());
         let mut events = Events {
             trace,
@@ -492,7 +528,7 @@ mod tests {
         let truth = stored(&trace);
         // Windows of one row, smaller than a chunk (read on for their next rows), and whole.
         for window in [1, 97, 1000, HELD_ROWS] {
-            let locations = by_location(trace.op_chunks().iter().copied());
+            let locations = by_location(trace.op_chunks().iter().copied(), 0);
             let mut merge = OperationsByTime::with_window(&trace, locations, window).unwrap();
             let mut seen: HashMap<(Rank, u32), Vec<(OpId, Operation)>> = HashMap::default();
             let mut last: Option<(Time, Rank, u32)> = None;

@@ -16,7 +16,9 @@
 //! ```
 //!
 //! The partition columns (`trace`, `rank_block`) live in the paths only. The schema of every
-//! table is [`schema`] (documented in `docs/parquet.md`). Operations and routine calls are
+//! table is [`schema`] (documented in `docs/parquet.md`); in the export of a trace that
+//! recorded hardware counters, `operations` and `routine_calls` have one more column per
+//! counter ([`schema_with_counters`]). Operations and routine calls are
 //! written in time order within each file (the export's merge of all locations by time);
 //! messages and collective instances are sorted by time within each row group.
 //!
@@ -226,6 +228,32 @@ pub fn schema(table: &str) -> Option<SchemaRef> {
     Some(Arc::new(Schema::new(fields)))
 }
 
+/// The Arrow schema of `table` in the export of a trace whose calls carry counters, their
+/// columns named `counters` ([`crate::query::catalog::counter_columns`]): [`schema`], and for
+/// `operations` and `routine_calls` after its columns one nullable `Int64` per counter (a
+/// call's delta of an accumulated counter, or its value at the call's end; null where the
+/// call has no sample of it).
+///
+/// ```
+/// use arrow::datatypes::DataType;
+/// let s = mtfdb::export::parquet::schema_with_counters("routine_calls", &["papi_tot_cyc".into()]).unwrap();
+/// let last = s.fields().last().unwrap();
+/// assert_eq!((last.name().as_str(), last.data_type(), last.is_nullable()), ("papi_tot_cyc", &DataType::Int64, true));
+/// ```
+pub fn schema_with_counters(table: &str, counters: &[String]) -> Option<SchemaRef> {
+    let base = schema(table)?;
+    if counters.is_empty() || !matches!(table, "operations" | "routine_calls") {
+        return Some(base);
+    }
+    let mut fields: Vec<Field> = base.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(
+        counters
+            .iter()
+            .map(|name| Field::new(name, DataType::Int64, true)),
+    );
+    Some(Arc::new(Schema::new(fields)))
+}
+
 /// What the `header` column of the `trace` table holds: the [`TraceHeader`] as JSON, with
 /// the trace's string table (names by id) beside its fields, so that an import gives every
 /// name its id back.
@@ -298,6 +326,7 @@ pub struct ParquetStats {
 /// One column being filled.
 enum Col {
     U64(Values<u64>),
+    I64(Values<i64>),
     U32(Values<u32>),
     I32(Values<i32>),
     U16(Values<u16>),
@@ -359,6 +388,7 @@ impl Col {
         let n = BATCH_ROWS;
         match t {
             DataType::UInt64 => Col::U64(Values::with_capacity(n)),
+            DataType::Int64 => Col::I64(Values::with_capacity(n)),
             DataType::UInt32 => Col::U32(Values::with_capacity(n)),
             DataType::Int32 => Col::I32(Values::with_capacity(n)),
             DataType::UInt16 => Col::U16(Values::with_capacity(n)),
@@ -375,9 +405,12 @@ impl Col {
     /// The column's rows as an array; the column is left empty, with room for the next
     /// batch (a builder's `finish` leaves it with none, and growing it again copies).
     fn finish(&mut self, t: &DataType) -> ArrayRef {
-        use arrow::datatypes::{Int32Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
+        use arrow::datatypes::{
+            Int32Type, Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+        };
         match std::mem::replace(self, Col::of(t)) {
             Col::U64(v) => v.finish::<UInt64Type>(),
+            Col::I64(v) => v.finish::<Int64Type>(),
             Col::U32(v) => v.finish::<UInt32Type>(),
             Col::I32(v) => v.finish::<Int32Type>(),
             Col::U16(v) => v.finish::<UInt16Type>(),
@@ -398,6 +431,11 @@ impl Col {
     }
     fn opt_u64(&mut self, v: Option<u64>) {
         if let Col::U64(b) = self {
+            b.push_option(v)
+        }
+    }
+    fn opt_i64(&mut self, v: Option<i64>) {
+        if let Col::I64(b) = self {
             b.push_option(v)
         }
     }
@@ -693,8 +731,16 @@ struct Part {
 }
 
 impl Part {
-    fn create(path: PathBuf, table: &str, n: usize, jobs: SyncSender<Job>) -> Result<Part> {
-        let schema = schema(table)
+    /// A file of `table` (whose calls carry the columns `counters`) at `path`, file `n` of the
+    /// writing thread.
+    fn create(
+        path: PathBuf,
+        table: &str,
+        counters: &[String],
+        n: usize,
+        jobs: SyncSender<Job>,
+    ) -> Result<Part> {
+        let schema = schema_with_counters(table, counters)
             .ok_or_else(|| Error::Usage(format!("no exported table is called {table:?}")))?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -724,6 +770,7 @@ impl Part {
                     .set_column_dictionary_enabled(column.clone(), true)
                     .set_column_statistics_enabled(column, EnabledStatistics::None),
                 DataType::UInt64
+                | DataType::Int64
                 | DataType::UInt32
                 | DataType::Int32
                 | DataType::UInt16
@@ -802,6 +849,9 @@ fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
 /// The files of one table, one per `rank_block` (or a single one).
 struct Table {
     name: &'static str,
+    /// The counter columns its rows have after the others (operations and routine calls of a
+    /// trace with counters).
+    counters: Vec<String>,
     dir: PathBuf,
     parts: BTreeMap<u32, Part>,
     jobs: SyncSender<Job>,
@@ -811,8 +861,14 @@ struct Table {
 
 impl Table {
     fn new(tmp: &Path, name: &'static str, jobs: &Jobs) -> Table {
+        Table::with_counters(tmp, name, Vec::new(), jobs)
+    }
+
+    /// The table, its rows with the counter columns `counters` after the others.
+    fn with_counters(tmp: &Path, name: &'static str, counters: Vec<String>, jobs: &Jobs) -> Table {
         Table {
             name,
+            counters,
             dir: tmp.join(name),
             parts: BTreeMap::new(),
             jobs: jobs.0.clone(),
@@ -831,7 +887,7 @@ impl Table {
                 self.dir.join("part-0.parquet")
             };
             let n = self.next.fetch_add(1, Ordering::Relaxed);
-            let part = Part::create(path, self.name, n, self.jobs.clone())?;
+            let part = Part::create(path, self.name, &self.counters, n, self.jobs.clone())?;
             self.parts.insert(block, part);
         }
         self.parts
@@ -1001,7 +1057,9 @@ impl KindNames {
 fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats> {
     let mut stats = ParquetStats::default();
     let mut kind_names = KindNames::default();
-    let mut ops = Table::new(tmp, "operations", &jobs);
+    let metrics = trace.metrics()?;
+    let counters = crate::query::catalog::counter_columns(&metrics);
+    let mut ops = Table::with_counters(tmp, "operations", counters, &jobs);
     let mut blocks: BTreeMap<u32, Vec<OpChunkInfo>> = BTreeMap::new();
     for info in trace.op_chunks() {
         blocks
@@ -1010,7 +1068,7 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
             .push(*info);
     }
     for (block, chunks) in blocks {
-        let mut merge = OperationsByTime::new(trace, chunks)?;
+        let mut merge = OperationsByTime::new(trace, chunks, metrics.len())?;
         let p = ops.part(block)?;
         while let Some(op) = merge.next_operation()? {
             if stats.operations % 65_536 == 0 {
@@ -1045,6 +1103,9 @@ fn read_operations(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetStats
             c[20].list_u64(op.completes()?);
             c[21].u8(cols.flags(row));
             c[22].u16(cols.depth(row));
+            for (col, v) in c[23..].iter_mut().zip(op.counters) {
+                col.opt_i64(*v);
+            }
             p.row_done()?;
             stats.operations += 1;
         }
@@ -1058,10 +1119,13 @@ fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetSta
     let mut stats = ParquetStats::default();
     let mut kind_names = KindNames::default();
 
-    // Routine calls in the order they began (by start, rank, thread, then depth).
-    let mut calls = Table::new(tmp, "routine_calls", &jobs);
-    let mut by_start = CallsByStart::new(trace)?;
-    while let Some(call) = by_start.next_call()? {
+    // Routine calls in the order they began (by start, rank, thread, then depth), with their
+    // counters.
+    let metrics = trace.metrics()?;
+    let counters = crate::query::catalog::counter_columns(&metrics);
+    let mut calls = Table::with_counters(tmp, "routine_calls", counters, &jobs);
+    let mut by_start = CallsByStart::with_counters(trace, metrics.len())?;
+    while let Some((call, values)) = by_start.next_counted()? {
         if stats.routine_calls % 65_536 == 0 {
             trace.check_cancel()?;
         }
@@ -1073,6 +1137,9 @@ fn read_other_tables(trace: &Trace, tmp: &Path, jobs: Jobs) -> Result<ParquetSta
         c[3].u16(call.depth);
         c[4].u64(call.start);
         c[5].u64(call.end);
+        for (col, v) in c[6..].iter_mut().zip(values.iter()) {
+            col.opt_i64(*v);
+        }
         p.row_done()?;
         stats.routine_calls += 1;
     }

@@ -274,6 +274,21 @@ impl Target {
                 | Target::Metrics
         )
     }
+
+    /// Whether the target's rows are calls that carry hardware counters: operations (every
+    /// operation target) and routine calls.
+    pub fn has_counters(self) -> bool {
+        matches!(
+            self,
+            Target::Operations
+                | Target::PointToPoint
+                | Target::Sends
+                | Target::Receives
+                | Target::Collectives
+                | Target::Operation(_)
+                | Target::RoutineCalls
+        )
+    }
 }
 
 /// Which processes a scope names.
@@ -488,6 +503,10 @@ pub enum Field {
     /// `SKEW`: nanoseconds between the first and the last member's start of a collective
     /// instance.
     Skew,
+    /// A hardware counter of the trace by its name (`PAPI_TOT_CYC > 100000`): a call's value
+    /// of it (operations and routine calls). Resolved when the statement runs; a call without
+    /// a sample has none, and a comparison with it is unknown, as SQL's NULL is.
+    Counter(CounterName),
 }
 
 /// A comparison operator.
@@ -620,6 +639,21 @@ impl CounterName {
     pub fn as_str(&self) -> &str {
         // Built from a `&str` cut at its own length: always UTF-8.
         std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+/// A counter's name as a statement writes it: bare when the parser reads it back as that
+/// counter, else quoted (`'perf::CYCLES'`, or a counter named like a field: `'SIZE'`).
+impl fmt::Display for CounterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.as_str();
+        if super::parser::is_bare_counter(s) {
+            f.write_str(s)
+        } else if s.contains('\'') {
+            write!(f, "\"{s}\"")
+        } else {
+            write!(f, "'{s}'")
+        }
     }
 }
 
@@ -1173,6 +1207,7 @@ impl fmt::Display for Field {
             Field::Depth => "DEPTH",
             Field::Members => "MEMBERS",
             Field::Skew => "SKEW",
+            Field::Counter(name) => return write!(f, "{name}"),
         })
     }
 }
@@ -1184,7 +1219,7 @@ impl fmt::Display for Measure {
             Measure::Duration => "DURATION",
             Measure::Sent => "SENT",
             Measure::Received => "RECEIVED",
-            Measure::Counter(name) => name.as_str(),
+            Measure::Counter(name) => return write!(f, "{name}"),
         })
     }
 }

@@ -223,6 +223,46 @@ pub const METRIC_COLUMNS: &[Column] = &[
     int("exponent", "", "see base"),
 ];
 
+/// The column each counter of a trace adds to the rows of its calls (operations and routine
+/// calls), in the order of `metrics`, the same in query results and in the Parquet export:
+/// the counter's name in lowercase with every character but a letter, a digit or `_` made
+/// `_` (`PAPI_TOT_CYC` is `papi_tot_cyc`, `perf::CYCLES` is `perf__cycles`), so that it is a
+/// plain SQL name; `counter_` before a name that is empty or starts with a digit; and `_` and
+/// the counter's id (its row in `SELECT METRICS`) after a name another column has already.
+pub fn counter_columns(metrics: &[crate::model::Metric]) -> Vec<String> {
+    let mut taken: Vec<String> = OPERATION_COLUMNS
+        .iter()
+        .chain(ROUTINE_CALL_COLUMNS)
+        .chain([&WAIT_COLUMN])
+        .map(|c| c.name.to_string())
+        .collect();
+    for table in ["operations", "routine_calls"] {
+        if let Some(schema) = crate::export::parquet::schema(table) {
+            taken.extend(schema.fields().iter().map(|f| f.name().clone()));
+        }
+    }
+    let mut out = Vec::with_capacity(metrics.len());
+    for (id, m) in metrics.iter().enumerate() {
+        let mut name: String = m
+            .name
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '_') => c,
+                _ => '_',
+            })
+            .collect();
+        if name.chars().next().is_none_or(|c| c.is_ascii_digit()) {
+            name = format!("counter_{name}");
+        }
+        while taken.contains(&name) {
+            name = format!("{name}_{id}");
+        }
+        taken.push(name.clone());
+        out.push(name);
+    }
+    out
+}
+
 /// A target as `SHOW TABLES` lists it.
 #[derive(Debug, Clone, Copy)]
 pub struct TableEntry {
@@ -341,12 +381,39 @@ pub(crate) fn show_tables() -> ResultSet {
     r
 }
 
-/// `DESCRIBE <target>`: one row per column.
-pub(crate) fn describe(target: Target) -> ResultSet {
+/// `DESCRIBE <target>`: one row per column; the rows of calls (operations, routine calls) list
+/// a column per counter of `metrics` (the current trace's, none without one) after theirs.
+pub(crate) fn describe(target: Target, metrics: &[crate::model::Metric]) -> ResultSet {
     let mut r = ResultSet::new(["column", "type", "unit", "meaning"]);
+    for c in columns(target) {
+        r.push(vec![
+            c.name.into(),
+            c.kind.name().into(),
+            (!c.unit.is_empty()).then_some(c.unit).into(),
+            c.meaning.into(),
+        ]);
+    }
+    if target.has_counters() {
+        for (m, name) in metrics.iter().zip(counter_columns(metrics)) {
+            let per_call = match m.values {
+                crate::model::MetricValues::Accumulated => "its delta over the call",
+                _ => "its value at the call's end",
+            };
+            r.push(vec![
+                name.into(),
+                ColumnType::Integer.name().into(),
+                (!m.unit.is_empty()).then(|| m.unit.clone()).into(),
+                format!(
+                    "counter {}: {per_call}, in raw counts of its unit (null where the call has no sample)",
+                    m.name
+                )
+                .into(),
+            ]);
+        }
+    }
     // Operation rows gain the wait column when their statement reads WAIT.
-    let wait = (columns(target) == OPERATION_COLUMNS).then_some(&WAIT_COLUMN);
-    for c in columns(target).iter().chain(wait) {
+    if columns(target) == OPERATION_COLUMNS {
+        let c = WAIT_COLUMN;
         r.push(vec![
             c.name.into(),
             c.kind.name().into(),
@@ -372,7 +439,7 @@ mod tests {
             };
             let parsed = parse_statement(&format!("DESCRIBE {}", entry.name)).unwrap();
             assert_eq!(parsed, Statement::Describe(target), "{}", entry.name);
-            let described = describe(target);
+            let described = describe(target, &[]);
             let names: Vec<String> = described
                 .rows
                 .iter()

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::catalog::{Column, ColumnType};
+use super::catalog::ColumnType;
 use super::exec::Scan;
 use crate::error::Result;
 use crate::results::{ResultSet, Row, Value};
@@ -61,11 +61,15 @@ impl<'s> Rows<'s> {
         }
     }
 
-    /// The rows `scan` reads, at most `limit` of them, in `columns`.
-    pub(crate) fn scanning(columns: &[Column], scan: Scan<'s>, limit: Option<usize>) -> Rows<'s> {
+    /// The rows `scan` reads, at most `limit` of them, in `columns` (names and types).
+    pub(crate) fn scanning(
+        columns: Vec<(String, ColumnType)>,
+        scan: Scan<'s>,
+        limit: Option<usize>,
+    ) -> Rows<'s> {
         Rows {
-            columns: columns.iter().map(|c| c.name.to_string()).collect(),
-            types: Some(columns.iter().map(|c| c.kind).collect()),
+            types: Some(columns.iter().map(|c| c.1).collect()),
+            columns: columns.into_iter().map(|c| c.0).collect(),
             source: Source::Scan {
                 scan: Box::new(scan),
                 left: limit,

@@ -127,6 +127,7 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         pos: 0,
         end: 0,
         depth: 0,
+        counters: true,
     };
     p.end = p.tokens.last().map_or(0, |t| t.end);
     let result = p.statement().and_then(|s| {
@@ -219,6 +220,19 @@ fn rank_after(text: &str, prefixes: &[&str]) -> Option<u32> {
 }
 
 /// True when `name` reads back as that same name without quotes.
+/// Words a counter cannot be named bare, because a statement reads them as a field, a measure
+/// or `NOT` where a counter may stand: such a counter is written quoted (`'SIZE'`).
+const NOT_COUNTERS: &[&str] = &[
+    "SIZE", "DURATION", "SENT", "RECEIVED", "TAG", "SENDER", "RECEIVER", "PEER", "ROOT", "COMM",
+    "WAIT", "DEPTH", "MEMBERS", "SKEW", "NOT",
+];
+
+/// Whether a counter named `name` is written bare: a word that is no field nor measure.
+pub(crate) fn is_bare_counter(name: &str) -> bool {
+    matches!(tokenize(name).as_deref(), Ok([t]) if t.kind == Kind::Word && t.text == name)
+        && !NOT_COUNTERS.iter().any(|k| name.eq_ignore_ascii_case(k))
+}
+
 pub(crate) fn is_bare_name(name: &str) -> bool {
     matches!(tokenize(name).as_deref(), Ok([t]) if t.kind == Kind::Word && t.text == name)
         && !name.eq_ignore_ascii_case("WORLD")
@@ -284,6 +298,9 @@ struct Parser<'a> {
     end: usize,
     /// Parentheses and `NOT`s open around the current token in a `WHERE` condition.
     depth: usize,
+    /// Whether the rows the clauses being read select may carry hardware counters (calls),
+    /// so that a `WHERE` may name one: false after a target whose rows are not calls.
+    counters: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -1050,6 +1067,7 @@ impl<'a> Parser<'a> {
                 "after the aggregates"
             };
             let target = self.target(after)?;
+            self.counters = target.has_counters();
             let mut group_by = Vec::new();
             let filter = self.filter(Grouping::Keys(&mut group_by))?;
             SelectBody::Aggregate {
@@ -1070,6 +1088,14 @@ impl<'a> Parser<'a> {
                 }
                 _ => None,
             };
+            // The rows the clauses select: the target's, else operations or messages.
+            self.counters = match statistic {
+                Statistic::Matrix(_) | Statistic::Histogram { .. } => {
+                    target.is_some_and(Target::has_counters)
+                }
+                Statistic::Statistics | Statistic::WaitStates(_) | Statistic::LateSenders => true,
+                Statistic::FanIn | Statistic::FanOut | Statistic::MpiTime => false,
+            };
             let mut wait_group = None;
             let filter = if matches!(statistic, Statistic::WaitStates(_)) {
                 self.filter(Grouping::Waits(&mut wait_group))?
@@ -1087,6 +1113,7 @@ impl<'a> Parser<'a> {
             }
         } else {
             let target = self.target("after SELECT")?;
+            self.counters = target.has_counters();
             let filter = self.filter(Grouping::None)?;
             SelectBody::Rows(Selection { target, filter })
         };
@@ -1222,7 +1249,7 @@ impl<'a> Parser<'a> {
             let measure = match self.measure() {
                 Some(m) => m,
                 None => match self.counter()? {
-                    Some(m) => m,
+                    Some(name) => Measure::Counter(name),
                     None => {
                         return self.fail(format!(
                             "{name} needs SIZE, DURATION, SENT, RECEIVED or a counter of the \
@@ -1258,16 +1285,14 @@ impl<'a> Parser<'a> {
         Some(m)
     }
 
-    /// A counter's name (a word that is not a measure nor another field of the language),
-    /// consumed; checked against the trace's counters when the statement runs.
-    fn counter(&mut self) -> PResult<Option<Measure>> {
-        const FIELDS: [&str; 10] = [
-            "TAG", "SENDER", "RECEIVER", "PEER", "ROOT", "COMM", "WAIT", "DEPTH", "MEMBERS", "SKEW",
-        ];
-        let Some(t) = self
-            .peek()
-            .filter(|t| t.kind == Kind::Word && !FIELDS.iter().any(|f| t.is_keyword(f)))
-        else {
+    /// A counter's name, consumed: a word that is no field nor measure of the language, or a
+    /// quoted name (`'perf::CYCLES'`); checked against the trace's counters when the
+    /// statement runs.
+    fn counter(&mut self) -> PResult<Option<CounterName>> {
+        let Some(t) = self.peek().filter(|t| {
+            t.kind == Kind::Quoted
+                || (t.kind == Kind::Word && !NOT_COUNTERS.iter().any(|k| t.is_keyword(k)))
+        }) else {
             return Ok(None);
         };
         let (text, at) = (t.text, t.start);
@@ -1282,7 +1307,7 @@ impl<'a> Parser<'a> {
             );
         };
         self.pos += 1;
-        Ok(Some(Measure::Counter(name)))
+        Ok(Some(name))
     }
 
     // ---- statistics -------------------------------------------------------------------------
@@ -1838,13 +1863,30 @@ impl<'a> Parser<'a> {
         ]
         .into_iter()
         .find(|(k, _)| self.is_keyword(k));
-        let Some((_, field)) = field else {
-            return self.expected(&format!(
-                "a condition {after} (on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, DURATION, \
-                 PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)"
-            ));
+        let field = match field {
+            Some((_, field)) => {
+                self.pos += 1;
+                field
+            }
+            None => match self.counters {
+                true => match self.counter()? {
+                    Some(name) => Field::Counter(name),
+                    None => {
+                        return self.expected(&format!(
+                            "a condition {after} (on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, \
+                             DURATION, PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS, SKEW or a counter \
+                             of the trace)"
+                        ))
+                    }
+                },
+                false => {
+                    return self.expected(&format!(
+                        "a condition {after} (on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, \
+                         DURATION, PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)"
+                    ))
+                }
+            },
         };
-        self.pos += 1;
         let op = match self
             .peek()
             .filter(|t| t.kind == Kind::Symbol)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use roaring::RoaringTreemap;
 
 use super::ast::{Scope, Selection, Target, Within};
-use super::exec::{compares_time, uses_wait};
+use super::exec::{compares_time, reads_counters, uses_wait, Counters};
 use super::names::{no_pattern, phase_ids, phase_of, rank_list};
 use super::usage;
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
@@ -43,6 +43,10 @@ pub(crate) struct Selected {
     /// The trace's wait states, loaded only when the statement reads `WAIT` (never under
     /// `EXPLAIN`): operation rows then carry a `wait_ns` column.
     pub(crate) waits: Option<Arc<WaitStates>>,
+    /// The trace's counters, when the statement reads them (its rows, a counter aggregate, a
+    /// counter in `WHERE`) and its rows are calls of a trace that has some: each row then
+    /// carries its values, read with its chunk, and a column per counter.
+    pub(crate) counters: Option<Arc<Counters>>,
 }
 
 /// Runs statements against one trace.
@@ -183,8 +187,26 @@ impl<'a> Engine<'a> {
     }
 
     /// Evaluates a selection to ids by bitmap algebra, pruning chunks by time; rows are not
-    /// read yet.
+    /// read yet. The rows will carry their counters when its `WHERE` reads one.
     pub(crate) fn select_ids(&self, sel: &Selection) -> Result<Selected> {
+        let mut selected = self.select_ids_only(sel)?;
+        if reads_counters(sel.filter.predicate.as_ref()) {
+            self.read_counters(sel, &mut selected)?;
+        }
+        Ok(selected)
+    }
+
+    /// Makes the rows of `selected` carry their counters (and a column each), when they are
+    /// calls of a trace that recorded some.
+    pub(crate) fn read_counters(&self, sel: &Selection, selected: &mut Selected) -> Result<()> {
+        if selected.counters.is_none() {
+            selected.counters = self.counters_of(sel.target)?;
+        }
+        Ok(())
+    }
+
+    /// [`Engine::select_ids`] without the counters.
+    fn select_ids_only(&self, sel: &Selection) -> Result<Selected> {
         if sel.filter.time.is_some() {
             super::needs_times(self.trace, "BETWEEN TIME")?;
         }
@@ -373,6 +395,7 @@ impl<'a> Engine<'a> {
             ids,
             plan,
             waits: None,
+            counters: None,
         };
         if uses_wait(sel.filter.predicate.as_ref()) {
             if messages {

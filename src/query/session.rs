@@ -180,12 +180,13 @@ impl Session {
         let (trace, cancel) = self.open_current()?;
         let engine = Engine::with_cancel(trace, cancel);
         let mut selected = engine.select_ids(selection)?;
+        engine.read_counters(selection, &mut selected)?;
         let columns = selected_catalog_columns(&selected);
         let scan = engine.scan(selection, &mut selected)?;
         let limit = select
             .limit
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        Ok(Rows::scanning(&columns, scan, limit))
+        Ok(Rows::scanning(columns, scan, limit))
     }
 
     /// The cells with traffic of a `SELECT COMMUNICATION MATRIX …` statement: what
@@ -285,7 +286,14 @@ impl Session {
             }
             Statement::Show(ShowWhat::Traces) => self.show_traces()?,
             Statement::Show(ShowWhat::Tables) => super::catalog::show_tables(),
-            Statement::Describe(target) => super::catalog::describe(*target),
+            Statement::Describe(target) => {
+                // With a current trace, the rows of calls list its counters too.
+                let metrics = match (&self.current, target.has_counters()) {
+                    (Some(_), true) => self.trace()?.metrics()?,
+                    _ => Vec::new(),
+                };
+                super::catalog::describe(*target, &metrics)
+            }
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
                 let trace = self.trace()?;

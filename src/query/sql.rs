@@ -14,6 +14,9 @@
 //!   message's root) is false, except `!=`, which holds: each comparison is wrapped so that
 //!   `NOT` reads the same in SQL's three-valued logic; constants beyond a column's range are
 //!   folded into what they compare to (`SIZE > 18446744073709551616` is false);
+//! - a hardware counter is the export's column of it, NULL where the call has no sample, and
+//!   the engine's unknown is SQL's NULL: a comparison on it is left unwrapped, and `SUM`,
+//!   `AVG`, `MIN` and `MAX` of it skip the NULLs and are NULL over none;
 //! - `BETWEEN PROCESS(a,b)` holds for an operation of a whose destination, source or root is
 //!   b (or the other way), `AMONG set` for one whose rank and peers are all in the set, `FOR
 //!   set` for one whose rank is; for a message, on its sender and receiver.
@@ -23,23 +26,17 @@
 //! to use instead.
 
 use super::ast::{
-    Aggregate, CmpOp, Comparison, Expr, Field, Filter, GroupKey, Measure, OrderColumn, Scope,
-    Select, SelectBody, Selection, Statistic, Target, Value as Operand, Within,
+    Aggregate, CmpOp, Comparison, CounterName, Expr, Field, Filter, GroupKey, Measure, OrderColumn,
+    Scope, Select, SelectBody, Selection, Statistic, Target, Value as Operand, Within,
 };
 use super::plan::Engine;
 use crate::error::{Error, Result};
+use crate::hash::FxHashMap;
 use crate::model::Rank;
 
 /// The SQL of `select` over the export of the engine's trace.
 pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
     let trace = quote(engine.trace.name());
-    if let SelectBody::Aggregate { aggregates, .. } = &select.body {
-        if let Some(a) = aggregates.iter().find(|a| a.counter().is_some()) {
-            return Err(unsupported(&format!(
-                "{a} reads a hardware counter, and the Parquet export has no counter columns"
-            )));
-        }
-    }
     let (mut sql, tie) = match &select.body {
         SelectBody::Rows(selection) if selection.target.is_record() => (
             super::sql_records::rows_sql(engine, selection, &trace)?,
@@ -64,7 +61,7 @@ pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
             filter,
         } => statistic_sql(engine, *statistic, *target, filter, &trace)?,
     };
-    let columns = output_columns(select);
+    let columns = output_columns(engine, select)?;
     let mut keys: Vec<String> = select
         .order_by
         .iter()
@@ -102,8 +99,8 @@ pub(crate) fn select_sql(engine: &Engine, select: &Select) -> Result<String> {
 }
 
 /// The names of the columns the SQL selects, for `ORDER BY` by name.
-fn output_columns(select: &Select) -> Vec<String> {
-    match &select.body {
+fn output_columns(engine: &Engine, select: &Select) -> Result<Vec<String>> {
+    Ok(match &select.body {
         SelectBody::Rows(s) if s.target.is_record() => super::catalog::columns(s.target)
             .iter()
             .map(|c| c.name.to_string())
@@ -111,9 +108,10 @@ fn output_columns(select: &Select) -> Vec<String> {
         SelectBody::Rows(s) if s.target == Target::Messages => {
             MESSAGE_COLUMNS.iter().map(|(n, _)| n.to_string()).collect()
         }
-        SelectBody::Rows(_) => OPERATION_COLUMNS
+        SelectBody::Rows(s) => OPERATION_COLUMNS
             .iter()
             .map(|(n, _)| n.to_string())
+            .chain(counter_columns(engine, s.target)?)
             .collect(),
         SelectBody::Aggregate {
             aggregates,
@@ -125,8 +123,57 @@ fn output_columns(select: &Select) -> Vec<String> {
             .chain(aggregates.iter().map(|a| alias(*a)))
             .collect(),
         SelectBody::Statistic { .. } => Vec::new(),
-    }
+    })
 }
+
+/// The export's counter columns of `target`'s rows (none when they are not calls or the
+/// trace recorded no counter), in the order mtfdb shows them.
+pub(super) fn counter_columns(engine: &Engine, target: Target) -> Result<Vec<String>> {
+    Ok(engine
+        .counters_of(target)?
+        .map(|c| c.columns.clone())
+        .unwrap_or_default())
+}
+
+/// The SQL of the counter that `what` reads on `target`'s rows (those of table alias `t`):
+/// its column, resolved as the engine resolves it.
+pub(super) fn counter_sql(
+    engine: &Engine,
+    target: Target,
+    t: &str,
+    name: CounterName,
+    what: &str,
+) -> Result<String> {
+    let counters = engine.counters_of(target)?;
+    let i = engine.counter_index(target, counters.as_deref(), name, what)?;
+    let column = counters.map(|c| c.columns[i].clone()).unwrap_or_default();
+    Ok(format!("{t}.{column}"))
+}
+
+/// The SQL of the counters a condition on `target`'s rows (table alias `t`) names, resolved
+/// before any SQL is written (the same refusals as the engine's).
+pub(super) fn predicate_counter_sql(
+    engine: &Engine,
+    target: Target,
+    t: &str,
+    p: Option<&Expr>,
+) -> Result<FxHashMap<CounterName, String>> {
+    let counters = engine.counters_of(target)?;
+    Ok(engine
+        .predicate_counters(target, counters.as_deref(), p)?
+        .into_iter()
+        .map(|(name, i)| {
+            let column = counters
+                .as_ref()
+                .map(|c| c.columns[i].clone())
+                .unwrap_or_default();
+            (name, format!("{t}.{column}"))
+        })
+        .collect())
+}
+
+/// The range of a counter's column (64-bit signed).
+pub(super) const COUNTER_RANGE: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
 
 /// `SELECT MESSAGES`' columns and their SQL.
 const MESSAGE_COLUMNS: [(&str, &str); 8] = [
@@ -203,7 +250,7 @@ fn from_where(engine: &Engine, selection: &Selection, trace: &str) -> Result<Str
             ))
         }
     }
-    conditions.extend(filter_conditions(engine, &selection.filter, messages)?);
+    conditions.extend(filter_conditions(engine, selection, messages)?);
     Ok(format!(
         "FROM {table} {t}\nLEFT JOIN communicators c ON c.trace = {t}.trace AND c.id = {t}.comm\nWHERE {}",
         conditions.join("\n  AND ")
@@ -216,7 +263,7 @@ fn rows_sql(engine: &Engine, selection: &Selection, trace: &str) -> Result<Strin
     } else {
         &OPERATION_COLUMNS
     };
-    let list: Vec<String> = columns
+    let mut list: Vec<String> = columns
         .iter()
         .map(|(name, sql)| {
             if sql.ends_with(&format!(".{name}")) {
@@ -226,6 +273,12 @@ fn rows_sql(engine: &Engine, selection: &Selection, trace: &str) -> Result<Strin
             }
         })
         .collect();
+    // The operations' counters, after the columns, as mtfdb shows them.
+    list.extend(
+        counter_columns(engine, selection.target)?
+            .into_iter()
+            .map(|c| format!("o.{c}")),
+    );
     Ok(format!(
         "SELECT {}\n{}",
         list.join(", "),
@@ -240,7 +293,15 @@ pub(super) fn alias(a: Aggregate) -> String {
         Measure::Duration => "duration".to_string(),
         Measure::Sent => "sent".to_string(),
         Measure::Received => "received".to_string(),
-        Measure::Counter(name) => name.as_str().to_lowercase(),
+        // The counter's name as written, made a plain SQL name.
+        Measure::Counter(name) => name
+            .as_str()
+            .chars()
+            .map(|c| match c.to_ascii_lowercase() {
+                c @ ('a'..='z' | '0'..='9' | '_') => c,
+                _ => '_',
+            })
+            .collect(),
     };
     match a {
         Aggregate::Count => "count_all".into(),
@@ -251,7 +312,8 @@ pub(super) fn alias(a: Aggregate) -> String {
     }
 }
 
-/// The SQL of `SIZE` or `DURATION` on an operation (`o`) or a message (`m`).
+/// The SQL of `SIZE` or `DURATION` on an operation (`o`) or a message (`m`) (a counter is
+/// [`counter_sql`]'s).
 fn measure_sql(messages: bool, m: Measure) -> &'static str {
     match (messages, m) {
         (false, Measure::Size) => "GREATEST(o.bytes_sent, o.bytes_received)",
@@ -260,7 +322,7 @@ fn measure_sql(messages: bool, m: Measure) -> &'static str {
         (false, Measure::Received) => "o.bytes_received",
         (true, Measure::Sent | Measure::Received) => "m.size",
         (true, Measure::Size) => "m.size",
-        // Refused before (`select_sql`): the export has no counters.
+        // Written by `counter_sql` (aggregates); HISTOGRAM takes no counter.
         (_, Measure::Counter(_)) => "NULL",
         (true, Measure::Duration) => {
             "CASE WHEN m.recv_time_ns >= m.send_time_ns THEN m.recv_time_ns - m.send_time_ns ELSE 0 END"
@@ -276,7 +338,18 @@ fn aggregate_sql(
     trace: &str,
 ) -> Result<(String, String)> {
     let messages = selection.target == Target::Messages;
-    let measure = |m: Measure| measure_sql(messages, m);
+    // Counters resolved before any SQL is written, as the engine resolves them.
+    let mut counters = FxHashMap::default();
+    for a in aggregates {
+        if let Some(name) = a.counter() {
+            let sql = counter_sql(engine, selection.target, "o", name, &a.to_string())?;
+            counters.insert(name, sql);
+        }
+    }
+    let measure = |m: Measure| match m {
+        Measure::Counter(name) => counters.get(&name).cloned().unwrap_or_default(),
+        m => measure_sql(messages, m).to_string(),
+    };
     let mut list = Vec::new();
     let mut keys = Vec::new();
     for k in group_by {
@@ -308,7 +381,7 @@ fn aggregate_sql(
     Ok(grouped(
         list,
         aggregates,
-        &|m| measure(m).to_string(),
+        &measure,
         &from_where(engine, selection, trace)?,
         &keys,
         group_by,
@@ -328,6 +401,13 @@ pub(super) fn grouped(
     for a in aggregates {
         let sql = match a {
             Aggregate::Count => "COUNT(*)".to_string(),
+            // A counter's NULLs are skipped, and a group of none is NULL; its average is the
+            // exact sum over the count, rounded once, as mtfdb's.
+            Aggregate::Sum(m @ Measure::Counter(_)) => format!("SUM({})", measure(*m)),
+            Aggregate::Avg(m @ Measure::Counter(_)) => format!(
+                "CAST(SUM({0}) AS DOUBLE) / CAST(COUNT({0}) AS DOUBLE)",
+                measure(*m)
+            ),
             Aggregate::Sum(m) => format!("COALESCE(SUM({}), 0)", measure(*m)),
             Aggregate::Avg(m) => format!("AVG(CAST({} AS DOUBLE))", measure(*m)),
             Aggregate::Min(m) => format!("MIN({})", measure(*m)),
@@ -589,8 +669,14 @@ pub(super) fn rank_set(expr: &str, ranks: &[Rank]) -> String {
     }
 }
 
-/// The clauses of `filter` as SQL conditions on a row of operations (`o`) or messages (`m`).
-fn filter_conditions(engine: &Engine, filter: &Filter, messages: bool) -> Result<Vec<String>> {
+/// The clauses of a selection as SQL conditions on a row of operations (`o`) or messages
+/// (`m`).
+fn filter_conditions(
+    engine: &Engine,
+    selection: &Selection,
+    messages: bool,
+) -> Result<Vec<String>> {
+    let filter = &selection.filter;
     let mut out = Vec::new();
     if let Some(scope) = &filter.scope {
         out.push(scope_condition(engine, scope, messages)?);
@@ -633,7 +719,14 @@ fn filter_conditions(engine: &Engine, filter: &Filter, messages: bool) -> Result
         });
     }
     if let Some(p) = &filter.predicate {
-        out.push(predicate(engine, p, &|f| field_sql(f, messages))?);
+        let counters = predicate_counter_sql(engine, selection.target, "o", Some(p))?;
+        let fields = |f: Field| match f {
+            Field::Counter(name) => Ok(counters
+                .get(&name)
+                .map(|sql| (sql.clone(), COUNTER_RANGE.0, COUNTER_RANGE.1))),
+            f => Ok(field_sql(f, messages)?.map(|(sql, lo, hi)| (sql.to_string(), lo, hi))),
+        };
+        out.push(predicate(engine, p, &fields)?);
     }
     Ok(out)
 }
@@ -722,12 +815,14 @@ fn field_sql(f: Field, messages: bool) -> Result<Option<(&'static str, i128, i12
             U64,
         ),
         (Field::Comm, true) => ("m.comm", 0, U32),
+        // The caller's (`predicate_counter_sql`).
+        (Field::Counter(_), _) => return Ok(None),
     }))
 }
 
 /// A field's SQL on the rows being filtered, with its range (`None`: the rows have no such
 /// field).
-pub(super) type FieldSql<'f> = dyn Fn(Field) -> Result<Option<(&'static str, i128, i128)>> + 'f;
+pub(super) type FieldSql<'f> = dyn Fn(Field) -> Result<Option<(String, i128, i128)>> + 'f;
 
 /// A `WHERE` condition as SQL, its fields written by `fields`.
 pub(super) fn predicate(engine: &Engine, e: &Expr, fields: &FieldSql) -> Result<String> {
@@ -753,7 +848,8 @@ pub(super) fn predicate(engine: &Engine, e: &Expr, fields: &FieldSql) -> Result<
     })
 }
 
-/// A comparison that is TRUE or FALSE, never NULL: false on a missing field, except `<>`.
+/// A comparison that is TRUE or FALSE, never NULL: false on a missing field, except `<>`. On
+/// a counter it is NULL where the call has no sample, as the engine's is unknown there.
 fn comparison(engine: &Engine, c: &Comparison, fields: &FieldSql) -> Result<String> {
     let n = match &c.value {
         Operand::Number(n) => *n,
@@ -762,6 +858,9 @@ fn comparison(engine: &Engine, c: &Comparison, fields: &FieldSql) -> Result<Stri
     let Some((sql, lo, hi)) = fields(c.field)? else {
         return Ok(if c.op == CmpOp::Ne { "TRUE" } else { "FALSE" }.into());
     };
+    if let Field::Counter(_) = c.field {
+        return Ok(counter_comparison(&sql, c.op, n, (lo, hi)));
+    }
     let present = format!("({sql} IS NOT NULL)");
     // Constants beyond the column's range compare the same with every value of it.
     if n < lo {
@@ -788,4 +887,30 @@ fn comparison(engine: &Engine, c: &Comparison, fields: &FieldSql) -> Result<Stri
     };
     let missing = if c.op == CmpOp::Ne { "TRUE" } else { "FALSE" };
     Ok(format!("COALESCE({sql} {op} {n}, {missing})"))
+}
+
+/// A comparison of a counter's column `sql` (of range `lo..=hi`) with `n`, NULL where the
+/// column is: a constant beyond the range is replaced by the bound that gives every value the
+/// same answer (`x > 2^70` is `x > 2^63 - 1`, false for every value, NULL for none).
+fn counter_comparison(sql: &str, op: CmpOp, n: i128, (lo, hi): (i128, i128)) -> String {
+    let (op, n) = if n < lo {
+        match op {
+            // False for every value.
+            CmpOp::Lt | CmpOp::Le | CmpOp::Eq => (CmpOp::Lt, lo),
+            // True for every value.
+            CmpOp::Ne | CmpOp::Gt | CmpOp::Ge => (CmpOp::Ge, lo),
+        }
+    } else if n > hi {
+        match op {
+            CmpOp::Gt | CmpOp::Ge | CmpOp::Eq => (CmpOp::Gt, hi),
+            CmpOp::Ne | CmpOp::Lt | CmpOp::Le => (CmpOp::Le, hi),
+        }
+    } else {
+        (op, n)
+    };
+    let op = match op {
+        CmpOp::Ne => "<>",
+        other => other.symbol(),
+    };
+    format!("({sql} {op} {n})")
 }

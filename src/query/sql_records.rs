@@ -12,8 +12,12 @@
 use super::ast::{Aggregate, Field, GroupKey, Measure, Scope, Selection, Target, Within};
 use super::catalog;
 use super::plan::Engine;
-use super::sql::{grouped, predicate, rank_set, unsupported};
+use super::sql::{
+    counter_columns, counter_sql, grouped, predicate, predicate_counter_sql, rank_set, unsupported,
+    COUNTER_RANGE,
+};
 use crate::error::Result;
+use crate::hash::FxHashMap;
 use crate::model::Rank;
 
 /// The rows of a record target's selection.
@@ -62,14 +66,22 @@ pub(super) fn aggregate_sql(
             None => list.push(format!("NULL AS {name}")),
         }
     }
+    // Counters resolved before any SQL is written, as the engine resolves them.
+    let mut counters = FxHashMap::default();
+    for a in aggregates {
+        if let Some(name) = a.counter() {
+            let sql = counter_sql(engine, target, "r", name, &a.to_string())?;
+            counters.insert(name, sql);
+        }
+    }
     let measure = |m: Measure| {
         let f = match m {
             Measure::Size => Field::Size,
             Measure::Duration => Field::Duration,
             Measure::Sent => Field::Sent,
             Measure::Received => Field::Received,
-            // Refused before (`select_sql`): the export has no counters.
-            Measure::Counter(_) => return "NULL".to_string(),
+            // NULL where the call has no sample: the aggregate skips it.
+            Measure::Counter(name) => return counters.get(&name).cloned().unwrap_or_default(),
         };
         field_sql(target, f).map_or("0".to_string(), |(sql, ..)| format!("COALESCE({sql}, 0)"))
     };
@@ -138,9 +150,17 @@ fn from_where(engine: &Engine, selection: &Selection, trace: &str) -> Result<Str
         conditions.push(format!("r.start_ns <= {} AND {end} >= {}", w.end, w.start));
     }
     if let Some(p) = &filter.predicate {
-        conditions.push(predicate(engine, p, &|f| Ok(field_sql(target, f)))?);
+        let counters = predicate_counter_sql(engine, target, "r", Some(p))?;
+        let fields = |f: Field| match f {
+            Field::Counter(name) => Ok(counters
+                .get(&name)
+                .map(|sql| (sql.clone(), COUNTER_RANGE.0, COUNTER_RANGE.1))),
+            f => Ok(field_sql(target, f).map(|(sql, lo, hi)| (sql.to_string(), lo, hi))),
+        };
+        conditions.push(predicate(engine, p, &fields)?);
     }
-    let derived = derived_table(target, trace, &members);
+    let counters = counter_columns(engine, target)?;
+    let derived = derived_table(target, trace, &members, &counters);
     let join = if target == Target::RoutineCalls {
         String::new()
     } else {
@@ -173,13 +193,23 @@ fn instance_scope(engine: &Engine, scope: &Scope) -> Result<(InstanceScope, Stri
     })
 }
 
-/// The rows of `target` with its columns, as a `SELECT` over the export.
-fn derived_table(target: Target, trace: &str, members: &InstanceScope) -> String {
+/// The rows of `target` with its columns (and `counters`, the routine calls' counter
+/// columns), as a `SELECT` over the export.
+fn derived_table(
+    target: Target,
+    trace: &str,
+    members: &InstanceScope,
+    counters: &[String],
+) -> String {
     match target {
         Target::RoutineCalls => format!(
             "  SELECT rc.rank AS rank, rc.thread AS thread, rc.routine AS routine, rc.depth AS depth,\n         \
-             rc.start_ns AS start_ns, rc.end_ns AS end_ns, GREATEST(rc.end_ns, rc.start_ns) - rc.start_ns AS duration_ns\n  \
-             FROM routine_calls rc WHERE rc.trace = {trace}"
+             rc.start_ns AS start_ns, rc.end_ns AS end_ns, GREATEST(rc.end_ns, rc.start_ns) - rc.start_ns AS duration_ns{}\n  \
+             FROM routine_calls rc WHERE rc.trace = {trace}",
+            counters
+                .iter()
+                .map(|c| format!(", rc.{c} AS {c}"))
+                .collect::<String>()
         ),
         Target::Requests => format!(
             "  SELECT q.request_op AS request_op, q.completion_op AS completion_op, a.rank AS rank,\n         \

@@ -128,7 +128,7 @@ impl<'a> Engine<'a> {
                 let mut selected = self.select_ids(&sel)?;
                 let ops: Vec<Operation> =
                     self.collect_rows(&sel, &mut selected, |row| match row {
-                        Row::Op(_, o) => Some(o),
+                        Row::Op(_, o, _) => Some(o),
                         Row::Msg(..) | Row::Burst(..) | Row::Record(..) => None,
                     })?;
                 (

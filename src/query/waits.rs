@@ -241,7 +241,7 @@ impl<'a> Engine<'a> {
         let waits = selected.waits.clone();
         let mut groups: BTreeMap<Key, Tally> = BTreeMap::new();
         self.each_row(&sel, &mut selected, |row| {
-            let Row::Op(id, op) = row else {
+            let Row::Op(id, op, _) = row else {
                 return Ok(true);
             };
             let key = match &grouper {
@@ -322,7 +322,7 @@ impl<'a> Engine<'a> {
         // The waiting operations: where they started and ended, and what they are.
         let mut waiting: FxHashMap<OpId, (Time, Time, String)> = FxHashMap::default();
         self.each_row(&sel, &mut selected, |row| {
-            if let Row::Op(id, op) = row {
+            if let Row::Op(id, op, _) = row {
                 waiting.insert(id, (op.start, op.end, self.trace.kind_name(op.kind)));
             }
             Ok(true)

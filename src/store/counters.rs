@@ -11,10 +11,11 @@
 //! position), then one column per metric holding `zigzag(value) + 1`, 0 where the row has no
 //! value. The import writes a chunk's pieces in row order as its buffer fills, so that its
 //! memory stays bounded whatever the number of locations; a chunk's pieces are read back
-//! together ([`super::TraceReader::counters`]).
+//! together ([`super::TraceReader::counters`]), or a window of rows at a time
+//! ([`super::TraceReader::counter_stream`]) by readers that hold many chunks open at once.
 
 use super::codec::{unzigzag, zigzag};
-use super::tables::Columns;
+use super::tables::{ChunkStream, Columns};
 use crate::error::{Error, Result};
 use crate::model::Metric;
 
@@ -22,6 +23,14 @@ use crate::model::Metric;
 pub(super) const KEY_METRICS: u8 = b'K';
 /// The key byte of the counter pieces.
 pub(super) const KEY_COUNTERS: u8 = b'k';
+
+/// A call's values, one per counter of its trace (`None`: no sample of it).
+pub type CallValues = Box<[Option<i64>]>;
+
+/// A stored value as the call's (0 is none).
+fn value_of(stored: u64) -> Option<i64> {
+    (stored != 0).then(|| unzigzag(stored - 1))
+}
 
 /// Counter values of rows, as the import collects them for one chunk.
 #[derive(Debug, Clone)]
@@ -97,8 +106,16 @@ impl ChunkCounters {
     /// The value of counter `metric` of row `id`, if it has one.
     pub fn get(&self, id: u64, metric: usize) -> Option<i64> {
         let row = self.ids.binary_search(&id).ok()?;
-        let v = *self.values.get(metric)?.get(row)?;
-        (v != 0).then(|| unzigzag(v - 1))
+        value_of(*self.values.get(metric)?.get(row)?)
+    }
+
+    /// The values of row `id`, one per counter (all `None` when it has none).
+    pub fn values(&self, id: u64) -> CallValues {
+        let row = self.ids.binary_search(&id).ok();
+        self.values
+            .iter()
+            .map(|col| row.and_then(|r| col.get(r)).and_then(|&v| value_of(v)))
+            .collect()
     }
 
     /// The number of rows with values.
@@ -109,6 +126,79 @@ impl ChunkCounters {
     /// Whether no row has values.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+}
+
+/// The counter values of one chunk's rows, read forward a window of rows at a time: its
+/// pieces are kept as stored (a few bytes per value) and each window decodes only its rows,
+/// so that a reader holding many chunks open (a merge of every location by time) holds a
+/// window of values per chunk, not the chunk's.
+#[derive(Debug)]
+pub struct CounterStream {
+    metrics: usize,
+    /// The pieces not read yet, in row order.
+    pieces: std::vec::IntoIter<ChunkStream>,
+    /// The piece being read.
+    piece: Option<ChunkStream>,
+    /// Its decoded window (ids, then a column per counter), and the next row of it to look at.
+    window: Columns,
+    at: usize,
+}
+
+impl CounterStream {
+    /// The stream over a chunk's pieces (their bodies, checked) of a trace with `metrics`
+    /// counters.
+    pub(super) fn open(pieces: &[(Vec<u8>, String)], metrics: usize) -> Result<CounterStream> {
+        let ncols = metrics + 1;
+        let wanted: Vec<usize> = (0..ncols).collect();
+        let pieces = pieces
+            .iter()
+            .map(|(body, what)| ChunkStream::open(body, ncols, &wanted, 0, what))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CounterStream {
+            metrics,
+            pieces: pieces.into_iter(),
+            piece: None,
+            window: Columns::new(ncols),
+            at: 0,
+        })
+    }
+
+    /// The values of row `id`, one per counter (all `None` when it has none), reading
+    /// `window` rows at a time. Rows must be asked for in ascending order of id.
+    pub fn values(&mut self, id: u64, window: usize) -> Result<CallValues> {
+        loop {
+            let ids = &self.window.cols[0];
+            while self.at < ids.len() && ids[self.at] < id {
+                self.at += 1;
+            }
+            if let Some(&found) = ids.get(self.at) {
+                let row = self.at;
+                return Ok((1..=self.metrics)
+                    .map(|c| {
+                        (found == id)
+                            .then(|| value_of(self.window.cols[c][row]))
+                            .flatten()
+                    })
+                    .collect());
+            }
+            // The window is used up: the next one, from this piece or the next.
+            let piece = match &mut self.piece {
+                Some(p) if p.rows_left() > 0 => p,
+                _ => match self.pieces.next() {
+                    Some(p) => self.piece.insert(p),
+                    None => return Ok(vec![None; self.metrics].into()),
+                },
+            };
+            let last = self.window.cols[0].last().copied();
+            self.window = piece.next(window.max(1))?;
+            self.at = 0;
+            if let (Some(last), Some(&first)) = (last, self.window.cols[0].first()) {
+                if first <= last {
+                    return Err(Error::Corrupt("counter rows out of order".into()));
+                }
+            }
+        }
     }
 }
 

@@ -1744,6 +1744,23 @@ impl TraceReader {
         chunk: u32,
         metrics: usize,
     ) -> Result<counters::ChunkCounters> {
+        counters::ChunkCounters::decode(&self.counter_pieces(table, chunk)?, metrics)
+    }
+
+    /// The counter values of the rows of chunk `chunk` of `table` (see
+    /// [`TraceReader::counters`]), to be read forward a window at a time.
+    pub fn counter_stream(
+        &self,
+        table: Table,
+        chunk: u32,
+        metrics: usize,
+    ) -> Result<counters::CounterStream> {
+        counters::CounterStream::open(&self.counter_pieces(table, chunk)?, metrics)
+    }
+
+    /// The checked bodies of the counter pieces of chunk `chunk` of `table`, in row order, each
+    /// with what names it in errors.
+    fn counter_pieces(&self, table: Table, chunk: u32) -> Result<Vec<(Vec<u8>, String)>> {
         self.check_cancel()?;
         let mut prefix = [counters::KEY_COUNTERS, table.prefix(), 0, 0, 0, 0];
         prefix[2..].copy_from_slice(&chunk.to_be_bytes());
@@ -1758,7 +1775,7 @@ impl TraceReader {
             let body = unseal(&bytes, &what)?.to_vec();
             pieces.push((body, what));
         }
-        counters::ChunkCounters::decode(&pieces, metrics)
+        Ok(pieces)
     }
 
     /// Bytes this trace occupies: its segment file.

@@ -317,3 +317,137 @@ pub fn assert_equals(trace: &Trace, expected: &Oracle, label: &str) {
         "{label}: every location is a rank's main thread or listed"
     );
 }
+
+/// One call as `otf2-print` shows it: its location, region (by its canonical name, as mtfdb
+/// names routines), Enter and Leave timestamps (ticks), and per counter the value the call
+/// keeps, computed from the METRIC records at its Enter and Leave (a METRIC record belongs to
+/// the Enter or Leave of its location at its timestamp): for an accumulated counter its value
+/// at the Leave minus its value at the Enter, for an absolute or relative one its value at the
+/// Leave; `None` where those samples are missing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CounterCall {
+    pub location: u64,
+    pub enter: u64,
+    pub leave: u64,
+    pub region: String,
+    pub values: BTreeMap<String, Option<i64>>,
+}
+
+/// The values of a METRIC line, by counter name: `("PAPI_TOT_CYC" <0>; UINT64; 98850), …`
+/// (an unsigned value past 2^63 wraps, as mtfdb keeps 64-bit signed values; a DOUBLE is
+/// rounded).
+fn metric_values(line: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for part in line.split('(').skip(1) {
+        let name = part.split('"').nth(1).unwrap().to_string();
+        let mut fields = part.split(';').skip(1).map(str::trim);
+        let kind = fields.next().unwrap();
+        let text = fields.next().unwrap().trim_end_matches([')', ',', ' ']);
+        let value = match kind {
+            "DOUBLE" | "FLOAT" => text.parse::<f64>().unwrap().round() as i64,
+            k if k.starts_with("UINT") => text.parse::<u64>().unwrap() as i64,
+            _ => text.parse::<i64>().unwrap(),
+        };
+        out.insert(name, value);
+    }
+    out
+}
+
+/// The counters `otf2-print -G` defines (METRIC_MEMBER), in id order: name and mode.
+pub fn metric_members(anchor: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in run(&["-G"], anchor).lines() {
+        if !line.starts_with("METRIC_MEMBER") {
+            continue;
+        }
+        let name = line.split("Name: \"").nth(1).unwrap();
+        let mode = line.split("Mode: ").nth(1).unwrap();
+        out.push((
+            name.split('"').next().unwrap().to_string(),
+            mode.split(',').next().unwrap().to_string(),
+        ));
+    }
+    out
+}
+
+/// Every call of the archive with the values it keeps of each counter (see [`CounterCall`]),
+/// sorted. Counters with LAST or NEXT timing are not computed here (their samples must be
+/// summed first).
+pub fn counter_calls(anchor: &Path) -> Vec<CounterCall> {
+    let members = metric_members(anchor);
+    for (name, mode) in &members {
+        assert!(
+            mode.ends_with("_START") || mode.ends_with("_POINT"),
+            "{name}: {mode} is not computed by this oracle"
+        );
+    }
+    let mut canonical: BTreeMap<u64, String> = BTreeMap::new();
+    for line in run(&["-G"], anchor).lines() {
+        let mut f = line.split_whitespace();
+        if f.next() == Some("REGION") {
+            let id = f.next().unwrap().parse().unwrap();
+            let name = match line.split("(Aka. \"").nth(1) {
+                Some(aka) => aka,
+                None => line.split("Name: \"").nth(1).unwrap(),
+            };
+            canonical.insert(id, name.split('"').next().unwrap().to_string());
+        }
+    }
+    // Per location, per counter: its last sample (time, value).
+    let mut last: BTreeMap<u64, BTreeMap<String, (u64, i64)>> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Vec<(u64, String, BTreeMap<String, Option<i64>>)>> =
+        BTreeMap::new();
+    let mut calls = Vec::new();
+    for line in run(&[], anchor).lines() {
+        let mut f = line.split_whitespace();
+        let Some(kind @ ("METRIC" | "ENTER" | "LEAVE")) = f.next() else {
+            continue;
+        };
+        let location: u64 = f.next().unwrap().parse().unwrap();
+        let time: u64 = f.next().unwrap().parse().unwrap();
+        let samples = last.entry(location).or_default();
+        if kind == "METRIC" {
+            for (name, v) in metric_values(line) {
+                samples.insert(name, (time, v));
+            }
+            continue;
+        }
+        // The samples at this event's time, per counter.
+        let at: BTreeMap<String, Option<i64>> = members
+            .iter()
+            .map(|(name, _)| {
+                let v = samples.get(name).filter(|(t, _)| *t == time).map(|s| s.1);
+                (name.clone(), v)
+            })
+            .collect();
+        if kind == "ENTER" {
+            let id = *refs(line.split("Region:").nth(1).unwrap()).last().unwrap();
+            open.entry(location)
+                .or_default()
+                .push((time, canonical[&id].clone(), at));
+            continue;
+        }
+        let (enter, region, at_enter) = open.get_mut(&location).unwrap().pop().unwrap();
+        let values = members
+            .iter()
+            .map(|(name, mode)| {
+                let at_leave = at[name];
+                let v = if mode.starts_with("ACCUMULATED") {
+                    at_leave.zip(at_enter[name]).map(|(l, e)| l.wrapping_sub(e))
+                } else {
+                    at_leave
+                };
+                (name.clone(), v)
+            })
+            .collect();
+        calls.push(CounterCall {
+            location,
+            enter,
+            leave: time,
+            region,
+            values,
+        });
+    }
+    calls.sort();
+    calls
+}

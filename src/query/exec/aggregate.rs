@@ -6,18 +6,16 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use super::counters::counter_of;
 use super::order::compare_values;
 use super::{measure, Row};
-use crate::error::{Error, Limit, NameKind, Result};
+use crate::error::{Error, Limit, Result};
 use crate::hash::FxHashMap;
 use crate::model::CommId;
 use crate::query::ast::{Aggregate, GroupKey, Measure, Selection, Target};
 use crate::query::plan::{Engine, Selected};
 use crate::results::{ResultSet, Value};
-use crate::store::counters::ChunkCounters;
-use crate::store::ids::chunk_and_row;
 use crate::store::{MessageColumns, MessageField};
-use crate::Trace;
 
 /// Calls `f` with each row of `rows` and its value of group key `key` (a rank, a tag or a
 /// communicator id): one loop per key, so that reading the key is not decided row by row.
@@ -52,14 +50,25 @@ impl<'a> Engine<'a> {
             .map(|k| k.to_string().to_lowercase())
             .collect();
         columns.extend(aggregates.iter().map(|a| a.to_string().to_lowercase()));
-        // Per aggregate, the trace's counter it reads, if any (resolved before any row is read).
-        let counter_of: Vec<Option<usize>> = aggregates
+        // Per aggregate, the trace's counter it reads, if any (resolved before any row is read;
+        // the rows then carry their counters).
+        let target = selection.target;
+        if aggregates.iter().any(|a| a.counter().is_some()) {
+            self.read_counters(selection, selected)?;
+        }
+        let counter_index: Vec<Option<usize>> = aggregates
             .iter()
-            .map(|a| self.counter_index(selection.target, *a))
+            .map(|a| {
+                a.counter()
+                    .map(|name| {
+                        let what = a.to_string();
+                        self.counter_index(target, selected.counters.as_deref(), name, &what)
+                    })
+                    .transpose()
+            })
             .collect::<Result<_>>()?;
-        let mut counters = CounterValues::new(self.trace, selection.target)?;
         let empty = || -> Vec<Fold> {
-            counter_of
+            counter_index
                 .iter()
                 .map(|c| match c {
                     Some(_) => Fold::Counter(CounterAcc::default()),
@@ -73,11 +82,11 @@ impl<'a> Engine<'a> {
             let row = &row;
             let key: Vec<GroupValue> = group_by.iter().map(|k| self.group_value(row, *k)).collect();
             let folds = groups.entry(key).or_insert_with(empty);
-            for ((fold, a), counter) in folds.iter_mut().zip(aggregates).zip(&counter_of) {
+            for ((fold, a), counter) in folds.iter_mut().zip(aggregates).zip(&counter_index) {
                 match (fold, counter) {
                     (Fold::Counter(acc), Some(c)) => {
                         // A call without a sample of the counter is NULL: skipped.
-                        if let Some(v) = counters.get(row, *c)? {
+                        if let Some(v) = counter_of(row, *c) {
                             acc.add(v);
                         }
                     }
@@ -108,45 +117,6 @@ impl<'a> Engine<'a> {
             r.push(row);
         }
         Ok(r)
-    }
-
-    /// The index among the trace's counters of the counter aggregate `a` reads, if it reads
-    /// one; an error naming the trace's counters if it has none of that name, or if `target`
-    /// has no counters.
-    fn counter_index(&self, target: Target, a: Aggregate) -> Result<Option<usize>> {
-        let (Aggregate::Sum(Measure::Counter(name))
-        | Aggregate::Avg(Measure::Counter(name))
-        | Aggregate::Min(Measure::Counter(name))
-        | Aggregate::Max(Measure::Counter(name))) = a
-        else {
-            return Ok(None);
-        };
-        if counter_table(target).is_none() {
-            return Err(Error::Usage(format!(
-                "{a}: counters are kept per operation and per routine call; {target} has none"
-            )));
-        }
-        let metrics = self.trace.metrics()?;
-        if let Some(i) = metrics
-            .iter()
-            .position(|m| m.name.eq_ignore_ascii_case(name.as_str()))
-        {
-            return Ok(Some(i));
-        }
-        let has = if metrics.is_empty() {
-            "the trace has no counters".to_string()
-        } else {
-            let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
-            format!("the trace's counters are {}", names.join(", "))
-        };
-        Err(Error::unknown(
-            NameKind::Counter,
-            name.as_str().to_string(),
-            format!(
-                "{a}: no counter {} ({has}; SELECT METRICS lists them)",
-                name.as_str()
-            ),
-        ))
     }
 
     /// Whether an aggregate is a plain scan of all messages that column reads can answer.
@@ -332,21 +302,23 @@ impl<'a> Engine<'a> {
 
     fn group_value(&self, row: &Row, key: GroupKey) -> GroupValue {
         match (row, key) {
-            (Row::Op(_, o), GroupKey::Process) => GroupValue::Int(i64::from(o.rank)),
+            (Row::Op(_, o, _), GroupKey::Process) => GroupValue::Int(i64::from(o.rank)),
             (Row::Msg(_, m), GroupKey::Process) => GroupValue::Int(i64::from(m.sender)),
-            (Row::Op(_, o), GroupKey::Peer) => o
+            (Row::Op(_, o, _), GroupKey::Peer) => o
                 .dest
                 .or(o.source)
                 .map_or(GroupValue::None, |p| GroupValue::Int(i64::from(p))),
             (Row::Msg(_, m), GroupKey::Peer) => GroupValue::Int(i64::from(m.receiver)),
-            (Row::Op(_, o), GroupKey::Operation) => GroupValue::Text(self.trace.kind_name(o.kind)),
+            (Row::Op(_, o, _), GroupKey::Operation) => {
+                GroupValue::Text(self.trace.kind_name(o.kind))
+            }
             (Row::Msg(..), GroupKey::Operation) => GroupValue::Text("message".into()),
-            (Row::Op(_, o), GroupKey::Tag) => o
+            (Row::Op(_, o, _), GroupKey::Tag) => o
                 .send_tag
                 .or(o.recv_tag)
                 .map_or(GroupValue::None, |t| GroupValue::Int(i64::from(t))),
             (Row::Msg(_, m), GroupKey::Tag) => GroupValue::Int(i64::from(m.tag)),
-            (Row::Op(_, o), GroupKey::Comm) => o
+            (Row::Op(_, o, _), GroupKey::Comm) => o
                 .comm
                 .map_or(GroupValue::None, |c| GroupValue::Text(self.comm_name(c))),
             (Row::Msg(_, m), GroupKey::Comm) => GroupValue::Text(self.comm_name(m.comm)),
@@ -394,71 +366,6 @@ impl GroupValue {
             GroupValue::Int(i) => Value::Int(i128::from(i)),
             GroupValue::Text(s) => Value::Text(s),
         }
-    }
-}
-
-/// Whether a target's counters are the operations' (`false`) or the routine calls' (`true`),
-/// or `None` if its rows have no counters.
-fn counter_table(target: Target) -> Option<bool> {
-    match target {
-        Target::PointToPoint
-        | Target::Sends
-        | Target::Receives
-        | Target::Collectives
-        | Target::Operation(_)
-        | Target::Operations => Some(false),
-        Target::RoutineCalls => Some(true),
-        Target::Messages
-        | Target::CpuBursts
-        | Target::Requests
-        | Target::CollectiveInstances
-        | Target::Anomalies
-        | Target::Metrics => None,
-    }
-}
-
-/// The counter values of the rows an aggregation reads, one chunk's at a time (rows come in
-/// chunk order, so each chunk's counters are read once).
-struct CounterValues<'t> {
-    trace: &'t Trace,
-    /// Routine calls' counters, else operations'.
-    routines: bool,
-    /// How many counters the trace has.
-    metrics: usize,
-    /// The chunk `values` holds.
-    chunk: Option<u32>,
-    values: ChunkCounters,
-}
-
-impl<'t> CounterValues<'t> {
-    fn new(trace: &'t Trace, target: Target) -> Result<CounterValues<'t>> {
-        Ok(CounterValues {
-            trace,
-            routines: counter_table(target) == Some(true),
-            metrics: trace.metrics()?.len(),
-            chunk: None,
-            values: ChunkCounters::default(),
-        })
-    }
-
-    /// Counter `metric` of `row` (an operation or a routine call), if the call has a sample.
-    fn get(&mut self, row: &Row, metric: usize) -> Result<Option<i64>> {
-        // An operation's id and a routine call's position both are chunk * 65,536 + row.
-        let id = match row {
-            Row::Op(id, _) if !self.routines => *id,
-            Row::Record(id, _) if self.routines => *id,
-            _ => return Ok(None),
-        };
-        let chunk = chunk_and_row(id).0;
-        if self.chunk != Some(chunk) {
-            self.values = if self.routines {
-                self.trace.routine_counters(chunk, self.metrics)?
-            } else {
-                self.trace.operation_counters(chunk, self.metrics)?
-            };
-            self.chunk = Some(chunk);
-        }
-        Ok(self.values.get(id, metric))
     }
 }
 

@@ -4,6 +4,7 @@
 //! cut to their `LIMIT` ([`order`]).
 
 mod aggregate;
+mod counters;
 mod order;
 mod records;
 
@@ -13,20 +14,23 @@ use std::sync::Arc;
 use roaring::RoaringTreemap;
 
 use super::ast::{
-    Aggregate, CmpOp, Comparison, Expr, Field, Measure, Scope, Select, SelectBody, Selection,
-    Statistic, TimeWindow,
+    Aggregate, CmpOp, Comparison, CounterName, Expr, Field, Measure, Scope, Select, SelectBody,
+    Selection, Statistic, TimeWindow,
 };
 use super::names::describe_comm;
 use super::plan::{Engine, PlanStep, Selected};
 use super::usage;
 use crate::analysis::waits::WaitStates;
 use crate::error::{Error, Limit, Result};
+use crate::hash::FxHashMap;
 use crate::model::{CommId, Message, OpKind, Operation, Rank, Time};
 use crate::query::catalog;
 use crate::results::{ResultSet, RowSink, Value};
 use crate::store::ids::chunk_and_row;
 use crate::store::StoredView;
 
+use counters::counter_of;
+pub(crate) use counters::{reads_counters, CallCounters, Counters};
 pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
 use records::Record;
 pub(crate) use records::RecordScan;
@@ -45,39 +49,50 @@ pub(crate) fn uses_wait(p: Option<&Expr>) -> bool {
     false
 }
 
-/// The columns of a selection's rows: operations or messages; operations with `wait_ns`
-/// last when the statement reads `WAIT` (`waits`), as the [`catalog`] describes them.
+/// The columns of a selection's rows of operations, messages or CPU bursts, as the
+/// [`catalog`] describes them (without the counters and the wait that
+/// [`selected_catalog_columns`] adds).
 ///
 /// [`catalog`]: crate::query::catalog
-pub(crate) fn row_columns(messages: bool, bursts: bool, waits: bool) -> Vec<catalog::Column> {
+fn row_columns(messages: bool, bursts: bool) -> &'static [catalog::Column] {
     use crate::query::catalog::{BURST_COLUMNS, MESSAGE_COLUMNS, OPERATION_COLUMNS};
-    let list = if bursts {
+    if bursts {
         BURST_COLUMNS
     } else if messages {
         MESSAGE_COLUMNS
     } else {
         OPERATION_COLUMNS
-    };
-    let mut columns = list.to_vec();
-    if waits && !messages && !bursts {
-        columns.push(catalog::WAIT_COLUMN);
     }
-    columns
 }
 
-/// The columns of what `selected` holds, with their types.
-pub(crate) fn selected_catalog_columns(selected: &Selected) -> Vec<catalog::Column> {
-    match selected.records {
-        Some(target) => catalog::columns(target).to_vec(),
-        None => row_columns(selected.messages, selected.bursts, selected.waits.is_some()),
+/// The columns of what `selected` holds, with their types: its target's, then a column per
+/// counter when its rows carry counters, then `wait_ns` when they carry waits.
+pub(crate) fn selected_catalog_columns(selected: &Selected) -> Vec<(String, catalog::ColumnType)> {
+    let base = match selected.records {
+        Some(target) => catalog::columns(target),
+        None => row_columns(selected.messages, selected.bursts),
+    };
+    let waits = selected.records.is_none() && selected.waits.is_some();
+    let mut columns: Vec<(String, catalog::ColumnType)> =
+        base.iter().map(|c| (c.name.to_string(), c.kind)).collect();
+    if let Some(c) = &selected.counters {
+        columns.extend(
+            c.columns
+                .iter()
+                .map(|n| (n.clone(), catalog::ColumnType::Integer)),
+        );
     }
+    if waits && !selected.messages && !selected.bursts {
+        columns.push((WAIT_COLUMN.to_string(), catalog::WAIT_COLUMN.kind));
+    }
+    columns
 }
 
 /// The names of the columns of what `selected` holds.
 pub(crate) fn selected_columns(selected: &Selected) -> Vec<String> {
     selected_catalog_columns(selected)
-        .iter()
-        .map(|c| c.name.to_string())
+        .into_iter()
+        .map(|c| c.0)
         .collect()
 }
 
@@ -91,7 +106,8 @@ pub(crate) fn wait_of(waits: &WaitStates, op: u64) -> u64 {
 
 /// A row of a selection, read from the store.
 pub(crate) enum Row {
-    Op(u64, Operation),
+    /// An operation, with its counter values when the statement reads them.
+    Op(u64, Operation, CallCounters),
     Msg(u64, Message),
     /// The computation before the operation with this id.
     Burst(u64, Burst),
@@ -182,6 +198,11 @@ impl<'a> Engine<'a> {
             check_nesting(p)?;
         }
         let comm_ids = self.predicate_comms(sel.filter.predicate.as_ref())?;
+        let predicate_counters = self.predicate_counters(
+            sel.target,
+            selected.counters.as_deref(),
+            sel.filter.predicate.as_ref(),
+        )?;
         Ok(Scan {
             engine: *self,
             messages: selected.messages,
@@ -192,6 +213,8 @@ impl<'a> Engine<'a> {
             among,
             predicate: sel.filter.predicate.clone(),
             comm_ids,
+            predicate_counters,
+            counters: selected.counters.clone(),
             waits: selected.waits.clone(),
             records,
             kept: 0,
@@ -227,7 +250,7 @@ impl<'a> Engine<'a> {
             self.trace
                 .operations(ids)?
                 .into_iter()
-                .map(|(id, o)| Row::Op(id, o))
+                .map(|(id, o)| Row::Op(id, o, CallCounters::default()))
                 .collect()
         })
     }
@@ -236,7 +259,7 @@ impl<'a> Engine<'a> {
     /// from the end of its location's previous call to its start. A location's first call
     /// has none.
     fn bursts_before(&self, rows: Vec<Row>) -> Result<Vec<Row>> {
-        let Some(Row::Op(first, _)) = rows.first() else {
+        let Some(Row::Op(first, ..)) = rows.first() else {
             return Ok(Vec::new());
         };
         let (chunk, _) = chunk_and_row(*first);
@@ -270,7 +293,7 @@ impl<'a> Engine<'a> {
         };
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let Row::Op(id, op) = row else { continue };
+            let Row::Op(id, op, _) = row else { continue };
             let (_, r) = chunk_and_row(id);
             let previous = if r > 0 {
                 Some(ends.end(r - 1))
@@ -317,8 +340,9 @@ impl<'a> Engine<'a> {
         Ok(out)
     }
 
-    /// A row's values, in the order of [`row_columns`] (with the wait of an operation when
-    /// `waits` are given).
+    /// A row's values, in the order of [`selected_catalog_columns`]: its target's, its
+    /// counters (when the statement reads them), and the wait of an operation when `waits`
+    /// are given.
     pub(crate) fn row_values(&self, row: &Row, waits: Option<&WaitStates>) -> Vec<Value> {
         let time = |t: Time| self.time_value(t);
         let mut values = match row {
@@ -341,7 +365,7 @@ impl<'a> Engine<'a> {
                 time(b.end - b.start),
                 self.trace.kind_name(b.before).into(),
             ],
-            Row::Op(id, o) => vec![
+            Row::Op(id, o, _) => vec![
                 (*id).into(),
                 o.rank.into(),
                 o.thread.into(),
@@ -359,7 +383,11 @@ impl<'a> Engine<'a> {
             ],
             Row::Record(_, r) => r.values.clone(),
         };
-        if let (Row::Op(id, _), Some(w)) = (row, waits) {
+        // The counters the statement reads (empty otherwise), then the wait.
+        if let Row::Op(_, _, c) | Row::Record(_, Record { counters: c, .. }) = row {
+            values.extend(c.iter().map(|v| Value::from(*v)));
+        }
+        if let (Row::Op(id, ..), Some(w)) = (row, waits) {
             values.push(wait_of(w, *id).into());
         }
         values
@@ -444,6 +472,7 @@ impl<'a> Engine<'a> {
         if !selected.messages && selected.records.is_none() && orders_by_wait(s) {
             self.load_waits(&mut selected)?;
         }
+        self.read_counters(sel, &mut selected)?;
         let waits = selected.waits.clone();
         let waits = waits.as_deref();
         let columns = selected_columns(&selected);
@@ -494,7 +523,7 @@ impl<'a> Engine<'a> {
         }
         self.each_row(sel, &mut selected, |row| {
             match row {
-                Row::Op(id, _) | Row::Msg(id, _) | Row::Burst(id, _) | Row::Record(id, _) => {
+                Row::Op(id, ..) | Row::Msg(id, _) | Row::Burst(id, _) | Row::Record(id, _) => {
                     ids.insert(id)
                 }
             };
@@ -539,6 +568,10 @@ pub(crate) struct Scan<'a> {
     among: Option<Vec<Rank>>,
     predicate: Option<Expr>,
     comm_ids: BTreeMap<String, CommId>,
+    /// The counters the condition names, by their index among the trace's.
+    predicate_counters: FxHashMap<CounterName, usize>,
+    /// The counters the rows carry, when the statement reads them: read with each chunk.
+    counters: Option<Arc<Counters>>,
     /// The wait states, when the statement reads `WAIT`.
     waits: Option<Arc<WaitStates>>,
     /// The table read instead of the ids, for a record target.
@@ -559,7 +592,10 @@ impl Scan<'_> {
             }
             if let Some(records) = &mut self.records {
                 match records.next_chunk(&self.engine)? {
-                    Some(rows) => {
+                    Some(mut rows) => {
+                        if let Some(c) = &self.counters {
+                            c.attach(&self.engine, &mut rows)?;
+                        }
                         self.chunk = rows.into_iter();
                         continue;
                     }
@@ -577,16 +613,19 @@ impl Scan<'_> {
             {
                 one_chunk.insert(id);
             }
-            let rows = self.engine.read_rows(self.messages, &one_chunk)?;
+            let mut rows = self.engine.read_rows(self.messages, &one_chunk)?;
             self.chunk = if self.bursts {
                 self.engine.bursts_before(rows)?.into_iter()
             } else {
+                if let Some(c) = &self.counters {
+                    c.attach(&self.engine, &mut rows)?;
+                }
                 rows.into_iter()
             };
         }
     }
 
-    /// The next row kept, as its values in the order of [`row_columns`].
+    /// The next row kept, as its values in the order of [`selected_catalog_columns`].
     pub(crate) fn next_values(&mut self) -> Result<Option<Vec<Value>>> {
         Ok(self
             .next_row()?
@@ -597,10 +636,14 @@ impl Scan<'_> {
         self.records.as_ref().is_none_or(|r| r.keeps(row))
             && self.time.is_none_or(|w| overlaps(row, w))
             && self.among.as_ref().is_none_or(|set| peers_within(row, set))
-            && self
-                .predicate
-                .as_ref()
-                .is_none_or(|p| eval(p, row, &self.comm_ids, self.waits.as_deref()))
+            && self.predicate.as_ref().is_none_or(|p| {
+                let known = Known {
+                    comms: &self.comm_ids,
+                    counters: &self.predicate_counters,
+                    waits: self.waits.as_deref(),
+                };
+                eval(p, row, &known) == Some(true)
+            })
     }
 }
 
@@ -622,7 +665,7 @@ fn check_nesting(p: &Expr) -> Result<()> {
 
 fn overlaps(row: &Row, w: TimeWindow) -> bool {
     let (start, end) = match row {
-        Row::Op(_, o) => (o.start, o.end),
+        Row::Op(_, o, _) => (o.start, o.end),
         Row::Msg(_, m) => (m.send_time, m.recv_time.max(m.send_time)),
         Row::Burst(_, b) => (b.start, b.end),
         Row::Record(_, r) => match r.span {
@@ -636,7 +679,7 @@ fn overlaps(row: &Row, w: TimeWindow) -> bool {
 /// For AMONG on operations: a point-to-point operation's peers must be in the set too.
 fn peers_within(row: &Row, set: &[Rank]) -> bool {
     match row {
-        Row::Op(_, o) => [o.dest, o.source]
+        Row::Op(_, o, _) => [o.dest, o.source]
             .iter()
             .flatten()
             .all(|p| set.binary_search(p).is_ok()),
@@ -644,9 +687,9 @@ fn peers_within(row: &Row, set: &[Rank]) -> bool {
     }
 }
 
-/// A row's value of measure `m`. Counters are not in the row: [`aggregate`] reads them from
-/// the store (see `aggregate.rs`), and the parser takes them nowhere else, so a counter
-/// measures 0 here.
+/// A row's value of measure `m`. A counter, which may be negative or missing, is folded by
+/// [`aggregate`] from the row's counters (see `aggregate.rs`), and the parser takes it
+/// nowhere else, so a counter measures 0 here.
 pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
     match (row, m) {
         (_, Measure::Counter(_)) => 0,
@@ -659,12 +702,12 @@ pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
             };
             r.field(f).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
         }
-        (Row::Op(_, o), Measure::Size) => o.send_bytes.max(o.recv_bytes),
-        (Row::Op(_, o), Measure::Sent) => o.send_bytes,
-        (Row::Op(_, o), Measure::Received) => o.recv_bytes,
+        (Row::Op(_, o, _), Measure::Size) => o.send_bytes.max(o.recv_bytes),
+        (Row::Op(_, o, _), Measure::Sent) => o.send_bytes,
+        (Row::Op(_, o, _), Measure::Received) => o.recv_bytes,
         (Row::Msg(_, msg), Measure::Sent | Measure::Received) => msg.bytes,
         (Row::Burst(..), Measure::Sent | Measure::Received) => 0,
-        (Row::Op(_, o), Measure::Duration) => o.end - o.start,
+        (Row::Op(_, o, _), Measure::Duration) => o.end - o.start,
         (Row::Msg(_, msg), Measure::Size) => msg.bytes,
         (Row::Msg(_, msg), Measure::Duration) => msg.recv_time.saturating_sub(msg.send_time),
         (Row::Burst(..), Measure::Size) => 0,
@@ -678,7 +721,7 @@ pub(crate) fn measure(row: &Row, m: Measure) -> u64 {
 /// planner loads for any statement that reads it.
 fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
     match row {
-        Row::Op(id, o) => match f {
+        Row::Op(id, o, _) => match f {
             Field::Size => Some(i128::from(o.send_bytes.max(o.recv_bytes))),
             Field::Tag => o.send_tag.or(o.recv_tag).map(i128::from),
             Field::Sender => {
@@ -704,7 +747,7 @@ fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
             Field::Wait => waits.map(|w| i128::from(wait_of(w, *id))),
             Field::Sent => Some(i128::from(o.send_bytes)),
             Field::Received => Some(i128::from(o.recv_bytes)),
-            Field::Depth | Field::Members | Field::Skew => None,
+            Field::Depth | Field::Members | Field::Skew | Field::Counter(_) => None,
         },
         Row::Msg(_, m) => match f {
             Field::Tag => Some(i128::from(m.tag)),
@@ -712,7 +755,12 @@ fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
             Field::Receiver | Field::Peer => Some(i128::from(m.receiver)),
             Field::Duration => Some(i128::from(m.recv_time.saturating_sub(m.send_time))),
             Field::Size | Field::Sent | Field::Received => Some(i128::from(m.bytes)),
-            Field::Root | Field::Wait | Field::Depth | Field::Members | Field::Skew => None,
+            Field::Root
+            | Field::Wait
+            | Field::Depth
+            | Field::Members
+            | Field::Skew
+            | Field::Counter(_) => None,
             Field::Comm => Some(i128::from(m.comm)),
         },
         Row::Record(_, r) => r.field(f),
@@ -723,25 +771,65 @@ fn field(row: &Row, f: Field, waits: Option<&WaitStates>) -> Option<i128> {
     }
 }
 
-/// Whether `e` holds on `row`. Chains are flat lists and nesting is bounded
-/// ([`check_nesting`]), so the recursion is shallow.
-fn eval(e: &Expr, row: &Row, comms: &BTreeMap<String, CommId>, waits: Option<&WaitStates>) -> bool {
+/// What a condition's names stand for, resolved before the rows are read.
+struct Known<'k> {
+    comms: &'k BTreeMap<String, CommId>,
+    /// Counters by their index among the trace's.
+    counters: &'k FxHashMap<CounterName, usize>,
+    waits: Option<&'k WaitStates>,
+}
+
+/// Whether `e` holds on `row`: `Some(true)` or `Some(false)`, or `None` (unknown) where it
+/// compares a counter the call has no sample of, which is SQL's NULL: a comparison with it is
+/// unknown, `NOT` of unknown is unknown, `AND` is false if any term is false (else unknown if
+/// any is), `OR` true if any term is true (else unknown if any is). Only a `true` keeps the
+/// row. The other fields keep their two values (a field a row lacks compares false, `!=`
+/// true). Chains are flat lists and nesting is bounded ([`check_nesting`]), so the recursion
+/// is shallow.
+fn eval(e: &Expr, row: &Row, known: &Known) -> Option<bool> {
     match e {
-        Expr::And(items) => items.iter().all(|x| eval(x, row, comms, waits)),
-        Expr::Or(items) => items.iter().any(|x| eval(x, row, comms, waits)),
-        Expr::Not(a) => !eval(a, row, comms, waits),
+        Expr::And(items) => {
+            let mut unknown = false;
+            for x in items {
+                match eval(x, row, known) {
+                    Some(false) => return Some(false),
+                    None => unknown = true,
+                    Some(true) => {}
+                }
+            }
+            (!unknown).then_some(true)
+        }
+        Expr::Or(items) => {
+            let mut unknown = false;
+            for x in items {
+                match eval(x, row, known) {
+                    Some(true) => return Some(true),
+                    None => unknown = true,
+                    Some(false) => {}
+                }
+            }
+            (!unknown).then_some(false)
+        }
+        Expr::Not(a) => eval(a, row, known).map(|b| !b),
         Expr::Compare(c) => {
             let right = match &c.value {
                 super::ast::Value::Number(n) => *n,
-                super::ast::Value::Comm(cr) => match comms.get(&describe_comm(cr)) {
+                super::ast::Value::Comm(cr) => match known.comms.get(&describe_comm(cr)) {
                     Some(id) => i128::from(*id),
-                    None => return c.op == CmpOp::Ne,
+                    None => return Some(c.op == CmpOp::Ne),
                 },
             };
-            match field(row, c.field, waits) {
+            if let Field::Counter(name) = c.field {
+                let value = known
+                    .counters
+                    .get(&name)
+                    .and_then(|&i| counter_of(row, i))?;
+                return Some(c.op.holds(i128::from(value), right));
+            }
+            Some(match field(row, c.field, known.waits) {
                 Some(left) => c.op.holds(left, right),
                 None => c.op == CmpOp::Ne,
-            }
+            })
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use roaring::RoaringTreemap;
 
-use super::Row;
+use super::{CallCounters, Row};
 use crate::error::Result;
 use crate::export::parquet::anomaly_fields;
 use crate::model::{Anomaly, CommId, MetricValues, OpId, Operation, Rank, Time};
@@ -44,6 +44,9 @@ pub(crate) struct Record {
     /// The anomaly's class (`GROUP BY CLASS`).
     pub(crate) class: Option<&'static str>,
     pub(crate) values: Vec<Value>,
+    /// A routine call's counter values, when the statement reads them (shown after
+    /// `values`).
+    pub(crate) counters: CallCounters,
 }
 
 impl Record {
@@ -65,6 +68,7 @@ impl Record {
             routine: None,
             class: None,
             values: Vec::new(),
+            counters: CallCounters::default(),
         }
     }
 
@@ -86,7 +90,8 @@ impl Record {
             Field::Depth => self.depth.map(i128::from),
             Field::Members => self.members.map(i128::from),
             Field::Skew => self.skew.map(i128::from),
-            Field::Sender | Field::Receiver | Field::Wait => None,
+            // Counters are the scan's to read (`exec::eval`).
+            Field::Sender | Field::Receiver | Field::Wait | Field::Counter(_) => None,
         }
     }
 
@@ -237,6 +242,7 @@ impl<'a> Engine<'a> {
                 actual: None,
             }],
             waits: None,
+            counters: None,
         })
     }
 
