@@ -1061,6 +1061,51 @@ fn a_time_before_every_streams_first_time_is_kept_as_the_first() {
 }
 
 #[test]
+fn records_no_process_of_a_stream_read_can_hold_are_skipped_and_reported() {
+    // Issue 40: once refused. Process 5 is defined but the master file maps it to no stream;
+    // rank 0's stream holds an entry of it at 0x520, and an entry before any time line.
+    let (_tmp, dir) = edited_all(&[
+        (
+            "sub.0.def",
+            "DP4NM\"Process 3\"",
+            "DP4NM\"Process 3\"\nDP5NM\"helper\"",
+        ),
+        ("sub.1.events", "PE", "PE\n*5\nE1"),
+        ("sub.1.events", "0", "E1\n0"),
+    ]);
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("stray")).unwrap();
+    let trace = db.trace("stray").unwrap();
+    let skipped: Vec<(Option<u32>, Option<u64>, String)> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::SkippedRecord { rank, time, what } => Some((rank, time, what)),
+            _ => None,
+        })
+        .collect();
+    let events = dir.join("sub.1.events").display().to_string();
+    assert_eq!(
+        skipped,
+        vec![
+            (
+                None,
+                None,
+                format!("an event record before the first time and process lines of {events} (line 1)")
+            ),
+            (
+                None,
+                Some(0x520),
+                format!("a record of process 5 in {events}, which the master file maps to no stream read")
+            ),
+        ]
+    );
+    assert_eq!(trace.summary().messages, 2);
+    assert_eq!(trace.collective_instances().unwrap().len(), 5);
+}
+
+#[test]
 fn records_of_unknown_kinds_are_skipped_and_reported() {
     let (_tmp, dir, _) = edited("sub.1.events", "PB", "QQQ 5");
     let (_db_dir, db) = temp_db();

@@ -649,12 +649,14 @@ impl Reader {
         self.anomalies.extend(skipped);
         let ranks = self.ranks.len();
         TimeMerge::prime(&mut self, ranks)?.run(&mut self, sink, progress)?;
-        // Streams of processes that are not ranks: their records are only counted.
+        // Streams of processes that are not ranks: their records are only counted (what
+        // they break is reported as it is read, so that memory does not follow them).
         for s in 0..self.streams.len() {
             while !self.streams[s].done {
                 if !self.step(s)? {
                     self.end_stream(s);
                 }
+                self.flush_anomalies(sink)?;
             }
         }
         for (rank, n) in std::mem::take(&mut self.before_first) {
