@@ -1070,8 +1070,8 @@ fn damaged_files_are_refused_with_file_and_offset_and_leave_the_database_unchang
 
 #[test]
 fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
-    // Rank 1 sends on a communicator handle the trace never created: the call is kept as a
-    // plain call and reported once, and its partner's receive is never matched.
+    // Rank 1 sends twice on a communicator handle the trace never created: nothing else is
+    // reported.
     let dir = tempfile::tempdir().unwrap();
     let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
     for (r, p) in ranks.iter_mut().enumerate() {
@@ -1091,22 +1091,28 @@ fn no_anomaly_hides_in_a_clean_trace_and_unknown_handles_are_reported() {
         .into_iter()
         .filter(|o| trace.kind_name(o.kind) == "MPI_Send")
         .collect();
+    // Kept as sends of 4 bytes without a communicator or destination, outside matching, and
+    // reported each as the rule it breaks (issue 40), with the handle.
     assert_eq!(sends.len(), 2);
-    assert!(sends
+    assert!(
+        sends.iter().all(|o| o.kind == OpKind::Send
+            && (o.comm, o.dest, o.send_bytes) == (None, None, 4)
+            && o.flags & flags::WITHOUT_RECORDS != 0),
+        "{sends:?}"
+    );
+    let expected: Vec<Anomaly> = sends
         .iter()
-        .all(|o| matches!(o.kind, OpKind::Other(_)) && o.comm.is_none()));
-    let anomalies = trace.anomalies().unwrap();
-    assert_eq!(anomalies.len(), 1, "{anomalies:?}");
-    match &anomalies[0] {
-        Anomaly::SkippedRecord { rank, what, .. } => {
-            assert_eq!(*rank, Some(1));
-            assert!(
-                what.contains("handle 9") && what.ends_with("2 calls"),
-                "{what}"
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+        .map(|o| Anomaly::BrokenRule {
+            rule: Rule::UnknownCommunicator,
+            rank: Some(1),
+            thread: 0,
+            time: Some(o.start),
+            op: None,
+            comm: None,
+            value: Some(9),
+        })
+        .collect();
+    assert_eq!(trace.anomalies().unwrap(), expected);
 }
 
 #[test]
@@ -1176,6 +1182,247 @@ fn a_record_that_breaks_a_rule_is_kept_as_an_anomaly_of_its_class() {
     );
     assert!(ok, "{err}");
     assert!(csv.lines().any(|l| l == "TimeGoesBackwards,2"), "{csv}");
+}
+
+/// A Table 3.1 rule broken by a DUMPI trace of two ranks, and what the import must report.
+struct RuleCase {
+    rule: Rule,
+    /// Writes rank `r`'s faulty calls, after its `MPI_Init` (calls are 1 us long, 1 us apart:
+    /// rank 0's next call starts 2,000 ns after the trace's first event, rank 1's 12,000).
+    fault: fn(usize, &mut Script),
+    /// The MPI calls the fault writes on ranks 0 and 1.
+    calls: [&'static [&'static str]; 2],
+    /// The anomalies' rows in `SELECT ANOMALIES`: rank, call, time (ns).
+    at: &'static [(&'static str, &'static str, &'static str)],
+    /// The value recorded that broke the rule (a handle, a rank in the communicator, ns).
+    value: Option<u64>,
+    /// Collective instances the fault adds.
+    instances: usize,
+}
+
+/// A call of `func` on rank `r` that starts `back` ns earlier than `Script::call` would
+/// start it and ends `short` ns before it starts; the clock goes on as if it had not.
+fn skewed(p: &mut Script, func: u16, back: u64, short: u64, args: Vec<Arg>) {
+    let start = p.now + 1_000 - back;
+    p.w.call(func, 0, start, start - short, &args);
+    p.now += 2_000;
+}
+
+/// Every rule a DUMPI trace can break (docs/formats.md, "Table 3.1 rules by reader", says why
+/// the others cannot be written).
+const RULE_CASES: &[RuleCase] = &[
+    // Rank 1's MPI_Comm_rank at 12,000 ns ends at 11,500.
+    RuleCase {
+        rule: Rule::EndBeforeStart,
+        fault: |r, p| {
+            if r == 1 {
+                skewed(p, COMM_RANK, 0, 500, vec![Arg::H(COMM_WORLD), Arg::I(1)]);
+            }
+        },
+        calls: [&[], &["MPI_Comm_rank"]],
+        at: &[("1", "MPI_Comm_rank", "12000")],
+        value: Some(11_500),
+        instances: 0,
+    },
+    // … starts at 7,000 ns, before its MPI_Init at 10,000: moved there.
+    RuleCase {
+        rule: Rule::TimeGoesBackwards,
+        fault: |r, p| {
+            if r == 1 {
+                skewed(p, COMM_RANK, 5_000, 0, vec![Arg::H(COMM_WORLD), Arg::I(1)]);
+            }
+        },
+        calls: [&[], &["MPI_Comm_rank"]],
+        at: &[("1", "MPI_Comm_rank", "10000")],
+        value: Some(7_000),
+        instances: 0,
+    },
+    // Rank 1 enters `solve` at 12,000 ns and leaves it at 9,000.
+    RuleCase {
+        rule: Rule::RoutineTimeGoesBackwards,
+        fault: |r, p| {
+            if r == 1 {
+                p.call(FUNCTION_ENTER, vec![Arg::I64(SOLVE)]);
+                skewed(p, FUNCTION_EXIT, 5_000, 0, vec![Arg::I64(SOLVE)]);
+            }
+        },
+        calls: [&[], &[]],
+        at: &[("1", "", "12000")],
+        value: Some(9_000),
+        instances: 0,
+    },
+    // Rank 1 sends on handle 9, which the trace never created …
+    RuleCase {
+        rule: Rule::UnknownCommunicator,
+        fault: |r, p| {
+            if r == 1 {
+                p.call(SEND, writer::send_args(1, MPI_INT, 0, 1, 9, None));
+            }
+        },
+        calls: [&[], &["MPI_Send"]],
+        at: &[("1", "", "12000")],
+        value: Some(9),
+        instances: 0,
+    },
+    // … on MPI_COMM_NULL …
+    RuleCase {
+        rule: Rule::MissingCommunicator,
+        fault: |r, p| {
+            if r == 1 {
+                p.call(SEND, writer::send_args(1, MPI_INT, 0, 1, COMM_NULL, None));
+            }
+        },
+        calls: [&[], &["MPI_Send"]],
+        at: &[("1", "", "12000")],
+        value: None,
+        instances: 0,
+    },
+    // … to rank 5 of a world of 2.
+    RuleCase {
+        rule: Rule::PeerOutsideCommunicator,
+        fault: |r, p| {
+            if r == 1 {
+                p.call(SEND, writer::send_args(1, MPI_INT, 5, 1, COMM_WORLD, None));
+            }
+        },
+        calls: [&[], &["MPI_Send"]],
+        at: &[("1", "", "12000")],
+        value: Some(5),
+        instances: 0,
+    },
+    // Both ranks broadcast from rank 7 of a world of 2.
+    RuleCase {
+        rule: Rule::RootOutsideCommunicator,
+        fault: |_, p| {
+            p.call(
+                BCAST,
+                vec![Arg::I(1), Arg::H(MPI_INT), Arg::I(7), Arg::H(COMM_WORLD)],
+            );
+        },
+        calls: [&["MPI_Bcast"], &["MPI_Bcast"]],
+        at: &[("0", "", "2000"), ("1", "", "12000")],
+        value: Some(7),
+        instances: 1,
+    },
+    // Both ranks make a communicator of the group of world ranks 0, 1 and 1 again, and
+    // synchronize on it.
+    RuleCase {
+        rule: Rule::DuplicateMember,
+        fault: |_, p| {
+            p.call(COMM_GROUP, vec![Arg::H(COMM_WORLD), Arg::H(3)]);
+            p.call(
+                GROUP_INCL,
+                vec![Arg::H(3), Arg::I(3), Arg::Ints(vec![0, 1, 1]), Arg::H(4)],
+            );
+            p.call(COMM_CREATE, vec![Arg::H(COMM_WORLD), Arg::H(4), Arg::H(4)]);
+            p.call(BARRIER, vec![Arg::H(4)]);
+        },
+        calls: [
+            &[
+                "MPI_Comm_group",
+                "MPI_Group_incl",
+                "MPI_Comm_create",
+                "MPI_Barrier",
+            ],
+            &[
+                "MPI_Comm_group",
+                "MPI_Group_incl",
+                "MPI_Comm_create",
+                "MPI_Barrier",
+            ],
+        ],
+        at: &[("", "", "")],
+        value: Some(1),
+        instances: 1,
+    },
+];
+
+#[test]
+fn every_rule_a_dumpi_trace_can_break_imports_as_an_anomaly_of_its_class() {
+    use common::reported::{info_count, reported, row, Row};
+    for case in RULE_CASES {
+        let class = case.rule.class();
+        // Each rank: MPI_Init, the fault, then 4 ints from rank 0 to rank 1 on the world
+        // (tag 1), a world barrier and MPI_Finalize.
+        let dir = tempfile::tempdir().unwrap();
+        let mut ranks: Vec<Script> = (0..2).map(Script::new).collect();
+        for (r, p) in ranks.iter_mut().enumerate() {
+            p.call(INIT, vec![Arg::Argv(vec![])]);
+            (case.fault)(r, p);
+            if r == 0 {
+                p.call(SEND, writer::send_args(4, MPI_INT, 1, 1, COMM_WORLD, None));
+            } else {
+                let status = Some(st(16, 0, 1));
+                p.call(
+                    RECV,
+                    writer::recv_args(4, MPI_INT, 0, 1, COMM_WORLD, status),
+                );
+            }
+            p.call(BARRIER, vec![Arg::H(COMM_WORLD)]);
+            p.call(FINALIZE, vec![]);
+        }
+        let meta = write_scripts(dir.path(), "rules", ranks);
+        let db = dir.path().join("db");
+        let (ok, out, err) =
+            common::contents::mtfdb(&db, &["import", meta.to_str().unwrap(), "--name", "t"]);
+        assert!(ok, "{class}: {err}");
+        let n = case.at.len();
+        assert!(
+            out.contains(&format!("{n} {}", case.rule.kind_name())),
+            "{class}: {out}"
+        );
+        let (rows, info) = reported(&db, "t");
+        let of_class: Vec<&Row> = rows.iter().filter(|r| r.0 == class).collect();
+        let expected: Vec<Row> = case
+            .at
+            .iter()
+            .map(|&(rank, call, time)| row(class, rank, call, time))
+            .collect();
+        assert_eq!(
+            of_class,
+            expected.iter().collect::<Vec<_>>(),
+            "{class}: {rows:?}"
+        );
+        assert_eq!(
+            info_count(&info, case.rule.kind_name()),
+            Some(n as u64),
+            "{class}: {info}"
+        );
+        let trace = mtfdb::Database::open(&db).unwrap().trace("t").unwrap();
+        let values: Vec<Option<u64>> = trace
+            .anomalies()
+            .unwrap()
+            .into_iter()
+            .filter_map(|a| match a {
+                Anomaly::BrokenRule { rule, value, .. } if rule == case.rule => Some(value),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(values, vec![case.value; n], "{class}");
+        // The rest of the trace is what was written: every call, the message, the barrier.
+        for (r, fault_calls) in case.calls.iter().enumerate() {
+            let names: Vec<String> = rank_operations(&trace, r as Rank)
+                .iter()
+                .map(|o| trace.kind_name(o.kind))
+                .collect();
+            let mut written = vec!["MPI_Init"];
+            written.extend(fault_calls.iter());
+            written.extend([["MPI_Send", "MPI_Recv"][r], "MPI_Barrier", "MPI_Finalize"]);
+            assert_eq!(names, written, "{class}: rank {r}");
+        }
+        let messages: Vec<(Rank, Rank, u64)> = trace
+            .messages()
+            .unwrap()
+            .iter()
+            .map(|m| (m.sender, m.receiver, m.bytes))
+            .collect();
+        assert_eq!(messages, vec![(0, 1, 16)], "{class}");
+        assert_eq!(
+            trace.collective_instances().unwrap().len(),
+            case.instances + 1,
+            "{class}"
+        );
+    }
 }
 
 #[test]

@@ -6,13 +6,15 @@
 
 mod common;
 
+use common::contents::mtfdb;
+use common::reported::{info_count, reported, row, Row};
 use common::temp_db;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use flate2::{Compress, Compression, FlushCompress};
-use mtfdb::model::{Anomaly, LocationKind, OpKind, Operation};
+use mtfdb::model::{Anomaly, LocationKind, OpKind, Operation, Rule};
 use mtfdb::SourceFormat;
 
 fn fixture() -> PathBuf {
@@ -681,9 +683,8 @@ fn edited_anomalies(file: &str, old: &str, new: &str) -> Vec<Anomaly> {
 #[test]
 fn references_to_undefined_things_are_skipped_and_reported() {
     // Issue 40: a reference to something the definitions do not define is no undecodable
-    // byte: the record is skipped and reported, the rest imports. (Function 99's entry and
-    // its leave, a receive on an undefined process group; its MPI_Recv is then kept as a
-    // call without its records.)
+    // byte: the record is skipped and reported, the rest imports (function 99's entry and
+    // its leave). A reference that breaks a rule is the rule's anomaly.
     let whats = |anomalies: &[Anomaly]| -> Vec<String> {
         anomalies
             .iter()
@@ -698,24 +699,24 @@ fn references_to_undefined_things_are_skipped_and_reported() {
         whats(&a).contains(&"an entry of function 99, which is not defined".to_string()),
         "{a:?}"
     );
+    // A receive on the node group 0x20, a group but no communicator: it names an unknown
+    // communicator (issue 40: reported as the rule). Rank 3's MPI_Recv is kept without it,
+    // and rank 1's send to it, on communicator 0x10, is then never received.
     let a = edited_anomalies(
         "sub.3.events",
         "RECEIVE 2 LEN 64 TAG 5 COMM 10",
         "RECEIVE 2 LEN 64 TAG 5 COMM 20",
     );
-    assert_eq!(
-        whats(&a),
-        vec!["a message on process group 20, which is not a defined communicator".to_string()],
-        "{a:?}"
-    );
-    // Rank 3's MPI_Recv is kept without its records; rank 1's send to it, on communicator
-    // 0x10, is then never received.
     assert!(
         matches!(
             a[..],
             [
-                Anomaly::SkippedRecord { rank: Some(3), .. },
-                Anomaly::CallWithoutRecords { rank: 3, .. },
+                Anomaly::BrokenRule {
+                    rule: Rule::UnknownCommunicator,
+                    rank: Some(3),
+                    value: Some(0x20),
+                    ..
+                },
                 Anomaly::UnmatchedSend {
                     rank: 1,
                     dest: 3,
@@ -729,60 +730,379 @@ fn references_to_undefined_things_are_skipped_and_reported() {
     );
 }
 
-#[test]
-fn time_going_back_is_refused_and_a_broken_rule_is_kept() {
-    let (_tmp, dir, line) = edited("sub.2.events", "510", "50");
-    rejected(
-        &dir,
-        &[&format!(
-            "sub.2.events:{line}:1: time goes backwards: time 50 is before the previous time 500"
+/// A Table 3.1 rule broken by editing the fixture, and what the import must report.
+struct RuleCase {
+    rule: Rule,
+    /// (stream file, a whole line of it, what replaces it), applied in turn.
+    edits: &'static [(&'static str, &'static str, &'static str)],
+    /// The anomaly's row in `SELECT ANOMALIES`: rank, call, time (ns; the fixture's ticks are
+    /// ns from 0). Header faults have none of them.
+    at: (&'static str, &'static str, &'static str),
+    /// The value recorded that broke the rule (a world rank, or the process token when it
+    /// is no rank; a group token; a time; bytes).
+    value: Option<u64>,
+    /// (sender, receiver) of the messages still matched.
+    messages: &'static [(u32, u32)],
+    /// Collective instances.
+    instances: usize,
+}
+
+const BOTH_MESSAGES: &[(u32, u32)] = &[(1, 3), (2, 0)];
+const WORLD_BARRIER: &str = "COPB6H1C1RT0S0R0";
+const RANK1_BCAST: &str = "COPB7H2C10RT4S0R80";
+const COMM2: &str = "DPG11M1,3,NM\"MPI Communicator 2\"";
+
+/// Every rule an OTF v1 trace can break (docs/formats.md, "Table 3.1 rules by reader", says
+/// why the others cannot be written), on the fixture: process 1 is rank 0, 2 rank 1, 3 and
+/// 4 ranks 2 and 3; group 1 is the world, 0x10 ranks 3 and 1, 0x11 ranks 0 and 2.
+const RULE_CASES: &[RuleCase] = &[
+    RuleCase {
+        rule: Rule::DuplicateDeclaration,
+        edits: &[(
+            "sub.0.def",
+            COMM2,
+            "DPG11M1,3,NM\"MPI Communicator 2\"\nDPG11M2,4,NM\"again\"",
         )],
-    );
-    // A rule only the import's checks see (the reader takes the send as it is): OTF v1 is a
-    // foreign format, so the send to process 1 (rank 0), which is no member of communicator
-    // 10, is kept without that peer, unmatched, and reported as PeerOutsideCommunicator.
-    let (_tmp, dir, _) = edited("sub.2.events", "S4L64T5C10", "S1L64T5C10");
+        at: ("", "", ""),
+        value: Some(0x11),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    RuleCase {
+        rule: Rule::EmptyCommunicator,
+        edits: &[
+            (
+                "sub.0.def",
+                COMM2,
+                "DPG11M1,3,NM\"MPI Communicator 2\"\nDPG12MNM\"MPI Communicator 3\"",
+            ),
+            ("sub.0.def", "DPGA11V1", "DPGA11V1\nDPGA12V1"),
+        ],
+        at: ("", "", ""),
+        value: None,
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    RuleCase {
+        rule: Rule::UnknownMember,
+        edits: &[("sub.0.def", COMM2, "DPG11M1,3,99,NM\"MPI Communicator 2\"")],
+        at: ("", "", ""),
+        value: Some(0x99),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    RuleCase {
+        rule: Rule::DuplicateMember,
+        edits: &[("sub.0.def", COMM2, "DPG11M1,3,1,NM\"MPI Communicator 2\"")],
+        at: ("", "", ""),
+        value: Some(0),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // MPI_COMM_WORLD listing a process twice was refused before issue 40.
+    RuleCase {
+        rule: Rule::DuplicateMember,
+        edits: &[(
+            "sub.0.def",
+            "DPG1M1,2,3,4,NM\"MPI_COMM_WORLD\"",
+            "DPG1M1,2,3,4,2,NM\"MPI_COMM_WORLD\"",
+        )],
+        at: ("", "", ""),
+        value: Some(1),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Records of process 0x99, which the trace never defines, at 0x520.
+    RuleCase {
+        rule: Rule::UnknownRank,
+        edits: &[("sub.1.events", "PE", "PE\n*99\nE1")],
+        at: ("", "", "1312"),
+        value: Some(0x99),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 1's MPI_Send, entered at 0x500, is left at 0x50.
+    RuleCase {
+        rule: Rule::EndBeforeStart,
+        edits: &[("sub.2.events", "510", "50")],
+        at: ("1", "MPI_Send", "1280"),
+        value: Some(0x50),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 1's MPI_Finalize at 0x450, after its MPI_Send at 0x500: moved to 0x500.
+    RuleCase {
+        rule: Rule::TimeGoesBackwards,
+        edits: &[("sub.2.events", "600", "450")],
+        at: ("1", "MPI_Finalize", "1280"),
+        value: Some(0x450),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 1 leaves main at 5, after its MPI_Finalize at 0x600.
+    RuleCase {
+        rule: Rule::RoutineTimeGoesBackwards,
+        edits: &[("sub.2.events", "620", "5")],
+        at: ("1", "", "1536"),
+        value: Some(5),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 3's receive names group 0x99, which the definitions lack: rank 1's send to it
+    // is never received.
+    RuleCase {
+        rule: Rule::UnknownCommunicator,
+        edits: &[(
+            "sub.3.events",
+            "RECEIVE 2 LEN 64 TAG 5 COMM 10",
+            "RECEIVE 2 LEN 64 TAG 5 COMM 99",
+        )],
+        at: ("3", "", "1280"),
+        value: Some(0x99),
+        messages: &[(2, 0)],
+        instances: 5,
+    },
+    // Rank 0 enters the world barrier on group 0x10, which it is no member of.
+    RuleCase {
+        rule: Rule::RankOutsideCommunicator,
+        edits: &[("sub.1.events", WORLD_BARRIER, "COPB6H1C10RT0S0R0")],
+        at: ("0", "MPI_Barrier", "256"),
+        value: Some(0x10),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 1 sends to process 1 (rank 0), no member of group 0x10.
+    RuleCase {
+        rule: Rule::PeerOutsideCommunicator,
+        edits: &[("sub.2.events", "S4L64T5C10", "S1L64T5C10")],
+        at: ("1", "MPI_Send", "1280"),
+        value: Some(0),
+        messages: &[(2, 0)],
+        instances: 5,
+    },
+    // … and to process 0x99, which is no process at all.
+    RuleCase {
+        rule: Rule::PeerOutsideCommunicator,
+        edits: &[("sub.2.events", "S4L64T5C10", "S99L64T5C10")],
+        at: ("1", "", "1280"),
+        value: Some(0x99),
+        messages: &[(2, 0)],
+        instances: 5,
+    },
+    // Rank 0's world barrier names process 1 as its root.
+    RuleCase {
+        rule: Rule::UnexpectedRoot,
+        edits: &[("sub.1.events", WORLD_BARRIER, "COPB6H1C1RT1S0R0")],
+        at: ("0", "MPI_Barrier", "256"),
+        value: Some(0),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 1's MPI_Bcast at 0x200 names no root (process 0 is none).
+    RuleCase {
+        rule: Rule::MissingRoot,
+        edits: &[("sub.2.events", RANK1_BCAST, "COPB7H2C10RT0S0R80")],
+        at: ("1", "MPI_Bcast", "512"),
+        value: None,
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // … roots process 1 (rank 0), no member of group 0x10 …
+    RuleCase {
+        rule: Rule::RootOutsideCommunicator,
+        edits: &[("sub.2.events", RANK1_BCAST, "COPB7H2C10RT1S0R80")],
+        at: ("1", "MPI_Bcast", "512"),
+        value: Some(0),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // … or process 0x99, no process at all.
+    RuleCase {
+        rule: Rule::RootOutsideCommunicator,
+        edits: &[("sub.2.events", RANK1_BCAST, "COPB7H2C10RT99S0R80")],
+        at: ("1", "", "512"),
+        value: Some(0x99),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+    // Rank 0's world barrier records 4 bytes sent and received.
+    RuleCase {
+        rule: Rule::BytesOnBarrier,
+        edits: &[("sub.1.events", WORLD_BARRIER, "COPB6H1C1RT0S4R4")],
+        at: ("0", "MPI_Barrier", "256"),
+        value: Some(4),
+        messages: BOTH_MESSAGES,
+        instances: 5,
+    },
+];
+
+/// A copy of the fixture with every edit of `edits` made.
+fn edited_all(edits: &[(&str, &str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = copy(&fixture());
+    for (file, old, new) in edits {
+        let path = dir.join(file);
+        // A line between two ends of line (the first one after the start of the file).
+        let text = format!("\n{}", std::fs::read_to_string(&path).unwrap());
+        let (old, new) = (format!("\n{old}\n"), format!("\n{new}\n"));
+        assert!(text.contains(&old), "{file} has no line {old:?}");
+        std::fs::write(&path, &text.replacen(&old, &new, 1)[1..]).unwrap();
+    }
+    (tmp, dir)
+}
+
+/// (rank, call name) of every operation, in rank order.
+fn calls_by_rank(trace: &mtfdb::Trace) -> Vec<(u32, String)> {
+    operations(trace)
+        .values()
+        .map(|o| (o.rank, trace.kind_name(o.kind)))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn every_rule_an_otf1_trace_can_break_imports_as_an_anomaly_of_its_class() {
+    let (_clean_dir, clean_db) = temp_db();
+    clean_db.import(fixture(), Some("clean")).unwrap();
+    let clean = clean_db.trace("clean").unwrap();
+    check_fixture(&clean);
+    let (clean_calls, clean_comms) = (calls_by_rank(&clean), clean.header().communicators.clone());
+    for (i, case) in RULE_CASES.iter().enumerate() {
+        let class = case.rule.class();
+        let label = format!("case {i} ({class})");
+        let (_tmp, dir) = edited_all(case.edits);
+        let db = dir.parent().unwrap().join("db");
+        let (ok, out, err) = mtfdb(&db, &["import", dir.to_str().unwrap(), "--name", "t"]);
+        assert!(ok, "{label}: {err}");
+        assert!(
+            out.contains(&format!("1 {}", case.rule.kind_name())),
+            "{label}: {out}"
+        );
+        let (rows, info) = reported(&db, "t");
+        let (rank, call, time) = case.at;
+        let of_class: Vec<&Row> = rows.iter().filter(|r| r.0 == class).collect();
+        assert_eq!(
+            of_class,
+            vec![&row(class, rank, call, time)],
+            "{label}: {rows:?}"
+        );
+        assert_eq!(
+            info_count(&info, case.rule.kind_name()),
+            Some(1),
+            "{label}: {info}"
+        );
+        let trace = mtfdb::Database::open(&db).unwrap().trace("t").unwrap();
+        let values: Vec<Option<u64>> = trace
+            .anomalies()
+            .unwrap()
+            .into_iter()
+            .filter_map(|a| match a {
+                Anomaly::BrokenRule { rule, value, .. } if rule == case.rule => Some(value),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(values, vec![case.value], "{label}");
+        // The rest of the trace is the fixture's: every call, the communicators, the
+        // messages the fault leaves matched, the collective instances.
+        assert_eq!(calls_by_rank(&trace), clean_calls, "{label}");
+        assert_eq!(trace.header().communicators, clean_comms, "{label}");
+        let mut messages: Vec<(u32, u32)> = trace
+            .messages()
+            .unwrap()
+            .iter()
+            .map(|m| (m.sender, m.receiver))
+            .collect();
+        messages.sort();
+        assert_eq!(messages, case.messages, "{label}");
+        assert_eq!(
+            trace.collective_instances().unwrap().len(),
+            case.instances,
+            "{label}"
+        );
+    }
+}
+
+#[test]
+fn a_time_before_every_streams_first_time_is_kept_as_the_first() {
+    // Rank 1 leaves MPI_Finalize at tick 0 after the trace's first time moved to 5: no
+    // stream starts earlier, so the time is kept as the trace's first and counted.
+    let (_tmp, dir) = edited_all(&[
+        ("sub.1.events", "0", "5"),
+        ("sub.2.events", "0", "5"),
+        ("sub.3.events", "0", "5"),
+        ("sub.2.events", "610", "0"),
+    ]);
     let (_db_dir, db) = temp_db();
-    db.import(&dir, Some("peer")).unwrap();
-    let trace = db.trace("peer").unwrap();
-    let broken: Vec<Anomaly> = trace
+    db.import(&dir, Some("early")).unwrap();
+    let trace = db.trace("early").unwrap();
+    let anomalies = trace.anomalies().unwrap();
+    assert!(
+        anomalies.iter().any(|a| matches!(a, Anomaly::ValueOverflow { rank: Some(1), what } if what == "1 time before the trace's first time 5, kept as its first time")),
+        "{anomalies:?}"
+    );
+    let finalize = operations(&trace)
+        .into_values()
+        .find(|o| o.rank == 1 && trace.kind_name(o.kind) == "MPI_Finalize")
+        .unwrap();
+    // Entered at 0x600 - 5 ns, left at the trace's first time: it ends at its start.
+    assert_eq!((finalize.start, finalize.end), (0x5fb, 0x5fb));
+    assert!(
+        anomalies.iter().any(|a| matches!(
+            a,
+            Anomaly::BrokenRule {
+                rule: Rule::EndBeforeStart,
+                rank: Some(1),
+                value: Some(0),
+                ..
+            }
+        )),
+        "{anomalies:?}"
+    );
+}
+
+#[test]
+fn records_no_process_of_a_stream_read_can_hold_are_skipped_and_reported() {
+    // Issue 40: once refused. Process 5 is defined but the master file maps it to no stream;
+    // rank 0's stream holds an entry of it at 0x520, and an entry before any time line.
+    let (_tmp, dir) = edited_all(&[
+        (
+            "sub.0.def",
+            "DP4NM\"Process 3\"",
+            "DP4NM\"Process 3\"\nDP5NM\"helper\"",
+        ),
+        ("sub.1.events", "PE", "PE\n*5\nE1"),
+        ("sub.1.events", "0", "E1\n0"),
+    ]);
+    let (_db_dir, db) = temp_db();
+    db.import(&dir, Some("stray")).unwrap();
+    let trace = db.trace("stray").unwrap();
+    let skipped: Vec<(Option<u32>, Option<u64>, String)> = trace
         .anomalies()
         .unwrap()
         .into_iter()
-        .filter(|a| matches!(a, Anomaly::BrokenRule { .. }))
+        .filter_map(|a| match a {
+            Anomaly::SkippedRecord { rank, time, what } => Some((rank, time, what)),
+            _ => None,
+        })
         .collect();
-    let [Anomaly::BrokenRule {
-        rule,
-        rank: Some(rank),
-        time: Some(time),
-        op: Some(op),
-        comm,
-        value,
-        ..
-    }] = broken.as_slice()
-    else {
-        panic!("{broken:?}")
-    };
+    let events = dir.join("sub.1.events").display().to_string();
     assert_eq!(
-        (*rule, *value),
-        (mtfdb::model::Rule::PeerOutsideCommunicator, Some(0))
+        skipped,
+        vec![
+            (
+                None,
+                None,
+                format!("an event record before the first time and process lines of {events} (line 1)")
+            ),
+            (
+                None,
+                Some(0x520),
+                format!("a record of process 5 in {events}, which the master file maps to no stream read")
+            ),
+        ]
     );
-    let send = trace
-        .process_operations(*rank)
-        .unwrap()
-        .into_iter()
-        .find(|(id, _)| id == op)
-        .unwrap()
-        .1;
-    assert_eq!(
-        (send.kind, send.start, send.dest),
-        (OpKind::Send, *time, None)
-    );
-    assert_eq!(*comm, send.comm);
-    // Its receiver's receive is the one left unmatched.
-    assert_eq!(trace.summary().anomaly_count("receive never matched"), 1);
-    // A missing stream is no longer refused (issue 40): see
-    // `the_real_trace_with_a_stream_missing_imports_the_other_rank`.
+    assert_eq!(trace.summary().messages, 2);
+    assert_eq!(trace.collective_instances().unwrap().len(), 5);
 }
 
 #[test]

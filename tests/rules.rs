@@ -17,6 +17,7 @@ use mtfdb::{Database, Result};
 
 mod common;
 use common::contents::mtfdb;
+use common::reported::{info_count, reported, row, Row};
 
 /// Everything a source produced, in order, to be replayed into another sink.
 #[derive(Default)]
@@ -82,53 +83,6 @@ type OpRow = (u32, OpKind, u64, u64, Option<u32>, u64, u64);
 type Broken = (Rule, Option<u32>, Option<u64>, Option<u64>);
 /// A header fault as the anomaly says it: rule, rank, communicator, value recorded.
 type HeaderBroken = (Rule, Option<u32>, Option<u32>, Option<u64>);
-
-/// One row of `SELECT ANOMALIES`: (class, rank, operation, time_ns).
-type Row = (String, String, String, String);
-
-/// The anomaly rows of trace `name` as `mtfdb query` prints them, and `mtfdb info`'s text.
-fn reported(db: &Path, name: &str) -> (Vec<Row>, String) {
-    let (ok, csv, err) = mtfdb(
-        db,
-        &[
-            "query",
-            "--trace",
-            name,
-            "--format",
-            "csv",
-            "SELECT ANOMALIES",
-        ],
-    );
-    assert!(ok, "{err}");
-    let rows = csv
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.splitn(7, ',').collect();
-            (
-                f[1].to_string(),
-                f[2].to_string(),
-                f[3].to_string(),
-                f[5].to_string(),
-            )
-        })
-        .collect();
-    let (ok, info, err) = mtfdb(db, &["info", name]);
-    assert!(ok, "{err}");
-    (rows, info)
-}
-
-/// The count `mtfdb info` gives the anomalies of `kind`.
-fn info_count(info: &str, kind: &str) -> Option<u64> {
-    info.lines().find_map(|l| {
-        let rest = l.trim().strip_prefix(kind)?;
-        rest.trim().replace(',', "").parse().ok()
-    })
-}
-
-fn row(class: &str, rank: &str, operation: &str, time: &str) -> Row {
-    (class.into(), rank.into(), operation.into(), time.into())
-}
 
 /// Imports `recorded` as a foreign reader would, into a fresh database at `dir/db`.
 fn import_foreign(dir: &Path, name: &str, recorded: &Recorded) -> mtfdb::Trace {
@@ -407,8 +361,8 @@ fn otf2_fixture(name: &str) -> PathBuf {
 fn otf2_archives_that_break_rules_import_with_the_anomalies() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    // Oracle (otf2-print): rank 0's barrier at 100 records Sent: 4, Received: 4; rank 0's
-    // Bcast at 200 records Root: NONE.
+    // Oracle (otf2-print): rank 0's barrier at 100 records Sent: 4, Received: 4, rank 1's
+    // Root: 1; rank 0's Bcast at 200 records Root: NONE.
     let (ok, out, err) = mtfdb(
         &db,
         &[
@@ -421,19 +375,21 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
     assert!(ok, "{err}");
     assert!(
         out.trim_end()
-            .ends_with("; 2 anomalies: 1 bytes on a barrier, 1 missing root"),
+            .ends_with("; 3 anomalies: 1 bytes on a barrier, 1 missing root, 1 unexpected root"),
         "{out}"
     );
     let (rows, info) = reported(&db, "b");
     assert_eq!(
         rows,
         vec![
+            row("UnexpectedRoot", "1", "MPI_Barrier", "100"),
             row("BytesOnBarrier", "0", "MPI_Barrier", "100"),
             row("MissingRoot", "0", "MPI_Bcast", "200"),
         ]
     );
     assert_eq!(info_count(&info, "bytes on a barrier"), Some(1));
     assert_eq!(info_count(&info, "missing root"), Some(1));
+    assert_eq!(info_count(&info, "unexpected root"), Some(1));
     // The barrier keeps no bytes, and the message beside it is matched.
     let trace = Database::open(&db).unwrap().trace("b").unwrap();
     assert_eq!(trace.summary().messages, 1);
@@ -445,7 +401,8 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
         .sum();
     assert_eq!(barrier_bytes, 0);
 
-    // Rank 2 calls an Allreduce at 100 and a send at 200 on "pair" (ranks 0 and 1).
+    // Rank 2 calls an Allreduce at 100 and a send at 200 on "pair" (ranks 0 and 1); every
+    // rank's Allreduce at 150 names root 1 (otf2-print: Root: 1).
     let (ok, out, err) = mtfdb(
         &db,
         &[
@@ -458,7 +415,7 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
     assert!(ok, "{err}");
     assert!(
         out.trim_end()
-            .ends_with("; 3 anomalies: 2 not a member, 1 receive never matched"),
+            .ends_with("; 6 anomalies: 3 unexpected root, 2 not a member, 1 receive never matched"),
         "{out}"
     );
     let (rows, info) = reported(&db, "c");
@@ -466,11 +423,15 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
         rows,
         vec![
             row("RankOutsideCommunicator", "2", "MPI_Allreduce", "100"),
+            row("UnexpectedRoot", "2", "MPI_Allreduce", "150"),
+            row("UnexpectedRoot", "0", "MPI_Allreduce", "150"),
+            row("UnexpectedRoot", "1", "MPI_Allreduce", "150"),
             row("RankOutsideCommunicator", "2", "MPI_Send", "200"),
             row("UnmatchedReceive", "0", "MPI_Recv", "200"),
         ]
     );
     assert_eq!(info_count(&info, "not a member"), Some(2));
+    assert_eq!(info_count(&info, "unexpected root"), Some(3));
 }
 
 #[test]

@@ -132,6 +132,7 @@ pub fn length_mismatches(trace: &Trace) -> Vec<(u64, u64)> {
 pub mod contents;
 pub mod oracle;
 pub mod otf2_print;
+pub mod reported;
 
 /// `GenConfig::new(scenario, 16, 12)` with rank 5 computing 10 ms longer in iteration 6
 /// (`gen --delay 5:6:10ms`), the delayed run the wait-state and critical-path tests compare.

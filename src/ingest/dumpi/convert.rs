@@ -14,9 +14,20 @@
 //! - Requests of persistent calls (`MPI_Send_init`, `MPI_Recv_init`, …) and generalized
 //!   requests are not modelled: their calls are plain calls and their completions are left
 //!   out of the Wait's `completes`.
-//! - What the records do not let mtfdb place (a communicator the trace never defined, a
-//!   datatype without a size, a peer outside its communicator) is counted per rank and
-//!   reported once per kind of problem as an [`Anomaly::SkippedRecord`].
+//! - A record that breaks a rule of the metamodel is kept and reported as the rule's
+//!   [`Anomaly::BrokenRule`], with the rank and the call's start: the import's checks see
+//!   most (an end before the start, a time going back, a communicator the rank is not a
+//!   member of, a communicator listing a rank twice); this converter reports what they
+//!   cannot, because it has no world rank or communicator id to give them: a communicator
+//!   handle the trace never defined (or whose communicator could not be resolved) is
+//!   [`Rule::UnknownCommunicator`] with the handle, `MPI_COMM_NULL` on a call that moves
+//!   data [`Rule::MissingCommunicator`], a peer or root that is no rank of the communicator
+//!   [`Rule::PeerOutsideCommunicator`] or [`Rule::RootOutsideCommunicator`] with the rank
+//!   recorded. The call keeps its kind, without what was wrong, flagged as recorded without
+//!   its records (`flags::WITHOUT_RECORDS`), so that it is never matched.
+//! - What the records do not let mtfdb place but breaks no rule (an inter-communicator, a
+//!   datatype without a size) is counted per rank and reported once per kind of problem as
+//!   an [`Anomaly::SkippedRecord`].
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::BuildHasherDefault;
@@ -26,7 +37,7 @@ use super::funcs;
 use super::record::{List, Record, Slot, Status};
 use crate::hash::{FxHashMap, FxHasher};
 use crate::model::{
-    flags, Anomaly, CommId, OpKind, Operation, Rank, RequestId, RoutineEvent, StrId, Time,
+    flags, Anomaly, CommId, OpKind, Operation, Rank, RequestId, RoutineEvent, Rule, StrId, Time,
 };
 
 /// Items a rank may hold back behind a receive waiting for its status; beyond, the receive
@@ -162,10 +173,24 @@ pub(crate) struct Held {
 #[derive(Debug, Clone, Copy)]
 enum CommRef {
     Known(CommId),
-    /// `MPI_COMM_NULL`, or a communicator the rank got none of.
+    /// `MPI_COMM_NULL`.
     Null,
+    /// A communicator whose creation could not be resolved (see [`super::comms`]).
+    Unresolved,
     /// An inter-communicator or a connection to other programs (not modelled).
     Inter,
+}
+
+/// What a record's communicator argument gives.
+enum Comm {
+    /// The record has none.
+    Absent,
+    Placed(CommId),
+    /// It breaks a rule, reported: the call is kept without it.
+    Broken,
+    /// It is not modelled (an inter-communicator, `MPI_COMM_NULL` on a call that moves no
+    /// data), counted as skipped: the call is kept as a plain call.
+    Skipped,
 }
 
 /// A non-blocking receive waiting for its status: its place in the output.
@@ -214,6 +239,8 @@ pub(crate) struct RankConverter {
     blocked: usize,
     last_time: Time,
     issues: Issues,
+    /// Rules the record being converted breaks, reported after its call.
+    broken: Vec<Anomaly>,
     /// Per thread (by number): records and routine entries.
     pub threads: BTreeMap<u16, ThreadCounts>,
 }
@@ -245,6 +272,7 @@ impl RankConverter {
             blocked: 0,
             last_time: 0,
             issues: Issues::default(),
+            broken: Vec::new(),
             threads: BTreeMap::new(),
         }
     }
@@ -299,16 +327,8 @@ impl RankConverter {
     pub fn record(&mut self, rec: &Record, ctx: &Context, names: &mut Names) {
         let (start, end) = match rec.wall {
             Some((s, e)) => {
-                let s = self.time(s, ctx.t0);
-                let e = self.time(e, ctx.t0);
-                if e < s {
-                    self.skipped(
-                        "the end time of calls that end before they start (kept as their start)"
-                            .into(),
-                        s,
-                    );
-                }
-                (s, e.max(s))
+                // An end before the start is kept: the import's checks report it.
+                (self.time(s, ctx.t0), self.time(e, ctx.t0))
             }
             None => {
                 self.skipped(
@@ -372,6 +392,9 @@ impl RankConverter {
             )
         });
         let seq = self.push(Item::Op(op), start, rec.offset, blocked);
+        for a in std::mem::take(&mut self.broken) {
+            self.push(Item::Anomaly(a), start, rec.offset, false);
+        }
         if let Some((request, any_source, any_tag)) = waiting {
             match request {
                 Some(r) => {
@@ -414,39 +437,57 @@ impl RankConverter {
         }
     }
 
-    /// The communicator named by the record's `slot`: `Ok(None)` if the record has none,
-    /// `Err(())` if it names one that cannot be placed (counted).
-    fn comm_of(
-        &mut self,
-        rec: &Record,
-        slot: Slot,
-        ctx: &Context,
-        time: Time,
-    ) -> Result<Option<CommId>, ()> {
+    /// The communicator named by `op`'s record in `slot`. A handle the trace never defined,
+    /// or whose communicator could not be resolved, breaks [`Rule::UnknownCommunicator`];
+    /// `MPI_COMM_NULL` on a call that moves data breaks [`Rule::MissingCommunicator`]. A
+    /// communicator the rank is not a member of is placed: the import's checks report it.
+    fn comm_of(&mut self, op: &Operation, rec: &Record, slot: Slot) -> Comm {
         let Some(h) = rec.get(slot) else {
-            return Ok(None);
+            return Comm::Absent;
         };
         let h = h as u16;
         let name = funcs::name(rec.func).unwrap_or("MPI");
-        let why = match self.handles.get(&h).copied() {
-            Some(CommRef::Known(id)) => {
-                if self.local_rank(ctx, id).is_some() {
-                    return Ok(Some(id));
-                }
-                format!("the communicator of {name} calls on communicator {id}, which the rank is not a member of (kept as plain calls)")
+        let moves_data = op.kind.is_send() || op.kind.is_receive() || op.kind.is_collective();
+        match self.handles.get(&h).copied() {
+            Some(CommRef::Known(id)) => Comm::Placed(id),
+            Some(CommRef::Null) if moves_data => {
+                self.broken(op, Rule::MissingCommunicator, None, None);
+                Comm::Broken
             }
-            Some(CommRef::Null) => format!(
-                "the communicator of {name} calls on MPI_COMM_NULL or a communicator the rank got none of (kept as plain calls)"
-            ),
-            Some(CommRef::Inter) => format!(
-                "the communicator of {name} calls on an inter-communicator, which mtfdb does not model (kept as plain calls)"
-            ),
-            None => format!(
-                "the communicator of {name} calls on handle {h}, which the trace never defined (kept as plain calls)"
-            ),
-        };
-        self.skipped(why, time);
-        Err(())
+            Some(CommRef::Null) => {
+                let what = format!(
+                    "the communicator of {name} calls on MPI_COMM_NULL (kept as plain calls)"
+                );
+                self.skipped(what, op.start);
+                Comm::Skipped
+            }
+            Some(CommRef::Inter) => {
+                let what = format!(
+                    "the communicator of {name} calls on an inter-communicator, which mtfdb does not model (kept as plain calls)"
+                );
+                self.skipped(what, op.start);
+                Comm::Skipped
+            }
+            Some(CommRef::Unresolved) | None => {
+                self.broken(op, Rule::UnknownCommunicator, None, Some(h.into()));
+                Comm::Broken
+            }
+        }
+    }
+
+    /// Reports that `op`'s record breaks `rule` where the import's checks cannot see it (it
+    /// names what has no world rank or communicator id), with the value recorded; the
+    /// anomaly follows the call.
+    fn broken(&mut self, op: &Operation, rule: Rule, comm: Option<CommId>, value: Option<u64>) {
+        self.broken.push(Anomaly::BrokenRule {
+            rule,
+            rank: Some(self.rank),
+            thread: op.thread,
+            time: Some(op.start),
+            op: None,
+            comm,
+            value,
+        });
     }
 
     /// This rank's rank in communicator `c`.
@@ -525,11 +566,16 @@ impl RankConverter {
     ) -> bool {
         let k = op.kind;
         let t = op.start;
-        let Ok(Some(c)) = self.comm_of(rec, Slot::Comm, ctx, t) else {
-            Self::demote(op, rec, names);
-            return false;
-        };
-        op.comm = Some(c);
+        match self.comm_of(op, rec, Slot::Comm) {
+            Comm::Placed(c) => op.comm = Some(c),
+            // Kept with its tag and bytes, without peers (it has no communicator to place them).
+            Comm::Broken => op.flags |= flags::WITHOUT_RECORDS,
+            Comm::Absent => {}
+            Comm::Skipped => {
+                Self::demote(op, rec, names);
+                return false;
+            }
+        }
         op.request = rec.get(Slot::Request).map(|r| r as RequestId);
         let both = matches!(k, OpKind::Sendrecv | OpKind::SendrecvReplace);
         if k.is_send() {
@@ -543,14 +589,7 @@ impl RankConverter {
             op.send_tag = rec.get(tag).map(|t| t as i32);
             op.send_bytes = self.bytes(rec.get(count), rec.get(dt), t);
             op.datatype = rec.get(dt).map(|d| names.datatype(d));
-            op.dest = self.place(
-                op,
-                rec,
-                ctx,
-                names,
-                rec.get(Slot::Dest).unwrap_or(-1),
-                "destination",
-            );
+            op.dest = self.place(op, rec, ctx, names, rec.get(Slot::Dest).unwrap_or(-1));
             if op.dest.is_none() {
                 return false;
             }
@@ -581,7 +620,7 @@ impl RankConverter {
             op.flags |= flags::ANY_TAG;
         }
         if source != ANY {
-            op.source = self.place(op, rec, ctx, names, source, "source");
+            op.source = self.place(op, rec, ctx, names, source);
             if op.source.is_none() {
                 return false;
             }
@@ -599,8 +638,9 @@ impl RankConverter {
         false
     }
 
-    /// The world rank of peer `local` of `op` (on its communicator); `None` after making the
-    /// call a plain one when the peer is `MPI_PROC_NULL` or outside the communicator.
+    /// The world rank of peer `local` of `op` (on its communicator, if it has one). A peer
+    /// that is `MPI_PROC_NULL` makes the call a plain one; one that is no rank of the
+    /// communicator breaks [`Rule::PeerOutsideCommunicator`]: the call is kept without it.
     fn place(
         &mut self,
         op: &mut Operation,
@@ -608,26 +648,21 @@ impl RankConverter {
         ctx: &Context,
         names: &mut Names,
         local: i64,
-        what: &str,
     ) -> Option<Rank> {
         let c = op.comm?;
         match Self::peer(ctx, c, local) {
-            Peer::World(w) => return Some(w),
-            Peer::ProcNull => {}
-            Peer::Outside => self.outside(rec, what, c, op.start),
+            Peer::World(w) => Some(w),
+            Peer::ProcNull => {
+                Self::demote(op, rec, names);
+                None
+            }
+            Peer::Outside => {
+                let value = u64::try_from(local).ok();
+                self.broken(op, Rule::PeerOutsideCommunicator, Some(c), value);
+                op.flags |= flags::WITHOUT_RECORDS;
+                None
+            }
         }
-        Self::demote(op, rec, names);
-        None
-    }
-
-    fn outside(&mut self, rec: &Record, what: &str, c: CommId, time: Time) {
-        self.skipped(
-            format!(
-                "the {what} of {} calls naming a rank outside communicator {c} (kept as plain calls)",
-                funcs::name(rec.func).unwrap_or("MPI")
-            ),
-            time,
-        );
     }
 
     /// Fills in the actual source and tag of a wildcard receive from its status.
@@ -759,8 +794,7 @@ impl RankConverter {
     }
 
     fn probe(&mut self, op: &mut Operation, rec: &Record, ctx: &Context, names: &mut Names) {
-        let t = op.start;
-        let Ok(Some(c)) = self.comm_of(rec, Slot::Comm, ctx, t) else {
+        let Comm::Placed(c) = self.comm_of(op, rec, Slot::Comm) else {
             Self::demote(op, rec, names);
             return;
         };
@@ -774,7 +808,7 @@ impl RankConverter {
         if source == ANY {
             op.flags |= flags::ANY_SOURCE;
         } else {
-            op.source = self.place(op, rec, ctx, names, source, "source");
+            op.source = self.place(op, rec, ctx, names, source);
             if op.source.is_none() {
                 return;
             }
@@ -791,22 +825,31 @@ impl RankConverter {
 
     fn collective(&mut self, op: &mut Operation, rec: &Record, ctx: &Context, names: &mut Names) {
         let t = op.start;
-        let Ok(Some(c)) = self.comm_of(rec, Slot::Comm, ctx, t) else {
-            Self::demote(op, rec, names);
-            return;
+        let c = match self.comm_of(op, rec, Slot::Comm) {
+            Comm::Placed(c) => c,
+            // Its bytes depend on the communicator's size: none are kept.
+            Comm::Broken => {
+                op.flags |= flags::WITHOUT_RECORDS;
+                return;
+            }
+            Comm::Absent => return,
+            Comm::Skipped => {
+                Self::demote(op, rec, names);
+                return;
+            }
         };
         op.comm = Some(c);
         let Some(me) = self.local_rank(ctx, c) else {
             return;
         };
         let n = ctx.members.get(c as usize).map_or(0, Vec::len) as u64;
-        if op.kind.is_rooted() {
-            match rec.get(Slot::Root).map(|r| Self::peer(ctx, c, r)) {
-                Some(Peer::World(w)) => op.root = Some(w),
+        if let (true, Some(r)) = (op.kind.is_rooted(), rec.get(Slot::Root)) {
+            match Self::peer(ctx, c, r) {
+                Peer::World(w) => op.root = Some(w),
                 _ => {
-                    self.outside(rec, "root", c, t);
-                    Self::demote(op, rec, names);
-                    return;
+                    let value = u64::try_from(r).ok();
+                    self.broken(op, Rule::RootOutsideCommunicator, Some(c), value);
+                    op.flags |= flags::WITHOUT_RECORDS;
                 }
             }
         }
@@ -834,14 +877,14 @@ impl RankConverter {
 
     /// Any other call: its name, and its communicator if it names one.
     fn plain(&mut self, op: &mut Operation, rec: &Record, ctx: &Context, names: &mut Names) {
-        let t = op.start;
         let slot = match ctx.mgmt.get(rec.func) {
             Some(Mgmt::New(_)) => Slot::OldComm,
             _ => Slot::Comm,
         };
-        match self.comm_of(rec, slot, ctx, t) {
-            Ok(c) => op.comm = c,
-            Err(()) => {
+        match self.comm_of(op, rec, slot) {
+            Comm::Placed(c) => op.comm = Some(c),
+            Comm::Absent => {}
+            Comm::Broken | Comm::Skipped => {
                 if op.kind.class() == crate::model::OpClass::Communicator {
                     op.kind = OpKind::Other(names.call(rec.func));
                 }
@@ -875,8 +918,9 @@ impl RankConverter {
                     None if creation == Creation::Inter => {
                         self.handles.insert(new, CommRef::Inter);
                     }
+                    // The trace gave the rank a communicator mtfdb could not resolve.
                     None => {
-                        self.handles.insert(new, CommRef::Null);
+                        self.handles.insert(new, CommRef::Unresolved);
                     }
                 }
             }

@@ -30,8 +30,11 @@
 //! cut ([`RankFile::cut`]: DUMPI writes a file's header, tables and index at its end, so they
 //! are lost), and the anomaly says where it was cut. The other ranks import.
 //! Damaged files (a bad magic, a record that does not decode) are refused with the file and
-//! byte offset; everything legal that mtfdb cannot place becomes an anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
-//! checks every item, and a broken rule is reported at the record it came from.
+//! byte offset; everything that decodes imports, and what mtfdb cannot place becomes an
+//! anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
+//! checks every item and reports each broken rule as an anomaly of its class, and
+//! [`convert`] reports the rules whose items the seam cannot see (a communicator handle, a
+//! peer or a root with no world translation).
 
 mod bin;
 mod comms;
@@ -187,7 +190,15 @@ pub fn read_trace(
         if members.len() <= i {
             members.resize(i + 1, Vec::new());
         }
-        members[i] = c.members.clone();
+        // A rank a group call listed twice is a member once, at its first place, as the
+        // import's checks keep the communicator (they report the duplicate).
+        let mut seen = std::collections::HashSet::new();
+        members[i] = c
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| seen.insert(m))
+            .collect();
     }
     let ctx = Context {
         members,

@@ -4,19 +4,18 @@
 //! communicators; which functions are MPI calls (those of the `MPI` function group).
 //!
 //! OTF v1 event records name processes by their global process token, so peers and roots
-//! are world ranks once translated here, whatever communicator a record names.
+//! are world ranks once translated through [`Context::process_ranks`], whatever communicator
+//! a record names.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
-use super::defs::{Definitions, ATTR_IS_COMMUNICATOR, ATTR_IS_CUDA_THREAD};
+use super::defs::{Definitions, GroupDef, ATTR_IS_COMMUNICATOR, ATTR_IS_CUDA_THREAD};
 use super::master::Master;
-use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::otf2::convert::{CommRanks, Context, RegionInfo};
 use crate::model::{
-    CommId, Communicator, Location, LocationKind, OpKind, Process, Processor, Rank, StrId,
-    TraceHeader,
+    Anomaly, CommId, Communicator, Location, LocationKind, OpKind, Process, Processor, Rank, Rule,
+    StrId, TraceHeader,
 };
 
 /// OTF's timer resolution when the trace declares none: microseconds.
@@ -48,6 +47,9 @@ pub(crate) struct Layout {
     pub places: FxHashMap<u32, ProcessPlace>,
     /// The locations that are not a rank's main thread, reported at the end.
     pub locations: Vec<Location>,
+    /// What the definitions declare against the rules that the header cannot carry to the
+    /// import's checks (a communicator member that is no MPI rank).
+    pub anomalies: Vec<Anomaly>,
     pub ticks_per_second: u64,
     /// For each collective operation definition, a region standing for a collective record
     /// found outside any MPI call.
@@ -68,10 +70,8 @@ impl Layout {
         self.context.regions.get(id).map_or(0, |r| r.name)
     }
 
-    pub fn new(defs: &Definitions, master: &Master, defs_path: &Path) -> Result<Layout> {
-        let damaged = |rule: &str, message: String| {
-            Error::input(defs_path.display().to_string(), 0, 0, rule, message, "")
-        };
+    /// Lays the trace out from its definitions and master file.
+    pub fn new(defs: &Definitions, master: &Master) -> Layout {
         // Every process: defined, or only named by the master file or the world group.
         let mut names: BTreeMap<u32, (String, u32)> = defs
             .processes
@@ -98,7 +98,7 @@ impl Layout {
             .collect();
 
         // World ranks: MPI_COMM_WORLD's members in order, else every top-level process.
-        let world: Vec<u32> = match world_group {
+        let mut world: Vec<u32> = match world_group {
             Some(g) => g.members.clone(),
             None => names
                 .iter()
@@ -106,6 +106,9 @@ impl Layout {
                 .map(|(&p, _)| p)
                 .collect(),
         };
+        // A process MPI_COMM_WORLD lists twice is one rank (the seam reports the duplicate).
+        let mut seen = BTreeSet::new();
+        world.retain(|&p| seen.insert(p));
         let mut places: FxHashMap<u32, ProcessPlace> = FxHashMap::default();
         for (rank, &p) in world.iter().enumerate() {
             let place = ProcessPlace {
@@ -115,12 +118,7 @@ impl Layout {
                 },
                 location: None,
             };
-            if places.insert(p, place).is_some() {
-                return Err(damaged(
-                    "bad process group",
-                    format!("MPI_COMM_WORLD lists process {p:x} twice"),
-                ));
-            }
+            places.insert(p, place);
         }
 
         // The other processes: threads of a rank, or locations of their own.
@@ -161,7 +159,7 @@ impl Layout {
 
         let mut context = Context::default();
         let (processors, runs_on) = nodes(defs, &world);
-        let header = TraceHeader {
+        let mut header = TraceHeader {
             trace_name: master
                 .stub
                 .file_name()
@@ -178,19 +176,22 @@ impl Layout {
                 })
                 .collect(),
             processors,
-            communicators: communicators(defs, world_group.map(|g| g.id), &places, &mut context),
             ..TraceHeader::default()
         };
+        let mut anomalies = Vec::new();
+        header.communicators =
+            communicators(defs, world_group, &places, &mut context, &mut anomalies);
         let (strings, collective_regions) = regions(defs, &mut context);
-        Ok(Layout {
+        Layout {
             header,
             strings,
             context,
             places,
             locations,
+            anomalies,
             ticks_per_second: defs.ticks_per_second.unwrap_or(DEFAULT_TICKS_PER_SECOND),
             collective_regions,
-        })
+        }
     }
 }
 
@@ -224,7 +225,7 @@ fn owning_rank(
 /// with the processes that ran there, and groups of its GPU support (`GPU_…`, with CUDA
 /// attributes), none of them marked as communicators. A node group is an unmarked group that
 /// is none of the others.
-fn is_node_group(defs: &Definitions, g: &super::defs::GroupDef) -> bool {
+fn is_node_group(defs: &Definitions, g: &GroupDef) -> bool {
     !defs.attributes_of.contains_key(&g.id)
         && g.name != "All"
         && !["MPI", "GPU_", "CUDA", "OMP"]
@@ -258,58 +259,93 @@ fn nodes(defs: &Definitions, world: &[u32]) -> (Vec<Processor>, FxHashMap<u32, u
 
 /// The world communicator, then every process group that is a communicator (marked so by
 /// its attributes, or, in traces without such attributes, any group but the node groups and
-/// `All`) and whose members are all MPI ranks. Records name communicators by group token;
-/// group 0 ("no group") is the world. Groups of other processes (nodes, CUDA streams) are
-/// not communicators.
+/// `All` whose members are all MPI ranks). Records name communicators by group token; group 0
+/// ("no group") is the world. Groups of other processes (nodes, CUDA streams) are not
+/// communicators.
+///
+/// A communicator is declared as the definitions list it, so that the import's checks see
+/// and report what breaks the rules (an id declared twice, a member listed twice, no
+/// members); only a member of a marked communicator that is no process at all, which the
+/// header cannot name, is dropped here and reported in `anomalies` ([`Rule::UnknownMember`],
+/// with the process token as its value).
 fn communicators(
     defs: &Definitions,
-    world_group: Option<u32>,
+    world_group: Option<&GroupDef>,
     places: &FxHashMap<u32, ProcessPlace>,
     context: &mut Context,
+    anomalies: &mut Vec<Anomaly>,
 ) -> Vec<Communicator> {
     let main_rank = |p: &u32| match places.get(p).map(|pp| pp.place) {
         Some(Place::Rank { rank, thread: 0 }) => Some(rank),
         _ => None,
     };
-    let world_id: CommId = world_group.unwrap_or(0);
+    for (&p, place) in places {
+        if let Place::Rank { rank, .. } = place.place {
+            context.process_ranks.insert(p, rank);
+        }
+    }
+    let world_id: CommId = world_group.map_or(0, |g| g.id);
     let ranks = places
         .values()
         .filter(|pp| matches!(pp.place, Place::Rank { thread: 0, .. }))
         .count() as Rank;
+    let world_members = match world_group {
+        Some(g) => g.members.iter().filter_map(main_rank).collect(),
+        None => (0..ranks).collect(),
+    };
     let mut comms = vec![Communicator {
         id: world_id,
         name: "MPI_COMM_WORLD".into(),
-        members: (0..ranks).collect(),
+        members: world_members,
     }];
     context
         .comms
-        .insert(world_id, CommRanks::Global { id: world_id });
-    context.comms.insert(0, CommRanks::Global { id: world_id });
+        .insert(world_id, CommRanks::Processes { id: world_id });
+    context
+        .comms
+        .insert(0, CommRanks::Processes { id: world_id });
     let marked = defs
         .groups
         .iter()
         .any(|g| defs.has_attribute(g.id, ATTR_IS_COMMUNICATOR));
     for g in &defs.groups {
-        if Some(g.id) == world_group
+        let is_world = world_group.is_some_and(|w| std::ptr::eq(w, g));
+        let is_comm = defs.has_attribute(g.id, ATTR_IS_COMMUNICATOR);
+        if is_world
             || g.id == 0
-            || g.members.is_empty()
-            || (marked && !defs.has_attribute(g.id, ATTR_IS_COMMUNICATOR))
-            || (!marked && (g.name == "All" || is_node_group(defs, g)))
+            || (marked && !is_comm)
+            || (!marked && (g.members.is_empty() || g.name == "All" || is_node_group(defs, g)))
         {
             continue;
         }
-        let Some(members) = g
+        // A group with processes that are not MPI ranks (CUDA streams, threads) is another
+        // paradigm's: no communicator, even marked as one (VampirTrace's GPU_COMM_GLOBAL).
+        let other_paradigm = g
             .members
             .iter()
-            .map(main_rank)
-            .collect::<Option<Vec<Rank>>>()
-        else {
-            continue;
-        };
-        if comms.iter().any(|c| c.id == g.id) {
+            .any(|p| places.contains_key(p) && main_rank(p).is_none());
+        if other_paradigm || (!is_comm && g.members.iter().any(|p| main_rank(p).is_none())) {
             continue;
         }
-        context.comms.insert(g.id, CommRanks::Global { id: g.id });
+        // A member of a marked communicator that is no process at all is dropped, reported.
+        let mut members = Vec::with_capacity(g.members.len());
+        for p in &g.members {
+            match main_rank(p) {
+                Some(rank) => members.push(rank),
+                None => anomalies.push(Anomaly::BrokenRule {
+                    rule: Rule::UnknownMember,
+                    rank: None,
+                    thread: 0,
+                    time: None,
+                    op: None,
+                    comm: Some(g.id),
+                    value: Some(u64::from(*p)),
+                }),
+            }
+        }
+        context
+            .comms
+            .insert(g.id, CommRanks::Processes { id: g.id });
         comms.push(Communicator {
             id: g.id,
             name: g.name.clone(),

@@ -20,10 +20,15 @@
 //! A partial copy imports: a missing events stream, or one cut short (a last line without
 //! its end, zlib data ending inside a block), makes its ranks' data missing from where it
 //! ends ([`crate::model::Anomaly::MissingRankData`]); the other streams import whole.
-//! Damaged input (a corrupt zlib stream, a malformed record of a known kind, a time going
-//! backwards) is refused with the file and line (or compressed byte offset); records of
-//! unknown kinds, and records naming a function, process or group the definitions lack, are
-//! skipped and reported as anomalies, as OTF's own readers skip unknown records.
+//! Damaged input (a corrupt zlib stream, a malformed record of a known kind) is refused with
+//! the file and line (or compressed byte offset). Everything that decodes imports: records
+//! of unknown kinds, and records naming a function the definitions lack, are skipped and
+//! reported as anomalies, as OTF's own readers skip unknown records; what breaks a rule of
+//! the metamodel (a time going backwards, a peer or root that is no MPI rank, a group that
+//! is no communicator, records of a process the trace never defines, a communicator member
+//! listed twice or no process at all) is kept and reported as the rule's anomaly
+//! ([`crate::model::Anomaly::BrokenRule`]), by the import's checks or, where the header
+//! cannot carry it, by this reader.
 
 mod defs;
 mod layout;
@@ -67,7 +72,7 @@ pub fn read_trace(
             defs.read(&local)?;
         }
     }
-    let mut layout = layout::Layout::new(&defs, &master, &global)?;
+    let mut layout = layout::Layout::new(&defs, &master);
     layout.header.comments.push_str(&unread_streams(&master));
     let reader = reader::Reader::open(&master, layout)?;
     reader.run(&global, defs.skipped, sink, progress)

@@ -13,7 +13,7 @@
 //! `MPI_Irecv` when a Wait or Test completes it; such a record is given to the oldest
 //! `MPI_Irecv` of the process still waiting for one, and the completing call is linked to it.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::layout::{Layout, Place};
 use super::master::Master;
@@ -27,7 +27,7 @@ use crate::ingest::otf2::convert::{ConvertError, LocationConverter};
 use crate::ingest::otf2::events::Event;
 use crate::ingest::EventSink;
 use crate::ingest::Progress;
-use crate::model::{Anomaly, OpKind, Rank, StrId, Time};
+use crate::model::{Anomaly, OpKind, Rank, Rule, StrId, Time};
 
 type Converted<T> = std::result::Result<T, ConvertError>;
 
@@ -89,6 +89,8 @@ pub(crate) struct Reader {
     first: u64,
     /// Anomalies found while reading, not yet handed to the sink.
     anomalies: Vec<Anomaly>,
+    /// Times before the trace's first time (kept as 0), by rank.
+    before_first: BTreeMap<Option<Rank>, u64>,
     events: u64,
 }
 
@@ -105,12 +107,12 @@ fn first_time(path: &std::path::Path) -> Option<u64> {
 
 impl Reader {
     /// Opens every events stream of the trace.
-    pub fn open(master: &Master, layout: Layout) -> Result<Reader> {
+    pub fn open(master: &Master, mut layout: Layout) -> Result<Reader> {
         let mut streams = Vec::with_capacity(master.streams.len());
         let mut ranks = Vec::new();
         let mut targets = FxHashMap::default();
         let mut first: Option<u64> = None;
-        let mut anomalies = Vec::new();
+        let mut anomalies = std::mem::take(&mut layout.anomalies);
         for (id, processes) in &master.streams {
             let base = master.file(*id, "events");
             let Some(path) = stream::find(&base) else {
@@ -173,29 +175,28 @@ impl Reader {
             targets,
             first: first.unwrap_or(0),
             anomalies,
+            before_first: BTreeMap::new(),
             events: 0,
         })
     }
 
-    /// `ticks` as ns from the trace's first timestamp.
-    fn ns(&mut self, ticks: u64, process: Option<u32>) -> Converted<Time> {
+    /// `ticks` as ns from the trace's first timestamp. A time before it (a stream whose time
+    /// goes back below every stream's first time) is kept as 0 and counted, for `process`'s
+    /// rank; the import's checks report the time going back on the records' locations.
+    fn ns(&mut self, ticks: u64, process: Option<u32>) -> Time {
+        let rank = || process.and_then(|p| self.layout.rank_of(p));
         let Some(delta) = ticks.checked_sub(self.first) else {
-            return fail(
-                "time goes backwards",
-                format!(
-                    "time {ticks:x} is before the trace's first time {:x}",
-                    self.first
-                ),
-            );
+            *self.before_first.entry(rank()).or_default() += 1;
+            return 0;
         };
         let ns = u128::from(delta) * 1_000_000_000 / u128::from(self.layout.ticks_per_second);
-        Ok(u64::try_from(ns).unwrap_or_else(|_| {
+        u64::try_from(ns).unwrap_or_else(|_| {
             self.anomalies.push(Anomaly::ValueOverflow {
-                rank: process.and_then(|p| self.layout.rank_of(p)),
+                rank: rank(),
                 what: format!("time {ticks:x} is more than 2^64 ns after the trace's start"),
             });
             u64::MAX
-        }))
+        })
     }
 
     /// Reads one line of stream `s`; `false` at its end. A stream cut short (its last line
@@ -226,46 +227,65 @@ impl Reader {
             |reader: &Reader, e: ConvertError| reader.streams[s].lines.error(1, e.rule, e.message);
         match record {
             Record::Empty => {}
+            // A time going back is kept: the import's checks report it on the items it moves.
             Record::Time(t) => {
-                if let Some((previous, _)) = stream.time.filter(|(p, _)| t < *p) {
-                    return Err(stream.lines.error(
-                        1,
-                        "time goes backwards",
-                        format!(
-                            "time {t:x} is before the previous time {previous:x} of this stream"
-                        ),
-                    ));
-                }
                 let process = stream.process;
-                let ns = self.ns(t, process).map_err(|e| at(self, e))?;
+                let ns = self.ns(t, process);
                 self.streams[s].time = Some((t, ns));
             }
-            Record::Process(p) => {
-                if !self.targets.contains_key(&p) {
-                    return Err(stream.lines.error(
-                        2,
-                        "unknown process",
-                        format!("process {p:x} is not mapped to this stream by the master file"),
-                    ));
-                }
-                stream.process = Some(p);
-            }
+            Record::Process(p) => stream.process = Some(p),
             _ => {
+                let line_number = stream.lines.number;
                 let (Some((_, time)), Some(process)) = (stream.time, stream.process) else {
-                    return Err(stream.lines.error(
-                        1,
-                        "record without time or process",
-                        "an event record before the stream's first time and process lines",
-                    ));
+                    let what = format!(
+                        "an event record before the first time and process lines of {} (line {line_number})",
+                        stream.lines.path().display()
+                    );
+                    self.anomalies.push(Anomaly::SkippedRecord {
+                        rank: None,
+                        time: None,
+                        what,
+                    });
+                    return Ok(true);
                 };
                 self.events += 1;
                 stream.events += 1;
-                let line_number = stream.lines.number;
+                if !self.targets.contains_key(&process) {
+                    self.unplaced(process, time, s);
+                    return Ok(true);
+                }
                 self.dispatch(process, record, time, line_number, unknown)
                     .map_err(|e| at(self, e))?;
             }
         }
         Ok(true)
+    }
+
+    /// A record of `process`, which no stream read holds: a process the trace never names
+    /// (its records belong to no rank: [`Rule::UnknownRank`], the process token as the value)
+    /// or one the master file maps to no stream read here; the record is skipped, reported.
+    fn unplaced(&mut self, process: u32, time: Time, s: usize) {
+        let anomaly = if self.layout.places.contains_key(&process) {
+            Anomaly::SkippedRecord {
+                rank: self.layout.rank_of(process),
+                time: Some(time),
+                what: format!(
+                    "a record of process {process:x} in {}, which the master file maps to no stream read",
+                    self.streams[s].lines.path().display()
+                ),
+            }
+        } else {
+            Anomaly::BrokenRule {
+                rule: Rule::UnknownRank,
+                rank: None,
+                thread: 0,
+                time: Some(time),
+                op: None,
+                comm: None,
+                value: Some(process.into()),
+            }
+        };
+        self.anomalies.push(anomaly);
     }
 
     /// Stream `s` ends early, cut short: every rank location it holds has its data reported
@@ -323,42 +343,6 @@ impl Reader {
             Target::Rank(i) => self.rank_record(i, record, time, line),
             Target::Counted(_) => Ok(()),
         }
-    }
-
-    /// The world rank of process `p` named by a record, `None` (and a skipped record) when it
-    /// is a process that is not an MPI rank.
-    fn peer(&mut self, p: u32, me: Rank, time: Time, what: &str) -> Converted<Option<Rank>> {
-        if let Some(rank) = self.layout.rank_of(p) {
-            return Ok(Some(rank));
-        }
-        if self.layout.places.contains_key(&p) {
-            self.skipped(
-                Some(me),
-                time,
-                format!("{what} process {p:x}, which is not an MPI rank"),
-            );
-            return Ok(None);
-        }
-        self.skipped(
-            Some(me),
-            time,
-            format!("{what} process {p:x}, which is not defined"),
-        );
-        Ok(None)
-    }
-
-    /// Whether communicator (process group) `group` named by a record is one; if not, the
-    /// record is skipped and reported (its call is kept without it).
-    fn known_comm(&mut self, group: u32, me: Rank, time: Time, what: &str) -> bool {
-        if self.layout.context.comms.get(group).is_some() {
-            return true;
-        }
-        self.skipped(
-            Some(me),
-            time,
-            format!("{what} on process group {group:x}, which is not a defined communicator"),
-        );
-        false
     }
 
     /// An OTF message type as an MPI tag (tags above 2^31 - 1 are reported and kept as the
@@ -422,25 +406,23 @@ impl Reader {
                 );
             }
             Record::Leave { function } => self.leave(i, function, time, line)?,
+            // Peers, roots and communicators go to the conversion as the record names them:
+            // a process that is no MPI rank, or a group that is no communicator, is reported
+            // there as the rule it breaks, and the call kept without it.
             Record::Send {
                 receiver,
                 group,
                 tag,
                 bytes,
             } => {
-                if !self.known_comm(group, me, time, "a message") {
-                    return Ok(());
-                }
-                if let Some(dest) = self.peer(receiver, me, time, "a message to")? {
-                    let tag = self.tag(tag, me);
-                    let send = Event::Send {
-                        peer: dest,
-                        comm: group,
-                        tag,
-                        bytes: bytes.into(),
-                    };
-                    self.convert(i, send, time, line)?;
-                }
+                let tag = self.tag(tag, me);
+                let send = Event::Send {
+                    peer: receiver,
+                    comm: group,
+                    tag,
+                    bytes: bytes.into(),
+                };
+                self.convert(i, send, time, line)?;
             }
             Record::Receive {
                 sender,
@@ -448,47 +430,42 @@ impl Reader {
                 tag,
                 bytes,
             } => {
-                if !self.known_comm(group, me, time, "a message") {
-                    return Ok(());
-                }
-                if let Some(source) = self.peer(sender, me, time, "a message from")? {
-                    let tag = self.tag(tag, me);
-                    let (peer, comm, bytes) = (source, group, u64::from(bytes));
-                    let call = self.innermost_call(i);
-                    let waiting = match call {
-                        // Completed by a Wait or Test: the oldest waiting MPI_Irecv's.
-                        Some(k) if k.is_completion() => self.ranks[i].irecvs.pop_front(),
-                        // Recorded inside MPI_Irecv itself.
-                        Some(OpKind::Irecv) => self.ranks[i].irecvs.pop_back(),
-                        _ => None,
-                    };
-                    match (waiting, call) {
-                        (Some(request), _) => {
-                            let event = Event::Irecv {
-                                peer,
-                                comm,
-                                tag,
-                                bytes,
-                                request,
-                            };
-                            self.convert(i, event, time, line)?;
-                        }
-                        (None, Some(k)) if k.is_completion() => self.skipped(
-                            Some(me),
-                            time,
-                            format!(
-                                "a receive record from rank {source} inside a completion call, with no MPI_Irecv of this process waiting for one"
-                            ),
+                let tag = self.tag(tag, me);
+                let (peer, comm, bytes) = (sender, group, u64::from(bytes));
+                let call = self.innermost_call(i);
+                let waiting = match call {
+                    // Completed by a Wait or Test: the oldest waiting MPI_Irecv's.
+                    Some(k) if k.is_completion() => self.ranks[i].irecvs.pop_front(),
+                    // Recorded inside MPI_Irecv itself.
+                    Some(OpKind::Irecv) => self.ranks[i].irecvs.pop_back(),
+                    _ => None,
+                };
+                match (waiting, call) {
+                    (Some(request), _) => {
+                        let event = Event::Irecv {
+                            peer,
+                            comm,
+                            tag,
+                            bytes,
+                            request,
+                        };
+                        self.convert(i, event, time, line)?;
+                    }
+                    (None, Some(k)) if k.is_completion() => self.skipped(
+                        Some(me),
+                        time,
+                        format!(
+                            "a receive record from process {sender:x} inside a completion call, with no MPI_Irecv of this process waiting for one"
                         ),
-                        _ => {
-                            let event = Event::Recv {
-                                peer,
-                                comm,
-                                tag,
-                                bytes,
-                            };
-                            self.convert(i, event, time, line)?;
-                        }
+                    ),
+                    _ => {
+                        let event = Event::Recv {
+                            peer,
+                            comm,
+                            tag,
+                            bytes,
+                        };
+                        self.convert(i, event, time, line)?;
                     }
                 }
             }
@@ -501,19 +478,11 @@ impl Reader {
                 duration,
                 matching,
             } => {
-                if !self.known_comm(group, me, time, "a collective") {
-                    return Ok(());
-                }
-                // OTF2's "no root" value.
-                let mut root_rank = u32::MAX;
-                if root != 0 {
-                    if let Some(r) = self.peer(root, me, time, "a collective rooted at")? {
-                        root_rank = r;
-                    }
-                }
+                // Process 0 is no process: OTF2's "no root" value.
+                let root = if root == 0 { u32::MAX } else { root };
                 let end = Event::CollectiveEnd {
                     comm: group,
-                    root: root_rank,
+                    root,
                     sent,
                     received,
                 };
@@ -680,13 +649,25 @@ impl Reader {
         self.anomalies.extend(skipped);
         let ranks = self.ranks.len();
         TimeMerge::prime(&mut self, ranks)?.run(&mut self, sink, progress)?;
-        // Streams of processes that are not ranks: their records are only counted.
+        // Streams of processes that are not ranks: their records are only counted (what
+        // they break is reported as it is read, so that memory does not follow them).
         for s in 0..self.streams.len() {
             while !self.streams[s].done {
                 if !self.step(s)? {
                     self.end_stream(s);
                 }
+                self.flush_anomalies(sink)?;
             }
+        }
+        for (rank, n) in std::mem::take(&mut self.before_first) {
+            self.anomalies.push(Anomaly::ValueOverflow {
+                rank,
+                what: format!(
+                    "{n} time{} before the trace's first time {:x}, kept as its first time",
+                    if n == 1 { "" } else { "s" },
+                    self.first
+                ),
+            });
         }
         self.flush_anomalies(sink)?;
         let mut state = self.progress();

@@ -216,6 +216,11 @@ impl LineReader {
         Ok(true)
     }
 
+    /// The file read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The line last read, without its end of line.
     pub fn line(&self) -> &[u8] {
         &self.line

@@ -37,6 +37,9 @@ pub(crate) enum CommRanks {
     Global { id: CommId },
     /// `MPI_COMM_SELF`: each process has its own, with id `first_id + rank`.
     SelfComm { first_id: CommId },
+    /// Event records name processes (OTF v1's process tokens), translated to world ranks by
+    /// [`Context::process_ranks`]; a process that is no rank is no peer or root.
+    Processes { id: CommId },
 }
 
 /// Definitions every location's conversion reads.
@@ -46,6 +49,8 @@ pub(crate) struct Context {
     pub comms: IdTable<CommRanks>,
     /// The name of each MPI call kind the trace's regions use.
     pub kind_names: FxHashMap<OpKind, StrId>,
+    /// The world rank of each process a [`CommRanks::Processes`] communicator's records name.
+    pub process_ranks: FxHashMap<u32, Rank>,
 }
 
 /// Definitions by id: a vector for the small dense ids tracers use, a map beyond (looked up
@@ -133,6 +138,13 @@ impl Context {
                 ),
             },
             Some(CommRanks::Global { id }) => Ok((*id, local)),
+            Some(CommRanks::Processes { id }) => match self.process_ranks.get(&local) {
+                Some(&r) => Ok((*id, r)),
+                None => fail(
+                    "rank not in communicator",
+                    format!("process {local:x} is not an MPI rank"),
+                ),
+            },
             Some(CommRanks::SelfComm { first_id }) => {
                 if local == 0 {
                     Ok((first_id + me, me))
@@ -149,7 +161,9 @@ impl Context {
 
     fn comm_id(&self, comm: u32, me: Rank) -> Converted<CommId> {
         match self.comms.get(comm) {
-            Some(CommRanks::Members { id, .. }) | Some(CommRanks::Global { id }) => Ok(*id),
+            Some(CommRanks::Members { id, .. })
+            | Some(CommRanks::Global { id })
+            | Some(CommRanks::Processes { id }) => Ok(*id),
             Some(CommRanks::SelfComm { first_id }) => Ok(first_id + me),
             None => Err(unknown_comm(comm)),
         }
@@ -900,7 +914,9 @@ fn set_collective(
     op.send_bytes = sent;
     op.recv_bytes = received;
     op.comm = Some(ctx.comm_id(comm, me)?);
-    if op.kind.is_rooted() && root < FIRST_SPECIAL_ROOT {
+    // A root on a collective that has none is kept too: the import's checks report it
+    // (`Rule::UnexpectedRoot`) and drop it.
+    if root < FIRST_SPECIAL_ROOT {
         op.root = Some(ctx.world(comm, root, me)?.1);
     }
     Ok(())
