@@ -142,7 +142,7 @@ impl Trace {
             s
         }
         Anomaly::ReceiveNotRecorded { op, rank, dest, comm, tag } => format!(
-            "operation {op}: send from rank {rank} to rank {dest} (communicator {comm}, tag {tag}) matched no receive; rank {dest} has receives the trace recorded without their source and tag, one of which may have received it"
+            "operation {op}: send from rank {rank} to rank {dest} (communicator {comm}, tag {tag}) matched no receive; rank {dest} made receives whose communicator, source or tag the trace does not record, one of which may have received it"
         ),
         Anomaly::ClockConditionViolated { sender, receiver, messages, worst, time } => format!(
             "rank {sender} -> rank {receiver}: {messages} message(s) received before they were sent (clocks out of step), by up to {worst} ns, the first sent at {}",

@@ -850,10 +850,10 @@ pub enum Anomaly {
         /// The send start (ns) of the first violating message, in matching order.
         time: Time,
     },
-    /// A send left without a receive, to a rank whose trace has receives the tracer recorded
-    /// without their envelope (EZTrace records no completion of an `MPI_Irecv`): one of them
-    /// may have received it, so it is not counted as never received. Not an error of the
-    /// program.
+    /// A send left without a receive, to a rank that made receives whose communicator, source
+    /// or tag the trace does not record (EZTrace records no completion of an `MPI_Irecv`; a
+    /// receive may name a communicator the trace never defines): one of them may have
+    /// received it, so it is not counted as never received. Not an error of the program.
     ReceiveNotRecorded {
         /// The send operation.
         op: OpId,

@@ -212,7 +212,7 @@ pub fn render(trace: &Trace, all_anomalies: bool) -> Result<String> {
     if unrecorded > 0 {
         let _ = write!(
             w,
-            "; {} sends to ranks whose receives the trace recorded without source and tag",
+            "; {} sends to ranks with receives the trace records no envelope of",
             thousands(unrecorded)
         );
     }
