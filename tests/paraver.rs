@@ -943,6 +943,19 @@ fn a_bad_header_is_refused_with_its_column() {
 }
 
 #[test]
+fn a_communicator_line_of_an_application_the_header_lacks_is_reported_not_refused() {
+    // The first communicator line names application 7 of 2: the second names the MPI one.
+    let (_tmp, prv) = damaged(2, "c:7:5:3:1:2:3");
+    let (_dir, db) = temp_db();
+    db.import(&prv, Some("d")).unwrap();
+    let trace = db.trace("d").unwrap();
+    assert_eq!(trace.header().processes.len(), 3);
+    let whats = skipped(&trace);
+    let line = "communicator line 2: communicator 5 belongs to application 7, not to the MPI application 2";
+    assert!(whats.iter().any(|w| w == line), "{whats:?}");
+}
+
+#[test]
 fn bad_records_are_refused_with_their_line() {
     let (_tmp, prv) = damaged(7, "2:1:2:1:1:10:50000003:3x1");
     rejected(

@@ -155,7 +155,7 @@ impl Layout {
         (h < count).then(|| self.first_thread[a][t] + h as usize)
     }
 
-    /// What the header declares, for an error about an undeclared thread.
+    /// What the header declares, for the anomaly about a record of an undeclared thread.
     pub fn describe(&self) -> String {
         let apps: Vec<String> = self
             .threads

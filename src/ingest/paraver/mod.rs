@@ -28,12 +28,14 @@
 //! - State records are counted; comments are skipped.
 //!
 //! Refused, with the file, line and column: a damaged header, a record that does not parse,
-//! a record naming a thread the header does not declare, a time that overflows nanoseconds.
-//! Kept and reported as anomalies: calls open at the end or closed without an opening (a cut
-//! trace); sends and receives whose message record is missing (messages crossing the cut) and
-//! collectives without communicator or root, kept as calls without records; messages with a
-//! task outside the MPI application; communicator lines that list tasks outside it; records
-//! out of time order.
+//! a time that overflows nanoseconds. Kept and reported as anomalies: calls open at the end or
+//! closed without an opening (a cut trace); sends and receives whose message record is missing
+//! (messages crossing the cut) and collectives without a communicator, kept as calls without
+//! records; messages with a task of another application; records of a thread the header does
+//! not declare (a task beyond the MPI application's is Table 3.1's unknown rank). What breaks a
+//! rule of Table 3.1 (records out of time order, a communicator line that lists a task twice or
+//! beyond the application's, a root on a collective that has none, …) is handed to the import's
+//! seam as recorded, which reports it as the rule.
 //!
 //! The file is streamed: memory holds only the items each thread is still completing.
 
@@ -107,7 +109,7 @@ pub fn read_trace(path: &Path, sink: &mut dyn EventSink) -> Result<ReadStats> {
     let header = header::read(&mut lines, &file_name)?;
     let pcf = names::read_pcf(&companion(path, "pcf"))?.unwrap_or_default();
     let row = names::read_row(&companion(path, "row"))?;
-    let mpi_app = match mpi_application(&header, &file_name)? {
+    let mpi_app = match mpi_application(&header) {
         Some(app) => app,
         None => find_mpi_application(open()?, header.apps.len())?,
     };
@@ -143,28 +145,21 @@ pub fn read_trace(path: &Path, sink: &mut dyn EventSink) -> Result<ReadStats> {
     })
 }
 
-/// The MPI application (from 0) as the header tells: the one its communicator lines name,
-/// or the only one. `None` when several applications and no communicator line leave it open.
-fn mpi_application(header: &header::Header, file: &str) -> Result<Option<usize>> {
-    if let Some(c) = header.comms.first() {
-        let app = usize::try_from(c.app).unwrap_or(usize::MAX);
-        if app == 0 || app > header.apps.len() {
-            return Err(Error::input(
-                file,
-                c.line,
-                3,
-                "bad header",
-                format!(
-                    "the communicator line names application {}, the header declares {}",
-                    c.app,
-                    header.apps.len()
-                ),
-                "",
-            ));
-        }
-        return Ok(Some(app - 1));
+/// The MPI application (from 0) as the header tells: the one its first communicator line of
+/// a declared application names, or the only one. `None` when several applications and no
+/// communicator line leave it open. (A line of an application the header does not declare is
+/// reported with the communicators, and left out.)
+fn mpi_application(header: &header::Header) -> Option<usize> {
+    let apps = header.apps.len();
+    let named = header
+        .comms
+        .iter()
+        .filter_map(|c| usize::try_from(c.app).ok())
+        .find(|app| (1..=apps).contains(app));
+    match named {
+        Some(app) => Some(app - 1),
+        None => (apps == 1).then_some(0),
     }
-    Ok((header.apps.len() == 1).then_some(0))
 }
 
 /// The first application whose records hold MPI calls, messages or global operations

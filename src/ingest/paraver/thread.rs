@@ -569,13 +569,9 @@ impl RankThread {
                 };
                 self.set_sizes(seq, send, recv);
             }
-            GLOBAL_OP_IS_ROOT => {
-                // On a collective that has no root, the flag is kept for the import's seam
-                // to report (`UnexpectedRoot`).
-                if value != 0 {
-                    self.op(seq).root = Some(rank);
-                }
-            }
+            // On a collective that has no root, the flag is kept for the import's seam to
+            // report (`UnexpectedRoot`).
+            GLOBAL_OP_IS_ROOT if value != 0 => self.op(seq).root = Some(rank),
             GLOBAL_OP_COMM => match bytes {
                 Ok(id) => self.set_comm(cx, layout, seq, id)?,
                 Err(_) => self.set_comm(cx, layout, seq, u64::MAX)?,
