@@ -21,6 +21,19 @@ pub struct InputError {
     pub message: String,
     /// The offending text (the line), shown under the message with a caret.
     pub text: String,
+    /// Whether the bytes are wrong or the file ends before its data does.
+    pub fault: InputFault,
+}
+
+/// What kind of fault an [`InputError`] reports: bytes that cannot be decoded, or a file
+/// that ends before its data does (a partial copy, whose reader may keep what came before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputFault {
+    /// The input does not follow its format (or a rule mtfdb's own formats keep).
+    Invalid,
+    /// The file ends inside its data.
+    Truncated,
 }
 
 impl fmt::Display for InputError {
@@ -233,7 +246,28 @@ impl Error {
             rule: rule.into(),
             message: message.into(),
             text: text.into(),
+            fault: InputFault::Invalid,
         }))
+    }
+
+    /// An [`Error::Input`] about a binary `file` that ends at byte `offset` inside the data
+    /// (rule `truncated file`, [`InputFault::Truncated`]).
+    pub fn truncated(file: impl Into<String>, offset: u64, message: impl Into<String>) -> Error {
+        Error::Input(Box::new(InputError {
+            file: file.into(),
+            line: 0,
+            column: offset,
+            rule: "truncated file".to_string(),
+            message: message.into(),
+            text: String::new(),
+            fault: InputFault::Truncated,
+        }))
+    }
+
+    /// Whether the error says that a file ends before its data does (a partial copy), rather
+    /// than that its bytes cannot be decoded.
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, Error::Input(i) if i.fault == InputFault::Truncated)
     }
 }
 

@@ -66,7 +66,7 @@ pub use database::Trace;
 /// A database of imported traces, and how traces get into it.
 pub use database::{default_database_path, Database, SourceFormat, TraceInfo};
 /// The one error type, with what a program matches on.
-pub use error::{Error, InputError, Limit, NameKind, Result};
+pub use error::{Error, InputError, InputFault, Limit, NameKind, Result};
 /// The interface a program that produces events itself imports them through
 /// ([`Database::import_events`]), with what an import reports and checks.
 pub use ingest::{EventSink, Policy, Progress, ValidatingSink};

@@ -336,20 +336,24 @@ fn lulesh_messages_bytes_and_calls_equal_the_prv_records() {
         anomaly_count(&trace, "MPI call without its records"),
         cut_sends + cut_receives
     );
-    // Communicator lines that list tasks the MPI application does not have.
-    let foreign_comms = o
+    // Communicator lines that list tasks the MPI application does not have (9 to 12): each
+    // such task is a member that is no process (Table 3.1), dropped from its communicator;
+    // a communicator left without members is dropped too.
+    let beyond = |m: &Vec<i64>| m.iter().filter(|&&t| t as u64 > o.tasks[0]).count() as u64;
+    let unknown_members: u64 = o.comms.values().map(beyond).sum();
+    let emptied = o
         .comms
         .values()
-        .filter(|m| m.iter().any(|&t| t < 1 || t as u64 > o.tasks[0]))
+        .filter(|m| beyond(m) == m.len() as u64)
         .count() as u64;
-    assert_eq!(foreign_comms, 5);
-    let whats = skipped(&trace);
-    assert_eq!(whats.len() as u64, foreign_comms);
-    assert!(
-        whats.iter().all(|w| w.starts_with("communicator line")),
-        "{whats:?}"
+    assert_eq!((unknown_members, emptied), (8, 4));
+    assert_eq!(
+        anomaly_count(&trace, "member not a process"),
+        unknown_members
     );
-    assert_eq!(anomaly_count(&trace, "record skipped"), foreign_comms);
+    assert_eq!(anomaly_count(&trace, "empty communicator"), emptied);
+    assert_eq!(skipped(&trace), Vec::<String>::new());
+    assert_eq!(anomaly_count(&trace, "record skipped"), 0);
     assert_eq!(anomaly_count(&trace, "send never received"), 0);
     assert_eq!(anomaly_count(&trace, "receive never matched"), 0);
 
@@ -798,30 +802,37 @@ fn a_cut_trace_reports_what_crosses_the_cut_and_keeps_the_rest() {
                 format!("open {} on {rank}", trace.string(*routine).unwrap())
             }
             Anomaly::MissingFinalize { rank } => format!("no finalize on {rank}"),
+            Anomaly::BrokenRule {
+                rule,
+                rank: Some(rank),
+                time: Some(time),
+                value,
+                ..
+            } => format!("{} on {rank} at {time}: {value:?}", rule.class()),
             other => format!("{other:?}"),
         })
         .collect();
     anomalies.retain(|a| !a.is_empty());
     anomalies.sort();
-    // The Isend whose receive lies past the cut, the Irecv whose send does, the Bcast whose
-    // root's call does (no member of its instance names the root), the Allreduce on a
-    // communicator the header does not declare.
+    // The Isend whose receive lies past the cut, the Irecv whose send does: calls without
+    // records. The Bcast whose root's call lies past the cut (no member of its instance
+    // names the root) and the Allreduce on a communicator the header does not declare are
+    // kept as calls of their kind, reported as the rules they break.
     assert_eq!(
         without_records(&trace),
         vec![
             (0, "MPI_Isend".to_string(), 10),
-            (1, "MPI_Allreduce".to_string(), 50),
-            (1, "MPI_Bcast".to_string(), 40),
             (1, "MPI_Irecv".to_string(), 30),
         ]
     );
-    assert_eq!(
-        skipped(&trace),
-        vec!["MPI_Allreduce (thread 0) on communicator 77, which the header does not declare for the MPI application; it is kept as a call without records"]
-    );
+    assert_eq!(skipped(&trace), Vec::<String>::new());
+    // The Bcast's instance lacks rank 0's call, past the cut.
     assert_eq!(
         anomalies,
         vec![
+            "IncompleteCollective { kind: Bcast, comm: 1, present: 1, expected: 2 }",
+            "MissingRoot on 1 at 40: None",
+            "UnknownCommunicator on 1 at 50: Some(77)",
             "left event type 50000001 on 0.0 at 5",
             "left event type 60000019 on 0.0 at 5",
             "no finalize on 0",
@@ -924,14 +935,6 @@ fn a_bad_header_is_refused_with_its_column() {
             prv.display()
         ),
     );
-    let (_tmp, prv) = damaged(
-        1,
-        "#Paraver (01/02/2024 at 10:00):200_us:2(4,4):2:2(1:1,1:2),3(1:1,2:1,1:3),2",
-    );
-    rejected(
-        &prv,
-        &format!("{}:1:71: bad header: task 3 of application 2 runs on node 3, the header declares 2 nodes", prv.display()),
-    );
     let (_tmp, prv) = damaged(3, "x:2:6:2:3:1");
     rejected(
         &prv,
@@ -940,13 +943,20 @@ fn a_bad_header_is_refused_with_its_column() {
 }
 
 #[test]
+fn a_communicator_line_of_an_application_the_header_lacks_is_reported_not_refused() {
+    // The first communicator line names application 7 of 2: the second names the MPI one.
+    let (_tmp, prv) = damaged(2, "c:7:5:3:1:2:3");
+    let (_dir, db) = temp_db();
+    db.import(&prv, Some("d")).unwrap();
+    let trace = db.trace("d").unwrap();
+    assert_eq!(trace.header().processes.len(), 3);
+    let whats = skipped(&trace);
+    let line = "communicator line 2: communicator 5 belongs to application 7, not to the MPI application 2";
+    assert!(whats.iter().any(|w| w == line), "{whats:?}");
+}
+
+#[test]
 fn bad_records_are_refused_with_their_line() {
-    // A communication record naming a thread the header does not declare.
-    let (_tmp, prv) = damaged(6, "3:1:2:1:1:30:35:2:2:9:1:28:40:100:7");
-    rejected(
-        &prv,
-        &format!("{}:6:19: undeclared thread: thread 2.9.1 is not declared by the header (application 1 has 2 tasks, application 2 has 3 tasks)", prv.display()),
-    );
     let (_tmp, prv) = damaged(7, "2:1:2:1:1:10:50000003:3x1");
     rejected(
         &prv,
@@ -1045,8 +1055,10 @@ fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node
     db.import(&prv, Some("lulesh")).unwrap();
     let trace = db.trace("lulesh").unwrap();
     // The .prv's lines `c:1:ID:1:TASK` of the 8-task MPI application: each is task TASK's
-    // (rank TASK - 1) MPI_COMM_SELF; `c:1:14:8:1:…:8` is the world. Lines naming tasks 9 to
-    // 12 (of the other application) are reported, not kept.
+    // (rank TASK - 1) MPI_COMM_SELF; `c:1:14:8:1:…:8` is the world. Tasks 9 to 12 (which
+    // the application does not have) are members that are no process, dropped (reported
+    // by tests above): `c:1:1:12:1:…:12` keeps tasks 1 to 8, a line of one of them alone
+    // is dropped with it.
     let text = std::fs::read_to_string(&prv).unwrap();
     let mut want = vec![(
         14,
@@ -1055,18 +1067,17 @@ fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node
     )];
     for line in text.lines().filter(|l| l.starts_with("c:1:")) {
         let f: Vec<u32> = line[4..].split(':').map(|x| x.parse().unwrap()).collect();
-        if let [id, 1, task] = f[..] {
-            if task <= 8 {
-                want.push((
-                    id,
-                    format!("MPI_COMM_SELF of rank {}", task - 1),
-                    vec![task - 1],
-                ));
-            }
+        let (id, tasks) = (f[0], &f[2..]);
+        let kept: Vec<u32> = tasks.iter().filter(|&&t| t <= 8).map(|t| t - 1).collect();
+        match kept[..] {
+            _ if id == 14 => {}
+            [] => {}
+            [rank] => want.push((id, format!("MPI_COMM_SELF of rank {rank}"), kept)),
+            _ => want.push((id, format!("C{id}"), kept)),
         }
     }
     assert_eq!(comm_list(&trace), want);
-    assert_eq!(want.len(), 9);
+    assert_eq!(want.len(), 10);
     // The .row's one node is the processor every rank ran on.
     let h = trace.header();
     assert_eq!(
@@ -1085,7 +1096,7 @@ fn lulesh_one_member_communicators_are_the_ranks_self_communicators_and_its_node
         "{out}"
     );
     assert!(
-        out.contains("communicators: 9\n  MPI_COMM_WORLD (id 14): 8 members: 0-7\n  MPI_COMM_SELF of rank 1 (id 2): 1 members: 1\n"),
+        out.contains("communicators: 10\n  MPI_COMM_WORLD (id 14): 8 members: 0-7\n  C1 (id 1): 8 members: 0-7\n  MPI_COMM_SELF of rank 1 (id 2): 1 members: 1\n"),
         "{out}"
     );
 }

@@ -401,8 +401,8 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
         .sum();
     assert_eq!(barrier_bytes, 0);
 
-    // Rank 2 calls an Allreduce at 100 and a send at 200 on "pair" (ranks 0 and 1); every
-    // rank's Allreduce at 150 names root 1 (otf2-print: Root: 1).
+    // Rank 2 calls an Allreduce at 100 and a send at 200 on "pair" (ranks 0 and 1); the
+    // Allreduce of all three at 150 names root 1 (otf2-print: Root: 1).
     let (ok, out, err) = mtfdb(
         &db,
         &[
@@ -432,6 +432,9 @@ fn otf2_archives_that_break_rules_import_with_the_anomalies() {
     );
     assert_eq!(info_count(&info, "not a member"), Some(2));
     assert_eq!(info_count(&info, "unexpected root"), Some(3));
+    // The Allreduce of all three stays one instance, without the root.
+    let trace = Database::open(&db).unwrap().trace("c").unwrap();
+    assert_eq!(trace.summary().collective_instances, 1);
 }
 
 #[test]
@@ -592,4 +595,733 @@ c:1:2:1:1\n\
         .map(|(_, o)| o.send_bytes + o.recv_bytes)
         .sum();
     assert_eq!(barrier_bytes, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Every rule each foreign reader can meet, in a trace of its format (issue #40): the trace
+// imports through the command line, the anomaly has its class, rank and time in `SELECT
+// ANOMALIES`, `mtfdb info` and the import's summary count it, and the rest of the trace is
+// intact. docs/formats.md ("Table 3.1 rules by reader") says why the others cannot occur.
+
+/// One rule broken in a trace that is otherwise the run every case of its reader shares.
+struct RuleCase {
+    /// The case (an OTF2 fixture under `rules-cases/`, the trace's name).
+    case: &'static str,
+    /// The rule broken.
+    rule: Rule,
+    /// What `otf2-print` prints of the fault, whitespace squeezed (OTF2 only; a case whose
+    /// fault is in the definitions starts with `-G `).
+    oracle: &'static str,
+    /// Every anomaly reported: class, rank, call, time (as `SELECT ANOMALIES` prints them).
+    anomalies: &'static [(&'static str, &'static str, &'static str, &'static str)],
+    /// The value the anomaly of `rule` records.
+    value: Option<u64>,
+    /// The MPI calls by name besides the shared run's.
+    calls: &'static [(&'static str, u64)],
+    /// Matched messages (the shared run's one, and the case's).
+    messages: u64,
+    /// Collective instances (the shared run's MPI_Allreduce, and the case's).
+    instances: u64,
+}
+
+/// The MPI calls of the run every case shares.
+const SHARED_CALLS: [(&str, u64); 5] = [
+    ("MPI_Init", 3),
+    ("MPI_Send", 1),
+    ("MPI_Recv", 1),
+    ("MPI_Allreduce", 3),
+    ("MPI_Finalize", 3),
+];
+
+/// Imports `path` as the trace `c.case` into `db` with `mtfdb import` and checks what the
+/// case says: the anomalies, their counts in `info` and in the import's summary, the value
+/// of the rule's, and the rest of the trace (its message 0 -> 1 of 64 bytes, its calls, its
+/// collective instances).
+fn assert_rule_case(db: &Path, path: &Path, c: &RuleCase) {
+    let name = c.case;
+    let (ok, out, err) = mtfdb(db, &["import", path.to_str().unwrap(), "--name", name]);
+    assert!(ok, "{name}: {err}");
+    let (mut rows, info) = reported(db, name);
+    rows.sort();
+    let mut expected: Vec<Row> = c
+        .anomalies
+        .iter()
+        .map(|&(class, rank, call, time)| row(class, rank, call, time))
+        .collect();
+    expected.sort();
+    assert_eq!(rows, expected, "{name}: SELECT ANOMALIES");
+    assert!(
+        rows.iter().any(|r| r.0 == c.rule.class()),
+        "{name}: {rows:?}"
+    );
+    for class in rows.iter().map(|r| r.0.as_str()) {
+        let n = rows.iter().filter(|r| r.0 == class).count();
+        let kind = match Rule::from_class(class.as_bytes()) {
+            Some(rule) => rule.kind_name(),
+            None => continue,
+        };
+        assert_eq!(info_count(&info, kind), Some(n as u64), "{name}: {info}");
+        assert!(out.contains(&format!("{n} {kind}")), "{name}: {out}");
+    }
+    let trace = Database::open(db).unwrap().trace(name).unwrap();
+    let values: Vec<Option<u64>> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::BrokenRule { rule, value, .. } if rule == c.rule => Some(value),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !values.is_empty() && values.iter().all(|&v| v == c.value),
+        "{name}: {values:?}"
+    );
+    // The rest of the trace: the shared message matched, the calls, the instances.
+    let pairs: Vec<(u32, u32, u64, u64)> = trace
+        .pairs()
+        .iter()
+        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
+        .collect();
+    assert!(
+        pairs.iter().any(|p| p.0 == 0 && p.1 == 1 && p.3 >= 64),
+        "{name}: {pairs:?}"
+    );
+    assert_eq!(trace.summary().messages, c.messages, "{name}: {pairs:?}");
+    let mut calls: std::collections::BTreeMap<String, u64> = SHARED_CALLS
+        .iter()
+        .map(|&(call, n)| (call.to_string(), n))
+        .collect();
+    for &(call, n) in c.calls {
+        *calls.entry(call.to_string()).or_default() += n;
+    }
+    assert_eq!(common::otf2_print::calls_of(&trace), calls, "{name}: calls");
+    assert_eq!(
+        trace.summary().collective_instances,
+        c.instances,
+        "{name}: collective instances"
+    );
+}
+
+/// The OTF2 cases (tests/fixtures/otf2/make_rule_cases.py, `rules-cases/`): the fault at 300.
+const OTF2_CASES: &[RuleCase] = &[
+    RuleCase {
+        case: "dup-comm",
+        rule: Rule::DuplicateDeclaration,
+        oracle: "-G COMM 1 Name: \"pair again\" <16>, Group: \"\" <3>",
+        anomalies: &[("DuplicateDeclaration", "", "", "")],
+        value: Some(1),
+        // The message on "pair" goes to world rank 1, as its first definition says.
+        calls: &[("MPI_Send", 1), ("MPI_Recv", 1)],
+        messages: 2,
+        instances: 1,
+    },
+    RuleCase {
+        case: "unknown-processor",
+        rule: Rule::UnknownProcessor,
+        oracle: "-G LOCATION_GROUP 2 Name: \"MPI Rank 2\" <11>, Type: PROCESS, Parent: INVALID <7>",
+        anomalies: &[("UnknownProcessor", "2", "", "")],
+        value: Some(7),
+        calls: &[],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "empty-comm",
+        rule: Rule::EmptyCommunicator,
+        oracle: "-G GROUP 2 Name: \"\" <13>, Type: COMM_GROUP, Paradigm: MPI, Flags: NONE, 0 Members",
+        anomalies: &[
+            ("EmptyCommunicator", "", "", ""),
+            ("UnknownCommunicator", "2", "MPI_Barrier", "300"),
+        ],
+        value: None,
+        calls: &[("MPI_Barrier", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "unknown-member",
+        rule: Rule::UnknownMember,
+        oracle: "-G 2 Members: 0 (\"Master thread\" <0>), 5 (INVALID)",
+        // Rank 1 of "pair" is the world rank 5 its group lists, which is no process.
+        anomalies: &[
+            ("UnknownMember", "", "", ""),
+            ("PeerOutsideCommunicator", "0", "MPI_Send", "300"),
+        ],
+        value: Some(5),
+        calls: &[("MPI_Send", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "dup-member",
+        rule: Rule::DuplicateMember,
+        oracle: "-G 3 Members: 0 (\"Master thread\" <0>), 1 (\"Master thread\" <1>), 0 (\"Master thread\" <0>)",
+        anomalies: &[("DuplicateMember", "", "", "")],
+        value: Some(0),
+        calls: &[("MPI_Barrier", 2)],
+        messages: 1,
+        instances: 2,
+    },
+    RuleCase {
+        case: "end-before-start",
+        rule: Rule::EndBeforeStart,
+        oracle: "LEAVE 2 290 Region: \"MPI_Comm_rank\" <6>",
+        anomalies: &[("EndBeforeStart", "2", "MPI_Comm_rank", "300")],
+        value: Some(290),
+        calls: &[("MPI_Comm_rank", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "time-backwards",
+        rule: Rule::TimeGoesBackwards,
+        oracle: "ENTER 2 290 Region: \"MPI_Comm_rank\" <6>",
+        anomalies: &[("TimeGoesBackwards", "2", "MPI_Comm_rank", "300")],
+        value: Some(290),
+        calls: &[("MPI_Comm_rank", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "routine-backwards",
+        rule: Rule::RoutineTimeGoesBackwards,
+        oracle: "ENTER 2 290 Region: \"work\" <8>",
+        anomalies: &[("RoutineTimeGoesBackwards", "2", "", "300")],
+        value: Some(290),
+        calls: &[("MPI_Comm_rank", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "unknown-comm",
+        rule: Rule::UnknownCommunicator,
+        oracle: "MPI_SEND 2 301 Receiver: 0 (INVALID), Communicator: INVALID <9>",
+        anomalies: &[("UnknownCommunicator", "2", "MPI_Send", "300")],
+        value: Some(9),
+        calls: &[("MPI_Send", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "rank-outside",
+        rule: Rule::RankOutsideCommunicator,
+        oracle: "MPI_COLLECTIVE_END 2 301 Operation: BARRIER, Communicator: \"pair\" <1>",
+        anomalies: &[("RankOutsideCommunicator", "2", "MPI_Barrier", "300")],
+        value: Some(1),
+        calls: &[("MPI_Barrier", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "missing-comm",
+        rule: Rule::MissingCommunicator,
+        oracle: "MPI_COLLECTIVE_END 2 301 Operation: BARRIER, Communicator: UNDEFINED",
+        anomalies: &[("MissingCommunicator", "2", "MPI_Barrier", "300")],
+        value: None,
+        calls: &[("MPI_Barrier", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "missing-dest",
+        rule: Rule::MissingDestination,
+        oracle: "MPI_SEND 2 301 Receiver: UNDEFINED, Communicator: \"MPI_COMM_WORLD\" <0>",
+        anomalies: &[("MissingDestination", "2", "MPI_Send", "300")],
+        value: None,
+        calls: &[("MPI_Send", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "peer-outside",
+        rule: Rule::PeerOutsideCommunicator,
+        oracle: "MPI_SEND 2 301 Receiver: 5 (INVALID), Communicator: \"MPI_COMM_WORLD\" <0>",
+        anomalies: &[("PeerOutsideCommunicator", "2", "MPI_Send", "300")],
+        value: Some(5),
+        calls: &[("MPI_Send", 1)],
+        messages: 1,
+        instances: 1,
+    },
+    RuleCase {
+        case: "unexpected-root",
+        rule: Rule::UnexpectedRoot,
+        oracle: "MPI_COLLECTIVE_END 1 301 Operation: BARRIER, Communicator: \"MPI_COMM_WORLD\" <0>, Root: 1",
+        anomalies: &[("UnexpectedRoot", "1", "MPI_Barrier", "300")],
+        value: Some(1),
+        calls: &[("MPI_Barrier", 3)],
+        messages: 1,
+        instances: 2,
+    },
+    RuleCase {
+        case: "missing-root",
+        rule: Rule::MissingRoot,
+        oracle: "MPI_COLLECTIVE_END 2 301 Operation: BCAST, Communicator: \"MPI_COMM_WORLD\" <0>, Root: NONE",
+        anomalies: &[("MissingRoot", "2", "MPI_Bcast", "300")],
+        value: None,
+        calls: &[("MPI_Bcast", 3)],
+        messages: 1,
+        instances: 2,
+    },
+    RuleCase {
+        case: "root-outside",
+        rule: Rule::RootOutsideCommunicator,
+        oracle: "MPI_COLLECTIVE_END 2 301 Operation: BCAST, Communicator: \"MPI_COMM_WORLD\" <0>, Root: 7 (INVALID)",
+        anomalies: &[("RootOutsideCommunicator", "2", "MPI_Bcast", "300")],
+        value: Some(7),
+        calls: &[("MPI_Bcast", 3)],
+        messages: 1,
+        instances: 2,
+    },
+    RuleCase {
+        case: "bytes-on-barrier",
+        rule: Rule::BytesOnBarrier,
+        oracle: "MPI_COLLECTIVE_END 2 301 Operation: BARRIER, Communicator: \"MPI_COMM_WORLD\" <0>, Root: NONE, Sent: 4, Received: 4",
+        anomalies: &[("BytesOnBarrier", "2", "MPI_Barrier", "300")],
+        value: Some(4),
+        calls: &[("MPI_Barrier", 3)],
+        messages: 1,
+        instances: 2,
+    },
+];
+
+/// `otf2-print`'s text of `anchor` (its definitions with `-G`), whitespace squeezed.
+fn otf2_printed(args: &[&str], anchor: &Path) -> String {
+    common::otf2_print::run(args, anchor)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn otf2_archives_break_each_rule_they_can_express() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let oracle = common::otf2_print::available();
+    for c in OTF2_CASES {
+        let anchor = otf2_fixture(&format!("rules-cases/{}", c.case));
+        if oracle {
+            // The fault is in the archive as the reference reader prints it.
+            let (args, text): (&[&str], &str) = match c.oracle.strip_prefix("-G ") {
+                Some(defs) => (&["-G"], defs),
+                None => (&[], c.oracle),
+            };
+            let printed = otf2_printed(args, &anchor);
+            assert!(printed.contains(text), "{}: {text}\n{printed}", c.case);
+        }
+        assert_rule_case(&db, &anchor, c);
+    }
+    // Every rule is met but the ones docs/formats.md says OTF2 cannot express.
+    let met: Vec<Rule> = OTF2_CASES.iter().map(|c| c.rule).collect();
+    let unmet: Vec<Rule> = Rule::ALL.into_iter().filter(|r| !met.contains(r)).collect();
+    assert_eq!(unmet, vec![Rule::UnknownRank, Rule::MissingSource]);
+}
+
+/// A Paraver trace of the run every Paraver case shares, 3 tasks of one thread (`tasks`
+/// overrides the header's task list): MPI_Init at 10, a message of 64 bytes from task 1 to
+/// task 2 with tag 5 at 100, an MPI_Allreduce of all three on the world (communicator 1) at
+/// 200, MPI_Finalize at 900; with the communicator lines `comms` after the world's and the
+/// records `fault` at 300. Extrae's numbering: MPI calls are event types 50000001 (Send 1,
+/// Recv 2), 50000002 (Bcast 7, Barrier 8, Allreduce 10) and 50000003 (Comm_rank 19, Init 31,
+/// Finalize 32); a collective's sizes, root flag and communicator 50100001 to 50100004; user
+/// functions 60000019.
+fn paraver_case(tasks: Option<&str>, comms: &[&str], fault: &str) -> String {
+    let tasks = tasks.unwrap_or("3(1:1,1:1,1:1)");
+    let mut prv = format!(
+        "#Paraver (29/11/2026 at 10:00):1000_ns:1(3):1:{tasks},{}\nc:1:1:3:1:2:3\n",
+        comms.len() + 1
+    );
+    for c in comms {
+        prv.push_str(c);
+        prv.push('\n');
+    }
+    let each = |line: &str| {
+        (1..=3)
+            .map(|t| format!("2:1:1:{t}:1:{line}\n"))
+            .collect::<String>()
+    };
+    prv += &each("10:50000003:31");
+    prv += &each("15:50000003:0");
+    prv += "2:1:1:1:1:100:50000001:1\n2:1:1:2:1:100:50000001:2\n\
+            3:1:1:1:1:100:105:1:1:2:1:100:115:64:5\n\
+            2:1:1:1:1:110:50000001:0\n2:1:1:2:1:120:50000001:0\n";
+    prv += &each("200:50000002:10:50100001:8:50100002:8:50100004:1");
+    prv += &each("210:50000002:0");
+    prv += fault;
+    prv += &each("900:50000003:32");
+    prv += &each("910:50000003:0");
+    prv
+}
+
+/// The Paraver cases: (header's tasks, more communicator lines, the records at 300, case).
+#[allow(clippy::type_complexity)]
+const PARAVER_CASES: &[(Option<&str>, &[&str], &str, RuleCase)] = &[
+    (
+        None,
+        // Communicator 2 is declared twice; tasks 1 and 2 call MPI_Barrier on it, which
+        // its first line gives them both.
+        &["c:1:2:2:1:2", "c:1:2:2:2:3"],
+        "2:1:1:1:1:300:50000002:8:50100004:2\n2:1:1:2:1:300:50000002:8:50100004:2\n\
+         2:1:1:1:1:310:50000002:0\n2:1:1:2:1:310:50000002:0\n",
+        RuleCase {
+            case: "dup-comm",
+            rule: Rule::DuplicateDeclaration,
+            oracle: "",
+            anomalies: &[("DuplicateDeclaration", "", "", "")],
+            value: Some(2),
+            calls: &[("MPI_Barrier", 2)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        // Task 3 runs on node 2 of a header that declares 1 (processor 1, counted from 0).
+        Some("3(1:1,1:1,1:2)"),
+        &[],
+        "",
+        RuleCase {
+            case: "unknown-processor",
+            rule: Rule::UnknownProcessor,
+            oracle: "",
+            anomalies: &[("UnknownProcessor", "2", "", "")],
+            value: Some(1),
+            calls: &[],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        // Communicator 2 has no task; task 3 calls MPI_Barrier on it.
+        &["c:1:2:0"],
+        "2:1:1:3:1:300:50000002:8:50100004:2\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "empty-comm",
+            rule: Rule::EmptyCommunicator,
+            oracle: "",
+            anomalies: &[
+                ("EmptyCommunicator", "", "", ""),
+                ("UnknownCommunicator", "2", "MPI_Barrier", "300"),
+            ],
+            value: None,
+            calls: &[("MPI_Barrier", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        // Communicator 2 lists tasks 1 and 5 (of 3); task 1 broadcasts on it as its root,
+        // alone in it once task 5 is left out.
+        &["c:1:2:2:1:5"],
+        "2:1:1:1:1:300:50000002:7:50100001:8:50100002:8:50100003:1:50100004:2\n\
+         2:1:1:1:1:310:50000002:0\n",
+        RuleCase {
+            case: "unknown-member",
+            rule: Rule::UnknownMember,
+            oracle: "",
+            anomalies: &[("UnknownMember", "", "", "")],
+            value: Some(4),
+            calls: &[("MPI_Bcast", 1)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        None,
+        &["c:1:2:3:1:2:1"],
+        "2:1:1:1:1:300:50000002:8:50100004:2\n2:1:1:2:1:300:50000002:8:50100004:2\n\
+         2:1:1:1:1:310:50000002:0\n2:1:1:2:1:310:50000002:0\n",
+        RuleCase {
+            case: "dup-member",
+            rule: Rule::DuplicateMember,
+            oracle: "",
+            anomalies: &[("DuplicateMember", "", "", "")],
+            value: Some(0),
+            calls: &[("MPI_Barrier", 2)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        None,
+        &[],
+        // MPI_Comm_rank closes at 290, before it opened.
+        "2:1:1:3:1:300:50000003:19\n2:1:1:3:1:290:50000003:0\n",
+        RuleCase {
+            case: "end-before-start",
+            rule: Rule::EndBeforeStart,
+            oracle: "",
+            anomalies: &[("EndBeforeStart", "2", "MPI_Comm_rank", "300")],
+            value: Some(290),
+            calls: &[("MPI_Comm_rank", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        // Task 3 enters function 1 at 300, then MPI_Comm_rank opens at 290.
+        "2:1:1:3:1:300:60000019:1\n2:1:1:3:1:290:50000003:19\n\
+         2:1:1:3:1:305:50000003:0\n2:1:1:3:1:310:60000019:0\n",
+        RuleCase {
+            case: "time-backwards",
+            rule: Rule::TimeGoesBackwards,
+            oracle: "",
+            anomalies: &[("TimeGoesBackwards", "2", "MPI_Comm_rank", "300")],
+            value: Some(290),
+            calls: &[("MPI_Comm_rank", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        // MPI_Comm_rank from 300 to 305, then function 1 entered at 290.
+        "2:1:1:3:1:300:50000003:19\n2:1:1:3:1:305:50000003:0\n\
+         2:1:1:3:1:290:60000019:1\n2:1:1:3:1:310:60000019:0\n",
+        RuleCase {
+            case: "routine-backwards",
+            rule: Rule::RoutineTimeGoesBackwards,
+            oracle: "",
+            anomalies: &[("RoutineTimeGoesBackwards", "2", "", "300")],
+            value: Some(290),
+            calls: &[("MPI_Comm_rank", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        "2:1:1:3:1:300:50000002:8:50100004:7\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "unknown-comm",
+            rule: Rule::UnknownCommunicator,
+            oracle: "",
+            anomalies: &[("UnknownCommunicator", "2", "MPI_Barrier", "300")],
+            value: Some(7),
+            calls: &[("MPI_Barrier", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &["c:1:2:2:1:2"],
+        "2:1:1:3:1:300:50000002:8:50100004:2\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "rank-outside",
+            rule: Rule::RankOutsideCommunicator,
+            oracle: "",
+            anomalies: &[("RankOutsideCommunicator", "2", "MPI_Barrier", "300")],
+            value: Some(2),
+            calls: &[("MPI_Barrier", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        // Task 3 sends to task 5 of an application of 3: the send keeps no peer; the
+        // receive side belongs to no process.
+        "2:1:1:3:1:300:50000001:1\n3:1:1:3:1:300:305:1:1:5:1:300:305:16:6\n\
+         2:1:1:3:1:310:50000001:0\n",
+        RuleCase {
+            case: "peer-outside",
+            rule: Rule::PeerOutsideCommunicator,
+            oracle: "",
+            anomalies: &[
+                ("PeerOutsideCommunicator", "2", "MPI_Send", "300"),
+                ("UnknownRank", "", "", "300"),
+            ],
+            value: Some(4),
+            calls: &[("MPI_Send", 1)],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        // An event of task 5 of an application of 3.
+        "2:1:1:5:1:300:50000003:19\n",
+        RuleCase {
+            case: "unknown-rank",
+            rule: Rule::UnknownRank,
+            oracle: "",
+            anomalies: &[("UnknownRank", "", "", "300")],
+            value: Some(4),
+            calls: &[],
+            messages: 1,
+            instances: 1,
+        },
+    ),
+    (
+        None,
+        &[],
+        // Task 2's MPI_Barrier carries the root flag.
+        "2:1:1:1:1:300:50000002:8:50100004:1\n2:1:1:2:1:300:50000002:8:50100003:1:50100004:1\n\
+         2:1:1:3:1:300:50000002:8:50100004:1\n2:1:1:1:1:310:50000002:0\n\
+         2:1:1:2:1:310:50000002:0\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "unexpected-root",
+            rule: Rule::UnexpectedRoot,
+            oracle: "",
+            anomalies: &[("UnexpectedRoot", "1", "MPI_Barrier", "300")],
+            value: Some(1),
+            calls: &[("MPI_Barrier", 3)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        None,
+        &[],
+        // An MPI_Bcast whose calls carry no root flag: no member names the root.
+        "2:1:1:1:1:300:50000002:7:50100001:8:50100002:8:50100004:1\n\
+         2:1:1:2:1:300:50000002:7:50100001:8:50100002:8:50100004:1\n\
+         2:1:1:3:1:300:50000002:7:50100001:8:50100002:8:50100004:1\n\
+         2:1:1:1:1:310:50000002:0\n2:1:1:2:1:310:50000002:0\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "missing-root",
+            rule: Rule::MissingRoot,
+            oracle: "",
+            anomalies: &[
+                ("MissingRoot", "0", "MPI_Bcast", "300"),
+                ("MissingRoot", "1", "MPI_Bcast", "300"),
+                ("MissingRoot", "2", "MPI_Bcast", "300"),
+            ],
+            value: None,
+            calls: &[("MPI_Bcast", 3)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        None,
+        &[],
+        // Old-style global-operation records of an MPI_Bcast (operation 1) on communicator 1:
+        // tasks 1 and 2 name root 0, task 3 root 7 (the communicator has 3 ranks).
+        "4:1:1:1:1:300:1:8:8:1:0\n4:1:1:2:1:300:1:8:8:1:0\n4:1:1:3:1:300:1:8:8:1:7\n",
+        RuleCase {
+            case: "root-outside",
+            rule: Rule::RootOutsideCommunicator,
+            oracle: "",
+            anomalies: &[("RootOutsideCommunicator", "2", "MPI_Bcast", "300")],
+            value: Some(7),
+            calls: &[("MPI_Bcast", 3)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+    (
+        None,
+        &[],
+        "2:1:1:1:1:300:50000002:8:50100004:1\n2:1:1:2:1:300:50000002:8:50100004:1\n\
+         2:1:1:3:1:300:50000002:8:50100001:4:50100002:4:50100004:1\n\
+         2:1:1:1:1:310:50000002:0\n2:1:1:2:1:310:50000002:0\n2:1:1:3:1:310:50000002:0\n",
+        RuleCase {
+            case: "bytes-on-barrier",
+            rule: Rule::BytesOnBarrier,
+            oracle: "",
+            anomalies: &[("BytesOnBarrier", "2", "MPI_Barrier", "300")],
+            value: Some(4),
+            calls: &[("MPI_Barrier", 3)],
+            messages: 1,
+            instances: 2,
+        },
+    ),
+];
+
+#[test]
+fn paraver_traces_break_each_rule_they_can_express() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (tasks, comms, fault, c) in PARAVER_CASES {
+        let prv = dir.path().join(format!("{}.prv", c.case));
+        std::fs::write(&prv, paraver_case(*tasks, comms, fault)).unwrap();
+        assert_rule_case(&db, &prv, c);
+    }
+    // Every rule is met but the ones docs/formats.md says Paraver cannot express.
+    let met: Vec<Rule> = PARAVER_CASES.iter().map(|c| c.3.rule).collect();
+    let unmet: Vec<Rule> = Rule::ALL.into_iter().filter(|r| !met.contains(r)).collect();
+    assert_eq!(
+        unmet,
+        vec![
+            Rule::MissingCommunicator,
+            Rule::MissingDestination,
+            Rule::MissingSource
+        ]
+    );
+}
+
+#[test]
+fn otf2_ranks_the_definitions_give_no_location_import_without_one() {
+    // Oracle (otf2-print -G): MPI's locations group lists "Master thread" <0>, <1>, INVALID
+    // <7>, <1> again and <3>, whose location group is INVALID <9>.
+    let anchor = otf2_fixture("rules-unplaced");
+    if common::otf2_print::available() {
+        let printed = otf2_printed(&["-G"], &anchor);
+        assert!(printed.contains("5 Members: \"Master thread\" <0>, \"Master thread\" <1>, INVALID <7>, \"Master thread\" <1>, \"Master thread\" <3>"), "{printed}");
+        assert!(printed.contains("LOCATION 3 Name: \"Master thread\" <6>, Type: CPU_THREAD, # Events: 7, Group: INVALID <9>"), "{printed}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let (ok, _, err) = mtfdb(&db, &["import", anchor.to_str().unwrap(), "--name", "u"]);
+    assert!(ok, "{err}");
+    let (rows, info) = reported(&db, "u");
+    // Rank 2's location is not in the archive: its data is missing, and rank 0's send to it
+    // waited for it. Rank 3 repeats rank 1's location: it has none, and never finalized.
+    assert_eq!(
+        rows,
+        vec![
+            row("MissingRankData", "2", "", ""),
+            row("SkippedRecord", "3", "", ""),
+            row("PeerDataMissing", "0", "MPI_Send", "200"),
+            row("MissingFinalize", "3", "", ""),
+        ]
+    );
+    assert_eq!(
+        info_count(&info, "rank's event data missing"),
+        Some(1),
+        "{info}"
+    );
+    let trace = Database::open(&db).unwrap().trace("u").unwrap();
+    let names: Vec<&str> = trace
+        .header()
+        .processes
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["MPI Rank 0", "MPI Rank 1", "P2", "P3", "P4"]);
+    let files: Vec<String> = trace
+        .anomalies()
+        .unwrap()
+        .into_iter()
+        .filter_map(|a| match a {
+            Anomaly::MissingRankData { rank, file, .. } => Some(format!("{rank} {file}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [format!(
+            "2 {}",
+            anchor.with_file_name("traces/7.evt").display()
+        )]
+    );
+    // Rank 4 (location 3, of an undefined process) keeps its events: its message from rank
+    // 0 is matched.
+    let pairs: Vec<(u32, u32, u64, u64)> = trace
+        .pairs()
+        .iter()
+        .map(|p| (p.sender, p.receiver, p.messages, p.bytes))
+        .collect();
+    assert_eq!(pairs, [(0, 4, 1, 8)]);
+    assert_eq!(trace.process_operations(4).unwrap().len(), 3);
 }

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
 use crate::model::{
-    flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, Rule, StrId, Time,
+    flags, Anomaly, CommId, OpKind, OpPosition, Operation, Rank, RoutineEvent, Rule, StrId, Time,
 };
 
 /// What a region is to mtfdb.
@@ -107,13 +107,24 @@ fn fail<T>(rule: &'static str, message: String) -> Converted<T> {
     Err(ConvertError { rule, message })
 }
 
-/// A communicator id with no translation to world ranks.
-fn unknown_comm(comm: u32) -> ConvertError {
-    ConvertError {
-        rule: "unknown communicator",
-        message: format!("communicator {comm} is not defined (or is an inter-communicator, which mtfdb does not translate)"),
-    }
+/// Why a communicator or rank a record names has no translation to the model's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Untranslatable {
+    /// The record names no communicator (`OTF2_UNDEFINED_COMM`).
+    NoCommunicator,
+    /// The communicator is not defined (or is an inter-communicator, which mtfdb does not
+    /// translate).
+    UnknownCommunicator,
+    /// The record names no rank (`OTF2_UNDEFINED_UINT32`).
+    NoRank,
+    /// The rank is not a rank of the communicator.
+    RankOutside,
 }
+
+type Translated<T> = std::result::Result<T, Untranslatable>;
+
+/// OTF2's undefined communicator and rank.
+const UNDEFINED: u32 = u32::MAX;
 
 impl Context {
     fn region(&self, id: u32) -> Converted<RegionInfo> {
@@ -125,47 +136,29 @@ impl Context {
 
     /// The model communicator and the world rank of `local` on OTF2 communicator `comm`, seen
     /// from world rank `me`.
-    fn world(&self, comm: u32, local: u32, me: Rank) -> Converted<(CommId, Rank)> {
-        match self.comms.get(comm) {
-            Some(CommRanks::Members { id, members }) => match members.get(local as usize) {
-                Some(&r) => Ok((*id, r)),
-                None => fail(
-                    "rank not in communicator",
-                    format!(
-                        "rank {local} is not a rank of communicator {comm}, which has {} members",
-                        members.len()
-                    ),
-                ),
-            },
-            Some(CommRanks::Global { id }) => Ok((*id, local)),
-            Some(CommRanks::Processes { id }) => match self.process_ranks.get(&local) {
-                Some(&r) => Ok((*id, r)),
-                None => fail(
-                    "rank not in communicator",
-                    format!("process {local:x} is not an MPI rank"),
-                ),
-            },
-            Some(CommRanks::SelfComm { first_id }) => {
-                if local == 0 {
-                    Ok((first_id + me, me))
-                } else {
-                    fail(
-                        "rank not in communicator",
-                        format!("rank {local} on a self communicator, which has only rank 0"),
-                    )
-                }
-            }
-            None => Err(unknown_comm(comm)),
+    fn world(&self, comm: u32, local: u32, me: Rank) -> Translated<(CommId, Rank)> {
+        let id = self.comm_id(comm, me)?;
+        if local == UNDEFINED {
+            return Err(Untranslatable::NoRank);
         }
+        let world = match self.comms.get(comm) {
+            Some(CommRanks::Members { members, .. }) => members.get(local as usize).copied(),
+            Some(CommRanks::Global { .. }) => Some(local),
+            Some(CommRanks::Processes { .. }) => self.process_ranks.get(&local).copied(),
+            Some(CommRanks::SelfComm { .. }) => (local == 0).then_some(me),
+            None => None,
+        };
+        world.map(|r| (id, r)).ok_or(Untranslatable::RankOutside)
     }
 
-    fn comm_id(&self, comm: u32, me: Rank) -> Converted<CommId> {
+    fn comm_id(&self, comm: u32, me: Rank) -> Translated<CommId> {
         match self.comms.get(comm) {
             Some(CommRanks::Members { id, .. })
             | Some(CommRanks::Global { id })
             | Some(CommRanks::Processes { id }) => Ok(*id),
             Some(CommRanks::SelfComm { first_id }) => Ok(first_id + me),
-            None => Err(unknown_comm(comm)),
+            None if comm == UNDEFINED => Err(Untranslatable::NoCommunicator),
+            None => Err(Untranslatable::UnknownCommunicator),
         }
     }
 }
@@ -208,6 +201,8 @@ pub(crate) struct Slot {
     complete: bool,
     /// The hardware counters of an operation or of a routine's leave (see `metrics`).
     counters: Option<CallValues>,
+    /// The rules an operation's records broke, reported (with its position) once it left.
+    broken: Vec<Anomaly>,
 }
 
 struct Frame {
@@ -240,6 +235,8 @@ pub(crate) struct LocationConverter {
     spare_lists: Vec<Vec<u64>>,
     /// The location's counter samples, when the trace has counters.
     metrics: Option<LocationMetrics>,
+    /// Operations handed to the sink so far (the next one's position on its rank and thread).
+    ops_out: u64,
 }
 
 /// Emptied request lists a location keeps (a few are in use at once: the calls between a
@@ -265,6 +262,7 @@ impl LocationConverter {
             max_held: MAX_HELD,
             spare_lists: Vec::new(),
             metrics: None,
+            ops_out: 0,
         }
     }
 
@@ -308,23 +306,35 @@ impl LocationConverter {
     }
 
     /// Hands the ready item at the front to `sink` and drops it; nothing if none is ready.
-    /// An error is passed to `place` with the file offset of the record the item came from.
-    /// The item goes by reference: moving an operation out of the queue would copy it once
-    /// more per event.
+    /// The rules an operation's records broke follow it, naming it by its position. An error
+    /// is passed to `place` with the file offset of the record the item came from. The item
+    /// goes by reference: moving an operation out of the queue would copy it once more per
+    /// event.
     #[inline]
     pub fn deliver(
         &mut self,
         sink: &mut dyn EventSink,
         place: impl FnOnce(u64, Error) -> Error,
     ) -> crate::Result<()> {
+        let at = OpPosition {
+            rank: self.rank,
+            thread: self.thread,
+            index: self.ops_out,
+        };
         let Some(slot) = self.ready() else {
             return Ok(());
         };
-        let sent = slot.item.send_to(sink).and_then(|()| match &slot.counters {
-            Some(values) => sink.counters(values),
-            None => Ok(()),
+        let is_op = matches!(slot.item, Item::Op(_));
+        let sent = slot.item.send_to(sink).and_then(|()| {
+            if let Some(values) = &slot.counters {
+                sink.counters(values)?;
+            }
+            slot.broken
+                .iter()
+                .try_for_each(|anomaly| sink.anomaly_at(anomaly, &[at]))
         });
         sent.map_err(|e| place(slot.offset, e))?;
+        self.ops_out += u64::from(is_op);
         self.pop();
         Ok(())
     }
@@ -340,51 +350,49 @@ impl LocationConverter {
         self.report(anomaly, offset);
     }
 
-    /// The MPI call at `seq` named a communicator, peer or root that cannot be translated to
-    /// world ranks (`e`): kept without it, outside matching, and reported as the rule it
-    /// broke (an undefined communicator, or `peer_rule` for a rank the communicator lacks).
+    /// The MPI call at `seq` named a communicator or a rank (`rank`: a peer or root) that
+    /// cannot be translated to the model's (`why`). It is kept without it, outside matching
+    /// (but for a root on a collective that has none: it only loses the root), and reported
+    /// as the rule it broke once it leaves: [`Rule::MissingCommunicator`],
+    /// [`Rule::UnknownCommunicator`], or the rule of `rules` (the rank is missing, or is no
+    /// rank of the communicator).
     fn broken(
         &mut self,
+        ctx: &Context,
         seq: u64,
-        e: ConvertError,
-        peer_rule: Rule,
-        comm: u32,
-        peer: u32,
-        offset: u64,
+        why: Untranslatable,
+        (comm, rank, rules): (u32, u32, RankRules),
     ) {
-        let (rank, thread) = (self.rank, self.thread);
+        let (me, thread) = (self.rank, self.thread);
         let op = self.op(seq);
-        op.flags |= flags::WITHOUT_RECORDS;
-        let (rule, value) = if e.rule == "unknown communicator" {
-            op.comm = None;
-            (Rule::UnknownCommunicator, comm)
-        } else {
-            (peer_rule, peer)
+        let (rule, value) = match why {
+            Untranslatable::NoCommunicator => (Rule::MissingCommunicator, None),
+            Untranslatable::UnknownCommunicator => (Rule::UnknownCommunicator, Some(comm)),
+            Untranslatable::NoRank => (rules.missing, None),
+            Untranslatable::RankOutside => (rules.outside, Some(rank)),
         };
+        op.comm = ctx.comm_id(comm, me).ok();
+        if rule != Rule::UnexpectedRoot {
+            op.flags |= flags::WITHOUT_RECORDS;
+        }
         let anomaly = Anomaly::BrokenRule {
             rule,
-            rank: Some(rank),
+            rank: Some(me),
             thread,
             time: Some(op.start),
-            op: None,
-            comm: Some(comm),
-            value: Some(value.into()),
+            op: Some(0),
+            comm: op.comm.or((comm != UNDEFINED).then_some(comm)),
+            value: value.map(u64::from),
         };
-        self.report(anomaly, offset);
+        self.slot(seq).broken.push(anomaly);
     }
 
     /// Fills in the receive at `seq` from a receive record's (communicator, sender, tag,
     /// bytes); what cannot be translated is reported (see [`LocationConverter::broken`]).
-    fn receive(
-        &mut self,
-        seq: u64,
-        ctx: &Context,
-        (comm, peer, tag, bytes): (u32, u32, u32, u64),
-        offset: u64,
-    ) {
+    fn receive(&mut self, seq: u64, ctx: &Context, (comm, peer, tag, bytes): (u32, u32, u32, u64)) {
         let me = self.rank;
-        if let Err(e) = set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me) {
-            self.broken(seq, e, Rule::PeerOutsideCommunicator, comm, peer, offset);
+        if let Err(why) = set_receive(self.op(seq), ctx, comm, peer, tag, bytes, me) {
+            self.broken(ctx, seq, why, (comm, peer, PEER_RULES));
         }
     }
 
@@ -395,11 +403,16 @@ impl LocationConverter {
         seq: u64,
         ctx: &Context,
         (comm, root, sent, received): (u32, u32, u64, u64),
-        offset: u64,
     ) {
         let me = self.rank;
-        if let Err(e) = set_collective(self.op(seq), ctx, comm, root, sent, received, me) {
-            self.broken(seq, e, Rule::RootOutsideCommunicator, comm, root, offset);
+        let op = self.op(seq);
+        let rules = if op.kind.is_rooted() {
+            ROOT_RULES
+        } else {
+            UNEXPECTED_ROOT
+        };
+        if let Err(why) = set_collective(op, ctx, comm, root, sent, received, me) {
+            self.broken(ctx, seq, why, (comm, root, rules));
         }
     }
 
@@ -423,6 +436,7 @@ impl LocationConverter {
             offset,
             complete,
             counters: None,
+            broken: Vec::new(),
         });
         self.out_base + self.out.len() as u64 - 1
     }
@@ -551,9 +565,7 @@ impl LocationConverter {
                 }
                 match target {
                     Ok((comm, dest)) => (op.comm, op.dest) = (Some(comm), Some(dest)),
-                    Err(e) => {
-                        self.broken(seq, e, Rule::PeerOutsideCommunicator, comm, peer, offset)
-                    }
+                    Err(why) => self.broken(ctx, seq, why, (comm, peer, DEST_RULES)),
                 }
             }
             Event::Recv {
@@ -563,7 +575,7 @@ impl LocationConverter {
                 bytes,
             } => {
                 let seq = self.current(OpKind::Recv, time, offset);
-                self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
+                self.receive(seq, ctx, (comm, peer, tag, bytes));
             }
             Event::IrecvRequest(request) => {
                 let request = self.request(request);
@@ -590,12 +602,12 @@ impl LocationConverter {
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
-                    self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
+                    self.receive(seq, ctx, (comm, peer, tag, bytes));
                     self.slot(seq).complete = true;
                     self.complete(request, time, offset);
                 } else if let Some(seq) = self.open_op_with_request(request) {
                     // Completed inside the MPI_Irecv region itself.
-                    self.receive(seq, ctx, (comm, peer, tag, bytes), offset);
+                    self.receive(seq, ctx, (comm, peer, tag, bytes));
                     let op = self.op(seq);
                     op.request = None;
                     op.kind = OpKind::Recv;
@@ -627,7 +639,7 @@ impl LocationConverter {
                 received,
             } => {
                 let seq = self.current(OpKind::Barrier, time, offset);
-                self.collective(seq, ctx, (comm, root, sent, received), offset);
+                self.collective(seq, ctx, (comm, root, sent, received));
             }
             Event::CollectiveRequest(request) => {
                 let request = self.request(request);
@@ -643,10 +655,10 @@ impl LocationConverter {
             } => {
                 let request = self.request(request);
                 if let Some(seq) = self.deferred.remove(&request) {
-                    self.collective(seq, ctx, (comm, root, sent, received), offset);
+                    self.collective(seq, ctx, (comm, root, sent, received));
                     self.slot(seq).complete = true;
                 } else if let Some(seq) = self.open_op_with_request(request) {
-                    self.collective(seq, ctx, (comm, root, sent, received), offset);
+                    self.collective(seq, ctx, (comm, root, sent, received));
                 }
                 self.complete(request, time, offset);
             }
@@ -879,6 +891,32 @@ fn unresolved(ctx: &Context, op: &mut Operation) {
     }
 }
 
+/// The rules a peer or root that cannot be translated breaks: when it is missing, and when it
+/// is no rank of its communicator.
+#[derive(Debug, Clone, Copy)]
+struct RankRules {
+    missing: Rule,
+    outside: Rule,
+}
+
+const DEST_RULES: RankRules = RankRules {
+    missing: Rule::MissingDestination,
+    outside: Rule::PeerOutsideCommunicator,
+};
+const PEER_RULES: RankRules = RankRules {
+    missing: Rule::MissingSource,
+    outside: Rule::PeerOutsideCommunicator,
+};
+const ROOT_RULES: RankRules = RankRules {
+    missing: Rule::MissingRoot,
+    outside: Rule::RootOutsideCommunicator,
+};
+/// A root on a collective that has none, which cannot even be translated.
+const UNEXPECTED_ROOT: RankRules = RankRules {
+    missing: Rule::UnexpectedRoot,
+    outside: Rule::UnexpectedRoot,
+};
+
 fn set_receive(
     op: &mut Operation,
     ctx: &Context,
@@ -887,11 +925,13 @@ fn set_receive(
     tag: u32,
     bytes: u64,
     me: Rank,
-) -> Converted<()> {
+) -> Translated<()> {
     op.recv_tag = Some(tag as i32);
     op.recv_bytes = bytes;
     op.comm = Some(ctx.comm_id(comm, me)?);
-    if peer == u32::MAX {
+    // A receive record without its sender: posted with MPI_ANY_SOURCE, as tracers that
+    // record the posted envelope write it.
+    if peer == UNDEFINED {
         op.flags |= flags::ANY_SOURCE;
     } else {
         op.source = Some(ctx.world(comm, peer, me)?.1);
@@ -902,6 +942,9 @@ fn set_receive(
 /// OTF2's root values that name no process: none, self, this group (inter-communicators).
 const FIRST_SPECIAL_ROOT: u32 = u32::MAX - 2;
 
+/// Fills in a collective from its record. A root on a collective that has none is kept, for
+/// the import's seam to report ([`Rule::UnexpectedRoot`]); a rooted one without a root stays
+/// without (the seam reports [`Rule::MissingRoot`]).
 fn set_collective(
     op: &mut Operation,
     ctx: &Context,
@@ -910,13 +953,13 @@ fn set_collective(
     sent: u64,
     received: u64,
     me: Rank,
-) -> Converted<()> {
+) -> Translated<()> {
     op.send_bytes = sent;
     op.recv_bytes = received;
     op.comm = Some(ctx.comm_id(comm, me)?);
     // A root on a collective that has none is kept too: the import's checks report it
     // (`Rule::UnexpectedRoot`) and drop it.
-    if root < FIRST_SPECIAL_ROOT {
+    if op.kind.is_collective() && root < FIRST_SPECIAL_ROOT {
         op.root = Some(ctx.world(comm, root, me)?.1);
     }
     Ok(())
@@ -1087,27 +1130,34 @@ mod tests {
         };
         c.event(&ctx, send, 2, 1).unwrap();
         c.event(&ctx, Event::Leave(SEND), 3, 2).unwrap();
-        let items = drain(&mut c);
-        // The send stays a send of its bytes, without the peer, outside matching.
-        let Item::Op(op) = &items[0] else {
-            panic!("{items:?}")
-        };
-        assert_eq!((op.kind, op.dest, op.send_bytes), (OpKind::Send, None, 8));
-        assert_eq!(op.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
+        // The rule leaves with the send, which it names.
+        let broken = c.out[0].broken.clone();
         assert!(
             matches!(
-                items[1],
-                Item::Anomaly(Anomaly::BrokenRule {
+                broken[..],
+                [Anomaly::BrokenRule {
                     rule: Rule::PeerOutsideCommunicator,
                     rank: Some(0),
                     time: Some(1),
-                    comm: Some(ODD),
+                    op: Some(0),
+                    comm: Some(1),
                     value: Some(2),
                     ..
-                })
+                }]
             ),
-            "{items:?}"
+            "{broken:?}"
         );
+        let items = drain(&mut c);
+        // The send stays a send of its bytes on its communicator, without the peer, outside
+        // matching.
+        let [Item::Op(op)] = &items[..] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(
+            (op.kind, op.comm, op.dest, op.send_bytes),
+            (OpKind::Send, Some(1), None, 8)
+        );
+        assert_eq!(op.flags & flags::WITHOUT_RECORDS, flags::WITHOUT_RECORDS);
     }
 
     #[test]

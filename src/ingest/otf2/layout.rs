@@ -39,6 +39,57 @@ pub(crate) struct Layout {
 struct Ranks {
     of_group: FxHashMap<u32, Rank>,
     mpi_location: FxHashMap<u32, u64>,
+    /// Ranks of the MPI locations group whose member gives them no location: kept as
+    /// processes without one.
+    unplaced: Vec<(Rank, Unplaced)>,
+    /// The number of ranks.
+    count: usize,
+}
+
+/// Why a rank of the MPI locations group has no location.
+#[derive(Debug, Clone, Copy)]
+enum Unplaced {
+    /// The member location is not defined: the rank's data is not in the archive.
+    UndefinedLocation(u64),
+    /// The member location group (`COMM_LOCATION_GROUPS`) is not defined.
+    UndefinedGroup(u64),
+    /// The member (`what`: a location or a location group) is an earlier rank's (`first`).
+    Repeated {
+        what: &'static str,
+        member: u64,
+        first: Rank,
+    },
+}
+
+impl Unplaced {
+    /// The anomaly that reports rank `rank` so.
+    fn anomaly(self, rank: Rank, anchor: &Anchor) -> Anomaly {
+        let skipped = |what| Anomaly::SkippedRecord {
+            rank: Some(rank),
+            time: None,
+            what,
+        };
+        match self {
+            Unplaced::UndefinedLocation(location) => Anomaly::MissingRankData {
+                rank,
+                thread: 0,
+                file: anchor.event_path(location).display().to_string(),
+                announced: None,
+                read: 0,
+                cut_at: None,
+            },
+            Unplaced::UndefinedGroup(group) => skipped(format!(
+                "the MPI locations group lists location group {group} as rank {rank}, which is not defined: the rank has no location"
+            )),
+            Unplaced::Repeated {
+                what,
+                member,
+                first,
+            } => skipped(format!(
+                "the MPI locations group lists {what} {member} again as rank {rank} (its process is rank {first}'s): the rank has no location"
+            )),
+        }
+    }
 }
 
 impl Layout {
@@ -53,9 +104,11 @@ impl Layout {
         }
         let ranks = world_ranks(defs).map_err(bad)?;
         let (threads, others) = threads(defs, &ranks);
-        let (processes, processors) = processes(defs, &ranks).map_err(bad)?;
+        let (processes, processors) = processes(defs, &ranks);
         let mut context = Context::default();
-        let mut anomalies = Vec::new();
+        let mut anomalies: Vec<Anomaly> = (ranks.unplaced.iter())
+            .map(|&(rank, why)| why.anomaly(rank, anchor))
+            .collect();
         let communicators =
             communicators(defs, processes.len() as u32, &mut context, &mut anomalies)
                 .map_err(bad)?;
@@ -92,12 +145,15 @@ fn is_mpi(g: &defs::Group) -> bool {
 }
 
 /// Ranks in the order of the MPI `COMM_LOCATIONS` (or `COMM_LOCATION_GROUPS`) group; without
-/// one (a trace with no MPI), the process location groups numbered by id.
+/// one (a trace with no MPI), the process location groups numbered by id. A member that is
+/// not defined, or whose process an earlier rank has, leaves its rank without a location.
 fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
     let group_of: FxHashMap<u64, u32> = defs.locations.iter().map(|l| (l.id, l.group)).collect();
     let mut ranks = Ranks {
         of_group: FxHashMap::default(),
         mpi_location: FxHashMap::default(),
+        unplaced: Vec::new(),
+        count: 0,
     };
     let world = defs
         .groups
@@ -111,22 +167,43 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
         .min_by_key(|(id, _)| **id);
     match world {
         Some((_, g)) => {
+            ranks.count = g.members.len();
+            let locations = g.kind == defs::GROUP_COMM_LOCATIONS;
             for (rank, &member) in g.members.iter().enumerate() {
-                let group = if g.kind == defs::GROUP_COMM_LOCATIONS {
-                    let group = *group_of.get(&member).ok_or_else(|| {
-                        format!(
-                            "the MPI locations group lists location {member}, which is not defined"
-                        )
-                    })?;
-                    ranks.mpi_location.insert(group, member);
-                    group
+                let rank = rank as Rank;
+                let group = if locations {
+                    group_of.get(&member).copied()
                 } else {
-                    member as u32
+                    u32::try_from(member)
+                        .ok()
+                        .filter(|&id| defs.location_groups.iter().any(|l| l.id == id))
                 };
-                if ranks.of_group.insert(group, rank as Rank).is_some() {
-                    return Err(format!(
-                        "location group {group} appears twice in the MPI locations group"
-                    ));
+                let Some(group) = group else {
+                    let why = if locations {
+                        Unplaced::UndefinedLocation(member)
+                    } else {
+                        Unplaced::UndefinedGroup(member)
+                    };
+                    ranks.unplaced.push((rank, why));
+                    continue;
+                };
+                if let Some(&first) = ranks.of_group.get(&group) {
+                    let what = if locations {
+                        "location"
+                    } else {
+                        "location group"
+                    };
+                    let why = Unplaced::Repeated {
+                        what,
+                        member,
+                        first,
+                    };
+                    ranks.unplaced.push((rank, why));
+                    continue;
+                }
+                ranks.of_group.insert(group, rank);
+                if locations {
+                    ranks.mpi_location.insert(group, member);
                 }
             }
         }
@@ -141,9 +218,10 @@ fn world_ranks(defs: &Definitions) -> std::result::Result<Ranks, String> {
             for (rank, id) in ids.into_iter().enumerate() {
                 ranks.of_group.insert(id, rank as Rank);
             }
+            ranks.count = ranks.of_group.len();
         }
     }
-    if ranks.of_group.is_empty() {
+    if ranks.count == 0 {
         return Err("the archive defines no processes (location groups of type process)".into());
     }
     Ok(ranks)
@@ -221,11 +299,9 @@ fn threads(defs: &Definitions, ranks: &Ranks) -> (Threads, Vec<(u64, Location)>)
 }
 
 /// The processes in rank order, and the processors they ran on: the system tree node of class
-/// `node` above each process (else its direct parent).
-fn processes(
-    defs: &Definitions,
-    ranks: &Ranks,
-) -> std::result::Result<(Vec<Process>, Vec<Processor>), String> {
+/// `node` above each process (else its direct parent). A rank whose location group is not
+/// defined (or that has no location) is a process named by its rank, on no processor.
+fn processes(defs: &Definitions, ranks: &Ranks) -> (Vec<Process>, Vec<Processor>) {
     let nodes: FxHashMap<u32, &defs::SystemTreeNode> =
         defs.system_tree.iter().map(|n| (n.id, n)).collect();
     let node_of = |start: u32| -> Option<u32> {
@@ -242,27 +318,36 @@ fn processes(
         }
         nodes.contains_key(&start).then_some(start)
     };
-    let mut processes = Vec::with_capacity(ranks.of_group.len());
+    let mut processes: Vec<Option<Process>> = vec![None; ranks.count];
     let mut used_nodes = BTreeSet::new();
     for g in &defs.location_groups {
         if let Some(&rank) = ranks.of_group.get(&g.id) {
-            let processor = node_of(g.system_tree_parent);
-            used_nodes.extend(processor);
-            processes.push(Process {
+            // A location group defined twice: its first definition.
+            if processes[rank as usize].is_some() {
+                continue;
+            }
+            let parent = g.system_tree_parent;
+            let node = node_of(parent);
+            used_nodes.extend(node);
+            // A parent that is not defined is kept, for the import's seam to report
+            // (`UnknownProcessor`).
+            let processor = node.or((parent != defs::UNDEFINED_U32).then_some(parent));
+            processes[rank as usize] = Some(Process {
                 rank,
                 name: name_or(defs.string(g.name), || format!("P{rank}")),
                 processor,
             });
         }
     }
-    processes.sort_by_key(|p| p.rank);
-    if processes.len() != ranks.of_group.len() {
-        return Err(format!(
-            "the MPI locations group names {} processes but {} of them are defined",
-            ranks.of_group.len(),
-            processes.len()
-        ));
-    }
+    let processes = (processes.into_iter().enumerate())
+        .map(|(rank, p)| {
+            p.unwrap_or_else(|| Process {
+                rank: rank as Rank,
+                name: format!("P{rank}"),
+                processor: None,
+            })
+        })
+        .collect();
     let processors = used_nodes
         .into_iter()
         .map(|id| Processor {
@@ -270,14 +355,18 @@ fn processes(
             name: name_or(defs.string(nodes[&id].name), || format!("node {id}")),
         })
         .collect();
-    Ok((processes, processors))
+    (processes, processors)
 }
 
 /// The MPI communicators with their members as world ranks; records in `context` how each
 /// one's ranks translate. Communicators of other paradigms (CUDA, OpenMP, the measurement
 /// system, …) are not MPI's and are left out. A communicator whose group is of type
 /// `COMM_SELF` (`MPI_COMM_SELF`, or a split that left each rank alone) becomes one
-/// communicator per process, each of its own.
+/// communicator per process, each of its own. What breaks Table 3.1's rules (an id defined
+/// twice, an empty group, a member that is no process, a member listed twice) is kept as
+/// defined, for the import's seam to report and repair; ranks translate through the first
+/// definition of an id and its group as listed. A communicator whose group is not defined is
+/// left out and reported.
 fn communicators(
     defs: &Definitions,
     ranks: u32,
@@ -287,15 +376,21 @@ fn communicators(
     let mut communicators = Vec::new();
     let mut next_self_id = defs.comms.iter().map(|c| c.id + 1).max().unwrap_or(0);
     for c in &defs.comms {
-        let group = defs.groups.get(&c.group).ok_or_else(|| {
-            format!(
-                "communicator {} uses group {}, which is not defined",
-                c.id, c.group
-            )
-        })?;
+        let Some(group) = defs.groups.get(&c.group) else {
+            anomalies.push(Anomaly::SkippedRecord {
+                rank: None,
+                time: None,
+                what: format!(
+                    "communicator {} uses group {}, which is not defined: it is left out (events that name it break the unknown-communicator rule)",
+                    c.id, c.group
+                ),
+            });
+            continue;
+        };
         if !is_mpi(group) {
             continue;
         }
+        let first = context.comms.get(c.id).is_none();
         let name = name_or(defs.string(c.name), || format!("comm {}", c.id));
         let members: Vec<Rank> = match group.kind {
             defs::GROUP_COMM_SELF => {
@@ -303,7 +398,9 @@ fn communicators(
                 next_self_id = next_self_id.checked_add(ranks).ok_or_else(|| {
                     "the self communicators need more ids than 32 bits hold".to_string()
                 })?;
-                context.comms.insert(c.id, CommRanks::SelfComm { first_id });
+                if first {
+                    context.comms.insert(c.id, CommRanks::SelfComm { first_id });
+                }
                 communicators.extend((0..ranks).map(|rank| Communicator {
                     id: first_id + rank,
                     name: format!("{name} of rank {rank}"),
@@ -315,34 +412,24 @@ fn communicators(
                 (0..group.members.len() as Rank).collect()
             }
             // COMM_GROUP (type 5) and the rest: indexes into COMM_LOCATIONS, i.e. world ranks.
-            _ => group.members.iter().map(|&m| m as Rank).collect(),
+            _ => group
+                .members
+                .iter()
+                .map(|&m| Rank::try_from(m).unwrap_or(Rank::MAX))
+                .collect(),
         };
-        if members.is_empty() {
-            anomalies.push(Anomaly::SkippedRecord {
-                rank: None,
-                time: None,
-                what: format!(
-                    "communicator {} ({name}) has an empty group: it is left out (no event can use it)",
-                    c.id
-                ),
-            });
-            continue;
+        // An empty communicator has no translation: events that name it name an unknown one.
+        if first && !members.is_empty() {
+            let translation = if group.flags & defs::GROUP_FLAG_GLOBAL_MEMBERS != 0 {
+                CommRanks::Global { id: c.id }
+            } else {
+                CommRanks::Members {
+                    id: c.id,
+                    members: members.clone(),
+                }
+            };
+            context.comms.insert(c.id, translation);
         }
-        if let Some(&bad) = members.iter().find(|&&m| m >= ranks) {
-            return Err(format!(
-                "communicator {} ({name}) lists rank {bad}, but the trace has {ranks} processes",
-                c.id
-            ));
-        }
-        let translation = if group.flags & defs::GROUP_FLAG_GLOBAL_MEMBERS != 0 {
-            CommRanks::Global { id: c.id }
-        } else {
-            CommRanks::Members {
-                id: c.id,
-                members: members.clone(),
-            }
-        };
-        context.comms.insert(c.id, translation);
         communicators.push(Communicator {
             id: c.id,
             name,

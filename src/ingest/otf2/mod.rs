@@ -210,12 +210,6 @@ fn missing_data(
     }
 }
 
-/// Whether `e` says a file ends before its data does (a partial copy), rather than bytes
-/// that cannot be decoded.
-fn is_cut_short(e: &Error) -> bool {
-    matches!(e, Error::Input(i) if i.rule == "truncated file")
-}
-
 impl Archive {
     fn open(anchor: &Anchor, defs: Definitions, layout: Layout) -> Result<Archive> {
         // `Layout::of` refuses definitions without clock properties.
@@ -333,7 +327,7 @@ impl Archive {
         while loc.convert.ready().is_none() && !loc.done {
             let next = match loc.stream.next() {
                 Ok(next) => next,
-                Err(e) if is_cut_short(&e) => {
+                Err(e) if e.is_truncated() => {
                     // A partial copy: what was read stands, the cut is reported, and the
                     // location ends here like a complete one.
                     let end = loc.stream.reader().len();

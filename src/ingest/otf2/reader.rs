@@ -354,20 +354,23 @@ impl ChunkReader {
         )
     }
 
+    /// A file that ends at byte `offset` inside its data ([`Error::is_truncated`]).
+    fn cut_at(&self, offset: u64, message: String) -> Error {
+        Error::truncated(self.path.display().to_string(), offset, message)
+    }
+
     fn truncated(&self, record_start: u64) -> Error {
         if record_start >= self.len {
-            self.error(
+            self.cut_at(
                 self.len,
-                "truncated file",
                 format!(
                     "the file ends at byte {} without OTF2's end-of-file marker",
                     self.len
                 ),
             )
         } else {
-            self.error(
+            self.cut_at(
                 record_start,
-                "truncated file",
                 format!(
                     "the record starting at byte {record_start} runs past the end of the file (byte {})",
                     self.len
@@ -571,9 +574,8 @@ impl ChunkReader {
                 END_OF_CHUNK if self.chunk_size > 0 => {
                     let next = self.chunk_start + self.chunk_size;
                     if next >= self.len {
-                        return Err(self.error(
+                        return Err(self.cut_at(
                             self.len,
-                            "truncated file",
                             format!(
                                 "the file ends at byte {} after a complete chunk, without OTF2's end-of-file marker",
                                 self.len

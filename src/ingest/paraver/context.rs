@@ -9,7 +9,7 @@ use super::names::Pcf;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::ingest::EventSink;
-use crate::model::{Anomaly, OpKind, StrId, Time};
+use crate::model::{Anomaly, OpKind, OpPosition, StrId, Time};
 
 /// A point in time at which a thread's waiting item must be looked at again: (time, thread,
 /// item). The item is re-examined once the file's time has passed `time`.
@@ -143,6 +143,12 @@ impl<'s> Context<'s> {
     pub fn anomaly(&mut self, anomaly: Anomaly) -> Result<()> {
         self.anomalies += 1;
         self.sink.anomaly(&anomaly)
+    }
+
+    /// Reports an anomaly about the operation at `at`, handed to the sink before.
+    pub fn anomaly_at(&mut self, anomaly: &Anomaly, at: OpPosition) -> Result<()> {
+        self.anomalies += 1;
+        self.sink.anomaly_at(anomaly, &[at])
     }
 
     /// Asks for thread `thread`'s item `seq` to be re-examined once the file passes `time`.

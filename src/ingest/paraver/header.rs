@@ -24,7 +24,7 @@ use crate::ingest::excerpt::quoted_bytes;
 pub(crate) struct TaskDecl {
     /// Its threads (at least 1).
     pub threads: u32,
-    /// The node it ran on, counted from 1 (0 when the trace declares no nodes).
+    /// The node it ran on, counted from 1 (0: none; the header may not declare it).
     pub node: u32,
 }
 
@@ -293,15 +293,9 @@ fn parse_first_line(line: &[u8]) -> std::result::Result<Header, Fault> {
                 ));
             }
             c.expect(b':', "between a task's threads and its node")?;
-            let at = c.pos;
+            // A node the header does not declare is kept: the import's seam reports the
+            // process on an unknown processor.
             let node = c.small("node")?;
-            if node as usize > nodes.len() || (node == 0 && !nodes.is_empty()) {
-                return Err(Fault::new(
-                    at,
-                    "bad header",
-                    format!("task {} of application {} runs on node {node}, the header declares {} nodes", t + 1, a + 1, nodes.len()),
-                ));
-            }
             decls.push(TaskDecl { threads, node });
             c.expect(
                 if t + 1 < tasks { b',' } else { b')' },
@@ -447,7 +441,6 @@ mod tests {
     fn damaged_headers_name_their_line_and_column() {
         let cases = [
             ("#Paraver (d):10_ps:1:1:1(1:1)", "t.prv:1:16: bad header: unknown time unit \"_ps\""),
-            ("#Paraver (d):10:1:1:1(1:2)", "t.prv:1:25: bad header: task 1 of application 1 runs on node 2"),
             ("#Paraver (d):10:1:1:2(1:1)", "t.prv:1:26: bad header: expected ',' in the tasks' list"),
             ("#Paraver (d):10:1:1:1(1:1),2\nc:1:1:1:1", "t.prv:3:1: truncated header: the header announces 2 communicator lines, the file ends after 1"),
             ("#Paraver (d):10:1:1:1(1:1),1\nc:1:1:2:1", "t.prv:2:10: truncated header: communicator 1 announces 2 tasks"),

@@ -42,6 +42,10 @@ pub(crate) struct Layout {
     pub ids: Vec<(u32, u32, u32)>,
     /// Paraver communicator id → the model's, for the MPI application's communicators.
     comms: FxHashMap<u64, CommId>,
+    /// Each communicator's members as the import's seam keeps them (the first declaration
+    /// of an id, without members that are no rank or are listed again): the header hands
+    /// communicators over as declared, for the seam to report what breaks the rules.
+    members: FxHashMap<CommId, Vec<Rank>>,
     /// What the header declares but the model cannot hold.
     pub anomalies: Vec<Anomaly>,
 }
@@ -112,6 +116,12 @@ impl Layout {
         let mut anomalies = Vec::new();
         let (communicators, comms, world) =
             communicators(header, mpi_app, processes.len(), &mut anomalies);
+        let mut members = FxHashMap::default();
+        for c in &communicators {
+            members
+                .entry(c.id)
+                .or_insert_with(|| as_kept(&c.members, processes.len()));
+        }
         Layout {
             header: TraceHeader {
                 trace_name: trace_name.to_string(),
@@ -129,6 +139,7 @@ impl Layout {
             names,
             ids,
             comms,
+            members,
             anomalies,
         }
     }
@@ -144,7 +155,7 @@ impl Layout {
         (h < count).then(|| self.first_thread[a][t] + h as usize)
     }
 
-    /// What the header declares, for an error about an undeclared thread.
+    /// What the header declares, for the anomaly about a record of an undeclared thread.
     pub fn describe(&self) -> String {
         let apps: Vec<String> = self
             .threads
@@ -162,18 +173,24 @@ impl Layout {
 
     /// The world rank of the member with rank `local` in communicator `comm`.
     pub fn member(&self, comm: CommId, local: u64) -> Option<Rank> {
-        self.header
-            .communicator(comm)?
-            .world_rank(u32::try_from(local).ok()?)
+        let local = usize::try_from(local).ok()?;
+        self.members.get(&comm)?.get(local).copied()
     }
 
     /// The index of world rank `rank` among communicator `comm`'s members.
     pub fn member_index(&self, comm: CommId, rank: Rank) -> Option<usize> {
-        self.header
-            .communicator(comm)?
-            .members
-            .iter()
-            .position(|&m| m == rank)
+        self.members.get(&comm)?.iter().position(|&m| m == rank)
+    }
+
+    /// The number of members of communicator `comm` (0 if it is not declared).
+    pub fn size(&self, comm: CommId) -> usize {
+        self.members.get(&comm).map_or(0, Vec::len)
+    }
+
+    /// Whether `id` is the id of a communicator of the model's header (declared by a line, or
+    /// the world made when no line declares it).
+    pub fn declares(&self, id: CommId) -> bool {
+        self.members.contains_key(&id)
     }
 
     /// The non-MPI location of thread `index`, with nothing recorded yet.
@@ -189,9 +206,24 @@ impl Layout {
     }
 }
 
+/// Members as the import's seam keeps them: without those that are no rank of `ranks`, each
+/// once.
+fn as_kept(members: &[Rank], ranks: usize) -> Vec<Rank> {
+    let mut kept: Vec<Rank> = Vec::with_capacity(members.len());
+    for &m in members {
+        if (m as usize) < ranks && !kept.contains(&m) {
+            kept.push(m);
+        }
+    }
+    kept
+}
+
 /// The MPI application's communicators (with the world communicator first found or made),
-/// the map from Paraver ids, and the world's id. Lines that cannot be communicators of the
-/// ranks are reported.
+/// the map from Paraver ids, and the world's id. A line of another application, or whose id
+/// does not fit 32 bits or that lists a task below 1 (MPItrace's `-1` for `MPI_COMM_SELF`),
+/// is reported and left out. What breaks Table 3.1's rules (an id declared again, no task, a
+/// task beyond the application's, a task listed twice) is kept as declared, for the import's
+/// seam to report and repair; the layout looks members up as the seam keeps them.
 fn communicators(
     header: &Header,
     mpi_app: usize,
@@ -206,6 +238,8 @@ fn communicators(
         });
     };
     let mut list: Vec<Communicator> = Vec::new();
+    // Whether each of `list` is the first declaration of its id.
+    let mut first = Vec::new();
     let mut ids = FxHashMap::default();
     for c in &header.comms {
         if c.app != mpi_app as u64 + 1 {
@@ -227,28 +261,16 @@ fn communicators(
             );
             continue;
         };
-        if ids.contains_key(&c.id) {
-            skip(
-                c.line,
-                format!("communicator {id} is declared a second time"),
-            );
-            continue;
-        }
         let members: Option<Vec<Rank>> = c
             .members
             .iter()
-            .map(|&m| {
-                usize::try_from(m)
-                    .ok()
-                    .filter(|&m| (1..=ranks).contains(&m))
-                    .map(|m| (m - 1) as Rank)
-            })
+            .map(|&m| Rank::try_from(m).ok().and_then(|m| m.checked_sub(1)))
             .collect();
         let Some(members) = members else {
             let bad: Vec<String> = c
                 .members
                 .iter()
-                .filter(|&&m| m < 1 || m as u64 > ranks as u64)
+                .filter(|&&m| Rank::try_from(m).map_or(true, |m| m < 1))
                 .map(i64::to_string)
                 .collect();
             skip(
@@ -261,13 +283,8 @@ fn communicators(
             );
             continue;
         };
-        let mut sorted = members.clone();
-        sorted.sort_unstable();
-        if sorted.windows(2).any(|w| w[0] == w[1]) {
-            skip(c.line, format!("communicator {id} lists a task twice"));
-            continue;
-        }
-        ids.insert(c.id, id);
+        first.push(!ids.contains_key(&c.id));
+        ids.entry(c.id).or_insert(id);
         list.push(Communicator {
             id,
             name: format!("C{id}"),
@@ -277,8 +294,13 @@ fn communicators(
     let is_world = |c: &Communicator| {
         c.members.len() == ranks && c.members.iter().enumerate().all(|(i, &r)| r as usize == i)
     };
-    let world = match list.iter_mut().find(|c| is_world(c)) {
-        Some(c) => {
+    // Only the first declaration of an id is kept by the seam.
+    let world = match list
+        .iter_mut()
+        .zip(&first)
+        .find(|(c, first)| **first && is_world(c))
+    {
+        Some((c, _)) => {
             c.name = "MPI_COMM_WORLD".to_string();
             c.id
         }
@@ -296,9 +318,16 @@ fn communicators(
     // A rank alone in a communicator (Extrae declares each task's MPI_COMM_SELF so; Paraver
     // names no communicator) has it as its self communicator, as the OTF2 reader names them.
     let mut has_self = vec![false; ranks];
-    for c in &mut list {
+    let firsts = list
+        .iter_mut()
+        .zip(&first)
+        .filter(|(c, first)| **first && c.id != world);
+    for (c, _) in firsts {
         if let [rank] = c.members[..] {
-            if !std::mem::replace(&mut has_self[rank as usize], true) {
+            let Some(has) = has_self.get_mut(rank as usize) else {
+                continue;
+            };
+            if !std::mem::replace(has, true) {
                 c.name = format!("MPI_COMM_SELF of rank {rank}");
             }
         }

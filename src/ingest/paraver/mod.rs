@@ -28,12 +28,14 @@
 //! - State records are counted; comments are skipped.
 //!
 //! Refused, with the file, line and column: a damaged header, a record that does not parse,
-//! a record naming a thread the header does not declare, a time that overflows nanoseconds.
-//! Kept and reported as anomalies: calls open at the end or closed without an opening (a cut
-//! trace); sends and receives whose message record is missing (messages crossing the cut) and
-//! collectives without communicator or root, kept as calls without records; messages with a
-//! task outside the MPI application; communicator lines that list tasks outside it; records
-//! out of time order.
+//! a time that overflows nanoseconds. Kept and reported as anomalies: calls open at the end or
+//! closed without an opening (a cut trace); sends and receives whose message record is missing
+//! (messages crossing the cut) and collectives without a communicator, kept as calls without
+//! records; messages with a task of another application; records of a thread the header does
+//! not declare (a task beyond the MPI application's is Table 3.1's unknown rank). What breaks a
+//! rule of Table 3.1 (records out of time order, a communicator line that lists a task twice or
+//! beyond the application's, a root on a collective that has none, …) is handed to the import's
+//! seam as recorded, which reports it as the rule.
 //!
 //! The file is streamed: memory holds only the items each thread is still completing.
 
@@ -53,7 +55,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ingest::EventSink;
-use crate::model::{Anomaly, LocationKind, Time};
+use crate::model::{Anomaly, LocationKind, Rank, Rule, Time};
 
 use calls::{is_collective_argument, is_mpi_call_type, USER_FUNCTION};
 use context::Context;
@@ -107,7 +109,7 @@ pub fn read_trace(path: &Path, sink: &mut dyn EventSink) -> Result<ReadStats> {
     let header = header::read(&mut lines, &file_name)?;
     let pcf = names::read_pcf(&companion(path, "pcf"))?.unwrap_or_default();
     let row = names::read_row(&companion(path, "row"))?;
-    let mpi_app = match mpi_application(&header, &file_name)? {
+    let mpi_app = match mpi_application(&header) {
         Some(app) => app,
         None => find_mpi_application(open()?, header.apps.len())?,
     };
@@ -143,28 +145,21 @@ pub fn read_trace(path: &Path, sink: &mut dyn EventSink) -> Result<ReadStats> {
     })
 }
 
-/// The MPI application (from 0) as the header tells: the one its communicator lines name,
-/// or the only one. `None` when several applications and no communicator line leave it open.
-fn mpi_application(header: &header::Header, file: &str) -> Result<Option<usize>> {
-    if let Some(c) = header.comms.first() {
-        let app = usize::try_from(c.app).unwrap_or(usize::MAX);
-        if app == 0 || app > header.apps.len() {
-            return Err(Error::input(
-                file,
-                c.line,
-                3,
-                "bad header",
-                format!(
-                    "the communicator line names application {}, the header declares {}",
-                    c.app,
-                    header.apps.len()
-                ),
-                "",
-            ));
-        }
-        return Ok(Some(app - 1));
+/// The MPI application (from 0) as the header tells: the one its first communicator line of
+/// a declared application names, or the only one. `None` when several applications and no
+/// communicator line leave it open. (A line of an application the header does not declare is
+/// reported with the communicators, and left out.)
+fn mpi_application(header: &header::Header) -> Option<usize> {
+    let apps = header.apps.len();
+    let named = header
+        .comms
+        .iter()
+        .filter_map(|c| usize::try_from(c.app).ok())
+        .find(|app| (1..=apps).contains(app));
+    match named {
+        Some(app) => Some(app - 1),
+        None => (apps == 1).then_some(0),
     }
-    Ok((header.apps.len() == 1).then_some(0))
 }
 
 /// The first application whose records hold MPI calls, messages or global operations
@@ -193,6 +188,14 @@ fn find_mpi_application<R: BufRead>(mut lines: Lines<R>, apps: usize) -> Result<
         }
     }
     Ok(0)
+}
+
+/// One end of a communication record: a thread the header declares (its global index), or
+/// one it does not (the record's object, the end's logical time, and which end it is).
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Thread(usize),
+    Undeclared(Object, Time, &'static str),
 }
 
 /// What a thread of another application recorded.
@@ -268,9 +271,11 @@ impl Body {
         match kind {
             b'1' => {
                 let s = record::state(line).map_err(fault)?;
-                let index = self.locate(&s.object).map_err(fault)?;
                 let time = self.time(s.begin).map_err(fault)?;
                 self.advance(cx, time)?;
+                let Some(index) = self.locate(&s.object) else {
+                    return self.undeclared(cx, &s.object, time, line_no, "a state record");
+                };
                 if self.rank_thread[index].is_none() {
                     self.counts[index].states += 1;
                 }
@@ -278,20 +283,21 @@ impl Body {
             b'2' => {
                 let mut pairs = std::mem::take(&mut self.pairs);
                 let parsed = record::event(line, &mut pairs)
-                    .and_then(|e| Ok((self.locate(&e.object)?, self.time(e.time)?)));
-                let (index, time) = match parsed {
+                    .and_then(|e| Ok((e.object, self.time(e.time)?)));
+                let (object, time) = match parsed {
                     Ok(v) => v,
                     Err(f) => return Err(fault(f)),
                 };
                 self.advance(cx, time)?;
-                let r = self.event(cx, index, time, &pairs, line_no);
+                let r = match self.locate(&object) {
+                    Some(index) => self.event(cx, index, time, &pairs),
+                    None => self.undeclared(cx, &object, time, line_no, "an event record"),
+                };
                 self.pairs = pairs;
                 r?;
             }
             b'3' => {
                 let c = record::communication(line).map_err(fault)?;
-                let sender = self.locate(&c.sender).map_err(fault)?;
-                let receiver = self.locate(&c.receiver).map_err(fault)?;
                 let times = [c.logical_send, c.physical_send, c.logical_recv, c.physical_recv]
                     .map(|t| self.time(t));
                 let [ls, ps, lr, pr] = match times {
@@ -302,27 +308,35 @@ impl Body {
                         return Err(fault(f));
                     }
                 };
-                self.message(cx, line_no, sender, receiver, [ls, ps, lr, pr], c.size, c.tag)?;
+                let ends = [(&c.sender, ls, "sender"), (&c.receiver, lr, "receiver")].map(
+                    |(object, time, what)| match self.locate(object) {
+                        Some(index) => End::Thread(index),
+                        None => End::Undeclared(*object, time, what),
+                    },
+                );
+                let [sender, receiver] = ends;
+                self.message(cx, line_no, [sender, receiver], [ls, ps, lr, pr], c.size, c.tag)?;
             }
             b'4' => {
                 let g = record::global_op(line).map_err(fault)?;
-                let index = self.locate(&g.object).map_err(fault)?;
                 let time = self.time(g.time).map_err(fault)?;
                 self.advance(cx, time)?;
+                let Some(index) = self.locate(&g.object) else {
+                    return self.undeclared(cx, &g.object, time, line_no, "a global operation");
+                };
                 match self.rank_thread[index] {
                     Some(t) => {
-                        if self.in_order(cx, t, time, line_no)? {
-                            let op = GlobalOp {
-                                time,
-                                comm: g.comm,
-                                send: g.send,
-                                recv: g.recv,
-                                op: g.op,
-                                root: g.root,
-                            };
-                            self.threads[t as usize].global_op(cx, &self.layout, &op)?;
-                            self.touch(t);
-                        }
+                        self.threads[t as usize].saw(time);
+                        let op = GlobalOp {
+                            time,
+                            comm: g.comm,
+                            send: g.send,
+                            recv: g.recv,
+                            op: g.op,
+                            root: g.root,
+                        };
+                        self.threads[t as usize].global_op(cx, &self.layout, &op)?;
+                        self.touch(t);
                     }
                     None => self.counts[index].mpi_calls += 1,
                 }
@@ -348,38 +362,64 @@ impl Body {
             let Some((comm, kind, rank, root)) = self.threads[t as usize].collective(seq) else {
                 continue;
             };
-            let (Some(member), Some(c)) = (
-                self.layout.member_index(comm, rank),
-                self.layout.header.communicator(comm),
-            ) else {
+            let Some(member) = self.layout.member_index(comm, rank) else {
                 continue;
             };
-            let size = c.members.len();
+            let size = self.layout.size(comm);
             for ((who, item), root) in self.roots.call(comm, kind, size, member, root, (t, seq)) {
-                self.threads[who as usize].resolve_root(cx, item, root)?;
+                self.threads[who as usize].resolve_root(item, root);
                 self.touch(who);
             }
         }
         Ok(())
     }
 
-    /// The global index of the thread a record names.
-    fn locate(&self, o: &Object) -> std::result::Result<usize, Fault> {
-        self.layout
-            .thread_index(o.app, o.task, o.thread)
-            .ok_or_else(|| {
-                Fault::new(
-                    o.at,
-                    "undeclared thread",
-                    format!(
-                        "thread {}.{}.{} is not declared by the header ({})",
-                        o.app,
-                        o.task,
-                        o.thread,
-                        self.layout.describe()
-                    ),
-                )
-            })
+    /// The global index of the thread a record names, if the header declares it.
+    fn locate(&self, o: &Object) -> Option<usize> {
+        self.layout.thread_index(o.app, o.task, o.thread)
+    }
+
+    /// The world rank of a task of the MPI application that `o` names, declared or not.
+    fn mpi_rank(&self, o: &Object) -> Option<Rank> {
+        let task = Rank::try_from(o.task).ok()?.checked_sub(1)?;
+        (o.app == self.layout.mpi_app as u64 + 1).then_some(task)
+    }
+
+    /// Reports `what` at line `line_no`, naming a thread the header does not declare, and
+    /// drops it: a task beyond the MPI application's is a process that is not declared
+    /// (`UnknownRank`, Table 3.1); another thread is a skipped record.
+    fn undeclared(
+        &self,
+        cx: &mut Context,
+        o: &Object,
+        time: Time,
+        line_no: u64,
+        what: &str,
+    ) -> Result<()> {
+        let rank = self.mpi_rank(o);
+        if let Some(rank) = rank.filter(|&r| r as usize >= self.layout.header.processes.len()) {
+            return cx.anomaly(Anomaly::BrokenRule {
+                rule: Rule::UnknownRank,
+                rank: None,
+                thread: u32::try_from(o.thread.saturating_sub(1)).unwrap_or(u32::MAX),
+                time: Some(time),
+                op: None,
+                comm: None,
+                value: Some(rank.into()),
+            });
+        }
+        let what = format!(
+            "{what} at line {line_no} names thread {}.{}.{}, which the header does not declare ({}); it is not kept",
+            o.app,
+            o.task,
+            o.thread,
+            self.layout.describe()
+        );
+        cx.anomaly(Anomaly::SkippedRecord {
+            rank,
+            time: Some(time),
+            what,
+        })
     }
 
     /// A time of the trace in nanoseconds.
@@ -422,34 +462,10 @@ impl Body {
         Ok(())
     }
 
-    /// Whether a record at `time` keeps rank thread `t`'s records in time order; a record
-    /// that does not is reported and skipped.
-    fn in_order(&mut self, cx: &mut Context, t: u32, time: Time, line_no: u64) -> Result<bool> {
-        let th = &mut self.threads[t as usize];
-        if time >= th.last_time {
-            th.last_time = time;
-            return Ok(true);
-        }
-        let what = format!(
-            "record at line {line_no} (thread {}): its time is before the thread's previous record at {} ns (Paraver records are sorted by time)",
-            th.thread, th.last_time
-        );
-        cx.anomaly(Anomaly::SkippedRecord {
-            rank: Some(th.rank),
-            time: Some(time),
-            what,
-        })?;
-        Ok(false)
-    }
-
-    fn event(
-        &mut self,
-        cx: &mut Context,
-        index: usize,
-        time: Time,
-        pairs: &[Pair],
-        line_no: u64,
-    ) -> Result<()> {
+    /// An event record of thread `index` at `time`. One that goes back in time is read as
+    /// it stands: the import's seam reports the call or routine it gives (Table 3.1's time
+    /// rules) and moves it to its thread's time.
+    fn event(&mut self, cx: &mut Context, index: usize, time: Time, pairs: &[Pair]) -> Result<()> {
         let Some(t) = self.rank_thread[index] else {
             let c = &mut self.counts[index];
             for p in pairs {
@@ -459,10 +475,8 @@ impl Body {
             }
             return Ok(());
         };
-        if !self.in_order(cx, t, time, line_no)? {
-            return Ok(());
-        }
         let th = &mut self.threads[t as usize];
+        th.saw(time);
         th.events += pairs.len() as u64;
         for p in pairs {
             if is_mpi_call_type(p.ty) {
@@ -479,28 +493,40 @@ impl Body {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The name of a communication record's end, for an anomaly.
+    fn end_name(&self, end: &End) -> String {
+        match end {
+            End::Thread(index) => self.layout.names[*index].0.clone(),
+            End::Undeclared(o, _, _) => format!("thread {}.{}.{}", o.app, o.task, o.thread),
+        }
+    }
+
+    /// A communication record between `ends`. A message with an end of another application
+    /// is skipped; an end the header does not declare is reported and dropped, and the other
+    /// end kept, its peer that end's rank when it is a task of the MPI application (the
+    /// import's seam then reports a peer that is no declared process).
     fn message(
         &mut self,
         cx: &mut Context,
         line_no: u64,
-        sender: usize,
-        receiver: usize,
+        ends: [End; 2],
         [ls, ps, lr, pr]: [Time; 4],
         bytes: u64,
         tag: i32,
     ) -> Result<()> {
-        let (Some(s), Some(r)) = (self.rank_thread[sender], self.rank_thread[receiver]) else {
-            for i in [sender, receiver] {
-                if self.rank_thread[i].is_none() {
-                    self.counts[i].messages += 1;
+        let outside = |end: &End| matches!(end, End::Thread(i) if self.rank_thread[*i].is_none());
+        if ends.iter().any(outside) {
+            for end in &ends {
+                if let End::Thread(i) = *end {
+                    if self.rank_thread[i].is_none() {
+                        self.counts[i].messages += 1;
+                    }
                 }
             }
-            let names = &self.layout.names;
             let what = format!(
                 "communication record at line {line_no} from {} to {}: only messages between tasks of the MPI application (application {}) are read",
-                names[sender].0,
-                names[receiver].0,
+                self.end_name(&ends[0]),
+                self.end_name(&ends[1]),
                 self.layout.mpi_app + 1
             );
             return cx.anomaly(Anomaly::SkippedRecord {
@@ -508,36 +534,48 @@ impl Body {
                 time: Some(ls),
                 what,
             });
-        };
-        let (send_rank, recv_rank) = (self.threads[s as usize].rank, self.threads[r as usize].rank);
+        }
+        // Each end's rank thread (if declared) and world rank (if a task of the MPI application).
+        let mut threads = [None; 2];
+        let mut ranks = [None; 2];
+        for (i, end) in ends.iter().enumerate() {
+            match *end {
+                End::Thread(index) => {
+                    threads[i] = self.rank_thread[index];
+                    ranks[i] = threads[i].map(|t| self.threads[t as usize].rank);
+                }
+                End::Undeclared(o, time, which) => {
+                    let what = format!("the {which} of a communication record");
+                    self.undeclared(cx, &o, time, line_no, &what)?;
+                    ranks[i] = self.mpi_rank(&o);
+                }
+            }
+        }
         if ps < ls || pr < lr {
             let what = format!(
                 "communication record at line {line_no}: a physical time is before its logical time (send {ls}/{ps} ns, receive {lr}/{pr} ns); the message is not kept"
             );
             return cx.anomaly(Anomaly::SkippedRecord {
-                rank: Some(send_rank),
+                rank: ranks[0],
                 time: Some(ls),
                 what,
             });
         }
-        let send = Side {
-            logical: ls,
-            physical: ps,
-            peer: recv_rank,
-            tag,
-            bytes,
-        };
-        self.threads[s as usize].attach(cx, Dir::Send, &send)?;
-        let recv = Side {
-            logical: lr,
-            physical: pr,
-            peer: send_rank,
-            tag,
-            bytes,
-        };
-        self.threads[r as usize].attach(cx, Dir::Recv, &recv)?;
-        self.touch(s);
-        self.touch(r);
+        let sides = [(Dir::Send, ls, ps, ranks[1]), (Dir::Recv, lr, pr, ranks[0])];
+        for (t, (dir, logical, physical, peer)) in threads.into_iter().zip(sides) {
+            let (Some(t), Some(peer)) = (t, peer) else {
+                continue;
+            };
+            let side = Side {
+                logical,
+                physical,
+                peer,
+                tag,
+                bytes,
+            };
+            self.threads[t as usize].attach(cx, dir, &side)?;
+            self.touch(t);
+        }
         Ok(())
     }
 
@@ -548,7 +586,7 @@ impl Body {
         }
         self.settle_roots(cx)?;
         for (t, seq) in self.roots.finish() {
-            self.threads[t as usize].resolve_root(cx, seq, None)?;
+            self.threads[t as usize].resolve_root(seq, None);
         }
         for th in &mut self.threads {
             th.finish(cx)?;

@@ -14,23 +14,20 @@
 use super::calls::{is_collective_argument, is_mpi_call_type, USER_FUNCTION};
 use super::text::{Fault, Fields};
 
-/// The thread a record is about, with the offset of its application field.
+/// The thread a record is about.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Object {
     pub app: u64,
     pub task: u64,
     pub thread: u64,
-    pub at: usize,
 }
 
 fn object(f: &mut Fields) -> Result<Object, Fault> {
     f.unsigned("CPU")?;
-    let at = f.position();
     Ok(Object {
         app: f.unsigned("application")?,
         task: f.unsigned("task")?,
         thread: f.unsigned("thread")?,
-        at,
     })
 }
 

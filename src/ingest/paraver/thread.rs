@@ -45,7 +45,9 @@ use super::calls::{
 use super::context::Context;
 use super::layout::Layout;
 use crate::error::Result;
-use crate::model::{flags, Anomaly, CommId, OpKind, Operation, Rank, RoutineEvent, StrId, Time};
+use crate::model::{
+    flags, Anomaly, CommId, OpKind, OpPosition, Operation, Rank, RoutineEvent, Rule, StrId, Time,
+};
 
 /// Items a thread holds behind one still waiting before that one is given up.
 pub(crate) const MAX_HELD: usize = 1 << 16;
@@ -97,6 +99,8 @@ struct Slot {
     pending_pr: Option<Time>,
     /// The `.prv` line it came from (for an error the import seam finds in it).
     line: u64,
+    /// The rules its records broke, reported (with its position) once it left.
+    broken: Vec<Anomaly>,
 }
 
 impl Slot {
@@ -195,12 +199,12 @@ pub(crate) struct RankThread {
     world: CommId,
     /// The time of its last state or event record.
     pub last_time: Time,
-    /// The start of the last item handed to the sink.
-    watermark: Time,
     /// Event type:value pairs it recorded.
     pub events: u64,
     /// User-function entries it recorded.
     pub regions: u64,
+    /// Operations handed to the sink so far (the next one's position on its rank and thread).
+    ops_out: u64,
 }
 
 impl RankThread {
@@ -223,10 +227,16 @@ impl RankThread {
             future_count: 0,
             world,
             last_time: 0,
-            watermark: 0,
             events: 0,
             regions: 0,
+            ops_out: 0,
         }
+    }
+
+    /// A record of this thread at `time` was read (records that go back in time are read as
+    /// they stand; the thread's time stays the latest).
+    pub fn saw(&mut self, time: Time) {
+        self.last_time = self.last_time.max(time);
     }
 
     fn push(&mut self, item: Item, open: bool, needs: u8, line: u64) -> u64 {
@@ -236,6 +246,7 @@ impl RankThread {
             needs,
             pending_pr: None,
             line,
+            broken: Vec::new(),
         });
         self.base + self.out.len() as u64 - 1
     }
@@ -418,23 +429,22 @@ impl RankThread {
     }
 
     /// Collective `seq` learnt its root from its instance (`Some`), or never will (`None`:
-    /// the root's call is not in the trace); then it is kept as a call without records.
-    pub fn resolve_root(&mut self, cx: &mut Context, seq: u64, root: Option<Rank>) -> Result<()> {
+    /// the root's call is not in the trace).
+    pub fn resolve_root(&mut self, seq: u64, root: Option<Rank>) {
         let Some(slot) = self.slot(seq) else {
-            return Ok(());
+            return;
         };
         if slot.needs & ROOT == 0 {
-            return Ok(());
+            return;
         }
         slot.needs &= !ROOT;
-        match root {
-            Some(r) => {
-                if let Item::Op(op) = &mut slot.item {
-                    op.root = Some(r);
-                }
-                Ok(())
+        // A call whose own record named a root outside its communicator stays without one;
+        // one that never learns its root is kept as it is (the import's seam reports the
+        // missing root).
+        if let (Some(r), Item::Op(op)) = (root, &mut slot.item) {
+            if op.flags & flags::WITHOUT_RECORDS == 0 {
+                op.root = Some(r);
             }
-            None => self.without_records(cx, seq),
         }
     }
 
@@ -501,11 +511,18 @@ impl RankThread {
         let member = layout
             .comm(id)
             .filter(|&c| layout.member_index(c, rank).is_some());
+        // An id the header does not declare, kept as recorded for the import's seam to report
+        // (`UnknownCommunicator`), unless it is no 32-bit id or names the world made for a
+        // trace that declares none.
+        let undeclared = CommId::try_from(id)
+            .ok()
+            .filter(|&c| layout.comm(id).is_none() && !layout.declares(c));
         match member {
             Some(comm) => self.op(seq).comm = Some(comm),
             // A declared communicator the rank is no member of: kept as recorded, for the
             // import's seam to report and repair (`RankOutsideCommunicator`).
             None if layout.comm(id).is_some() => self.op(seq).comm = layout.comm(id),
+            None if undeclared.is_some() => self.op(seq).comm = undeclared,
             None => {
                 let (kind, start) = {
                     let op = self.op(seq);
@@ -513,7 +530,7 @@ impl RankThread {
                     (op.kind, op.start)
                 };
                 let what = format!(
-                    "{} (thread {}) on communicator {id}, which the header does not declare for the MPI application; it is kept as a call without records",
+                    "{} (thread {}) on communicator {id}, which is no communicator id of the MPI application; it is kept as a call without records",
                     cx.kind_text(kind),
                     self.thread
                 );
@@ -552,12 +569,9 @@ impl RankThread {
                 };
                 self.set_sizes(seq, send, recv);
             }
-            GLOBAL_OP_IS_ROOT => {
-                let op = self.op(seq);
-                if value != 0 && op.kind.is_rooted() {
-                    op.root = Some(rank);
-                }
-            }
+            // On a collective that has no root, the flag is kept for the import's seam to
+            // report (`UnexpectedRoot`).
+            GLOBAL_OP_IS_ROOT if value != 0 => self.op(seq).root = Some(rank),
             GLOBAL_OP_COMM => match bytes {
                 Ok(id) => self.set_comm(cx, layout, seq, id)?,
                 Err(_) => self.set_comm(cx, layout, seq, u64::MAX)?,
@@ -606,20 +620,28 @@ impl RankThread {
     ) -> Result<()> {
         self.set_comm(cx, layout, seq, g.comm)?;
         self.set_sizes(seq, g.send, g.recv);
+        let (rank, thread) = (self.rank, self.thread);
         let op = self.op(seq);
         let Some(comm) = op.comm.filter(|_| op.kind.is_rooted()) else {
             return Ok(());
         };
         op.root = layout.member(comm, g.root);
-        if op.root.is_none() {
-            let (kind, start) = (op.kind, op.start);
-            let what = format!(
-                "{} (thread {}): root {} is not a rank of communicator {comm}",
-                cx.kind_text(kind),
-                self.thread,
-                g.root
-            );
-            cx.anomaly(self.skipped(start, what))?;
+        if op.root.is_none() && layout.member_index(comm, rank).is_some() {
+            // The root is a communicator rank: one the communicator lacks has no world rank.
+            // The call is kept without it, outside matching, and reported once it leaves.
+            op.flags |= flags::WITHOUT_RECORDS;
+            let anomaly = Anomaly::BrokenRule {
+                rule: Rule::RootOutsideCommunicator,
+                rank: Some(rank),
+                thread,
+                time: Some(op.start),
+                op: Some(0),
+                comm: Some(comm),
+                value: Some(g.root),
+            };
+            if let Some(slot) = self.slot(seq) {
+                slot.broken.push(anomaly);
+            }
         }
         Ok(())
     }
@@ -802,17 +824,10 @@ impl RankThread {
         true
     }
 
-    /// An operation made from a record alone, placed in start order unless items after its
-    /// start have left already (records far out of time order).
+    /// An operation made from a record alone, placed in start order (one whose start is
+    /// before items of its thread that have left, from records far out of time order, leaves
+    /// next: the import's seam reports its time going backwards).
     fn place_made(&mut self, cx: &mut Context, op: Operation) -> Result<()> {
-        if op.start < self.watermark {
-            let what = format!(
-                "{} of a communication record (thread {}): it falls within no MPI call of its kind and items of its thread after it were already imported (records out of time order); the message is not kept",
-                cx.kind_text(op.kind),
-                self.thread
-            );
-            return cx.anomaly(self.skipped(op.start, what));
-        }
         self.made_count += 1;
         self.made.push(Reverse(Made {
             order: self.made_count,
@@ -881,7 +896,7 @@ impl RankThread {
             self.without_records(cx, seq)?;
         }
         if what & ROOT != 0 {
-            self.resolve_root(cx, seq, None)?;
+            self.resolve_root(seq, None);
         }
         Ok(())
     }
@@ -923,9 +938,9 @@ impl RankThread {
             if take_made {
                 #[allow(clippy::expect_used)] // peek just returned an item
                 let Reverse(m) = self.made.pop().expect("peeked");
-                self.watermark = m.op.start;
                 let r = cx.sink.operation(&m.op);
                 r.map_err(|e| cx.placed(e, m.line))?;
+                self.ops_out += 1;
                 continue;
             }
             match front {
@@ -934,7 +949,6 @@ impl RankThread {
                     let slot = self.out.pop_front().expect("a front item");
                     let seq = self.base;
                     self.base += 1;
-                    self.watermark = slot.item.start();
                     let r = match &slot.item {
                         Item::Op(op) => {
                             if op.kind.is_completion() {
@@ -945,6 +959,18 @@ impl RankThread {
                         Item::Routine(r) => cx.sink.routine(r),
                     };
                     r.map_err(|e| cx.placed(e, slot.line))?;
+                    if let Item::Op(_) = slot.item {
+                        // What its records broke names it by its position.
+                        let at = OpPosition {
+                            rank: self.rank,
+                            thread: self.thread,
+                            index: self.ops_out,
+                        };
+                        self.ops_out += 1;
+                        for anomaly in &slot.broken {
+                            cx.anomaly_at(anomaly, at)?;
+                        }
+                    }
                 }
                 _ => return Ok(()),
             }
