@@ -466,6 +466,7 @@ fn selection_of(
         within,
         time: None,
         predicate,
+        clock: Default::default(),
     };
     (
         Selection { target, filter },

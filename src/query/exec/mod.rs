@@ -442,7 +442,7 @@ impl<'a> Engine<'a> {
         };
         let mut selected = self.select_ids(sel)?;
         if !selected.messages && selected.records.is_none() && orders_by_wait(s) {
-            self.load_waits(&mut selected)?;
+            self.load_waits(&mut selected, sel.filter.clock)?;
         }
         let waits = selected.waits.clone();
         let waits = waits.as_deref();

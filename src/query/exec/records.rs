@@ -237,6 +237,7 @@ impl<'a> Engine<'a> {
                 actual: None,
             }],
             waits: None,
+            clock: None,
         })
     }
 
