@@ -531,6 +531,23 @@ fn wait_state_statements_take_the_offsets_and_give_the_unskewed_trace_s() {
     let (truth, raw) = ("unskewed-none", "offsets-none");
     let mut session = Session::new(db);
     let with = " WITH CLOCK CORRECTION offsets";
+    // EXPLAIN names the map and the wait states it would compute first, and computes nothing.
+    let explain = |session: &mut Session| {
+        run(session, raw, &format!("EXPLAIN SELECT WAIT STATES{with}")).to_csv()
+    };
+    let plan = explain(&mut session);
+    assert!(
+        plan.contains("estimate the clock map (offsets) from the messages (then stored)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("wait state analysis on clocks corrected by offsets runs first"),
+        "{plan}"
+    );
+    assert!(skewed
+        .result::<WaitStates>(&waits_key(ClockCorrection::Offsets))
+        .unwrap()
+        .is_none());
 
     // WAIT STATES, by kind and by process: equal to the unskewed trace's, share included
     // (offsets move no duration).
@@ -542,6 +559,15 @@ fn wait_state_statements_take_the_offsets_and_give_the_unskewed_trace_s() {
         let stored = run(&mut session, raw, statement);
         assert_ne!(stored.to_csv(), want.to_csv(), "{statement}");
     }
+    let plan = explain(&mut session);
+    assert!(
+        plan.contains("read the stored clock map (offsets)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("read the stored wait states on clocks corrected by offsets"),
+        "{plan}"
+    );
     let stored = run(&mut session, raw, "SELECT WAIT STATES GROUP BY PROCESS");
     let per_rank: Vec<Vec<String>> = stored_wait_states(&skewed, false)
         .unwrap()
