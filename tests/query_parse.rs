@@ -529,6 +529,7 @@ fn clauses_come_in_any_order() {
             end: 2_000_000_000,
         }),
         predicate: Some(cmp(Field::Size, CmpOp::Gt, 1024)),
+        clock: ClockCorrection::None,
     };
     let parts = [
         "FOR PROCESS(0)",
@@ -963,6 +964,96 @@ fn wait_statements_parse_with_their_clauses_in_any_order() {
 }
 
 #[test]
+fn clock_correction_is_an_option_of_what_reads_wait_states() {
+    let clock = |text: &str| -> ClockCorrection {
+        match parse_statement(text) {
+            Ok(Statement::Select(s)) | Ok(Statement::Explain(s)) => s.body.filter().clock,
+            Ok(Statement::CreateView { selection, .. }) => selection.filter.clock,
+            Ok(Statement::Analysis(ast::Analysis::CriticalPath { clock, .. })) => clock,
+            other => panic!("{text}: {other:?}"),
+        }
+    };
+    // Among the clauses, in any order and any case; a name in any case.
+    assert_eq!(
+        clock("SELECT WAIT STATES WITH CLOCK CORRECTION offsets"),
+        ClockCorrection::Offsets
+    );
+    assert_eq!(
+        clock("SELECT WAIT STATES with clock correction CLC GROUP BY PROCESS FOR PROCESS(1)"),
+        ClockCorrection::Clc
+    );
+    assert_eq!(
+        clock("SELECT LATE SENDERS FOR PROCESS(1) WITH CLOCK CORRECTION interpolate ORDER BY WAIT DESC LIMIT 4"),
+        ClockCorrection::Interpolate
+    );
+    assert_eq!(
+        clock("SELECT COUNT(*) FROM OPERATIONS WHERE WAIT > 1 us WITH CLOCK CORRECTION offsets GROUP BY PROCESS"),
+        ClockCorrection::Offsets
+    );
+    assert_eq!(
+        clock("SELECT OPERATIONS WITH CLOCK CORRECTION offsets ORDER BY wait DESC"),
+        ClockCorrection::Offsets
+    );
+    assert_eq!(
+        clock("CREATE VIEW w AS SELECT OPERATIONS WHERE WAIT > 0 WITH CLOCK CORRECTION offsets"),
+        ClockCorrection::Offsets
+    );
+    assert_eq!(
+        clock("SELECT CRITICAL PATH SUMMARY WITH CLOCK CORRECTION offsets"),
+        ClockCorrection::Offsets
+    );
+    assert_eq!(
+        clock("SELECT WAIT STATES WITH CLOCK CORRECTION none"),
+        ClockCorrection::None
+    );
+    assert_eq!(clock("SELECT WAIT STATES"), ClockCorrection::None);
+    // Canonical text names it after the other clauses; `none` is the default, not printed.
+    for (text, canonical) in [
+        (
+            "SELECT WAIT STATES WITH CLOCK CORRECTION offsets GROUP BY PROCESS FOR PROCESS(1)",
+            "SELECT WAIT STATES GROUP BY PROCESS FOR PROCESS(1) WITH CLOCK CORRECTION OFFSETS",
+        ),
+        (
+            "SELECT COUNT(*) FROM OPERATIONS WITH CLOCK CORRECTION clc WHERE WAIT > 1 us",
+            "SELECT COUNT(*) FROM OPERATIONS WHERE WAIT > 1 us WITH CLOCK CORRECTION CLC",
+        ),
+        (
+            "SELECT CRITICAL PATH WITH CLOCK CORRECTION interpolate",
+            "SELECT CRITICAL PATH WITH CLOCK CORRECTION INTERPOLATE",
+        ),
+        (
+            "SELECT WAIT STATES WITH CLOCK CORRECTION none",
+            "SELECT WAIT STATES",
+        ),
+    ] {
+        let ast = parse_statement(text).unwrap();
+        assert_eq!(ast.to_string(), canonical, "{text}");
+        assert_eq!(parse_statement(canonical).unwrap(), ast, "{canonical}");
+    }
+    let refused = "WITH CLOCK CORRECTION sets the clocks wait states are computed on, and this \
+         statement reads none: it applies to WAIT STATES, LATE SENDERS and to a selection of \
+         operations that reads WAIT (in WHERE or ORDER BY)";
+    let errors = [
+        ("SELECT WAIT STATES WITH CLOCK CORRECTION ntp", 42, "unknown clock correction \"ntp\": none, offsets, interpolate or clc"),
+        ("SELECT CRITICAL PATH WITH CLOCK CORRECTION ntp", 44, "unknown clock correction \"ntp\": none, offsets, interpolate or clc"),
+        ("SELECT WAIT STATES WITH CLOCK CORRECTION", 41, "expected a clock correction after CLOCK CORRECTION (none, offsets, interpolate, clc), found end of statement"),
+        ("SELECT WAIT STATES WITH CLOCK offsets", 31, "expected CORRECTION after CLOCK, found \"offsets\""),
+        ("SELECT WAIT STATES WITH TANDEMS OFF", 25, "expected CLOCK CORRECTION after WITH, found \"TANDEMS\""),
+        ("SELECT WAIT STATES WITH CLOCK CORRECTION clc WITH CLOCK CORRECTION none", 46, "only one WITH may be given"),
+        ("SELECT WAIT STATES WITH CLOCK CORRECTION clc, CLOCK CORRECTION none", 47, "CLOCK CORRECTION is given twice"),
+        ("SELECT MESSAGES WITH CLOCK CORRECTION offsets", 17, refused),
+        ("SELECT OPERATIONS WHERE DURATION > 1 ms WITH CLOCK CORRECTION offsets", 41, refused),
+        ("SELECT FAN_IN WITH CLOCK CORRECTION offsets", 15, refused),
+        ("CREATE VIEW v AS SELECT OPERATIONS WITH CLOCK CORRECTION clc", 36, refused),
+        ("SELECT PHASES WITH CLOCK CORRECTION offsets", 20, "expected a parameter of SELECT PHASES: THRESHOLD, THESIS ARITHMETIC, DELIMITERS, TANDEMS or ENVELOPE, found \"CLOCK\""),
+    ];
+    for (text, column, message) in errors {
+        let e = parse_statement(text).unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (column, message), "{text}");
+    }
+}
+
+#[test]
 fn malformed_queries_give_exact_columns_and_messages() {
     let condition = "(on SIZE, SENT, RECEIVED, TAG, SENDER, RECEIVER, DURATION, PEER, ROOT, COMM, WAIT, DEPTH, MEMBERS or SKEW)";
     let cases: Vec<(&str, usize, String)> = vec![
@@ -1249,6 +1340,30 @@ mod properties {
         ]
     }
 
+    /// Whether a condition reads `WAIT` (a selection takes `WITH CLOCK CORRECTION` then).
+    fn reads_wait(e: &Expr) -> bool {
+        match e {
+            Expr::Compare(c) => c.field == Field::Wait,
+            Expr::And(v) | Expr::Or(v) => v.iter().any(reads_wait),
+            Expr::Not(e) => reads_wait(e),
+        }
+    }
+
+    /// Clauses with a clock correction where the statement reads wait states (`waits`: it
+    /// does whatever its condition reads), none elsewhere.
+    fn filter_for(waits: bool) -> impl Strategy<Value = Filter> {
+        (
+            filter(),
+            prop::sample::select(ClockCorrection::ALL.to_vec()),
+        )
+            .prop_map(move |(mut f, clock)| {
+                if waits || f.predicate.as_ref().is_some_and(reads_wait) {
+                    f.clock = clock;
+                }
+                f
+            })
+    }
+
     fn filter() -> impl Strategy<Value = Filter> {
         (
             prop::option::of(scope()),
@@ -1269,11 +1384,12 @@ mod properties {
                     }
                 }),
                 predicate,
+                clock: ClockCorrection::None,
             })
     }
 
     fn selection() -> impl Strategy<Value = Selection> {
-        (target(), filter()).prop_map(|(target, filter)| Selection { target, filter })
+        (target(), filter_for(false)).prop_map(|(target, filter)| Selection { target, filter })
     }
 
     fn aggregate() -> impl Strategy<Value = Aggregate> {
@@ -1320,14 +1436,19 @@ mod properties {
                     selection,
                     group_by
                 }),
-            (statistic, prop::option::of(target()), filter()).prop_map(
-                |(statistic, target, filter)| SelectBody::Statistic {
-                    statistic,
-                    target: match statistic {
-                        Statistic::Matrix(_) | Statistic::Histogram { .. } => target,
-                        _ => None,
-                    },
-                    filter
+            (statistic, prop::option::of(target()), filter_for(true)).prop_map(
+                |(statistic, target, mut filter)| {
+                    if !matches!(statistic, Statistic::WaitStates(_) | Statistic::LateSenders) {
+                        filter.clock = ClockCorrection::None;
+                    }
+                    SelectBody::Statistic {
+                        statistic,
+                        target: match statistic {
+                            Statistic::Matrix(_) | Statistic::Histogram { .. } => target,
+                            _ => None,
+                        },
+                        filter,
+                    }
                 }
             ),
         ]

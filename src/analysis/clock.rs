@@ -30,12 +30,18 @@
 //!   and the clock returns to the interpolated one. Point-to-point messages only; collectives
 //!   keep the interpolated times.
 //!
-//! Memory is per rank and per pair, never per event: the message scans keep the smallest
-//! latency of each pair, a model is two numbers per rank, and the controlled logical clock
-//! keeps per rank the jumps that are not overtaken by a later one (a staircase), one per
-//! receive it had to move at most. Cost follows messages: one scan for detection, one for a
-//! model, a few for the controlled logical clock (each pass moves receives; it stops when a
-//! pass moves none).
+//! Every scan leaves out the messages whose `MPI_Irecv` no Wait or Test completed, as the
+//! import does: their receive time is the call's own end, not when the data arrived, so they
+//! say nothing of the clocks (a trace cut short, a tracer that records no completion).
+//!
+//! Memory is per rank and per pair, not per message: the message scans keep the smallest
+//! latency of each pair, a model is two numbers per rank, and the set of uncompleted Irecvs
+//! is a compressed bitmap (the kind index's, less the completed ones). The controlled logical
+//! clock is the exception: it keeps per rank the jumps that are not overtaken by a later one
+//! (a staircase), one per receive it had to move at most, so its map grows with the
+//! violations it repairs (none on a trace whose clocks only drift). Cost follows messages: one
+//! scan for detection, one for a model, a few for the controlled logical clock (each pass
+//! moves receives; it stops when a pass moves none).
 //!
 //! ```
 //! use mtfdb::analysis::clock::{ClockCheck, ClockCorrection};
@@ -52,12 +58,13 @@
 use std::collections::VecDeque;
 use std::fmt;
 
+use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::model::{Anomaly, Rank, Time};
-use crate::store::MessageField;
+use crate::model::{Anomaly, OpKind, Rank, Time};
+use crate::store::{IndexDim, MessageField};
 use crate::Trace;
 
 /// How the times of a trace are corrected.
@@ -95,14 +102,24 @@ impl ClockCorrection {
 
     /// The correction named `name` (case-insensitive).
     pub fn from_name(name: &str) -> Result<ClockCorrection> {
+        ClockCorrection::named(name).ok_or_else(|| Error::Usage(ClockCorrection::unknown(name)))
+    }
+
+    /// The correction named `name` (case-insensitive), if any.
+    pub(crate) fn named(name: &str) -> Option<ClockCorrection> {
         ClockCorrection::ALL
             .into_iter()
             .find(|c| c.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "unknown clock correction {name:?}: none, offsets, interpolate or clc"
-                ))
-            })
+    }
+
+    /// The message for a name no correction has, listing those that exist.
+    pub(crate) fn unknown(name: &str) -> String {
+        let names: Vec<&str> = ClockCorrection::ALL.iter().map(|c| c.name()).collect();
+        let (last, rest) = names.split_last().expect("corrections exist");
+        format!(
+            "unknown clock correction {name:?}: {} or {last}",
+            rest.join(", ")
+        )
     }
 }
 
@@ -178,34 +195,76 @@ impl ClockCheck {
     }
 }
 
-/// Calls `f(sender, receiver, send start, receive end)` for every matched message of `trace`,
-/// chunk by chunk.
-fn scan_messages(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Result<()> {
-    use MessageField::{Receiver, RecvTime, SendTime, Sender};
-    for chunk in 0..trace.message_chunk_count() {
-        trace.check_cancel()?;
-        let m = trace.message_columns(chunk, &[Sender, Receiver, SendTime, RecvTime])?;
-        for row in 0..m.rows() {
-            f(
-                m.sender(row),
-                m.receiver(row),
-                m.send_time(row),
-                m.recv_time(row),
-            );
+/// The messages of a trace that say something of its clocks: every matched message but those
+/// whose `MPI_Irecv` no Wait or Test completed. Such a message's receive time is the Irecv
+/// call's own end, which says nothing of when the data arrived: the import does not judge it
+/// ([`MatchSink::uncompleted_message`](crate::ingest::matcher::MatchSink::uncompleted_message)),
+/// and neither do the check and the estimates here.
+struct TimedMessages<'t> {
+    trace: &'t Trace,
+    /// The Irecvs no request link completes (a bitmap of operation ids: the trace's Irecvs
+    /// from the kind index, less those the links name, read a chunk at a time).
+    uncompleted: RoaringTreemap,
+}
+
+impl<'t> TimedMessages<'t> {
+    fn of(trace: &'t Trace) -> Result<TimedMessages<'t>> {
+        let mut uncompleted = trace.index(IndexDim::Kind, OpKind::Irecv.code())?;
+        if !uncompleted.is_empty() {
+            for chunk in 0..trace.request_link_chunk_count() {
+                trace.check_cancel()?;
+                for link in trace.request_link_chunk(chunk)? {
+                    uncompleted.remove(link.request_op);
+                }
+            }
         }
+        Ok(TimedMessages { trace, uncompleted })
     }
-    Ok(())
+
+    /// Calls `f(sender, receiver, send start, receive end)` for every message, chunk by
+    /// chunk; returns how many messages it left out.
+    fn scan(&self, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Result<u64> {
+        use MessageField::{Receiver, RecvOp, RecvTime, SendTime, Sender};
+        let trace = self.trace;
+        let mut left_out = 0;
+        for chunk in 0..trace.message_chunk_count() {
+            trace.check_cancel()?;
+            let m =
+                trace.message_columns(chunk, &[Sender, Receiver, SendTime, RecvTime, RecvOp])?;
+            for row in 0..m.rows() {
+                if self.uncompleted.contains(m.recv_op(row)) {
+                    left_out += 1;
+                    continue;
+                }
+                f(
+                    m.sender(row),
+                    m.receiver(row),
+                    m.send_time(row),
+                    m.recv_time(row),
+                );
+            }
+        }
+        Ok(left_out)
+    }
+
+    /// The pairs whose messages violate the clock condition in the stored times, or in the
+    /// times `map` corrects them to, and how many messages were not judged.
+    fn check(&self, map: Option<&ClockMap>) -> Result<(Vec<PairViolation>, u64)> {
+        let mut check = ClockCheck::default();
+        let left_out = self.scan(|s, r, send, recv| match map {
+            Some(m) => check.message(s, r, m.time(s, send), m.time(r, recv)),
+            None => check.message(s, r, send, recv),
+        })?;
+        Ok((check.violations(), left_out))
+    }
 }
 
 /// The pairs of `trace` whose messages violate the clock condition in its stored times, or
-/// in the times `map` corrects them to.
+/// in the times `map` corrects them to. As at import, a message whose `MPI_Irecv` no Wait or
+/// Test completed is not judged: its receive time is the call's own end, not the data's
+/// arrival.
 pub fn check(trace: &Trace, map: Option<&ClockMap>) -> Result<Vec<PairViolation>> {
-    let mut check = ClockCheck::default();
-    scan_messages(trace, |s, r, send, recv| match map {
-        Some(m) => check.message(s, r, m.time(s, send), m.time(r, recv)),
-        None => check.message(s, r, send, recv),
-    })?;
-    Ok(check.violations())
+    Ok(TimedMessages::of(trace)?.check(map)?.0)
 }
 
 /// One rank's clock in a [`ClockMap`]: its offset from the reference clock is `offset + drift
@@ -323,9 +382,10 @@ impl ClockMap {
             return Ok(ClockMap::identity());
         }
         // Per ordered pair: the tightest message over the run, its first half, its second.
+        let messages = TimedMessages::of(trace)?;
         let mid = first + (last - first) / 2;
         let mut tight: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
-        scan_messages(trace, |s, r, send, recv| {
+        messages.scan(|s, r, send, recv| {
             if s == r {
                 return;
             }
@@ -336,9 +396,14 @@ impl ClockMap {
         })?;
         let mut map = fit(&tight, ranks, correction, first, last);
         if correction == ClockCorrection::Clc {
-            map.controlled_logical_clock(trace)?;
+            map.controlled_logical_clock(&messages)?;
         }
-        map.unresolved = check(trace, Some(&map))?.iter().map(|p| p.messages).sum();
+        map.unresolved = messages
+            .check(Some(&map))?
+            .0
+            .iter()
+            .map(|p| p.messages)
+            .sum();
         Ok(map)
     }
 
@@ -397,11 +462,11 @@ impl ClockMap {
 
     /// Forward amortization over the messages until no receive ends before its send's start
     /// plus the minimal latency.
-    fn controlled_logical_clock(&mut self, trace: &Trace) -> Result<()> {
+    fn controlled_logical_clock(&mut self, messages: &TimedMessages<'_>) -> Result<()> {
         self.jumps = vec![Vec::new(); self.ranks.len()];
         for pass in 1..=CLC_MAX_PASSES {
             let mut moved = 0u64;
-            scan_messages(trace, |s, r, send, recv| {
+            messages.scan(|s, r, send, recv| {
                 if (s as usize) >= self.ranks.len() || (r as usize) >= self.ranks.len() {
                     return;
                 }
@@ -564,7 +629,7 @@ pub fn report(trace: &Trace, correction: ClockCorrection) -> Result<String> {
         None => writeln!(w, "times as recorded (imported without clock correction)"),
     }
     .ok();
-    let pairs = check(trace, None)?;
+    let (pairs, left_out) = TimedMessages::of(trace)?.check(None)?;
     let violating: u64 = pairs.iter().map(|p| p.messages).sum();
     writeln!(
         w,
@@ -572,6 +637,14 @@ pub fn report(trace: &Trace, correction: ClockCorrection) -> Result<String> {
         pairs.len()
     )
     .ok();
+    if left_out > 0 {
+        writeln!(
+            w,
+            "  not judged, as at import: {left_out} message(s) whose MPI_Irecv no Wait or \
+             Test completed (the receive time is the call's own end, not the data's arrival)"
+        )
+        .ok();
+    }
     if !pairs.is_empty() {
         writeln!(w, "  sender  receiver  messages  worst_ns  first_send_ns").ok();
         for p in &pairs {

@@ -61,8 +61,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::{self, ClockCorrection, ClockMap};
 use super::op_times::OpTimes;
-use crate::analysis::waits::{stored_wait_states, wait_states_in, WaitStates};
+use crate::analysis::waits::{
+    stored_wait_states, stored_wait_states_with, wait_states_in, WaitStates,
+};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CollectiveInstance, OpId, OpKind, Rank, Time};
@@ -191,6 +194,48 @@ pub fn stored_critical_path(trace: &Trace, refresh: bool) -> Result<CriticalPath
     trace.stored_result(CRITICAL_PATH_KEY, refresh, || {
         critical_path_with(trace, &stored_wait_states(trace, refresh)?)
     })
+}
+
+/// The key the critical path under `correction` is stored under ([`CRITICAL_PATH_KEY`] for
+/// the stored times).
+pub fn critical_path_key(correction: ClockCorrection) -> String {
+    match correction {
+        ClockCorrection::None => CRITICAL_PATH_KEY.to_string(),
+        c => format!("{CRITICAL_PATH_KEY}/clock={}", c.name()),
+    }
+}
+
+/// The critical path of `trace` with its times corrected by `correction` (see
+/// [`crate::analysis::clock`]): over the wait states under the same correction, its segments
+/// in corrected times; computed once and stored with it. `None` is [`stored_critical_path`].
+pub fn stored_critical_path_with(
+    trace: &Trace,
+    correction: ClockCorrection,
+    refresh: bool,
+) -> Result<CriticalPath> {
+    if correction == ClockCorrection::None {
+        return stored_critical_path(trace, refresh);
+    }
+    trace.stored_result(&critical_path_key(correction), refresh, || {
+        let map = clock::stored_map(trace, correction, refresh)?;
+        let waits = stored_wait_states_with(trace, correction, refresh)?;
+        let instances = trace.collective_instances()?;
+        path_over(
+            trace,
+            &waits,
+            &mut OpTimes::corrected(trace, &map),
+            &instances,
+        )
+    })
+}
+
+/// The critical path of `trace` with its times corrected by `map`: over the wait states
+/// under `map`, its segments in corrected times.
+pub fn critical_path_corrected(trace: &Trace, map: &ClockMap) -> Result<CriticalPath> {
+    let mut times = OpTimes::corrected(trace, map);
+    let instances = trace.collective_instances()?;
+    let waits = wait_states_in(trace, &mut times, &instances)?;
+    path_over(trace, &waits, &mut times, &instances)
 }
 
 /// The critical path of `trace` (see the module's rules).
@@ -336,7 +381,7 @@ impl<'t, 'c> Timelines<'t, 'c> {
         });
         let mut best: Option<Call> = None;
         for chunks in threads.iter() {
-            let n = chunks.partition_point(|c| c.first_start < t);
+            let n = chunks.partition_point(|c| self.times.time(rank, c.first_start) < t);
             let Some(info) = n.checked_sub(1).map(|i| &chunks[i]) else {
                 continue;
             };
@@ -406,12 +451,16 @@ fn walk<'t>(
     times: &mut OpTimes<'t>,
 ) -> Result<Vec<Segment>> {
     let chunks = trace.op_chunks();
-    let Some(first) = chunks.iter().map(|c| c.first_start).min() else {
+    let Some(first) = chunks
+        .iter()
+        .map(|c| times.time(c.rank, c.first_start))
+        .min()
+    else {
         return Ok(Vec::new());
     };
     let Some((mut t, mut rank)) = chunks
         .iter()
-        .map(|c| (c.max_end, std::cmp::Reverse(c.rank)))
+        .map(|c| (times.time(c.rank, c.max_end), std::cmp::Reverse(c.rank)))
         .max()
         .map(|(end, rank)| (end, rank.0))
     else {
@@ -473,7 +522,12 @@ fn averages(
     waits: &WaitStates,
     times: &mut OpTimes<'_>,
 ) -> Result<Vec<(Option<OpKind>, Time)>> {
-    let Some(first) = trace.op_chunks().iter().map(|c| c.first_start).min() else {
+    let Some(first) = trace
+        .op_chunks()
+        .iter()
+        .map(|c| times.time(c.rank, c.first_start))
+        .min()
+    else {
         return Ok(Vec::new());
     };
     let with_ops = trace

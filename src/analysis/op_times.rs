@@ -4,7 +4,13 @@
 //! operations up by id or by rank and time, in about the order they happened, so the chunks
 //! in use are those of the current stretch of time (one per location at worst), not the
 //! whole trace.
+//!
+//! Read through a [`ClockMap`], every time is the rank's corrected one: the wait states and
+//! the critical path then run on corrected clocks without knowing it. A map is monotonic per
+//! rank, so each chunk stays sorted by start and a chunk directory's first start and last end
+//! stay its rows' bounds once corrected ([`OpTimes::time`]).
 
+use super::clock::ClockMap;
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{OpId, OpKind, Rank, Time};
@@ -50,6 +56,8 @@ pub(crate) struct OpTime {
 /// Operation chunks' times, read on demand and kept within [`BUDGET_ROWS`].
 pub(crate) struct OpTimes<'t> {
     trace: &'t Trace,
+    /// The correction every time is read through, if any.
+    map: Option<&'t ClockMap>,
     rank_of_chunk: FxHashMap<u32, Rank>,
     chunks: FxHashMap<u32, ChunkTimes>,
     rows: usize,
@@ -58,8 +66,18 @@ pub(crate) struct OpTimes<'t> {
 
 impl<'t> OpTimes<'t> {
     pub fn new(trace: &'t Trace) -> OpTimes<'t> {
+        OpTimes::through(trace, None)
+    }
+
+    /// Operations' times corrected by `map`.
+    pub fn corrected(trace: &'t Trace, map: &'t ClockMap) -> OpTimes<'t> {
+        OpTimes::through(trace, Some(map))
+    }
+
+    fn through(trace: &'t Trace, map: Option<&'t ClockMap>) -> OpTimes<'t> {
         OpTimes {
             trace,
+            map,
             rank_of_chunk: trace
                 .op_chunks()
                 .iter()
@@ -68,6 +86,15 @@ impl<'t> OpTimes<'t> {
             chunks: FxHashMap::default(),
             rows: 0,
             tick: 0,
+        }
+    }
+
+    /// Time `t` of `rank` as this reads it: corrected when there is a map (for the times the
+    /// chunk directory holds).
+    pub fn time(&self, rank: Rank, t: Time) -> Time {
+        match self.map {
+            Some(m) => m.time(rank, t),
+            None => t,
         }
     }
 
@@ -82,19 +109,17 @@ impl<'t> OpTimes<'t> {
             self.trace.check_cancel()?;
             let cols = self.trace.operation_columns(chunk, &[Start, End, Kind])?;
             let rows = cols.rows();
+            let times = ChunkTimes {
+                chunk,
+                rank,
+                start: (0..rows).map(|r| self.time(rank, cols.start(r))).collect(),
+                end: (0..rows).map(|r| self.time(rank, cols.end(r))).collect(),
+                kind: (0..rows).map(|r| cols.kind(r)).collect(),
+                used: 0,
+            };
             self.make_room(rows);
             self.rows += rows;
-            self.chunks.insert(
-                chunk,
-                ChunkTimes {
-                    chunk,
-                    rank,
-                    start: (0..rows).map(|r| cols.start(r)).collect(),
-                    end: (0..rows).map(|r| cols.end(r)).collect(),
-                    kind: (0..rows).map(|r| cols.kind(r)).collect(),
-                    used: 0,
-                },
-            );
+            self.chunks.insert(chunk, times);
         }
         let tick = self.tick;
         Ok(self.chunks.get_mut(&chunk).map(|c| {

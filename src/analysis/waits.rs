@@ -222,6 +222,15 @@ pub fn stored_wait_states(trace: &Trace, refresh: bool) -> Result<WaitStates> {
     trace.stored_result(WAITS_KEY, refresh, || wait_states(trace))
 }
 
+/// The key the wait states under `correction` are stored under ([`WAITS_KEY`] for the
+/// stored times).
+pub fn waits_key(correction: ClockCorrection) -> String {
+    match correction {
+        ClockCorrection::None => WAITS_KEY.to_string(),
+        c => format!("{WAITS_KEY}/clock={}", c.name()),
+    }
+}
+
 /// The wait states of `trace` with its times corrected by `correction` (see
 /// [`crate::analysis::clock`]), computed once and stored with it; `None` is
 /// [`stored_wait_states`].
@@ -233,8 +242,7 @@ pub fn stored_wait_states_with(
     if correction == ClockCorrection::None {
         return stored_wait_states(trace, refresh);
     }
-    let key = format!("{WAITS_KEY}/clock={}", correction.name());
-    trace.stored_result(&key, refresh, || {
+    trace.stored_result(&waits_key(correction), refresh, || {
         let map = clock::stored_map(trace, correction, refresh)?;
         wait_states_with(trace, &map)
     })
@@ -243,8 +251,7 @@ pub fn stored_wait_states_with(
 /// The wait states of `trace` with its times corrected by `map`.
 pub fn wait_states_with(trace: &Trace, map: &ClockMap) -> Result<WaitStates> {
     let instances = trace.collective_instances()?;
-    let mut times = OpTimes::new(trace);
-    wait_states_mapped(trace, &mut times, &instances, Some(map))
+    wait_states_in(trace, &mut OpTimes::corrected(trace, map), &instances)
 }
 
 /// What the analysis needs of one operation's call: `Other` for any call that neither
@@ -283,24 +290,17 @@ struct Call {
     rank: Rank,
 }
 
-/// Operations' calls by id, through the shared chunk cache, with their times corrected by a
-/// clock map when there is one.
-struct Calls<'c, 't, 'm>(&'c mut OpTimes<'t>, Option<&'m ClockMap>);
+/// Operations' calls by id, through the shared chunk cache (which corrects their times when
+/// it reads through a clock map).
+struct Calls<'c, 't>(&'c mut OpTimes<'t>);
 
-impl Calls<'_, '_, '_> {
+impl Calls<'_, '_> {
     fn get(&mut self, op: OpId) -> Result<Option<Call>> {
-        let map = self.1;
-        Ok(self.0.get(op)?.map(|t| {
-            let (start, end) = match map {
-                Some(m) => (m.time(t.rank, t.start), m.time(t.rank, t.end)),
-                None => (t.start, t.end),
-            };
-            Call {
-                start,
-                end,
-                role: Role::of(t.kind),
-                rank: t.rank,
-            }
+        Ok(self.0.get(op)?.map(|t| Call {
+            start: t.start,
+            end: t.end,
+            role: Role::of(t.kind),
+            rank: t.rank,
         }))
     }
 }
@@ -354,31 +354,21 @@ pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
     wait_states_in(trace, &mut OpTimes::new(trace), &instances)
 }
 
-/// [`wait_states`] reading operations through `times` and the trace's collective
-/// `instances`, which a caller shares with what it does next (the critical path reads the
-/// same chunks and instances).
+/// [`wait_states`] reading operations through `times` (corrected when it reads through a
+/// clock map) and the trace's collective `instances`, which a caller shares with what it does
+/// next (the critical path reads the same chunks and instances).
 pub(crate) fn wait_states_in(
     trace: &Trace,
     times: &mut OpTimes<'_>,
     instances: &[CollectiveInstance],
 ) -> Result<WaitStates> {
-    wait_states_mapped(trace, times, instances, None)
-}
-
-/// [`wait_states_in`] with every time corrected by `map`.
-fn wait_states_mapped(
-    trace: &Trace,
-    times: &mut OpTimes<'_>,
-    instances: &[CollectiveInstance],
-    map: Option<&ClockMap>,
-) -> Result<WaitStates> {
-    use crate::store::MessageField::{RecvOp, SendOp, SendTime};
-    let mut calls = Calls(times, map);
+    use crate::store::MessageField::{RecvOp, SendOp};
+    let mut calls = Calls(times);
     let completion = Completions::read(trace)?;
     let mut found = Found::default();
     for chunk in 0..trace.message_chunk_count() {
         trace.check_cancel()?;
-        let messages = trace.message_columns(chunk, &[SendOp, RecvOp, SendTime])?;
+        let messages = trace.message_columns(chunk, &[SendOp, RecvOp])?;
         for row in 0..messages.rows() {
             let (send_op, recv_op) = (messages.send_op(row), messages.recv_op(row));
             let (Some(send), Some(recv)) = (calls.get(send_op)?, calls.get(recv_op)?) else {

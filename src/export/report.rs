@@ -1,8 +1,9 @@
 //! The one-page report (`mtfdb report NAME -o report.html`): a self-contained HTML page (no
 //! network access, no external script, style or font) with the trace's summary, the matrix
 //! heatmap, the size histogram, a timeline of one iteration of its main communication
-//! pattern, phases and patterns, the topology, time in MPI and the top waits. Tables sort
-//! when their header is clicked.
+//! pattern, phases and patterns, the topology, time in MPI and the top waits (on the stored
+//! times, or on corrected clocks: [`report_corrected`]). Tables sort when their header is
+//! clicked.
 //!
 //! Each section is a statement of the language run through [`svg::statement_svg`] or
 //! [`Session::run`]; the statement is printed under its section, so that a reader can run it
@@ -23,6 +24,7 @@
 use std::fmt::Write as _;
 
 use super::svg::{self, canvas::escape};
+use crate::analysis::clock::ClockCorrection;
 use crate::analysis::detection::{self, PatternParams};
 use crate::error::Result;
 use crate::results::ResultSet;
@@ -33,6 +35,12 @@ const MAX_TABLE_ROWS: usize = 200;
 
 /// The report of the session's current trace, as one HTML document.
 pub fn report(session: &mut Session) -> Result<String> {
+    report_corrected(session, ClockCorrection::None)
+}
+
+/// [`report`] with its wait states (and top waits) on the clocks `correction` gives: their
+/// statements, printed under their sections, say `WITH CLOCK CORRECTION …`.
+pub fn report_corrected(session: &mut Session, correction: ClockCorrection) -> Result<String> {
     let name = session.current_trace()?;
     let trace = session.database().trace(&name)?;
     let info = trace.info();
@@ -128,10 +136,14 @@ pub fn report(session: &mut Session) -> Result<String> {
     }
     let mpi = "SELECT MPI TIME";
     page.section("Time in MPI per rank", mpi, picture(session, mpi));
-    let waits = "SELECT WAIT STATES";
-    page.section("Wait states", waits, picture(session, waits));
-    let late = "SELECT LATE SENDERS ORDER BY WAIT DESC LIMIT 20";
-    page.section("Top waits", late, session.run(late).map(Part::Table));
+    let clock = match correction {
+        ClockCorrection::None => String::new(),
+        c => format!(" WITH CLOCK CORRECTION {c}"),
+    };
+    let waits = format!("SELECT WAIT STATES{clock}");
+    page.section("Wait states", &waits, picture(session, &waits));
+    let late = format!("SELECT LATE SENDERS{clock} ORDER BY WAIT DESC LIMIT 20");
+    page.section("Top waits", &late, session.run(&late).map(Part::Table));
     Ok(page.finish())
 }
 

@@ -6,13 +6,30 @@ use super::names::{known_rank, phase_ids};
 use super::plan::{Engine, PlanStep};
 use super::session::Session;
 use super::usage;
+use crate::analysis::clock::{self, ClockCorrection, ClockMap};
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::structure::TopologyParams;
+use crate::analysis::waits::{waits_key, WaitStates};
 use crate::analysis::{replay, structure};
 use crate::error::{Error, Result};
 use crate::model::Time;
 use crate::results::{ResultSet, Value};
+
+/// `EXPLAIN`'s step for the clock map of `correction`: read back, or estimated from the
+/// messages first.
+pub(super) fn clock_step(trace: &crate::Trace, correction: ClockCorrection) -> Result<String> {
+    Ok(
+        if trace
+            .result::<ClockMap>(&clock::map_key(correction))?
+            .is_some()
+        {
+            format!("read the stored clock map ({correction})")
+        } else {
+            format!("estimate the clock map ({correction}) from the messages (then stored)")
+        },
+    )
+}
 
 /// Nanoseconds as seconds; null in an untimed trace, whose times are only its order.
 fn seconds(trace: &crate::Trace, ns: Time) -> Value {
@@ -257,10 +274,27 @@ impl Session {
                     .into(),
                 trace.pairs().len() as u64,
             ),
-            Analysis::CriticalPath { .. } => {
-                step("wait states, read back when stored".into(), ops);
+            Analysis::CriticalPath { clock, .. } => {
+                if *clock != ClockCorrection::None {
+                    step(clock_step(trace, *clock)?, messages);
+                }
                 step(
-                    "walk back from the last end along the waits (read back when stored)".into(),
+                    if trace.result::<WaitStates>(&waits_key(*clock))?.is_some() {
+                        "read the stored wait states".into()
+                    } else {
+                        "wait state analysis (then stored)".into()
+                    },
+                    ops,
+                );
+                step(
+                    if trace
+                        .result::<CriticalPath>(&critical_path::critical_path_key(*clock))?
+                        .is_some()
+                    {
+                        "read the stored critical path".into()
+                    } else {
+                        "walk back from the last end along the waits (then stored)".into()
+                    },
                     ops,
                 );
             }
@@ -452,8 +486,8 @@ impl Session {
                 }
                 r
             }
-            Analysis::CriticalPath { summary } => {
-                let path = critical_path::stored_critical_path(trace, false)?;
+            Analysis::CriticalPath { summary, clock } => {
+                let path = critical_path::stored_critical_path_with(trace, *clock, false)?;
                 let activity = |class: Option<crate::model::OpKind>| -> Value {
                     match class {
                         None => "computation".into(),

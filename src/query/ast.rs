@@ -12,6 +12,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::analysis::clock::ClockCorrection;
 pub use crate::analysis::detection::{
     PatternParams, PhaseParams, TemplateEvent, TemplateParams, TemplateProcess,
 };
@@ -122,6 +123,9 @@ pub enum Analysis {
     CriticalPath {
         /// The summary instead of the segments.
         summary: bool,
+        /// `WITH CLOCK CORRECTION c`: the path (and the wait states it follows) on clocks
+        /// corrected by `c`, its segments in corrected times.
+        clock: ClockCorrection,
     },
     /// `SIMULATE [WITH LATENCY 1.5 us, OVERHEAD 0.4 us, GAP 0 ns, BANDWIDTH 12 GB/s, EAGER
     /// LIMIT 64 KiB, CPU 2.0] [AS TRACE name]`: replays the trace on the network model and
@@ -194,6 +198,18 @@ pub enum SelectBody {
     },
 }
 
+impl SelectBody {
+    /// The clauses of the statement.
+    pub fn filter(&self) -> &Filter {
+        match self {
+            SelectBody::Rows(selection) | SelectBody::Aggregate { selection, .. } => {
+                &selection.filter
+            }
+            SelectBody::Statistic { filter, .. } => filter,
+        }
+    }
+}
+
 /// A target and the clauses that narrow it: the unit a view stores.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selection {
@@ -214,6 +230,12 @@ pub struct Filter {
     pub time: Option<TimeWindow>,
     /// `WHERE …`.
     pub predicate: Option<Expr>,
+    /// `WITH CLOCK CORRECTION c`: the clocks the wait states the statement reads (`WAIT
+    /// STATES`, `LATE SENDERS`, `WAIT` in `WHERE` or `ORDER BY`) are computed on; the other
+    /// clauses still select by the stored times. [`ClockCorrection::None`] (the default):
+    /// the stored times.
+    #[serde(default)]
+    pub clock: ClockCorrection,
 }
 
 impl Filter {
@@ -223,6 +245,7 @@ impl Filter {
             && self.within.is_empty()
             && self.time.is_none()
             && self.predicate.is_none()
+            && self.clock == ClockCorrection::None
     }
 }
 
@@ -807,6 +830,11 @@ pub enum OrderColumn {
 // ---------------------------------------------------------------------------------------------
 // Canonical text.
 
+/// `CLOCK CORRECTION OFFSETS`: the clock option as `WITH` writes it.
+pub(crate) fn clock_setting(c: ClockCorrection) -> String {
+    format!("CLOCK CORRECTION {}", c.name().to_ascii_uppercase())
+}
+
 /// Prints a name bare when it reads back as the same name, quoted otherwise.
 pub(crate) struct NameText<'a>(pub &'a str);
 
@@ -879,7 +907,7 @@ impl fmt::Display for Analysis {
                     write!(f, " IN PHASE {k}")?;
                 }
             }
-            Analysis::CriticalPath { summary } => {
+            Analysis::CriticalPath { summary, .. } => {
                 f.write_str("SELECT CRITICAL PATH")?;
                 if *summary {
                     f.write_str(" SUMMARY")?;
@@ -996,6 +1024,9 @@ impl fmt::Display for Filter {
         }
         if let Some(p) = &self.predicate {
             write!(f, " WHERE {p}")?;
+        }
+        if self.clock != ClockCorrection::None {
+            write!(f, " WITH {}", clock_setting(self.clock))?;
         }
         Ok(())
     }

@@ -106,6 +106,8 @@ const OTHER_KEYWORDS: &[&str] = &[
     "TOPOLOGY",
     "LOGICAL",
     "WITH",
+    "CLOCK",
+    "CORRECTION",
     "FAN_IN",
     "FAN_OUT",
     "STATISTICS",

@@ -30,9 +30,9 @@ mod statistic;
 mod waits;
 
 pub use ast::{
-    Aggregate, Bins, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey, MatrixMeasure,
-    Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select, SelectBody,
-    Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, WaitGroup, Within,
+    Aggregate, Bins, ClockCorrection, CmpOp, CommRef, Comparison, Expr, Field, Filter, GroupKey,
+    MatrixMeasure, Measure, OrderColumn, OrderKey, ProcessSelector, RankRange, Scope, Select,
+    SelectBody, Selection, ShowWhat, Statement, Statistic, Target, TimeWindow, WaitGroup, Within,
 };
 pub use cursor::Rows;
 pub use keywords::{COLLECTIVE_WORDS, KEYWORDS};

@@ -3,7 +3,8 @@
 //! statement prints back when it is not the default and `EXPLAIN` prints always.
 
 use super::ast::{
-    Analysis, LoopParams, PatternParams, PhaseParams, TemplateParams, TopologyParams,
+    Analysis, ClockCorrection, LoopParams, PatternParams, PhaseParams, TemplateParams,
+    TopologyParams,
 };
 
 /// One parameter's effective value.
@@ -26,10 +27,8 @@ pub(crate) fn parameters(analysis: &Analysis) -> &'static [&'static str] {
         Analysis::Loops(..) | Analysis::GlobalModel(_) => &["BODY"],
         Analysis::Topology { .. } => &["THRESHOLD"],
         Analysis::LogicalTrace { .. } => &["BODY", "THRESHOLD"],
-        Analysis::Refresh
-        | Analysis::CriticalPath { .. }
-        | Analysis::Simulate { .. }
-        | Analysis::FitNetwork => &[],
+        Analysis::CriticalPath { .. } => &["CLOCK"],
+        Analysis::Refresh | Analysis::Simulate { .. } | Analysis::FitNetwork => &[],
     }
 }
 
@@ -57,6 +56,7 @@ pub(crate) fn spelled(name: &str) -> &str {
     match name {
         "THESIS" => "THESIS ARITHMETIC",
         "BODY" => "BODY LIMIT",
+        "CLOCK" => "CLOCK CORRECTION",
         other => other,
     }
 }
@@ -74,10 +74,11 @@ pub(crate) fn settings(analysis: &Analysis) -> Vec<Setting> {
         Analysis::LogicalTrace {
             loops, topology, ..
         } => vec![loop_setting(loops), topology_setting(topology)],
-        Analysis::Refresh
-        | Analysis::CriticalPath { .. }
-        | Analysis::Simulate { .. }
-        | Analysis::FitNetwork => Vec::new(),
+        Analysis::CriticalPath { clock, .. } => vec![setting(
+            super::ast::clock_setting(*clock),
+            *clock == ClockCorrection::None,
+        )],
+        Analysis::Refresh | Analysis::Simulate { .. } | Analysis::FitNetwork => Vec::new(),
     }
 }
 

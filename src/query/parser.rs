@@ -128,6 +128,7 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         end: 0,
         depth: 0,
         counters: true,
+        clock_at: None,
     };
     p.end = p.tokens.last().map_or(0, |t| t.end);
     let result = p.statement().and_then(|s| {
@@ -262,7 +263,7 @@ enum Grouping<'x> {
 /// Words that end a value: a word after a number is a unit unless it is one of these.
 const CLAUSE_WORDS: &[&str] = &[
     "AND", "OR", "NOT", "IN", "FOR", "AMONG", "BETWEEN", "WHERE", "GROUP", "ORDER", "LIMIT",
-    "FROM", "ASC", "DESC",
+    "FROM", "ASC", "DESC", "WITH",
 ];
 
 /// The parameters `SIMULATE WITH` takes.
@@ -301,6 +302,9 @@ struct Parser<'a> {
     /// Whether the rows the clauses being read select may carry hardware counters (calls),
     /// so that a `WHERE` may name one: false after a target whose rows are not calls.
     counters: bool,
+    /// Where the last clauses' `WITH CLOCK CORRECTION` began, to refuse it on a statement
+    /// that reads no wait state.
+    clock_at: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -694,6 +698,7 @@ impl<'a> Parser<'a> {
             self.expect_keyword("PATH", "after SELECT CRITICAL")?;
             Ok(Some(Analysis::CriticalPath {
                 summary: self.eat_keyword("SUMMARY"),
+                clock: ClockCorrection::None,
             }))
         } else if word("TOPOLOGY") {
             self.pos += 2;
@@ -921,6 +926,7 @@ impl<'a> Parser<'a> {
                     }
                     topology.threshold = t as u32;
                 }
+                (Analysis::CriticalPath { clock, .. }, _) => *clock = p.clock_correction()?,
                 // `parameters` gives no other name to any other analysis.
                 _ => return p.expected("a known parameter"),
             }
@@ -949,6 +955,27 @@ impl<'a> Parser<'a> {
             Ok(true)
         } else {
             self.expected(&format!("ON or OFF {after}"))
+        }
+    }
+
+    /// After `CLOCK`: `CORRECTION` and a correction's name (`none`, `offsets`,
+    /// `interpolate` or `clc`, any case).
+    fn clock_correction(&mut self) -> PResult<ClockCorrection> {
+        self.expect_keyword("CORRECTION", "after CLOCK")?;
+        let at = self.here();
+        let Some(word) = self.peek().filter(|t| t.kind == Kind::Word) else {
+            let names: Vec<&str> = ClockCorrection::ALL.iter().map(|c| c.name()).collect();
+            return self.expected(&format!(
+                "a clock correction after CLOCK CORRECTION ({})",
+                names.join(", ")
+            ));
+        };
+        match ClockCorrection::named(word.text) {
+            Some(c) => {
+                self.pos += 1;
+                Ok(c)
+            }
+            None => self.fail_at(at, ClockCorrection::unknown(word.text)),
         }
     }
 
@@ -1052,6 +1079,41 @@ impl<'a> Parser<'a> {
 
     /// Everything after `SELECT`. `full` allows ORDER BY and LIMIT (not in a view).
     fn select(&mut self, full: bool) -> PResult<Select> {
+        self.clock_at = None;
+        let select = self.select_clauses(full)?;
+        self.check_clock(&select)?;
+        Ok(select)
+    }
+
+    /// `WITH CLOCK CORRECTION` names the clocks of the wait states a statement reads: it is
+    /// refused on one that reads none (a correction that changes nothing would say the
+    /// answer depends on it).
+    fn check_clock(&self, select: &Select) -> PResult<()> {
+        let (Some(at), filter) = (self.clock_at, select.body.filter()) else {
+            return Ok(());
+        };
+        let reads_waits = match &select.body {
+            SelectBody::Statistic { statistic, .. } => {
+                matches!(statistic, Statistic::WaitStates(_) | Statistic::LateSenders)
+            }
+            _ => {
+                super::exec::uses_wait(filter.predicate.as_ref())
+                    || super::exec::orders_by_wait(select)
+            }
+        };
+        if reads_waits {
+            return Ok(());
+        }
+        self.fail_at(
+            at,
+            "WITH CLOCK CORRECTION sets the clocks wait states are computed on, and this \
+             statement reads none: it applies to WAIT STATES, LATE SENDERS and to a selection \
+             of operations that reads WAIT (in WHERE or ORDER BY)"
+                .to_string(),
+        )
+    }
+
+    fn select_clauses(&mut self, full: bool) -> PResult<Select> {
         let body = if self.at_aggregate() {
             let mut aggregates = vec![self.aggregate()?];
             while self.eat_symbol(",") {
@@ -1417,6 +1479,17 @@ impl<'a> Parser<'a> {
                 }
                 self.pos += 1;
                 filter.predicate = Some(self.or_expr("after WHERE")?);
+            } else if self.is_keyword("WITH") {
+                if self.clock_at.is_some() {
+                    return self.fail("only one WITH may be given".to_string());
+                }
+                self.clock_at = Some(at);
+                let mut clock = ClockCorrection::None;
+                self.with_list(&["CLOCK"], "CLOCK CORRECTION after WITH", |p, _, _| {
+                    clock = p.clock_correction()?;
+                    Ok(())
+                })?;
+                filter.clock = clock;
             } else if self.is_keyword("GROUP") {
                 match &mut grouping {
                     Grouping::None => return self.fail(

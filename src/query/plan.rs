@@ -12,8 +12,9 @@ use super::ast::{Scope, Selection, Target, Within};
 use super::exec::{compares_time, reads_counters, uses_wait, Counters};
 use super::names::{no_pattern, phase_ids, phase_of, rank_list};
 use super::usage;
+use crate::analysis::clock::{self, ClockCorrection, ClockMap};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
-use crate::analysis::waits::{self, WaitStates, WAITS_KEY};
+use crate::analysis::waits::{self, WaitStates};
 use crate::error::{Error, Result};
 use crate::model::OpKind;
 use crate::store::ids::{chunk_id_space, chunk_ids};
@@ -47,6 +48,9 @@ pub(crate) struct Selected {
     /// counter in `WHERE`) and its rows are calls of a trace that has some: each row then
     /// carries its values, read with its chunk, and a column per counter.
     pub(crate) counters: Option<Arc<Counters>>,
+    /// The clock map the wait states were computed on (`WITH CLOCK CORRECTION`), loaded with
+    /// them; `None` for the stored times.
+    pub(crate) clock: Option<Arc<ClockMap>>,
 }
 
 /// Runs statements against one trace.
@@ -396,6 +400,7 @@ impl<'a> Engine<'a> {
             plan,
             waits: None,
             counters: None,
+            clock: None,
         };
         if uses_wait(sel.filter.predicate.as_ref()) {
             if messages {
@@ -404,28 +409,53 @@ impl<'a> Engine<'a> {
                      (SELECT LATE SENDERS lists the messages that were waited for)",
                 ));
             }
-            self.load_waits(&mut selected)?;
+            self.load_waits(&mut selected, sel.filter.clock)?;
         }
         Ok(selected)
     }
 
-    /// Gives `selected` the trace's wait states: read back when stored, else computed and
-    /// stored first; under `EXPLAIN` only named as a step (nothing is computed or written).
-    pub(crate) fn load_waits(&self, selected: &mut Selected) -> Result<()> {
+    /// Gives `selected` the trace's wait states on the clocks `correction` gives (with the
+    /// clock map, unless `None`): read back when stored, else computed and stored first;
+    /// under `EXPLAIN` only named as a step (nothing is computed or written).
+    pub(crate) fn load_waits(
+        &self,
+        selected: &mut Selected,
+        correction: ClockCorrection,
+    ) -> Result<()> {
         super::needs_times(self.trace, "WAIT")?;
         if selected.waits.is_some() {
             return Ok(());
         }
         let estimated = selected.ids.len();
+        let corrected = match correction {
+            ClockCorrection::None => String::new(),
+            c => format!(" on clocks corrected by {c}"),
+        };
+        if self.plan_only && correction != ClockCorrection::None {
+            selected.plan.push(PlanStep {
+                step: super::analyses::clock_step(self.trace, correction)?,
+                estimated: self.trace.summary().messages,
+                actual: None,
+            });
+        }
         let step = if self.plan_only {
-            if self.trace.result::<WaitStates>(WAITS_KEY)?.is_some() {
-                "read the stored wait states".to_string()
+            if self
+                .trace
+                .result::<WaitStates>(&waits::waits_key(correction))?
+                .is_some()
+            {
+                format!("read the stored wait states{corrected}")
             } else {
-                "wait state analysis runs first (nothing stored yet)".to_string()
+                format!("wait state analysis{corrected} runs first (nothing stored yet)")
             }
         } else {
-            selected.waits = Some(Arc::new(waits::stored_wait_states(self.trace, false)?));
-            "read the stored wait states (computed and stored the first time)".to_string()
+            if correction != ClockCorrection::None {
+                selected.clock = Some(Arc::new(clock::stored_map(self.trace, correction, false)?));
+            }
+            selected.waits = Some(Arc::new(waits::stored_wait_states_with(
+                self.trace, correction, false,
+            )?));
+            format!("read the stored wait states{corrected} (computed and stored the first time)")
         };
         selected.plan.push(PlanStep {
             step,

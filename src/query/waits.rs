@@ -1,10 +1,12 @@
 //! Wait states as statements: `SELECT WAIT STATES [GROUP BY …]` totals the waits of the
 //! selected operations, and `SELECT LATE SENDERS` lists the messages a receive waited for.
-//! Both read the wait states stored with the trace ([`stored_wait_states`]: computed the first
-//! time), and their clauses select the waiting operations as `SELECT OPERATIONS …` would (its
-//! rank, phase, time overlap, `WHERE`).
+//! Both read the wait states stored with the trace ([`stored_wait_states_with`]: computed the
+//! first time), on its stored times or, `WITH CLOCK CORRECTION c`, on the clocks `c`
+//! corrects them to (then every time they compare, the selection's time in MPI included, is
+//! corrected). Their clauses select the waiting operations as `SELECT OPERATIONS …` would (its
+//! rank, phase, time overlap in stored times, `WHERE`).
 //!
-//! [`stored_wait_states`]: crate::analysis::waits::stored_wait_states
+//! [`stored_wait_states_with`]: crate::analysis::waits::stored_wait_states_with
 
 use std::collections::BTreeMap;
 
@@ -15,6 +17,7 @@ use super::exec::{order_keys, Row, TopK};
 use super::names::phase_of;
 use super::plan::{Engine, PlanStep, Selected};
 use super::usage;
+use crate::analysis::clock::ClockMap;
 use crate::analysis::detection::{self, PhaseParams};
 use crate::analysis::waits::{receive_wait, Completions, WaitKind, WaitStates};
 use crate::error::Result;
@@ -178,7 +181,7 @@ impl<'a> Engine<'a> {
             filter: filter.clone(),
         };
         let mut selected = self.select_ids(&sel)?;
-        self.load_waits(&mut selected)?;
+        self.load_waits(&mut selected, filter.clock)?;
         Ok((sel, selected))
     }
 
@@ -239,6 +242,7 @@ impl<'a> Engine<'a> {
             None => None,
         };
         let waits = selected.waits.clone();
+        let clock = selected.clock.clone();
         let mut groups: BTreeMap<Key, Tally> = BTreeMap::new();
         self.each_row(&sel, &mut selected, |row| {
             let Row::Op(id, op, _) = row else {
@@ -249,7 +253,8 @@ impl<'a> Engine<'a> {
                 None => Key::Missing,
             };
             let tally = groups.entry(key).or_default();
-            tally.mpi += op.end - op.start;
+            let (start, end) = corrected(clock.as_deref(), &op);
+            tally.mpi += end - start;
             if let Some(w) = waits.as_deref().and_then(|w| w.of(id)) {
                 tally.count[w.kind.index()] += 1;
                 tally.time[w.kind.index()] += w.time;
@@ -319,11 +324,15 @@ impl<'a> Engine<'a> {
                 actual: None,
             });
         }
-        // The waiting operations: where they started and ended, and what they are.
+        // The waiting operations: where they started and ended (on the statement's clocks),
+        // and what they are.
+        let clock = selected.clock.clone();
+        let clock = clock.as_deref();
         let mut waiting: FxHashMap<OpId, (Time, Time, String)> = FxHashMap::default();
         self.each_row(&sel, &mut selected, |row| {
             if let Row::Op(id, op, _) = row {
-                waiting.insert(id, (op.start, op.end, self.trace.kind_name(op.kind)));
+                let (start, end) = corrected(clock, &op);
+                waiting.insert(id, (start, end, self.trace.kind_name(op.kind)));
             }
             Ok(true)
         })?;
@@ -370,7 +379,8 @@ impl<'a> Engine<'a> {
             for m in self.trace.message_chunk(chunk)? {
                 let found = waiting_op(m.recv_op).and_then(|op| Some((op, waiting.get(&op)?)));
                 if let Some((op, (start, end, name))) = found {
-                    let wait = receive_wait(*start, *end, m.send_time).unwrap_or(0);
+                    let send = clock.map_or(m.send_time, |c| c.time(m.sender, m.send_time));
+                    let wait = receive_wait(*start, *end, send).unwrap_or(0);
                     if wait > 0 {
                         kept += 1;
                         let row = vec![
@@ -399,6 +409,14 @@ impl<'a> Engine<'a> {
             last.actual = Some(kept);
         }
         Ok((r, selected.plan))
+    }
+}
+
+/// `op`'s start and end on the clocks of `clock` (as stored without one).
+fn corrected(clock: Option<&ClockMap>, op: &Operation) -> (Time, Time) {
+    match clock {
+        Some(c) => (c.time(op.rank, op.start), c.time(op.rank, op.end)),
+        None => (op.start, op.end),
     }
 }
 

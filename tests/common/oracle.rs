@@ -474,6 +474,7 @@ fn selection_of(
         within,
         time: None,
         predicate,
+        clock: Default::default(),
     };
     (
         Selection { target, filter },

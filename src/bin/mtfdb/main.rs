@@ -269,6 +269,10 @@ enum Command {
         /// Where to write it
         #[arg(short, long, value_name = "FILE", default_value = "report.html")]
         output: PathBuf,
+        /// The clocks its wait states are computed on: none (the stored times), offsets,
+        /// interpolate or clc (see `mtfdb clock`)
+        #[arg(long, value_name = "CORRECTION", default_value = "none")]
+        clock_correction: String,
     },
     /// Remove a trace from the database.
     Drop {
@@ -698,11 +702,16 @@ fn run(cli: Cli) -> Result<(), Error> {
                 stats.source_anomalies
             );
         }
-        Command::Report { name, output } => {
+        Command::Report {
+            name,
+            output,
+            clock_correction,
+        } => {
+            let correction = ClockCorrection::from_name(&clock_correction)?;
             let mut session = Session::new(open_existing_db(cli.db)?);
             session.set_cancel_flag(cancel_flag());
             session.use_trace(&name)?;
-            let html = mtfdb::export::report::report(&mut session)?;
+            let html = mtfdb::export::report::report_corrected(&mut session, correction)?;
             mtfdb::export::write_whole(&output, html.as_bytes())?;
             emit!(
                 "wrote the report of {name:?} to {} ({} bytes)\n",

@@ -227,8 +227,11 @@ fn analysis_picture(session: &mut Session, a: &Analysis, title: &str) -> Result<
             let cells = stats::trace_matrix_cells(&trace, &ranks, stats::MatrixOf::Bytes)?;
             Ok(topology::topology(title, &t, &cells))
         }
-        Analysis::CriticalPath { .. } => {
-            let path = Statement::Analysis(Analysis::CriticalPath { summary: false });
+        Analysis::CriticalPath { clock, .. } => {
+            let path = Statement::Analysis(Analysis::CriticalPath {
+                summary: false,
+                clock: *clock,
+            });
             let mut drawn = timeline::Timeline::new();
             for row in session.query_statement(&path)? {
                 drawn.add_row(&row?);

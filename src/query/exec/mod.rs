@@ -470,7 +470,7 @@ impl<'a> Engine<'a> {
         };
         let mut selected = self.select_ids(sel)?;
         if !selected.messages && selected.records.is_none() && orders_by_wait(s) {
-            self.load_waits(&mut selected)?;
+            self.load_waits(&mut selected, sel.filter.clock)?;
         }
         self.read_counters(sel, &mut selected)?;
         let waits = selected.waits.clone();

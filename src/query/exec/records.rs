@@ -243,6 +243,7 @@ impl<'a> Engine<'a> {
             }],
             waits: None,
             counters: None,
+            clock: None,
         })
     }
 
