@@ -537,7 +537,7 @@ fn wait_state_statements_take_the_offsets_and_give_the_unskewed_trace_s() {
     };
     let plan = explain(&mut session);
     assert!(
-        plan.contains("estimate the clock map (offsets) from the messages (then stored)"),
+        plan.contains("estimate the clock map (offsets) from the messages and synchronizing collectives (then stored)"),
         "{plan}"
     );
     assert!(
@@ -898,4 +898,94 @@ fn uncompleted_receives_do_not_move_the_offsets() {
     assert_eq!(map.ranks[1].offset, 700.0);
     assert_eq!(map.latency, 50);
     assert_eq!(map.unresolved, 0);
+}
+
+/// A trace whose ranks exchange no message but meet at barriers and allreduces (as EZTrace's
+/// traces do, whose non-blocking receives carry no envelope): the collectives link the ranks'
+/// clocks. Every member enters an instance at the same true time and leaves 400 ns later, so
+/// the offsets are exact; a pair that messages link keeps the messages' estimate.
+#[test]
+fn synchronizing_collectives_link_the_clocks_messages_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let skew = [0u64, 38_000_000, 5_000, 900_000];
+    db.import_foreign_events("coll", |sink| {
+        use mtfdb::ingest::EventSink;
+        let header = TraceHeader {
+            processes: (0..4)
+                .map(|rank| Process {
+                    rank,
+                    name: format!("P{rank}"),
+                    processor: None,
+                })
+                .collect(),
+            communicators: vec![Communicator {
+                id: 0,
+                name: "C1".into(),
+                members: vec![0, 1, 2, 3],
+            }],
+            ..TraceHeader::default()
+        };
+        sink.header(&header)?;
+        for rank in 0..4u32 {
+            let at = |t: u64| t + skew[rank as usize];
+            for i in 0..6u64 {
+                // Each rank works a different time before the instance (the last to enter
+                // is a different rank each time), and all leave together.
+                let enter = 10_000 * (i + 1) + 500 * ((rank as u64 + i) % 4);
+                let leave = 10_000 * (i + 1) + 2_000;
+                let kind = if i % 2 == 0 {
+                    OpKind::Barrier
+                } else {
+                    OpKind::Allreduce
+                };
+                let mut op = Operation::new(rank, kind, at(enter), at(leave));
+                op.comm = Some(0);
+                if kind == OpKind::Allreduce {
+                    (op.send_bytes, op.recv_bytes) = (8, 8);
+                }
+                sink.operation(&op)?;
+            }
+        }
+        sink.finish()
+    })
+    .unwrap();
+    let trace = db.trace("coll").unwrap();
+    assert_eq!(trace.summary().messages, 0);
+    assert!(
+        trace
+            .summary()
+            .anomaly_count("barrier members do not overlap")
+            > 0,
+        "the skew shows"
+    );
+    let map = ClockMap::estimate(&trace, ClockCorrection::Offsets).unwrap();
+    let offsets: Vec<f64> = map.ranks.iter().map(|c| c.offset).collect();
+    assert_eq!(offsets, vec![0.0, 38_000_000.0, 5_000.0, 900_000.0]);
+    assert!(map.unrelated.is_empty());
+    // Messages give no latency here: the collectives' waits are none.
+    assert_eq!(map.latency, 0);
+    // Imported with the correction, every barrier's members overlap.
+    let corrected = import_collectives_corrected(&db, &trace);
+    assert_eq!(
+        corrected
+            .summary()
+            .anomaly_count("barrier members do not overlap"),
+        0
+    );
+}
+
+/// `trace` exported to MTF text and imported again with the offsets correction.
+fn import_collectives_corrected(db: &Database, trace: &Trace) -> Trace {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    mtfdb::export::export_file(trace, mtfdb::export::Format::MtfText, file.path()).unwrap();
+    db.import_corrected(
+        file.path(),
+        Some("coll-offsets"),
+        SourceFormat::MtfText,
+        ClockCorrection::Offsets,
+        &mut |_| {},
+    )
+    .unwrap();
+    db.trace("coll-offsets").unwrap()
 }

@@ -509,6 +509,8 @@ fn exported(dir: &Path, table: &str, name: &str) -> Calls {
             let names = names.as_string::<i32>();
             let counters: Vec<Vec<Option<i64>>> =
                 COLUMNS.iter().map(|c| int64s(column(c).as_ref())).collect();
+            // Row i of several Arrow columns at once.
+            #[allow(clippy::needless_range_loop)]
             for i in 0..batch.num_rows() {
                 let key = (
                     u64::from(rank.value(i)),

@@ -15,8 +15,9 @@ use std::process::Command;
 
 mod common;
 use common::{otf2_print, temp_db};
+use mtfdb::analysis::clock::{ClockCorrection, ClockMap};
 use mtfdb::model::OpKind;
-use mtfdb::Trace;
+use mtfdb::{SourceFormat, Trace};
 
 /// Whether every program the tests need runs here. Under CI a missing one is a failure.
 fn tools(programs: &[&str]) -> bool {
@@ -164,6 +165,24 @@ fn lammps_melt_under_eztrace_equals_otf2_print_and_its_own_time_breakdown() {
     let irecvs = summary.kind_count(OpKind::Irecv);
     assert_eq!(Some(&irecvs), otf2_print::calls_of(&trace).get("MPI_Irecv"));
     assert_eq!(summary.anomaly_count("request never completed"), irecvs);
+
+    // Each rank's clock starts at its own start, so barriers can show members that do not
+    // overlap. With no matched message, the synchronizing collectives give the offsets:
+    // imported with them, every rank is related to rank 0 and every barrier overlaps.
+    let map = ClockMap::estimate(&trace, ClockCorrection::Offsets).unwrap();
+    assert!(map.by_collectives && map.unrelated.is_empty(), "{map:?}");
+    db.import_corrected(
+        &anchor,
+        Some("melt-offsets"),
+        SourceFormat::Otf2,
+        ClockCorrection::Offsets,
+        &mut |_| {},
+    )
+    .unwrap();
+    let corrected = db.trace("melt-offsets").unwrap();
+    let corrected = corrected.summary();
+    assert_eq!(corrected.anomaly_count("barrier members do not overlap"), 0);
+    assert_eq!(corrected.operations, summary.operations);
 }
 
 /// `key=value` of HPCC's summary section.

@@ -16,7 +16,10 @@
 //!   NTP makes of a round trip). Offsets relative to rank 0 follow along a spanning tree of
 //!   such pairs (breadth first from rank 0); a rank no pair links to rank 0 keeps its clock
 //!   ([`ClockMap::unrelated`]). Exact when each pair has a message each way at the minimal
-//!   latency.
+//!   latency. A pair that messages do not link both ways is linked by the synchronizing
+//!   collectives its ranks share ([`ClockMap::by_collectives`]): no member leaves before every
+//!   member entered, so an entry and another member's leave are a message each way (EZTrace's
+//!   traces match no non-blocking receive, and its ranks' clocks start apart).
 //! - **interpolate**: the same estimate over the first and over the second half of the run,
 //!   each at the mean time of its two messages, and a line through the two: an offset and a
 //!   drift per rank, as tracers that measure offsets at `MPI_Init` and `MPI_Finalize`
@@ -61,6 +64,7 @@ use std::fmt;
 use roaring::RoaringTreemap;
 use serde::{Deserialize, Serialize};
 
+use super::op_times::OpTimes;
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::model::{Anomaly, OpKind, Rank, Time};
@@ -259,6 +263,50 @@ impl<'t> TimedMessages<'t> {
     }
 }
 
+/// Whether no member of a blocking instance of `kind` can leave before every member entered:
+/// a barrier, and the collectives whose every member's result depends on every member's
+/// data (with a count of zero an MPI library need not wait, which the estimate then takes
+/// for a longer wait).
+fn synchronizes(kind: OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Barrier
+            | OpKind::Allreduce
+            | OpKind::Allgather
+            | OpKind::Alltoall
+            | OpKind::ReduceScatterBlock
+    )
+}
+
+/// Calls `f(a, b, a's enter, b's leave)` for the members of every synchronizing collective
+/// instance of `trace` ([`synchronizes`]): `a`'s entry happened before `b` left, as a
+/// message from `a` to `b` sent at the entry and received at the leave would. Pairs are the
+/// first member with each other member, both ways, so that the cost follows the members.
+fn scan_synchronizing(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Result<()> {
+    let mut times = OpTimes::new(trace);
+    for chunk in 0..trace.collective_chunk_count() {
+        trace.check_cancel()?;
+        for instance in trace.collective_chunk(chunk)? {
+            if !synchronizes(instance.kind) || instance.ops.len() < 2 {
+                continue;
+            }
+            let Some(first) = times.get(instance.ops[0])? else {
+                continue;
+            };
+            for &op in &instance.ops[1..] {
+                let Some(other) = times.get(op)? else {
+                    continue;
+                };
+                if other.rank != first.rank {
+                    f(first.rank, other.rank, first.start, other.end);
+                    f(other.rank, first.rank, other.start, first.end);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The pairs of `trace` whose messages violate the clock condition in its stored times, or
 /// in the times `map` corrects them to. As at import, a message whose `MPI_Irecv` no Wait or
 /// Test completed is not judged: its receive time is the call's own end, not the data's
@@ -305,9 +353,11 @@ pub struct ClockMap {
     pub shift: Time,
     /// Per rank (by world rank), its clock's offset and drift from rank 0's.
     pub ranks: Vec<RankClock>,
-    /// Ranks no pair of ranks with messages both ways links to rank 0: their clocks are kept
-    /// (plus `shift`).
+    /// Ranks no pair of ranks with messages both ways (or synchronizing collectives) links to
+    /// rank 0: their clocks are kept (plus `shift`).
     pub unrelated: Vec<Rank>,
+    /// Whether synchronizing collectives linked pairs of ranks that messages do not.
+    pub by_collectives: bool,
     /// The smallest one-way latency (ns) the pairs with messages both ways show: what the
     /// controlled logical clock keeps between a send and its receive.
     pub latency: Time,
@@ -325,7 +375,8 @@ pub struct ClockMap {
 }
 
 impl crate::store::StoredResult for ClockMap {
-    const SCHEMA_VERSION: u32 = 1;
+    // 2: the map says whether collectives linked ranks (`by_collectives`).
+    const SCHEMA_VERSION: u32 = 2;
 }
 
 /// The smallest `receive end - send start` of one direction of a pair, and when (the send).
@@ -394,7 +445,48 @@ impl ClockMap {
             tighten(&mut slots[0], delta, send);
             tighten(&mut slots[if send < mid { 1 } else { 2 }], delta, send);
         })?;
-        let mut map = fit(&tight, ranks, correction, first, last);
+        // Synchronizing collectives link the pairs no messages link both ways.
+        let mut synced: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+        scan_synchronizing(trace, |a, b, enter, leave| {
+            if tight.contains_key(&(a, b)) && tight.contains_key(&(b, a)) {
+                return;
+            }
+            let delta = leave as i128 - enter as i128;
+            let slots = synced.entry((a, b)).or_default();
+            tighten(&mut slots[0], delta, enter);
+            tighten(&mut slots[if enter < mid { 1 } else { 2 }], delta, enter);
+        })?;
+        // A pair messages link one way only is bounded by those messages too.
+        for (pair, slots) in synced.iter_mut() {
+            if let Some(one_way) = tight.get(pair) {
+                for (slot, t) in slots.iter_mut().zip(one_way) {
+                    if let Some(t) = t {
+                        tighten(slot, t.delta, t.at);
+                    }
+                }
+            }
+        }
+        let mut map = fit(&tight, &synced, ranks, correction, first, last);
+        // Collectives estimate worse than messages (their members' waits are not symmetric
+        // as a latency is): where their lines leave more messages received before they were
+        // sent than the recorded times do, the messages' lines alone are kept.
+        if !synced.is_empty() {
+            let violating = |m: Option<&ClockMap>| -> Result<u64> {
+                Ok(messages.check(m)?.0.iter().map(|p| p.messages).sum())
+            };
+            if violating(Some(&map))? > violating(None)? {
+                map = fit(
+                    &tight,
+                    &FxHashMap::default(),
+                    ranks,
+                    correction,
+                    first,
+                    last,
+                );
+            } else {
+                map.by_collectives = true;
+            }
+        }
         if correction == ClockCorrection::Clc {
             map.controlled_logical_clock(&messages)?;
         }
@@ -488,55 +580,69 @@ impl ClockMap {
 }
 
 /// The offsets (and drifts) per rank that the pairs' tightest messages give.
-fn fit(
-    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
-    ranks: usize,
+/// The offset (and drift) line `o_b - o_a` of the pair `a < b` from its tightest deltas
+/// each way (`ab`, `ba`), and the pair's one-way latency; `None` unless both ways have one.
+fn pair_line(
+    ab: &[Option<Tight>; 3],
+    ba: &[Option<Tight>; 3],
     correction: ClockCorrection,
     first: Time,
-    last: Time,
-) -> ClockMap {
-    // Per unordered pair (a < b): o_b - o_a as a line over time.
-    let mut lines: FxHashMap<(Rank, Rank), RankClock> = FxHashMap::default();
+) -> Option<(RankClock, f64)> {
+    let whole = estimate(ab[0], ba[0])?;
+    // The latency from each half where both directions have messages (a drift skews the
+    // estimate over the whole run by the change of offset between the two messages), else
+    // from the whole run.
+    let halves: Vec<f64> = [1, 2]
+        .into_iter()
+        .filter_map(|w| estimate(ab[w], ba[w]))
+        .map(|e| e.latency)
+        .collect();
+    let latency = if halves.is_empty() {
+        whole.latency
+    } else {
+        halves.into_iter().fold(f64::INFINITY, f64::min)
+    };
+    let mut line = RankClock {
+        offset: whole.diff,
+        drift: 0.0,
+    };
+    if correction != ClockCorrection::Offsets {
+        if let (Some(e1), Some(e2)) = (estimate(ab[1], ba[1]), estimate(ab[2], ba[2])) {
+            if e2.at > e1.at {
+                let drift = (e2.diff - e1.diff) / (e2.at - e1.at);
+                line = RankClock {
+                    offset: e1.diff + drift * (first as f64 - e1.at),
+                    drift,
+                };
+            }
+        }
+    }
+    Some((line, latency))
+}
+
+/// The lines of every pair `tight` has both ways, by unordered pair (a < b), and the least
+/// latency among them.
+fn pair_lines(
+    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    correction: ClockCorrection,
+    first: Time,
+) -> (FxHashMap<(Rank, Rank), RankClock>, Option<f64>) {
+    let mut lines = FxHashMap::default();
     let mut latency: Option<f64> = None;
     for (&(a, b), ab) in tight.iter().filter(|((a, b), _)| a < b) {
         let Some(ba) = tight.get(&(b, a)) else {
             continue;
         };
-        let Some(whole) = estimate(ab[0], ba[0]) else {
-            continue;
-        };
-        // The latency from each half where both directions have messages (a drift skews
-        // the estimate over the whole run by the change of offset between the two
-        // messages), else from the whole run.
-        let halves: Vec<f64> = [1, 2]
-            .into_iter()
-            .filter_map(|w| estimate(ab[w], ba[w]))
-            .map(|e| e.latency)
-            .collect();
-        let pair_latency = if halves.is_empty() {
-            whole.latency
-        } else {
-            halves.into_iter().fold(f64::INFINITY, f64::min)
-        };
-        latency = Some(latency.map_or(pair_latency, |l: f64| l.min(pair_latency)));
-        let mut line = RankClock {
-            offset: whole.diff,
-            drift: 0.0,
-        };
-        if correction != ClockCorrection::Offsets {
-            if let (Some(e1), Some(e2)) = (estimate(ab[1], ba[1]), estimate(ab[2], ba[2])) {
-                if e2.at > e1.at {
-                    let drift = (e2.diff - e1.diff) / (e2.at - e1.at);
-                    line = RankClock {
-                        offset: e1.diff + drift * (first as f64 - e1.at),
-                        drift,
-                    };
-                }
-            }
+        if let Some((line, l)) = pair_line(ab, ba, correction, first) {
+            latency = Some(latency.map_or(l, |m: f64| m.min(l)));
+            lines.insert((a, b), line);
         }
-        lines.insert((a, b), line);
     }
-    // A spanning tree of the pairs, breadth first from rank 0 (then from each rank left).
+    (lines, latency)
+}
+
+/// Each rank's neighbours in `lines`, sorted.
+fn neighbours_of(lines: &FxHashMap<(Rank, Rank), RankClock>, ranks: usize) -> Vec<Vec<Rank>> {
     let mut neighbours: Vec<Vec<Rank>> = vec![Vec::new(); ranks];
     for &(a, b) in lines.keys() {
         if (b as usize) < ranks {
@@ -545,36 +651,73 @@ fn fit(
         }
     }
     neighbours.iter_mut().for_each(|n| n.sort_unstable());
+    neighbours
+}
+
+/// The map of the pairs' lines: from messages (`tight`), and for pairs no messages link both
+/// ways, from synchronizing collectives (`synced`), which give no latency (a collective's
+/// members wait for each other: its duration is no network latency).
+fn fit(
+    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    synced: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    ranks: usize,
+    correction: ClockCorrection,
+    first: Time,
+    last: Time,
+) -> ClockMap {
+    let (lines, latency) = pair_lines(tight, correction, first);
+    let (synced_lines, _) = pair_lines(synced, correction, first);
+    let by_messages = neighbours_of(&lines, ranks);
+    let by_collectives = neighbours_of(&synced_lines, ranks);
+    // A spanning forest, breadth first from rank 0 along messages; a rank messages do not
+    // reach is reached along a collective from the ranks reached so far (one at a time, so
+    // that what messages reach from it comes first); a rank neither reaches starts a tree of
+    // its own, and keeps its clock.
     let mut clocks: Vec<Option<RankClock>> = vec![None; ranks];
-    let mut unrelated = Vec::new();
-    for root in 0..ranks {
-        if clocks[root].is_some() {
-            continue;
-        }
-        if root != 0 {
-            unrelated.push(root as Rank);
-        }
-        clocks[root] = Some(RankClock::default());
-        let mut queue = VecDeque::from([root as Rank]);
-        while let Some(p) = queue.pop_front() {
-            let parent = clocks[p as usize].expect("queued ranks have a clock");
-            for &c in &neighbours[p as usize] {
-                if clocks[c as usize].is_some() {
-                    continue;
+    let mut root_of: Vec<Rank> = vec![0; ranks];
+    let mut by_message_queue: VecDeque<Rank> = VecDeque::new();
+    let mut by_collective_queue: VecDeque<Rank> = VecDeque::new();
+    // Per rank, how many of its collective neighbours were looked at.
+    let mut looked_at: Vec<usize> = vec![0; ranks];
+    let mut next_root = 0;
+    loop {
+        if let Some(p) = by_message_queue.pop_front() {
+            by_collective_queue.push_back(p);
+            for &c in &by_messages[p as usize] {
+                if clocks[c as usize].is_none() {
+                    let line = lines[&(p.min(c), p.max(c))];
+                    attach(&mut clocks, &mut root_of, p, c, line);
+                    by_message_queue.push_back(c);
                 }
-                let sign = if p < c { 1.0 } else { -1.0 };
-                let line = lines[&(p.min(c), p.max(c))];
-                clocks[c as usize] = Some(RankClock {
-                    offset: parent.offset + sign * line.offset,
-                    drift: parent.drift + sign * line.drift,
-                });
-                if root != 0 {
-                    unrelated.push(c);
-                }
-                queue.push_back(c);
             }
+        } else if let Some(p) = by_collective_queue.pop_front() {
+            let candidates = &by_collectives[p as usize];
+            let seen = &mut looked_at[p as usize];
+            while *seen < candidates.len() && clocks[candidates[*seen] as usize].is_some() {
+                *seen += 1;
+            }
+            if let Some(&c) = candidates.get(*seen) {
+                let line = synced_lines[&(p.min(c), p.max(c))];
+                attach(&mut clocks, &mut root_of, p, c, line);
+                by_collective_queue.push_front(p);
+                by_message_queue.push_back(c);
+            }
+        } else {
+            while next_root < ranks && clocks[next_root].is_some() {
+                next_root += 1;
+            }
+            if next_root == ranks {
+                break;
+            }
+            clocks[next_root] = Some(RankClock::default());
+            root_of[next_root] = next_root as Rank;
+            by_message_queue.push_back(next_root as Rank);
         }
     }
+    let unrelated = (0..ranks)
+        .filter(|&r| root_of[r] != 0)
+        .map(|r| r as Rank)
+        .collect();
     let ranks: Vec<RankClock> = clocks.into_iter().map(Option::unwrap_or_default).collect();
     // The largest offset over the run (a line's largest is at an end) becomes the shift.
     let shift = ranks
@@ -591,6 +734,23 @@ fn fit(
         latency: latency.unwrap_or(0.0).max(0.0).round() as Time,
         ..ClockMap::default()
     }
+}
+
+/// Clocks child rank `c` from its parent `p` along their pair's line.
+fn attach(
+    clocks: &mut [Option<RankClock>],
+    root_of: &mut [Rank],
+    p: Rank,
+    c: Rank,
+    line: RankClock,
+) {
+    let parent = clocks[p as usize].expect("a parent has its clock");
+    let sign = if p < c { 1.0 } else { -1.0 };
+    clocks[c as usize] = Some(RankClock {
+        offset: parent.offset + sign * line.offset,
+        drift: parent.drift + sign * line.drift,
+    });
+    root_of[c as usize] = root_of[p as usize];
 }
 
 /// The key a trace's clock map for `correction` is stored under.
@@ -663,9 +823,15 @@ pub fn report(trace: &Trace, correction: ClockCorrection) -> Result<String> {
     if correction != ClockCorrection::None {
         writeln!(
             w,
-            "clock map ({correction}, from the messages; rank 0's clock is the reference, \
+            "clock map ({correction}, from the messages{}; rank 0's clock is the reference, \
              corrected = local - offset - drift * (t - {}) + {}):",
-            map.t0, map.shift
+            if map.by_collectives {
+                " and synchronizing collectives"
+            } else {
+                ""
+            },
+            map.t0,
+            map.shift
         )
         .ok();
         writeln!(w, "  rank  offset_ns  drift_ppm").ok();
@@ -762,7 +928,14 @@ mod tests {
         let t = |delta, at| Some(Tight { delta, at });
         tight.insert((0, 1), [t(750, 100), None, None]);
         tight.insert((1, 0), [t(-650, 900), None, None]);
-        let m = fit(&tight, 2, ClockCorrection::Offsets, 0, 1_000);
+        let m = fit(
+            &tight,
+            &FxHashMap::default(),
+            2,
+            ClockCorrection::Offsets,
+            0,
+            1_000,
+        );
         assert_eq!(m.ranks[1].offset, 700.0);
         assert_eq!(m.latency, 50);
         assert_eq!(m.shift, 700);

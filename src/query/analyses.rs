@@ -26,7 +26,7 @@ pub(super) fn clock_step(trace: &crate::Trace, correction: ClockCorrection) -> R
         {
             format!("read the stored clock map ({correction})")
         } else {
-            format!("estimate the clock map ({correction}) from the messages (then stored)")
+            format!("estimate the clock map ({correction}) from the messages and synchronizing collectives (then stored)")
         },
     )
 }

@@ -176,7 +176,7 @@ enum Command {
         /// Then show what the trace holds, as `mtfdb info` does
         #[arg(long)]
         info: bool,
-        /// Correct the tracer's clocks from the messages: none, offsets (one per rank),
+        /// Correct the tracer's clocks from the messages and synchronizing collectives: none, offsets (one per rank),
         /// interpolate (offset and drift per rank) or clc (interpolate, then the controlled
         /// logical clock); the source is read twice
         #[arg(long, default_value = "none", value_name = "CORRECTION")]
