@@ -831,22 +831,7 @@ fn uncompleted_receives_do_not_move_the_offsets() {
     let skew = [0u64, 700];
     db.import_foreign_events("irecv", |sink| {
         use mtfdb::ingest::EventSink;
-        let header = TraceHeader {
-            processes: (0..2)
-                .map(|rank| Process {
-                    rank,
-                    name: format!("P{rank}"),
-                    processor: None,
-                })
-                .collect(),
-            communicators: vec![Communicator {
-                id: 0,
-                name: "C1".into(),
-                members: vec![0, 1],
-            }],
-            ..TraceHeader::default()
-        };
-        sink.header(&header)?;
+        sink.header(&world_of(2))?;
         // (rank, kind, true start, true end, peer, tag)
         let calls = [
             (0, OpKind::Send, 1_000, 1_060, 1, 1),
@@ -900,6 +885,25 @@ fn uncompleted_receives_do_not_move_the_offsets() {
     assert_eq!(map.unresolved, 0);
 }
 
+/// `ranks` processes and their world communicator, as a library import declares them.
+fn world_of(ranks: u32) -> TraceHeader {
+    TraceHeader {
+        processes: (0..ranks)
+            .map(|rank| Process {
+                rank,
+                name: format!("P{rank}"),
+                processor: None,
+            })
+            .collect(),
+        communicators: vec![Communicator {
+            id: 0,
+            name: "C1".into(),
+            members: (0..ranks).collect(),
+        }],
+        ..TraceHeader::default()
+    }
+}
+
 /// A trace whose ranks exchange no message but meet at barriers and allreduces (as EZTrace's
 /// traces do, whose non-blocking receives carry no envelope): the collectives link the ranks'
 /// clocks. Every member enters an instance at the same true time and leaves 400 ns later, so
@@ -911,22 +915,7 @@ fn synchronizing_collectives_link_the_clocks_messages_do_not() {
     let skew = [0u64, 38_000_000, 5_000, 900_000];
     db.import_foreign_events("coll", |sink| {
         use mtfdb::ingest::EventSink;
-        let header = TraceHeader {
-            processes: (0..4)
-                .map(|rank| Process {
-                    rank,
-                    name: format!("P{rank}"),
-                    processor: None,
-                })
-                .collect(),
-            communicators: vec![Communicator {
-                id: 0,
-                name: "C1".into(),
-                members: vec![0, 1, 2, 3],
-            }],
-            ..TraceHeader::default()
-        };
-        sink.header(&header)?;
+        sink.header(&world_of(4))?;
         for rank in 0..4u32 {
             let at = |t: u64| t + skew[rank as usize];
             for i in 0..6u64 {
