@@ -338,7 +338,7 @@ impl Database {
     }
 
     /// Imports a trace produced by code rather than read from a file: `produce` feeds the
-    /// [`ImportSink`] (an [`EventSink`](crate::ingest::EventSink)) a header, operations and
+    /// [`ImportSink`](crate::import::ImportSink) (an [`EventSink`](crate::ingest::EventSink)) a header, operations and
     /// routine events. Atomic like [`Database::import`]: an error from `produce` leaves nothing.
     ///
     /// ```no_run

@@ -260,7 +260,7 @@ pub fn critical_path(trace: &Trace) -> Result<CriticalPath> {
 }
 
 /// The critical path of `trace` over its wait states `waits` (from
-/// [`wait_states`] or [`stored_wait_states`]).
+/// [`wait_states`](crate::analysis::waits::wait_states) or [`stored_wait_states`]).
 pub fn critical_path_with(trace: &Trace, waits: &WaitStates) -> Result<CriticalPath> {
     let instances = trace.collective_instances()?;
     path_over(trace, waits, &mut OpTimes::new(trace), &instances)

@@ -9,7 +9,7 @@
 //!   ([`parquet`]); a folder, written by [`parquet::export_parquet`], not a stream.
 //!
 //! An export reads the trace through the library and never writes to the store. It streams:
-//! the events come in time order from [`order`] (operations read chunk by chunk, routine
+//! the events come in time order from `order` (operations read chunk by chunk, routine
 //! calls sorted with a bounded memory), and the anomalies chunk by chunk, so memory follows a
 //! chunk, not the trace. Importing what an export wrote gives the same trace: the same
 //! header, operations, routine calls, messages, request links, collective instances and
@@ -18,7 +18,7 @@
 //!
 //! What the import derives from the operations (messages, request links, collective
 //! instances, the anomalies matching finds, calls without their records, sums past 2^64 - 1)
-//! is found again along the export by the same [`Matcher`] and [`Tally`] the import uses,
+//! is found again along the export by the same [`Matcher`] and `Tally` the import uses,
 //! fed the operations in the export's own order. The anomalies
 //! the trace holds beyond those (what its source recorded: a region never left, crossed
 //! leaves, skipped records, …) are written as such, so that the import keeps them.

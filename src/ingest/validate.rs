@@ -31,7 +31,7 @@
 //! | `unbalanced leave` | a routine leave that does not match the innermost routine entered |
 //!
 //! Under the strict policy (MTF text, the library) the rules checked here reject an import;
-//! under the lenient one (foreign formats) [`crate::ingest::seam`] repairs the item and
+//! under the lenient one (foreign formats) `crate::ingest::seam` repairs the item and
 //! reports it as an [`crate::model::Anomaly::BrokenRule`] of the rule's class. Anomalies that real tracers do record (a send
 //! never received, a missing `MPI_Finalize`, a request never completed) are not checked here:
 //! the matcher counts them.

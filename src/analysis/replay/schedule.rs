@@ -240,7 +240,7 @@ pub trait Program {
     fn ended(&mut self, rank: usize, start: Time, end: Time, unresolved: bool) -> Result<()>;
     /// Both halves of message `message` ended: the replay holds nothing of it any more, and
     /// its key may name another message from now on. (Keys handed out small and reused are
-    /// the cheapest for the replay: see [`MessageTable`].)
+    /// the cheapest for the replay: see `MessageTable`.)
     fn forget(&mut self, _message: u64) {}
 }
 

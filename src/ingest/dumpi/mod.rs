@@ -2,12 +2,12 @@
 //! code: no DUMPI library is needed.
 //!
 //! A trace is a text `.meta` file (the number of ranks and the rank files' common name) and
-//! one binary `.bin` file per rank ([`bin`] describes its layout): a header (version, start
+//! one binary `.bin` file per rank (`bin` describes its layout): a header (version, start
 //! time, host and user), the stream of call records, a footer (calls per MPI function), the
 //! sizes of the datatypes the rank used, the names of its profiled user functions, and an
-//! index of where each part starts. Each call record ([`record`]) holds the function, the
+//! index of where each part starts. Each call record (`record`) holds the function, the
 //! thread, the wall-clock and CPU times and the call's arguments in the function's layout
-//! ([`funcs`]).
+//! (`funcs`).
 //!
 //! The reader makes two passes over the rank files, so that the header, which must come
 //! before the operations, can declare every communicator the trace creates:
@@ -15,25 +15,25 @@
 //! 1. The first pass reads each rank's file alone, one after the other, and keeps only its
 //!    first time and its communicator and group calls (`MPI_Comm_split`, `MPI_Comm_create`,
 //!    `MPI_Group_incl`, …). A rank whose footer counts no such call is not read past its
-//!    first record. [`comms`] resolves the calls across ranks into communicators with world
+//!    first record. `comms` resolves the calls across ranks into communicators with world
 //!    ranks. Memory follows the number of those calls, not the trace's length.
 //! 2. The header declares the processes (one per rank, with the host its file names as
 //!    processor), `MPI_COMM_WORLD` (id 0), each rank's `MPI_COMM_SELF` (ids 1 to n) and the
 //!    created communicators (from n + 1 on). The second pass then streams every rank's file
-//!    through a bounded window, converts its records ([`convert`]) and merges the ranks by
+//!    through a bounded window, converts its records (`convert`) and merges the ranks by
 //!    time (the merge every reader of one file per location shares, `ingest/merge.rs`).
 //!
 //! Times are wall-clock nanoseconds from the trace's first event (the earliest first record
 //! of any rank). CPU times are decoded but not kept (the model has no place for them).
 //! A partial copy of a trace imports: a rank whose `.bin` file is missing is an
 //! [`Anomaly::MissingRankData`] and has no events; one cut short has its calls read up to the
-//! cut ([`RankFile::cut`]: DUMPI writes a file's header, tables and index at its end, so they
+//! cut (`RankFile::cut`: DUMPI writes a file's header, tables and index at its end, so they
 //! are lost), and the anomaly says where it was cut. The other ranks import.
 //! Damaged files (a bad magic, a record that does not decode) are refused with the file and
 //! byte offset; everything that decodes imports, and what mtfdb cannot place becomes an
 //! anomaly. The reader only decodes: the import's seam ([`crate::ingest::ValidatingSink`])
 //! checks every item and reports each broken rule as an anomaly of its class, and
-//! [`convert`] reports the rules whose items the seam cannot see (a communicator handle, a
+//! `convert` reports the rules whose items the seam cannot see (a communicator handle, a
 //! peer or a root with no world translation).
 
 mod bin;

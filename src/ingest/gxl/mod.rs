@@ -1,5 +1,5 @@
 //! GXL: reads the MTF graphs that [`crate::export::gxl`] writes (the vocabulary is in
-//! [`schema`]) into an [`EventSink`], streaming with quick-xml: one node is held at a time.
+//! `schema`) into an [`EventSink`], streaming with quick-xml: one node is held at a time.
 //!
 //! The graph's nodes carry everything: the declarations (Scenario, Trace, Processor,
 //! Process, Communicator, Location) come first, then the operations and routine calls in

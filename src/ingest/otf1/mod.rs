@@ -9,13 +9,13 @@
 //!
 //! The reader
 //!
-//! 1. reads the master file ([`master`]) and the definitions ([`defs`]);
-//! 2. lays out the MTF trace ([`layout`]): the members of the `MPI_COMM_WORLD` process group
+//! 1. reads the master file (`master`) and the definitions (`defs`);
+//! 2. lays out the MTF trace (`layout`): the members of the `MPI_COMM_WORLD` process group
 //!    become the ranks, child processes their threads or (CUDA streams) locations of their
 //!    own, process groups marked as communicators become communicators, functions of the
 //!    `MPI` group become MPI calls;
-//! 3. streams every events file ([`reader`]), converting records ([`records`], in the ASCII
-//!    syntax of [`syntax`]) to operations and routine events, merged by time.
+//! 3. streams every events file (`reader`), converting records (`records`, in the ASCII
+//!    syntax of `syntax`) to operations and routine events, merged by time.
 //!
 //! A partial copy imports: a missing events stream, or one cut short (a last line without
 //! its end, zlib data ending inside a block), makes its ranks' data missing from where it

@@ -4,14 +4,14 @@
 //!
 //! What is read, and what it becomes:
 //!
-//! - The header ([`header`]): applications, their tasks and threads, nodes, the time unit
+//! - The header (`header`): applications, their tasks and threads, nodes, the time unit
 //!   (times become integer nanoseconds), and the communicator lines. One application is the
 //!   MPI one: the application the communicator lines name, or the only one, or else the first
 //!   whose records hold MPI calls or messages. Its tasks become the ranks (world rank = task
 //!   index within the application), their threads the ranks' threads; every thread of another
 //!   application (hardware-counter or uncore readers, …) is kept as a non-MPI location with
 //!   its event counts, never a rank. Nodes become processors.
-//! - Event records ([`record`]): Extrae's MPI call types (50000001 to 50000005) open a call
+//! - Event records (`record`): Extrae's MPI call types (50000001 to 50000005) open a call
 //!   with a non-zero value and close it with 0; the call is the `.pcf`'s name for the value
 //!   (`MPI_Isend`), else Extrae's fixed numbering, and becomes an operation of that kind. The
 //!   collective arguments Extrae writes with a call (types 50100001 to 50100004: send and
@@ -21,7 +21,7 @@
 //!   world communicator. A record's sender part fills in the send call of the sending thread
 //!   whose interval holds the logical send time, its receiver part the receive call whose
 //!   interval holds the logical receive time; a non-blocking receive whose physical receive
-//!   time falls in a later Wait/Test gets a request that call completes (see [`thread`]).
+//!   time falls in a later Wait/Test gets a request that call completes (see `thread`).
 //!   Records of traces without MPI call events become `MPI_Send` and `MPI_Recv` operations.
 //! - Old-style global-operation records (`4:`): fill in the open collective call, or are a
 //!   collective call of their own.
