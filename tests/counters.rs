@@ -195,7 +195,9 @@ fn rows_of_calls_carry_a_column_per_counter_with_otf2_print_s_values() {
         let described: Vec<String> = d.rows.iter().map(|r| r[0].render()).collect();
         let at = described.iter().position(|c| c == COLUMNS[0]).unwrap();
         assert_eq!(described[at..at + 3], COLUMNS, "{q}");
-        assert!(d.rows[at][3].render().contains("null where the call has no sample"));
+        assert!(d.rows[at][3]
+            .render()
+            .contains("null where the call has no sample"));
     }
     // Through the cursor, with the column types and NULLs as such.
     let cursor = s
@@ -275,7 +277,12 @@ fn where_on_counters_keeps_what_sql_keeps_and_never_a_call_without_the_sample() 
         ),
         (
             "temperature < 0 AND SIZE = 0 OR papi_fp_ops >= 9",
-            Box::new(move |v| or(and(cmp(v[2], &|x| x < 0), Some(true)), cmp(v[1], &|x| x >= 9))),
+            Box::new(move |v| {
+                or(
+                    and(cmp(v[2], &|x| x < 0), Some(true)),
+                    cmp(v[1], &|x| x >= 9),
+                )
+            }),
         ),
         (
             "NOT (temperature > 100 OR PAPI_TOT_CYC = 90)",
@@ -315,7 +322,10 @@ fn where_on_counters_keeps_what_sql_keeps_and_never_a_call_without_the_sample() 
         assert!(!expected.is_empty(), "{q}");
         assert_eq!(rows(&run(&mut s, &q), "operation"), expected, "{q}");
         // The same count through an aggregate.
-        let count = run(&mut s, &format!("SELECT COUNT(*) FROM OPERATIONS WHERE {condition}"));
+        let count = run(
+            &mut s,
+            &format!("SELECT COUNT(*) FROM OPERATIONS WHERE {condition}"),
+        );
         assert_eq!(count.rows[0][0].render(), expected.len().to_string(), "{q}");
     }
     // Routine calls, with their own fields.
@@ -436,7 +446,11 @@ fn counter_aggregates_skip_missing_samples_and_equal_otf2_print() {
     // group of one call and no value.
     let q = "SELECT COUNT(*), SUM(PAPI_TOT_CYC), MAX(temperature) FROM OPERATIONS FOR PROCESS(0) \
              BETWEEN TIME 1510 ns AND 1540 ns";
-    assert_eq!(rendered_rows(&run(&mut s, q)), [["1", "NULL", "NULL"]], "{q}");
+    assert_eq!(
+        rendered_rows(&run(&mut s, q)),
+        [["1", "NULL", "NULL"]],
+        "{q}"
+    );
 }
 
 /// Every value of an Int64 column, by row.
@@ -493,15 +507,14 @@ fn exported(dir: &Path, table: &str, name: &str) -> Calls {
             let start = start.as_primitive::<UInt64Type>();
             let names = column(name);
             let names = names.as_string::<i32>();
-            let counters: Vec<Vec<Option<i64>>> =
-                COLUMNS.iter().map(|c| int64s(column(c).as_ref())).collect();
+            let counters: [Vec<Option<i64>>; 3] = COLUMNS.map(|c| int64s(column(c).as_ref()));
             for i in 0..batch.num_rows() {
                 let key = (
                     u64::from(rank.value(i)),
                     start.value(i),
                     names.value(i).to_string(),
                 );
-                out.insert(key, [counters[0][i], counters[1][i], counters[2][i]]);
+                out.insert(key, counters.each_ref().map(|c| c[i]));
             }
         }
     }

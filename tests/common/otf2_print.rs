@@ -395,8 +395,9 @@ pub fn counter_calls(anchor: &Path) -> Vec<CounterCall> {
     }
     // Per location, per counter: its last sample (time, value).
     let mut last: BTreeMap<u64, BTreeMap<String, (u64, i64)>> = BTreeMap::new();
-    let mut open: BTreeMap<u64, Vec<(u64, String, BTreeMap<String, Option<i64>>)>> =
-        BTreeMap::new();
+    // Per location, its open calls: (Enter time, region, samples at the Enter).
+    type Open = (u64, String, BTreeMap<String, Option<i64>>);
+    let mut open: BTreeMap<u64, Vec<Open>> = BTreeMap::new();
     let mut calls = Vec::new();
     for line in run(&[], anchor).lines() {
         let mut f = line.split_whitespace();
