@@ -507,17 +507,14 @@ fn exported(dir: &Path, table: &str, name: &str) -> Calls {
             let start = start.as_primitive::<UInt64Type>();
             let names = column(name);
             let names = names.as_string::<i32>();
-            let counters: Vec<Vec<Option<i64>>> =
-                COLUMNS.iter().map(|c| int64s(column(c).as_ref())).collect();
-            // Row i of several Arrow columns at once.
-            #[allow(clippy::needless_range_loop)]
+            let counters: [Vec<Option<i64>>; 3] = COLUMNS.map(|c| int64s(column(c).as_ref()));
             for i in 0..batch.num_rows() {
                 let key = (
                     u64::from(rank.value(i)),
                     start.value(i),
                     names.value(i).to_string(),
                 );
-                out.insert(key, [counters[0][i], counters[1][i], counters[2][i]]);
+                out.insert(key, counters.each_ref().map(|c| c[i]));
             }
         }
     }

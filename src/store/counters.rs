@@ -211,3 +211,46 @@ pub(super) fn encode_metrics(metrics: &[Metric]) -> Vec<u8> {
 pub(super) fn decode_metrics(bytes: &[u8], what: &str) -> Result<Vec<Metric>> {
     super::decode_meta(bytes, what)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec::unseal;
+
+    /// Two pieces of a chunk's counter rows (every third id, some values missing, some
+    /// negative), as the store holds them.
+    fn pieces(metrics: usize) -> Vec<(Vec<u8>, String)> {
+        [0u64..100, 100..200]
+            .into_iter()
+            .map(|ids| {
+                let mut rows = CounterRows::new(metrics);
+                for id in ids.step_by(3) {
+                    let v = id as i64;
+                    rows.push(id, &[Some(v * 7 - 300), (id % 2 == 0).then_some(-v)]);
+                }
+                let body = unseal(&rows.encode(), "piece").unwrap().to_vec();
+                (body, "piece".to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_read_a_few_rows_at_a_time_gives_the_values_of_the_whole_chunk() {
+        let pieces = pieces(2);
+        let whole = ChunkCounters::decode(&pieces, 2).unwrap();
+        assert_eq!(whole.len(), 68);
+        for window in [1, 2, 5, 1000] {
+            let mut stream = CounterStream::open(&pieces, 2).unwrap();
+            // Ascending ids, rows with values and without, and past the last row.
+            for id in (0..210).filter(|id| id % 4 != 1) {
+                assert_eq!(
+                    stream.values(id, window).unwrap(),
+                    whole.values(id),
+                    "id {id}, window {window}"
+                );
+            }
+        }
+        assert_eq!(whole.values(3).as_ref(), [Some(-279), None]);
+        assert_eq!(whole.values(4).as_ref(), [None, None]);
+    }
+}
