@@ -470,11 +470,13 @@ impl ClockMap {
         // Collectives estimate worse than messages (their members' waits are not symmetric
         // as a latency is): where their lines leave more messages received before they were
         // sent than the recorded times do, the messages' lines alone are kept.
+        let violating = |m: Option<&ClockMap>| -> Result<u64> {
+            Ok(messages.check(m)?.0.iter().map(|p| p.messages).sum())
+        };
+        let mut unresolved = None;
         if !synced.is_empty() {
-            let violating = |m: Option<&ClockMap>| -> Result<u64> {
-                Ok(messages.check(m)?.0.iter().map(|p| p.messages).sum())
-            };
-            if violating(Some(&map))? > violating(None)? {
+            let with_collectives = violating(Some(&map))?;
+            if with_collectives > violating(None)? {
                 map = fit(
                     &tight,
                     &FxHashMap::default(),
@@ -485,17 +487,17 @@ impl ClockMap {
                 );
             } else {
                 map.by_collectives = true;
+                unresolved = Some(with_collectives);
             }
         }
         if correction == ClockCorrection::Clc {
             map.controlled_logical_clock(&messages)?;
+            unresolved = None;
         }
-        map.unresolved = messages
-            .check(Some(&map))?
-            .0
-            .iter()
-            .map(|p| p.messages)
-            .sum();
+        map.unresolved = match unresolved {
+            Some(n) => n,
+            None => violating(Some(&map))?,
+        };
         Ok(map)
     }
 

@@ -878,11 +878,11 @@ fn without_records(ctx: &Context, op: &mut Operation) {
 /// ([`Anomaly::ReceiveNotRecorded`]). A collective is kept as a plain call of its name. A
 /// receive whose communicator is known but whose source is not is an unresolved wildcard.
 fn unresolved(ctx: &Context, op: &mut Operation) {
-    if lacks_records(op) && op.kind.is_receive() {
-        op.flags |= flags::WITHOUT_RECORDS;
-    } else if lacks_records(op) {
-        // Reported as a request never completed, not as a call without records.
-        if let Some(&name) = ctx.kind_names.get(&op.kind) {
+    if lacks_records(op) {
+        if op.kind.is_receive() {
+            op.flags |= flags::WITHOUT_RECORDS;
+        } else if let Some(&name) = ctx.kind_names.get(&op.kind) {
+            // Reported as a request never completed, not as a call without records.
             op.kind = OpKind::Other(name);
             op.root = None;
         }
