@@ -5,16 +5,19 @@
 //! sent; the unskewed trace's wait states are the oracle of every correction, through the
 //! library and through the query language's `WITH CLOCK CORRECTION`.
 
+mod common;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use std::collections::BTreeMap;
+use common::otf2_print;
 
 use mtfdb::analysis::clock::{self, ClockCorrection, ClockMap};
 use mtfdb::analysis::waits::{
     stored_wait_states, wait_states_with, waits_key, WaitKind, WaitStates,
 };
-use mtfdb::model::{Anomaly, Communicator, OpKind, Operation, Process, TraceHeader};
+use mtfdb::model::{Anomaly, OpKind, Operation, TraceHeader};
 use mtfdb::query::Session;
 use mtfdb::results::ResultSet;
 use mtfdb::{Database, SourceFormat, Trace};
@@ -22,26 +25,13 @@ use mtfdb::{Database, SourceFormat, Trace};
 /// The fixtures, written into a fresh folder, or `None` when the otf2 Python package is not
 /// installed (the test says it skipped).
 fn fixtures() -> Option<(tempfile::TempDir, serde_json::Value)> {
-    let have_writer = Command::new("python3")
-        .args(["-c", "import _otf2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_writer {
-        eprintln!("skipped: the otf2 Python package (pip install otf2) is not installed");
+    if !otf2_print::writer_available() {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otf2/make_clock_cases.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    otf2_print::write_with(
+        "tests/fixtures/otf2/make_clock_cases.py",
+        &[dir.path().as_os_str()],
     );
     let expected =
         serde_json::from_slice(&std::fs::read(dir.path().join("expected.json")).unwrap()).unwrap();
@@ -831,7 +821,7 @@ fn uncompleted_receives_do_not_move_the_offsets() {
     let skew = [0u64, 700];
     db.import_foreign_events("irecv", |sink| {
         use mtfdb::ingest::EventSink;
-        sink.header(&world_of(2))?;
+        sink.header(&TraceHeader::world(2, "C1"))?;
         // (rank, kind, true start, true end, peer, tag)
         let calls = [
             (0, OpKind::Send, 1_000, 1_060, 1, 1),
@@ -885,25 +875,6 @@ fn uncompleted_receives_do_not_move_the_offsets() {
     assert_eq!(map.unresolved, 0);
 }
 
-/// `ranks` processes and their world communicator, as a library import declares them.
-fn world_of(ranks: u32) -> TraceHeader {
-    TraceHeader {
-        processes: (0..ranks)
-            .map(|rank| Process {
-                rank,
-                name: format!("P{rank}"),
-                processor: None,
-            })
-            .collect(),
-        communicators: vec![Communicator {
-            id: 0,
-            name: "C1".into(),
-            members: (0..ranks).collect(),
-        }],
-        ..TraceHeader::default()
-    }
-}
-
 /// A trace whose ranks exchange no message but meet at barriers and allreduces (as EZTrace's
 /// traces do, whose non-blocking receives carry no envelope): the collectives link the ranks'
 /// clocks. Every member enters an instance at the same true time and leaves 400 ns later, so
@@ -915,7 +886,7 @@ fn synchronizing_collectives_link_the_clocks_messages_do_not() {
     let skew = [0u64, 38_000_000, 5_000, 900_000];
     db.import_foreign_events("coll", |sink| {
         use mtfdb::ingest::EventSink;
-        sink.header(&world_of(4))?;
+        sink.header(&TraceHeader::world(4, "C1"))?;
         for rank in 0..4u32 {
             let at = |t: u64| t + skew[rank as usize];
             for i in 0..6u64 {

@@ -10,7 +10,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use arrow::array::{Array, AsArray};
@@ -46,30 +45,14 @@ fn fixture() -> Option<&'static Fixture> {
     static FIXTURE: OnceLock<Option<Fixture>> = OnceLock::new();
     FIXTURE
         .get_or_init(|| {
-            let writer = Command::new("python3")
-                .args(["-c", "import _otf2"])
-                .status()
-                .is_ok_and(|s| s.success());
-            if !writer {
-                eprintln!("skipped: the otf2 Python package (pip install otf2) is not installed");
-                return None;
-            }
-            if !otf2_print::available() {
+            if !otf2_print::writer_available() || !otf2_print::available() {
                 return None;
             }
             let dir = tempfile::tempdir().unwrap();
-            let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/otf2/make_counter_cases.py");
-            let out = Command::new("python3")
-                .arg(script)
-                .arg(dir.path())
-                .arg(ITERATIONS.to_string())
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            let iterations = ITERATIONS.to_string();
+            otf2_print::write_with(
+                "tests/fixtures/otf2/make_counter_cases.py",
+                &[dir.path().as_os_str(), iterations.as_ref()],
             );
             let anchor = dir.path().join("counters/traces.otf2");
             let db = dir.path().join("db");
@@ -521,27 +504,6 @@ fn exported(dir: &Path, table: &str, name: &str) -> Calls {
     out
 }
 
-/// Runs `script` in Python with duckdb; `None`, having said so, when that is not installed.
-fn duckdb(script: &str) -> Option<String> {
-    let probe = Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 with duckdb is not installed (python3 -m pip install duckdb)");
-        return None;
-    }
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 /// The Parquet export's `operations` and `routine_calls` carry one nullable Int64 column per
 /// counter with otf2-print's values (read back with the parquet crate's reader); the SQL of
 /// `EXPLAIN SQL` over them (rows, WHERE, aggregates) gives mtfdb's answers in DuckDB.
@@ -599,6 +561,8 @@ fn the_parquet_export_carries_the_counters_and_explain_sql_reads_them() {
         }
         expected.push("--".to_string());
     }
-    let Some(text) = duckdb(&script) else { return };
+    let Some(text) = common::duckdb_script(&script) else {
+        return;
+    };
     assert_eq!(text, expected.join("\n"));
 }

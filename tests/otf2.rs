@@ -761,29 +761,22 @@ fn the_format_is_detected_from_the_anchor_whatever_its_name() {
 
 #[test]
 fn an_archive_spanning_many_chunks_reads_every_record() {
-    let have_writer = Command::new("python3")
-        .args(["-c", "import otf2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_writer {
-        eprintln!("skipped: the otf2 Python package is not installed (pip install otf2)");
+    if !common::otf2_print::writer_available() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let archive = tmp.path().join("big");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/otf2_gen.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(&archive)
-        .args(["--events", "400000", "--ranks", "2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::otf2_print::write_with(
+        "benches/otf2_gen.py",
+        &[
+            archive.as_os_str(),
+            "--events".as_ref(),
+            "400000".as_ref(),
+            "--ranks".as_ref(),
+            "2".as_ref(),
+        ],
     );
-    let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts: Value = serde_json::from_slice(&out).unwrap();
     // Each location's event file spans several 1 MiB chunks.
     let evt = std::fs::metadata(archive.join("traces/0.evt"))
         .unwrap()

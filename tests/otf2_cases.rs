@@ -439,24 +439,17 @@ fn garbage_lengths_and_overflowing_sums_are_reported_never_wrapped() {
 /// number of open files (written by the official library when it is installed).
 #[test]
 fn many_locations_import_with_a_bounded_number_of_open_files() {
-    let have_writer = std::process::Command::new("python3")
-        .args(["-c", "import _otf2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_writer {
-        eprintln!("skipped: the otf2 Python package (pip install otf2) is not installed");
+    if !common::otf2_print::writer_available() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let archive = tmp.path().join("many");
     let ranks = 600;
-    let made = std::process::Command::new("python3")
-        .arg(fixture("make_real_cases.py"))
-        .args(["--many", &ranks.to_string()])
-        .arg(&archive)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let many = ranks.to_string();
+    common::otf2_print::write_with(
+        "tests/fixtures/otf2/make_real_cases.py",
+        &["--many".as_ref(), many.as_ref(), archive.as_os_str()],
+    );
     // Far fewer descriptors than locations: the reader must not hold one per location.
     let db = tmp.path().join("db");
     let script = format!(

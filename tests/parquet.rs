@@ -354,27 +354,6 @@ fn every_real_trace_comes_back_the_same_from_parquet() {
 // ---------------------------------------------------------------------------------------
 // An independent reader: DuckDB
 
-/// Runs `script` in Python with duckdb; `None`, having said so, when that is not installed.
-fn duckdb(script: &str) -> Option<String> {
-    let probe = Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 with duckdb is not installed (python3 -m pip install duckdb)");
-        return None;
-    }
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 #[test]
 fn duckdb_reads_the_export_and_counts_what_the_trace_holds() {
     let (dir, db) = common::temp_db();
@@ -420,7 +399,7 @@ bad = c.sql(f"""
 print("unjoined", bad)
 "#
     );
-    let Some(text) = duckdb(&script) else {
+    let Some(text) = common::duckdb_script(&script) else {
         return;
     };
     let mut want = expected.join("\n");
@@ -730,7 +709,7 @@ for p, n in c.sql(f"select pattern, count(*) from {{t('pattern_occurrences')}} g
     print("pattern", p, n)
 "#
     );
-    let Some(text) = duckdb(&script) else {
+    let Some(text) = common::duckdb_script(&script) else {
         return;
     };
     assert_eq!(text, want.join("\n"));

@@ -194,6 +194,36 @@ pub fn hand_made_db(ranks: u32, declarations: &str, events: &str) -> (tempfile::
     (dir, db)
 }
 
+/// Whether python3 has the `duckdb` package (`.ci/run` installs it); says so when it has not.
+pub fn duckdb_available() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: python3 with duckdb is not installed (.ci/run installs it)");
+    }
+    ok
+}
+
+/// Runs the Python `script` with the `duckdb` package and returns what it prints, trimmed;
+/// `None`, having said so, when that is not installed.
+pub fn duckdb_script(script: &str) -> Option<String> {
+    if !duckdb_available() {
+        return None;
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// Runs every SQL text of `queries` in DuckDB (the `duckdb` Python package, installed by
 /// `.ci/run`) over the Parquet exports under `root` (one folder per trace), with a view per
 /// exported table, and returns each one's rows (every value as JSON: integers as strings, to
@@ -221,11 +251,7 @@ for sql in json.load(open(path)):
         out.append({"error": str(e)})
 print(json.dumps(out))
 "#;
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 with duckdb is not installed (.ci/run installs it)");
+    if !duckdb_available() {
         return None;
     }
     let file = root.join("queries.json");

@@ -20,6 +20,35 @@ pub fn available() -> bool {
     ok
 }
 
+/// Whether the official OTF2 library's Python writer (`pip install otf2`) is installed; says
+/// so when it is not. The tests' archives are written with it.
+pub fn writer_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import _otf2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: the otf2 Python package (pip install otf2) is not installed");
+    }
+    ok
+}
+
+/// Runs the Python writer script `script` (a path under the repository) with `args`, and
+/// returns its standard output; fails the test with the script's error if it fails.
+pub fn write_with(script: &str, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `otf2-print ARGS ANCHOR`'s standard output (its warnings go to standard error).
 pub fn run(args: &[&str], anchor: &Path) -> String {
     let out = Command::new("otf2-print")
