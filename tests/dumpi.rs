@@ -1339,7 +1339,7 @@ const RULE_CASES: &[RuleCase] = &[
 
 #[test]
 fn every_rule_a_dumpi_trace_can_break_imports_as_an_anomaly_of_its_class() {
-    use common::reported::{info_count, reported, row, Row};
+    use common::reported::assert_rule_reported;
     for case in RULE_CASES {
         let class = case.rule.class();
         // Each rank: MPI_Init, the fault, then 4 ints from rank 0 to rank 1 on the world
@@ -1363,42 +1363,7 @@ fn every_rule_a_dumpi_trace_can_break_imports_as_an_anomaly_of_its_class() {
         }
         let meta = write_scripts(dir.path(), "rules", ranks);
         let db = dir.path().join("db");
-        let (ok, out, err) =
-            common::contents::mtfdb(&db, &["import", meta.to_str().unwrap(), "--name", "t"]);
-        assert!(ok, "{class}: {err}");
-        let n = case.at.len();
-        assert!(
-            out.contains(&format!("{n} {}", case.rule.kind_name())),
-            "{class}: {out}"
-        );
-        let (rows, info) = reported(&db, "t");
-        let of_class: Vec<&Row> = rows.iter().filter(|r| r.0 == class).collect();
-        let expected: Vec<Row> = case
-            .at
-            .iter()
-            .map(|&(rank, call, time)| row(class, rank, call, time))
-            .collect();
-        assert_eq!(
-            of_class,
-            expected.iter().collect::<Vec<_>>(),
-            "{class}: {rows:?}"
-        );
-        assert_eq!(
-            info_count(&info, case.rule.kind_name()),
-            Some(n as u64),
-            "{class}: {info}"
-        );
-        let trace = mtfdb::Database::open(&db).unwrap().trace("t").unwrap();
-        let values: Vec<Option<u64>> = trace
-            .anomalies()
-            .unwrap()
-            .into_iter()
-            .filter_map(|a| match a {
-                Anomaly::BrokenRule { rule, value, .. } if rule == case.rule => Some(value),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(values, vec![case.value; n], "{class}");
+        let trace = assert_rule_reported(&db, &meta, "t", case.rule, case.at, case.value, class);
         // The rest of the trace is what was written: every call, the message, the barrier.
         for (r, fault_calls) in case.calls.iter().enumerate() {
             let names: Vec<String> = rank_operations(&trace, r as Rank)

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::contents::mtfdb;
-use common::reported::{info_count, reported, row, Row};
+use common::reported::assert_rule_reported;
 use common::temp_db;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -973,36 +972,16 @@ fn every_rule_an_otf1_trace_can_break_imports_as_an_anomaly_of_its_class() {
         let label = format!("case {i} ({class})");
         let (_tmp, dir) = edited_all(case.edits);
         let db = dir.parent().unwrap().join("db");
-        let (ok, out, err) = mtfdb(&db, &["import", dir.to_str().unwrap(), "--name", "t"]);
-        assert!(ok, "{label}: {err}");
-        assert!(
-            out.contains(&format!("1 {}", case.rule.kind_name())),
-            "{label}: {out}"
-        );
-        let (rows, info) = reported(&db, "t");
         let (rank, call, time) = case.at;
-        let of_class: Vec<&Row> = rows.iter().filter(|r| r.0 == class).collect();
-        assert_eq!(
-            of_class,
-            vec![&row(class, rank, call, time)],
-            "{label}: {rows:?}"
+        let trace = assert_rule_reported(
+            &db,
+            &dir,
+            "t",
+            case.rule,
+            &[(rank, call, time)],
+            case.value,
+            &label,
         );
-        assert_eq!(
-            info_count(&info, case.rule.kind_name()),
-            Some(1),
-            "{label}: {info}"
-        );
-        let trace = mtfdb::Database::open(&db).unwrap().trace("t").unwrap();
-        let values: Vec<Option<u64>> = trace
-            .anomalies()
-            .unwrap()
-            .into_iter()
-            .filter_map(|a| match a {
-                Anomaly::BrokenRule { rule, value, .. } if rule == case.rule => Some(value),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(values, vec![case.value], "{label}");
         // The rest of the trace is the fixture's: every call, the communicators, the
         // messages the fault leaves matched, the collective instances.
         assert_eq!(calls_by_rank(&trace), clean_calls, "{label}");

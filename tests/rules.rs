@@ -664,15 +664,7 @@ fn assert_rule_case(db: &Path, path: &Path, c: &RuleCase) {
         assert!(out.contains(&format!("{n} {kind}")), "{name}: {out}");
     }
     let trace = Database::open(db).unwrap().trace(name).unwrap();
-    let values: Vec<Option<u64>> = trace
-        .anomalies()
-        .unwrap()
-        .into_iter()
-        .filter_map(|a| match a {
-            Anomaly::BrokenRule { rule, value, .. } if rule == c.rule => Some(value),
-            _ => None,
-        })
-        .collect();
+    let values = common::reported::rule_values(&trace, c.rule);
     assert!(
         !values.is_empty() && values.iter().all(|&v| v == c.value),
         "{name}: {values:?}"
