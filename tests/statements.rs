@@ -151,6 +151,7 @@ fn kind(e: &Error) -> String {
                 NameKind::Column => "column",
                 NameKind::Database => "database",
                 NameKind::Format => "format",
+                NameKind::Counter => "counter",
                 _ => "other",
             }
         ),
