@@ -307,6 +307,36 @@ fn scan_synchronizing(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) 
     Ok(())
 }
 
+/// Per ordered pair of ranks that messages (`tight`) do not link both ways, the tightest
+/// entry-to-leave delta of the synchronizing collectives they share, over the run and each
+/// half (split at `mid`), bounded by the pair's messages one way if it has any.
+fn synchronized_pairs(
+    trace: &Trace,
+    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    mid: Time,
+) -> Result<FxHashMap<(Rank, Rank), [Option<Tight>; 3]>> {
+    let mut synced: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+    scan_synchronizing(trace, |a, b, enter, leave| {
+        if tight.contains_key(&(a, b)) && tight.contains_key(&(b, a)) {
+            return;
+        }
+        let delta = leave as i128 - enter as i128;
+        let slots = synced.entry((a, b)).or_default();
+        tighten(&mut slots[0], delta, enter);
+        tighten(&mut slots[if enter < mid { 1 } else { 2 }], delta, enter);
+    })?;
+    for (pair, slots) in synced.iter_mut() {
+        if let Some(one_way) = tight.get(pair) {
+            for (slot, t) in slots.iter_mut().zip(one_way) {
+                if let Some(t) = t {
+                    tighten(slot, t.delta, t.at);
+                }
+            }
+        }
+    }
+    Ok(synced)
+}
+
 /// The pairs of `trace` whose messages violate the clock condition in its stored times, or
 /// in the times `map` corrects them to. As at import, a message whose `MPI_Irecv` no Wait or
 /// Test completed is not judged: its receive time is the call's own end, not the data's
@@ -356,7 +386,8 @@ pub struct ClockMap {
     /// Ranks no pair of ranks with messages both ways (or synchronizing collectives) links to
     /// rank 0: their clocks are kept (plus `shift`).
     pub unrelated: Vec<Rank>,
-    /// Whether synchronizing collectives linked pairs of ranks that messages do not.
+    /// Whether a rank's clock was related to rank 0's through a synchronizing collective
+    /// (messages left it unrelated).
     pub by_collectives: bool,
     /// The smallest one-way latency (ns) the pairs with messages both ways show: what the
     /// controlled logical clock keeps between a send and its receive.
@@ -445,49 +476,31 @@ impl ClockMap {
             tighten(&mut slots[0], delta, send);
             tighten(&mut slots[if send < mid { 1 } else { 2 }], delta, send);
         })?;
-        // Synchronizing collectives link the pairs no messages link both ways.
-        let mut synced: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
-        scan_synchronizing(trace, |a, b, enter, leave| {
-            if tight.contains_key(&(a, b)) && tight.contains_key(&(b, a)) {
-                return;
-            }
-            let delta = leave as i128 - enter as i128;
-            let slots = synced.entry((a, b)).or_default();
-            tighten(&mut slots[0], delta, enter);
-            tighten(&mut slots[if enter < mid { 1 } else { 2 }], delta, enter);
-        })?;
-        // A pair messages link one way only is bounded by those messages too.
-        for (pair, slots) in synced.iter_mut() {
-            if let Some(one_way) = tight.get(pair) {
-                for (slot, t) in slots.iter_mut().zip(one_way) {
-                    if let Some(t) = t {
-                        tighten(slot, t.delta, t.at);
-                    }
-                }
-            }
-        }
-        let mut map = fit(&tight, &synced, ranks, correction, first, last);
-        // Collectives estimate worse than messages (their members' waits are not symmetric
-        // as a latency is): where their lines leave more messages received before they were
-        // sent than the recorded times do, the messages' lines alone are kept.
         let violating = |m: Option<&ClockMap>| -> Result<u64> {
             Ok(messages.check(m)?.0.iter().map(|p| p.messages).sum())
         };
+        let mut map = fit(
+            &tight,
+            &FxHashMap::default(),
+            ranks,
+            correction,
+            first,
+            last,
+        );
         let mut unresolved = None;
-        if !synced.is_empty() {
-            let with_collectives = violating(Some(&map))?;
-            if with_collectives > violating(None)? {
-                map = fit(
-                    &tight,
-                    &FxHashMap::default(),
-                    ranks,
-                    correction,
-                    first,
-                    last,
-                );
-            } else {
-                map.by_collectives = true;
-                unresolved = Some(with_collectives);
+        // Ranks messages leave unrelated are linked by the synchronizing collectives they
+        // share. Collectives estimate worse than messages (their members' waits are not
+        // symmetric as a latency is): where their lines leave more messages received before
+        // they were sent than the recorded times do, the messages' lines alone are kept.
+        if !map.unrelated.is_empty() {
+            let synced = synchronized_pairs(trace, &tight, mid)?;
+            let linked = fit(&tight, &synced, ranks, correction, first, last);
+            if linked.by_collectives {
+                let with_collectives = violating(Some(&linked))?;
+                if with_collectives <= violating(None)? {
+                    map = linked;
+                    unresolved = Some(with_collectives);
+                }
             }
         }
         if correction == ClockCorrection::Clc {
@@ -682,6 +695,7 @@ fn fit(
     // Per rank, how many of its collective neighbours were looked at.
     let mut looked_at: Vec<usize> = vec![0; ranks];
     let mut next_root = 0;
+    let mut linked_by_collectives = false;
     loop {
         if let Some(p) = by_message_queue.pop_front() {
             by_collective_queue.push_back(p);
@@ -701,6 +715,7 @@ fn fit(
             if let Some(&c) = candidates.get(*seen) {
                 let line = synced_lines[&(p.min(c), p.max(c))];
                 attach(&mut clocks, &mut root_of, p, c, line);
+                linked_by_collectives = true;
                 by_collective_queue.push_front(p);
                 by_message_queue.push_back(c);
             }
@@ -733,6 +748,7 @@ fn fit(
         shift,
         ranks,
         unrelated,
+        by_collectives: linked_by_collectives,
         latency: latency.unwrap_or(0.0).max(0.0).round() as Time,
         ..ClockMap::default()
     }
