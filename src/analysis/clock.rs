@@ -310,12 +310,8 @@ fn scan_synchronizing(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) 
 /// Per ordered pair of ranks that messages (`tight`) do not link both ways, the tightest
 /// entry-to-leave delta of the synchronizing collectives they share, over the run and each
 /// half (split at `mid`), bounded by the pair's messages one way if it has any.
-fn synchronized_pairs(
-    trace: &Trace,
-    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
-    mid: Time,
-) -> Result<FxHashMap<(Rank, Rank), [Option<Tight>; 3]>> {
-    let mut synced: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+fn synchronized_pairs(trace: &Trace, tight: &PairBounds, mid: Time) -> Result<PairBounds> {
+    let mut synced = PairBounds::default();
     scan_synchronizing(trace, |a, b, enter, leave| {
         if tight.contains_key(&(a, b)) && tight.contains_key(&(b, a)) {
             return;
@@ -417,6 +413,9 @@ struct Tight {
     at: Time,
 }
 
+/// Per ordered pair of ranks, its tightest bound over the run and each half.
+type PairBounds = FxHashMap<(Rank, Rank), [Option<Tight>; 3]>;
+
 fn tighten(slot: &mut Option<Tight>, delta: i128, at: Time) {
     if slot.is_none_or(|t| delta < t.delta) {
         *slot = Some(Tight { delta, at });
@@ -466,7 +465,7 @@ impl ClockMap {
         // Per ordered pair: the tightest message over the run, its first half, its second.
         let messages = TimedMessages::of(trace)?;
         let mid = first + (last - first) / 2;
-        let mut tight: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+        let mut tight = PairBounds::default();
         messages.scan(|s, r, send, recv| {
             if s == r {
                 return;
@@ -638,7 +637,7 @@ fn pair_line(
 /// The lines of every pair `tight` has both ways, by unordered pair (a < b), and the least
 /// latency among them.
 fn pair_lines(
-    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    tight: &PairBounds,
     correction: ClockCorrection,
     first: Time,
 ) -> (FxHashMap<(Rank, Rank), RankClock>, Option<f64>) {
@@ -673,8 +672,8 @@ fn neighbours_of(lines: &FxHashMap<(Rank, Rank), RankClock>, ranks: usize) -> Ve
 /// ways, from synchronizing collectives (`synced`), which give no latency (a collective's
 /// members wait for each other: its duration is no network latency).
 fn fit(
-    tight: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
-    synced: &FxHashMap<(Rank, Rank), [Option<Tight>; 3]>,
+    tight: &PairBounds,
+    synced: &PairBounds,
     ranks: usize,
     correction: ClockCorrection,
     first: Time,
@@ -942,7 +941,7 @@ mod tests {
     #[test]
     fn offsets_of_a_pair_are_exact_at_the_minimal_latency() {
         // Rank 1's clock is 700 ns ahead; 50 ns latency both ways.
-        let mut tight: FxHashMap<(Rank, Rank), [Option<Tight>; 3]> = FxHashMap::default();
+        let mut tight = PairBounds::default();
         let t = |delta, at| Some(Tight { delta, at });
         tight.insert((0, 1), [t(750, 100), None, None]);
         tight.insert((1, 0), [t(-650, 900), None, None]);
