@@ -44,6 +44,7 @@ mod grouping;
 pub mod model;
 pub mod query;
 pub mod results;
+pub mod units;
 
 // Internals, not part of the API: public only so that the command line, the tests and the
 // benches can reach the pieces they exercise directly (the storage layer, the readers, the

@@ -24,19 +24,12 @@ fn seconds(ns: u64) -> String {
     format!("{:.6} s", ns as f64 / 1e9)
 }
 
-/// Bytes in a human unit.
+/// Bytes in a human unit, with the exact count beside it.
 fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
+    if n < 1024 {
         format!("{n} B")
     } else {
-        format!("{v:.1} {} ({} B)", UNITS[unit], thousands(n))
+        format!("{} ({} B)", mtfdb::units::bytes(n), thousands(n))
     }
 }
 

@@ -5,6 +5,7 @@
 //! attributes (`data-ops`, `data-value`), so that a test, or a user's script, reads back from
 //! the SVG what it shows; every mark has a `<title>`, which browsers show on hover.
 
+pub use crate::units::{count as format_count, duration as format_ns};
 use std::fmt::Write as _;
 
 /// Width of every picture, in CSS pixels (a laptop screen's content width).
@@ -319,48 +320,6 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     out
 }
 
-/// A duration in nanoseconds with the unit that reads best (ns, µs, ms, s).
-pub fn format_ns(ns: f64) -> String {
-    let a = ns.abs();
-    let (v, unit) = if a >= 1e9 {
-        (ns / 1e9, "s")
-    } else if a >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if a >= 1e3 {
-        (ns / 1e3, "µs")
-    } else {
-        (ns, "ns")
-    };
-    format!("{} {unit}", trim(v))
-}
-
-/// A count or byte size, shortened with k, M, G, T.
-pub fn format_count(v: f64) -> String {
-    let a = v.abs();
-    let (x, unit) = if a >= 1e12 {
-        (v / 1e12, "T")
-    } else if a >= 1e9 {
-        (v / 1e9, "G")
-    } else if a >= 1e6 {
-        (v / 1e6, "M")
-    } else if a >= 1e4 {
-        (v / 1e3, "k")
-    } else {
-        (v, "")
-    };
-    format!("{}{unit}", trim(x))
-}
-
-fn trim(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
 /// A sequential colour scale from `lo` to `hi`, logarithmic when the data spans more than
 /// two orders of magnitude (traffic does: a neighbour exchange beside a reduction's bytes).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -482,14 +441,6 @@ mod tests {
         );
         assert_eq!(nice_ticks(3.0, 97.0, 4), vec![20.0, 40.0, 60.0, 80.0]);
         assert_eq!(nice_ticks(5.0, 5.0, 4), vec![5.0]);
-    }
-
-    #[test]
-    fn units_read_as_people_write_them() {
-        assert_eq!(format_ns(1_500.0), "1.5 µs");
-        assert_eq!(format_ns(2_000_000_000.0), "2 s");
-        assert_eq!(format_count(819_200.0), "819.2k");
-        assert_eq!(format_count(12.0), "12");
     }
 
     #[test]
