@@ -17,10 +17,11 @@ use crate::model::{
     TraceHeader,
 };
 use crate::store::ids::{chunk_and_row, chunk_ids};
+use crate::store::scan::{Scan, ScanRequest};
 use crate::store::{
-    IndexDim, MessageColumns, MessageField, OpChunkInfo, OperationColumns, OperationField,
-    OperationStream, PairTraffic, RankTraffic, Store, StoredResult, StoredView, TraceMeta,
-    TraceReader, TraceSummary,
+    DecodeCount, IndexDim, MessageColumns, MessageField, OpChunkInfo, OperationColumns,
+    OperationField, OperationStream, PairTraffic, RankTraffic, Store, StoredResult, StoredView,
+    TraceMeta, TraceReader, TraceSummary,
 };
 
 /// The source formats mtfdb reads.
@@ -223,6 +224,18 @@ impl Database {
     /// The database's directory.
     pub fn path(&self) -> &Path {
         self.store.path()
+    }
+
+    /// Starts counting the chunk reads of every trace of this database anew
+    /// ([`Database::decodes`]).
+    pub fn count_decodes(&self) {
+        self.store.count_decodes();
+    }
+
+    /// How many times each chunk was read (and decoded) since [`Database::count_decodes`]:
+    /// a statement that decodes each chunk once shows only ones.
+    pub fn decodes(&self) -> Vec<DecodeCount> {
+        self.store.decodes()
     }
 
     /// Imports the trace at `path` (format detected from its content) under `name`, or under
@@ -736,6 +749,13 @@ impl Trace {
         fields: &[OperationField],
     ) -> Result<OperationStream> {
         self.reader.operation_stream(chunk, fields)
+    }
+
+    /// Plans a scan of the operation or message table through the scan seam
+    /// ([`crate::store::scan`]): chunks pruned by `req`'s filters, each surviving chunk's
+    /// projected columns decoded once when the scan runs.
+    pub fn scan<'t>(&'t self, req: &ScanRequest<'t>) -> Result<Scan<'t>> {
+        self.reader.scan(req)
     }
 
     /// Every message's (sending operation, receiving operation), by message id, read from two

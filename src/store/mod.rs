@@ -53,6 +53,7 @@ pub mod ids;
 mod legacy;
 pub mod lock;
 pub mod manifest;
+pub mod scan;
 pub mod segment;
 pub mod stored;
 pub mod tables;
@@ -92,6 +93,19 @@ pub(crate) const SEGMENTS_DIR: &str = "segments";
 /// storing (the result only saves computing it again).
 const RESULT_WAIT: Duration = Duration::from_millis(200);
 
+/// How many times one chunk was read ([`Store::decodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeCount {
+    /// The trace's name.
+    pub trace: String,
+    /// The chunk's table.
+    pub table: Table,
+    /// The chunk number.
+    pub chunk: u32,
+    /// Reads (each decoding what it read) since counting began.
+    pub reads: u32,
+}
+
 /// Which table a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Table {
@@ -129,7 +143,8 @@ impl Table {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The table's name in messages (`operation`, `request-link`).
+    pub fn name(self) -> &'static str {
         match self {
             Table::Operations => "operation",
             Table::Messages => "message",
@@ -410,6 +425,9 @@ struct Shared {
     changing: Mutex<()>,
     /// Set once this store's first change removed what dead writers left.
     cleaned: AtomicBool,
+    /// While counting ([`Store::count_decodes`]): how many times each chunk was read and
+    /// decoded, by trace name, table and chunk.
+    decodes: Mutex<Option<HashMap<(String, Table, u32), u32>>>,
 }
 
 impl Shared {
@@ -662,6 +680,7 @@ impl Store {
                 busy_timeout_ms: AtomicU64::new(lock::DEFAULT_BUSY_TIMEOUT.as_millis() as u64),
                 changing: Mutex::new(()),
                 cleaned: AtomicBool::new(false),
+                decodes: Mutex::new(None),
             }),
             importing: Mutex::new(HashSet::new()),
             imports_begun: AtomicU64::new(0),
@@ -696,6 +715,41 @@ impl Store {
             });
         }
         Ok(damaged)
+    }
+
+    /// Starts counting chunk reads anew, in every trace this store's readers read (every
+    /// read of a chunk decodes it): for tests and benchmarks that hold a statement to
+    /// decoding each chunk at most once.
+    pub fn count_decodes(&self) {
+        *self
+            .shared
+            .decodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
+    }
+
+    /// How many times each chunk was read since [`Store::count_decodes`]: (trace, table,
+    /// chunk, reads), sorted (empty when not counting).
+    pub fn decodes(&self) -> Vec<DecodeCount> {
+        let counts = self
+            .shared
+            .decodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<DecodeCount> = counts
+            .iter()
+            .flatten()
+            .map(|((trace, table, chunk), &reads)| DecodeCount {
+                trace: trace.clone(),
+                table: *table,
+                chunk: *chunk,
+                reads,
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| {
+            (&a.trace, a.table as u8, a.chunk).cmp(&(&b.trace, b.table as u8, b.chunk))
+        });
+        out
     }
 
     /// The database's path.
@@ -1231,6 +1285,16 @@ impl TraceReader {
     /// is made: reading a trace of many ranks reads thousands of small chunks).
     fn chunk_bytes(&self, table: Table, chunk: u32) -> Result<(ChunkName<'_>, ChunkBytes)> {
         self.check_cancel()?;
+        if let Some(counts) = self
+            .shared
+            .decodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            let key = (self.meta.name.clone(), table, chunk);
+            *counts.entry(key).or_default() += 1;
+        }
         let what = ChunkName {
             table,
             chunk,
