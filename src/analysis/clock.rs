@@ -283,18 +283,18 @@ fn synchronizes(kind: OpKind) -> bool {
 /// message from `a` to `b` sent at the entry and received at the leave would. Pairs are the
 /// first member with each other member, both ways, so that the cost follows the members.
 fn scan_synchronizing(trace: &Trace, mut f: impl FnMut(Rank, Rank, Time, Time)) -> Result<()> {
-    let mut times = OpTimes::new(trace);
+    let times = OpTimes::new(trace)?;
     for chunk in 0..trace.collective_chunk_count() {
         trace.check_cancel()?;
         for instance in trace.collective_chunk(chunk)? {
             if !synchronizes(instance.kind) || instance.ops.len() < 2 {
                 continue;
             }
-            let Some(first) = times.get(instance.ops[0])? else {
+            let Some(first) = times.get(instance.ops[0]) else {
                 continue;
             };
             for &op in &instance.ops[1..] {
-                let Some(other) = times.get(op)? else {
+                let Some(other) = times.get(op) else {
                     continue;
                 };
                 if other.rank != first.rank {

@@ -37,9 +37,9 @@
 //! it. So the segments tile `[first operation start, last operation end]` with no gap and no
 //! overlap, and the path's length is the run's length between its first and last MPI call.
 //!
-//! The walk reads each rank's operation chunks as it reaches them, keeping a few recently read
-//! chunks. Of the whole trace it reads the wait states, the blocking collectives' member
-//! calls, and, for the imbalance's averages, each rank's operations in turn.
+//! Every operation's start, end and call are read first, by one scan that decodes each
+//! operation chunk once (shared with the wait states when they are computed here); the walk,
+//! the blocking collectives' member calls and the imbalance's averages look them up there.
 //!
 //! ```
 //! use mtfdb::analysis::critical_path::{Activity, CriticalPath, Segment};
@@ -63,12 +63,11 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::{self, ClockCorrection, ClockMap};
 use super::op_times::OpTimes;
-use crate::analysis::waits::{
-    stored_wait_states, stored_wait_states_with, wait_states_in, WaitStates,
-};
+use crate::analysis::waits::{wait_states_in, waits_key, WaitStates, WAITS_KEY};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::model::{CollectiveInstance, OpId, OpKind, Rank, Time};
+use crate::store::scan::progress_stage;
 use crate::store::OpChunkInfo;
 use crate::Trace;
 
@@ -192,7 +191,15 @@ pub const CRITICAL_PATH_KEY: &str = "critical-path";
 /// it (`refresh`: the wait states and the path computed again and stored anew).
 pub fn stored_critical_path(trace: &Trace, refresh: bool) -> Result<CriticalPath> {
     trace.stored_result(CRITICAL_PATH_KEY, refresh, || {
-        critical_path_with(trace, &stored_wait_states(trace, refresh)?)
+        progress_stage("critical path");
+        // One read of the operations' times for the wait states (when not stored) and the
+        // path.
+        let times = OpTimes::new(trace)?;
+        let instances = trace.collective_instances()?;
+        let waits = trace.stored_result(WAITS_KEY, refresh, || {
+            wait_states_in(trace, &times, &instances)
+        })?;
+        path_over(trace, &waits, &times, &instances)
     })
 }
 
@@ -217,25 +224,25 @@ pub fn stored_critical_path_with(
         return stored_critical_path(trace, refresh);
     }
     trace.stored_result(&critical_path_key(correction), refresh, || {
+        progress_stage("critical path");
         let map = clock::stored_map(trace, correction, refresh)?;
-        let waits = stored_wait_states_with(trace, correction, refresh)?;
+        let times = OpTimes::corrected(trace, &map)?;
         let instances = trace.collective_instances()?;
-        path_over(
-            trace,
-            &waits,
-            &mut OpTimes::corrected(trace, &map),
-            &instances,
-        )
+        let waits = trace.stored_result(&waits_key(correction), refresh, || {
+            wait_states_in(trace, &times, &instances)
+        })?;
+        path_over(trace, &waits, &times, &instances)
     })
 }
 
 /// The critical path of `trace` with its times corrected by `map`: over the wait states
 /// under `map`, its segments in corrected times.
 pub fn critical_path_corrected(trace: &Trace, map: &ClockMap) -> Result<CriticalPath> {
-    let mut times = OpTimes::corrected(trace, map);
+    progress_stage("critical path");
+    let times = OpTimes::corrected(trace, map)?;
     let instances = trace.collective_instances()?;
-    let waits = wait_states_in(trace, &mut times, &instances)?;
-    path_over(trace, &waits, &mut times, &instances)
+    let waits = wait_states_in(trace, &times, &instances)?;
+    path_over(trace, &waits, &times, &instances)
 }
 
 /// The critical path of `trace` (see the module's rules).
@@ -253,26 +260,28 @@ pub fn critical_path_corrected(trace: &Trace, map: &ClockMap) -> Result<Critical
 /// # }
 /// ```
 pub fn critical_path(trace: &Trace) -> Result<CriticalPath> {
-    let mut times = OpTimes::new(trace);
+    progress_stage("critical path");
+    let times = OpTimes::new(trace)?;
     let instances = trace.collective_instances()?;
-    let waits = wait_states_in(trace, &mut times, &instances)?;
-    path_over(trace, &waits, &mut times, &instances)
+    let waits = wait_states_in(trace, &times, &instances)?;
+    path_over(trace, &waits, &times, &instances)
 }
 
 /// The critical path of `trace` over its wait states `waits` (from
 /// [`wait_states`](crate::analysis::waits::wait_states) or [`stored_wait_states`]).
 pub fn critical_path_with(trace: &Trace, waits: &WaitStates) -> Result<CriticalPath> {
+    progress_stage("critical path");
     let instances = trace.collective_instances()?;
-    path_over(trace, waits, &mut OpTimes::new(trace), &instances)
+    path_over(trace, waits, &OpTimes::new(trace)?, &instances)
 }
 
-/// The path over `waits`, reading operations through `times` (one chunk cache for every
-/// pass, so that what one pass read the next finds decoded) and the trace's collective
+/// The path over `waits`, reading operations from `times` (read once for every pass, and for
+/// the wait states before them when the caller computed those too) and the trace's collective
 /// `instances` (read once by the caller, which the wait states may have used too).
 fn path_over<'t>(
     trace: &'t Trace,
     waits: &WaitStates,
-    times: &mut OpTimes<'t>,
+    times: &OpTimes<'t>,
     instances: &[CollectiveInstance],
 ) -> Result<CriticalPath> {
     let releases = releases(trace, waits, times, instances)?;
@@ -287,7 +296,7 @@ fn path_over<'t>(
 fn releases(
     trace: &Trace,
     waits: &WaitStates,
-    times: &mut OpTimes<'_>,
+    times: &OpTimes<'_>,
     instances: &[CollectiveInstance],
 ) -> Result<FxHashMap<OpId, (Time, Rank)>> {
     let mut out: FxHashMap<OpId, (Time, Rank)> = waits
@@ -302,7 +311,7 @@ fn releases(
         trace.check_cancel()?;
         let mut members: Vec<(OpId, Member)> = Vec::with_capacity(instance.ops.len());
         for &op in &instance.ops {
-            let Some(t) = times.get(op)? else { break };
+            let Some(t) = times.get(op) else { break };
             let member = Member {
                 start: t.start,
                 end: t.end,
@@ -347,15 +356,15 @@ struct Call {
 }
 
 /// The ranks' operations as the walk reaches them: per rank and thread, its chunks (from the
-/// chunk directory), read through the shared chunk cache.
+/// chunk directory), their times from those read once.
 struct Timelines<'t, 'c> {
     trace: &'t Trace,
     threads: FxHashMap<Rank, Vec<Vec<OpChunkInfo>>>,
-    times: &'c mut OpTimes<'t>,
+    times: &'c OpTimes<'t>,
 }
 
 impl<'t, 'c> Timelines<'t, 'c> {
-    fn new(trace: &'t Trace, times: &'c mut OpTimes<'t>) -> Timelines<'t, 'c> {
+    fn new(trace: &'t Trace, times: &'c OpTimes<'t>) -> Timelines<'t, 'c> {
         Timelines {
             trace,
             threads: FxHashMap::default(),
@@ -385,7 +394,7 @@ impl<'t, 'c> Timelines<'t, 'c> {
             let Some(info) = n.checked_sub(1).map(|i| &chunks[i]) else {
                 continue;
             };
-            let Some(c) = self.times.chunk(info.chunk)? else {
+            let Some(c) = self.times.chunk(info.chunk) else {
                 continue;
             };
             let Some(row) = c.start.partition_point(|&s| s < t).checked_sub(1) else {
@@ -394,7 +403,7 @@ impl<'t, 'c> Timelines<'t, 'c> {
             let (start, end) = (c.start[row], c.end[row]);
             if best.is_none_or(|b| (start, end) > (b.start, b.end)) {
                 let op = c.id(row);
-                let kind = c.kind[row].ok_or_else(|| unknown_call(op))?;
+                let kind = c.kind(row).ok_or_else(|| unknown_call(op))?;
                 best = Some(Call {
                     start,
                     end,
@@ -448,7 +457,7 @@ impl Backwards {
 fn walk<'t>(
     trace: &'t Trace,
     releases: &FxHashMap<OpId, (Time, Rank)>,
-    times: &mut OpTimes<'t>,
+    times: &OpTimes<'t>,
 ) -> Result<Vec<Segment>> {
     let chunks = trace.op_chunks();
     let Some(first) = chunks
@@ -520,7 +529,7 @@ fn walk<'t>(
 fn averages(
     trace: &Trace,
     waits: &WaitStates,
-    times: &mut OpTimes<'_>,
+    times: &OpTimes<'_>,
 ) -> Result<Vec<(Option<OpKind>, Time)>> {
     let Some(first) = trace
         .op_chunks()
@@ -543,10 +552,10 @@ fn averages(
         // The rank's operations (all threads), three columns of each chunk.
         let mut ops: Vec<(Time, Time, Option<OpKind>, OpId)> = Vec::new();
         for info in trace.op_chunks_of(rank) {
-            let Some(c) = times.chunk(info.chunk)? else {
+            let Some(c) = times.chunk(info.chunk) else {
                 continue;
             };
-            ops.extend((0..c.start.len()).map(|r| (c.start[r], c.end[r], c.kind[r], c.id(r))));
+            ops.extend((0..c.start.len()).map(|r| (c.start[r], c.end[r], c.kind(r), c.id(r))));
         }
         if ops.is_empty() {
             continue;

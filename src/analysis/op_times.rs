@@ -1,9 +1,13 @@
-//! The start, end and MPI call of operations, read a chunk at a time as an analysis reaches
-//! them (three columns decoded, not whole operations), and kept up to a budget of rows, the
-//! least recently used chunks dropped first. The wait states and the critical path look
-//! operations up by id or by rank and time, in about the order they happened, so the chunks
-//! in use are those of the current stretch of time (one per location at worst), not the
-//! whole trace.
+//! The start, end and MPI call of every operation, read by one scan of three columns
+//! ([`crate::store::scan`]: each chunk decoded once, on every core) into dense arrays by chunk
+//! number and row. The wait states, the critical path, the clock estimate and the network fit
+//! look operations up by id in message order, which visits every rank in every iteration:
+//! any cache of chunks smaller than the trace thrashes there (a chunk spans a location's whole
+//! run when it has fewer than 65,536 operations), so the whole trace's times are kept.
+//!
+//! Cost: 8 + 8 bytes of start and end and 1 byte of call per operation (a chunk's calls coded
+//! against its own short list of distinct calls): about 17 bytes an operation, 850 MB for 50
+//! million operations, held while the analysis runs.
 //!
 //! Read through a [`ClockMap`], every time is the rank's corrected one: the wait states and
 //! the critical path then run on corrected clocks without knowing it. A map is monotonic per
@@ -12,14 +16,56 @@
 
 use super::clock::ClockMap;
 use crate::error::Result;
-use crate::hash::FxHashMap;
 use crate::model::{OpId, OpKind, Rank, Time};
 use crate::store::ids::{chunk_and_row, row_id};
-use crate::store::OperationField::{End, Kind, Start};
+use crate::store::scan::{Batch, Order, Projection, ScanFilter, ScanRequest};
+use crate::store::OperationColumns;
+use crate::store::OperationField::{self, End, Kind, Start};
 use crate::Trace;
 
-/// The most operation rows kept decoded: 24 bytes each, about 144 MiB.
-const BUDGET_ROWS: usize = 6 << 20;
+/// The calls of one chunk's rows: codes into the chunk's distinct calls while there are at
+/// most 256 of them, else the calls themselves.
+enum Calls {
+    Coded {
+        distinct: Vec<Option<OpKind>>,
+        codes: Vec<u8>,
+    },
+    Plain(Vec<Option<OpKind>>),
+}
+
+impl Calls {
+    fn of(kinds: impl Iterator<Item = Option<OpKind>>) -> Calls {
+        let mut distinct: Vec<Option<OpKind>> = Vec::new();
+        let mut codes = Vec::new();
+        let mut kinds = kinds.peekable();
+        while let Some(&kind) = kinds.peek() {
+            let code = match distinct.iter().position(|&k| k == kind) {
+                Some(i) => i,
+                None if distinct.len() < 256 => {
+                    distinct.push(kind);
+                    distinct.len() - 1
+                }
+                None => {
+                    // Too many distinct calls for a byte: the rest kept as they are.
+                    let mut plain: Vec<Option<OpKind>> =
+                        codes.iter().map(|&c| distinct[c as usize]).collect();
+                    plain.extend(kinds);
+                    return Calls::Plain(plain);
+                }
+            };
+            codes.push(code as u8);
+            kinds.next();
+        }
+        Calls::Coded { distinct, codes }
+    }
+
+    fn get(&self, row: usize) -> Option<OpKind> {
+        match self {
+            Calls::Coded { distinct, codes } => distinct[codes[row] as usize],
+            Calls::Plain(kinds) => kinds[row],
+        }
+    }
+}
 
 /// One operation chunk's start, end and call columns; a location's operations are in start
 /// order, so each chunk is sorted by start.
@@ -32,15 +78,18 @@ pub(crate) struct ChunkTimes {
     pub start: Vec<Time>,
     /// End of each row (ns).
     pub end: Vec<Time>,
-    /// The MPI call of each row (`None`: a code this version does not know).
-    pub kind: Vec<Option<OpKind>>,
-    used: u64,
+    calls: Calls,
 }
 
 impl ChunkTimes {
     /// The id of row `row`.
     pub fn id(&self, row: usize) -> OpId {
         row_id(self.chunk, row)
+    }
+
+    /// The MPI call of row `row` (`None`: a code this version does not know).
+    pub fn kind(&self, row: usize) -> Option<OpKind> {
+        self.calls.get(row)
     }
 }
 
@@ -53,40 +102,78 @@ pub(crate) struct OpTime {
     pub kind: Option<OpKind>,
 }
 
-/// Operation chunks' times, read on demand and kept within [`BUDGET_ROWS`].
+/// Every operation's times, by chunk number and row.
 pub(crate) struct OpTimes<'t> {
-    trace: &'t Trace,
     /// The correction every time is read through, if any.
     map: Option<&'t ClockMap>,
-    rank_of_chunk: FxHashMap<u32, Rank>,
-    chunks: FxHashMap<u32, ChunkTimes>,
-    rows: usize,
-    tick: u64,
+    /// By chunk number (`None`: no such chunk).
+    chunks: Vec<Option<ChunkTimes>>,
 }
 
 impl<'t> OpTimes<'t> {
-    pub fn new(trace: &'t Trace) -> OpTimes<'t> {
-        OpTimes::through(trace, None)
+    /// Every operation's stored times.
+    pub fn new(trace: &Trace) -> Result<OpTimes<'t>> {
+        Ok(OpTimes::read_with(trace, None, &[], |_| ())?.0)
     }
 
-    /// Operations' times corrected by `map`.
-    pub fn corrected(trace: &'t Trace, map: &'t ClockMap) -> OpTimes<'t> {
-        OpTimes::through(trace, Some(map))
+    /// Every operation's times corrected by `map`.
+    pub fn corrected(trace: &Trace, map: &'t ClockMap) -> Result<OpTimes<'t>> {
+        Ok(OpTimes::read_with(trace, Some(map), &[], |_| ())?.0)
     }
 
-    fn through(trace: &'t Trace, map: Option<&'t ClockMap>) -> OpTimes<'t> {
-        OpTimes {
-            trace,
-            map,
-            rank_of_chunk: trace
-                .op_chunks()
-                .iter()
-                .map(|c| (c.chunk, c.rank))
-                .collect(),
-            chunks: FxHashMap::default(),
-            rows: 0,
-            tick: 0,
+    /// Every operation's times (corrected by `map` if given), and what `per_chunk` makes of
+    /// each chunk's columns (the three and `extra`) in the same scan, in chunk order: one
+    /// decode of each chunk for both.
+    pub fn read_with<X: Send>(
+        trace: &Trace,
+        map: Option<&'t ClockMap>,
+        extra: &[OperationField],
+        per_chunk: impl Fn(&OperationColumns) -> X + Sync + Send,
+    ) -> Result<(OpTimes<'t>, Vec<X>)> {
+        let mut fields = vec![Start, End, Kind];
+        fields.extend_from_slice(extra);
+        let scan = trace.scan(&ScanRequest {
+            projection: Projection::Operations(&fields),
+            filter: ScanFilter::default(),
+            order: Order::Id,
+        })?;
+        let time = |rank: Rank, t: Time| map.map_or(t, |m| m.time(rank, t));
+        let read = |batch: Batch| -> Result<(ChunkTimes, X)> {
+            trace.check_cancel()?;
+            let cols = batch.operations().expect("an operation scan");
+            let rank = batch.location().map_or(0, |l| l.0);
+            let rows = batch.rows_in_chunk();
+            let times = ChunkTimes {
+                chunk: batch.chunk(),
+                rank,
+                start: (0..rows).map(|r| time(rank, cols.start(r))).collect(),
+                end: (0..rows).map(|r| time(rank, cols.end(r))).collect(),
+                calls: Calls::of((0..rows).map(|r| cols.kind(r))),
+            };
+            Ok((times, per_chunk(cols)))
+        };
+        let mut read: Vec<(ChunkTimes, X)> = scan.par_fold(
+            Vec::new,
+            |mut acc, batch| {
+                acc.push(read(batch)?);
+                Ok(acc)
+            },
+            |mut a, b| {
+                a.extend(b);
+                a
+            },
+        )?;
+        read.sort_unstable_by_key(|(c, _)| c.chunk);
+        let slots = read.last().map_or(0, |(c, _)| c.chunk as usize + 1);
+        let mut chunks: Vec<Option<ChunkTimes>> = Vec::with_capacity(slots);
+        chunks.resize_with(slots, || None);
+        let mut made = Vec::with_capacity(read.len());
+        for (times, x) in read {
+            let at = times.chunk as usize;
+            chunks[at] = Some(times);
+            made.push(x);
         }
+        Ok((OpTimes { map, chunks }, made))
     }
 
     /// Time `t` of `rank` as this reads it: corrected when there is a map (for the times the
@@ -98,64 +185,20 @@ impl<'t> OpTimes<'t> {
         }
     }
 
-    /// Chunk `chunk`'s times, read if they are not kept; `None` for a chunk the trace does not
-    /// have.
-    pub fn chunk(&mut self, chunk: u32) -> Result<Option<&ChunkTimes>> {
-        self.tick += 1;
-        if !self.chunks.contains_key(&chunk) {
-            let Some(&rank) = self.rank_of_chunk.get(&chunk) else {
-                return Ok(None);
-            };
-            self.trace.check_cancel()?;
-            let cols = self.trace.operation_columns(chunk, &[Start, End, Kind])?;
-            let rows = cols.rows();
-            let times = ChunkTimes {
-                chunk,
-                rank,
-                start: (0..rows).map(|r| self.time(rank, cols.start(r))).collect(),
-                end: (0..rows).map(|r| self.time(rank, cols.end(r))).collect(),
-                kind: (0..rows).map(|r| cols.kind(r)).collect(),
-                used: 0,
-            };
-            self.make_room(rows);
-            self.rows += rows;
-            self.chunks.insert(chunk, times);
-        }
-        let tick = self.tick;
-        Ok(self.chunks.get_mut(&chunk).map(|c| {
-            c.used = tick;
-            &*c
-        }))
+    /// Chunk `chunk`'s times; `None` for a chunk the trace does not have.
+    pub fn chunk(&self, chunk: u32) -> Option<&ChunkTimes> {
+        self.chunks.get(chunk as usize).and_then(Option::as_ref)
     }
 
     /// Operation `op`'s times; `None` for an id the trace does not have.
-    pub fn get(&mut self, op: OpId) -> Result<Option<OpTime>> {
+    pub fn get(&self, op: OpId) -> Option<OpTime> {
         let (chunk, row) = chunk_and_row(op);
-        Ok(self.chunk(chunk)?.and_then(|c| {
-            (row < c.start.len()).then(|| OpTime {
-                rank: c.rank,
-                start: c.start[row],
-                end: c.end[row],
-                kind: c.kind[row],
-            })
-        }))
-    }
-
-    /// Drops the least recently used chunks until `rows` more fit in the budget (down to
-    /// three quarters of it, so that eviction happens in batches).
-    fn make_room(&mut self, rows: usize) {
-        if self.rows + rows <= BUDGET_ROWS {
-            return;
-        }
-        let mut by_use: Vec<(u64, u32)> = self.chunks.iter().map(|(&k, c)| (c.used, k)).collect();
-        by_use.sort_unstable();
-        for (_, chunk) in by_use {
-            if self.rows + rows <= BUDGET_ROWS / 4 * 3 {
-                break;
-            }
-            if let Some(c) = self.chunks.remove(&chunk) {
-                self.rows -= c.start.len();
-            }
-        }
+        let c = self.chunk(chunk)?;
+        (row < c.start.len()).then(|| OpTime {
+            rank: c.rank,
+            start: c.start[row],
+            end: c.end[row],
+            kind: c.kind(row),
+        })
     }
 }

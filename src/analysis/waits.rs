@@ -51,6 +51,7 @@ use super::op_times::OpTimes;
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{CollectiveInstance, OpId, OpKind, Rank, Time};
+use crate::store::scan::{progress_stage, Order, Projection, ScanFilter, ScanRequest};
 use crate::Trace;
 
 /// Why an operation waited.
@@ -250,8 +251,9 @@ pub fn stored_wait_states_with(
 
 /// The wait states of `trace` with its times corrected by `map`.
 pub fn wait_states_with(trace: &Trace, map: &ClockMap) -> Result<WaitStates> {
+    progress_stage("wait states");
     let instances = trace.collective_instances()?;
-    wait_states_in(trace, &mut OpTimes::corrected(trace, map), &instances)
+    wait_states_in(trace, &OpTimes::corrected(trace, map)?, &instances)
 }
 
 /// What the analysis needs of one operation's call: `Other` for any call that neither
@@ -290,18 +292,18 @@ struct Call {
     rank: Rank,
 }
 
-/// Operations' calls by id, through the shared chunk cache (which corrects their times when
-/// it reads through a clock map).
-struct Calls<'c, 't>(&'c mut OpTimes<'t>);
+/// Operations' calls by id, from the operations' times read once (corrected when they were
+/// read through a clock map).
+struct Calls<'c, 't>(&'c OpTimes<'t>);
 
 impl Calls<'_, '_> {
-    fn get(&mut self, op: OpId) -> Result<Option<Call>> {
-        Ok(self.0.get(op)?.map(|t| Call {
+    fn get(&self, op: OpId) -> Option<Call> {
+        self.0.get(op).map(|t| Call {
             start: t.start,
             end: t.end,
             role: Role::of(t.kind),
             rank: t.rank,
-        }))
+        })
     }
 }
 
@@ -350,8 +352,9 @@ impl Found {
 /// # }
 /// ```
 pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
+    progress_stage("wait states");
     let instances = trace.collective_instances()?;
-    wait_states_in(trace, &mut OpTimes::new(trace), &instances)
+    wait_states_in(trace, &OpTimes::new(trace)?, &instances)
 }
 
 /// [`wait_states`] reading operations through `times` (corrected when it reads through a
@@ -359,26 +362,33 @@ pub fn wait_states(trace: &Trace) -> Result<WaitStates> {
 /// next (the critical path reads the same chunks and instances).
 pub(crate) fn wait_states_in(
     trace: &Trace,
-    times: &mut OpTimes<'_>,
+    times: &OpTimes<'_>,
     instances: &[CollectiveInstance],
 ) -> Result<WaitStates> {
     use crate::store::MessageField::{RecvOp, SendOp};
-    let mut calls = Calls(times);
+    let calls = Calls(times);
     let completion = Completions::read(trace)?;
     let mut found = Found::default();
-    for chunk in 0..trace.message_chunk_count() {
+    let scan = trace.scan(&ScanRequest {
+        projection: Projection::Messages(&[SendOp, RecvOp]),
+        filter: ScanFilter::default(),
+        order: Order::Id,
+    })?;
+    // In message order, so that of two equal waits of one operation the first is kept.
+    for batch in scan.iter() {
         trace.check_cancel()?;
-        let messages = trace.message_columns(chunk, &[SendOp, RecvOp])?;
-        for row in 0..messages.rows() {
+        let batch = batch?;
+        let messages = batch.messages().expect("a message scan");
+        for row in batch.rows() {
             let (send_op, recv_op) = (messages.send_op(row), messages.recv_op(row));
-            let (Some(send), Some(recv)) = (calls.get(send_op)?, calls.get(recv_op)?) else {
+            let (Some(send), Some(recv)) = (calls.get(send_op), calls.get(recv_op)) else {
                 continue;
             };
             // Late sender: the blocking receive itself, or the Wait completing the Irecv.
             let waiting = match recv.role {
                 Role::Irecv => match completion.of(recv_op) {
                     Some(w) => calls
-                        .get(w)?
+                        .get(w)
                         .filter(|c| c.role == Role::Completion)
                         .map(|c| (w, c)),
                     None => None,
@@ -402,7 +412,7 @@ pub(crate) fn wait_states_in(
         trace.check_cancel()?;
         let mut members = Vec::with_capacity(instance.ops.len());
         for &op in &instance.ops {
-            match calls.get(op)? {
+            match calls.get(op) {
                 Some(call) => members.push((op, call)),
                 None => break,
             }
@@ -427,7 +437,7 @@ pub(crate) fn wait_states_in(
                 let Some(w) = completion.of(*op) else {
                     continue;
                 };
-                if let Some(call) = calls.get(w)?.filter(|c| c.role == Role::Completion) {
+                if let Some(call) = calls.get(w).filter(|c| c.role == Role::Completion) {
                     let time = wait_for_last(call.start, call.end, last.start);
                     found.add(w, call, kind, time, last.rank);
                 }

@@ -23,7 +23,7 @@ use super::network::{self, NetworkModel};
 use crate::error::Result;
 use crate::hash::FxHashMap;
 use crate::model::{CollectiveInstance, OpKind, Time};
-use crate::store::{MessageField, OperationField};
+use crate::store::{MessageField, OperationColumns, OperationField};
 use crate::Trace;
 
 /// Durations of non-blocking calls kept to take their median (a sample: bounded memory).
@@ -53,13 +53,20 @@ pub struct NetworkFit {
 
 /// Fits the network model to `trace`'s messages (see the module documentation).
 pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
-    let calls = CallTimes::read(trace)?;
+    crate::store::scan::progress_stage("network fit");
+    // One scan of the operations: their times, and the calls' durations for the overhead.
+    let (times, per_chunk) = OpTimes::read_with(
+        trace,
+        None,
+        &[OperationField::SendBytes],
+        CallTimes::of_chunk,
+    )?;
+    let calls = CallTimes::gather(per_chunk);
     // The call that completes each non-blocking receive.
     let mut completion = FxHashMap::default();
     for link in trace.request_links()? {
         completion.insert(link.request_op, link.completion_op);
     }
-    let mut times = OpTimes::new(trace);
     // Per size: the quickest message's time from its send's start to its receive's end.
     let mut quickest: FxHashMap<u64, Time> = FxHashMap::default();
     let mut messages = 0u64;
@@ -74,12 +81,12 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
         )?;
         for row in 0..m.rows() {
             let receive = m.recv_op(row);
-            let Some(op) = times.get(receive)? else {
+            let Some(op) = times.get(receive) else {
                 continue;
             };
             let end = match op.kind {
                 Some(OpKind::Irecv) => match completion.get(&receive) {
-                    Some(&wait) => match times.get(wait)? {
+                    Some(&wait) => match times.get(wait) {
                         Some(w) => w.end,
                         None => continue,
                     },
@@ -114,7 +121,7 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
         let pairwise = network::is_pairwise_exchange(c.kind);
         let (mut last_start, mut first_end, mut last_end) = (0, Time::MAX, 0);
         for &op in &c.ops {
-            if let Some(t) = times.get(op)? {
+            if let Some(t) = times.get(op) {
                 last_start = last_start.max(t.start);
                 first_end = first_end.min(t.end);
                 last_end = last_end.max(t.end);
@@ -127,7 +134,7 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
             continue;
         };
         if pairwise {
-            let overhead = exchange_overhead(trace, &c, &mut times, &mut comm_ranks)?;
+            let overhead = exchange_overhead(trace, &c, &times, &mut comm_ranks)?;
             exchange_overheads.extend(overhead);
         }
         let per_round = took / rounds;
@@ -182,12 +189,12 @@ pub fn fit_network(trace: &Trace) -> Result<NetworkFit> {
 fn exchange_overhead(
     trace: &Trace,
     c: &CollectiveInstance,
-    times: &mut OpTimes<'_>,
+    times: &OpTimes<'_>,
     comm_ranks: &mut CommRanks,
 ) -> Result<Option<Time>> {
     let mut by_rank = vec![None; c.ops.len()];
     for &op in &c.ops {
-        let Some(t) = times.get(op)? else {
+        let Some(t) = times.get(op) else {
             return Ok(None);
         };
         let at = comm_ranks.rank_in(trace.header(), c.comm, t.rank);
@@ -212,41 +219,53 @@ struct CallTimes {
 }
 
 impl CallTimes {
-    fn read(trace: &Trace) -> Result<CallTimes> {
+    /// What one operation chunk's Start, End, Kind and SendBytes columns tell (the first
+    /// [`OVERHEAD_SAMPLE`] non-blocking calls of the chunk at most).
+    fn of_chunk(ops: &OperationColumns) -> CallTimes {
         let mut calls = CallTimes {
             nonblocking: Vec::new(),
             quickest_send: FxHashMap::default(),
         };
-        for info in trace.op_chunks() {
-            // The sends only matter in a trace without non-blocking calls.
+        for row in 0..ops.rows() {
+            let took = ops.end(row).saturating_sub(ops.start(row));
+            match ops.kind(row) {
+                Some(OpKind::Isend | OpKind::Irecv)
+                    if calls.nonblocking.len() < OVERHEAD_SAMPLE =>
+                {
+                    calls.nonblocking.push(took)
+                }
+                Some(OpKind::Send) => {
+                    let q = calls
+                        .quickest_send
+                        .entry(ops.send_bytes(row))
+                        .or_insert(took);
+                    *q = (*q).min(took);
+                }
+                _ => {}
+            }
+        }
+        calls
+    }
+
+    /// The chunks' findings, in chunk order, as one pass over the chunks in order would
+    /// gather them: chunks after the sample is full add nothing (the sends only matter in a
+    /// trace without non-blocking calls).
+    fn gather(chunks: Vec<CallTimes>) -> CallTimes {
+        let mut calls = CallTimes {
+            nonblocking: Vec::new(),
+            quickest_send: FxHashMap::default(),
+        };
+        for chunk in chunks {
             if calls.nonblocking.len() >= OVERHEAD_SAMPLE {
                 break;
             }
-            let ops = trace.operation_columns(
-                info.chunk,
-                &[
-                    OperationField::Start,
-                    OperationField::End,
-                    OperationField::Kind,
-                    OperationField::SendBytes,
-                ],
-            )?;
-            for row in 0..ops.rows() {
-                let took = ops.end(row).saturating_sub(ops.start(row));
-                match ops.kind(row) {
-                    Some(OpKind::Isend | OpKind::Irecv) => calls.nonblocking.push(took),
-                    Some(OpKind::Send) => {
-                        let q = calls
-                            .quickest_send
-                            .entry(ops.send_bytes(row))
-                            .or_insert(took);
-                        *q = (*q).min(took);
-                    }
-                    _ => {}
-                }
+            calls.nonblocking.extend(chunk.nonblocking);
+            for (bytes, took) in chunk.quickest_send {
+                let q = calls.quickest_send.entry(bytes).or_insert(took);
+                *q = (*q).min(took);
             }
         }
-        Ok(calls)
+        calls
     }
 
     /// The overhead: the median non-blocking call, or else the least time an `MPI_Send` took
