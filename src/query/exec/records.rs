@@ -4,18 +4,22 @@
 //! No index covers these tables, so every clause (scope, `IN COMM`, time window, `WHERE`) is
 //! checked on each row as it is read.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 
 use roaring::RoaringTreemap;
 
 use super::{CallCounters, Row};
 use crate::error::Result;
 use crate::export::parquet::anomaly_fields;
-use crate::model::{Anomaly, CommId, MetricValues, OpId, Operation, Rank, Time};
+use crate::hash::FxHashMap;
+use crate::model::{
+    Anomaly, CollectiveInstance, CommId, MetricValues, OpId, OpKind, Rank, RequestLink, Time,
+};
 use crate::query::ast::{Field, Scope, Selection, Target, Within};
 use crate::query::plan::{Engine, PlanStep, Selected};
 use crate::query::usage;
 use crate::results::Value;
+use crate::store::scan::{Order, Projection, ScanFilter, ScanRequest};
 
 /// A row of a record target: what the clauses test, and the values it shows (in the order of
 /// its [`catalog`] columns).
@@ -116,6 +120,38 @@ impl Record {
     }
 }
 
+/// What a record row shows of an operation it names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Member {
+    rank: Rank,
+    kind: OpKind,
+    comm: Option<CommId>,
+    root: Option<Rank>,
+    /// Destination, else source.
+    peer: Option<Rank>,
+    /// Send tag, else receive tag.
+    tag: Option<i32>,
+    start: Time,
+    end: Time,
+    sent: u64,
+    received: u64,
+}
+
+/// The operations a record table names, by id.
+pub(crate) type Members = FxHashMap<OpId, Member>;
+
+/// One chunk of a record table whose rows name operations, read and held.
+pub(crate) enum Held {
+    Links(Vec<RequestLink>),
+    Instances(Vec<CollectiveInstance>),
+    Anomalies(Vec<Anomaly>),
+}
+
+/// Whether the rows of `target` name operations (read with them, [`RecordScan`]).
+fn names_operations(target: Target) -> bool {
+    !matches!(target, Target::RoutineCalls | Target::Metrics)
+}
+
 /// A scope as a record row tests it: ranks sorted.
 #[derive(Debug, Clone)]
 pub(crate) enum RecordScope {
@@ -134,6 +170,9 @@ pub(crate) struct RecordScan {
     next_chunk: u32,
     chunks: u32,
     next_id: u64,
+    /// For a target whose rows name operations: the table's chunks not yet handed out and
+    /// the operations they name, read at the first chunk (each chunk read once).
+    held: Option<(VecDeque<Held>, Members)>,
     scope: Option<RecordScope>,
     /// The communicators of the `IN COMM` clauses (all must hold).
     comms: Vec<CommId>,
@@ -154,7 +193,18 @@ impl RecordScan {
             return Ok(None);
         }
         engine.check_cancel()?;
-        let records = engine.read_records(self.target, self.next_chunk)?;
+        let records = if names_operations(self.target) {
+            if self.held.is_none() {
+                self.held = Some(engine.hold_records(self.target, self.chunks)?);
+            }
+            let (held, members) = self.held.as_mut().expect("held above");
+            match held.pop_front() {
+                Some(chunk) => engine.member_records(chunk, members),
+                None => Vec::new(),
+            }
+        } else {
+            engine.read_records(self.target, self.next_chunk)?
+        };
         self.next_chunk += 1;
         let first = self.next_id;
         self.next_id += records.len() as u64;
@@ -274,21 +324,180 @@ impl<'a> Engine<'a> {
             next_chunk: 0,
             chunks: self.record_chunks(sel.target),
             next_id: 0,
+            held: None,
             scope,
             comms,
         })
     }
 
-    /// The operations `ids` name, by id.
-    fn operations_by_id(
-        &self,
-        ids: impl IntoIterator<Item = OpId>,
-    ) -> Result<HashMap<OpId, Operation>> {
-        let ids: RoaringTreemap = ids.into_iter().collect();
-        Ok(self.trace.operations(&ids)?.into_iter().collect())
+    /// Every chunk of the table of `target` (a target whose rows name operations), and the
+    /// operations they name, read by one scan of their ids: each operation chunk is decoded
+    /// once per statement, however many record chunks name its rows (a request-link chunk
+    /// names operations of every rank).
+    fn hold_records(&self, target: Target, chunks: u32) -> Result<(VecDeque<Held>, Members)> {
+        crate::store::scan::progress_stage("operations of the records");
+        let mut held = VecDeque::with_capacity(chunks as usize);
+        let mut ids = RoaringTreemap::new();
+        for chunk in 0..chunks {
+            self.check_cancel()?;
+            let rows = match target {
+                Target::Requests => {
+                    let links = self.trace.request_link_chunk(chunk)?;
+                    ids.extend(links.iter().flat_map(|l| [l.request_op, l.completion_op]));
+                    Held::Links(links)
+                }
+                Target::CollectiveInstances => {
+                    let instances = self.trace.collective_chunk(chunk)?;
+                    ids.extend(instances.iter().flat_map(|i| i.ops.iter().copied()));
+                    Held::Instances(instances)
+                }
+                _ => {
+                    let anomalies = self.trace.anomaly_chunk(chunk)?;
+                    ids.extend(anomalies.iter().flat_map(Anomaly::ops));
+                    Held::Anomalies(anomalies)
+                }
+            };
+            held.push_back(rows);
+        }
+        Ok((held, self.member_operations(&ids)?))
     }
 
-    /// One chunk of a record target's table, as records without their id.
+    /// What the record targets show of the operations `ids`, by id: one scan of their
+    /// columns, each operation chunk that holds one of them decoded once, on every core.
+    fn member_operations(&self, ids: &RoaringTreemap) -> Result<Members> {
+        use crate::store::OperationField::*;
+        let scan = self.trace.scan(&ScanRequest {
+            projection: Projection::Operations(&[
+                Start, End, Kind, Comm, Dest, Source, SendTag, RecvTag, SendBytes, RecvBytes, Root,
+            ]),
+            filter: ScanFilter {
+                ids: Some(ids),
+                ..ScanFilter::default()
+            },
+            order: Order::Id,
+        })?;
+        let trace = self.trace;
+        let found = scan.par_fold(
+            Vec::new,
+            |mut out: Vec<(OpId, Member)>, batch| {
+                trace.check_cancel()?;
+                let ops = batch.operations().expect("an operation scan");
+                let rank = batch.location().map_or(0, |l| l.0);
+                for row in batch.rows() {
+                    let member = Member {
+                        rank,
+                        kind: ops.known_kind(row)?,
+                        comm: ops.comm(row),
+                        root: ops.root(row),
+                        peer: ops.dest(row).or(ops.source(row)),
+                        tag: ops.send_tag(row).or(ops.recv_tag(row)),
+                        start: ops.start(row),
+                        end: ops.end(row),
+                        sent: ops.send_bytes(row),
+                        received: ops.recv_bytes(row),
+                    };
+                    out.push((ops.id(row), member));
+                }
+                Ok(out)
+            },
+            |mut a, b| {
+                a.extend(b);
+                a
+            },
+        )?;
+        let members: Members = found.into_iter().collect();
+        if let Some(missing) = ids.iter().find(|id| !members.contains_key(id)) {
+            return Err(usage(format!(
+                "operation id {missing} is not in trace {:?}",
+                self.trace.name()
+            )));
+        }
+        Ok(members)
+    }
+
+    /// One held chunk of a record table as records without their id.
+    fn member_records(&self, chunk: Held, ops: &Members) -> Vec<Record> {
+        let time = |t: Time| self.time_value(t);
+        match chunk {
+            Held::Links(links) => {
+                let mut out = Vec::with_capacity(links.len());
+                for l in links {
+                    let (Some(r), Some(c)) = (ops.get(&l.request_op), ops.get(&l.completion_op))
+                    else {
+                        continue;
+                    };
+                    let operation = self.trace.kind_name(r.kind);
+                    out.push(Record {
+                        rank: Some(r.rank),
+                        ranks: vec![r.rank],
+                        comm: r.comm,
+                        root: r.root,
+                        peer: r.peer,
+                        tag: r.tag,
+                        span: Some((r.start, c.end.max(r.start))),
+                        sent: Some(r.sent),
+                        received: Some(r.received),
+                        values: vec![
+                            r.rank.into(),
+                            operation.clone().into(),
+                            l.request_op.into(),
+                            time(r.start),
+                            time(r.end),
+                            self.trace.kind_name(c.kind).into(),
+                            l.completion_op.into(),
+                            time(c.start),
+                            time(c.end),
+                            time(c.start.saturating_sub(r.end)),
+                            time(c.end.saturating_sub(r.start)),
+                        ],
+                        operation: Some(operation),
+                        ..Record::empty()
+                    });
+                }
+                out
+            }
+            Held::Instances(instances) => instances
+                .into_iter()
+                .map(|i| {
+                    let members: Vec<&Member> = i.ops.iter().filter_map(|id| ops.get(id)).collect();
+                    let first = members.iter().map(|o| o.start).min().unwrap_or(i.start);
+                    let last = members.iter().map(|o| o.start).max().unwrap_or(i.start);
+                    let operation = self.trace.kind_name(i.kind);
+                    Record {
+                        ranks: sorted(members.iter().map(|o| o.rank).collect()),
+                        comm: Some(i.comm),
+                        root: i.root,
+                        span: Some((i.start, i.end)),
+                        sent: Some(i.send_bytes),
+                        received: Some(i.recv_bytes),
+                        members: Some(i.ops.len() as u64),
+                        skew: Some(last - first),
+                        values: vec![
+                            operation.clone().into(),
+                            self.comm_name(i.comm).into(),
+                            i.root.into(),
+                            (i.ops.len() as u64).into(),
+                            time(i.start),
+                            time(i.end),
+                            time(i.end.saturating_sub(i.start)),
+                            time(last - first),
+                            i.send_bytes.into(),
+                            i.recv_bytes.into(),
+                        ],
+                        operation: Some(operation),
+                        ..Record::empty()
+                    }
+                })
+                .collect(),
+            Held::Anomalies(anomalies) => anomalies
+                .iter()
+                .map(|a| self.anomaly_record(a, ops))
+                .collect(),
+        }
+    }
+
+    /// One chunk of the table of a target whose rows name no operation (routine calls,
+    /// counter definitions), as records without their id.
     fn read_records(&self, target: Target, chunk: u32) -> Result<Vec<Record>> {
         let time = |t: Time| self.time_value(t);
         match target {
@@ -317,85 +526,6 @@ impl<'a> Engine<'a> {
                     }
                 })
                 .collect()),
-            Target::Requests => {
-                let links = self.trace.request_link_chunk(chunk)?;
-                let ops = self
-                    .operations_by_id(links.iter().flat_map(|l| [l.request_op, l.completion_op]))?;
-                let mut out = Vec::with_capacity(links.len());
-                for l in links {
-                    let (Some(r), Some(c)) = (ops.get(&l.request_op), ops.get(&l.completion_op))
-                    else {
-                        continue;
-                    };
-                    let operation = self.trace.kind_name(r.kind);
-                    out.push(Record {
-                        rank: Some(r.rank),
-                        ranks: vec![r.rank],
-                        comm: r.comm,
-                        root: r.root,
-                        peer: r.dest.or(r.source),
-                        tag: r.send_tag.or(r.recv_tag),
-                        span: Some((r.start, c.end.max(r.start))),
-                        sent: Some(r.send_bytes),
-                        received: Some(r.recv_bytes),
-                        values: vec![
-                            r.rank.into(),
-                            operation.clone().into(),
-                            l.request_op.into(),
-                            time(r.start),
-                            time(r.end),
-                            self.trace.kind_name(c.kind).into(),
-                            l.completion_op.into(),
-                            time(c.start),
-                            time(c.end),
-                            time(c.start.saturating_sub(r.end)),
-                            time(c.end.saturating_sub(r.start)),
-                        ],
-                        operation: Some(operation),
-                        ..Record::empty()
-                    });
-                }
-                Ok(out)
-            }
-            Target::CollectiveInstances => {
-                let instances = self.trace.collective_chunk(chunk)?;
-                let ops =
-                    self.operations_by_id(instances.iter().flat_map(|i| i.ops.iter().copied()))?;
-                Ok(instances
-                    .into_iter()
-                    .map(|i| {
-                        let members: Vec<&Operation> =
-                            i.ops.iter().filter_map(|id| ops.get(id)).collect();
-                        let first = members.iter().map(|o| o.start).min().unwrap_or(i.start);
-                        let last = members.iter().map(|o| o.start).max().unwrap_or(i.start);
-                        let operation = self.trace.kind_name(i.kind);
-                        Record {
-                            ranks: sorted(members.iter().map(|o| o.rank).collect()),
-                            comm: Some(i.comm),
-                            root: i.root,
-                            span: Some((i.start, i.end)),
-                            sent: Some(i.send_bytes),
-                            received: Some(i.recv_bytes),
-                            members: Some(i.ops.len() as u64),
-                            skew: Some(last - first),
-                            values: vec![
-                                operation.clone().into(),
-                                self.comm_name(i.comm).into(),
-                                i.root.into(),
-                                (i.ops.len() as u64).into(),
-                                time(i.start),
-                                time(i.end),
-                                time(i.end.saturating_sub(i.start)),
-                                time(last - first),
-                                i.send_bytes.into(),
-                                i.recv_bytes.into(),
-                            ],
-                            operation: Some(operation),
-                            ..Record::empty()
-                        }
-                    })
-                    .collect())
-            }
             Target::Metrics => Ok(self
                 .trace
                 .metrics()?
@@ -419,14 +549,8 @@ impl<'a> Engine<'a> {
                     ..Record::empty()
                 })
                 .collect()),
-            _ => {
-                let anomalies = self.trace.anomaly_chunk(chunk)?;
-                let ops = self.operations_by_id(anomalies.iter().flat_map(Anomaly::ops))?;
-                Ok(anomalies
-                    .iter()
-                    .map(|a| self.anomaly_record(a, &ops))
-                    .collect())
-            }
+            // The targets whose rows name operations are read by `hold_records`.
+            _ => Ok(Vec::new()),
         }
     }
 
@@ -448,7 +572,7 @@ impl<'a> Engine<'a> {
 
     /// An anomaly as a row: its process, call and time from its fields, else from the first
     /// operation it names.
-    fn anomaly_record(&self, a: &Anomaly, ops: &HashMap<OpId, Operation>) -> Record {
+    fn anomaly_record(&self, a: &Anomaly, ops: &Members) -> Record {
         let (class, fields) = anomaly_fields(self.trace, a);
         let number = |key: &str| {
             fields
