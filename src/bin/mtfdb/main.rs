@@ -590,9 +590,23 @@ fn run(cli: Cli) -> Result<(), Error> {
             if let Some(t) = trace {
                 session.use_trace(&t)?;
             }
+            // Rows written as they come (CSV, JSON on standard output) show no progress line
+            // among them.
+            let streamed = matches!(
+                (format, &output),
+                (OutputFormat::Csv | OutputFormat::Json, None)
+            );
+            let bar = (!streamed).then(|| progress::show_scans(std::time::Instant::now()));
+            let done = || {
+                if let Some(bar) = &bar {
+                    progress::clear(bar);
+                }
+            };
             match (format, output) {
                 (OutputFormat::Svg, output) => {
-                    let svg = mtfdb::export::svg::statement_svg(&mut session, &statement)?;
+                    let svg = mtfdb::export::svg::statement_svg(&mut session, &statement);
+                    done();
+                    let svg = svg?;
                     match output {
                         Some(path) => {
                             mtfdb::export::write_whole(&path, svg.as_bytes())?;
@@ -602,11 +616,17 @@ fn run(cli: Cli) -> Result<(), Error> {
                     }
                 }
                 (_, Some(path)) => {
-                    let text = format.render(&session.run(&statement)?);
+                    let rows = session.run(&statement);
+                    done();
+                    let text = format.render(&rows?);
                     mtfdb::export::write_whole(&path, text.as_bytes())?;
                 }
                 // A table needs every row for its column widths.
-                (OutputFormat::Table, None) => emit(&format.render(&session.run(&statement)?))?,
+                (OutputFormat::Table, None) => {
+                    let rows = session.run(&statement);
+                    done();
+                    emit(&format.render(&rows?))?
+                }
                 // CSV and JSON are written as the rows come: `LIMIT`, a closed pipe or Ctrl-C
                 // stop the reading, and memory holds no more than a chunk's rows.
                 (OutputFormat::Csv | OutputFormat::Json, None) => {
@@ -711,7 +731,10 @@ fn run(cli: Cli) -> Result<(), Error> {
             let mut session = Session::new(open_existing_db(cli.db)?);
             session.set_cancel_flag(cancel_flag());
             session.use_trace(&name)?;
-            let html = mtfdb::export::report::report_corrected(&mut session, correction)?;
+            let bar = progress::show_scans(std::time::Instant::now());
+            let html = mtfdb::export::report::report_corrected(&mut session, correction);
+            progress::clear(&bar);
+            let html = html?;
             mtfdb::export::write_whole(&output, html.as_bytes())?;
             emit!(
                 "wrote the report of {name:?} to {} ({} bytes)\n",
