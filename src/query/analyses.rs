@@ -2,6 +2,7 @@
 //! stored before with the same parameters) and renders what it found as rows.
 
 use super::ast::Analysis;
+use super::catalog;
 use super::names::{known_rank, phase_ids};
 use super::plan::{Engine, PlanStep};
 use super::session::Session;
@@ -9,11 +10,12 @@ use super::usage;
 use crate::analysis::clock::{self, ClockCorrection, ClockMap};
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
+use crate::analysis::profile::{self, ProfileBy};
 use crate::analysis::structure::TopologyParams;
 use crate::analysis::waits::{waits_key, WaitStates};
-use crate::analysis::{replay, structure};
+use crate::analysis::{replay, structure, time_bins};
 use crate::error::{Error, Result};
-use crate::model::Time;
+use crate::model::{Rank, Time};
 use crate::results::{ResultSet, Value};
 
 /// `EXPLAIN`'s step for the clock map of `correction`: read back, or estimated from the
@@ -192,6 +194,201 @@ fn network_fit_rows(fit: &replay::fit::NetworkFit) -> ResultSet {
     r
 }
 
+/// The trace-level scope of a profile or time-binned statement: its ranks and window.
+fn profile_scope(
+    trace: &crate::Trace,
+    scope: &crate::query::ast::AnalysisScope,
+) -> Result<profile::Scope> {
+    Ok(profile::Scope {
+        ranks: match &scope.ranks {
+            Some(selector) => Some(Engine::new(trace).ranks(selector)?),
+            None => None,
+        },
+        window: scope.time.map(|w| (w.start, w.end)),
+    })
+}
+
+/// `SELECT PROFILE`'s rows: per routine (or call path), per rank when asked, the process
+/// first, then by exclusive time (call paths in tree order).
+fn profile_rows(trace: &crate::Trace, p: &profile::Profile, per_process: bool) -> ResultSet {
+    let mut leave_out = vec![match p.by {
+        ProfileBy::Routine => "call_path",
+        ProfileBy::CallPath => "routine",
+    }];
+    if !per_process {
+        leave_out.push("rank");
+    }
+    let mut r = ResultSet::new(catalog::column_names(catalog::PROFILE_COLUMNS, &leave_out));
+    // Each key's node and, by call path, the names of its chain.
+    let mut rows: Vec<(
+        Option<Rank>,
+        Vec<String>,
+        profile::Node,
+        profile::ProfileRow,
+    )> = p
+        .rows
+        .iter()
+        .map(|(&(rank, key), row)| {
+            let (node, chain) = match p.by {
+                ProfileBy::Routine => {
+                    let node = p.paths.node(key);
+                    (node, vec![node.name(trace)])
+                }
+                ProfileBy::CallPath => {
+                    let chain = p.paths.chain(key);
+                    let node = chain.last().copied().unwrap_or(profile::Node::Process);
+                    (node, chain.iter().map(|n| n.name(trace)).collect())
+                }
+            };
+            (rank, chain, node, *row)
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        let root = |n: &profile::Node| *n != profile::Node::Process;
+        a.0.cmp(&b.0)
+            .then_with(|| root(&a.2).cmp(&root(&b.2)))
+            .then_with(|| match p.by {
+                ProfileBy::Routine => b.3.exclusive.cmp(&a.3.exclusive),
+                ProfileBy::CallPath => std::cmp::Ordering::Equal,
+            })
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    for (rank, chain, node, row) in rows {
+        let mut out: Vec<Value> = Vec::with_capacity(8);
+        if let Some(rank) = rank {
+            out.push(rank.into());
+        }
+        let name = if chain.is_empty() {
+            profile::PROCESS.to_string()
+        } else {
+            chain.join(" > ")
+        };
+        out.extend([
+            name.into(),
+            node.kind().into(),
+            row.calls.into(),
+            row.inclusive.into(),
+            row.exclusive.into(),
+            row.mpi.into(),
+            row.computation.into(),
+        ]);
+        r.push(out);
+    }
+    r
+}
+
+/// `SELECT TIME PROFILE`'s rows: per bin, each routine's or MPI call's time in it (the
+/// names with time in the bin), the most first.
+fn time_profile_rows(trace: &crate::Trace, t: Option<&time_bins::TimeProfile>) -> ResultSet {
+    let mut r = ResultSet::new(catalog::column_names(catalog::TIME_PROFILE_COLUMNS, &[]));
+    let Some(t) = t else { return r };
+    let names: Vec<(String, &str)> = (0..t.paths.node_count() as u32)
+        .map(|id| {
+            let node = t.paths.node(id);
+            (node.name(trace), node.kind())
+        })
+        .collect();
+    for k in 0..t.bins.n {
+        let mut cells: Vec<(Time, usize)> = t
+            .time
+            .iter()
+            .enumerate()
+            .filter_map(|(node, bins)| bins.get(k as usize).filter(|&&v| v > 0).map(|&v| (v, node)))
+            .collect();
+        cells.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| names[a.1].0.cmp(&names[b.1].0)));
+        for (time, node) in cells {
+            r.push(vec![
+                k.into(),
+                t.bins.bound(k).into(),
+                t.bins.bound(k + 1).into(),
+                names[node].0.clone().into(),
+                names[node].1.into(),
+                time.into(),
+            ]);
+        }
+    }
+    r
+}
+
+/// `SELECT COMMUNICATION OVER TIME`'s rows: every bin with the messages sent in it.
+fn comm_over_time_rows(c: Option<&time_bins::CommOverTime>) -> ResultSet {
+    let mut r = ResultSet::new(catalog::column_names(catalog::COMM_OVER_TIME_COLUMNS, &[]));
+    let Some(c) = c else { return r };
+    for k in 0..c.bins.n {
+        r.push(vec![
+            k.into(),
+            c.bins.bound(k).into(),
+            c.bins.bound(k + 1).into(),
+            c.messages[k as usize].into(),
+            c.bytes[k as usize].into(),
+        ]);
+    }
+    r
+}
+
+/// A relative what-if's rows: per rank (then the run) the measured end and MPI time, the
+/// replay on the fitted network, and the replay on the changed one, with the change from
+/// the fitted replay and the fitted replay's own error against the measurement.
+fn what_if_rows(fitted: &replay::Prediction, changed: &replay::Prediction) -> ResultSet {
+    let mut r = ResultSet::new([
+        "rank",
+        "measured_end_ns",
+        "fitted_end_ns",
+        "predicted_end_ns",
+        "measured_mpi_ns",
+        "fitted_mpi_ns",
+        "predicted_mpi_ns",
+        "change",
+        "fitted_error",
+    ]);
+    let change = |before: Time, after: Time| -> Value {
+        if before == 0 {
+            Value::Null
+        } else {
+            (after as f64 / before as f64 - 1.0).into()
+        }
+    };
+    for (f, c) in fitted.ranks.iter().zip(&changed.ranks) {
+        r.push(vec![
+            f.rank.into(),
+            f.end.0.into(),
+            f.end.1.into(),
+            c.end.1.into(),
+            f.mpi.0.into(),
+            f.mpi.1.into(),
+            c.mpi.1.into(),
+            change(f.end.1, c.end.1),
+            replay::relative_error(f.end.0, f.end.1).into(),
+        ]);
+    }
+    r.push(vec![
+        "run".into(),
+        fitted.run.0.into(),
+        fitted.run.1.into(),
+        changed.run.1.into(),
+        fitted.mpi.0.into(),
+        fitted.mpi.1.into(),
+        changed.mpi.1.into(),
+        change(fitted.run.1, changed.run.1),
+        fitted.error().into(),
+    ]);
+    r
+}
+
+/// The network fitted to `trace`, which a relative what-if changes.
+fn fitted_network(trace: &crate::Trace) -> Result<replay::network::NetworkModel> {
+    let fit = replay::fit::fit_network(trace)?;
+    fit.model.ok_or_else(|| {
+        usage(format!(
+            "a relative what-if (x2, x0.5) changes the network fitted to the trace, and trace \
+             {:?} has too few message sizes to fit one ({} sizes; two are needed): give every \
+             parameter in absolute values",
+            trace.name(),
+            fit.sizes
+        ))
+    })
+}
+
 impl Session {
     /// `EXPLAIN` of an analysis: the steps it would take, each with the rows it would read,
     /// and which stored results it would read back instead of computing. Only the catalogue
@@ -318,6 +515,60 @@ impl Session {
                     .into(),
                 messages,
             ),
+            Analysis::WhatIf { change } => {
+                step(
+                    "fit the network to the trace: the quickest message of each size; least \
+                     squares"
+                        .into(),
+                    messages,
+                );
+                step(
+                    "replay every location's calls and computation on the fitted network".into(),
+                    ops,
+                );
+                step(
+                    format!("replay them again on the fitted network with {change}"),
+                    ops,
+                );
+            }
+            Analysis::Profile { by, scope, .. } => {
+                step(
+                    "read the routine calls of the selected ranks".into(),
+                    summary.routine_calls,
+                );
+                step(
+                    format!(
+                        "walk each location's call tree (routine calls and MPI calls, start, \
+                         end and call columns) once in time order{}, summing per {}",
+                        scope,
+                        match by {
+                            ProfileBy::Routine => "routine",
+                            ProfileBy::CallPath => "call path",
+                        }
+                    ),
+                    ops,
+                );
+            }
+            Analysis::TimeProfile { bins, scope } => {
+                step(
+                    "read the routine calls of the selected ranks".into(),
+                    summary.routine_calls,
+                );
+                step(
+                    format!(
+                        "walk each location's call tree once{scope}, splitting each exclusive \
+                         interval across {bins} bins"
+                    ),
+                    ops,
+                );
+            }
+            Analysis::CommunicationOverTime { bins, scope } => step(
+                format!(
+                    "read the messages' sender, send time and bytes{scope}, counting each in \
+                     one of {bins} bins by its send's start"
+                ),
+                messages,
+            ),
         }
         Ok(crate::query::exec::plan_table(&plan))
     }
@@ -347,7 +598,10 @@ impl Session {
             Analysis::Refresh => Some("REFRESH PATTERNS (which cuts phases)"),
             Analysis::CriticalPath { .. } => Some("SELECT CRITICAL PATH"),
             Analysis::FitNetwork => Some("SELECT NETWORK MODEL"),
-            Analysis::Simulate { .. } => Some("SIMULATE"),
+            Analysis::Simulate { .. } | Analysis::WhatIf { .. } => Some("SIMULATE"),
+            Analysis::Profile { .. } => Some("SELECT PROFILE"),
+            Analysis::TimeProfile { .. } => Some("SELECT TIME PROFILE"),
+            Analysis::CommunicationOverTime { .. } => Some("SELECT COMMUNICATION OVER TIME"),
             _ => None,
         };
         if let Some(what) = timed {
@@ -358,6 +612,35 @@ impl Session {
                 simulation_rows(&replay::simulate(trace, network)?)
             }
             Analysis::FitNetwork => network_fit_rows(&replay::fit::fit_network(trace)?),
+            Analysis::WhatIf { change } => {
+                let fitted = fitted_network(trace)?;
+                let on_fitted = replay::simulate(trace, &fitted)?;
+                let changed = replay::simulate(trace, &change.apply(&fitted))?;
+                what_if_rows(&on_fitted, &changed)
+            }
+            Analysis::Profile {
+                by,
+                per_process,
+                scope,
+            } => {
+                let scope = profile_scope(trace, scope)?;
+                profile_rows(
+                    trace,
+                    &profile::profile(trace, &scope, *by, *per_process)?,
+                    *per_process,
+                )
+            }
+            Analysis::TimeProfile { bins, scope } => {
+                let scope = profile_scope(trace, scope)?;
+                time_profile_rows(
+                    trace,
+                    time_bins::time_profile(trace, &scope, *bins)?.as_ref(),
+                )
+            }
+            Analysis::CommunicationOverTime { bins, scope } => {
+                let scope = profile_scope(trace, scope)?;
+                comm_over_time_rows(time_bins::comm_over_time(trace, &scope, *bins)?.as_ref())
+            }
             Analysis::ProcessPatterns { rank, options } => {
                 let rank = known_rank(trace, *rank)?;
                 let found = detection::patterns(trace, options, false)?;

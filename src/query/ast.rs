@@ -140,6 +140,62 @@ pub enum Analysis {
     /// `SELECT NETWORK MODEL`: the latency, overhead and bandwidth fitted to the trace's own
     /// message times, with the fit's error.
     FitNetwork,
+    /// `SIMULATE WITH BANDWIDTH x2, LATENCY x0.5, …`: a what-if relative to the network fitted
+    /// to the trace; each rank's prediction beside the fitted network's replay and the
+    /// measurement.
+    WhatIf {
+        /// The changes to the fitted network.
+        change: crate::analysis::replay::network::NetworkChange,
+    },
+    /// `SELECT PROFILE [BY ROUTINE | BY CALL PATH] [PER PROCESS] [FOR …] [BETWEEN TIME …]`:
+    /// calls, inclusive, exclusive, MPI and computation time per routine (or call path), over
+    /// all ranks or per rank.
+    Profile {
+        /// Per routine name or per call path.
+        by: crate::analysis::profile::ProfileBy,
+        /// One row per rank and routine instead of one per routine.
+        per_process: bool,
+        /// The ranks and time window.
+        scope: AnalysisScope,
+    },
+    /// `SELECT TIME PROFILE BINS n [FOR …] [BETWEEN TIME …]`: per time bin, each routine's
+    /// and MPI call's exclusive time summed over ranks.
+    TimeProfile {
+        /// How many bins.
+        bins: u32,
+        /// The ranks and time window.
+        scope: AnalysisScope,
+    },
+    /// `SELECT COMMUNICATION OVER TIME BINS n [FOR …] [BETWEEN TIME …]`: per time bin, the
+    /// messages sent and their bytes.
+    CommunicationOverTime {
+        /// How many bins.
+        bins: u32,
+        /// The ranks and time window.
+        scope: AnalysisScope,
+    },
+}
+
+/// The ranks and time window of a profile or time-binned statement: `FOR <selector>` and
+/// `BETWEEN TIME a AND b`, each optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnalysisScope {
+    /// `FOR …`: only these ranks.
+    pub ranks: Option<ProcessSelector>,
+    /// `BETWEEN TIME a AND b`: only time inside the window.
+    pub time: Option<TimeWindow>,
+}
+
+impl fmt::Display for AnalysisScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(r) = &self.ranks {
+            write!(f, " FOR {r}")?;
+        }
+        if let Some(w) = &self.time {
+            write!(f, " {w}")?;
+        }
+        Ok(())
+    }
 }
 
 /// What `SHOW` lists.
@@ -920,6 +976,27 @@ impl fmt::Display for Analysis {
                 }
             }
             Analysis::FitNetwork => f.write_str("SELECT NETWORK MODEL")?,
+            Analysis::WhatIf { change } => write!(f, "SIMULATE WITH {change}")?,
+            Analysis::Profile {
+                by,
+                per_process,
+                scope,
+            } => {
+                f.write_str("SELECT PROFILE")?;
+                if *by == crate::analysis::profile::ProfileBy::CallPath {
+                    f.write_str(" BY CALL PATH")?;
+                }
+                if *per_process {
+                    f.write_str(" PER PROCESS")?;
+                }
+                write!(f, "{scope}")?;
+            }
+            Analysis::TimeProfile { bins, scope } => {
+                write!(f, "SELECT TIME PROFILE BINS {bins}{scope}")?
+            }
+            Analysis::CommunicationOverTime { bins, scope } => {
+                write!(f, "SELECT COMMUNICATION OVER TIME BINS {bins}{scope}")?
+            }
             Analysis::LogicalTrace { rank, .. } => {
                 f.write_str("SELECT LOGICAL TRACE")?;
                 if let Some(r) = rank {

@@ -132,6 +132,73 @@ pub const ROUTINE_CALL_COLUMNS: &[Column] = &[
     int("duration_ns", "ns", "end minus start (inclusive time)"),
 ];
 
+/// The columns of `SELECT PROFILE` by routine (`PER PROCESS` adds `rank` first; by call path
+/// `call_path` replaces `routine`).
+pub const PROFILE_COLUMNS: &[Column] = &[
+    int("rank", "rank", "the world rank (PER PROCESS only)"),
+    text(
+        "routine",
+        "the routine or MPI call, (process) for the rank outside any call",
+    ),
+    text(
+        "call_path",
+        "BY CALL PATH: the calls from the outermost in, main > solve > MPI_Send",
+    ),
+    text("kind", "process, routine or MPI"),
+    int("calls", "", "calls (the process: its locations)"),
+    int("inclusive_ns", "ns", "enter to leave, summed over calls"),
+    int(
+        "exclusive_ns",
+        "ns",
+        "inclusive less the inclusive time of the calls directly inside",
+    ),
+    int(
+        "mpi_ns",
+        "ns",
+        "time in MPI calls inside, at any depth (an MPI call's: all of it)",
+    ),
+    int(
+        "computation_ns",
+        "ns",
+        "exclusive time not in MPI (0 for an MPI call)",
+    ),
+];
+
+/// The columns of `SELECT TIME PROFILE BINS n`.
+pub const TIME_PROFILE_COLUMNS: &[Column] = &[
+    int("bin", "", "the bin, from 0"),
+    int("start_ns", "ns", "the bin's start"),
+    int("end_ns", "ns", "the bin's end (the next bin's start)"),
+    text(
+        "routine",
+        "the routine or MPI call, (process) outside any call",
+    ),
+    text("kind", "process, routine or MPI"),
+    int(
+        "time_ns",
+        "ns",
+        "its exclusive time in the bin, summed over ranks",
+    ),
+];
+
+/// The columns of `SELECT COMMUNICATION OVER TIME BINS n`.
+pub const COMM_OVER_TIME_COLUMNS: &[Column] = &[
+    int("bin", "", "the bin, from 0"),
+    int("start_ns", "ns", "the bin's start"),
+    int("end_ns", "ns", "the bin's end (the next bin's start)"),
+    int("messages", "", "messages whose send started in the bin"),
+    int("bytes", "bytes", "their bytes"),
+];
+
+/// The names of `columns`, except those `leave_out` names (the variants of one result).
+pub(crate) fn column_names(columns: &[Column], leave_out: &[&str]) -> Vec<&'static str> {
+    columns
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| !leave_out.contains(n))
+        .collect()
+}
+
 /// The columns of a request: a non-blocking operation and the Wait/Test that completed it.
 pub const REQUEST_COLUMNS: &[Column] = &[
     int("id", "id", "the link's position in the store"),

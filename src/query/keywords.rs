@@ -163,6 +163,10 @@ const OTHER_KEYWORDS: &[&str] = &[
     "SQL",
     "s",
     "sec",
+    "PROFILE",
+    "PER",
+    "CALL",
+    "OVER",
 ];
 
 #[cfg(test)]

@@ -28,7 +28,13 @@ pub(crate) fn parameters(analysis: &Analysis) -> &'static [&'static str] {
         Analysis::Topology { .. } => &["THRESHOLD"],
         Analysis::LogicalTrace { .. } => &["BODY", "THRESHOLD"],
         Analysis::CriticalPath { .. } => &["CLOCK"],
-        Analysis::Refresh | Analysis::Simulate { .. } | Analysis::FitNetwork => &[],
+        Analysis::Refresh
+        | Analysis::Simulate { .. }
+        | Analysis::FitNetwork
+        | Analysis::WhatIf { .. }
+        | Analysis::Profile { .. }
+        | Analysis::TimeProfile { .. }
+        | Analysis::CommunicationOverTime { .. } => &[],
     }
 }
 
@@ -48,6 +54,10 @@ pub(crate) fn statement_name(analysis: &Analysis) -> &'static str {
         Analysis::CriticalPath { .. } => "SELECT CRITICAL PATH",
         Analysis::Simulate { .. } => "SIMULATE",
         Analysis::FitNetwork => "SELECT NETWORK MODEL",
+        Analysis::WhatIf { .. } => "SIMULATE",
+        Analysis::Profile { .. } => "SELECT PROFILE",
+        Analysis::TimeProfile { .. } => "SELECT TIME PROFILE",
+        Analysis::CommunicationOverTime { .. } => "SELECT COMMUNICATION OVER TIME",
     }
 }
 
@@ -78,7 +88,13 @@ pub(crate) fn settings(analysis: &Analysis) -> Vec<Setting> {
             super::ast::clock_setting(*clock),
             *clock == ClockCorrection::None,
         )],
-        Analysis::Refresh | Analysis::Simulate { .. } | Analysis::FitNetwork => Vec::new(),
+        Analysis::Refresh
+        | Analysis::Simulate { .. }
+        | Analysis::FitNetwork
+        | Analysis::WhatIf { .. }
+        | Analysis::Profile { .. }
+        | Analysis::TimeProfile { .. }
+        | Analysis::CommunicationOverTime { .. } => Vec::new(),
     }
 }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ast::*;
 use super::lexer::{tokenize, Kind, Token};
-use crate::analysis::replay::network::NetworkModel;
+use crate::analysis::profile::ProfileBy;
+use crate::analysis::replay::network::{Change, NetworkChange, NetworkModel};
 use crate::error::Limit;
 use crate::model::OpKind;
 
@@ -576,15 +577,27 @@ impl<'a> Parser<'a> {
                 ),
             }
         } else if self.eat_keyword("SIMULATE") {
-            let network = self.network()?;
+            let change = self.network()?;
+            let at = self.here();
             let as_trace = if self.eat_keyword("AS") {
                 self.expect_keyword("TRACE", "after SIMULATE … AS")?;
                 Some(self.name("a trace name after AS TRACE")?)
             } else {
                 None
             };
+            if change.is_relative() {
+                if as_trace.is_some() {
+                    return self.fail_at(
+                        at,
+                        "AS TRACE stores a replay on a network given in absolute values; \
+                         SELECT NETWORK MODEL gives the fitted one to start from"
+                            .to_string(),
+                    );
+                }
+                return Ok(Statement::Analysis(Analysis::WhatIf { change }));
+            }
             Ok(Statement::Analysis(Analysis::Simulate {
-                network,
+                network: change.apply(&NetworkModel::default()),
                 as_trace,
             }))
         } else if self.eat_keyword("USE") {
@@ -693,6 +706,46 @@ impl<'a> Parser<'a> {
             self.pos += 2;
             self.expect_keyword("MODEL", "after SELECT NETWORK")?;
             Ok(Some(Analysis::FitNetwork))
+        } else if word("PROFILE") {
+            self.pos += 2;
+            let by = if self.eat_keyword("BY") {
+                if self.eat_keyword("ROUTINE") {
+                    ProfileBy::Routine
+                } else if self.eat_keyword("CALL") {
+                    self.expect_keyword("PATH", "after SELECT PROFILE BY CALL")?;
+                    ProfileBy::CallPath
+                } else {
+                    return self.expected("ROUTINE or CALL PATH after SELECT PROFILE BY");
+                }
+            } else {
+                ProfileBy::Routine
+            };
+            let per_process = if self.eat_keyword("PER") {
+                self.expect_keyword("PROCESS", "after PER")?;
+                true
+            } else {
+                false
+            };
+            Ok(Some(Analysis::Profile {
+                by,
+                per_process,
+                scope: self.analysis_scope()?,
+            }))
+        } else if word("TIME") && self.peek_at(2).is_some_and(|t| t.is_keyword("PROFILE")) {
+            self.pos += 3;
+            let bins = self.time_bins("SELECT TIME PROFILE")?;
+            Ok(Some(Analysis::TimeProfile {
+                bins,
+                scope: self.analysis_scope()?,
+            }))
+        } else if word("COMMUNICATION") && self.peek_at(2).is_some_and(|t| t.is_keyword("OVER")) {
+            self.pos += 3;
+            self.expect_keyword("TIME", "after SELECT COMMUNICATION OVER")?;
+            let bins = self.time_bins("SELECT COMMUNICATION OVER TIME")?;
+            Ok(Some(Analysis::CommunicationOverTime {
+                bins,
+                scope: self.analysis_scope()?,
+            }))
         } else if word("CRITICAL") {
             self.pos += 2;
             self.expect_keyword("PATH", "after SELECT CRITICAL")?;
@@ -749,6 +802,42 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// `BINS n` after a time-binned statement: 1 to [`MAX_BINS`] bins.
+    fn time_bins(&mut self, statement: &str) -> PResult<u32> {
+        self.expect_keyword("BINS", &format!("after {statement}"))?;
+        let at = self.here();
+        let n = self.small_number("BINS")?;
+        if n == 0 {
+            return self.fail_at(at, "BINS needs at least 1 bin, found 0".to_string());
+        }
+        if n > MAX_BINS {
+            return self.beyond(
+                at,
+                Limit::HistogramBins,
+                format!("{statement} has at most {MAX_BINS} bins, BINS asks for {n}"),
+            );
+        }
+        Ok(n)
+    }
+
+    /// A profile's `[FOR <selector>] [BETWEEN TIME a AND b]`, in either order.
+    fn analysis_scope(&mut self) -> PResult<AnalysisScope> {
+        let mut scope = AnalysisScope::default();
+        loop {
+            if scope.ranks.is_none() && self.eat_keyword("FOR") {
+                scope.ranks = Some(self.selector("FOR")?);
+            } else if scope.time.is_none()
+                && self.is_keyword("BETWEEN")
+                && self.peek_at(1).is_some_and(|t| t.is_keyword("TIME"))
+            {
+                self.pos += 2;
+                scope.time = Some(self.time_window()?);
+            } else {
+                return Ok(scope);
+            }
+        }
+    }
+
     /// `[WITH name value, …]`: each name one of `names` and given at most once; `value`
     /// parses what follows the name (the name consumed; `at` is where it began). The one
     /// parameter list of the language: `SIMULATE`'s network and the analyses' parameters.
@@ -788,14 +877,30 @@ impl<'a> Parser<'a> {
 
     /// After `SIMULATE`: `[WITH parameter value, …]`, each parameter at most once, the others
     /// at their defaults.
-    fn network(&mut self) -> PResult<NetworkModel> {
-        let mut net = NetworkModel::default();
+    /// A value is absolute, or `x2`, `x0.5`: a factor on the network fitted to the trace.
+    fn network(&mut self) -> PResult<NetworkChange> {
+        let mut net = NetworkChange::default();
         self.with_list(NETWORK_PARAMETERS, NETWORK_HELP, |p, parameter, at| {
             let after = format!("after {parameter}");
+            let scale = if parameter == "EAGER" {
+                None
+            } else {
+                p.factor()?
+            };
+            if let Some(x) = scale {
+                match parameter {
+                    "LATENCY" => net.latency = Change::Scale(x),
+                    "OVERHEAD" => net.overhead = Change::Scale(x),
+                    "GAP" => net.gap = Change::Scale(x),
+                    "BANDWIDTH" => net.bandwidth = Change::Scale(x),
+                    _ => net.cpu = Some(x),
+                }
+                return Ok(());
+            }
             match parameter {
-                "LATENCY" => net.latency = p.time(&after)?,
-                "OVERHEAD" => net.overhead = p.time(&after)?,
-                "GAP" => net.gap = p.time(&after)?,
+                "LATENCY" => net.latency = Change::Set(p.time(&after)?),
+                "OVERHEAD" => net.overhead = Change::Set(p.time(&after)?),
+                "GAP" => net.gap = Change::Set(p.time(&after)?),
                 "BANDWIDTH" => {
                     let bytes = p.byte_count(&after)?;
                     p.expect_symbol("/", "in a bandwidth such as 12 GB/s")?;
@@ -805,11 +910,14 @@ impl<'a> Parser<'a> {
                     if bytes == 0 {
                         return p.fail_at(at, "the bandwidth must be above 0".to_string());
                     }
-                    net.bandwidth = bytes;
+                    net.bandwidth = Change::Set(bytes);
                 }
                 "EAGER" => {
                     p.expect_keyword("LIMIT", "after EAGER")?;
-                    net.eager_limit = p.byte_count("after EAGER LIMIT")?;
+                    net.eager_limit = match p.factor()? {
+                        Some(x) => Change::Scale(x),
+                        None => Change::Set(p.byte_count("after EAGER LIMIT")?),
+                    };
                 }
                 _ => {
                     let at = p.here();
@@ -825,12 +933,36 @@ impl<'a> Parser<'a> {
                         );
                     };
                     p.pos += 1;
-                    net.cpu = cpu;
+                    net.cpu = Some(cpu);
                 }
             }
             Ok(())
         })?;
         Ok(net)
+    }
+
+    /// `x2`, `x0.5`: a relative value's factor (consumed), finite and above 0; `None` (nothing
+    /// consumed) for any other token.
+    fn factor(&mut self) -> PResult<Option<f64>> {
+        let Some(t) = self.peek().filter(|t| t.kind == Kind::Word) else {
+            return Ok(None);
+        };
+        let Some(digits) = t.text.strip_prefix(['x', 'X']) else {
+            return Ok(None);
+        };
+        if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+            return Ok(None);
+        }
+        match digits.parse::<f64>() {
+            Ok(x) if x.is_finite() && x > 0.0 => {
+                self.pos += 1;
+                Ok(Some(x))
+            }
+            _ => self.fail(format!(
+                "a relative value is x and a factor above 0, such as x2 or x0.5, found {}",
+                t.text
+            )),
+        }
     }
 
     /// An analysis's `[WITH name value, …]`, setting its parameters

@@ -509,3 +509,112 @@ mod tests {
         assert_eq!(net.collective(OpKind::Send, 16, 8, 8), 0);
     }
 }
+
+/// One parameter of a what-if: the base network's value kept, set, or scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub enum Change<T> {
+    /// The base network's value.
+    #[default]
+    Keep,
+    /// This value.
+    Set(T),
+    /// The base network's value times this factor (`x2`), rounded to a whole unit.
+    Scale(f64),
+}
+
+impl<T: Copy + Into<u64> + TryFrom<u64>> Change<T> {
+    fn apply(self, base: T) -> T {
+        match self {
+            Change::Keep => base,
+            Change::Set(v) => v,
+            Change::Scale(f) => {
+                let scaled = (base.into() as f64 * f).round().clamp(0.0, u64::MAX as f64);
+                T::try_from(scaled as u64).unwrap_or(base)
+            }
+        }
+    }
+}
+
+/// `SIMULATE WITH BANDWIDTH x2, LATENCY x0.5`: a network given by its changes to a base, the
+/// network fitted to the trace when any change is relative (`x` a factor), else the default
+/// network. Parameters not named keep the base's value.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct NetworkChange {
+    /// `L`.
+    pub latency: Change<Time>,
+    /// `o`.
+    pub overhead: Change<Time>,
+    /// `g`.
+    pub gap: Change<Time>,
+    /// Bytes per second.
+    pub bandwidth: Change<u64>,
+    /// The eager limit (bytes).
+    pub eager_limit: Change<u64>,
+    /// The CPU speed-up (a factor already: `CPU 2.0` and `CPU x2` are the same).
+    pub cpu: Option<f64>,
+}
+
+/// Factors are never NaN (the parser refuses them), so equality is total.
+impl Eq for NetworkChange {}
+
+impl NetworkChange {
+    /// True when a parameter is relative: the base is then the fitted network.
+    pub fn is_relative(&self) -> bool {
+        [self.latency, self.overhead, self.gap]
+            .iter()
+            .any(|c| matches!(c, Change::Scale(_)))
+            || [self.bandwidth, self.eager_limit]
+                .iter()
+                .any(|c| matches!(c, Change::Scale(_)))
+    }
+
+    /// The network `base` becomes.
+    ///
+    /// ```
+    /// use mtfdb::analysis::replay::network::{Change, NetworkChange, NetworkModel};
+    /// let fitted = NetworkModel { bandwidth: 3_770_000_000, ..NetworkModel::default() };
+    /// let change = NetworkChange { bandwidth: Change::Scale(2.0), ..NetworkChange::default() };
+    /// assert_eq!(change.apply(&fitted).bandwidth, 7_540_000_000);
+    /// assert_eq!(change.apply(&fitted).latency, fitted.latency);
+    /// ```
+    pub fn apply(&self, base: &NetworkModel) -> NetworkModel {
+        NetworkModel {
+            latency: self.latency.apply(base.latency),
+            overhead: self.overhead.apply(base.overhead),
+            gap: self.gap.apply(base.gap),
+            bandwidth: self.bandwidth.apply(base.bandwidth).max(1),
+            eager_limit: self.eager_limit.apply(base.eager_limit),
+            cpu: self.cpu.unwrap_or(base.cpu),
+        }
+    }
+}
+
+impl fmt::Display for NetworkChange {
+    /// The parameters changed, as `SIMULATE WITH` writes them: `LATENCY x0.5, BANDWIDTH 24
+    /// GB/s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        let mut time = |name: &str, c: Change<Time>| match c {
+            Change::Keep => {}
+            Change::Set(v) => parts.push(format!("{name} {v} ns")),
+            Change::Scale(x) => parts.push(format!("{name} x{x}")),
+        };
+        time("LATENCY", self.latency);
+        time("OVERHEAD", self.overhead);
+        time("GAP", self.gap);
+        match self.bandwidth {
+            Change::Keep => {}
+            Change::Set(v) => parts.push(format!("BANDWIDTH {}", rate_text(v))),
+            Change::Scale(x) => parts.push(format!("BANDWIDTH x{x}")),
+        }
+        match self.eager_limit {
+            Change::Keep => {}
+            Change::Set(v) => parts.push(format!("EAGER LIMIT {v} B")),
+            Change::Scale(x) => parts.push(format!("EAGER LIMIT x{x}")),
+        }
+        if let Some(cpu) = self.cpu {
+            parts.push(format!("CPU {cpu}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
