@@ -505,7 +505,6 @@ fn a_time_window_alone_and_ranks_alone() {
     let r = Restriction {
         ranks: Some(vec![3, 1, 2, 1]),
         ..Restriction::all()
-        ..Restriction::default()
     };
     let (_, doc) = export(&trace, &r, dir.path(), "ranks.json");
     let want = ops.values().filter(|o| (1..=3).contains(&o.0)).count();
@@ -523,7 +522,6 @@ fn a_time_window_alone_and_ranks_alone() {
     let r = Restriction {
         from: Some(mid),
         ..Restriction::all()
-        ..Restriction::default()
     };
     let (_, doc) = export(&trace, &r, dir.path(), "late.json");
     let want = ops.values().filter(|o| o.3 >= mid).count();
@@ -532,7 +530,6 @@ fn a_time_window_alone_and_ranks_alone() {
     let r = Restriction {
         from: Some(s.last_time.unwrap() + 1),
         ..Restriction::all()
-        ..Restriction::default()
     };
     let (stats, doc) = export(&trace, &r, dir.path(), "none.json");
     assert_eq!(
