@@ -212,6 +212,13 @@ fn read(path: &Path) -> Doc {
         );
         if cat == "message" {
             assert!(flow.t.is_empty());
+            // What Perfetto draws as an arrow: never backwards in time.
+            assert!(
+                flow.s[0].ts <= flow.f[0].ts,
+                "message flow {id} ends at {} before it starts at {}",
+                flow.f[0].ts,
+                flow.s[0].ts
+            );
         }
         for at in flow.s.iter().chain(&flow.t).chain(&flow.f) {
             check_bound(&doc, at, &format!("flow {cat} {id}"));
@@ -286,12 +293,17 @@ fn check_whole(trace: &Trace, dir: &Path, label: &str) -> Doc {
     assert_eq!(doc.count("routine") as u64, s.routine_calls, "{label}");
     assert_eq!(stats.routine_calls, s.routine_calls, "{label}");
     // One flow per message, from the sender's send to the receiver's receive.
+    // (A message received before it was sent in the clocks written draws none: counted.)
     assert_eq!(
         doc.flows_of("message").count() as u64,
+        stats.messages,
+        "{label}"
+    );
+    assert_eq!(
+        stats.messages + stats.backward_messages,
         s.messages,
         "{label}"
     );
-    assert_eq!(stats.messages, s.messages, "{label}");
     let mut want_pairs: BTreeMap<(Rank, Rank), u64> = BTreeMap::new();
     for m in trace.messages().unwrap() {
         *want_pairs.entry((m.sender, m.receiver)).or_default() += 1;
@@ -300,10 +312,12 @@ fn check_whole(trace: &Trace, dir: &Path, label: &str) -> Doc {
     for f in doc.flows_of("message") {
         *got_pairs.entry((f.s[0].pid, f.f[0].pid)).or_default() += 1;
     }
-    assert_eq!(
-        got_pairs, want_pairs,
-        "{label}: messages per (sender, receiver)"
-    );
+    if stats.backward_messages == 0 {
+        assert_eq!(
+            got_pairs, want_pairs,
+            "{label}: messages per (sender, receiver)"
+        );
+    }
     // One flow per collective instance of two members or more, through every member.
     let instances: Vec<usize> = trace
         .collective_instances()
@@ -429,6 +443,7 @@ fn a_window_and_ranks_keep_exactly_the_operations_the_query_selects() {
         from: Some(Restriction::parse_time(&from, "--from").unwrap()),
         to: Some(Restriction::parse_time(&to, "--to").unwrap()),
         ranks: Some(Restriction::parse_ranks(ranks).unwrap()),
+        ..Restriction::default()
     };
     assert_eq!(r.from, Some(a_us * 1000));
     let (stats, doc) = export(&trace, &r, dir.path(), "w.json");
@@ -670,6 +685,7 @@ fn every_real_trace_exports_every_operation_message_and_collective() {
                 from: Some(first + (last - first) / 3),
                 to: Some(first + 2 * (last - first) / 3),
                 ranks: Some((0..n.div_ceil(2)).collect()),
+                ..Restriction::default()
             };
             let (stats, part) = export(&trace, &r, dir.path(), &format!("{name}.part.json"));
             assert_eq!(part.mpi_slices() as u64, stats.operations);
@@ -806,4 +822,166 @@ fn the_cli_writes_chrome_json_from_the_extension_or_format_with_a_restriction() 
         err.contains("--format mtf, gxl, parquet or chrome"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Flows forward in time, names demangled, an independent reader
+
+/// Runs the independent checker of the Chrome trace format (tests/chrome_trace_check.py) on
+/// `path`: it must find no fault; returns its closing line.
+fn independent_check(path: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/chrome_trace_check.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(path)
+        .output()
+        .expect("python3 runs (the CI machine has it)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}: {text}", path.display());
+    let last = text.lines().last().unwrap_or("").to_string();
+    assert!(last.ends_with(" 0 failed"), "{last}");
+    last
+}
+
+/// The message flows of `doc` whose end sits in a slice named `call` on its thread.
+fn flows_ending_in(doc: &Doc, call: &str) -> usize {
+    doc.flows_of("message")
+        .filter(|f| {
+            let at = f.f[0];
+            doc.slices[&(at.pid, at.tid)]
+                .iter()
+                .any(|s| s.name == call && s.start <= at.ts && at.ts <= s.end)
+        })
+        .count()
+}
+
+#[test]
+fn every_message_flow_ends_after_it_starts_on_the_call_that_completed_its_receive() {
+    let (dir, db) = common::temp_db();
+    // CG posts its receives (MPI_Irecv) before it sends: a flow ending on the Irecv would
+    // go back in time; it ends on the Wait that completed the receive.
+    for scenario in [Scenario::Cg, Scenario::Stencil2d, Scenario::Ring, Scenario::Bt] {
+        let name = scenario.to_string();
+        import_generated(&db, &GenConfig::new(scenario, 16, 6), &name);
+        let trace = db.trace(&name).unwrap();
+        let (stats, doc) = export(&trace, &Restriction::all(), dir.path(), &format!("{name}.json"));
+        assert_eq!(stats.backward_messages, 0, "{name}: generated clocks agree");
+        assert_eq!(stats.messages, trace.summary().messages, "{name}");
+        let irecvs = trace.summary().kind_count(mtfdb::model::OpKind::Irecv);
+        if irecvs > 0 {
+            assert_eq!(flows_ending_in(&doc, "MPI_Irecv"), 0, "{name}");
+            let on_waits = ["MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"]
+                .iter()
+                .map(|w| flows_ending_in(&doc, w))
+                .sum::<usize>();
+            assert_eq!(on_waits as u64, irecvs, "{name}: each Irecv's flow ends on its Wait");
+        }
+        let last = independent_check(&dir.path().join(format!("{name}.json")));
+        println!("{name}: {last}");
+    }
+}
+
+/// A sink that moves every time of one rank by a constant: a clock that runs ahead.
+struct SkewedClock<'a, 's> {
+    inner: &'a mut mtfdb::ValidatingSink<'s>,
+    rank: Rank,
+    ahead: Time,
+}
+
+impl mtfdb::EventSink for SkewedClock<'_, '_> {
+    fn header(&mut self, h: &mtfdb::model::TraceHeader) -> mtfdb::Result<()> {
+        self.inner.header(h)
+    }
+    fn string(&mut self, id: mtfdb::model::StrId, text: &str) -> mtfdb::Result<()> {
+        self.inner.string(id, text)
+    }
+    fn operation(&mut self, op: &mtfdb::model::Operation) -> mtfdb::Result<()> {
+        let mut op = op.clone();
+        if op.rank == self.rank {
+            op.start += self.ahead;
+            op.end += self.ahead;
+        }
+        self.inner.operation(&op)
+    }
+    fn routine(&mut self, e: &mtfdb::model::RoutineEvent) -> mtfdb::Result<()> {
+        let mut e = *e;
+        if e.rank == self.rank {
+            e.time += self.ahead;
+        }
+        self.inner.routine(&e)
+    }
+    fn finish(&mut self) -> mtfdb::Result<()> {
+        self.inner.finish()
+    }
+}
+
+#[test]
+fn skewed_clocks_draw_no_backward_flow_and_the_correction_restores_every_flow() {
+    let (dir, db) = common::temp_db();
+    let config = GenConfig::new(Scenario::Ring, 4, 20);
+    // Rank 1's clock 1 ms ahead: its messages to rank 2 arrive "before" they were sent.
+    db.import_events("skewed", |sink| {
+        let mut skewed = SkewedClock {
+            inner: sink,
+            rank: 1,
+            ahead: 1_000_000,
+        };
+        mtfdb::gen::generate(&config, &mut skewed).map(|_| ())
+    })
+    .unwrap();
+    let trace = db.trace("skewed").unwrap();
+    let messages = trace.summary().messages;
+    let (stats, _) = export(&trace, &Restriction::all(), dir.path(), "stored.json");
+    assert!(stats.backward_messages > 0, "{stats:?}");
+    assert_eq!(stats.messages + stats.backward_messages, messages);
+    independent_check(&dir.path().join("stored.json"));
+    for clock in ["offsets", "clc"] {
+        let r = Restriction {
+            clock: mtfdb::analysis::clock::ClockCorrection::from_name(clock).unwrap(),
+            ..Restriction::default()
+        };
+        let file = format!("{clock}.json");
+        let (stats, doc) = export(&trace, &r, dir.path(), &file);
+        assert_eq!(stats.backward_messages, 0, "{clock}");
+        assert_eq!(stats.messages, messages, "{clock}");
+        assert_eq!(doc.flows_of("message").count() as u64, messages, "{clock}");
+        independent_check(&dir.path().join(&file));
+    }
+}
+
+#[test]
+fn mangled_cpp_names_are_written_demangled() {
+    assert_eq!(
+        mtfdb::export::chrome::demangled("_ZN6Domain10AllocateElEii"),
+        "Domain::AllocateEl(int, int)"
+    );
+    assert_eq!(mtfdb::export::chrome::demangled("main"), "main");
+    // Not every name starting with _Z is mangled: such a name is kept as it is.
+    assert_eq!(mtfdb::export::chrome::demangled("_Zebra"), "_Zebra");
+}
+
+#[test]
+fn every_real_trace_passes_the_independent_checker() {
+    let Some(root) = shared_traces() else {
+        println!("skipped: ../shared/traces is absent");
+        return;
+    };
+    let (dir, db) = common::temp_db();
+    for (folder, name) in [
+        ("otf1/jacobi", "jacobi"),
+        ("otf2/casita/2_jacobi_blame_cpu_015", "jacobi_blame"),
+        ("dumpi/testtrace", "dumpi"),
+        ("otf2/mi300-hip", "mi300"),
+        ("otf2/eztrace-lammps-melt/eztrace_log.otf2", "lammps"),
+    ] {
+        db.import(root.join(folder), Some(name)).unwrap();
+        let trace = db.trace(name).unwrap();
+        let path = dir.path().join(format!("{name}.json"));
+        let stats = export_file(&trace, &Restriction::all(), &path).unwrap();
+        let last = independent_check(&path);
+        println!("{name}: {stats:?}; {last}");
+        // The names Perfetto shows are people's: no mangled C++ name is left.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("\"name\":\"_Z"), "{name}: a mangled name");
+    }
 }

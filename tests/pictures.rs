@@ -18,6 +18,8 @@ use quick_xml::events::Event;
 struct Mark {
     name: String,
     attributes: BTreeMap<String, String>,
+    /// The text directly inside it (a label's).
+    text: String,
 }
 
 impl Mark {
@@ -52,7 +54,16 @@ fn parse_svg(svg: &str) -> Vec<Mark> {
                         )
                     })
                     .collect();
-                marks.push(Mark { name, attributes });
+                marks.push(Mark {
+                    name,
+                    attributes,
+                    text: String::new(),
+                });
+            }
+            Event::Text(t) => {
+                if let Some(last) = marks.last_mut() {
+                    last.text.push_str(&t.unescape().unwrap());
+                }
             }
             _ => {}
         }
@@ -546,4 +557,350 @@ fn every_real_trace_draws_every_picture() {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pictures never invent (#42)
+
+/// A small random number generator with a seed, for windows a test can repeat.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The plot's time range and pixels, as the timeline's `messages` group states them.
+struct Plot {
+    t0: f64,
+    t1: f64,
+    x0: f64,
+    x1: f64,
+}
+
+impl Plot {
+    fn of(marks: &[Mark]) -> Plot {
+        let g = of_class(marks, "messages")[0];
+        Plot {
+            t0: g.number("data-t0"),
+            t1: g.number("data-t1"),
+            x0: g.number("data-x0"),
+            x1: g.number("data-x1"),
+        }
+    }
+
+    /// Where time `t` is drawn.
+    fn x(&self, t: u64) -> f64 {
+        self.x0 + (t as f64 - self.t0) / (self.t1 - self.t0).max(1.0) * (self.x1 - self.x0)
+    }
+}
+
+/// The first and last time of the trace `t` of `session`.
+fn run_span(session: &Session) -> (u64, u64) {
+    let trace = session.database().trace("t").unwrap();
+    let s = trace.summary();
+    (s.first_time.unwrap(), s.last_time.unwrap())
+}
+
+/// The messages of `statement`'s window: (sender, receiver, send time, receive time).
+fn messages_of(session: &mut Session, statement: &str) -> Vec<(u64, u64, u64, u64)> {
+    let r = session.run(statement).unwrap();
+    let at = |c: &str| r.column(c).unwrap();
+    let (s, d, ts, tr) = (
+        at("sender"),
+        at("receiver"),
+        at("send_time_ns"),
+        at("recv_time_ns"),
+    );
+    r.rows
+        .iter()
+        .map(|m| (int(&m[s]), int(&m[d]), int(&m[ts]), int(&m[tr])))
+        .collect()
+}
+
+/// Every message line of `marks` is where messages are (both ends within a pixel of a
+/// message between its two ranks), every message has its line within a pixel, and the lines
+/// count every message once. Returns how many lines were drawn.
+fn lines_are_where_messages_are(marks: &[Mark], messages: &[(u64, u64, u64, u64)], what: &str) -> usize {
+    let plot = Plot::of(marks);
+    let lines = of_class(marks, "message");
+    let near = |line: &Mark, m: &(u64, u64, u64, u64)| {
+        line.number("data-sender") as u64 == m.0
+            && line.number("data-receiver") as u64 == m.1
+            && (plot.x(m.2) - line.number("x1")).abs() <= 1.0
+            && (plot.x(m.3) - line.number("x2")).abs() <= 1.0
+    };
+    for line in &lines {
+        assert!(
+            messages.iter().any(|m| near(line, m)),
+            "{what}: a line where no message is: {:?}",
+            line.attributes
+        );
+    }
+    for m in messages {
+        assert!(
+            lines.iter().any(|l| near(l, m)),
+            "{what}: message {m:?} has no line within a pixel"
+        );
+    }
+    let counted: u64 = lines.iter().map(|l| l.number("data-messages") as u64).sum();
+    assert_eq!(counted, messages.len() as u64, "{what}: every message once");
+    lines.len()
+}
+
+#[test]
+fn message_lines_are_drawn_within_a_pixel_of_their_messages_and_nowhere_else() {
+    let (_dir, mut session, truth) = session_of(&GenConfig::new(Scenario::Cg, 16, 8));
+    let (first, last) = run_span(&session);
+    let mut rng = Lcg(7);
+    let mut windows = vec![(first, last)];
+    for _ in 0..12 {
+        let a = first + ((last - first) as f64 * rng.next()) as u64;
+        let b = a + (((last - a) as f64) * rng.next().powi(3)) as u64 + 1_000;
+        windows.push((a, b.min(last)));
+    }
+    for (a, b) in windows {
+        let window = format!("BETWEEN TIME {a} ns AND {b} ns");
+        let marks = parse_svg(
+            &statement_svg(&mut session, &format!("SELECT MESSAGES {window}")).unwrap(),
+        );
+        // The timeline draws the messages with both ends inside its window.
+        let messages: Vec<_> = messages_of(&mut session, &format!("SELECT MESSAGES {window}"))
+            .into_iter()
+            .filter(|m| (a..=b).contains(&m.2) && (a..=b).contains(&m.3))
+            .collect();
+        lines_are_where_messages_are(&marks, &messages, &window);
+        // The same with the calls, whose lanes the lines then join.
+        let marks = parse_svg(
+            &statement_svg(&mut session, &format!("SELECT OPERATIONS {window}")).unwrap(),
+        );
+        lines_are_where_messages_are(&marks, &messages, &window);
+    }
+    assert!(truth.messages > 0);
+}
+
+#[test]
+fn past_the_line_limit_every_message_is_counted_in_density_cells_and_none_is_moved() {
+    // 64 ranks, 300 iterations: more distinct lines than a picture draws.
+    let (_dir, mut session, truth) = session_of(&GenConfig::new(Scenario::Cg, 64, 300));
+    let svg = statement_svg(&mut session, "SELECT MESSAGES").unwrap();
+    let marks = parse_svg(&svg);
+    assert!(of_class(&marks, "message").is_empty(), "no line is drawn");
+    let cells = of_class(&marks, "message-density");
+    assert!(!cells.is_empty());
+    let sum = |a: &str| -> u64 { cells.iter().map(|c| c.number(a) as u64).sum() };
+    assert_eq!(sum("data-sent"), truth.messages);
+    assert_eq!(sum("data-received"), truth.messages);
+    // The note says what was merged.
+    let note = marks
+        .iter()
+        .find(|m| m.attributes.get("class").is_some_and(|c| c == "note"))
+        .unwrap();
+    assert!(
+        note.text.contains(&format!("density cells")) && note.text.contains("messages drawn as"),
+        "{}",
+        note.text
+    );
+    // Each message is counted in a cell of its sender at its send time, and of its receiver
+    // at its receive time: cells are in time, never moved.
+    let messages = messages_of(&mut session, "SELECT MESSAGES");
+    let mut by_rank: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for c in &cells {
+        by_rank
+            .entry(c.number("data-rank") as u64)
+            .or_default()
+            .push((c.number("data-from-ns") as u64, c.number("data-to-ns") as u64));
+    }
+    let within = |rank: u64, t: u64| {
+        by_rank
+            .get(&rank)
+            .is_some_and(|cells| cells.iter().any(|&(a, b)| a <= t && t <= b))
+    };
+    for m in messages.iter().step_by(7) {
+        assert!(within(m.0, m.2), "send of {m:?} in a cell of its sender");
+        assert!(within(m.1, m.3), "receive of {m:?} in a cell of its receiver");
+    }
+}
+
+#[test]
+fn tick_labels_are_unique_over_a_thousand_random_windows() {
+    let (_dir, mut session, _) = session_of(&GenConfig::new(Scenario::Stencil2d, 4, 6));
+    let (first, last) = run_span(&session);
+    let mut rng = Lcg(42);
+    for i in 0..1000 {
+        // Widths from 10 ns to the whole run, anywhere in it (deep windows included).
+        let width = (10f64 * ((last - first) as f64 / 10.0).powf(rng.next())) as u64;
+        let a = first + ((last - first - width.min(last - first)) as f64 * rng.next()) as u64;
+        let statement = format!("SELECT OPERATIONS BETWEEN TIME {a} ns AND {} ns", a + width);
+        let marks = parse_svg(&statement_svg(&mut session, &statement).unwrap());
+        let labels: Vec<&str> = of_class(&marks, "tick-label")
+            .iter()
+            .map(|m| m.text.as_str())
+            .collect();
+        assert!(labels.len() >= 2, "{i}: {statement}: {labels:?}");
+        let unique: BTreeSet<&str> = labels.iter().copied().collect();
+        assert_eq!(unique.len(), labels.len(), "{i}: {statement}: {labels:?}");
+    }
+}
+
+/// The legend's swatches: (name, colour).
+fn swatches(marks: &[Mark]) -> Vec<(String, String)> {
+    of_class(marks, "key-swatch")
+        .iter()
+        .map(|m| (m.attr("data-name").to_string(), m.attr("fill").to_string()))
+        .collect()
+}
+
+#[test]
+fn every_call_in_a_legend_has_its_own_swatch() {
+    let mut traces: Vec<(String, tempfile::TempDir, Session)> = Vec::new();
+    for scenario in Scenario::ALL {
+        let (dir, session, _) = session_of(&GenConfig::new(scenario, 16, 2));
+        traces.push((scenario.to_string(), dir, session));
+    }
+    // Real traces with many kinds of calls, where there are.
+    if let Some(files) = common::real_traces() {
+        for file in files {
+            let (dir, db) = common::temp_db();
+            if db.import(&file, Some("t")).is_ok() {
+                traces.push((file.display().to_string(), dir, Session::new(db)));
+            }
+        }
+    }
+    let mut most = 0;
+    for (name, _dir, mut session) in traces {
+        let marks = parse_svg(&statement_svg(&mut session, "SELECT OPERATIONS").unwrap());
+        let key = swatches(&marks);
+        let calls = session
+            .run("SELECT COUNT(*) FROM OPERATIONS GROUP BY OPERATION")
+            .unwrap()
+            .len();
+        // Every call drawn is in the legend (with computation and routines beside them).
+        assert!(key.len() >= calls, "{name}: {} swatches, {calls} calls", key.len());
+        let colours: BTreeSet<&String> = key.iter().map(|(_, c)| c).collect();
+        assert_eq!(colours.len(), key.len(), "{name}: {key:?}");
+        most = most.max(key.len());
+    }
+    assert!(most >= 5, "a legend of many calls was checked");
+}
+
+#[test]
+fn the_critical_path_draws_its_computation_as_clearly_as_its_steps() {
+    let (_dir, mut session, _) = session_of(&common::delayed_run(Scenario::Stencil2d));
+    let path = session.run("SELECT CRITICAL PATH").unwrap();
+    let marks = parse_svg(&statement_svg(&mut session, "SELECT CRITICAL PATH").unwrap());
+    let boxes = of_class(&marks, "op");
+    let computing: Vec<&&Mark> = boxes
+        .iter()
+        .filter(|m| m.attr("data-call") == "computation")
+        .collect();
+    assert!(!computing.is_empty());
+    let step_width = of_class(&marks, "path-step")
+        .iter()
+        .map(|m| m.number("stroke-width"))
+        .fold(0.0, f64::max);
+    for m in &computing {
+        // A strong colour, not computation's pale grey elsewhere, a lane tall.
+        assert_eq!(m.attr("fill"), "#e6550d");
+        assert!(m.number("height") >= 2.0 * step_width, "{:?}", m.attributes);
+    }
+    // The path's own row holds every segment once; the delay (10 ms of computation on rank
+    // 5) is on it, as wide as its time.
+    let row = of_class(&marks, "path-row");
+    let drawn: u64 = row.iter().map(|m| m.number("data-ops") as u64).sum();
+    assert_eq!(drawn, path.len() as u64);
+    let plot = Plot::of(&marks);
+    let delay = row
+        .iter()
+        .filter(|m| m.attr("data-call") == "computation" && m.attr("data-rank") == "5")
+        .map(|m| m.number("width"))
+        .fold(0.0, f64::max);
+    let ten_ms = plot.x(plot.t0 as u64 + 10_000_000) - plot.x0;
+    assert!(delay >= ten_ms * 0.99, "{delay} px for the delay, 10 ms is {ten_ms} px");
+    let note = marks
+        .iter()
+        .find(|m| m.attributes.get("class").is_some_and(|c| c == "note"))
+        .unwrap();
+    assert!(note.text.contains("computing"), "{}", note.text);
+}
+
+#[test]
+fn a_timeline_of_calls_draws_the_computation_between_them() {
+    let (_dir, mut session, _) = session_of(&GenConfig::new(Scenario::Stencil2d, 16, 6));
+    let t = start_of(&mut session, "MPI_Isend", 3);
+    let window = format!(
+        "BETWEEN TIME {} ns AND {} ns",
+        t.saturating_sub(200_000),
+        t + 400_000
+    );
+    let marks = parse_svg(
+        &statement_svg(&mut session, &format!("SELECT OPERATIONS {window}")).unwrap(),
+    );
+    let bursts = session
+        .run(&format!("SELECT CPU BURSTS {window}"))
+        .unwrap()
+        .len() as u64;
+    let drawn: u64 = of_class(&marks, "computation")
+        .iter()
+        .map(|m| m.number("data-bursts") as u64)
+        .sum();
+    assert!(bursts > 0);
+    assert_eq!(drawn, bursts);
+    // Calls and computation together cover most of each lane: one iteration is not blank.
+    let plot = Plot::of(&marks);
+    let mut covered: BTreeMap<String, f64> = BTreeMap::new();
+    for class in ["op", "computation"] {
+        for m in of_class(&marks, class) {
+            *covered.entry(m.attr("data-rank").to_string()).or_default() += m.number("width");
+        }
+    }
+    for (rank, w) in covered {
+        assert!(w >= 0.9 * (plot.x1 - plot.x0), "rank {rank}: {w} px covered");
+    }
+}
+
+#[test]
+fn a_timeline_of_a_real_trace_draws_its_user_routines() {
+    let Some(files) = common::real_traces() else {
+        return;
+    };
+    let mut checked = 0;
+    for file in files {
+        let (_dir, db) = common::temp_db();
+        if db.import(&file, Some("t")).is_err() {
+            continue;
+        }
+        let trace = db.trace("t").unwrap();
+        let calls = trace.summary().routine_calls;
+        if calls == 0 || trace.summary().operations == 0 {
+            continue;
+        }
+        // Routine calls drawn are those of ranks with calls drawn.
+        let mut ranks = BTreeSet::new();
+        for p in &trace.header().processes {
+            if !trace.process_operations(p.rank).unwrap().is_empty() {
+                ranks.insert(p.rank);
+            }
+        }
+        let want = trace
+            .routine_calls()
+            .unwrap()
+            .iter()
+            .filter(|c| ranks.contains(&c.rank))
+            .count() as u64;
+        let mut session = Session::new(db);
+        let marks = parse_svg(&statement_svg(&mut session, "SELECT OPERATIONS").unwrap());
+        let drawn: u64 = of_class(&marks, "routine")
+            .iter()
+            .map(|m| m.number("data-calls") as u64)
+            .sum();
+        assert_eq!(drawn, want, "{}", file.display());
+        checked += 1;
+    }
+    assert!(checked > 0, "a real trace with routines was drawn");
 }

@@ -14,8 +14,9 @@
 //! - per routine call, a complete event (category `routine`) named after the routine;
 //! - per message, a flow (category and name `message`): an `"s"` event on the send's slice
 //!   and an `"f"` event with `"bp": "e"` on the receive's slice, with one `id` per message.
-//!   The receive is the message's receiving operation, an `MPI_Irecv` for a non-blocking
-//!   receive (not the Wait that completed it);
+//!   The receive is the call that completed it: the blocking receive, or for an `MPI_Irecv`
+//!   the Wait or Test that completed its request (the data arrived then, not when the Irecv
+//!   was posted, often before the send); an `MPI_Irecv` that nothing completed keeps it;
 //! - per collective instance with at least two members written, a flow (category
 //!   `collective`, named after the call) joining its members in order of their start: `"s"` on
 //!   the first, `"t"` on each middle one, `"f"` (`"bp": "e"`) on the last.
@@ -24,7 +25,20 @@
 //! nanoseconds come through exactly. A flow event sits at the middle of its slice: inside the
 //! slice, and (for slices longer than a nanosecond) never at a time another slice of the same
 //! thread starts or ends, so that Perfetto, which binds a flow event to the innermost slice
-//! open at its time, binds it to this one.
+//! open at its time, binds it to this one. A message's flow never ends before it starts:
+//! when the receive's middle is earlier than the send's, both sit in the part of the two
+//! slices that overlaps; a receive that ended before its send began (the clocks of the two
+//! ranks disagree: a violated clock condition) draws no flow, and is counted
+//! ([`ExportStats::backward_messages`]) for the caller to report. [`Restriction::clock`]
+//! corrects the clocks first, as the wait analyses' `WITH CLOCK CORRECTION` does
+//! ([`ClockMap`]): every time written is the corrected one.
+//!
+//! Names are demangled: a routine or call named with an Itanium C++ mangled name (`_Z…`, as
+//! compilers emit and Score-P or EZTrace record) is written as its C++ signature.
+//!
+//! The Perfetto UI runs in the browser, whose memory a page may use is limited (about 2 GB,
+//! its documentation says; the trace takes several times its file's size once loaded):
+//! [`PERFETTO_UI_BYTES`] is the largest file said to open, and the caller warns above it.
 //!
 //! A [`Restriction`] may keep a time window and some ranks: an MPI call or routine call is
 //! written when its rank is kept and it overlaps the window (starts no later than its end and
@@ -47,8 +61,16 @@ use crate::model::{
     flags, Anomaly, CollectiveInstance, CommId, Message, OpKind, OpPosition, Operation, Rank,
     RoutineCall, Time, TraceHeader, ANY_TAG,
 };
+use crate::analysis::clock::{ClockCorrection, ClockMap};
 use crate::query::ast::TimeText;
 use crate::Trace;
+
+/// The largest Chrome JSON file the Perfetto UI is expected to open in a browser: 512 MiB.
+/// The UI's documentation ("Visualising large traces", perfetto.dev) gives a browser's
+/// memory limit as typically 2 GB, and the loaded trace as larger than its file (2 to 4
+/// times for protobuf traces; JSON's text is larger than what it holds); 2 GB over the
+/// factor 4. Larger files open through a native `trace_processor --httpd`.
+pub const PERFETTO_UI_BYTES: u64 = 512 << 20;
 
 type HashSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
@@ -62,6 +84,9 @@ pub struct Restriction {
     pub to: Option<Time>,
     /// Write only these ranks (sorted or not, repeats allowed); `None` for all.
     pub ranks: Option<Vec<Rank>>,
+    /// The clocks written: the stored times (`None`, the default) or corrected ones. The
+    /// window is in the stored times.
+    pub clock: ClockCorrection,
 }
 
 impl Restriction {
@@ -173,7 +198,12 @@ pub fn export(
         r.dedup();
     }
     restriction.check(trace.header())?;
+    let clock = match restriction.clock {
+        ClockCorrection::None => None,
+        c => Some(ClockMap::estimate(trace, c)?),
+    };
     let mut writer = ChromeWriter::new(out, name, restriction);
+    writer.clock = clock;
     // The walk counts what the trace holds; the file holds what the writer counted.
     walk(trace, &mut writer)?;
     Ok(writer.stats)
@@ -193,6 +223,18 @@ struct Pending {
     end: Time,
     /// Messages and instances it still takes part in.
     uses: u8,
+    /// A non-blocking receive: its message's flow ends on the call that completes it.
+    posted_receive: bool,
+}
+
+/// A message to a posted receive (`MPI_Irecv`) whose completion is not known yet: its
+/// flow's id and send slice, written once the completion is.
+#[derive(Debug, Clone, Copy)]
+struct OpenFlow {
+    id: u64,
+    send: (OpPosition, Pending),
+    /// The Irecv itself, where the flow ends if nothing completes it.
+    recv: Pending,
 }
 
 /// The Chrome trace [`Writer`].
@@ -207,6 +249,14 @@ pub(crate) struct ChromeWriter<W: Write> {
     thread_names: HashMap<(Rank, u32), String>,
     named: HashSet<(Rank, u32)>,
     pending: HashMap<OpPosition, Pending>,
+    /// Posted receives whose completion came before their message: the completion's slice.
+    completed: HashMap<OpPosition, (OpPosition, Pending)>,
+    /// Messages to posted receives waiting for the receive's completion.
+    open_flows: HashMap<OpPosition, OpenFlow>,
+    /// The last operation written (the completions the matcher links next are it).
+    last: Option<(OpPosition, Pending)>,
+    /// The clocks' correction, when one was asked for.
+    clock: Option<ClockMap>,
     /// Events written so far (a comma goes before each but the first).
     events: u64,
     next_flow: u64,
@@ -223,6 +273,34 @@ fn flow_time(p: &Pending) -> Time {
     p.start + (p.end.saturating_sub(p.start)) / 2
 }
 
+/// The times of a message's flow events on the send's slice and the receive's, the start no
+/// later than the end: the slices' middles, or when the receive's middle is the earlier, the
+/// middle of the time the two slices share; `None` when the receive ended before the send
+/// began (no time of the receive is after the send: the clocks disagree).
+fn message_flow_times(send: &Pending, recv: &Pending) -> Option<(Time, Time)> {
+    let (s, f) = (flow_time(send), flow_time(recv));
+    if s <= f {
+        return Some((s, f));
+    }
+    let (lo, hi) = (send.start.max(recv.start), send.end.min(recv.end));
+    (lo <= hi).then(|| {
+        let t = lo + (hi - lo) / 2;
+        (t, t)
+    })
+}
+
+/// `name` demangled when it is an Itanium C++ mangled name (`_Z…`), else as it is.
+pub fn demangled(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with("_Z") {
+        if let Ok(symbol) = cpp_demangle::Symbol::new(name.as_bytes()) {
+            if let Ok(text) = symbol.demangle() {
+                return text.into();
+            }
+        }
+    }
+    name.into()
+}
+
 impl<W: Write> ChromeWriter<W> {
     fn new(out: W, name: &Path, restriction: Restriction) -> ChromeWriter<W> {
         ChromeWriter {
@@ -234,6 +312,10 @@ impl<W: Write> ChromeWriter<W> {
             thread_names: HashMap::default(),
             named: HashSet::default(),
             pending: HashMap::default(),
+            completed: HashMap::default(),
+            open_flows: HashMap::default(),
+            last: None,
+            clock: None,
             events: 0,
             next_flow: 0,
             stats: ExportStats::default(),
@@ -330,6 +412,32 @@ impl<W: Write> ChromeWriter<W> {
         Ok(())
     }
 
+    /// `t` on `rank`'s clock as written (corrected when a correction was asked for).
+    fn time(&self, rank: Rank, t: Time) -> Time {
+        self.clock.as_ref().map_or(t, |m| m.time(rank, t))
+    }
+
+    /// Writes the flow of message `id` from the send's slice to the receive's, or counts it
+    /// as received before it was sent.
+    fn message_flow(
+        &mut self,
+        id: u64,
+        (send, s): (OpPosition, Pending),
+        (recv, r): (OpPosition, Pending),
+    ) -> Result<()> {
+        match message_flow_times(&s, &r) {
+            Some((ts, tf)) => {
+                self.stats.messages += 1;
+                self.flow("message", "message", "s", id, (send, ts))?;
+                self.flow("message", "message", "f", id, (recv, tf))
+            }
+            None => {
+                self.stats.backward_messages += 1;
+                Ok(())
+            }
+        }
+    }
+
     /// Takes one use of the pending operation at `at`: its times, if it was written.
     fn take(&mut self, at: OpPosition) -> Option<Pending> {
         let p = self.pending.get_mut(&at)?;
@@ -416,10 +524,11 @@ impl<W: Write> Writer for ChromeWriter<W> {
         }
         self.stats.operations += 1;
         let name = match op.kind {
-            OpKind::Other(id) => self.string_of(id)?.to_string(),
+            OpKind::Other(id) => demangled(self.string_of(id)?).into_owned(),
             k => k.mpi_name().unwrap_or("MPI call").to_string(),
         };
-        self.slice(&name, "mpi", op.rank, op.thread, (op.start, op.end))?;
+        let (start, end) = (self.time(op.rank, op.start), self.time(op.rank, op.end));
+        self.slice(&name, "mpi", op.rank, op.thread, (start, end))?;
         let args_at = self.out.buf.len();
         let (k, buf) = (op.kind, &mut self.out.buf);
         buf.extend_from_slice(b",\"args\":{");
@@ -483,17 +592,16 @@ impl<W: Write> Writer for ChromeWriter<W> {
         } else {
             self.out.buf.extend_from_slice(b"}}");
         }
-        let uses = self.uses(op);
-        if uses > 0 {
-            self.pending.insert(
-                at,
-                Pending {
-                    start: op.start,
-                    end: op.end,
-                    uses,
-                },
-            );
+        let written = Pending {
+            start,
+            end,
+            uses: self.uses(op),
+            posted_receive: op.kind.is_receive() && op.kind.is_nonblocking(),
+        };
+        if written.uses > 0 {
+            self.pending.insert(at, written);
         }
+        self.last = Some((at, written));
         self.out.maybe_flush()
     }
 
@@ -502,14 +610,12 @@ impl<W: Write> Writer for ChromeWriter<W> {
             return Ok(());
         }
         self.stats.routine_calls += 1;
-        let name = self.string_of(call.routine)?.to_string();
-        self.slice(
-            &name,
-            "routine",
-            call.rank,
-            call.thread,
-            (call.start, call.end),
-        )?;
+        let name = demangled(self.string_of(call.routine)?).into_owned();
+        let times = (
+            self.time(call.rank, call.start),
+            self.time(call.rank, call.end),
+        );
+        self.slice(&name, "routine", call.rank, call.thread, times)?;
         self.out.buf.push(b'}');
         self.out.maybe_flush()
     }
@@ -517,17 +623,47 @@ impl<W: Write> Writer for ChromeWriter<W> {
     fn message(&mut self, _: &Message, send: OpPosition, recv: OpPosition) -> Result<()> {
         let (s, r) = (self.take(send), self.take(recv));
         let (Some(s), Some(r)) = (s, r) else {
+            // A posted receive not written, or a send not written: no flow either way.
+            self.completed.remove(&recv);
             return Ok(());
         };
         let id = self.next_flow;
         self.next_flow += 1;
-        self.stats.messages += 1;
-        self.flow("message", "message", "s", id, (send, flow_time(&s)))?;
-        self.flow("message", "message", "f", id, (recv, flow_time(&r)))?;
+        if r.posted_receive {
+            // The flow ends where the receive completed: known already, or later.
+            match self.completed.remove(&recv) {
+                Some(completion) => self.message_flow(id, (send, s), completion)?,
+                None => {
+                    let open = OpenFlow {
+                        id,
+                        send: (send, s),
+                        recv: r,
+                    };
+                    self.open_flows.insert(recv, open);
+                }
+            }
+        } else {
+            self.message_flow(id, (send, s), (recv, r))?;
+        }
         self.out.maybe_flush()
     }
 
-    fn request_link(&mut self, _: OpPosition, _: OpPosition) -> Result<()> {
+    fn request_link(&mut self, request: OpPosition, completion: OpPosition) -> Result<()> {
+        // The matcher links a request when it meets its completion, the last call written.
+        let Some((at, done)) = self.last.filter(|(at, _)| *at == completion) else {
+            return Ok(());
+        };
+        if let Some(open) = self.open_flows.remove(&request) {
+            self.message_flow(open.id, open.send, (at, done))?;
+            return self.out.maybe_flush();
+        }
+        if self
+            .pending
+            .get(&request)
+            .is_some_and(|p| p.posted_receive)
+        {
+            self.completed.insert(request, (at, done));
+        }
         Ok(())
     }
 
@@ -564,6 +700,12 @@ impl<W: Write> Writer for ChromeWriter<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
+        // Posted receives that nothing completed: their flows end on the Irecv itself.
+        let mut open: Vec<(OpPosition, OpenFlow)> = self.open_flows.drain().collect();
+        open.sort_unstable_by_key(|(_, o)| o.id);
+        for (recv, o) in open {
+            self.message_flow(o.id, o.send, (recv, o.recv))?;
+        }
         self.out
             .buf
             .extend_from_slice(b"\n],\n\"displayTimeUnit\":\"ns\"}\n");

@@ -117,6 +117,10 @@ pub struct ExportStats {
     pub source_anomalies: u64,
     /// Anomalies the import derives again from the operations.
     pub derived_anomalies: u64,
+    /// Chrome only: messages drawn as no flow because their receive ended before their send
+    /// began in the clocks written (the ranks' clocks disagree; see
+    /// [`chrome::Restriction::clock`]).
+    pub backward_messages: u64,
 }
 
 /// Writes `trace` in `format` to `out`; `name` names the output in errors. A Chrome export
@@ -154,6 +158,7 @@ pub fn export_file(trace: &Trace, format: Format, path: &Path) -> Result<ExportS
             collective_instances: s.collectives,
             source_anomalies: s.anomalies,
             derived_anomalies: 0,
+            backward_messages: 0,
         });
     }
     output::write_with(path, |out| export(trace, format, out, path))

@@ -260,6 +260,10 @@ enum Command {
         /// chrome only: write these ranks only (like 0-15,32)
         #[arg(long, value_name = "RANKS")]
         processes: Option<String>,
+        /// chrome only: the clocks written: none (the stored times), offsets, interpolate or
+        /// clc (see `mtfdb clock`)
+        #[arg(long, value_name = "CORRECTION", default_value = "none")]
+        clock_correction: String,
     },
     /// Write a one-page HTML report of a trace (summary, matrix, sizes, a timeline of one
     /// iteration, phases, patterns, topology, time in MPI, waits): one self-contained file.
@@ -647,6 +651,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             from,
             to,
             processes,
+            clock_correction,
         } => {
             let format = match format {
                 Some(f) => ExportFormat::from_name(&f)?,
@@ -673,6 +678,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                     ranks: processes
                         .map(|p| Restriction::parse_ranks(&p))
                         .transpose()?,
+                    clock: ClockCorrection::from_name(&clock_correction)?,
                 };
                 let db = open_existing_db(cli.db)?;
                 let trace = db.trace(&name)?;
@@ -685,11 +691,32 @@ fn run(cli: Cli) -> Result<(), Error> {
                     stats.messages,
                     stats.collective_instances
                 );
+                if stats.backward_messages > 0 {
+                    eprintln!(
+                        "warning: {} messages were received before they were sent in the clocks \
+                         written (the ranks' clocks disagree) and are drawn as no flow; \
+                         --clock-correction offsets, interpolate or clc corrects the clocks \
+                         (see `mtfdb clock {name}`)",
+                        stats.backward_messages
+                    );
+                }
+                let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+                let limit = mtfdb::export::chrome::PERFETTO_UI_BYTES;
+                if size > limit && output.is_file() {
+                    eprintln!(
+                        "warning: {} is {}, more than the {} the Perfetto UI opens in a browser \
+                         (its memory is limited to about 2 GB); export a window (--from, --to, \
+                         --processes) or open the file through a native `trace_processor --httpd`",
+                        output.display(),
+                        mtfdb::units::bytes(size),
+                        mtfdb::units::bytes(limit)
+                    );
+                }
                 return Ok(());
             }
-            if from.is_some() || to.is_some() || processes.is_some() {
+            if from.is_some() || to.is_some() || processes.is_some() || clock_correction != "none" {
                 return Err(Error::Usage(format!(
-                    "--from, --to and --processes restrict a chrome export only; {} writes the whole trace",
+                    "--from, --to, --processes and --clock-correction restrict a chrome export only; {} writes the whole trace as stored",
                     format.name()
                 )));
             }

@@ -2,7 +2,7 @@
 //! in MPI per rank, wait states per kind or per rank stacked by kind, fan-in, `GROUP BY`
 //! aggregates).
 
-use super::canvas::{category_colour, escape, format_count, format_ns, Canvas, WIDTH};
+use super::canvas::{category_colour, escape, format_count, format_ns, Canvas, TickUnit, WIDTH};
 use crate::error::{Error, Result};
 use crate::results::{ResultSet, Value};
 
@@ -28,6 +28,15 @@ fn unit_label(column: &str) -> fn(f64) -> String {
         format_ns
     } else {
         format_count
+    }
+}
+
+/// How a column's axis is labelled: nanoseconds as durations, the rest as counts.
+fn tick_unit(column: &str) -> TickUnit {
+    if column.ends_with("_ns") {
+        TickUnit::Time
+    } else {
+        TickUnit::Count
     }
 }
 
@@ -92,7 +101,7 @@ pub fn histogram(result: &ResultSet, title: &str, of: &str) -> Result<Canvas> {
     axes(
         &mut canvas,
         (bottom, max),
-        &format_count,
+        TickUnit::Count,
         &format!("{of} (each bar from its label to the next)"),
     );
     canvas.vertical_text("axis-title", 24.0, TOP + PLOT_H / 2.0, "count");
@@ -174,7 +183,8 @@ pub fn bars(result: &ResultSet, title: &str, label: usize, values: &[usize]) -> 
         }
     }
     canvas.end_group();
-    axes(&mut canvas, (bottom, max), &fmt, label_name);
+    let unit = tick_unit(names.first().copied().unwrap_or(""));
+    axes(&mut canvas, (bottom, max), unit, label_name);
     if names.len() > 1 {
         let key: Vec<(String, String)> = names
             .iter()
@@ -193,10 +203,10 @@ pub fn bars(result: &ResultSet, title: &str, label: usize, values: &[usize]) -> 
 fn axes(
     canvas: &mut Canvas,
     (bottom, max): (f64, f64),
-    label: &dyn Fn(f64) -> String,
+    unit: TickUnit,
     title: &str,
 ) {
-    canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, label);
+    canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, unit);
     let baseline = ((LEFT, bottom), (LEFT + PLOT_W, bottom));
     canvas.line("axis", baseline.0, baseline.1, "#333333", 1.0, "", "");
     canvas.text(

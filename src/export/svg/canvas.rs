@@ -162,19 +162,19 @@ impl Canvas {
     }
 
     /// A horizontal axis along y = `y` from `x0` to `x1` for values `lo..hi`, with about
-    /// `ticks` labelled ticks formatted by `label`.
+    /// `ticks` ticks labelled in `unit` (every label distinct: see [`tick_labels`]).
     pub fn x_axis(
         &mut self,
         (x0, x1, y): (f64, f64, f64),
         (lo, hi): (f64, f64),
         ticks: usize,
-        label: &dyn Fn(f64) -> String,
+        unit: TickUnit,
     ) {
         self.line("axis", (x0, y), (x1, y), "#333333", 1.0, "", "");
-        for v in nice_ticks(lo, hi, ticks) {
+        for (v, label) in tick_labels(lo, hi, ticks, unit) {
             let x = x0 + (v - lo) / (hi - lo).max(f64::MIN_POSITIVE) * (x1 - x0);
             self.line("tick", (x, y), (x, y + 4.0), "#333333", 1.0, "", "");
-            self.text("tick-label", x, y + 16.0, "middle", &label(v));
+            self.text("tick-label", x, y + 16.0, "middle", &label);
         }
     }
 
@@ -184,13 +184,13 @@ impl Canvas {
         (x, y0, y1): (f64, f64, f64),
         (lo, hi): (f64, f64),
         ticks: usize,
-        label: &dyn Fn(f64) -> String,
+        unit: TickUnit,
     ) {
         self.line("axis", (x, y0), (x, y1), "#333333", 1.0, "", "");
-        for v in nice_ticks(lo, hi, ticks) {
+        for (v, label) in tick_labels(lo, hi, ticks, unit) {
             let y = y0 - (v - lo) / (hi - lo).max(f64::MIN_POSITIVE) * (y0 - y1);
             self.line("tick", (x - 4.0, y), (x, y), "#333333", 1.0, "", "");
-            self.text("tick-label", x - 6.0, y + 4.0, "end", &label(v));
+            self.text("tick-label", x - 6.0, y + 4.0, "end", &label);
         }
     }
 
@@ -237,20 +237,42 @@ impl Canvas {
         self.body.push_str("</g>\n");
     }
 
-    /// A legend of named colours (calls, wait kinds), in rows from (x, y).
+    /// A legend of named colours (calls, wait kinds), in rows from (x, y) that wrap at the
+    /// picture's width; every entry is shown (the picture grows to hold the rows: see
+    /// [`Canvas::key_height`]).
     pub fn key(&mut self, (x, y): (f64, f64), entries: &[(String, String)]) {
         self.body.push_str("<g class=\"key\">\n");
-        let mut cx = x;
-        for (name, colour) in entries {
-            let width = 18.0 + 7.0 * name.chars().count() as f64;
-            if cx + width > self.width - 12.0 {
-                break;
-            }
-            self.rect("key-swatch", cx, y - 9.0, 10.0, 10.0, colour, "", name);
-            self.text("key-label", cx + 14.0, y, "start", name);
-            cx += width + 10.0;
+        for ((cx, cy), (name, colour)) in key_places(x, self.width, entries).into_iter().zip(entries) {
+            let _ = write!(
+                self.body,
+                "<rect class=\"key-swatch\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\" data-name=\"",
+                num(cx),
+                num(y + cy - 9.0)
+            );
+            escape_into(&mut self.body, name);
+            self.body.push_str("\">");
+            self.title_and_close(name, "rect");
+            self.text("key-label", cx + 14.0, y + cy, "start", name);
         }
         self.body.push_str("</g>\n");
+    }
+
+    /// The height the rows of [`Canvas::key`] take for `entries` from `x`.
+    pub fn key_height(&self, x: f64, entries: &[(String, String)]) -> f64 {
+        key_places(x, self.width, entries)
+            .last()
+            .map_or(0.0, |&(_, y)| y + KEY_ROW)
+    }
+
+    /// Makes the picture `extra` pixels taller (a legend that wraps).
+    pub fn grow(&mut self, extra: f64) {
+        self.height += extra.max(0.0);
+    }
+
+    /// Starts a group of `class` with extra attributes (formatted, each with a leading
+    /// space), closed by [`Canvas::end_group`].
+    pub fn group_with(&mut self, class: &str, attributes: &str) {
+        let _ = writeln!(self.body, "<g class=\"{class}\"{attributes}>");
     }
 
     /// Starts a group of `class` (closed by [`Canvas::end_group`]).
@@ -262,6 +284,28 @@ impl Canvas {
     pub fn end_group(&mut self) {
         self.body.push_str("</g>\n");
     }
+}
+
+/// The height of a row of [`Canvas::key`].
+const KEY_ROW: f64 = 18.0;
+
+/// Where each entry of a key goes, relative to its first row: left to right, wrapping at
+/// `width`.
+fn key_places(x: f64, width: f64, entries: &[(String, String)]) -> Vec<(f64, f64)> {
+    let (mut cx, mut cy) = (x, 0.0);
+    entries
+        .iter()
+        .map(|(name, _)| {
+            let w = 18.0 + 7.0 * name.chars().count() as f64;
+            if cx > x && cx + w > width - 12.0 {
+                cx = x;
+                cy += KEY_ROW;
+            }
+            let at = (cx, cy);
+            cx += w + 10.0;
+            at
+        })
+        .collect()
 }
 
 /// A number as SVG writes it: at most two decimals, no trailing zeros.
@@ -300,24 +344,88 @@ pub fn escape(s: &str) -> String {
 
 /// About `n` round values (1, 2 or 5 times a power of ten) between `lo` and `hi`.
 pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if hi <= lo || !lo.is_finite() || !hi.is_finite() || n == 0 {
+    let Some(step) = nice_step(lo, hi, n) else {
         return vec![lo];
+    };
+    let first = (lo / step).ceil();
+    // Each tick from its index (not by adding steps), so that rounding does not pile up.
+    (0..=2 * n + 2)
+        .map(|i| (first + i as f64) * step)
+        .take_while(|v| *v <= hi + step * 1e-9)
+        .collect()
+}
+
+/// The step of [`nice_ticks`]: the round value (1, 2 or 5 times a power of ten) nearest
+/// `(hi - lo) / n` on a log scale; `None` for an empty or non-finite range.
+fn nice_step(lo: f64, hi: f64, n: usize) -> Option<f64> {
+    if hi <= lo || !lo.is_finite() || !hi.is_finite() || n == 0 {
+        return None;
     }
     let raw = (hi - lo) / n as f64;
     let power = 10f64.powf(raw.log10().floor());
-    // The round step nearest the raw one (on a log scale).
-    let step = [1.0, 2.0, 5.0, 10.0]
+    [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * power)
         .min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs()))
-        .unwrap_or(power);
-    let mut v = (lo / step).ceil() * step;
-    let mut out = Vec::new();
-    while v <= hi + step * 1e-9 && out.len() <= 2 * n + 2 {
-        out.push(v);
-        v += step;
-    }
-    out
+}
+
+/// What an axis's values are, for its labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickUnit {
+    /// Nanoseconds, labelled in s, ms, µs or ns.
+    Time,
+    /// Plain numbers, shortened with k, M, G, T.
+    Count,
+}
+
+/// The ticks of an axis over `lo..hi` ([`nice_ticks`]) with their labels in `unit`: one unit
+/// for the whole axis (that of its largest value) and as many decimals as the step needs, so
+/// that no two labels are the same at any zoom (`1.708002 s`, `1.708004 s`, … where a
+/// duration rounded to three decimals would repeat `1.708 s`).
+///
+/// ```
+/// use mtfdb::export::svg::canvas::{tick_labels, TickUnit};
+/// let labels: Vec<String> = tick_labels(1.708e9, 1.708_02e9, 5, TickUnit::Time)
+///     .into_iter()
+///     .map(|(_, l)| l)
+///     .collect();
+/// assert_eq!(labels[..2], ["1.708 s".to_string(), "1.708005 s".to_string()]);
+/// ```
+pub fn tick_labels(lo: f64, hi: f64, n: usize, unit: TickUnit) -> Vec<(f64, String)> {
+    let ticks = nice_ticks(lo, hi, n);
+    let step = nice_step(lo, hi, n).unwrap_or(1.0);
+    let largest = ticks.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let (scale, suffix) = match unit {
+        TickUnit::Time => match largest {
+            a if a >= 1e9 => (1e9, " s"),
+            a if a >= 1e6 => (1e6, " ms"),
+            a if a >= 1e3 => (1e3, " µs"),
+            _ => (1.0, " ns"),
+        },
+        TickUnit::Count => match largest {
+            a if a >= 1e12 => (1e12, "T"),
+            a if a >= 1e9 => (1e9, "G"),
+            a if a >= 1e6 => (1e6, "M"),
+            a if a >= 1e4 => (1e3, "k"),
+            _ => (1.0, ""),
+        },
+    };
+    // Decimals enough for the step in the axis's unit (a step is 1, 2 or 5 times 10^k).
+    let decimals = (-(step / scale).log10().floor()).clamp(0.0, 12.0) as usize;
+    ticks
+        .into_iter()
+        .map(|v| {
+            let text = format!("{:.decimals$}", v / scale);
+            // Round values read without their trailing zeros (`1.708 s`, not `1.708000 s`).
+            let text = if text.contains('.') {
+                text.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                text
+            };
+            let text = if text == "-0" { "0".to_string() } else { text };
+            (v, format!("{text}{suffix}"))
+        })
+        .collect()
 }
 
 /// A sequential colour scale from `lo` to `hi`, logarithmic when the data spans more than
@@ -396,37 +504,126 @@ pub fn category_colour(i: usize) -> &'static str {
     COLOURS[i % COLOURS.len()]
 }
 
-/// The colour of an MPI call (or of computation), the same in every picture: sends green,
-/// receives red, waits blue, each family of collectives its own hue; other names take a
-/// colour from [`category_colour`] by a hash of the name.
-pub fn call_colour(name: &str) -> &'static str {
-    let bare = name
-        .strip_prefix("MPI_")
-        .unwrap_or(name)
-        .trim_start_matches('I')
-        .to_ascii_lowercase();
-    match bare.as_str() {
-        "computation" => "#d9d9d9",
-        "send" | "ssend" | "bsend" | "rsend" => "#2ca02c",
-        "recv" | "mrecv" => "#d62728",
-        "sendrecv" | "sendrecv_replace" => "#bcbd22",
-        "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-        | "testsome" | "probe" => "#1f77b4",
-        "bcast" => "#ff7f0e",
-        "reduce" | "allreduce" | "reduce_scatter" | "reduce_scatter_block" | "scan" | "exscan" => {
-            "#9467bd"
+/// The families of MPI calls that share a hue: (hue in degrees, saturation, members by
+/// their name without `MPI_` in lower case). A non-blocking call (`MPI_I…`) is its blocking
+/// call's shade, lighter.
+const FAMILIES: [(f64, f64, &[&str]); 10] = [
+    (120.0, 0.55, &["send", "ssend", "bsend", "rsend"]),
+    (0.0, 0.7, &["recv", "mrecv"]),
+    (60.0, 0.6, &["sendrecv", "sendrecv_replace"]),
+    (
+        210.0,
+        0.65,
+        &[
+            "wait", "waitall", "waitany", "waitsome", "test", "testall", "testany", "testsome",
+            "probe", "mprobe",
+        ],
+    ),
+    (30.0, 0.9, &["bcast"]),
+    (
+        275.0,
+        0.45,
+        &["reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan"],
+    ),
+    (15.0, 0.35, &["barrier"]),
+    (185.0, 0.7, &["alltoall", "alltoallv", "alltoallw"]),
+    (
+        320.0,
+        0.6,
+        &["gather", "gatherv", "allgather", "allgatherv", "scatter", "scatterv"],
+    ),
+    (0.0, 0.0, &["init", "init_thread", "finalize", "comm_split", "comm_dup", "comm_free"]),
+];
+
+/// The colour of computation (CPU bursts) in every picture.
+pub const COMPUTATION: &str = "#c9d3dd";
+
+/// The colour of an MPI call (or of computation), the same in every picture and different
+/// for every call: each family of calls its hue (sends green, receives red, waits and tests
+/// blue, each family of collectives its own), each call in it its own lightness, the
+/// non-blocking call lighter than its blocking one; other names (user routines, calls
+/// outside the families) a colour from a hash of the name.
+pub fn call_colour(name: &str) -> String {
+    if name == "computation" {
+        return COMPUTATION.to_string();
+    }
+    let bare = name.strip_prefix("MPI_").unwrap_or(name).to_ascii_lowercase();
+    let member = |bare: &str| {
+        FAMILIES.iter().find_map(|&(hue, sat, members)| {
+            let i = members.iter().position(|m| *m == bare)?;
+            Some((hue, sat, i, members.len()))
+        })
+    };
+    let (found, non_blocking) = match member(&bare) {
+        Some(m) => (Some(m), false),
+        None => match bare.strip_prefix('i').and_then(member) {
+            Some(m) => (Some(m), true),
+            None => (None, false),
+        },
+    };
+    match found {
+        Some((hue, sat, i, n)) => {
+            // 2n shades from dark to light: the blocking call, then its non-blocking one.
+            let shade = (2 * i + usize::from(non_blocking)) as f64 / (2 * n - 1).max(1) as f64;
+            hsl(hue, sat, 0.28 + 0.44 * shade)
         }
-        "barrier" => "#8c564b",
-        "alltoall" | "alltoallv" | "alltoallw" => "#17becf",
-        "gather" | "gatherv" | "allgather" | "allgatherv" | "scatter" | "scatterv" => "#e377c2",
-        "nit" | "nit_thread" | "finalize" => "#555555",
-        _ => {
+        None => {
             let hash = name
                 .bytes()
-                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-            category_colour(hash)
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+            hsl((hash % 360) as f64, 0.5, 0.38 + (hash / 360 % 5) as f64 * 0.06)
         }
     }
+}
+
+/// Distinct colours for `names`, in their order: each its [`call_colour`], made lighter or
+/// darker step by step where it would repeat an earlier one (two names hashed alike), so that
+/// no two swatches of a legend are the same.
+pub fn distinct_call_colours(names: &[String]) -> Vec<String> {
+    let mut used = std::collections::HashSet::new();
+    names
+        .iter()
+        .map(|name| {
+            let mut colour = call_colour(name);
+            let mut k = 0u32;
+            while !used.insert(colour.clone()) {
+                k += 1;
+                colour = shift(&colour, k);
+            }
+            colour
+        })
+        .collect()
+}
+
+/// `colour` (`#rrggbb`) moved by `k` small steps, alternately lighter and darker.
+fn shift(colour: &str, k: u32) -> String {
+    let c = u32::from_str_radix(colour.trim_start_matches('#'), 16).unwrap_or(0);
+    let delta = (k.div_ceil(2) * 3) as i32 * if k % 2 == 1 { 1 } else { -1 };
+    let channel = |s: u32| (((c >> s) & 0xff) as i32 + delta).clamp(0, 255) as u32;
+    let moved = (channel(16) << 16) | (channel(8) << 8) | channel(0);
+    if moved == c {
+        // At white or black: step away from it.
+        return format!("#{:06x}", c ^ k.min(255));
+    }
+    format!("#{moved:06x}")
+}
+
+/// The `#rrggbb` of a hue (degrees), saturation and lightness (0 to 1).
+fn hsl(hue: f64, sat: f64, light: f64) -> String {
+    let c = (1.0 - (2.0 * light - 1.0).abs()) * sat;
+    let h = hue.rem_euclid(360.0) / 60.0;
+    let x = c * (1.0 - (h % 2.0 - 1.0).abs());
+    let (r, g, b) = match h as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = light - c / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    format!("#{:02x}{:02x}{:02x}", byte(r), byte(g), byte(b))
 }
 
 #[cfg(test)]
@@ -455,11 +652,47 @@ mod tests {
     }
 
     #[test]
-    fn a_call_has_one_colour_in_every_picture() {
-        assert_eq!(call_colour("MPI_Isend"), call_colour("MPI_Send"));
-        assert_eq!(call_colour("MPI_Init"), call_colour("MPI_Finalize"));
-        assert_ne!(call_colour("MPI_Irecv"), call_colour("MPI_Isend"));
-        assert_eq!(call_colour("MPI_Bcast"), "#ff7f0e");
+    fn every_call_has_its_own_colour_and_families_share_a_hue() {
+        let mut names: Vec<String> = FAMILIES
+            .iter()
+            .flat_map(|f| f.2.iter())
+            .flat_map(|m| [format!("MPI_{m}"), format!("MPI_I{m}")])
+            .collect();
+        names.push("computation".into());
+        let colours: std::collections::BTreeSet<String> =
+            names.iter().map(|n| call_colour(n)).collect();
+        assert_eq!(colours.len(), names.len(), "{names:?}");
+        // The same call, the same colour, whatever its spelling's case.
+        assert_eq!(call_colour("MPI_Waitall"), call_colour("MPI_WAITALL"));
+        assert_ne!(call_colour("MPI_Wait"), call_colour("MPI_Waitall"));
+        assert_ne!(call_colour("MPI_Init"), call_colour("MPI_Finalize"));
+        // A repeat made distinct.
+        let twice = distinct_call_colours(&["a".into(), "a".into(), "a".into()]);
+        assert!(twice[0] != twice[1] && twice[1] != twice[2] && twice[0] != twice[2]);
+    }
+
+    #[test]
+    fn tick_labels_are_distinct_at_any_zoom() {
+        let mut seed = 42u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..10_000 {
+            let lo = (next() * 1e13).floor();
+            let span = (10f64.powf(next() * 12.0)).max(2.0).floor();
+            for unit in [TickUnit::Time, TickUnit::Count] {
+                let labels = tick_labels(lo, lo + span, 8, unit);
+                let set: std::collections::BTreeSet<&String> =
+                    labels.iter().map(|(_, l)| l).collect();
+                assert_eq!(set.len(), labels.len(), "{lo} + {span}: {labels:?}");
+            }
+        }
+        let labels: Vec<String> = tick_labels(0.0, 2e6, 4, TickUnit::Time)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(labels, ["0 ms", "0.5 ms", "1 ms", "1.5 ms", "2 ms"]);
     }
 
     #[test]

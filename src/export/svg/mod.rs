@@ -4,11 +4,11 @@
 //! |---|---|
 //! | `SELECT COMMUNICATION MATRIX …` | a heatmap ([`heatmap`]), blocks of ranks beyond 410 |
 //! | `SELECT HISTOGRAM …` | bars with labelled bins ([`bars::histogram`]) |
-//! | a selection of operations, messages or CPU bursts | a timeline ([`timeline`]) |
+//! | a selection of operations, messages or CPU bursts | a timeline ([`timeline`]), with the computation and user routines beside `SELECT OPERATIONS` |
 //! | `SELECT PHASES`, `SELECT COMMUNICATION PATTERNS` | phase bands and pattern occurrences ([`phases`]) |
 //! | `SELECT TOPOLOGY` | the ranks at their coordinates, edges kept and dropped ([`topology`]) |
 //! | `SELECT WAIT STATES [GROUP BY …]`, `MPI TIME`, `FAN_IN`, `FAN_OUT`, `… GROUP BY …` aggregates | bars ([`bars::bars`]) |
-//! | `SELECT CRITICAL PATH` | the path's segments on a timeline, its steps between ranks in red |
+//! | `SELECT CRITICAL PATH` | the path's segments on a timeline, its computation (the cause) in strong orange, its steps between ranks as thin red lines, a row of the whole path |
 //!
 //! The drawing functions take result sets (and, for the matrix, its cells with traffic;
 //! for the topology, the identified [`Topology`](crate::analysis::topology::Topology));
@@ -180,6 +180,32 @@ fn timeline_of(
         }
     }
     let window = selection.filter.time.map(|w| (w.start, w.end));
+    // Beside all the calls of some ranks: the computation between them and the user
+    // routines around them, so that a window is not blank where the ranks compute.
+    if selection.target == Target::Operations && !drawn.is_empty() {
+        let bursts = Statement::Select(Select {
+            body: SelectBody::Rows(Selection {
+                target: Target::CpuBursts,
+                filter: selection.filter.clone(),
+            }),
+            order_by: Vec::new(),
+            limit: None,
+        });
+        for row in session.query_statement(&bursts)? {
+            drawn.add_computation_row(&row?);
+        }
+        let ranks = drawn.ranks_with_rows();
+        let trace = session.database().trace(&session.current_trace()?)?;
+        for chunk in 0..trace.routine_chunk_count() {
+            for call in trace.routine_chunk(chunk)? {
+                let inside = window.is_none_or(|(a, b)| call.start <= b && call.end >= a);
+                if inside && ranks.binary_search(&call.rank).is_ok() {
+                    let name = trace.string(call.routine).unwrap_or("routine");
+                    drawn.add_routine(call.rank, name, call.depth, (call.start, call.end));
+                }
+            }
+        }
+    }
     Ok(drawn.draw(title, window))
 }
 

@@ -1,7 +1,7 @@
 //! Phases and patterns over time, as the thesis draws its phase bars: a band per phase with
 //! its routine, and under it a row per communication pattern with a mark per occurrence.
 
-use super::canvas::{category_colour, escape, format_ns, Canvas, WIDTH};
+use super::canvas::{category_colour, escape, format_ns, Canvas, TickUnit, WIDTH};
 use crate::results::{ResultSet, Value};
 
 const LEFT: f64 = 110.0;
@@ -159,7 +159,7 @@ pub fn phases(
         (LEFT, LEFT + PIXELS, bottom),
         (t0 as f64, t1 as f64),
         8,
-        &|v| format_ns(v),
+        TickUnit::Time,
     );
     canvas
 }
