@@ -427,8 +427,11 @@ struct Shared {
     cleaned: AtomicBool,
     /// While counting ([`Store::count_decodes`]): how many times each chunk was read and
     /// decoded, by trace name, table and chunk.
-    decodes: Mutex<Option<HashMap<(String, Table, u32), u32>>>,
+    decodes: Mutex<Option<DecodeCounts>>,
 }
+
+/// Chunk reads by trace name, table and chunk.
+type DecodeCounts = HashMap<(String, Table, u32), u32>;
 
 impl Shared {
     /// The catalog as last committed.

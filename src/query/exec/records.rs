@@ -197,7 +197,9 @@ impl RecordScan {
             if self.held.is_none() {
                 self.held = Some(engine.hold_records(self.target, self.chunks)?);
             }
-            let (held, members) = self.held.as_mut().expect("held above");
+            let Some((held, members)) = self.held.as_mut() else {
+                return Ok(None);
+            };
             match held.pop_front() {
                 Some(chunk) => engine.member_records(chunk, members),
                 None => Vec::new(),
@@ -381,7 +383,10 @@ impl<'a> Engine<'a> {
             Vec::new,
             |mut out: Vec<(OpId, Member)>, batch| {
                 trace.check_cancel()?;
-                let ops = batch.operations().expect("an operation scan");
+                // An operation scan hands out operation batches only.
+                let Some(ops) = batch.operations() else {
+                    return Ok(out);
+                };
                 let rank = batch.location().map_or(0, |l| l.0);
                 for row in batch.rows() {
                     let member = Member {
