@@ -7,7 +7,10 @@
 //! - A timeline of every operation of a 64-rank `stencil2d` of about 1M operations (`SELECT
 //!   OPERATIONS`). Baseline: the statement's result set (`Session::run`). Then its picture,
 //!   whole (`statement_svg`: the rows through the cursor, the messages and collectives between
-//!   them, the boxes gathered per pixel, the document).
+//!   them, the computation between the calls (`SELECT CPU BURSTS` of the same scope) and the
+//!   routine calls around them, the boxes gathered per pixel, the document). Since #42 the
+//!   picture reads the CPU bursts and routine calls too, so it costs more against the same
+//!   baseline than before.
 //!
 //! Best of three runs of each; the ratio is the picture's time over the baseline's. The
 //! databases are generated under `target/` (not committed). `MTFDB_BENCH_RANKS` and

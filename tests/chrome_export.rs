@@ -860,11 +860,21 @@ fn every_message_flow_ends_after_it_starts_on_the_call_that_completed_its_receiv
     let (dir, db) = common::temp_db();
     // CG posts its receives (MPI_Irecv) before it sends: a flow ending on the Irecv would
     // go back in time; it ends on the Wait that completed the receive.
-    for scenario in [Scenario::Cg, Scenario::Stencil2d, Scenario::Ring, Scenario::Bt] {
+    for scenario in [
+        Scenario::Cg,
+        Scenario::Stencil2d,
+        Scenario::Ring,
+        Scenario::Bt,
+    ] {
         let name = scenario.to_string();
         import_generated(&db, &GenConfig::new(scenario, 16, 6), &name);
         let trace = db.trace(&name).unwrap();
-        let (stats, doc) = export(&trace, &Restriction::all(), dir.path(), &format!("{name}.json"));
+        let (stats, doc) = export(
+            &trace,
+            &Restriction::all(),
+            dir.path(),
+            &format!("{name}.json"),
+        );
         assert_eq!(stats.backward_messages, 0, "{name}: generated clocks agree");
         assert_eq!(stats.messages, trace.summary().messages, "{name}");
         let irecvs = trace.summary().kind_count(mtfdb::model::OpKind::Irecv);
@@ -874,7 +884,10 @@ fn every_message_flow_ends_after_it_starts_on_the_call_that_completed_its_receiv
                 .iter()
                 .map(|w| flows_ending_in(&doc, w))
                 .sum::<usize>();
-            assert_eq!(on_waits as u64, irecvs, "{name}: each Irecv's flow ends on its Wait");
+            assert_eq!(
+                on_waits as u64, irecvs,
+                "{name}: each Irecv's flow ends on its Wait"
+            );
         }
         let last = independent_check(&dir.path().join(format!("{name}.json")));
         println!("{name}: {last}");

@@ -626,7 +626,11 @@ fn messages_of(session: &mut Session, statement: &str) -> Vec<(u64, u64, u64, u6
 /// Every message line of `marks` is where messages are (both ends within a pixel of a
 /// message between its two ranks), every message has its line within a pixel, and the lines
 /// count every message once. Returns how many lines were drawn.
-fn lines_are_where_messages_are(marks: &[Mark], messages: &[(u64, u64, u64, u64)], what: &str) -> usize {
+fn lines_are_where_messages_are(
+    marks: &[Mark],
+    messages: &[(u64, u64, u64, u64)],
+    what: &str,
+) -> usize {
     let plot = Plot::of(marks);
     let lines = of_class(marks, "message");
     let near = |line: &Mark, m: &(u64, u64, u64, u64)| {
@@ -666,9 +670,8 @@ fn message_lines_are_drawn_within_a_pixel_of_their_messages_and_nowhere_else() {
     }
     for (a, b) in windows {
         let window = format!("BETWEEN TIME {a} ns AND {b} ns");
-        let marks = parse_svg(
-            &statement_svg(&mut session, &format!("SELECT MESSAGES {window}")).unwrap(),
-        );
+        let marks =
+            parse_svg(&statement_svg(&mut session, &format!("SELECT MESSAGES {window}")).unwrap());
         // The timeline draws the messages with both ends inside its window.
         let messages: Vec<_> = messages_of(&mut session, &format!("SELECT MESSAGES {window}"))
             .into_iter()
@@ -714,7 +717,10 @@ fn past_the_line_limit_every_message_is_counted_in_density_cells_and_none_is_mov
         by_rank
             .entry(c.number("data-rank") as u64)
             .or_default()
-            .push((c.number("data-from-ns") as u64, c.number("data-to-ns") as u64));
+            .push((
+                c.number("data-from-ns") as u64,
+                c.number("data-to-ns") as u64,
+            ));
     }
     let within = |rank: u64, t: u64| {
         by_rank
@@ -723,7 +729,10 @@ fn past_the_line_limit_every_message_is_counted_in_density_cells_and_none_is_mov
     };
     for m in messages.iter().step_by(7) {
         assert!(within(m.0, m.2), "send of {m:?} in a cell of its sender");
-        assert!(within(m.1, m.3), "receive of {m:?} in a cell of its receiver");
+        assert!(
+            within(m.1, m.3),
+            "receive of {m:?} in a cell of its receiver"
+        );
     }
 }
 
@@ -781,7 +790,11 @@ fn every_call_in_a_legend_has_its_own_swatch() {
             .unwrap()
             .len();
         // Every call drawn is in the legend (with computation and routines beside them).
-        assert!(key.len() >= calls, "{name}: {} swatches, {calls} calls", key.len());
+        assert!(
+            key.len() >= calls,
+            "{name}: {} swatches, {calls} calls",
+            key.len()
+        );
         let colours: BTreeSet<&String> = key.iter().map(|(_, c)| c).collect();
         assert_eq!(colours.len(), key.len(), "{name}: {key:?}");
         most = most.max(key.len());
@@ -821,7 +834,10 @@ fn the_critical_path_draws_its_computation_as_clearly_as_its_steps() {
         .map(|m| m.number("width"))
         .fold(0.0, f64::max);
     let ten_ms = plot.x(plot.t0 as u64 + 10_000_000) - plot.x0;
-    assert!(delay >= ten_ms * 0.99, "{delay} px for the delay, 10 ms is {ten_ms} px");
+    assert!(
+        delay >= ten_ms * 0.99,
+        "{delay} px for the delay, 10 ms is {ten_ms} px"
+    );
     let note = marks
         .iter()
         .find(|m| m.attributes.get("class").is_some_and(|c| c == "note"))
@@ -833,24 +849,40 @@ fn the_critical_path_draws_its_computation_as_clearly_as_its_steps() {
 fn a_timeline_of_calls_draws_the_computation_between_them() {
     let (_dir, mut session, _) = session_of(&GenConfig::new(Scenario::Stencil2d, 16, 6));
     let t = start_of(&mut session, "MPI_Isend", 3);
-    let window = format!(
-        "BETWEEN TIME {} ns AND {} ns",
-        t.saturating_sub(200_000),
-        t + 400_000
+    let a = t.saturating_sub(200_000);
+    let window = format!("BETWEEN TIME {a} ns AND {} ns", t + 400_000);
+    let marks =
+        parse_svg(&statement_svg(&mut session, &format!("SELECT OPERATIONS {window}")).unwrap());
+    // The CPU bursts of the calls of the window, as SELECT CPU BURSTS selects them (those
+    // of no time draw nothing).
+    let r = session.run(&format!("SELECT CPU BURSTS {window}")).unwrap();
+    let (rank, start, end) = (
+        r.column("rank").unwrap(),
+        r.column("start_ns").unwrap(),
+        r.column("end_ns").unwrap(),
     );
-    let marks = parse_svg(
-        &statement_svg(&mut session, &format!("SELECT OPERATIONS {window}")).unwrap(),
-    );
-    let bursts = session
-        .run(&format!("SELECT CPU BURSTS {window}"))
-        .unwrap()
-        .len() as u64;
-    let drawn: u64 = of_class(&marks, "computation")
+    let bursts: BTreeSet<(u64, u64, u64)> = r
+        .rows
+        .iter()
+        .map(|b| (int(&b[rank]), int(&b[start]), int(&b[end])))
+        .filter(|&(_, s, e)| e > s)
+        .collect();
+    let computation = of_class(&marks, "computation");
+    let drawn: u64 = computation
         .iter()
         .map(|m| m.number("data-bursts") as u64)
         .sum();
-    assert!(bursts > 0);
-    assert_eq!(drawn, bursts);
+    assert!(!bursts.is_empty());
+    assert_eq!(drawn, bursts.len() as u64);
+    // None drawn where the ranks do not compute: each one drawn alone is a burst.
+    for m in computation.iter().filter(|m| m.attr("data-bursts") == "1") {
+        let b = (
+            m.number("data-rank") as u64,
+            m.number("data-start-ns") as u64,
+            m.number("data-end-ns") as u64,
+        );
+        assert!(bursts.contains(&b), "{b:?} is no burst");
+    }
     // Calls and computation together cover most of each lane: one iteration is not blank.
     let plot = Plot::of(&marks);
     let mut covered: BTreeMap<String, f64> = BTreeMap::new();
@@ -860,8 +892,20 @@ fn a_timeline_of_calls_draws_the_computation_between_them() {
         }
     }
     for (rank, w) in covered {
-        assert!(w >= 0.9 * (plot.x1 - plot.x0), "rank {rank}: {w} px covered");
+        assert!(
+            w >= 0.9 * (plot.x1 - plot.x0),
+            "rank {rank}: {w} px covered"
+        );
     }
+    // A choice of calls draws no computation: its gaps are other calls.
+    let marks = parse_svg(
+        &statement_svg(
+            &mut session,
+            &format!("SELECT OPERATIONS {window} WHERE DURATION > 1000"),
+        )
+        .unwrap(),
+    );
+    assert!(of_class(&marks, "computation").is_empty());
 }
 
 #[test]

@@ -55,13 +55,13 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{output, walk, ExportStats, Spool, Writer};
+use crate::analysis::clock::{ClockCorrection, ClockMap};
 use crate::error::{Error, Result};
 use crate::hash::{FxHashMap as HashMap, FxHasher};
 use crate::model::{
     flags, Anomaly, CollectiveInstance, CommId, Message, OpKind, OpPosition, Operation, Rank,
     RoutineCall, Time, TraceHeader, ANY_TAG,
 };
-use crate::analysis::clock::{ClockCorrection, ClockMap};
 use crate::query::ast::TimeText;
 use crate::Trace;
 
@@ -657,11 +657,7 @@ impl<W: Write> Writer for ChromeWriter<W> {
             self.message_flow(open.id, open.send, (at, done))?;
             return self.out.maybe_flush();
         }
-        if self
-            .pending
-            .get(&request)
-            .is_some_and(|p| p.posted_receive)
-        {
+        if self.pending.get(&request).is_some_and(|p| p.posted_receive) {
             self.completed.insert(request, (at, done));
         }
         Ok(())

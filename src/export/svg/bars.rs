@@ -200,12 +200,7 @@ pub fn bars(result: &ResultSet, title: &str, label: usize, values: &[usize]) -> 
 
 /// The value axis from 0 to `max` (labelled by `label`), the baseline at `bottom`, and the
 /// title under the bars.
-fn axes(
-    canvas: &mut Canvas,
-    (bottom, max): (f64, f64),
-    unit: TickUnit,
-    title: &str,
-) {
+fn axes(canvas: &mut Canvas, (bottom, max): (f64, f64), unit: TickUnit, title: &str) {
     canvas.y_axis((LEFT, bottom, TOP), (0.0, max), 6, unit);
     let baseline = ((LEFT, bottom), (LEFT + PLOT_W, bottom));
     canvas.line("axis", baseline.0, baseline.1, "#333333", 1.0, "", "");

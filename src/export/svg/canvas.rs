@@ -242,7 +242,9 @@ impl Canvas {
     /// [`Canvas::key_height`]).
     pub fn key(&mut self, (x, y): (f64, f64), entries: &[(String, String)]) {
         self.body.push_str("<g class=\"key\">\n");
-        for ((cx, cy), (name, colour)) in key_places(x, self.width, entries).into_iter().zip(entries) {
+        for ((cx, cy), (name, colour)) in
+            key_places(x, self.width, entries).into_iter().zip(entries)
+        {
             let _ = write!(
                 self.body,
                 "<rect class=\"key-swatch\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\" data-name=\"",
@@ -523,16 +525,41 @@ const FAMILIES: [(f64, f64, &[&str]); 10] = [
     (
         275.0,
         0.45,
-        &["reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan"],
+        &[
+            "reduce",
+            "allreduce",
+            "reduce_scatter",
+            "reduce_scatter_block",
+            "scan",
+            "exscan",
+        ],
     ),
     (15.0, 0.35, &["barrier"]),
     (185.0, 0.7, &["alltoall", "alltoallv", "alltoallw"]),
     (
         320.0,
         0.6,
-        &["gather", "gatherv", "allgather", "allgatherv", "scatter", "scatterv"],
+        &[
+            "gather",
+            "gatherv",
+            "allgather",
+            "allgatherv",
+            "scatter",
+            "scatterv",
+        ],
     ),
-    (0.0, 0.0, &["init", "init_thread", "finalize", "comm_split", "comm_dup", "comm_free"]),
+    (
+        0.0,
+        0.0,
+        &[
+            "init",
+            "init_thread",
+            "finalize",
+            "comm_split",
+            "comm_dup",
+            "comm_free",
+        ],
+    ),
 ];
 
 /// The colour of computation (CPU bursts) in every picture.
@@ -547,7 +574,10 @@ pub fn call_colour(name: &str) -> String {
     if name == "computation" {
         return COMPUTATION.to_string();
     }
-    let bare = name.strip_prefix("MPI_").unwrap_or(name).to_ascii_lowercase();
+    let bare = name
+        .strip_prefix("MPI_")
+        .unwrap_or(name)
+        .to_ascii_lowercase();
     let member = |bare: &str| {
         FAMILIES.iter().find_map(|&(hue, sat, members)| {
             let i = members.iter().position(|m| *m == bare)?;
@@ -571,7 +601,11 @@ pub fn call_colour(name: &str) -> String {
             let hash = name
                 .bytes()
                 .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
-            hsl((hash % 360) as f64, 0.5, 0.38 + (hash / 360 % 5) as f64 * 0.06)
+            hsl(
+                (hash % 360) as f64,
+                0.5,
+                0.38 + (hash / 360 % 5) as f64 * 0.06,
+            )
         }
     }
 }
@@ -675,7 +709,9 @@ mod tests {
     fn tick_labels_are_distinct_at_any_zoom() {
         let mut seed = 42u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 11) as f64 / (1u64 << 53) as f64
         };
         for _ in 0..10_000 {

@@ -40,7 +40,7 @@ use crate::analysis::stats;
 use crate::error::{Error, Result};
 use crate::model::Rank;
 use crate::query::ast::{
-    Analysis, Measure, Select, SelectBody, Selection, Statement, Statistic, Target,
+    Analysis, Measure, Scope, Select, SelectBody, Selection, Statement, Statistic, Target,
 };
 use crate::query::{parse_statement, query_error, Session};
 use crate::results::ResultSet;
@@ -181,8 +181,15 @@ fn timeline_of(
     }
     let window = selection.filter.time.map(|w| (w.start, w.end));
     // Beside all the calls of some ranks: the computation between them and the user
-    // routines around them, so that a window is not blank where the ranks compute.
-    if selection.target == Target::Operations && !drawn.is_empty() {
+    // routines around them, so that a window is not blank where the ranks compute. Only
+    // when the rows are every call of their ranks in the window: a choice of calls (a
+    // condition, a communicator, a view, a limit) leaves gaps that are not computation.
+    let f = &selection.filter;
+    let every_call = f.predicate.is_none()
+        && f.within.is_empty()
+        && matches!(f.scope, None | Some(Scope::For(_)))
+        && select.limit.is_none();
+    if selection.target == Target::Operations && every_call && !drawn.is_empty() {
         let bursts = Statement::Select(Select {
             body: SelectBody::Rows(Selection {
                 target: Target::CpuBursts,

@@ -24,8 +24,7 @@
 //! back from the picture where each line is in time.
 
 use super::canvas::{
-    distinct_call_colours, escape, format_count, format_ns, Canvas, TickUnit, COMPUTATION,
-    WIDTH,
+    distinct_call_colours, escape, format_count, format_ns, Canvas, TickUnit, COMPUTATION, WIDTH,
 };
 use crate::hash::FxHashMap as HashMap;
 use crate::model::{rank_ranges, Rank};
@@ -78,6 +77,8 @@ impl Layer {
 struct Span {
     layer: Layer,
     rank: Rank,
+    /// The thread (location) within the rank, when the rows say.
+    thread: u32,
     /// A routine call's nesting depth (deeper calls are drawn over the calls around them).
     depth: u16,
     kind: u16,
@@ -108,6 +109,7 @@ enum Layout {
         /// `operation` (an MPI call, with its `id`) or `activity` (a path segment).
         name: Option<usize>,
         id: Option<usize>,
+        thread: Option<usize>,
     },
     Other,
 }
@@ -137,6 +139,7 @@ impl Layout {
                     .or_else(|| at("activity"))
                     .or_else(|| at("routine")),
                 id: at("operation").and(at("id")),
+                thread: at("thread"),
             },
             _ => Layout::Other,
         }
@@ -227,12 +230,17 @@ impl Timeline {
                 end,
                 name,
                 id,
+                thread,
             } => {
                 let (Some(rank), Some(start), Some(end)) =
                     (int(&v[rank]), int(&v[start]), int(&v[end]))
                 else {
                     return;
                 };
+                if self.adding == Some(Layer::Computation) && end <= start {
+                    // Calls back to back: no computation to draw.
+                    return;
+                }
                 let kind = match name.map(|n| &v[n]) {
                     Some(Value::Text(t)) => self.kind(t),
                     _ => self.kind("computation"),
@@ -246,6 +254,7 @@ impl Timeline {
                 self.spans.push(Span {
                     layer: self.adding.unwrap_or(Layer::Rows),
                     rank: rank as Rank,
+                    thread: thread.and_then(|t| int(&v[t])).unwrap_or(0) as u32,
                     depth: 0,
                     kind,
                     start,
@@ -271,6 +280,7 @@ impl Timeline {
         self.spans.push(Span {
             layer: Layer::Routines,
             rank,
+            thread: 0,
             depth,
             kind,
             start,
@@ -475,14 +485,25 @@ impl Timeline {
             let spans = self.spans.iter().filter(|s| s.layer == layer);
             draw_spans(&mut canvas, spans, layer, &style, &|rank: Rank| {
                 let lane = lane_of[&rank];
-                (lane, ranks[lane * per_lane], TOP + lane as f64 * lane_h + dy, h)
+                (
+                    lane,
+                    ranks[lane * per_lane],
+                    TOP + lane as f64 * lane_h + dy,
+                    h,
+                )
             });
             canvas.end_group();
         }
         if self.path_mode {
             // The whole path in one row: what it does at every moment, computation or calls.
             let y = TOP + plot_h + 8.0;
-            canvas.text("lane-label", LEFT - 6.0, y + PATH_ROW / 2.0 + 4.0, "end", "path");
+            canvas.text(
+                "lane-label",
+                LEFT - 6.0,
+                y + PATH_ROW / 2.0 + 4.0,
+                "end",
+                "path",
+            );
             canvas.group("path-rows");
             let style = SpanStyle {
                 individually: true,
@@ -575,7 +596,8 @@ impl Timeline {
                 );
             }
         } else {
-            let (cells, cell_w) = density_cells(&self.messages, &lane_of, &|t: u64| x(t) - LEFT, plot_w);
+            let (cells, cell_w) =
+                density_cells(&self.messages, &lane_of, &|t: u64| x(t) - LEFT, plot_w);
             density_note = format!(
                 "; {} messages drawn as {} density cells ({} px of a lane each; more than {} \
                  lines would be needed)",
@@ -849,7 +871,10 @@ fn density_cells(
         let cell = |t: u64| ((px(t) / cell_w).floor() as i64).clamp(0, last.max(0));
         let mut cells: HashMap<(usize, i64), (u64, u64)> = HashMap::default();
         for m in messages {
-            cells.entry((lane_of[&m.from.0], cell(m.from.1))).or_default().0 += 1;
+            cells
+                .entry((lane_of[&m.from.0], cell(m.from.1)))
+                .or_default()
+                .0 += 1;
             cells.entry((lane_of[&m.to.0], cell(m.to.1))).or_default().1 += 1;
         }
         if cells.len() <= MAX_CELLS || cell_w >= plot_w {
