@@ -468,8 +468,10 @@ fn the_clock_command_and_the_import_option() {
         "{page}"
     );
     assert!(page.contains(
-        "SELECT LATE SENDERS WITH CLOCK CORRECTION offsets ORDER BY WAIT DESC LIMIT 20</code>"
+        "SELECT OPERATIONS WHERE WAIT &gt; 0 WITH CLOCK CORRECTION offsets ORDER BY WAIT DESC \
+         LIMIT 20</code>"
     ));
+    assert!(page.contains("SELECT DELAY COSTS WITH CLOCK CORRECTION offsets</code>"));
 }
 
 /// `statement`'s result on trace `trace`.

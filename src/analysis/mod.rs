@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod comm_patterns;
 pub mod critical_path;
+pub mod delay_costs;
 pub mod detection;
 pub mod global_model;
 pub mod loops;

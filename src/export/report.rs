@@ -1,9 +1,11 @@
 //! The one-page report (`mtfdb report NAME -o report.html`): a self-contained HTML page (no
 //! network access, no external script, style or font) with the trace's summary, the matrix
 //! heatmap, the size histogram, a timeline of one iteration of its main communication
-//! pattern, phases and patterns, the topology, time in MPI and the top waits (on the stored
-//! times, or on corrected clocks: [`report_corrected`]). Tables sort when their header is
-//! clicked.
+//! pattern, phases and patterns, the topology, time in MPI, the top waits of every kind and
+//! beside them their causes, the delay costs (on the stored times, or on corrected clocks:
+//! [`report_corrected`]). Tables sort when their header is clicked. Every time and size in
+//! them reads with its unit (`235.1 ms`, `16.0 KiB`, through [`crate::units`]); a cell keeps
+//! its exact value for sorting.
 //!
 //! Each section is a statement of the language run through [`svg::statement_svg`] or
 //! [`Session::run`]; the statement is printed under its section, so that a reader can run it
@@ -26,12 +28,15 @@ use std::fmt::Write as _;
 use super::svg::{self, canvas::escape};
 use crate::analysis::clock::ClockCorrection;
 use crate::analysis::detection::{self, PatternParams};
+use crate::analysis::waits;
 use crate::error::Result;
-use crate::results::ResultSet;
-use crate::Session;
+use crate::results::{ResultSet, Value};
+use crate::{units, Session};
 
 /// Rows a report table shows at the most (the statement under it gives them all).
 const MAX_TABLE_ROWS: usize = 200;
+/// Waits, and causes, the report lists.
+const TOP: usize = 20;
 
 /// The report of the session's current trace, as one HTML document.
 pub fn report(session: &mut Session) -> Result<String> {
@@ -59,11 +64,11 @@ pub fn report_corrected(session: &mut Session, correction: ClockCorrection) -> R
         ("processes", info.processes.to_string()),
         (
             "run time",
-            span.map_or("-".into(), |ns| svg::canvas::format_ns(ns as f64)),
+            span.map_or("-".into(), |ns| units::duration(ns as f64)),
         ),
         ("operations", summary.operations.to_string()),
         ("messages", summary.messages.to_string()),
-        ("message bytes", summary.message_bytes.to_string()),
+        ("message bytes", units::bytes(summary.message_bytes)),
         (
             "collective instances",
             summary.collective_instances.to_string(),
@@ -142,9 +147,48 @@ pub fn report_corrected(session: &mut Session, correction: ClockCorrection) -> R
     };
     let waits = format!("SELECT WAIT STATES{clock}");
     page.section("Wait states", &waits, picture(session, &waits));
-    let late = format!("SELECT LATE SENDERS{clock} ORDER BY WAIT DESC LIMIT 20");
-    page.section("Top waits", &late, session.run(&late).map(Part::Table));
+    let top = format!("SELECT OPERATIONS WHERE WAIT > 0{clock} ORDER BY WAIT DESC LIMIT {TOP}");
+    let causes = format!("SELECT DELAY COSTS{clock}");
+    let top_waits = waits::stored_wait_states_with(&trace, correction, false)
+        .and_then(|w| top_waits_table(&trace, &w));
+    let delay_costs = session.run(&causes);
+    page.pair(
+        "Top waits and their causes",
+        ("The longest waits, every kind", &top, top_waits),
+        (
+            "Their causes: the delays that cost the most waiting (short-term: the waits they \
+             caused; long-term: the waits those caused in turn)",
+            &causes,
+            delay_costs,
+        ),
+    );
     Ok(page.finish())
+}
+
+/// The [`TOP`] longest waits of every kind, longest first: who waited, in which call, why,
+/// for whom, how long and when.
+fn top_waits_table(trace: &crate::Trace, states: &waits::WaitStates) -> Result<ResultSet> {
+    let mut waits: Vec<&waits::Wait> = states.waits.iter().collect();
+    waits.sort_by(|a, b| b.time.cmp(&a.time).then(a.op.cmp(&b.op)));
+    waits.truncate(TOP);
+    let ids: roaring::RoaringTreemap = waits.iter().map(|w| w.op).collect();
+    let calls: crate::hash::FxHashMap<u64, String> = trace
+        .operations(&ids)?
+        .into_iter()
+        .map(|(id, o)| (id, trace.kind_name(o.kind)))
+        .collect();
+    let mut r = ResultSet::new(["rank", "call", "kind", "waited for", "wait_ns", "start_ns"]);
+    for w in waits {
+        r.push(vec![
+            w.rank.into(),
+            calls.get(&w.op).cloned().unwrap_or_default().into(),
+            w.kind.name().into(),
+            w.partner.into(),
+            w.time.into(),
+            w.start.into(),
+        ]);
+    }
+    Ok(r)
 }
 
 /// What a section shows.
@@ -232,34 +276,85 @@ impl Page {
         );
     }
 
+    /// Two tables side by side under one title, each with its caption and statement.
+    fn pair(
+        &mut self,
+        title: &str,
+        left: (&str, &str, Result<ResultSet>),
+        right: (&str, &str, Result<ResultSet>),
+    ) {
+        let id = self.anchor(title);
+        let _ = write!(
+            self.body,
+            "<section id=\"{id}\">\n<h2>{}</h2>\n<div class=\"pair\">\n",
+            escape(title)
+        );
+        for (caption, statement, part) in [left, right] {
+            let _ = writeln!(self.body, "<div>\n<h3>{}</h3>", escape(caption));
+            match part {
+                Ok(t) => self.table_of(&t, TOP),
+                Err(e) => {
+                    let _ = writeln!(
+                        self.body,
+                        "<p class=\"absent\">Not available: {}</p>",
+                        escape(&e.to_string())
+                    );
+                }
+            }
+            let _ = write!(
+                self.body,
+                "<p class=\"statement\"><code>{}</code></p>\n</div>\n",
+                escape(statement)
+            );
+        }
+        self.body.push_str("</div>\n</section>\n");
+    }
+
     fn table(&mut self, t: &ResultSet) {
+        self.table_of(t, MAX_TABLE_ROWS)
+    }
+
+    /// `t`'s first `max` rows; times and sizes with their units (see [`Unit::of`]), the exact
+    /// value kept in `data-v` for sorting.
+    fn table_of(&mut self, t: &ResultSet, max: usize) {
+        let units: Vec<Unit> = t.columns.iter().map(|c| Unit::of(c)).collect();
         self.body
             .push_str("<table class=\"sortable\">\n<thead><tr>");
-        for c in &t.columns {
-            let _ = write!(self.body, "<th>{}</th>", escape(c));
+        for (c, unit) in t.columns.iter().zip(&units) {
+            let _ = write!(self.body, "<th>{}</th>", escape(unit.header(c)));
         }
         self.body.push_str("</tr></thead>\n<tbody>\n");
-        for row in t.rows.iter().take(MAX_TABLE_ROWS) {
+        for row in t.rows.iter().take(max) {
             self.body.push_str("<tr>");
-            for v in row {
-                let numeric = matches!(
-                    v,
-                    crate::results::Value::Int(_) | crate::results::Value::Float(_)
-                );
-                let _ = write!(
-                    self.body,
-                    "<td{}>{}</td>",
-                    if numeric { " class=\"num\"" } else { "" },
-                    escape(&v.render())
-                );
+            for (v, unit) in row
+                .iter()
+                .zip(units.iter().chain(std::iter::repeat(&Unit::None)))
+            {
+                let exact = match v {
+                    Value::Int(i) => Some(*i as f64),
+                    Value::Float(f) => Some(*f),
+                    _ => None,
+                };
+                match exact {
+                    Some(x) => {
+                        let _ = write!(
+                            self.body,
+                            "<td class=\"num\" data-v=\"{x}\">{}</td>",
+                            escape(&unit.render(v, x))
+                        );
+                    }
+                    None => {
+                        let _ = write!(self.body, "<td>{}</td>", escape(&v.render()));
+                    }
+                }
             }
             self.body.push_str("</tr>\n");
         }
         self.body.push_str("</tbody>\n</table>\n");
-        if t.len() > MAX_TABLE_ROWS {
+        if t.len() > max {
             let _ = writeln!(
                 self.body,
-                "<p class=\"absent\">The first {MAX_TABLE_ROWS} of {} rows.</p>",
+                "<p class=\"absent\">The first {max} of {} rows.</p>",
                 t.len()
             );
         }
@@ -285,6 +380,51 @@ impl Page {
     }
 }
 
+/// What a table column holds, told by its name: a time in ns (`wait_ns`, `SUM(DURATION)`),
+/// a size in bytes (`bytes_sent`, `SUM(SIZE)`), or anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Nanoseconds,
+    Bytes,
+    None,
+}
+
+impl Unit {
+    fn of(column: &str) -> Unit {
+        let c = column.to_ascii_lowercase();
+        if c.ends_with("_ns") || c.contains("(ns)") || c.contains("duration") || c == "wait" {
+            Unit::Nanoseconds
+        } else if c.contains("bytes")
+            || c.contains("size")
+            || c.ends_with("(sent)")
+            || c.ends_with("(received)")
+        {
+            Unit::Bytes
+        } else {
+            Unit::None
+        }
+    }
+
+    /// The header without the unit the cells now carry (`wait_ns` → `wait`).
+    fn header(self, column: &str) -> &str {
+        match self {
+            Unit::Nanoseconds => column
+                .strip_suffix("_ns")
+                .or_else(|| column.strip_suffix(" (ns)"))
+                .unwrap_or(column),
+            _ => column,
+        }
+    }
+
+    fn render(self, v: &Value, exact: f64) -> String {
+        match self {
+            Unit::Nanoseconds => units::duration(exact),
+            Unit::Bytes if exact >= 0.0 => units::bytes(exact.round() as u64),
+            _ => v.render(),
+        }
+    }
+}
+
 const STYLE: &str = "
 body { font-family: sans-serif; margin: 0 auto; max-width: 1240px; padding: 0 16px; color: #222; }
 h1 { font-size: 1.5em; margin: 18px 0 6px; }
@@ -299,6 +439,8 @@ th.asc::after { content: ' \\25B2'; } th.desc::after { content: ' \\25BC'; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .statement code { color: #555; font-size: 0.85em; }
 .absent { color: #8a5a00; }
+.pair { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
+.pair h3 { font-size: 0.95em; font-weight: normal; color: #444; max-width: 560px; }
 footer { margin: 30px 0; color: #888; font-size: 0.85em; }
 ";
 
@@ -315,7 +457,8 @@ document.querySelectorAll('table.sortable th').forEach(function (th) {
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = a.cells[index].textContent, y = b.cells[index].textContent;
-      var nx = parseFloat(x), ny = parseFloat(y);
+      var nx = parseFloat(a.cells[index].dataset.v !== undefined ? a.cells[index].dataset.v : x);
+      var ny = parseFloat(b.cells[index].dataset.v !== undefined ? b.cells[index].dataset.v : y);
       var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
       return ascending ? order : -order;
     });

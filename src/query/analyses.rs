@@ -9,6 +9,7 @@ use super::session::Session;
 use super::usage;
 use crate::analysis::clock::{self, ClockCorrection, ClockMap};
 use crate::analysis::critical_path::{self, Activity, CriticalPath};
+use crate::analysis::delay_costs::{self, DelayCosts};
 use crate::analysis::detection::{self, PatternParams, PhaseParams};
 use crate::analysis::profile::{self, ProfileBy};
 use crate::analysis::structure::TopologyParams;
@@ -17,6 +18,7 @@ use crate::analysis::{replay, structure, time_bins};
 use crate::error::{Error, Result};
 use crate::model::{Rank, Time};
 use crate::results::{ResultSet, Value};
+use crate::Trace;
 
 /// `EXPLAIN`'s step for the clock map of `correction`: read back, or estimated from the
 /// messages first.
@@ -149,6 +151,43 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
         p.error().into(),
         p.unresolved.into(),
     ]);
+    r
+}
+
+/// `SELECT DELAY COSTS`' rows: one per delaying rank, activity and call path, the costliest
+/// first (all of them, or those of `rank`).
+pub(crate) fn delay_cost_rows(trace: &Trace, costs: &DelayCosts, rank: Option<Rank>) -> ResultSet {
+    let mut r = ResultSet::new([
+        "rank",
+        "activity",
+        "call_path",
+        "short_term_ns",
+        "long_term_ns",
+        "total_ns",
+        "waits",
+    ]);
+    for c in costs
+        .rows
+        .iter()
+        .filter(|c| rank.is_none_or(|k| k == c.rank))
+    {
+        r.push(vec![
+            c.rank.into(),
+            match c.activity {
+                None => "computation".into(),
+                Some(kind) => trace.kind_name(kind).into(),
+            },
+            if c.call_path.is_empty() {
+                Value::Null
+            } else {
+                c.call_path.clone().into()
+            },
+            c.short_term.into(),
+            c.long_term.into(),
+            c.total().into(),
+            c.waits.into(),
+        ]);
+    }
     r
 }
 
@@ -495,6 +534,36 @@ impl Session {
                     ops,
                 );
             }
+            Analysis::DelayCosts { clock, .. } => {
+                if *clock != ClockCorrection::None {
+                    step(clock_step(trace, *clock)?, messages);
+                }
+                if trace
+                    .result::<DelayCosts>(&delay_costs::delay_costs_key(*clock))?
+                    .is_some()
+                {
+                    step("read the stored delay costs".into(), 0);
+                } else {
+                    step(
+                        if trace.result::<WaitStates>(&waits_key(*clock))?.is_some() {
+                            "read the stored wait states".into()
+                        } else {
+                            "wait state analysis (then stored)".into()
+                        },
+                        ops,
+                    );
+                    step(
+                        "each wait's synchronization interval from the messages and collective                          instances before it; each rank's operations and routine calls"
+                            .into(),
+                        ops + messages + summary.collective_instances,
+                    );
+                    step(
+                        "compare the two ranks' time per call path in each interval; share                          each wait and what it caused from the last wait back (then stored)"
+                            .into(),
+                        ops,
+                    );
+                }
+            }
             Analysis::Simulate { network, as_trace } => {
                 step(
                     "read the links: each receive's send, each Wait's requests, each \
@@ -597,6 +666,7 @@ impl Session {
             Analysis::PhaseTree(_) => Some("SHOW PHASE TREE"),
             Analysis::Refresh => Some("REFRESH PATTERNS (which cuts phases)"),
             Analysis::CriticalPath { .. } => Some("SELECT CRITICAL PATH"),
+            Analysis::DelayCosts { .. } => Some("SELECT DELAY COSTS"),
             Analysis::FitNetwork => Some("SELECT NETWORK MODEL"),
             Analysis::Simulate { .. } | Analysis::WhatIf { .. } => Some("SIMULATE"),
             Analysis::Profile { .. } => Some("SELECT PROFILE"),
@@ -805,6 +875,10 @@ impl Session {
                     }
                     r
                 }
+            }
+            Analysis::DelayCosts { rank, clock } => {
+                let costs = delay_costs::stored_delay_costs(trace, *clock, false)?;
+                delay_cost_rows(trace, &costs, *rank)
             }
             Analysis::GlobalModel(params) => {
                 let found = structure::global_model_text(trace, params, false)?;

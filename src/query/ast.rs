@@ -127,6 +127,16 @@ pub enum Analysis {
         /// corrected by `c`, its segments in corrected times.
         clock: ClockCorrection,
     },
+    /// `SELECT DELAY COSTS [FOR PROCESS(n)] [WITH CLOCK CORRECTION c]`: the root causes of the
+    /// wait states (Scalasca's delay costs): per delaying rank, activity (computation or
+    /// the MPI call) and call path, the waiting its delays caused directly (short-term) and
+    /// through the waits they caused (long-term); see [`crate::analysis::delay_costs`].
+    DelayCosts {
+        /// Only the delays of this rank.
+        rank: Option<Rank>,
+        /// `WITH CLOCK CORRECTION c`: the wait states and intervals on corrected clocks.
+        clock: ClockCorrection,
+    },
     /// `SIMULATE [WITH LATENCY 1.5 us, OVERHEAD 0.4 us, GAP 0 ns, BANDWIDTH 12 GB/s, EAGER
     /// LIMIT 64 KiB, CPU 2.0] [AS TRACE name]`: replays the trace on the network model and
     /// predicts each rank's end and time in MPI, and the run time, beside the measured ones;
@@ -967,6 +977,12 @@ impl fmt::Display for Analysis {
                 f.write_str("SELECT CRITICAL PATH")?;
                 if *summary {
                     f.write_str(" SUMMARY")?;
+                }
+            }
+            Analysis::DelayCosts { rank, .. } => {
+                f.write_str("SELECT DELAY COSTS")?;
+                if let Some(r) = rank {
+                    write!(f, " FOR PROCESS({r})")?;
                 }
             }
             Analysis::Simulate { network, as_trace } => {

@@ -79,6 +79,8 @@ const OTHER_KEYWORDS: &[&str] = &[
     "CRITICAL",
     "PATH",
     "SUMMARY",
+    "DELAY",
+    "COSTS",
     "SIMULATE",
     "NETWORK",
     "LATENCY",

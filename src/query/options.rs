@@ -28,6 +28,7 @@ pub(crate) fn parameters(analysis: &Analysis) -> &'static [&'static str] {
         Analysis::Topology { .. } => &["THRESHOLD"],
         Analysis::LogicalTrace { .. } => &["BODY", "THRESHOLD"],
         Analysis::CriticalPath { .. } => &["CLOCK"],
+        Analysis::DelayCosts { .. } => &["CLOCK"],
         Analysis::Refresh
         | Analysis::Simulate { .. }
         | Analysis::FitNetwork
@@ -52,6 +53,7 @@ pub(crate) fn statement_name(analysis: &Analysis) -> &'static str {
         Analysis::Topology { .. } => "SELECT TOPOLOGY",
         Analysis::LogicalTrace { .. } => "SELECT LOGICAL TRACE",
         Analysis::CriticalPath { .. } => "SELECT CRITICAL PATH",
+        Analysis::DelayCosts { .. } => "SELECT DELAY COSTS",
         Analysis::Simulate { .. } => "SIMULATE",
         Analysis::FitNetwork => "SELECT NETWORK MODEL",
         Analysis::WhatIf { .. } => "SIMULATE",
@@ -84,7 +86,7 @@ pub(crate) fn settings(analysis: &Analysis) -> Vec<Setting> {
         Analysis::LogicalTrace {
             loops, topology, ..
         } => vec![loop_setting(loops), topology_setting(topology)],
-        Analysis::CriticalPath { clock, .. } => vec![setting(
+        Analysis::CriticalPath { clock, .. } | Analysis::DelayCosts { clock, .. } => vec![setting(
             super::ast::clock_setting(*clock),
             *clock == ClockCorrection::None,
         )],

@@ -753,6 +753,29 @@ impl<'a> Parser<'a> {
                 summary: self.eat_keyword("SUMMARY"),
                 clock: ClockCorrection::None,
             }))
+        } else if word("DELAY") {
+            self.pos += 2;
+            self.expect_keyword("COSTS", "after SELECT DELAY")?;
+            let rank = if self.eat_keyword("FOR") {
+                let at = self.here();
+                match self.selector("FOR")? {
+                    ProcessSelector::Process(rank) => Some(rank),
+                    _ => {
+                        return self.fail_at(
+                            at,
+                            "delay costs are selected by delaying process: SELECT DELAY COSTS \
+                             FOR PROCESS(n)"
+                                .to_string(),
+                        )
+                    }
+                }
+            } else {
+                None
+            };
+            Ok(Some(Analysis::DelayCosts {
+                rank,
+                clock: ClockCorrection::None,
+            }))
         } else if word("TOPOLOGY") {
             self.pos += 2;
             let (mut comm, mut phase) = (None, None);
@@ -1059,6 +1082,7 @@ impl<'a> Parser<'a> {
                     topology.threshold = t as u32;
                 }
                 (Analysis::CriticalPath { clock, .. }, _) => *clock = p.clock_correction()?,
+                (Analysis::DelayCosts { clock, .. }, _) => *clock = p.clock_correction()?,
                 // `parameters` gives no other name to any other analysis.
                 _ => return p.expected("a known parameter"),
             }
