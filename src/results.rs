@@ -120,12 +120,23 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// r.push(vec![Value::Int(0), Value::Int(4096)]);
 /// assert_eq!(r.to_csv(), "rank,bytes\n0,4096\n");
 /// ```
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ResultSet {
     /// Column names.
     pub columns: Vec<String>,
     /// Rows, each as long as `columns`.
     pub rows: Vec<Vec<Value>>,
+    /// How many of the last rows are summaries of the others (`total` of `STATISTICS`, `run`
+    /// of `SIMULATE`): a statement's `WHERE`, `ORDER BY` and `LIMIT` over the result leave
+    /// them last ([`crate::query`]'s relational tail). Not part of the result's value: two
+    /// results with the same columns and rows are equal.
+    pub totals: usize,
+}
+
+impl PartialEq for ResultSet {
+    fn eq(&self, other: &ResultSet) -> bool {
+        self.columns == other.columns && self.rows == other.rows
+    }
 }
 
 impl ResultSet {
@@ -134,7 +145,22 @@ impl ResultSet {
         ResultSet {
             columns: columns.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
+            totals: 0,
         }
+    }
+
+    /// Appends a summary row of the rows before it (a `total`), which stays last.
+    pub fn push_total(&mut self, row: Vec<Value>) {
+        self.push(row);
+        self.totals += 1;
+    }
+
+    /// Takes the summary rows out (those [`push_total`](Self::push_total) appended), leaving
+    /// the others.
+    pub fn take_totals(&mut self) -> Vec<Vec<Value>> {
+        let n = self.totals.min(self.rows.len());
+        self.totals = 0;
+        self.rows.split_off(self.rows.len() - n)
     }
 
     /// Appends a row; it must have one value per column.
@@ -160,17 +186,25 @@ impl ResultSet {
             .position(|c| c.eq_ignore_ascii_case(name))
     }
 
-    /// An aligned text table: numbers right-aligned, text left-aligned.
+    /// An aligned text table: numbers right-aligned, text left-aligned, durations and sizes
+    /// with their units ([`ColumnUnit`]).
     pub fn to_table(&self) -> String {
         self.to_table_with(&[], true)
     }
 
     /// [`to_table`](Self::to_table) with column `i` at least `min_widths[i]` characters wide
     /// (the shell's `.width`), and without the header and its rule when `headers` is false.
+    pub fn to_table_with(&self, min_widths: &[usize], headers: bool) -> String {
+        self.to_table_styled(min_widths, headers, true)
+    }
+
+    /// [`to_table_with`](Self::to_table_with), with durations and sizes in units a person
+    /// reads (`235.1 ms`, `16.0 KiB`) when `units`, else the exact values CSV and JSON carry
+    /// (the shell's `.units off`, the command line's `--units off`).
     ///
     /// Every name and cell is shown as [`printable`] shows it (a trace's names may hold
     /// terminal controls), and the widths are those of the text shown.
-    pub fn to_table_with(&self, min_widths: &[usize], headers: bool) -> String {
+    pub fn to_table_styled(&self, min_widths: &[usize], headers: bool, units: bool) -> String {
         let shown = |text: String| {
             if text.contains(is_terminal_control) {
                 printable(&text).into_owned()
@@ -178,10 +212,32 @@ impl ResultSet {
                 text
             }
         };
+        let column_units: Vec<ColumnUnit> = self
+            .columns
+            .iter()
+            .map(|c| {
+                if units {
+                    ColumnUnit::of(c)
+                } else {
+                    ColumnUnit::Plain
+                }
+            })
+            .collect();
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
-            .map(|r| r.iter().map(|v| shown(v.render())).collect())
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(c, v)| {
+                        shown(
+                            column_units
+                                .get(c)
+                                .map_or_else(|| v.render(), |u| u.render(v)),
+                        )
+                    })
+                    .collect()
+            })
             .collect();
         let names: Vec<String> = self.columns.iter().map(|c| shown(c.clone())).collect();
         // A row shorter than the columns (a caller's mistake) prints empty cells, never panics.
@@ -243,6 +299,77 @@ impl ResultSet {
         let json = serde_json::to_string_pretty(self)
             .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
         json_text(json)
+    }
+}
+
+/// What a column's values measure, as its name says: a table prints them with their unit.
+/// Names ending `_ns` are nanoseconds and `_s` seconds; names ending `bytes` or starting
+/// `bytes_`, and `size`, `sent`, `received` are bytes; an aggregate's column (`sum(size)`,
+/// `avg(duration)`) measures what its argument does, `count(*)` nothing. Everything else is
+/// printed as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnUnit {
+    /// Durations in nanoseconds: `235.1 ms`.
+    Nanoseconds,
+    /// Durations in seconds (a float): `1.708 s`.
+    Seconds,
+    /// Sizes in bytes: `16.0 KiB`.
+    Bytes,
+    /// No unit: printed as it is.
+    Plain,
+}
+
+impl ColumnUnit {
+    /// The unit of the column named `column`.
+    pub fn of(column: &str) -> ColumnUnit {
+        let lower = column.to_ascii_lowercase();
+        // An aggregate's column measures its argument: `sum(duration_ns)` → `duration_ns`.
+        let base = match (lower.find('('), lower.strip_suffix(')')) {
+            (Some(open), Some(inner)) if open < inner.len() => &inner[open + 1..],
+            _ => lower.as_str(),
+        };
+        if base.ends_with("_ns") || matches!(base, "duration" | "wait" | "skew") {
+            ColumnUnit::Nanoseconds
+        } else if base.ends_with("_s") {
+            ColumnUnit::Seconds
+        } else if base.ends_with("bytes")
+            || base.starts_with("bytes_")
+            || matches!(base, "size" | "sent" | "received")
+        {
+            ColumnUnit::Bytes
+        } else {
+            ColumnUnit::Plain
+        }
+    }
+
+    /// Whether the column is a duration (nanoseconds or seconds).
+    pub fn is_duration(self) -> bool {
+        matches!(self, ColumnUnit::Nanoseconds | ColumnUnit::Seconds)
+    }
+
+    /// A cell of such a column as a table shows it: a number with its unit (through
+    /// [`crate::units`]), anything else as [`Value::render`] does.
+    pub fn render(self, v: &Value) -> String {
+        let number = match v {
+            Value::Int(i) => *i as f64,
+            Value::Float(f) if f.is_finite() => *f,
+            _ => return v.render(),
+        };
+        match self {
+            ColumnUnit::Nanoseconds => crate::units::duration(number),
+            ColumnUnit::Seconds => crate::units::duration(number * 1e9),
+            ColumnUnit::Bytes => match v {
+                Value::Int(i) => match u64::try_from(*i) {
+                    Ok(b) => crate::units::bytes(b),
+                    Err(_) => v.render(),
+                },
+                _ if number >= 0.0 && number < u64::MAX as f64 => {
+                    crate::units::bytes(number.round() as u64)
+                }
+                _ => v.render(),
+            },
+            ColumnUnit::Plain => v.render(),
+        }
     }
 }
 
@@ -669,9 +796,103 @@ mod tests {
     #[test]
     fn table_aligns_numbers_right_and_text_left() {
         assert_eq!(
-            sample().to_table(),
+            sample().to_table_styled(&[], true, false),
             "rank  name   bytes\n----  ----  ------\n   0  P0    123456\n  12  P,12\n"
         );
+    }
+
+    #[test]
+    fn a_table_prints_durations_and_sizes_with_units_and_csv_and_json_exactly() {
+        let mut r = ResultSet::new([
+            "rank",
+            "wait_ns",
+            "bytes_sent",
+            "end_s",
+            "sum(size)",
+            "count(*)",
+            "share",
+        ]);
+        r.push(vec![
+            Value::Int(0),
+            Value::Int(235_100_000),
+            Value::Int(16 * 1024),
+            Value::Float(1.708),
+            Value::Int(512),
+            Value::Int(40_000),
+            Value::Float(0.5),
+        ]);
+        r.push(vec![
+            Value::Int(1),
+            Value::Int(999),
+            Value::Null,
+            Value::Float(0.000_002_5),
+            Value::Int(3 * 1024 * 1024 + 512 * 1024),
+            Value::Int(7),
+            Value::Float(0.25),
+        ]);
+        assert_eq!(
+            r.to_table(),
+            [
+                "rank   wait_ns  bytes_sent    end_s  sum(size)  count(*)  share",
+                "----  --------  ----------  -------  ---------  --------  -----",
+                "   0  235.1 ms    16.0 KiB  1.708 s      512 B     40000    0.5",
+                "   1    999 ns               2.5 µs    3.5 MiB         7   0.25",
+                "",
+            ]
+            .join("\n")
+        );
+        // Exact values: the raw table, CSV and JSON.
+        let raw = r.to_table_styled(&[], true, false);
+        assert!(raw.contains("235100000") && raw.contains("16384"), "{raw}");
+        assert!(r
+            .to_csv()
+            .contains("0,235100000,16384,1.708,512,40000,0.5\n"));
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v[0]["wait_ns"], 235_100_000);
+        assert_eq!(v[1]["sum(size)"], 3 * 1024 * 1024 + 512 * 1024);
+    }
+
+    #[test]
+    fn a_column_measures_what_its_name_says() {
+        use ColumnUnit::*;
+        for (name, unit) in [
+            ("duration_ns", Nanoseconds),
+            ("avg(duration)", Nanoseconds),
+            ("sum(on_path_ns)", Nanoseconds),
+            ("MAX(WAIT)", Nanoseconds),
+            ("start_s", Seconds),
+            ("bytes_received", Bytes),
+            ("fan_in_bytes", Bytes),
+            ("size", Bytes),
+            ("sum(sent)", Bytes),
+            ("count(*)", Plain),
+            ("rank", Plain),
+            ("messages", Plain),
+            ("share", Plain),
+        ] {
+            assert_eq!(ColumnUnit::of(name), unit, "{name}");
+        }
+        // A negative size or text stays as it is.
+        assert_eq!(Bytes.render(&Value::Int(-3)), "-3");
+        assert_eq!(Nanoseconds.render(&"run".into()), "run");
+        assert_eq!(Nanoseconds.render(&Value::Null), "");
+    }
+
+    #[test]
+    fn summary_rows_are_taken_out_and_put_back_last() {
+        let mut r = ResultSet::new(["rank", "n"]);
+        r.push(vec![Value::Int(0), Value::Int(1)]);
+        r.push(vec![Value::Int(1), Value::Int(2)]);
+        r.push_total(vec!["total".into(), Value::Int(3)]);
+        assert_eq!(r.totals, 1);
+        let plain = ResultSet {
+            totals: 0,
+            ..r.clone()
+        };
+        assert_eq!(r, plain, "equal results whatever their summaries");
+        let footer = r.take_totals();
+        assert_eq!(footer, vec![vec![Value::from("total"), Value::Int(3)]]);
+        assert_eq!((r.len(), r.totals), (2, 0));
     }
 
     #[test]
@@ -772,6 +993,7 @@ mod tests {
             &ResultSet {
                 columns: vec!["t".into()],
                 rows: vec![vec!["\u{e0041}".into()]],
+                totals: 0,
             }
             .to_json(),
         )

@@ -830,3 +830,79 @@ fn version_completions_and_man_page_name_every_subcommand() {
     }
     assert!(!db.exists());
 }
+
+/// A cell a table prints with its unit (`1.708 ms`, `16.0 KiB`) as the number it stands for,
+/// with how far its rounding may be from the exact value.
+fn read_unit(cell: &str) -> (f64, f64) {
+    let (value, unit) = cell
+        .trim()
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no unit in {cell:?}"));
+    let v: f64 = value.parse().unwrap();
+    let (scale, decimals) = match unit {
+        "ns" => (1.0, 3),
+        "µs" => (1e3, 3),
+        "ms" => (1e6, 3),
+        "s" => (1e9, 3),
+        "B" => (1.0, 0),
+        "KiB" => (1024.0, 1),
+        "MiB" => (1024.0 * 1024.0, 1),
+        "GiB" => (1024.0 * 1024.0 * 1024.0, 1),
+        other => panic!("unknown unit {other:?} in {cell:?}"),
+    };
+    // The unit that reads best: no 0.2 ms for 200 µs, no 2000 ms for 2 s.
+    assert!(
+        (1.0..1024.0).contains(&v) || scale == 1.0,
+        "{cell:?} is not in the unit that reads best"
+    );
+    (v * scale, 0.5 * scale / 10f64.powi(decimals))
+}
+
+/// The cells of a table's line `n` (0 is the header): runs of text two spaces apart.
+fn table_cells(table: &str, n: usize) -> Vec<String> {
+    table
+        .lines()
+        .nth(n)
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_table_prints_durations_and_sizes_with_units_and_units_off_and_csv_the_exact_values() {
+    let (_dir, db) = example_db();
+    for (query, columns) in [
+        // rank, mpi_time_ns, calls, span_ns, mpi_share: two durations.
+        ("SELECT MPI TIME FOR PROCESS(5)", vec![1usize, 3]),
+        // rank, fan_in_bytes, message_bytes, collective_bytes, …: sizes.
+        ("SELECT FAN_IN FOR PROCESS(5)", vec![1, 2]),
+    ] {
+        let csv = ok(mtfdb(&db, &["query", query, "--format", "csv"]));
+        let exact: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        let table = ok(mtfdb(&db, &["query", query]));
+        let shown = table_cells(&table, 2);
+        let raw = ok(mtfdb(&db, &["query", query, "--units", "off"]));
+        let raw_cells = table_cells(&raw, 2);
+        for &c in &columns {
+            let want: f64 = exact[c].parse().unwrap();
+            let (got, rounding) = read_unit(&shown[c]);
+            assert!(
+                (got - want).abs() <= rounding + 1e-9,
+                "{query}: column {c} shows {:?} for {want}",
+                shown[c]
+            );
+            // Without units the table shows the exact value CSV has.
+            assert_eq!(raw_cells[c], exact[c], "{query}: {raw}");
+        }
+    }
+    let o = mtfdb(&db, &["query", "SELECT MPI TIME", "--units", "maybe"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("\"maybe\" is neither on nor off"),
+        "{}",
+        stderr(&o)
+    );
+}

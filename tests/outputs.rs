@@ -547,3 +547,40 @@ fn a_killed_export_leaves_the_earlier_file_whole_or_nothing() {
         );
     }
 }
+
+/// `query -o FILE` writes what standard output would show: a table with units a person reads
+/// (or the exact values with `--units off`), CSV and JSON the exact nanoseconds.
+#[test]
+fn a_table_written_to_a_file_has_units_and_csv_and_json_the_exact_values() {
+    let (dir, db) = small_db();
+    let out = dir.path().join("out");
+    let write = |extra: &[&str]| -> String {
+        let mut args: Vec<String> = [
+            "query",
+            "SELECT SUM(DURATION) FROM OPERATIONS",
+            "--trace",
+            "t",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["-o".to_string(), out.to_str().unwrap().to_string()]);
+        ok("query -o", &db, &args);
+        fs::read_to_string(&out).unwrap()
+    };
+    let csv = write(&["--format", "csv"]);
+    let exact: u64 = csv.lines().nth(1).unwrap().parse().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&write(&["--format", "json"])).unwrap();
+    assert_eq!(json[0]["sum(duration)"], exact);
+    let table = write(&[]);
+    let cell = table.lines().nth(2).unwrap().trim().to_string();
+    assert_eq!(cell, mtfdb::units::duration(exact as f64), "{table}");
+    assert!(!table.contains(&exact.to_string()), "{table}");
+    let raw = write(&["--units", "off"]);
+    assert_eq!(
+        raw.lines().nth(2).unwrap().trim(),
+        exact.to_string(),
+        "{raw}"
+    );
+}

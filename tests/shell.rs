@@ -649,3 +649,36 @@ fn the_shell_stays_open_while_the_cli_queries_imports_and_drops_the_same_databas
     });
     t.enter(".quit");
 }
+
+#[test]
+fn units_off_prints_the_exact_values_in_tables_and_units_on_the_units() {
+    let (_dir, db) = setup("cg", "4", "3");
+    let exact = count(&db, "SELECT SUM(DURATION) FROM OPERATIONS");
+    let script = "SELECT SUM(DURATION) FROM OPERATIONS;\n.units off\n.show\n\
+                  SELECT SUM(DURATION) FROM OPERATIONS;\n.units on\n\
+                  SELECT SUM(DURATION) FROM OPERATIONS;\n.mode csv\n.units on\n\
+                  SELECT SUM(DURATION) FROM OPERATIONS;\n";
+    let o = mtfdb_repl(&db, script, &[]);
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let ns: f64 = exact.parse().unwrap();
+    let shown = mtfdb::units::duration(ns);
+    // With units (the default, and again after .units on), then exact, then CSV exact.
+    let tables: Vec<&str> = out.split("(1 row)\n").collect();
+    assert!(
+        tables[0].contains(&format!("\n{shown:>13}\n")),
+        "{shown}: {out}"
+    );
+    assert!(out.contains("   units: off\n"), "{out}");
+    assert!(
+        tables[1].contains(&format!("\n{exact:>13}\n")),
+        "{exact}: {out}"
+    );
+    assert!(tables[2].contains(&format!("\n{shown:>13}\n")), "{out}");
+    assert!(
+        tables[3].ends_with(&format!("sum(duration)\n{exact}\n")),
+        "{out}"
+    );
+    let bad = mtfdb_repl(&db, ".units maybe\n", &[]);
+    assert!(!bad.status.success());
+}

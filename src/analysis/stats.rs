@@ -275,7 +275,7 @@ fn statistics_rows(
     }
     let mut total_row: Vec<Value> = vec!["total".into()];
     total_row.extend(totals.into_iter().map(Value::from));
-    r.push(total_row);
+    r.push_total(total_row);
     r
 }
 

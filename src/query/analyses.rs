@@ -142,7 +142,7 @@ fn simulation_rows(p: &replay::Prediction) -> ResultSet {
         ]);
     }
     let mpi = p.mpi;
-    r.push(vec![
+    r.push_total(vec![
         "run".into(),
         p.run.0.into(),
         p.run.1.into(),

@@ -56,6 +56,11 @@ pub enum Statement {
     /// Pattern and phase detection: `SELECT PATTERNS …`, `SELECT COMMUNICATION PATTERNS`,
     /// `MATCH PATTERN …`, `SELECT PHASES …`, `SHOW PHASE TREE`, `REFRESH PATTERNS`.
     Analysis(Analysis),
+    /// A computed result narrowed by the relational tail (`WHERE`, `GROUP BY`, `HAVING`,
+    /// `ORDER BY`, `LIMIT` over its columns; see [`relation`](super::relation)): the source is
+    /// an analysis (`SELECT CRITICAL PATH ORDER BY duration_ns DESC LIMIT 5`), a statistic or an
+    /// aggregate with `HAVING`, or the `EXPLAIN` of one (which then lists the tail's steps).
+    Relation(Box<Statement>, super::relation::Tail),
 }
 
 /// The statements of pattern and phase detection (thesis chapters 4 and 5), loop models,
@@ -933,6 +938,23 @@ impl fmt::Display for Statement {
             }
             Statement::DropView(name) => write!(f, "DROP VIEW {}", NameText(name)),
             Statement::Analysis(a) => write!(f, "{a}"),
+            Statement::Relation(source, tail) => match &tail.group {
+                // `SELECT COUNT(*), SUM(x) FROM CRITICAL PATH …`: the aggregates go first.
+                Some(g) => {
+                    let text = source.to_string();
+                    let (explain, text) = match text.strip_prefix("EXPLAIN ") {
+                        Some(rest) => ("EXPLAIN ", rest),
+                        None => ("", text.as_str()),
+                    };
+                    let rest = text.strip_prefix("SELECT ").unwrap_or(text);
+                    write!(
+                        f,
+                        "{explain}SELECT {} FROM {rest}{tail}",
+                        super::relation::aggregates_text(g)
+                    )
+                }
+                None => write!(f, "{source}{tail}"),
+            },
         }
     }
 }

@@ -23,6 +23,7 @@ mod names;
 mod options;
 pub mod parser;
 mod plan;
+pub mod relation;
 mod session;
 mod sql;
 mod sql_records;

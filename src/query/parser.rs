@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ast::*;
 use super::lexer::{tokenize, Kind, Token};
+use super::relation::{Literal, Predicate, ResultAggregate, ResultGroup, Tail};
 use crate::analysis::profile::ProfileBy;
 use crate::analysis::replay::network::{Change, NetworkChange, NetworkModel};
 use crate::error::Limit;
@@ -130,6 +131,7 @@ pub fn parse_statement(text: &str) -> Result<Statement, QueryError> {
         depth: 0,
         counters: true,
         clock_at: None,
+        having: None,
     };
     p.end = p.tokens.last().map_or(0, |t| t.end);
     let result = p.statement().and_then(|s| {
@@ -264,7 +266,7 @@ enum Grouping<'x> {
 /// Words that end a value: a word after a number is a unit unless it is one of these.
 const CLAUSE_WORDS: &[&str] = &[
     "AND", "OR", "NOT", "IN", "FOR", "AMONG", "BETWEEN", "WHERE", "GROUP", "ORDER", "LIMIT",
-    "FROM", "ASC", "DESC", "WITH",
+    "FROM", "ASC", "DESC", "WITH", "HAVING",
 ];
 
 /// The parameters `SIMULATE WITH` takes.
@@ -306,6 +308,8 @@ struct Parser<'a> {
     /// Where the last clauses' `WITH CLOCK CORRECTION` began, to refuse it on a statement
     /// that reads no wait state.
     clock_at: Option<usize>,
+    /// The `HAVING` of the last statistic or aggregate read, which makes it a relation.
+    having: Option<Predicate>,
 }
 
 impl<'a> Parser<'a> {
@@ -457,7 +461,7 @@ impl<'a> Parser<'a> {
         let Some(t) = self.peek() else {
             return Ok(());
         };
-        let clause = ["BETWEEN", "AMONG", "FOR", "IN", "WHERE", "GROUP"]
+        let clause = ["BETWEEN", "AMONG", "FOR", "IN", "WHERE", "GROUP", "HAVING"]
             .iter()
             .find(|k| t.is_keyword(k));
         match clause {
@@ -487,11 +491,15 @@ impl<'a> Parser<'a> {
 
     fn statement(&mut self) -> PResult<Statement> {
         if self.is_keyword("SELECT") {
+            if let Some(grouped) = self.aggregates_of_analysis(false)? {
+                return Ok(grouped);
+            }
             if let Some(analysis) = self.analysis_select()? {
-                return Ok(Statement::Analysis(analysis));
+                return self.with_tail(Statement::Analysis(analysis));
             }
             self.pos += 1;
-            Ok(Statement::Select(self.select(true)?))
+            let select = self.select(true)?;
+            Ok(self.with_having(Statement::Select(select)))
         } else if self.eat_keyword("MATCH") {
             self.expect_keyword("PATTERN", "after MATCH")?;
             let template = self.template()?;
@@ -500,21 +508,22 @@ impl<'a> Parser<'a> {
                 options: TemplateParams::default(),
             };
             self.analysis_options(&mut analysis)?;
-            Ok(Statement::Analysis(analysis))
+            self.with_tail(Statement::Analysis(analysis))
         } else if self.eat_keyword("REFRESH") {
             self.expect_keyword("PATTERNS", "after REFRESH")?;
-            Ok(Statement::Analysis(Analysis::Refresh))
+            self.with_tail(Statement::Analysis(Analysis::Refresh))
         } else if self.is_keyword("SHOW") && self.peek_at(1).is_some_and(|t| t.is_keyword("PHASE"))
         {
             self.pos += 2;
             self.expect_keyword("TREE", "after SHOW PHASE")?;
             let mut analysis = Analysis::PhaseTree(PhaseParams::default());
             self.analysis_options(&mut analysis)?;
-            Ok(Statement::Analysis(analysis))
+            self.with_tail(Statement::Analysis(analysis))
         } else if self.eat_keyword("EXPLAIN") {
             if self.eat_keyword("ANALYZE") {
                 self.expect_keyword("SELECT", "after EXPLAIN ANALYZE")?;
-                return Ok(Statement::ExplainAnalyze(self.select(true)?));
+                let select = self.select(true)?;
+                return Ok(self.with_having(Statement::ExplainAnalyze(select)));
             }
             if self.eat_keyword("SQL") {
                 if !self.is_keyword("SELECT") {
@@ -532,14 +541,27 @@ impl<'a> Parser<'a> {
                     );
                 }
                 self.pos += 1;
-                return Ok(Statement::ExplainSql(self.select(true)?));
+                let select = self.select(true)?;
+                if self.having.is_some() {
+                    return self.fail_at(
+                        at,
+                        "EXPLAIN SQL translates no HAVING: it filters the computed result, \
+                         which SQL over the export would compute with its own query"
+                            .to_string(),
+                    );
+                }
+                return Ok(Statement::ExplainSql(select));
             }
             if self.is_keyword("SELECT") {
+                if let Some(grouped) = self.aggregates_of_analysis(true)? {
+                    return Ok(grouped);
+                }
                 if let Some(analysis) = self.analysis_select()? {
-                    return Ok(Statement::ExplainAnalysis(analysis));
+                    return self.with_tail(Statement::ExplainAnalysis(analysis));
                 }
                 self.pos += 1;
-                return Ok(Statement::Explain(self.select(true)?));
+                let select = self.select(true)?;
+                return Ok(self.with_having(Statement::Explain(select)));
             }
             let analysis = ["SIMULATE", "MATCH", "REFRESH"]
                 .iter()
@@ -551,6 +573,13 @@ impl<'a> Parser<'a> {
             }
             match self.statement()? {
                 Statement::Analysis(analysis) => Ok(Statement::ExplainAnalysis(analysis)),
+                Statement::Relation(source, tail) => match *source {
+                    Statement::Analysis(analysis) => Ok(Statement::Relation(
+                        Box::new(Statement::ExplainAnalysis(analysis)),
+                        tail,
+                    )),
+                    _ => self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN"),
+                },
                 _ => self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN"),
             }
         } else if self.eat_keyword("DESCRIBE") {
@@ -577,29 +606,8 @@ impl<'a> Parser<'a> {
                 ),
             }
         } else if self.eat_keyword("SIMULATE") {
-            let change = self.network()?;
-            let at = self.here();
-            let as_trace = if self.eat_keyword("AS") {
-                self.expect_keyword("TRACE", "after SIMULATE … AS")?;
-                Some(self.name("a trace name after AS TRACE")?)
-            } else {
-                None
-            };
-            if change.is_relative() {
-                if as_trace.is_some() {
-                    return self.fail_at(
-                        at,
-                        "AS TRACE stores a replay on a network given in absolute values; \
-                         SELECT NETWORK MODEL gives the fitted one to start from"
-                            .to_string(),
-                    );
-                }
-                return Ok(Statement::Analysis(Analysis::WhatIf { change }));
-            }
-            Ok(Statement::Analysis(Analysis::Simulate {
-                network: change.apply(&NetworkModel::default()),
-                as_trace,
-            }))
+            let simulate = self.simulate()?;
+            self.with_tail(Statement::Analysis(simulate))
         } else if self.eat_keyword("USE") {
             self.expect_keyword("TRACE", "after USE")?;
             Ok(Statement::UseTrace(
@@ -1345,6 +1353,18 @@ impl<'a> Parser<'a> {
                 return self.fail("a view cannot have ORDER BY or LIMIT".to_string());
             }
             return Ok(select);
+        }
+        if self.is_keyword("HAVING") {
+            if matches!(select.body, SelectBody::Rows(_)) {
+                return self.fail(
+                    "HAVING filters a computed result (an aggregate, a statistic or an \
+                     analysis); rows are selected with WHERE"
+                        .to_string(),
+                );
+            }
+            self.pos += 1;
+            self.counters = true;
+            self.having = Some(self.result_or("after HAVING")?);
         }
         if self.eat_keyword("ORDER") {
             self.expect_keyword("BY", "after ORDER")?;
@@ -2295,6 +2315,389 @@ fn scaled_wide(text: &str, scale: u64) -> Result<Option<u128>, ()> {
         return Err(());
     }
     Ok(whole.checked_add(num / denom))
+}
+
+// ---- the relational tail ----------------------------------------------------------------------
+
+impl Parser<'_> {
+    /// After a statement that computes its result whole: `[WHERE …] [ORDER BY …] [LIMIT n]`
+    /// over the result's columns, which makes it a [`Statement::Relation`]; the statement
+    /// itself when none follows.
+    fn with_tail(&mut self, source: Statement) -> PResult<Statement> {
+        let tail = self.tail(None)?;
+        Ok(if tail.is_empty() {
+            source
+        } else {
+            Statement::Relation(Box::new(source), tail)
+        })
+    }
+
+    /// A statistic or aggregate read with `HAVING` (kept aside by `select_clauses`) as a
+    /// relation: its `ORDER BY` and `LIMIT` move to the tail, after the `HAVING`.
+    fn with_having(&mut self, source: Statement) -> Statement {
+        let Some(having) = self.having.take() else {
+            return source;
+        };
+        let take = |s: &mut Select| Tail {
+            having: Some(having),
+            order_by: std::mem::take(&mut s.order_by),
+            limit: s.limit.take(),
+            ..Tail::default()
+        };
+        match source {
+            Statement::Select(mut s) => {
+                let tail = take(&mut s);
+                Statement::Relation(Box::new(Statement::Select(s)), tail)
+            }
+            Statement::Explain(mut s) => {
+                let tail = take(&mut s);
+                Statement::Relation(Box::new(Statement::Explain(s)), tail)
+            }
+            Statement::ExplainAnalyze(mut s) => {
+                let tail = take(&mut s);
+                Statement::Relation(Box::new(Statement::ExplainAnalyze(s)), tail)
+            }
+            other => other,
+        }
+    }
+
+    /// `SELECT COUNT(*), SUM(col) FROM <analysis> [WHERE …] [GROUP BY col, …] [HAVING …]
+    /// [ORDER BY …] [LIMIT n]` at a `SELECT`; `None`, nothing consumed, when the aggregates
+    /// are not followed by `FROM` and an analysis (an aggregate of stored rows).
+    fn aggregates_of_analysis(&mut self, explain: bool) -> PResult<Option<Statement>> {
+        let start = self.pos;
+        if !(self.peek_at(1).is_some_and(|t| {
+            ["COUNT", "SUM", "AVG", "MIN", "MAX"]
+                .iter()
+                .any(|k| t.is_keyword(k))
+        }) && self.peek_at(2).is_some_and(|t| t.is_symbol("(")))
+        {
+            return Ok(None);
+        }
+        self.pos += 1;
+        let mut aggregates = Vec::new();
+        loop {
+            match self.result_aggregate() {
+                Some(a) => aggregates.push(a),
+                None => {
+                    self.pos = start;
+                    return Ok(None);
+                }
+            }
+            if !self.eat_symbol(",") {
+                break;
+            }
+        }
+        // `analysis_select` reads the word after the token it starts on: here, `FROM`.
+        if !self.is_keyword("FROM") {
+            self.pos = start;
+            return Ok(None);
+        }
+        let analysis = if self.peek_at(1).is_some_and(|t| t.is_keyword("SIMULATE")) {
+            self.pos += 2;
+            self.simulate()?
+        } else {
+            match self.analysis_select()? {
+                Some(analysis) => analysis,
+                None => {
+                    self.pos = start;
+                    return Ok(None);
+                }
+            }
+        };
+        let tail = self.tail(Some(aggregates))?;
+        let source = if explain {
+            Statement::ExplainAnalysis(analysis)
+        } else {
+            Statement::Analysis(analysis)
+        };
+        Ok(Some(Statement::Relation(Box::new(source), tail)))
+    }
+
+    /// After `SIMULATE`: its network and `AS TRACE name`.
+    fn simulate(&mut self) -> PResult<Analysis> {
+        let change = self.network()?;
+        let at = self.here();
+        let as_trace = if self.eat_keyword("AS") {
+            self.expect_keyword("TRACE", "after SIMULATE … AS")?;
+            Some(self.name("a trace name after AS TRACE")?)
+        } else {
+            None
+        };
+        if change.is_relative() {
+            if as_trace.is_some() {
+                return self.fail_at(
+                    at,
+                    "AS TRACE stores a replay on a network given in absolute values; \
+                     SELECT NETWORK MODEL gives the fitted one to start from"
+                        .to_string(),
+                );
+            }
+            return Ok(Analysis::WhatIf { change });
+        }
+        Ok(Analysis::Simulate {
+            network: change.apply(&NetworkModel::default()),
+            as_trace,
+        })
+    }
+
+    /// `COUNT(*)`, `SUM(col)`, … over a result's column; `None` when the tokens are not one.
+    fn result_aggregate(&mut self) -> Option<ResultAggregate> {
+        let name = self.peek()?.text.to_ascii_uppercase();
+        if !self.peek_at(1)?.is_symbol("(") {
+            return None;
+        }
+        let arg = self.peek_at(2)?;
+        if !self.peek_at(3)?.is_symbol(")") {
+            return None;
+        }
+        let column = match arg.kind {
+            Kind::Word | Kind::Quoted => arg.text.to_ascii_lowercase(),
+            _ => String::new(),
+        };
+        let a = match name.as_str() {
+            "COUNT" if arg.is_symbol("*") => ResultAggregate::Count,
+            _ if column.is_empty() => return None,
+            "SUM" => ResultAggregate::Sum(column),
+            "AVG" => ResultAggregate::Avg(column),
+            "MIN" => ResultAggregate::Min(column),
+            "MAX" => ResultAggregate::Max(column),
+            _ => return None,
+        };
+        self.pos += 4;
+        Some(a)
+    }
+
+    /// The tail's clauses; `GROUP BY` and `HAVING` only with `aggregates`.
+    fn tail(&mut self, aggregates: Option<Vec<ResultAggregate>>) -> PResult<Tail> {
+        let mut tail = Tail::default();
+        // `ORDER BY SUM(col)` reads `col` as a counter's name would be read.
+        self.counters = true;
+        if self.eat_keyword("WHERE") {
+            tail.filter = Some(self.result_or("after WHERE")?);
+        }
+        match aggregates {
+            Some(aggregates) => {
+                let mut keys = Vec::new();
+                if self.eat_keyword("GROUP") {
+                    self.expect_keyword("BY", "after GROUP")?;
+                    loop {
+                        keys.push(self.result_column("a column of the result after GROUP BY")?);
+                        if !self.eat_symbol(",") {
+                            break;
+                        }
+                    }
+                }
+                tail.group = Some(ResultGroup { aggregates, keys });
+                if self.eat_keyword("HAVING") {
+                    tail.having = Some(self.result_or("after HAVING")?);
+                }
+            }
+            None if self.is_keyword("GROUP") => {
+                return self.fail(
+                    "GROUP BY over an analysis's result needs aggregates: SELECT COUNT(*), \
+                     SUM(column) FROM <analysis> GROUP BY column"
+                        .to_string(),
+                )
+            }
+            None if self.is_keyword("HAVING") => {
+                return self.fail(
+                    "HAVING filters groups: SELECT COUNT(*) FROM <analysis> GROUP BY column \
+                     HAVING …; an analysis's own rows are filtered with WHERE"
+                        .to_string(),
+                )
+            }
+            None => {}
+        }
+        if self.eat_keyword("ORDER") {
+            self.expect_keyword("BY", "after ORDER")?;
+            loop {
+                tail.order_by.push(self.order_key()?);
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+        }
+        if self.eat_keyword("LIMIT") {
+            tail.limit = Some(self.whole_number("LIMIT")?);
+        }
+        Ok(tail)
+    }
+
+    /// A column of a result: a name (bare or quoted), or an aggregate's column (`COUNT(*)`,
+    /// `SUM(on_path_ns)`), lower-cased.
+    fn result_column(&mut self, what: &str) -> PResult<String> {
+        let start = self.pos;
+        if let Some(a) = self.result_aggregate() {
+            return Ok(a.to_string().to_ascii_lowercase().replace('\'', ""));
+        }
+        self.pos = start;
+        match self.peek() {
+            Some(t) if matches!(t.kind, Kind::Word | Kind::Quoted) => {
+                self.pos += 1;
+                Ok(t.text.to_ascii_lowercase())
+            }
+            _ => self.expected(what),
+        }
+    }
+
+    fn result_or(&mut self, after: &str) -> PResult<Predicate> {
+        let first = self.result_and(after)?;
+        if !self.is_keyword("OR") {
+            return Ok(first);
+        }
+        let mut items = vec![first];
+        while self.eat_keyword("OR") {
+            items.push(self.result_and("after OR")?);
+        }
+        Ok(Predicate::Or(items))
+    }
+
+    fn result_and(&mut self, after: &str) -> PResult<Predicate> {
+        let first = self.result_unary(after)?;
+        if !self.is_keyword("AND") {
+            return Ok(first);
+        }
+        let mut items = vec![first];
+        while self.eat_keyword("AND") {
+            items.push(self.result_unary("after AND")?);
+        }
+        Ok(Predicate::And(items))
+    }
+
+    fn result_unary(&mut self, after: &str) -> PResult<Predicate> {
+        let mut nots = 0;
+        while self.is_keyword("NOT") {
+            self.nest()?;
+            self.pos += 1;
+            nots += 1;
+        }
+        let inner = if self.is_symbol("(") {
+            self.nest()?;
+            self.pos += 1;
+            let e = self.result_or("after \"(\"");
+            self.depth -= 1;
+            let e = e?;
+            self.expect_symbol(")", "to close \"(\"")?;
+            e
+        } else {
+            let after = if nots == 0 { after } else { "after NOT" };
+            self.result_comparison(after)?
+        };
+        self.depth -= nots;
+        Ok((0..nots).fold(inner, |e, _| Predicate::Not(Box::new(e))))
+    }
+
+    /// `column op value` or `column IS [NOT] NULL`.
+    fn result_comparison(&mut self, after: &str) -> PResult<Predicate> {
+        let column = self.result_column(&format!("a column of the result {after}"))?;
+        if self.eat_keyword("IS") {
+            let negated = self.eat_keyword("NOT");
+            self.expect_keyword("NULL", "after IS")?;
+            return Ok(Predicate::IsNull { column, negated });
+        }
+        let op = match self
+            .peek()
+            .filter(|t| t.kind == Kind::Symbol)
+            .map(|t| t.text)
+        {
+            Some("<") => CmpOp::Lt,
+            Some("<=") => CmpOp::Le,
+            Some("=") => CmpOp::Eq,
+            Some("!=") | Some("<>") => CmpOp::Ne,
+            Some(">=") => CmpOp::Ge,
+            Some(">") => CmpOp::Gt,
+            _ => {
+                return self.expected(&format!(
+                    "a comparison (<, <=, =, !=, >=, >) or IS NULL after {column}"
+                ))
+            }
+        };
+        self.pos += 1;
+        let value = self.literal(&format!("after {column} {}", op.symbol()))?;
+        Ok(Predicate::Compare { column, op, value })
+    }
+
+    /// A constant: a number (with a time or size unit, or none), a quoted name or a word.
+    fn literal(&mut self, after: &str) -> PResult<Literal> {
+        let negative =
+            self.is_symbol("-") && self.peek_at(1).is_some_and(|t| t.kind == Kind::Number);
+        if negative {
+            self.pos += 1;
+        }
+        let Some(t) = self.peek() else {
+            return self.expected(&format!("a number or a name {after}"));
+        };
+        match t.kind {
+            Kind::Quoted => {
+                self.pos += 1;
+                return Ok(Literal::Text(t.text.to_string()));
+            }
+            Kind::Word if t.is_keyword("NULL") => {
+                return self.fail(
+                    "a comparison with NULL is never true: write column IS NULL or IS NOT NULL"
+                        .to_string(),
+                )
+            }
+            Kind::Word => {
+                self.pos += 1;
+                return Ok(Literal::Text(t.text.to_string()));
+            }
+            Kind::Number => {}
+            Kind::Symbol => return self.expected(&format!("a number or a name {after}")),
+        }
+        self.pos += 1;
+        let sign = |v: i128| if negative { -v } else { v };
+        let too_large = format!("number too large: \"{}\"", t.text);
+        if let Some(u) = self.peek().filter(|u| is_unit_candidate(t, *u)) {
+            let time = TIME_UNITS.iter().find(|(name, _)| *name == u.text);
+            let size = SIZE_UNITS.iter().find(|(name, _)| *name == u.text);
+            let (scale, duration) = match (time, size) {
+                (Some((_, s)), _) => (*s, true),
+                (_, Some((_, s))) => (*s, false),
+                _ => {
+                    return self.fail(format!(
+                        "unknown unit \"{}\" (ns, us, ms, s for a duration; B, KiB, MiB, GiB, \
+                         KB, MB, GB for a size)",
+                        u.text
+                    ))
+                }
+            };
+            self.pos += 1;
+            let v = match scaled_wide(t.text, scale) {
+                Ok(Some(v)) => match i128::try_from(v) {
+                    Ok(v) => v,
+                    Err(_) => return self.fail_at(t.start, too_large),
+                },
+                Ok(None) => return self.fail_at(t.start, too_large),
+                Err(()) => {
+                    return self.fail_at(
+                        t.start,
+                        format!(
+                            "not a whole number of {}: \"{} {}\"",
+                            if duration { "nanoseconds" } else { "bytes" },
+                            t.text,
+                            u.text
+                        ),
+                    )
+                }
+            };
+            return Ok(if duration {
+                Literal::Duration(sign(v))
+            } else {
+                Literal::Bytes(sign(v))
+            });
+        }
+        let (int, frac) = t.text.split_once('.').unwrap_or((t.text, ""));
+        let digits = format!("{int}{frac}");
+        match digits.parse::<i128>() {
+            Ok(units) if frac.len() <= 30 => Ok(Literal::Number {
+                units: sign(units),
+                scale: frac.len() as u32,
+            }),
+            _ => self.fail_at(t.start, too_large),
+        }
+    }
 }
 
 #[cfg(test)]

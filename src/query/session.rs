@@ -340,6 +340,7 @@ impl Session {
                 r
             }
             Statement::Analysis(a) => self.analysis(a)?,
+            Statement::Relation(source, tail) => self.relation(source, tail)?,
             Statement::DropView(name) => {
                 let trace = self.db.trace(&self.current_trace()?)?;
                 if !trace.drop_view(name)? {
@@ -355,6 +356,38 @@ impl Session {
             }
         };
         Ok(out)
+    }
+
+    /// A computed result narrowed by its tail; the `EXPLAIN` of one lists the tail's steps
+    /// after the statement's (they run on the result, so they estimate no rows).
+    fn relation(&mut self, source: &Statement, tail: &super::relation::Tail) -> Result<ResultSet> {
+        let result = match source {
+            Statement::Analysis(_) | Statement::Select(_) => self.execute(source)?,
+            Statement::ExplainAnalysis(_)
+            | Statement::Explain(_)
+            | Statement::ExplainAnalyze(_) => {
+                let mut plan = self.execute(source)?;
+                let analyze = matches!(source, Statement::ExplainAnalyze(_));
+                for text in super::relation::steps(tail) {
+                    let step = plan.len() as u64 + 1;
+                    plan.push(vec![
+                        step.into(),
+                        format!("then {text}").into(),
+                        Value::Null,
+                        Value::Null,
+                    ]);
+                    debug_assert!(!analyze || plan.columns.len() == 4);
+                }
+                return Ok(plan);
+            }
+            other => {
+                return Err(usage(format!(
+                    "WHERE, GROUP BY, HAVING, ORDER BY and LIMIT apply to a computed result, \
+                     not to {other}"
+                )))
+            }
+        };
+        super::relation::apply(result, tail, Some(&self.cancel))
     }
 
     /// `SHOW TRACES`: every trace of the database with its counts.

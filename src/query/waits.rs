@@ -278,7 +278,7 @@ impl<'a> Engine<'a> {
                     ]);
                 }
                 let total = all.total();
-                r.push(vec![
+                r.push_total(vec![
                     "total".into(),
                     all.count.iter().sum::<u64>().into(),
                     total.into(),

@@ -99,7 +99,7 @@ pub const MODES: &[&str] = &["table", "csv", "json", "svg"];
 const FILE_COMMANDS: &[&str] = &[".open", ".import", ".read", ".output", ".once"];
 
 /// The meta commands that take `on` or `off`.
-const SWITCH_COMMANDS: &[&str] = &[".headers", ".timer", ".bail", ".pager", ".safe"];
+const SWITCH_COMMANDS: &[&str] = &[".headers", ".timer", ".bail", ".pager", ".safe", ".units"];
 
 /// Completion, highlighting and hints for the shell's editor.
 pub struct ReplHelper {

@@ -82,17 +82,24 @@ impl OutputFormat {
     /// The result as this format prints it (a result set has no picture of its own: in svg
     /// mode, what is not a picture, such as `USE TRACE`'s answer, prints as a table).
     pub fn render(self, r: &ResultSet) -> String {
-        self.render_with(r, &[], true)
+        self.render_with(r, &[], true, true)
     }
 
-    /// [`render`](Self::render) with the shell's `.width` (a table's minimum column widths)
-    /// and `.headers` (the column names above a table's or CSV's rows).
-    pub fn render_with(self, r: &ResultSet, widths: &[usize], headers: bool) -> String {
+    /// [`render`](Self::render) with the shell's `.width` (a table's minimum column widths),
+    /// `.headers` (the column names above a table's or CSV's rows) and `.units` (a table's
+    /// durations and sizes with units; CSV and JSON always carry the exact values).
+    pub fn render_with(
+        self,
+        r: &ResultSet,
+        widths: &[usize],
+        headers: bool,
+        units: bool,
+    ) -> String {
         match self {
             OutputFormat::Table | OutputFormat::Svg => {
                 format!(
                     "{}({} row{})\n",
-                    r.to_table_with(widths, headers),
+                    r.to_table_styled(widths, headers, units),
                     r.len(),
                     if r.len() == 1 { "" } else { "s" }
                 )
@@ -224,6 +231,10 @@ enum Command {
         /// Write the result to FILE instead of standard output (whole, or not at all)
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Durations and sizes in a table: on (`235.1 ms`, `16.0 KiB`) or off (the exact
+        /// nanoseconds and bytes, as CSV and JSON always print them)
+        #[arg(long, default_value = "on", value_name = "on|off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+        units: bool,
     },
     /// Import the bundled example into a fresh database, run the MTF paper's example queries,
     /// then open the shell when standard input is a terminal.
@@ -421,6 +432,15 @@ fn peak_memory_kib() -> Option<u64> {
 /// `--busy-timeout`, set once before the command runs.
 static BUSY_TIMEOUT: OnceLock<std::time::Duration> = OnceLock::new();
 
+/// `on` or `off` (any case), as `--units` takes it.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?} is neither on nor off")),
+    }
+}
+
 /// A `--busy-timeout` value: seconds, at least 0, at most a day.
 fn parse_busy_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -587,6 +607,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             trace,
             format,
             output,
+            units,
         } => {
             let format = OutputFormat::parse(&format)?;
             let mut session = Session::new(open_existing_db(cli.db)?);
@@ -622,14 +643,14 @@ fn run(cli: Cli) -> Result<(), Error> {
                 (_, Some(path)) => {
                     let rows = session.run(&statement);
                     done();
-                    let text = format.render(&rows?);
+                    let text = format.render_with(&rows?, &[], true, units);
                     mtfdb::export::write_whole(&path, text.as_bytes())?;
                 }
                 // A table needs every row for its column widths.
                 (OutputFormat::Table, None) => {
                     let rows = session.run(&statement);
                     done();
-                    emit(&format.render(&rows?))?
+                    emit(&format.render_with(&rows?, &[], true, units))?
                 }
                 // CSV and JSON are written as the rows come: `LIMIT`, a closed pipe or Ctrl-C
                 // stop the reading, and memory holds no more than a chunk's rows.

@@ -96,6 +96,11 @@ const META: &[(&str, &str, &str)] = &[
     ),
     (".timer", "on|off", "print each statement's time"),
     (".traces", "", "list the traces"),
+    (
+        ".units",
+        "on|off",
+        "durations and sizes in tables with units (235.1 ms), or exact",
+    ),
     (".use", "NAME", "query trace NAME"),
     (
         ".width",
@@ -169,6 +174,8 @@ struct Shell {
     once: Option<PathBuf>,
     timer: bool,
     headers: bool,
+    /// `.units`: durations and sizes in tables with their units (`235.1 ms`), else exact.
+    units: bool,
     widths: Vec<usize>,
     max_rows: usize,
     pager: bool,
@@ -347,6 +354,7 @@ impl Shell {
             (".read", [path]) => return self.read(path),
             (".timer", [on]) => self.timer = switch(".timer", on)?,
             (".headers", [on]) => self.headers = switch(".headers", on)?,
+            (".units", [on]) => self.units = switch(".units", on)?,
             (".bail", [on]) => self.bail = switch(".bail", on)?,
             (".pager", [on]) => self.pager = switch(".pager", on)?,
             (".safe", [on]) => {
@@ -410,11 +418,12 @@ impl Shell {
             widths.join(" ")
         };
         format!(
-            "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n    safe: {}\n",
+            "database: {}\n    mode: {}\n  output: {}\n headers: {}\n   units: {}\n   width: {}\n maxrows: {}\n   pager: {}\n   timer: {}\n    bail: {}\n    safe: {}\n",
             printable(&self.session.database().path().display().to_string()),
             self.mode.name(),
             file(&self.output),
             on(self.headers),
+            on(self.units),
             widths,
             self.max_rows,
             on(self.pager),
@@ -473,7 +482,7 @@ impl Shell {
             shown.rows.truncate(self.max_rows);
             return emit!(
                 "{}… {} more rows not shown (.maxrows {} cuts; add LIMIT, or .mode csv to print them all)\n({} rows)\n",
-                shown.to_table_with(&self.widths, self.headers),
+                shown.to_table_styled(&self.widths, self.headers, self.units),
                 result.len() - self.max_rows,
                 self.max_rows,
                 result.len()
@@ -484,7 +493,8 @@ impl Shell {
 
     /// `result` as the current mode, headers and widths print it.
     fn render(&self, result: &ResultSet) -> String {
-        self.mode.render_with(result, &self.widths, self.headers)
+        self.mode
+            .render_with(result, &self.widths, self.headers, self.units)
     }
 
     /// `.mode svg`: the picture of `statement`, written to the `.once` or `.output` file.
@@ -604,7 +614,10 @@ fn append(path: &std::path::Path, text: &str) -> Result<(), Error> {
 /// Whether `stmt` asks a question of the trace (rather than `USE TRACE`, views, `SHOW`).
 fn is_query(stmt: &mtfdb::query::Statement) -> bool {
     use mtfdb::query::Statement;
-    matches!(stmt, Statement::Select(_) | Statement::Analysis(_))
+    matches!(
+        stmt,
+        Statement::Select(_) | Statement::Analysis(_) | Statement::Relation(..)
+    )
 }
 
 fn history_path() -> Option<PathBuf> {
@@ -632,6 +645,7 @@ pub fn run_session(session: Session, safe: bool) -> Result<(), Error> {
         once: None,
         timer: interactive,
         headers: true,
+        units: true,
         widths: Vec::new(),
         max_rows: DEFAULT_MAX_ROWS,
         pager: true,

@@ -31,7 +31,9 @@ use crate::store::StoredView;
 
 use counters::counter_of;
 pub(crate) use counters::{reads_counters, CallCounters, Counters};
-pub(crate) use order::{order_and_limit, order_keys, orders_by_wait, TopK};
+pub(crate) use order::{
+    compare_values, order_and_limit, order_keys, orders_by_wait, resolve_order, sort_rows, TopK,
+};
 use records::Record;
 pub(crate) use records::RecordScan;
 

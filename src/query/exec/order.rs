@@ -4,16 +4,20 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, NameKind, Result};
-use crate::query::ast::{OrderColumn, Select};
+use crate::query::ast::{OrderColumn, OrderKey, Select};
 use crate::results::{ResultSet, Value};
 
 /// The result columns `ORDER BY` names, with whether each is descending. A name matches a
 /// column of that name, or else the column of that name in nanoseconds (`ORDER BY wait` is
 /// `ORDER BY wait_ns`).
 pub(crate) fn order_keys(columns: &[String], s: &Select) -> Result<Vec<(usize, bool)>> {
+    resolve_order(columns, &s.order_by)
+}
+
+/// [`order_keys`] of any list of keys (a statement's, or the relational tail's).
+pub(crate) fn resolve_order(columns: &[String], keys: &[OrderKey]) -> Result<Vec<(usize, bool)>> {
     let column = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
-    s.order_by
-        .iter()
+    keys.iter()
         .map(|k| {
             let col = match &k.column {
                 OrderColumn::Name(n) => column(n).or_else(|| column(&format!("{n}_ns"))),
@@ -107,20 +111,19 @@ impl TopK {
     }
 }
 
+/// A computed result ordered and cut as `s` says, through the relational tail: its summary
+/// rows (`total`) stay last.
 pub(crate) fn order_and_limit(
-    mut r: ResultSet,
+    r: ResultSet,
     s: &Select,
     cancel: Option<&AtomicBool>,
 ) -> Result<ResultSet> {
-    if !s.order_by.is_empty() {
-        let keys = order_keys(&r.columns, s)?;
-        let rows = std::mem::take(&mut r.rows);
-        r.rows = sort_rows(rows, |a, b| compare_rows(&keys, a, b), cancel)?;
-    }
-    if let Some(n) = s.limit {
-        r.rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
-    }
-    Ok(r)
+    let tail = crate::query::relation::Tail {
+        order_by: s.order_by.clone(),
+        limit: s.limit,
+        ..Default::default()
+    };
+    crate::query::relation::apply(r, &tail, cancel)
 }
 
 /// Rows a sort orders between two looks at the cancellation flag.
