@@ -127,10 +127,10 @@ fn a_hand_made_trace_profiles_to_the_nanosecond() {
 fn run_times(trace: &Trace) -> Vec<(u64, u64)> {
     let ranks = trace.header().processes.len();
     let mut spans = vec![(u64::MAX, 0u64); ranks];
-    for rank in 0..ranks {
+    for (rank, span) in spans.iter_mut().enumerate() {
         for (_, op) in trace.process_operations(rank as u32).unwrap() {
-            spans[rank].0 = spans[rank].0.min(op.start);
-            spans[rank].1 = spans[rank].1.max(op.end);
+            span.0 = span.0.min(op.start);
+            span.1 = span.1.max(op.end);
         }
     }
     for c in trace.routine_calls().unwrap() {

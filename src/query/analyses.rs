@@ -250,13 +250,7 @@ fn profile_scope(
 /// `SELECT PROFILE`'s rows: per routine (or call path), per rank when asked, the process
 /// first, then by exclusive time (call paths in tree order).
 fn profile_rows(trace: &crate::Trace, p: &profile::Profile, per_process: bool) -> ResultSet {
-    let mut leave_out = vec![match p.by {
-        ProfileBy::Routine => "call_path",
-        ProfileBy::CallPath => "routine",
-    }];
-    if !per_process {
-        leave_out.push("rank");
-    }
+    let leave_out = catalog::profile_leave_out(p.by, per_process);
     let mut r = ResultSet::new(catalog::column_names(catalog::PROFILE_COLUMNS, &leave_out));
     // Each key's node and, by call path, the names of its chain.
     let mut rows: Vec<(

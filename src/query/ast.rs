@@ -42,6 +42,9 @@ pub enum Statement {
     /// `DESCRIBE <target>`: the columns a selection of that target returns, with their types,
     /// units and meanings (from [`catalog`](super::catalog)); needs no trace.
     Describe(Target),
+    /// `DESCRIBE SELECT PROFILE …` (or `TIME PROFILE`, `COMMUNICATION OVER TIME`): the columns
+    /// of the analysis's rows, with their types, units and meanings; needs no trace.
+    DescribeAnalysis(Analysis),
     /// `USE TRACE name`: the trace later statements query.
     UseTrace(String),
     /// `CREATE VIEW name AS SELECT <target> <filters>`: store the selection as a view.
@@ -932,6 +935,7 @@ impl fmt::Display for Statement {
             Statement::ExplainAnalysis(a) => write!(f, "EXPLAIN {a}"),
             Statement::Show(w) => write!(f, "SHOW {w}"),
             Statement::Describe(t) => write!(f, "DESCRIBE {t}"),
+            Statement::DescribeAnalysis(a) => write!(f, "DESCRIBE {a}"),
             Statement::UseTrace(name) => write!(f, "USE TRACE {}", NameText(name)),
             Statement::CreateView { name, selection } => {
                 write!(f, "CREATE VIEW {} AS SELECT {selection}", NameText(name))

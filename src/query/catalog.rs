@@ -190,6 +190,57 @@ pub const COMM_OVER_TIME_COLUMNS: &[Column] = &[
     int("bytes", "bytes", "their bytes"),
 ];
 
+/// The columns `SELECT PROFILE` leaves out: `rank` unless per process, and `call_path` or
+/// `routine` by what it groups by.
+pub(crate) fn profile_leave_out(
+    by: crate::analysis::profile::ProfileBy,
+    per_process: bool,
+) -> Vec<&'static str> {
+    let mut out = vec![match by {
+        crate::analysis::profile::ProfileBy::Routine => "call_path",
+        crate::analysis::profile::ProfileBy::CallPath => "routine",
+    }];
+    if !per_process {
+        out.push("rank");
+    }
+    out
+}
+
+/// The columns of an analysis's rows, for the analyses the catalogue describes (`None` for
+/// the others).
+pub(crate) fn analysis_columns(a: &super::ast::Analysis) -> Option<Vec<Column>> {
+    use super::ast::Analysis;
+    let (columns, leave_out) = match a {
+        Analysis::Profile {
+            by, per_process, ..
+        } => (PROFILE_COLUMNS, profile_leave_out(*by, *per_process)),
+        Analysis::TimeProfile { .. } => (TIME_PROFILE_COLUMNS, Vec::new()),
+        Analysis::CommunicationOverTime { .. } => (COMM_OVER_TIME_COLUMNS, Vec::new()),
+        _ => return None,
+    };
+    Some(
+        columns
+            .iter()
+            .filter(|c| !leave_out.contains(&c.name))
+            .copied()
+            .collect(),
+    )
+}
+
+/// `DESCRIBE SELECT PROFILE …`: one row per column of the analysis's rows.
+pub(crate) fn describe_analysis(a: &super::ast::Analysis) -> ResultSet {
+    let mut r = ResultSet::new(["column", "type", "unit", "meaning"]);
+    for c in analysis_columns(a).unwrap_or_default() {
+        r.push(vec![
+            c.name.into(),
+            c.kind.name().into(),
+            (!c.unit.is_empty()).then_some(c.unit).into(),
+            c.meaning.into(),
+        ]);
+    }
+    r
+}
+
 /// The names of `columns`, except those `leave_out` names (the variants of one result).
 pub(crate) fn column_names(columns: &[Column], leave_out: &[&str]) -> Vec<&'static str> {
     columns

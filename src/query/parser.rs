@@ -583,6 +583,20 @@ impl<'a> Parser<'a> {
                 _ => self.expected("SELECT (or an analysis such as SIMULATE) after EXPLAIN"),
             }
         } else if self.eat_keyword("DESCRIBE") {
+            if self.is_keyword("SELECT") {
+                let at = self.here();
+                return match self.analysis_select()? {
+                    Some(a) if super::catalog::analysis_columns(&a).is_some() => {
+                        Ok(Statement::DescribeAnalysis(a))
+                    }
+                    _ => self.fail_at(
+                        at,
+                        "DESCRIBE SELECT takes PROFILE, TIME PROFILE or COMMUNICATION OVER TIME \
+                         (DESCRIBE <target> the record targets)"
+                            .to_string(),
+                    ),
+                };
+            }
             Ok(Statement::Describe(self.target("after DESCRIBE")?))
         } else if self.eat_keyword("SHOW") {
             let what = [

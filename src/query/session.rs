@@ -294,6 +294,7 @@ impl Session {
                 };
                 super::catalog::describe(*target, &metrics)
             }
+            Statement::DescribeAnalysis(a) => super::catalog::describe_analysis(a),
             Statement::Show(what) => self.show(*what)?,
             Statement::Select(s) => {
                 let trace = self.trace()?;
