@@ -271,7 +271,7 @@ fn condition(base: &ResultSet, body: &[Vec<Value>], c: usize, pick: usize, op: u
         column: c,
         op: op % OPS.len(),
         constant,
-        negated: pick % 2 == 0,
+        negated: pick.is_multiple_of(2),
     }
 }
 
@@ -472,7 +472,7 @@ proptest! {
             .collect();
         prop_assume!(!ints.is_empty());
         let m = ints[measure % ints.len()];
-        let head = statement.strip_prefix("SELECT ").unwrap();
+        let head = statement.strip_prefix("SELECT ").unwrap_or(statement);
         let text = format!(
             "SELECT COUNT(*), SUM('{}') FROM {head} GROUP BY '{}'",
             base.columns[m], base.columns[k]
