@@ -323,6 +323,8 @@ fn holds(base: &ResultSet, cond: &Condition, row: &[Value]) -> Option<bool> {
         (Value::Int(a), Constant::Int(b)) => Some(a.cmp(b)),
         (Value::Float(a), Constant::Float(b)) => a.partial_cmp(b),
         (Value::Float(a), Constant::Int(b)) => a.partial_cmp(&(*b as f64)),
+        // Whole numbers of a column that holds floats too (`SELECT NETWORK MODEL`'s value).
+        (Value::Int(a), Constant::Float(b)) => (*a as f64).partial_cmp(b),
         _ => None,
     };
     // A float of seconds against its nanoseconds: compare the nanoseconds as seconds.
