@@ -271,7 +271,7 @@ fn condition(base: &ResultSet, body: &[Vec<Value>], c: usize, pick: usize, op: u
         column: c,
         op: op % OPS.len(),
         constant,
-        negated: pick % 2 == 0,
+        negated: pick.is_multiple_of(2),
     }
 }
 
@@ -323,6 +323,8 @@ fn holds(base: &ResultSet, cond: &Condition, row: &[Value]) -> Option<bool> {
         (Value::Int(a), Constant::Int(b)) => Some(a.cmp(b)),
         (Value::Float(a), Constant::Float(b)) => a.partial_cmp(b),
         (Value::Float(a), Constant::Int(b)) => a.partial_cmp(&(*b as f64)),
+        // Whole numbers of a column that holds floats too (`SELECT NETWORK MODEL`'s value).
+        (Value::Int(a), Constant::Float(b)) => (*a as f64).partial_cmp(b),
         _ => None,
     };
     // A float of seconds against its nanoseconds: compare the nanoseconds as seconds.
@@ -472,7 +474,7 @@ proptest! {
             .collect();
         prop_assume!(!ints.is_empty());
         let m = ints[measure % ints.len()];
-        let head = statement.strip_prefix("SELECT ").unwrap();
+        let head = statement.strip_prefix("SELECT ").unwrap_or(statement);
         let text = format!(
             "SELECT COUNT(*), SUM('{}') FROM {head} GROUP BY '{}'",
             base.columns[m], base.columns[k]

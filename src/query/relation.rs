@@ -271,7 +271,6 @@ fn resolve(
     p: &Predicate,
     clause: &str,
 ) -> Result<Resolved> {
-    let usage = |m: String| Error::Usage(m);
     Ok(match p {
         Predicate::IsNull { column, negated } => {
             Resolved::IsNull(column_of(columns, column, clause)?, *negated)
@@ -297,28 +296,28 @@ fn resolve(
             let cmp = format!("{clause} {p}");
             match value {
                 Literal::Text(_) if held == Holds::Numbers => {
-                    return Err(usage(format!(
+                    return Err(Error::Usage(format!(
                         "{cmp}: column {name} holds numbers, not names"
                     )))
                 }
                 Literal::Text(_) => {}
                 _ if held == Holds::Text => {
-                    return Err(usage(format!(
+                    return Err(Error::Usage(format!(
                         "{cmp}: column {name} holds names; compare it with a quoted name"
                     )))
                 }
                 Literal::Duration(_) if !unit.is_duration() => {
-                    return Err(usage(format!(
+                    return Err(Error::Usage(format!(
                         "{cmp}: column {name} is not a duration, and {value} is one"
                     )))
                 }
                 Literal::Bytes(_) if unit != ColumnUnit::Bytes => {
-                    return Err(usage(format!(
+                    return Err(Error::Usage(format!(
                         "{cmp}: column {name} is not a size in bytes, and {value} is one"
                     )))
                 }
                 Literal::Number { .. } if unit.is_duration() => {
-                    return Err(usage(format!(
+                    return Err(Error::Usage(format!(
                         "{cmp}: column {name} is a duration; give the number its unit \
                          (ns, us, ms or s: {name} > 10 us)"
                     )))
