@@ -91,8 +91,10 @@ fn expected_alltoall_costs(trace: &Trace, ranks: u32) -> (Vec<Time>, Vec<u64>) {
     let alltoall = entries(trace, ranks, OpKind::Alltoall);
     let mut short = vec![0; ranks as usize];
     let mut waits = vec![0u64; ranks as usize];
-    for k in 0..alltoall[0].len() {
-        let entry = |r: usize| alltoall[r][k];
+    let iterations = alltoall[0].len();
+    for k in 0..iterations {
+        let at_k: Vec<Time> = alltoall.iter().map(|e| e[k]).collect();
+        let entry = |r: usize| at_k[r];
         let last = (0..ranks as usize).max_by_key(|&r| (entry(r), r)).unwrap();
         for r in 0..ranks as usize {
             // wait_at_nxn(r) = min(entry_L, its end) - entry_r = entry_L - entry_r.

@@ -476,10 +476,9 @@ fn interval_starts(
         let Some(&rank) = rank_of_chunk.get(&chunk) else {
             return Ok(None);
         };
-        if !ends.contains_key(&chunk) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = ends.entry(chunk) {
             let cols = trace.operation_columns(chunk, &[End])?;
-            let v = (0..cols.rows()).map(|r| time(rank, cols.end(r))).collect();
-            ends.insert(chunk, v);
+            slot.insert((0..cols.rows()).map(|r| time(rank, cols.end(r))).collect());
         }
         Ok(ends[&chunk].get(row).map(|&e| (rank, e)))
     };
