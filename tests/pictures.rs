@@ -705,7 +705,7 @@ fn past_the_line_limit_every_message_is_counted_in_density_cells_and_none_is_mov
         .find(|m| m.attributes.get("class").is_some_and(|c| c == "note"))
         .unwrap();
     assert!(
-        note.text.contains(&format!("density cells")) && note.text.contains("messages drawn as"),
+        note.text.contains("density cells") && note.text.contains("messages drawn as"),
         "{}",
         note.text
     );

@@ -413,7 +413,7 @@ pub fn tick_labels(lo: f64, hi: f64, n: usize, unit: TickUnit) -> Vec<(f64, Stri
         },
     };
     // Decimals enough for the step in the axis's unit (a step is 1, 2 or 5 times 10^k).
-    let decimals = (-(step / scale).log10().floor()).clamp(0.0, 12.0) as usize;
+    let decimals = (-(step / scale).log10().floor()).clamp(0.0, 16.0) as usize;
     ticks
         .into_iter()
         .map(|v| {

@@ -77,8 +77,6 @@ impl Layer {
 struct Span {
     layer: Layer,
     rank: Rank,
-    /// The thread (location) within the rank, when the rows say.
-    thread: u32,
     /// A routine call's nesting depth (deeper calls are drawn over the calls around them).
     depth: u16,
     kind: u16,
@@ -109,7 +107,6 @@ enum Layout {
         /// `operation` (an MPI call, with its `id`) or `activity` (a path segment).
         name: Option<usize>,
         id: Option<usize>,
-        thread: Option<usize>,
     },
     Other,
 }
@@ -139,7 +136,6 @@ impl Layout {
                     .or_else(|| at("activity"))
                     .or_else(|| at("routine")),
                 id: at("operation").and(at("id")),
-                thread: at("thread"),
             },
             _ => Layout::Other,
         }
@@ -230,7 +226,6 @@ impl Timeline {
                 end,
                 name,
                 id,
-                thread,
             } => {
                 let (Some(rank), Some(start), Some(end)) =
                     (int(&v[rank]), int(&v[start]), int(&v[end]))
@@ -254,7 +249,6 @@ impl Timeline {
                 self.spans.push(Span {
                     layer: self.adding.unwrap_or(Layer::Rows),
                     rank: rank as Rank,
-                    thread: thread.and_then(|t| int(&v[t])).unwrap_or(0) as u32,
                     depth: 0,
                     kind,
                     start,
@@ -280,7 +274,6 @@ impl Timeline {
         self.spans.push(Span {
             layer: Layer::Routines,
             rank,
-            thread: 0,
             depth,
             kind,
             start,
