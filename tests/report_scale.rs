@@ -38,7 +38,7 @@ fn the_report_of_a_256_rank_2000_iteration_cg_run_finishes_with_every_section() 
         "Patterns",
         "Topology",
         "Wait states",
-        "Top waits",
+        "Top waits and their causes",
     ] {
         assert!(page.contains(&format!("<h2>{section}</h2>")), "{section}");
     }
